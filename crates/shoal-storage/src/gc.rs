@@ -1,0 +1,156 @@
+//! Garbage collection of dead versions. A version whose end is a commit timestamp at or below
+//! the oldest snapshot any transaction can still read at (the horizon) is unlinked from its
+//! chain; a row whose versions are all dead (deleted, or an insert rolled back) leaves the heap;
+//! an index entry whose key no remaining version of its row has is removed. Passes are bounded
+//! (a budget of rows and entries per step, with a cursor to resume), so the background thread
+//! never holds a table for long. Reclamation is safe against concurrent readers because readers
+//! only ever hold `Arc`s of row bytes and chains, never borrowed pointers into a chain.
+
+use std::ops::Bound;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use crate::database::Database;
+use crate::index::{key_part, Index};
+use crate::table::{RowRef, RowTable};
+use crate::txn::CommitTs;
+use crate::types::DataType;
+
+/// What a GC pass reclaimed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GcStats {
+    pub versions_freed: usize,
+    pub rows_freed: usize,
+    pub index_entries_freed: usize,
+}
+
+/// Where the next GC step of a table resumes: heap chunk, then each index from a key.
+#[derive(Default)]
+pub(crate) struct GcCursor {
+    chunk: usize,
+    index: usize,
+    key: Option<Box<[u8]>>,
+}
+
+/// Rows plus index entries one background step may visit per table.
+const BACKGROUND_BUDGET_PER_TABLE: usize = 50_000;
+
+impl RowTable {
+    /// Visits at most about `budget` rows/entries from the cursor; returns true when this step
+    /// finished a whole pass over the table (the cursor is then back at the start).
+    pub(crate) fn gc_step(&self, horizon: CommitTs, budget: usize, stats: &mut GcStats) -> bool {
+        let shape = self.shape.read_recursive();
+        let mut cursor = self.gc_cursor.lock();
+        let mut work = 0;
+        let chunks = self.heap.chunks();
+        while cursor.chunk < chunks.len() {
+            if work >= budget {
+                return false;
+            }
+            work += prune_chunk(&chunks[cursor.chunk], horizon, stats);
+            cursor.chunk += 1;
+        }
+        if cursor.index == 0 && cursor.key.is_none() {
+            self.heap.drop_empty_chunks();
+        }
+        while cursor.index < shape.indexes.len() {
+            let idx = &shape.indexes[cursor.index];
+            let start = cursor.key.take();
+            match sweep_index(idx, &shape.types, start, budget.saturating_sub(work), stats) {
+                Some(resume) => {
+                    cursor.key = Some(resume);
+                    return false;
+                }
+                None => cursor.index += 1,
+            }
+        }
+        *cursor = GcCursor::default();
+        true
+    }
+
+    pub(crate) fn reset_gc_cursor(&self) {
+        *self.gc_cursor.lock() = GcCursor::default();
+    }
+}
+
+/// Prunes every chain of a heap chunk and drops emptied rows; returns rows visited.
+fn prune_chunk(chunk: &crate::table::HeapChunk, horizon: CommitTs, stats: &mut GcStats) -> usize {
+    let mut rows = chunk.lock();
+    let before = rows.len();
+    rows.retain(|chain| {
+        let mut st = chain.state.lock();
+        stats.versions_freed += st.prune(horizon);
+        st.head.is_some()
+    });
+    stats.rows_freed += before - rows.len();
+    before
+}
+
+/// Removes stale entries from `start` on; returns the key to resume from if the budget ran out.
+fn sweep_index(idx: &Index, types: &[DataType], start: Option<Box<[u8]>>, budget: usize, stats: &mut GcStats) -> Option<Box<[u8]>> {
+    let lower = start.as_deref().map_or(Bound::Unbounded, Bound::Included);
+    for (visited, entry) in idx.map.range::<[u8], _>((lower, Bound::Unbounded)).enumerate() {
+        if visited >= budget {
+            return Some(entry.key().as_bytes().into());
+        }
+        let key = key_part(entry.key().as_bytes());
+        if entry_is_used(idx, types, entry.value(), key) {
+            continue;
+        }
+        // Recheck under the key's stripe: a writer adds a version and its entry under it.
+        let _stripe = idx.lock_key(key);
+        if !entry_is_used(idx, types, entry.value(), key) && idx.remove_entry(entry.key().as_bytes()) {
+            stats.index_entries_freed += 1;
+        }
+    }
+    None
+}
+
+fn entry_is_used(idx: &Index, types: &[DataType], chain: &RowRef, key: &[u8]) -> bool {
+    let st = chain.lock_state();
+    let used = st.versions().any(|v| idx.row_has_key(types, &v.data, key));
+    used
+}
+
+impl Database {
+    /// A full GC pass over every table (VACUUM).
+    pub fn vacuum(&self) -> GcStats {
+        let horizon = self.publish_gc_horizon();
+        let mut stats = GcStats::default();
+        for table in self.tables() {
+            table.reset_gc_cursor();
+            while !table.gc_step(horizon, usize::MAX, &mut stats) {}
+        }
+        stats
+    }
+
+    /// One bounded background step over every table.
+    fn background_gc_step(&self) -> GcStats {
+        let horizon = self.publish_gc_horizon();
+        let mut stats = GcStats::default();
+        for table in self.tables() {
+            table.gc_step(horizon, BACKGROUND_BUDGET_PER_TABLE, &mut stats);
+        }
+        stats
+    }
+
+    fn publish_gc_horizon(&self) -> CommitTs {
+        let horizon = self.oldest_active_snapshot();
+        self.shared().gc_horizon_ts.fetch_max(horizon, Ordering::Relaxed);
+        horizon
+    }
+
+    /// Runs a bounded GC step every `interval_ms` on a std thread until the database is dropped.
+    pub fn start_background_gc(self: &Arc<Self>, interval_ms: u64) -> std::thread::JoinHandle<()> {
+        let db: Weak<Database> = Arc::downgrade(self);
+        std::thread::Builder::new()
+            .name("shoal-gc".into())
+            .spawn(move || loop {
+                std::thread::sleep(Duration::from_millis(interval_ms));
+                let Some(db) = db.upgrade() else { return };
+                db.background_gc_step();
+            })
+            .expect("spawn GC thread")
+    }
+}

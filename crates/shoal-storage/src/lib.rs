@@ -1,0 +1,27 @@
+//! Shoal's in-memory storage engine: MVCC row tables with compact row encoding, memcomparable
+//! ordered indexes, transactions (READ COMMITTED / REPEATABLE READ, row locks, savepoints,
+//! deadlock detection), a redo hook for the WAL, and garbage collection of dead versions. It
+//! knows nothing about SQL: the SQL layer hands it typed values and gets back rows, snapshots
+//! and errors carrying PostgreSQL SQLSTATEs.
+
+pub mod catalog;
+pub mod database;
+pub mod error;
+pub mod gc;
+pub mod index;
+pub mod key_codec;
+pub mod row_codec;
+pub mod table;
+pub mod txn;
+pub mod types;
+
+pub type TableId = u64;
+pub type IndexId = u64;
+
+pub use database::Database;
+pub use error::StorageError;
+pub use gc::GcStats;
+pub use index::IndexDef;
+pub use table::{InsertOutcome, RowChain, RowLockMode, RowRef, RowTable, WriteOutcome};
+pub use txn::{ChangeKind, CommitTs, IsolationLevel, RedoChange, RedoSink, Snapshot, Transaction, TxnId};
+pub use types::{DataType, Interval, Value};

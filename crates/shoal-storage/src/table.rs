@@ -1,0 +1,776 @@
+//! Row tables: the MVCC row engine. A logical row is a [`RowChain`]: its versions newest first,
+//! behind a small per-row mutex, reached by a stable handle ([`RowRef`]) from the table's heap
+//! (an append-only list of handles in fixed-size chunks, which scans walk) and from its indexes.
+//! A version carries begin/end stamps (commit timestamps, or the writer's transaction id while it
+//! runs) and the row's `row_codec` bytes. Writers follow PostgreSQL: a row whose newest version
+//! is held by another transaction makes the caller wait (`WouldBlock`) and retry; a row changed
+//! after the caller's snapshot fails REPEATABLE READ (`SerializationFailure`) and hands READ
+//! COMMITTED the newest version to re-check (`WriteOutcome::Changed`).
+
+use std::ops::Bound;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::{Mutex, MutexGuard, RwLock};
+
+use crate::error::StorageError;
+use crate::gc::GcCursor;
+use crate::index::{entry_memory_bytes, key_part, point_entry_memory_bytes, EntryKey, Index, IndexDef};
+use crate::key_codec::{self, prefix_successor};
+use crate::row_codec;
+use crate::txn::{
+    is_txn_stamp, stamp_txn, txn_stamp, ChangeKind, CommitTs, IsolationLevel, Snapshot, Transaction,
+    TxnId, TxnShared, WriteEntry, END_UNSET,
+};
+use crate::types::{DataType, Value};
+use crate::{IndexId, TableId};
+
+/// Stable handle of a logical row.
+pub type RowRef = Arc<RowChain>;
+
+/// Row handles per heap chunk: big enough that the chunk list stays short, small enough that a
+/// scan copies a chunk's handles cheaply before visiting them without the chunk lock.
+const HEAP_CHUNK_ROWS: usize = 4096;
+
+#[derive(Clone, Debug)]
+pub(crate) struct Version {
+    pub begin: u64,
+    pub end: u64,
+    pub data: Arc<[u8]>,
+}
+
+impl Version {
+    /// Invisible to every snapshot at or after `horizon`: ended by a commit at or before it.
+    fn is_dead(&self, horizon: CommitTs) -> bool {
+        self.end != END_UNSET && !is_txn_stamp(self.end) && self.end <= horizon
+    }
+}
+
+/// The versions of one logical row.
+pub struct RowChain {
+    row_id: u64,
+    pub(crate) state: Mutex<ChainState>,
+}
+
+pub(crate) struct ChainState {
+    /// Newest version; `None` once the row is gone for good (insert rolled back, or deleted and
+    /// reclaimed).
+    pub head: Option<Version>,
+    /// Older versions, oldest first (so replacing the head is a push).
+    pub older: Vec<Version>,
+    /// Transaction holding a row lock (SELECT FOR UPDATE/SHARE), or 0.
+    pub locker: TxnId,
+}
+
+impl ChainState {
+    /// Versions newest first.
+    pub(crate) fn versions(&self) -> impl Iterator<Item = &Version> {
+        self.head.iter().chain(self.older.iter().rev())
+    }
+
+    fn visible(&self, snap: &Snapshot) -> Option<&Version> {
+        self.versions().find(|v| snap.sees(v.begin, v.end))
+    }
+
+    fn push(&mut self, v: Version) {
+        if let Some(old) = self.head.replace(v) {
+            self.older.push(old);
+        }
+    }
+
+    fn pop(&mut self) -> Option<Version> {
+        let head = self.head.take();
+        self.head = self.older.pop();
+        head
+    }
+
+    /// Drops versions no snapshot at or after `horizon` can see; returns how many.
+    pub(crate) fn prune(&mut self, horizon: CommitTs) -> usize {
+        if self.head.as_ref().is_some_and(|h| h.is_dead(horizon)) {
+            // Ends only decrease going older, so everything below a dead head is dead too.
+            debug_assert!(self.older.iter().all(|v| v.is_dead(horizon)));
+            let freed = 1 + self.older.len();
+            self.head = None;
+            self.older = Vec::new();
+            return freed;
+        }
+        let before = self.older.len();
+        self.older.retain(|v| !v.is_dead(horizon));
+        if self.older.is_empty() {
+            self.older = Vec::new();
+        }
+        before - self.older.len()
+    }
+}
+
+impl RowChain {
+    fn new(row_id: u64, v: Version) -> RowChain {
+        RowChain { row_id, state: Mutex::new(ChainState { head: Some(v), older: Vec::new(), locker: 0 }) }
+    }
+
+    /// The table's hidden id of this row: unique within the table, never reused.
+    pub fn row_id(&self) -> u64 {
+        self.row_id
+    }
+
+    pub(crate) fn lock_state(&self) -> MutexGuard<'_, ChainState> {
+        self.state.lock()
+    }
+
+    fn visible_data(&self, snap: &Snapshot) -> Option<Arc<[u8]>> {
+        self.state.lock().visible(snap).map(|v| v.data.clone())
+    }
+
+    /// Replaces `txn`'s stamps with its commit timestamp. Its versions are the newest ones.
+    pub(crate) fn stamp(&self, txn: TxnId, ts: CommitTs) {
+        let me = txn_stamp(txn);
+        let mut st = self.state.lock();
+        let ChainState { head, older, .. } = &mut *st;
+        for v in head.iter_mut().chain(older.iter_mut().rev()) {
+            let mut touched = false;
+            if v.begin == me {
+                v.begin = ts;
+                touched = true;
+            }
+            if v.end == me {
+                v.end = ts;
+                touched = true;
+            }
+            debug_assert!(is_txn_stamp(v.end) || v.end == END_UNSET || v.begin <= v.end, "version ends before it begins");
+            if !touched {
+                break;
+            }
+        }
+    }
+
+    /// Undoes the newest write of `txn` to this row (rollback walks writes newest first).
+    pub(crate) fn undo(&self, kind: ChangeKind, txn: TxnId) {
+        let me = txn_stamp(txn);
+        let mut st = self.state.lock();
+        if matches!(kind, ChangeKind::Insert | ChangeKind::Update) {
+            let undone = st.pop();
+            debug_assert!(undone.is_some_and(|v| v.begin == me), "undo of a version not ours");
+        }
+        if matches!(kind, ChangeKind::Update | ChangeKind::Delete) {
+            let head = st.head.as_mut().expect("undo: the replaced version is still there");
+            debug_assert_eq!(head.end, me, "undo of an end stamp not ours");
+            head.end = END_UNSET;
+        }
+    }
+
+    pub(crate) fn unlock(&self, txn: TxnId) {
+        let mut st = self.state.lock();
+        if st.locker == txn {
+            st.locker = 0;
+        }
+    }
+}
+
+impl std::fmt::Debug for RowChain {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "RowChain({})", self.row_id)
+    }
+}
+
+/// Result of update/delete/lock_row when no error occurred.
+#[derive(Clone, Debug, PartialEq)]
+pub enum WriteOutcome {
+    Done,
+    /// READ COMMITTED only: the row changed after the caller's snapshot and nothing was written.
+    /// `newest` is the newest committed row (None: it was deleted, skip it). If it still matches
+    /// the statement's WHERE, call again with `newest_snapshot`.
+    Changed { newest: Option<Vec<Value>>, newest_snapshot: Snapshot },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RowLockMode {
+    /// FOR SHARE. Currently taken as exclusive (FOR UPDATE): correct, but share lockers wait for
+    /// each other.
+    Share,
+    Exclusive,
+}
+
+/// Result of [`RowTable::insert_or_conflict`].
+#[derive(Debug)]
+pub enum InsertOutcome {
+    Inserted(RowRef),
+    /// A live row already has the key in unique index `index` (for ON CONFLICT).
+    Conflict { index: IndexId, existing: RowRef },
+}
+
+/// Why a new index key could not be added.
+enum KeyConflict {
+    Live { index_pos: usize, existing: RowRef },
+    Pending(TxnId),
+}
+
+enum WriteCheck {
+    Proceed,
+    Outcome(WriteOutcome),
+}
+
+/// Column types and indexes: read-locked by every operation, write-locked by DDL.
+pub(crate) struct TableShape {
+    pub types: Vec<DataType>,
+    pub indexes: Vec<Index>,
+}
+
+pub(crate) type HeapChunk = Arc<Mutex<Vec<RowRef>>>;
+
+/// The table's row handles, append-only except for GC removing dead rows.
+pub(crate) struct Heap {
+    chunks: RwLock<Vec<HeapChunk>>,
+}
+
+impl Heap {
+    fn append(&self, row: RowRef) {
+        if let Some(last) = self.chunks.read().last() {
+            let mut c = last.lock();
+            if c.len() < HEAP_CHUNK_ROWS {
+                c.push(row);
+                return;
+            }
+        }
+        let mut chunks = self.chunks.write();
+        if let Some(last) = chunks.last() {
+            let mut c = last.lock();
+            if c.len() < HEAP_CHUNK_ROWS {
+                c.push(row);
+                return;
+            }
+        }
+        let mut c = Vec::with_capacity(HEAP_CHUNK_ROWS);
+        c.push(row);
+        chunks.push(Arc::new(Mutex::new(c)));
+    }
+
+    pub(crate) fn chunks(&self) -> Vec<HeapChunk> {
+        self.chunks.read().clone()
+    }
+
+    /// Drops emptied chunks other than the last (which takes appends).
+    pub(crate) fn drop_empty_chunks(&self) {
+        let mut chunks = self.chunks.write();
+        let last = chunks.len().saturating_sub(1);
+        let mut i = 0;
+        chunks.retain(|c| {
+            i += 1;
+            i - 1 == last || !c.lock().is_empty()
+        });
+    }
+
+    fn len(&self) -> usize {
+        self.chunks.read().iter().map(|c| c.lock().len()).sum()
+    }
+}
+
+pub struct RowTable {
+    id: TableId,
+    pub(crate) shared: Arc<TxnShared>,
+    pub(crate) shape: RwLock<TableShape>,
+    pub(crate) heap: Heap,
+    next_row_id: AtomicU64,
+    dropped: AtomicBool,
+    pub(crate) gc_cursor: Mutex<GcCursor>,
+}
+
+impl RowTable {
+    pub(crate) fn new(id: TableId, types: Vec<DataType>, shared: Arc<TxnShared>) -> RowTable {
+        RowTable {
+            id,
+            shared,
+            shape: RwLock::new(TableShape { types, indexes: Vec::new() }),
+            heap: Heap { chunks: RwLock::new(Vec::new()) },
+            next_row_id: AtomicU64::new(1),
+            dropped: AtomicBool::new(false),
+            gc_cursor: Mutex::new(GcCursor::default()),
+        }
+    }
+
+    pub fn id(&self) -> TableId {
+        self.id
+    }
+
+    /// The column types rows are encoded with (changes only with `alter_columns`).
+    pub fn types(&self) -> Vec<DataType> {
+        self.shape.read_recursive().types.clone()
+    }
+
+    /// Decodes a row handed out by `scan`/`index_scan`.
+    pub fn decode_row(&self, bytes: &[u8]) -> Vec<Value> {
+        row_codec::decode_all(&self.shape.read_recursive().types, bytes)
+    }
+
+    pub(crate) fn mark_dropped(&self) {
+        self.dropped.store(true, Ordering::Release);
+    }
+
+    fn check_alive(&self) -> Result<(), StorageError> {
+        if self.dropped.load(Ordering::Acquire) {
+            Err(StorageError::TableDropped)
+        } else {
+            Ok(())
+        }
+    }
+
+    fn unique_violation(&self, shape: &TableShape, index: IndexId, row: &[Value]) -> StorageError {
+        let def = &shape.indexes.iter().find(|i| i.def.id == index).expect("conflicting index").def;
+        StorageError::UniqueViolation {
+            index_name: def.name.clone(),
+            key_columns: def.columns.clone(),
+            key: def.columns.iter().map(|&c| row[c].clone()).collect(),
+        }
+    }
+
+    /// Inserts a row. A live row with the same key in a unique index is a `UniqueViolation`; an
+    /// uncommitted one is `WouldBlock` (wait, then retry).
+    pub fn insert(&self, txn: &mut Transaction, row: &[Value]) -> Result<RowRef, StorageError> {
+        match self.insert_or_conflict(txn, row)? {
+            InsertOutcome::Inserted(r) => Ok(r),
+            InsertOutcome::Conflict { index, .. } => {
+                Err(self.unique_violation(&self.shape.read_recursive(), index, row))
+            }
+        }
+    }
+
+    /// Like `insert`, but a unique conflict with a live row returns that row (ON CONFLICT).
+    pub fn insert_or_conflict(&self, txn: &mut Transaction, row: &[Value]) -> Result<InsertOutcome, StorageError> {
+        let shape = self.shape.read_recursive();
+        self.check_alive()?;
+        row_codec::check_row(&shape.types, row)?;
+        let data: Arc<[u8]> = Arc::from(row_codec::encode_vec(&shape.types, row));
+        self.shared.ensure_writer(txn);
+        let row_id = self.next_row_id.fetch_add(1, Ordering::Relaxed);
+        let version = Version { begin: txn_stamp(txn.id()), end: END_UNSET, data: data.clone() };
+        let chain = Arc::new(RowChain::new(row_id, version));
+        if let Err(conflict) = self.index_new_version(&shape, txn.id(), &chain, &data, None) {
+            // Whoever found the chain through an index meanwhile now sees an empty row.
+            chain.state.lock().head = None;
+            return match conflict {
+                KeyConflict::Live { index_pos, existing } => {
+                    Ok(InsertOutcome::Conflict { index: shape.indexes[index_pos].def.id, existing })
+                }
+                KeyConflict::Pending(holder) => Err(StorageError::WouldBlock { holder }),
+            };
+        }
+        self.heap.append(chain.clone());
+        txn.writes.push(WriteEntry { table: self.id, chain: chain.clone(), kind: ChangeKind::Insert, row: data });
+        Ok(InsertOutcome::Inserted(chain))
+    }
+
+    /// Adds index entries for a new version of `chain` (already linked) whose key differs from
+    /// `old`'s, checking unique indexes. On a conflict the entries it added are removed again.
+    fn index_new_version(
+        &self,
+        shape: &TableShape,
+        txn: TxnId,
+        chain: &RowRef,
+        data: &[u8],
+        old: Option<&[u8]>,
+    ) -> Result<(), KeyConflict> {
+        let mut added: Vec<(usize, EntryKey)> = Vec::new();
+        let (mut values, mut key, mut old_key) = (Vec::new(), Vec::new(), Vec::new());
+        for (pos, idx) in shape.indexes.iter().enumerate() {
+            let has_null = idx.row_key(&shape.types, data, &mut values, &mut key);
+            if let Some(old) = old {
+                idx.row_key(&shape.types, old, &mut values, &mut old_key);
+                if old_key == key {
+                    continue;
+                }
+            }
+            let _stripe = idx.lock_key(&key);
+            if idx.def.unique && !has_null {
+                if let Some(c) = find_conflict(idx, pos, &shape.types, &key, chain, txn) {
+                    for (pos, e) in &added {
+                        shape.indexes[*pos].remove_entry(e.as_bytes());
+                    }
+                    return Err(c);
+                }
+            }
+            if let Some(entry) = idx.add_entry(&key, chain) {
+                added.push((pos, entry));
+            }
+        }
+        Ok(())
+    }
+
+    /// Decides whether `txn` may write the row now (see the module comment).
+    fn check_write(&self, st: &ChainState, txn: &Transaction, snap: &Snapshot, types: &[DataType]) -> Result<WriteCheck, StorageError> {
+        let me = txn_stamp(txn.id());
+        let gone = || WriteCheck::Outcome(WriteOutcome::Changed { newest: None, newest_snapshot: *snap });
+        let Some(head) = &st.head else { return Ok(gone()) };
+        if st.locker != 0 && st.locker != txn.id() {
+            return Err(StorageError::WouldBlock { holder: st.locker });
+        }
+        if is_txn_stamp(head.begin) && head.begin != me {
+            return Err(StorageError::WouldBlock { holder: stamp_txn(head.begin) });
+        }
+        if head.end == me {
+            // Already deleted (or replaced) by this transaction: nothing left to change.
+            return Ok(gone());
+        }
+        if is_txn_stamp(head.end) {
+            return Err(StorageError::WouldBlock { holder: stamp_txn(head.end) });
+        }
+        if head.begin == me || (head.end == END_UNSET && head.begin <= snap.ts) {
+            return Ok(WriteCheck::Proceed);
+        }
+        if head.end != END_UNSET && head.end <= snap.ts {
+            // Deleted before the snapshot: the caller holds a stale handle.
+            return Ok(gone());
+        }
+        match txn.isolation() {
+            IsolationLevel::RepeatableRead => Err(StorageError::SerializationFailure),
+            IsolationLevel::ReadCommitted => {
+                let deleted = head.end != END_UNSET;
+                let changed_ts = if deleted { head.end } else { head.begin };
+                // The change is stamped, so its commit is done with this row; the watermark may
+                // still lag behind it, the re-check only needs this row.
+                let ts = changed_ts.max(self.shared.clock.stable());
+                Ok(WriteCheck::Outcome(WriteOutcome::Changed {
+                    newest: (!deleted).then(|| row_codec::decode_all(types, &head.data)),
+                    newest_snapshot: Snapshot { ts, txn: txn.id() },
+                }))
+            }
+        }
+    }
+
+    /// Replaces the row's visible version with `new_row` (see [`WriteOutcome`] for the outcomes).
+    pub fn update(&self, txn: &mut Transaction, row: &RowRef, snap: &Snapshot, new_row: &[Value]) -> Result<WriteOutcome, StorageError> {
+        debug_assert_eq!(snap.txn, txn.id(), "snapshot of another transaction");
+        let shape = self.shape.read_recursive();
+        self.check_alive()?;
+        row_codec::check_row(&shape.types, new_row)?;
+        let data: Arc<[u8]> = Arc::from(row_codec::encode_vec(&shape.types, new_row));
+        self.shared.ensure_writer(txn);
+        let me = txn_stamp(txn.id());
+        let old_data = {
+            let mut st = row.state.lock();
+            if let WriteCheck::Outcome(o) = self.check_write(&st, txn, snap, &shape.types)? {
+                return Ok(o);
+            }
+            let head = st.head.as_mut().expect("check_write saw a head");
+            head.end = me;
+            let old = head.data.clone();
+            st.push(Version { begin: me, end: END_UNSET, data: data.clone() });
+            // Prune while we hold the chain anyway, so hot rows stay short between GC passes.
+            st.prune(self.shared.gc_horizon_ts.load(Ordering::Relaxed));
+            old
+        };
+        if let Err(c) = self.index_new_version(&shape, txn.id(), row, &data, Some(&old_data)) {
+            row.undo(ChangeKind::Update, txn.id());
+            return Err(match c {
+                KeyConflict::Live { index_pos, .. } => {
+                    self.unique_violation(&shape, shape.indexes[index_pos].def.id, new_row)
+                }
+                KeyConflict::Pending(holder) => StorageError::WouldBlock { holder },
+            });
+        }
+        txn.writes.push(WriteEntry { table: self.id, chain: row.clone(), kind: ChangeKind::Update, row: data });
+        Ok(WriteOutcome::Done)
+    }
+
+    /// Deletes the row's visible version.
+    pub fn delete(&self, txn: &mut Transaction, row: &RowRef, snap: &Snapshot) -> Result<WriteOutcome, StorageError> {
+        debug_assert_eq!(snap.txn, txn.id(), "snapshot of another transaction");
+        let shape = self.shape.read_recursive();
+        self.check_alive()?;
+        self.shared.ensure_writer(txn);
+        let old = {
+            let mut st = row.state.lock();
+            if let WriteCheck::Outcome(o) = self.check_write(&st, txn, snap, &shape.types)? {
+                return Ok(o);
+            }
+            let head = st.head.as_mut().expect("check_write saw a head");
+            head.end = txn_stamp(txn.id());
+            head.data.clone()
+        };
+        txn.writes.push(WriteEntry { table: self.id, chain: row.clone(), kind: ChangeKind::Delete, row: old });
+        Ok(WriteOutcome::Done)
+    }
+
+    /// SELECT ... FOR UPDATE / FOR SHARE: same checks as update, then holds the row until the
+    /// transaction ends (or rolls back past a savepoint taken before the lock).
+    pub fn lock_row(&self, txn: &mut Transaction, row: &RowRef, snap: &Snapshot, mode: RowLockMode) -> Result<WriteOutcome, StorageError> {
+        let _ = mode; // Share is taken as Exclusive, see RowLockMode::Share.
+        let shape = self.shape.read_recursive();
+        self.check_alive()?;
+        self.shared.ensure_writer(txn);
+        let mut st = row.state.lock();
+        if let WriteCheck::Outcome(o) = self.check_write(&st, txn, snap, &shape.types)? {
+            return Ok(o);
+        }
+        if st.locker != txn.id() {
+            debug_assert_eq!(st.locker, 0);
+            st.locker = txn.id();
+            txn.locks.push(row.clone());
+        }
+        Ok(WriteOutcome::Done)
+    }
+
+    /// Calls `f` with every row visible to `snap` and its encoded bytes until `f` returns false.
+    /// Rows inserted after the scan started are not visited (INSERT ... SELECT from the same
+    /// table terminates).
+    pub fn scan(&self, snap: &Snapshot, mut f: impl FnMut(&RowRef, &[u8]) -> bool) {
+        let _shape = self.shape.read_recursive();
+        let row_id_end = self.next_row_id.load(Ordering::Relaxed);
+        let mut rows: Vec<RowRef> = Vec::with_capacity(HEAP_CHUNK_ROWS);
+        for chunk in self.heap.chunks() {
+            rows.clear();
+            rows.extend(chunk.lock().iter().cloned());
+            for r in &rows {
+                if r.row_id >= row_id_end {
+                    continue;
+                }
+                if let Some(data) = r.visible_data(snap) {
+                    if !f(r, &data) {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Calls `f` with the visible rows whose key in `index` lies within the bounds, in key order.
+    /// Bounds may be prefixes of a composite key; a point lookup is Included(key) on both sides.
+    pub fn index_scan(
+        &self,
+        index: IndexId,
+        snap: &Snapshot,
+        lower: Bound<&[Value]>,
+        upper: Bound<&[Value]>,
+        mut f: impl FnMut(&RowRef, &[u8]) -> bool,
+    ) -> Result<(), StorageError> {
+        let shape = self.shape.read_recursive();
+        let idx = shape.indexes.iter().find(|i| i.def.id == index).ok_or(StorageError::NoSuchIndex(index))?;
+        let (mut values, mut key) = (Vec::new(), Vec::new());
+        if let (Bound::Included(lo), Bound::Included(hi)) = (lower, upper) {
+            if lo.len() == idx.def.columns.len() && lo == hi {
+                let point_key = key_codec::encode_key(lo);
+                let mut rows = Vec::new();
+                if idx.point_rows(&point_key, &mut rows) {
+                    rows.sort_by_key(|r| r.row_id);
+                    for chain in &rows {
+                        let Some(data) = chain.visible_data(snap) else { continue };
+                        idx.row_key(&shape.types, &data, &mut values, &mut key);
+                        if key == point_key && !f(chain, &data) {
+                            break;
+                        }
+                    }
+                    return Ok(());
+                }
+            }
+        }
+        let (lo, hi) = key_codec::key_range(lower, upper);
+        let range = (as_slice_bound(&lo), as_slice_bound(&hi));
+        for entry in idx.map.range::<[u8], _>(range) {
+            let chain = entry.value();
+            let Some(data) = chain.visible_data(snap) else { continue };
+            // Entries of old versions stay until GC: use this entry only if the visible version
+            // has its key (which also reports each row once).
+            idx.row_key(&shape.types, &data, &mut values, &mut key);
+            if key[..] != *key_part(entry.key().as_bytes()) {
+                continue;
+            }
+            if !f(chain, &data) {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Point lookup on an index: the first visible row with exactly `key`.
+    pub fn index_get(&self, index: IndexId, snap: &Snapshot, key: &[Value]) -> Result<Option<(RowRef, Vec<Value>)>, StorageError> {
+        let mut found = None;
+        self.index_scan(index, snap, Bound::Included(key), Bound::Included(key), |r, bytes| {
+            found = Some((r.clone(), bytes.to_vec()));
+            false
+        })?;
+        Ok(found.map(|(r, bytes)| (r, self.decode_row(&bytes))))
+    }
+
+    /// The row's version visible to `snap`, decoded.
+    pub fn read(&self, row: &RowRef, snap: &Snapshot) -> Option<Vec<Value>> {
+        let shape = self.shape.read_recursive();
+        let st = row.state.lock();
+        st.visible(snap).map(|v| row_codec::decode_all(&shape.types, &v.data))
+    }
+
+    /// The row's version visible to `snap`, encoded.
+    pub fn read_bytes(&self, row: &RowRef, snap: &Snapshot) -> Option<Arc<[u8]>> {
+        row.visible_data(snap)
+    }
+
+    /// Removes every row at once. Not transactional: it is not undone by rollback and running
+    /// transactions lose sight of the rows at once (TRUNCATE takes an exclusive table lock in
+    /// the SQL layer, so nobody else is looking).
+    pub fn truncate(&self) {
+        let shape = self.shape.write();
+        self.heap.chunks.write().clear();
+        for idx in &shape.indexes {
+            idx.clear();
+        }
+    }
+
+    /// Builds a new index from the existing rows. Fails with `UniqueViolation` if live rows
+    /// collide.
+    pub fn add_index(&self, def: IndexDef) -> Result<(), StorageError> {
+        let mut shape = self.shape.write();
+        if shape.indexes.iter().any(|i| i.def.id == def.id) {
+            return Err(StorageError::DuplicateIndex(def.id));
+        }
+        let idx = Index::new(def);
+        let mut live_keys = std::collections::HashSet::new();
+        let (mut values, mut key) = (Vec::new(), Vec::new());
+        for chunk in self.heap.chunks() {
+            for chain in chunk.lock().iter() {
+                let st = chain.state.lock();
+                for (i, v) in st.versions().enumerate() {
+                    let has_null = idx.row_key(&shape.types, &v.data, &mut values, &mut key);
+                    let live = i == 0 && (v.end == END_UNSET || is_txn_stamp(v.end));
+                    if idx.def.unique && live && !has_null && !live_keys.insert(key.clone()) {
+                        return Err(StorageError::UniqueViolation {
+                            index_name: idx.def.name.clone(),
+                            key_columns: idx.def.columns.clone(),
+                            key: values.clone(),
+                        });
+                    }
+                    idx.add_entry(&key, chain);
+                }
+            }
+        }
+        shape.indexes.push(idx);
+        Ok(())
+    }
+
+    pub fn drop_index(&self, id: IndexId) -> Result<(), StorageError> {
+        let mut shape = self.shape.write();
+        let pos = shape.indexes.iter().position(|i| i.def.id == id).ok_or(StorageError::NoSuchIndex(id))?;
+        shape.indexes.remove(pos);
+        Ok(())
+    }
+
+    pub fn indexes(&self) -> Vec<IndexDef> {
+        self.shape.read_recursive().indexes.iter().map(|i| i.def.clone()).collect()
+    }
+
+    /// Rewrites every version for new column types (ALTER TABLE ADD/DROP COLUMN ...): `map`
+    /// turns an old row into a new one. The SQL layer runs it while no other transaction uses
+    /// the table. Index column positions are not renumbered: drop indexes on dropped columns and
+    /// re-create those whose positions shift. Nothing changes if a mapped row does not fit.
+    pub fn alter_columns(&self, new_types: Vec<DataType>, map: &dyn Fn(Vec<Value>) -> Vec<Value>) -> Result<(), StorageError> {
+        let mut shape = self.shape.write();
+        let mut rewritten: Vec<(RowRef, Vec<Arc<[u8]>>)> = Vec::new();
+        for chunk in self.heap.chunks() {
+            for chain in chunk.lock().iter() {
+                let st = chain.state.lock();
+                let mut datas = Vec::new();
+                for v in st.versions() {
+                    let new_row = map(row_codec::decode_all(&shape.types, &v.data));
+                    row_codec::check_row(&new_types, &new_row)?;
+                    datas.push(Arc::from(row_codec::encode_vec(&new_types, &new_row)));
+                }
+                rewritten.push((chain.clone(), datas));
+            }
+        }
+        for (chain, datas) in rewritten {
+            let mut st = chain.state.lock();
+            let ChainState { head, older, .. } = &mut *st;
+            for (v, data) in head.iter_mut().chain(older.iter_mut().rev()).zip(datas) {
+                v.data = data;
+            }
+        }
+        shape.types = new_types;
+        Ok(())
+    }
+
+    /// Rows in the heap, visible or not (cheap).
+    pub fn row_count_estimate(&self) -> usize {
+        self.heap.len()
+    }
+
+    /// Rows visible to `snap` (walks the table).
+    pub fn live_row_count(&self, snap: &Snapshot) -> usize {
+        let mut n = 0;
+        self.scan(snap, |_, _| {
+            n += 1;
+            true
+        });
+        n
+    }
+
+    /// Estimate of the memory the table holds: heap slots, row chains, versions and their
+    /// bytes (with allocation headers), and index entries. Walks the table.
+    pub fn memory_bytes(&self) -> usize {
+        const ARC_HEADER_BYTES: usize = 16;
+        let shape = self.shape.read_recursive();
+        let mut bytes = std::mem::size_of::<RowTable>();
+        for chunk in self.heap.chunks() {
+            let c = chunk.lock();
+            bytes += ARC_HEADER_BYTES + c.capacity() * std::mem::size_of::<RowRef>();
+            for chain in c.iter() {
+                bytes += ARC_HEADER_BYTES + std::mem::size_of::<RowChain>();
+                let st = chain.state.lock();
+                bytes += st.older.capacity() * std::mem::size_of::<Version>();
+                for v in st.versions() {
+                    bytes += (ARC_HEADER_BYTES + v.data.len()).next_multiple_of(8);
+                }
+            }
+        }
+        for idx in &shape.indexes {
+            bytes += idx.map.iter().map(|e| entry_memory_bytes(e.key().as_bytes().len())).sum::<usize>();
+            if idx.def.unique {
+                bytes += idx.map.len() * point_entry_memory_bytes();
+            }
+        }
+        bytes
+    }
+}
+
+fn as_slice_bound(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+    match b {
+        Bound::Included(v) => Bound::Included(v.as_slice()),
+        Bound::Excluded(v) => Bound::Excluded(v.as_slice()),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+/// Looks for another row that has, or may get back, `key` in unique index `idx`. Called with
+/// the key's stripe lock held.
+fn find_conflict(idx: &Index, index_pos: usize, types: &[DataType], key: &[u8], own: &RowRef, txn: TxnId) -> Option<KeyConflict> {
+    let me = txn_stamp(txn);
+    let hi = prefix_successor(key);
+    let upper = hi.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
+    for entry in idx.map.range::<[u8], _>((Bound::Included(key), upper)) {
+        let chain = entry.value();
+        if Arc::ptr_eq(chain, own) {
+            continue;
+        }
+        let st = chain.state.lock();
+        let Some(head) = &st.head else { continue };
+        if head.end == me || (head.end != END_UNSET && !is_txn_stamp(head.end)) {
+            // Deleted by us, or by a committed transaction: dead for every new snapshot.
+            continue;
+        }
+        if is_txn_stamp(head.end) {
+            // Another transaction is deleting it: a conflict only if that one rolls back.
+            if idx.row_has_key(types, &head.data, key) {
+                return Some(KeyConflict::Pending(stamp_txn(head.end)));
+            }
+            continue;
+        }
+        if is_txn_stamp(head.begin) && head.begin != me {
+            // Another transaction's new version; if it rolls back, the version it replaced
+            // is live again.
+            let replaced = st.older.last().filter(|p| p.end == head.begin);
+            if idx.row_has_key(types, &head.data, key) || replaced.is_some_and(|p| idx.row_has_key(types, &p.data, key)) {
+                return Some(KeyConflict::Pending(stamp_txn(head.begin)));
+            }
+            continue;
+        }
+        if idx.row_has_key(types, &head.data, key) {
+            return Some(KeyConflict::Live { index_pos, existing: chain.clone() });
+        }
+    }
+    None
+}

@@ -1,0 +1,538 @@
+//! Transactions and the machinery MVCC needs around them: transaction ids and how they are told
+//! apart from commit timestamps inside version stamps, snapshots and the visibility rule, the
+//! commit clock with its "stable" watermark (a snapshot never includes a commit that is still
+//! stamping its versions), the registry of active snapshots (the GC horizon) and of writing
+//! transactions (who can be waited for, and the waits-for graph that finds deadlocks), and the
+//! per-transaction write set, lock set and savepoints that commit stamps and rollback undoes.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::{Condvar, Mutex, RwLock};
+
+use crate::error::StorageError;
+use crate::table::RowRef;
+use crate::TableId;
+
+/// Transaction id. Ids start at 1 and are never reused.
+pub type TxnId = u64;
+/// Commit timestamp. Timestamps start at 1; snapshot timestamp 0 sees nothing committed.
+pub type CommitTs = u64;
+
+/// Version begin/end stamps hold either a commit timestamp or, while the writer runs, its
+/// transaction id with this bit set.
+pub(crate) const TXN_STAMP_BIT: u64 = 1 << 63;
+/// End stamp of a version nobody has deleted or replaced.
+pub(crate) const END_UNSET: u64 = 0;
+
+pub(crate) fn txn_stamp(txn: TxnId) -> u64 {
+    debug_assert!(txn & TXN_STAMP_BIT == 0);
+    txn | TXN_STAMP_BIT
+}
+
+pub(crate) fn is_txn_stamp(stamp: u64) -> bool {
+    stamp & TXN_STAMP_BIT != 0
+}
+
+pub(crate) fn stamp_txn(stamp: u64) -> TxnId {
+    debug_assert!(is_txn_stamp(stamp));
+    stamp & !TXN_STAMP_BIT
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IsolationLevel {
+    ReadCommitted,
+    RepeatableRead,
+}
+
+/// What a statement sees: every commit with timestamp <= `ts`, plus the own writes of `txn`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Snapshot {
+    pub ts: CommitTs,
+    pub txn: TxnId,
+}
+
+impl Snapshot {
+    /// The MVCC visibility rule for a version with these stamps. Own deletes hide the version.
+    #[inline]
+    pub fn sees(&self, begin: u64, end: u64) -> bool {
+        let begun = if is_txn_stamp(begin) { begin == txn_stamp(self.txn) } else { begin <= self.ts };
+        begun
+            && (end == END_UNSET
+                || if is_txn_stamp(end) { end != txn_stamp(self.txn) } else { end > self.ts })
+    }
+}
+
+/// Hands out commit timestamps and keeps the stable watermark: the largest timestamp T such that
+/// every commit with timestamp <= T has finished stamping. New snapshots read the watermark, so a
+/// half-stamped commit is never half visible.
+pub(crate) struct CommitClock {
+    queue: Mutex<CommitQueue>,
+    stable_ts: AtomicU64,
+}
+
+struct CommitQueue {
+    next_ts: CommitTs,
+    /// Commits that took a timestamp, in timestamp order, with whether they finished.
+    in_flight: VecDeque<(CommitTs, bool)>,
+}
+
+impl CommitClock {
+    fn new() -> CommitClock {
+        CommitClock {
+            queue: Mutex::new(CommitQueue { next_ts: 1, in_flight: VecDeque::new() }),
+            stable_ts: AtomicU64::new(0),
+        }
+    }
+
+    pub(crate) fn stable(&self) -> CommitTs {
+        self.stable_ts.load(Ordering::Acquire)
+    }
+
+    fn begin_commit(&self) -> CommitTs {
+        let mut q = self.queue.lock();
+        let ts = q.next_ts;
+        q.next_ts += 1;
+        q.in_flight.push_back((ts, false));
+        ts
+    }
+
+    /// Marks `ts` finished and advances the watermark past every finished prefix.
+    fn finish_commit(&self, ts: CommitTs) {
+        let mut q = self.queue.lock();
+        let front = q.in_flight.front().expect("finishing a commit that never began").0;
+        let slot = &mut q.in_flight[(ts - front) as usize];
+        debug_assert_eq!(slot.0, ts);
+        slot.1 = true;
+        while q.in_flight.front().is_some_and(|c| c.1) {
+            q.in_flight.pop_front();
+        }
+        let stable = match q.in_flight.front() {
+            Some(&(first_unfinished, _)) => first_unfinished - 1,
+            None => q.next_ts - 1,
+        };
+        debug_assert!(stable >= self.stable_ts.load(Ordering::Relaxed), "watermark went back");
+        self.stable_ts.store(stable, Ordering::Release);
+    }
+}
+
+/// One change handed to the redo sink at commit, in the order the transaction made them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RedoChange<'a> {
+    pub table: TableId,
+    pub kind: ChangeKind,
+    /// The table's hidden row id of the changed row (stable for the row's life).
+    pub row_id: u64,
+    /// Insert/update: the new row (row_codec bytes). Delete: the deleted version, so the log can
+    /// extract its key.
+    pub row: &'a [u8],
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChangeKind {
+    Insert,
+    Update,
+    Delete,
+}
+
+/// Where committed changes go before they become visible (the WAL, later). An error aborts the
+/// transaction with `StorageError::CommitFailed`.
+pub trait RedoSink: Send + Sync {
+    fn log_commit(&self, commit_ts: CommitTs, changes: &[RedoChange<'_>]) -> Result<(), String>;
+}
+
+/// One write of a transaction, kept for stamping at commit, undo at rollback and redo.
+pub(crate) struct WriteEntry {
+    pub table: TableId,
+    pub chain: RowRef,
+    pub kind: ChangeKind,
+    pub row: Arc<[u8]>,
+}
+
+struct SavepointMark {
+    name: String,
+    writes_len: usize,
+    locks_len: usize,
+}
+
+/// Signalled once when a writing transaction ends (commits or rolls back).
+pub(crate) struct TxnDone {
+    finished: Mutex<bool>,
+    cond: Condvar,
+    notify: tokio::sync::Notify,
+}
+
+impl TxnDone {
+    fn is_finished(&self) -> bool {
+        *self.finished.lock()
+    }
+
+    fn finish(&self) {
+        *self.finished.lock() = true;
+        self.cond.notify_all();
+        self.notify.notify_waiters();
+    }
+}
+
+#[derive(Default)]
+struct WaitGraph {
+    /// Transactions that wrote or locked something and have not ended: the only ones a
+    /// `WouldBlock` can name.
+    writers: HashMap<TxnId, Arc<TxnDone>>,
+    /// waiter -> holder. A transaction waits for at most one other at a time.
+    waits_for: HashMap<TxnId, TxnId>,
+}
+
+const SNAPSHOT_SHARDS: usize = 16;
+
+/// State shared by the database, its tables and its transactions.
+pub(crate) struct TxnShared {
+    next_txn_id: AtomicU64,
+    pub(crate) clock: CommitClock,
+    /// Snapshot timestamp each transaction may still read at; min of these is the GC horizon.
+    snapshots: Box<[Mutex<HashMap<TxnId, CommitTs>>]>,
+    waits: Mutex<WaitGraph>,
+    pub(crate) redo_sink: RwLock<Option<Arc<dyn RedoSink>>>,
+    /// Last horizon computed by GC. Writers prune versions dead below it while they hold a
+    /// chain anyway; it only ever lags the true horizon, which keeps that safe.
+    pub(crate) gc_horizon_ts: AtomicU64,
+}
+
+impl TxnShared {
+    pub(crate) fn new() -> TxnShared {
+        TxnShared {
+            next_txn_id: AtomicU64::new(1),
+            clock: CommitClock::new(),
+            snapshots: (0..SNAPSHOT_SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            waits: Mutex::new(WaitGraph::default()),
+            redo_sink: RwLock::new(None),
+            gc_horizon_ts: AtomicU64::new(0),
+        }
+    }
+
+    pub(crate) fn begin(self: &Arc<Self>, isolation: IsolationLevel) -> Transaction {
+        Transaction {
+            id: self.next_txn_id.fetch_add(1, Ordering::Relaxed),
+            isolation,
+            shared: self.clone(),
+            snapshot: None,
+            writer_registered: false,
+            writes: Vec::new(),
+            locks: Vec::new(),
+            savepoints: Vec::new(),
+            finished: false,
+        }
+    }
+
+    fn snapshot_shard(&self, txn: TxnId) -> &Mutex<HashMap<TxnId, CommitTs>> {
+        &self.snapshots[txn as usize % SNAPSHOT_SHARDS]
+    }
+
+    /// Takes a snapshot timestamp and publishes it for GC in one step: the watermark is read
+    /// under the shard lock, so a GC pass that misses this entry read an older watermark.
+    fn register_snapshot(&self, txn: TxnId) -> CommitTs {
+        let mut shard = self.snapshot_shard(txn).lock();
+        let ts = self.clock.stable();
+        shard.insert(txn, ts);
+        ts
+    }
+
+    fn unregister_snapshot(&self, txn: TxnId) {
+        self.snapshot_shard(txn).lock().remove(&txn);
+    }
+
+    /// Oldest timestamp any running or future snapshot can read at.
+    pub(crate) fn oldest_active_snapshot(&self) -> CommitTs {
+        // Read the watermark first: a snapshot registered after we pass its shard reads a
+        // watermark at least this large.
+        let mut oldest = self.clock.stable();
+        for shard in self.snapshots.iter() {
+            if let Some(&min) = shard.lock().values().min() {
+                oldest = oldest.min(min);
+            }
+        }
+        oldest
+    }
+
+    /// Called before a transaction's first write or lock, so others can wait for it.
+    pub(crate) fn ensure_writer(&self, txn: &mut Transaction) {
+        if !txn.writer_registered {
+            let done = Arc::new(TxnDone {
+                finished: Mutex::new(false),
+                cond: Condvar::new(),
+                notify: tokio::sync::Notify::new(),
+            });
+            self.waits.lock().writers.insert(txn.id, done);
+            txn.writer_registered = true;
+        }
+    }
+
+    /// Registers waiter -> holder, or says the wait would close a cycle, or that the holder has
+    /// already ended (None).
+    fn start_wait(&self, waiter: TxnId, holder: TxnId) -> Result<Option<Arc<TxnDone>>, StorageError> {
+        debug_assert_ne!(waiter, holder, "a transaction never waits for itself");
+        let mut g = self.waits.lock();
+        let Some(done) = g.writers.get(&holder).cloned() else { return Ok(None) };
+        let mut cur = holder;
+        // Each transaction waits for at most one other, so the path from holder is a chain;
+        // its length is bounded by the number of edges.
+        for _ in 0..=g.waits_for.len() {
+            match g.waits_for.get(&cur) {
+                Some(&next) if next == waiter => return Err(StorageError::Deadlock),
+                Some(&next) => cur = next,
+                None => break,
+            }
+        }
+        g.waits_for.insert(waiter, holder);
+        Ok(Some(done))
+    }
+
+    fn end_wait(&self, waiter: TxnId) {
+        self.waits.lock().waits_for.remove(&waiter);
+    }
+
+    pub(crate) async fn wait_for(&self, waiter: &Transaction, holder: TxnId) -> Result<(), StorageError> {
+        let Some(done) = self.start_wait(waiter.id, holder)? else { return Ok(()) };
+        let _edge = WaitEdge { shared: self, waiter: waiter.id };
+        let notified = done.notify.notified();
+        tokio::pin!(notified);
+        // Enabled before checking the flag, so a finish in between still wakes us.
+        notified.as_mut().enable();
+        if !done.is_finished() {
+            notified.await;
+        }
+        debug_assert!(done.is_finished());
+        Ok(())
+    }
+
+    pub(crate) fn wait_for_blocking(&self, waiter: &Transaction, holder: TxnId) -> Result<(), StorageError> {
+        let Some(done) = self.start_wait(waiter.id, holder)? else { return Ok(()) };
+        let _edge = WaitEdge { shared: self, waiter: waiter.id };
+        let mut finished = done.finished.lock();
+        while !*finished {
+            done.cond.wait(&mut finished);
+        }
+        Ok(())
+    }
+
+    pub(crate) fn statement_snapshot(&self, txn: &mut Transaction) -> Snapshot {
+        debug_assert!(!txn.finished);
+        if txn.isolation == IsolationLevel::RepeatableRead {
+            if let Some(s) = txn.snapshot {
+                return s;
+            }
+        }
+        let s = Snapshot { ts: self.register_snapshot(txn.id), txn: txn.id };
+        txn.snapshot = Some(s);
+        s
+    }
+
+    pub(crate) fn commit(&self, txn: &mut Transaction) -> Result<CommitTs, StorageError> {
+        assert!(!txn.finished, "transaction already ended");
+        txn.finished = true;
+        if txn.writes.is_empty() {
+            // Read-only (maybe with row locks): nothing to stamp, no timestamp needed.
+            let ts = txn.snapshot.map_or_else(|| self.clock.stable(), |s| s.ts);
+            self.end(txn);
+            return Ok(ts);
+        }
+        let ts = self.clock.begin_commit();
+        if let Err(msg) = self.log_redo(ts, txn) {
+            self.undo_writes(txn, 0);
+            self.clock.finish_commit(ts);
+            self.end(txn);
+            return Err(StorageError::CommitFailed(msg));
+        }
+        let mut last: Option<*const crate::table::RowChain> = None;
+        for w in &txn.writes {
+            // Consecutive writes to one row stamp it once.
+            if last != Some(Arc::as_ptr(&w.chain)) {
+                w.chain.stamp(txn.id, ts);
+                last = Some(Arc::as_ptr(&w.chain));
+            }
+        }
+        self.clock.finish_commit(ts);
+        self.end(txn);
+        Ok(ts)
+    }
+
+    fn log_redo(&self, ts: CommitTs, txn: &Transaction) -> Result<(), String> {
+        let Some(sink) = self.redo_sink.read().clone() else { return Ok(()) };
+        let changes: Vec<RedoChange<'_>> = txn
+            .writes
+            .iter()
+            .map(|w| RedoChange { table: w.table, kind: w.kind, row_id: w.chain.row_id(), row: &w.row })
+            .collect();
+        sink.log_commit(ts, &changes)
+    }
+
+    pub(crate) fn rollback(&self, txn: &mut Transaction) {
+        assert!(!txn.finished, "transaction already ended");
+        txn.finished = true;
+        self.undo_writes(txn, 0);
+        self.end(txn);
+    }
+
+    /// Undoes writes newer than `keep` (newest first: a row's own versions form a stack).
+    fn undo_writes(&self, txn: &mut Transaction, keep: usize) {
+        for w in txn.writes.drain(keep..).rev() {
+            w.chain.undo(w.kind, txn.id);
+        }
+    }
+
+    fn release_locks(&self, txn: &mut Transaction, keep: usize) {
+        for chain in txn.locks.drain(keep..) {
+            chain.unlock(txn.id);
+        }
+    }
+
+    /// Releases locks, wakes waiters and forgets the transaction. Versions are already stamped
+    /// or undone, so a woken waiter sees the outcome.
+    fn end(&self, txn: &mut Transaction) {
+        self.release_locks(txn, 0);
+        if txn.writer_registered {
+            let done = self.waits.lock().writers.remove(&txn.id);
+            if let Some(done) = done {
+                done.finish();
+            }
+        }
+        if txn.snapshot.is_some() {
+            self.unregister_snapshot(txn.id);
+        }
+    }
+
+    pub(crate) fn savepoint(&self, txn: &mut Transaction, name: &str) {
+        txn.savepoints.push(SavepointMark {
+            name: name.to_string(),
+            writes_len: txn.writes.len(),
+            locks_len: txn.locks.len(),
+        });
+    }
+
+    pub(crate) fn rollback_to_savepoint(&self, txn: &mut Transaction, name: &str) -> Result<(), StorageError> {
+        let at = txn.find_savepoint(name)?;
+        let (writes_len, locks_len) = (txn.savepoints[at].writes_len, txn.savepoints[at].locks_len);
+        txn.savepoints.truncate(at + 1);
+        self.undo_writes(txn, writes_len);
+        self.release_locks(txn, locks_len);
+        Ok(())
+    }
+
+    pub(crate) fn release_savepoint(&self, txn: &mut Transaction, name: &str) -> Result<(), StorageError> {
+        let at = txn.find_savepoint(name)?;
+        txn.savepoints.truncate(at);
+        Ok(())
+    }
+}
+
+/// Removes the waits-for edge when a wait ends, also when the waiting future is dropped.
+struct WaitEdge<'a> {
+    shared: &'a TxnShared,
+    waiter: TxnId,
+}
+
+impl Drop for WaitEdge<'_> {
+    fn drop(&mut self) {
+        self.shared.end_wait(self.waiter);
+    }
+}
+
+/// A running transaction. End it with `Database::commit` or `Database::rollback`; dropping it
+/// unended rolls it back, so a lost session never leaves rows locked.
+pub struct Transaction {
+    id: TxnId,
+    isolation: IsolationLevel,
+    shared: Arc<TxnShared>,
+    /// REPEATABLE READ: the transaction's snapshot. READ COMMITTED: the current statement's.
+    snapshot: Option<Snapshot>,
+    writer_registered: bool,
+    pub(crate) writes: Vec<WriteEntry>,
+    pub(crate) locks: Vec<RowRef>,
+    savepoints: Vec<SavepointMark>,
+    finished: bool,
+}
+
+impl Transaction {
+    pub fn id(&self) -> TxnId {
+        self.id
+    }
+
+    pub fn isolation(&self) -> IsolationLevel {
+        self.isolation
+    }
+
+    /// True while the transaction has neither written nor locked anything.
+    pub fn is_read_only_so_far(&self) -> bool {
+        self.writes.is_empty() && self.locks.is_empty()
+    }
+
+    /// The snapshot of the current statement (READ COMMITTED) or transaction (REPEATABLE READ),
+    /// if one was taken.
+    pub fn current_snapshot(&self) -> Option<Snapshot> {
+        self.snapshot
+    }
+
+    pub(crate) fn shared(&self) -> &Arc<TxnShared> {
+        &self.shared
+    }
+
+    fn find_savepoint(&self, name: &str) -> Result<usize, StorageError> {
+        // The newest savepoint of that name wins, as in PostgreSQL.
+        self.savepoints
+            .iter()
+            .rposition(|s| s.name == name)
+            .ok_or_else(|| StorageError::NoSuchSavepoint(name.to_string()))
+    }
+}
+
+impl Drop for Transaction {
+    fn drop(&mut self) {
+        if !self.finished {
+            let shared = self.shared.clone();
+            shared.rollback(self);
+        }
+    }
+}
+
+impl std::fmt::Debug for Transaction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Transaction")
+            .field("id", &self.id)
+            .field("isolation", &self.isolation)
+            .field("writes", &self.writes.len())
+            .field("locks", &self.locks.len())
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn visibility_rule() {
+        let s = Snapshot { ts: 10, txn: 7 };
+        assert!(s.sees(5, END_UNSET));
+        assert!(s.sees(10, END_UNSET));
+        assert!(!s.sees(11, END_UNSET));
+        assert!(s.sees(5, 11), "deleted after the snapshot");
+        assert!(!s.sees(5, 10), "deleted at the snapshot");
+        assert!(s.sees(txn_stamp(7), END_UNSET), "own insert");
+        assert!(!s.sees(txn_stamp(8), END_UNSET), "other's uncommitted insert");
+        assert!(s.sees(5, txn_stamp(8)), "other's uncommitted delete");
+        assert!(!s.sees(5, txn_stamp(7)), "own delete");
+        assert!(!s.sees(txn_stamp(7), txn_stamp(7)), "own insert then own delete");
+    }
+
+    #[test]
+    fn watermark_waits_for_earlier_commits() {
+        let c = CommitClock::new();
+        let a = c.begin_commit();
+        let b = c.begin_commit();
+        c.finish_commit(b);
+        assert_eq!(c.stable(), a - 1, "b finished first but a is still stamping");
+        c.finish_commit(a);
+        assert_eq!(c.stable(), b);
+    }
+}

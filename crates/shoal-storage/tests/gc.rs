@@ -1,0 +1,202 @@
+//! Garbage collection: memory stays bounded under update-heavy load, versions an open snapshot
+//! can still see survive, deleted rows and stale index entries go, and the background thread
+//! works and stops with the database.
+
+mod common;
+
+use std::ops::Bound;
+use std::sync::Arc;
+use std::thread;
+use std::time::Duration;
+
+use common::*;
+use shoal_storage::*;
+
+#[test]
+fn memory_returns_near_start_after_many_updates_and_vacuum() {
+    let db = Database::new();
+    let t = accounts(&db);
+    load(&db, &t, 100, 0);
+    db.vacuum();
+    let start_bytes = t.memory_bytes();
+    for i in 0..100_000 {
+        let mut txn = db.begin(IsolationLevel::ReadCommitted);
+        assert!(add_balance(&db, &t, &mut txn, i % 100, 1).unwrap());
+        db.commit(txn).unwrap();
+    }
+    let stats = db.vacuum();
+    let end_bytes = t.memory_bytes();
+    assert!(end_bytes <= start_bytes + start_bytes / 10, "start {start_bytes} end {end_bytes}, {stats:?}");
+    let mut r = db.begin(IsolationLevel::ReadCommitted);
+    let s = db.statement_snapshot(&mut r);
+    for id in 0..100 {
+        assert_eq!(balance(&t, &s, id), Some(1000));
+    }
+}
+
+#[test]
+fn hot_rows_stay_short_between_vacuums() {
+    // Writers prune below the last published horizon, so chains do not grow with update count.
+    let db = Database::new();
+    let t = accounts(&db);
+    load(&db, &t, 10, 0);
+    let mut peak = 0;
+    for round in 0..20 {
+        for i in 0..2000 {
+            let mut txn = db.begin(IsolationLevel::ReadCommitted);
+            add_balance(&db, &t, &mut txn, i % 10, 1).unwrap();
+            db.commit(txn).unwrap();
+        }
+        if round > 0 {
+            peak = peak.max(t.memory_bytes());
+        }
+        db.vacuum();
+    }
+    let after = t.memory_bytes();
+    assert!(peak < after * 20, "peak {peak} vs vacuumed {after}");
+}
+
+#[test]
+fn versions_visible_to_an_open_snapshot_survive() {
+    let db = Database::new();
+    let t = accounts(&db);
+    load(&db, &t, 10, 5);
+    let mut old = db.begin(IsolationLevel::RepeatableRead);
+    let s_old = db.statement_snapshot(&mut old);
+    assert_eq!(db.oldest_active_snapshot(), s_old.ts);
+    for _ in 0..10 {
+        let mut txn = db.begin(IsolationLevel::ReadCommitted);
+        for id in 0..10 {
+            add_balance(&db, &t, &mut txn, id, 1).unwrap();
+        }
+        db.commit(txn).unwrap();
+    }
+    let mut txn = db.begin(IsolationLevel::ReadCommitted);
+    let s = db.statement_snapshot(&mut txn);
+    let (r9, _) = get(&t, &s, 9).unwrap();
+    t.delete(&mut txn, &r9, &s).unwrap();
+    db.commit(txn).unwrap();
+
+    let stats = db.vacuum();
+    // The horizon is the old snapshot: every version ended after it, so nothing is garbage yet
+    // (GC by horizon, like PostgreSQL's VACUUM, not by per-snapshot intervals).
+    assert_eq!(stats, GcStats::default());
+    for id in 0..10 {
+        assert_eq!(balance(&t, &s_old, id), Some(5));
+    }
+    db.commit(old).unwrap();
+    let stats = db.vacuum();
+    // Rows 0..8 keep only their newest of 11 versions; deleted row 9 goes entirely.
+    assert_eq!(stats, GcStats { versions_freed: 9 * 10 + 11, rows_freed: 1, index_entries_freed: 1 });
+}
+
+#[test]
+fn stale_index_entries_and_rolled_back_rows_are_reclaimed() {
+    let db = Database::new();
+    let t = accounts(&db);
+    load(&db, &t, 10, 0);
+    db.vacuum();
+    let base = t.memory_bytes();
+    // Key changes leave the old key's entries behind until GC.
+    let mut x = db.begin(IsolationLevel::ReadCommitted);
+    let s = db.statement_snapshot(&mut x);
+    for id in 0..10 {
+        let (r, _) = get(&t, &s, id).unwrap();
+        t.update(&mut x, &r, &s, &row(id + 100, 0, "")).unwrap();
+    }
+    db.commit(x).unwrap();
+    // A rolled-back bulk insert leaves dead rows and entries.
+    let mut y = db.begin(IsolationLevel::ReadCommitted);
+    for id in 1000..2000 {
+        t.insert(&mut y, &row(id, 0, "")).unwrap();
+    }
+    db.rollback(y);
+    let stats = db.vacuum();
+    assert_eq!(stats.rows_freed, 1000);
+    assert_eq!(stats.index_entries_freed, 1010);
+    assert_eq!(stats.versions_freed, 10);
+    assert!(t.memory_bytes() <= base + base / 10, "{} vs {base}", t.memory_bytes());
+    let mut r = db.begin(IsolationLevel::ReadCommitted);
+    let s = db.statement_snapshot(&mut r);
+    assert_eq!(ids(&t, &s), (100..110).collect::<Vec<_>>());
+    assert_eq!(t.row_count_estimate(), 10);
+    let mut n = 0;
+    t.index_scan(PK, &s, Bound::Included(&[Value::Int32(0)]), Bound::Excluded(&[Value::Int32(100)]), |_, _| {
+        n += 1;
+        true
+    })
+    .unwrap();
+    assert_eq!(n, 0);
+}
+
+#[test]
+fn background_gc_reclaims_and_stops_with_the_database() {
+    let db = Database::new();
+    let t = accounts(&db);
+    load(&db, &t, 10, 0);
+    let gc = db.start_background_gc(5);
+    for i in 0..5000 {
+        let mut txn = db.begin(IsolationLevel::ReadCommitted);
+        add_balance(&db, &t, &mut txn, i % 10, 1).unwrap();
+        db.commit(txn).unwrap();
+    }
+    let mut txn = db.begin(IsolationLevel::ReadCommitted);
+    let s = db.statement_snapshot(&mut txn);
+    let (r0, _) = get(&t, &s, 0).unwrap();
+    t.delete(&mut txn, &r0, &s).unwrap();
+    db.commit(txn).unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while t.row_count_estimate() != 9 && std::time::Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(t.row_count_estimate(), 9, "background GC removed the deleted row");
+    let weak = Arc::downgrade(&db);
+    drop(t);
+    drop(db);
+    gc.join().unwrap();
+    assert!(weak.upgrade().is_none());
+}
+
+#[test]
+fn gc_runs_safely_alongside_readers_and_writers() {
+    let db = Database::new();
+    let t = accounts(&db);
+    load(&db, &t, 50, 0);
+    thread::scope(|s| {
+        for w in 0..2 {
+            let (db, t) = (&db, &t);
+            s.spawn(move || {
+                for i in 0..3000 {
+                    let mut txn = db.begin(IsolationLevel::ReadCommitted);
+                    add_balance(db, t, &mut txn, (i * 7 + w) % 50, 1).unwrap();
+                    db.commit(txn).unwrap();
+                }
+            });
+        }
+        let (db, t) = (&db, &t);
+        s.spawn(move || {
+            for _ in 0..200 {
+                let mut txn = db.begin(IsolationLevel::RepeatableRead);
+                let snap = db.statement_snapshot(&mut txn);
+                let first = ids(t, &snap);
+                thread::yield_now();
+                assert_eq!(ids(t, &snap), first);
+                assert_eq!(first.len(), 50);
+                db.commit(txn).unwrap();
+            }
+        });
+        s.spawn(move || {
+            for _ in 0..50 {
+                db.vacuum();
+                thread::sleep(Duration::from_millis(1));
+            }
+        });
+    });
+    let mut r = db.begin(IsolationLevel::ReadCommitted);
+    let s = db.statement_snapshot(&mut r);
+    let mut total = 0;
+    for id in 0..50 {
+        total += balance(&t, &s, id).unwrap();
+    }
+    assert_eq!(total, 6000);
+}
