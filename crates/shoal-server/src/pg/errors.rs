@@ -1,0 +1,15 @@
+//! SQL errors as PostgreSQL ErrorResponse fields.
+
+use pgwire::error::{ErrorInfo, PgWireError};
+use shoal_sql::SqlError;
+
+pub fn error_info(e: &SqlError) -> ErrorInfo {
+    let mut info = ErrorInfo::new("ERROR".to_string(), e.code.to_string(), e.message.clone());
+    info.detail = e.detail.clone();
+    info.hint = e.hint.clone();
+    info
+}
+
+pub fn to_pgwire(e: SqlError) -> PgWireError {
+    PgWireError::UserError(Box::new(error_info(&e)))
+}

@@ -1,0 +1,439 @@
+//! One connection's protocol handler: pgwire decodes messages and calls in here; each call
+//! locks the connection's `Session` and turns its results into wire responses. The handler
+//! overrides Query and Sync so ReadyForQuery always carries the session's true transaction
+//! status (idle, in block, failed block), and streams ParameterStatus when settings change.
+
+use std::fmt::Debug;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use datafusion::common::ScalarValue;
+use futures::sink::{Sink, SinkExt};
+use futures::stream;
+use pgwire::api::auth::{finish_authentication, protocol_negotiation, save_startup_parameters_to_metadata, ServerParameterProvider, StartupHandler};
+use pgwire::api::copy::CopyHandler;
+use pgwire::api::portal::{Format, Portal};
+use pgwire::api::query::{send_query_response, ExtendedQueryHandler, SimpleQueryHandler};
+use pgwire::api::results::{CopyResponse, DescribePortalResponse, DescribeStatementResponse, FieldInfo, QueryResponse, Response, Tag};
+use pgwire::api::stmt::{QueryParser, StoredStatement};
+use pgwire::api::store::PortalStore;
+use pgwire::api::{ClientInfo, ClientPortalStore, ConnectionManager, PgWireConnectionState, PidSecretKeyGenerator, RandomPidSecretKeyGenerator, Type};
+use pgwire::error::{PgWireError, PgWireResult};
+use pgwire::messages::copy::{CopyData, CopyDone, CopyFail};
+use pgwire::messages::extendedquery::Sync as PgSync;
+use pgwire::messages::response::{EmptyQueryResponse, ReadyForQuery, TransactionStatus};
+use pgwire::messages::simplequery::Query;
+use pgwire::messages::startup::ParameterStatus;
+use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
+use shoal_sql::copy::CopyRequest;
+use shoal_sql::session::Prepared;
+use shoal_sql::{Engine, Session, SqlError, StatementResult};
+use tokio::sync::Mutex;
+
+use super::encode::{encode_rows, field_infos};
+use super::errors::{error_info, to_pgwire};
+
+/// Upper bound on COPY FROM STDIN data buffered before loading, so a client cannot make the
+/// server hold unbounded memory for one statement.
+pub const COPY_BUFFER_MAX_BYTES: usize = 4 << 30;
+
+pub struct ConnectionHandler {
+    pub session: Mutex<Session>,
+    copy: Mutex<Option<(CopyRequest, Vec<u8>)>>,
+    connections: Arc<ConnectionManager>,
+    parser: Arc<ShoalQueryParser>,
+}
+
+impl ConnectionHandler {
+    pub fn new(engine: Arc<Engine>, connections: Arc<ConnectionManager>) -> Arc<Self> {
+        let session = Session::new(engine);
+        Arc::new_cyclic(|weak: &std::sync::Weak<ConnectionHandler>| ConnectionHandler {
+            session: Mutex::new(session),
+            copy: Mutex::new(None),
+            connections,
+            parser: Arc::new(ShoalQueryParser { handler: weak.clone() }),
+        })
+    }
+}
+
+fn status_of(code: u8) -> TransactionStatus {
+    match code {
+        b'T' => TransactionStatus::Transaction,
+        b'E' => TransactionStatus::Error,
+        _ => TransactionStatus::Idle,
+    }
+}
+
+struct Parameters;
+
+impl ServerParameterProvider for Parameters {
+    fn server_parameters<C: ClientInfo>(&self, _client: &C) -> Option<std::collections::HashMap<String, String>> {
+        let mut p = std::collections::HashMap::new();
+        for (k, v) in [
+            ("server_version", shoal_sql::engine::SERVER_VERSION),
+            ("server_encoding", "UTF8"),
+            ("client_encoding", "UTF8"),
+            ("DateStyle", "ISO, MDY"),
+            ("IntervalStyle", "postgres"),
+            ("integer_datetimes", "on"),
+            ("standard_conforming_strings", "on"),
+            ("TimeZone", "UTC"),
+            ("is_superuser", "on"),
+            ("session_authorization", "postgres"),
+            ("application_name", ""),
+            ("in_hot_standby", "off"),
+        ] {
+            p.insert(k.to_string(), v.to_string());
+        }
+        Some(p)
+    }
+}
+
+#[async_trait]
+impl StartupHandler for ConnectionHandler {
+    async fn on_startup<C>(&self, client: &mut C, message: PgWireFrontendMessage) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        if let PgWireFrontendMessage::Startup(ref startup) = message {
+            protocol_negotiation(client, startup).await?;
+            save_startup_parameters_to_metadata(client, startup);
+            let pid = self.session.lock().await.backend_pid();
+            let (_, secret) = RandomPidSecretKeyGenerator::default().generate(client);
+            client.set_pid_and_secret_key(pid, secret.clone());
+            let (handle, guard) = self.connections.register(pid, secret);
+            client.session_extensions().insert(handle);
+            client.session_extensions().insert(guard);
+            {
+                let mut session = self.session.lock().await;
+                if let Some(app) = client.metadata().get("application_name") {
+                    session.settings.set("application_name", app, false).ok();
+                }
+            }
+            finish_authentication(client, &Parameters).await?;
+        }
+        Ok(())
+    }
+}
+
+/// Converts one statement result to a pgwire response (text format for simple queries).
+fn to_response(result: StatementResult, binary: &dyn Fn(usize) -> bool, fields_override: Option<Arc<Vec<FieldInfo>>>) -> Response {
+    match result {
+        StatementResult::Rows { columns, batches, tag } => {
+            let fields = fields_override.unwrap_or_else(|| field_infos(&columns, binary));
+            let rows = encode_rows(&batches, &columns, binary);
+            let mut resp = QueryResponse::new(fields, stream::iter(rows.into_iter().map(Ok)));
+            resp.set_command_tag(tag);
+            Response::Query(resp)
+        }
+        StatementResult::Command { tag, rows, oid } => {
+            let mut t = Tag::new(&tag);
+            if let Some(o) = oid {
+                t = t.with_oid(o);
+            }
+            if let Some(r) = rows {
+                t = t.with_rows(r);
+            }
+            Response::Execution(t)
+        }
+        StatementResult::TransactionStart(tag) => Response::TransactionStart(Tag::new(&tag)),
+        StatementResult::TransactionEnd(tag) => Response::TransactionEnd(Tag::new(&tag)),
+        StatementResult::CopyIn(req) => {
+            let cols = req.column_count();
+            Response::CopyIn(CopyResponse::new(0, cols, stream::empty()))
+        }
+        StatementResult::CopyOut { columns, data, .. } => {
+            let chunks: Vec<PgWireResult<CopyData>> = data
+                .split_inclusive(|b| *b == b'\n')
+                .map(|line| Ok(CopyData::new(bytes::Bytes::copy_from_slice(line))))
+                .collect();
+            Response::CopyOut(CopyResponse::new(0, columns, stream::iter(chunks)))
+        }
+        StatementResult::Empty => Response::EmptyQuery,
+    }
+}
+
+impl ConnectionHandler {
+    async fn send_parameter_changes<C>(&self, client: &mut C, session: &mut Session) -> PgWireResult<()>
+    where
+        C: Sink<PgWireBackendMessage> + Unpin + Send,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        for (k, v) in session.reported_changes.drain(..) {
+            client.feed(PgWireBackendMessage::ParameterStatus(ParameterStatus::new(k, v))).await?;
+        }
+        Ok(())
+    }
+
+    /// Stashes a COPY FROM STDIN until its data arrives.
+    async fn begin_copy(&self, result: StatementResult) -> StatementResult {
+        if let StatementResult::CopyIn(req) = result {
+            let cols = req.column_count();
+            *self.copy.lock().await = Some((req, Vec::new()));
+            return StatementResult::CopyIn(CopyRequest::placeholder(cols));
+        }
+        result
+    }
+}
+
+#[async_trait]
+impl SimpleQueryHandler for ConnectionHandler {
+    async fn on_query<C>(&self, client: &mut C, query: Query) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        client.set_state(PgWireConnectionState::QueryInProgress);
+        let mut session = self.session.lock().await;
+        let sql = query.query;
+        let mut copy_started = false;
+        if sql.chars().all(|c| c == ';' || c.is_whitespace()) {
+            client.feed(PgWireBackendMessage::EmptyQueryResponse(EmptyQueryResponse)).await?;
+        } else {
+            let results = session.execute_sql(&sql).await;
+            self.send_parameter_changes(client, &mut session).await?;
+            for r in results {
+                match r {
+                    Ok(result) => {
+                        let is_copy_in = matches!(result, StatementResult::CopyIn(_));
+                        let result = self.begin_copy(result).await;
+                        match to_response(result, &|_| false, None) {
+                            Response::Query(q) => send_query_response(client, q, true).await?,
+                            Response::Execution(t) | Response::TransactionStart(t) | Response::TransactionEnd(t) => {
+                                client.feed(PgWireBackendMessage::CommandComplete(t.into())).await?
+                            }
+                            Response::EmptyQuery => client.feed(PgWireBackendMessage::EmptyQueryResponse(EmptyQueryResponse)).await?,
+                            Response::CopyIn(c) => {
+                                pgwire::api::copy::send_copy_in_response(client, c).await?;
+                                client.set_state(PgWireConnectionState::CopyInProgress(false));
+                            }
+                            Response::CopyOut(c) => pgwire::api::copy::send_copy_out_response(client, c).await?,
+                            _ => {}
+                        }
+                        if is_copy_in {
+                            copy_started = true;
+                            break;
+                        }
+                    }
+                    Err(e) => client.feed(PgWireBackendMessage::ErrorResponse(error_info(&e).into())).await?,
+                }
+            }
+        }
+        if !copy_started {
+            let status = status_of(session.transaction_status());
+            client.set_state(PgWireConnectionState::ReadyForQuery);
+            client.set_transaction_status(status);
+            client.send(PgWireBackendMessage::ReadyForQuery(ReadyForQuery::new(status))).await?;
+        }
+        Ok(())
+    }
+
+    async fn do_query<C>(&self, _client: &mut C, _query: &str) -> PgWireResult<Vec<Response>>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        unreachable!("on_query is overridden")
+    }
+}
+
+#[derive(Debug)]
+pub struct ShoalQueryParser {
+    handler: std::sync::Weak<ConnectionHandler>,
+}
+
+#[async_trait]
+impl QueryParser for ShoalQueryParser {
+    type Statement = Arc<Prepared>;
+
+    async fn parse_sql<C>(&self, _client: &C, sql: &str, types: &[Option<Type>]) -> PgWireResult<Option<Self::Statement>>
+    where
+        C: ClientInfo + Unpin + Send + Sync,
+    {
+        let handler = self.handler.upgrade().ok_or(PgWireError::NotReadyForQuery)?;
+        let oids: Vec<u32> = types.iter().map(|t| t.as_ref().map(|t| t.oid()).unwrap_or(0)).collect();
+        let mut session = handler.session.lock().await;
+        let prepared = session.prepare(sql, &oids).await.map_err(to_pgwire)?;
+        Ok(Some(Arc::new(prepared)))
+    }
+
+    fn get_parameter_types(&self, stmt: &Self::Statement) -> PgWireResult<Vec<Type>> {
+        Ok(stmt.param_oids.iter().map(|o| Type::from_oid(*o).unwrap_or(Type::TEXT)).collect())
+    }
+
+    fn get_result_schema(&self, stmt: &Self::Statement, format: Option<&Format>) -> PgWireResult<Vec<FieldInfo>> {
+        let Some(columns) = &stmt.columns else { return Ok(vec![]) };
+        let infos = field_infos(columns, |i| format.map(|f| f.is_binary(i)).unwrap_or(false));
+        Ok((*infos).clone())
+    }
+}
+
+fn decode_parameters(prepared: &Prepared, portal: &Portal<Arc<Prepared>>) -> Result<Vec<ScalarValue>, SqlError> {
+    let mut values = Vec::with_capacity(prepared.param_types.len());
+    if portal.parameters.len() != prepared.param_types.len() {
+        return Err(SqlError::new(
+            shoal_sql::error::code::PROTOCOL_VIOLATION,
+            format!(
+                "bind message supplies {} parameters, but prepared statement requires {}",
+                portal.parameters.len(),
+                prepared.param_types.len()
+            ),
+        ));
+    }
+    for (i, t) in prepared.param_types.iter().enumerate() {
+        let v = match &portal.parameters[i] {
+            None => ScalarValue::try_from(t).unwrap_or(ScalarValue::Null),
+            Some(bytes) if portal.parameter_format.is_binary(i) => shoal_sql::params::decode_binary(bytes, prepared.param_oids[i], t)?,
+            Some(bytes) => {
+                let text = std::str::from_utf8(bytes).map_err(|_| SqlError::new("22021", "invalid byte sequence for encoding \"UTF8\""))?;
+                shoal_sql::params::decode_text(text, t)?
+            }
+        };
+        values.push(v);
+    }
+    Ok(values)
+}
+
+#[async_trait]
+impl ExtendedQueryHandler for ConnectionHandler {
+    type Statement = Arc<Prepared>;
+    type QueryParser = ShoalQueryParser;
+
+    fn query_parser(&self) -> Arc<Self::QueryParser> {
+        self.parser.clone()
+    }
+
+    async fn do_describe_statement<C>(&self, _client: &mut C, target: &StoredStatement<Self::Statement>) -> PgWireResult<DescribeStatementResponse>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let p = &target.statement;
+        let params = p.param_oids.iter().map(|o| Type::from_oid(*o).unwrap_or(Type::TEXT)).collect();
+        let fields = match &p.columns {
+            Some(c) => (*field_infos(c, |_| false)).clone(),
+            None => vec![],
+        };
+        Ok(DescribeStatementResponse::new(params, fields))
+    }
+
+    async fn do_describe_portal<C>(&self, _client: &mut C, target: &Portal<Self::Statement>) -> PgWireResult<DescribePortalResponse>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let p = &target.statement.statement;
+        let fields = match &p.columns {
+            Some(c) => (*field_infos(c, |i| target.result_column_format.is_binary(i))).clone(),
+            None => vec![],
+        };
+        Ok(DescribePortalResponse::new(fields))
+    }
+
+    async fn do_query<C>(&self, client: &mut C, portal: &Portal<Self::Statement>, _max_rows: usize) -> PgWireResult<Response>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let prepared = portal.statement.statement.clone();
+        let mut session = self.session.lock().await;
+        let values = match decode_parameters(&prepared, portal) {
+            Ok(v) => v,
+            Err(e) => return Err(to_pgwire(e)),
+        };
+        let result = session.execute_prepared(&prepared, values).await;
+        self.send_parameter_changes(client, &mut session).await?;
+        match result {
+            Ok(r) => {
+                let r = self.begin_copy(r).await;
+                let binary = |i: usize| portal.result_column_format.is_binary(i);
+                Ok(to_response(r, &binary, None))
+            }
+            Err(e) => Err(to_pgwire(e)),
+        }
+    }
+
+    async fn on_sync<C>(&self, client: &mut C, _message: PgSync) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        client.portal_store().rm_portal(pgwire::api::DEFAULT_NAME);
+        let status = status_of(self.session.lock().await.transaction_status());
+        client.set_transaction_status(status);
+        client.send(PgWireBackendMessage::ReadyForQuery(ReadyForQuery::new(status))).await?;
+        client.flush().await?;
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl CopyHandler for ConnectionHandler {
+    async fn on_copy_data<C>(&self, _client: &mut C, copy_data: CopyData) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let mut copy = self.copy.lock().await;
+        if let Some((_, buf)) = copy.as_mut() {
+            if buf.len() + copy_data.data.len() > COPY_BUFFER_MAX_BYTES {
+                return Err(to_pgwire(SqlError::new(shoal_sql::error::code::PROGRAM_LIMIT_EXCEEDED, "COPY data exceeds the server's buffer limit")));
+            }
+            buf.extend_from_slice(&copy_data.data);
+        }
+        Ok(())
+    }
+
+    async fn on_copy_done<C>(&self, client: &mut C, _done: CopyDone) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let Some((mut req, data)) = self.copy.lock().await.take() else { return Ok(()) };
+        let mut session = self.session.lock().await;
+        let Some((mut txn, implicit)) = req.txn.take() else { return Ok(()) };
+        let loaded = shoal_sql::copy::load(&session, &req, &mut txn, &data).await;
+        let result = session.finish_copy(txn, implicit, loaded);
+        client.set_transaction_status(status_of(session.transaction_status()));
+        match result {
+            Ok(rows) => {
+                client.send(PgWireBackendMessage::CommandComplete(Tag::new("COPY").with_rows(rows).into())).await?;
+                Ok(())
+            }
+            Err(e) => Err(to_pgwire(e)),
+        }
+    }
+
+    async fn on_copy_fail<C>(&self, client: &mut C, fail: CopyFail) -> PgWireError
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        if let Some((mut req, _)) = self.copy.lock().await.take() {
+            let mut session = self.session.lock().await;
+            if let Some((txn, implicit)) = req.txn.take() {
+                let _ = session.finish_copy(txn, implicit, Err(SqlError::new(shoal_sql::error::code::QUERY_CANCELED, "COPY failed")));
+                client.set_transaction_status(status_of(session.transaction_status()));
+            }
+        }
+        to_pgwire(SqlError::new(shoal_sql::error::code::QUERY_CANCELED, format!("COPY from stdin failed: {}", fail.message)))
+    }
+}

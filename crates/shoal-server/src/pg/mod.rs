@@ -1,0 +1,5 @@
+//! The PostgreSQL wire protocol front end (on pgwire): one `ConnectionHandler` per client.
+
+pub mod encode;
+pub mod errors;
+pub mod handler;

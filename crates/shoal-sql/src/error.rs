@@ -1,0 +1,173 @@
+//! The one error type every user-facing failure becomes: a PostgreSQL SQLSTATE plus a message
+//! (and optional detail/hint) in PostgreSQL's style, so clients and drivers that branch on codes
+//! (retry on 40001, report 23505 as a duplicate) behave as they do against PostgreSQL.
+
+use std::fmt;
+
+use datafusion::error::DataFusionError;
+use shoal_storage::catalog::CatalogError;
+use shoal_storage::error::StorageError;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct SqlError {
+    pub code: &'static str,
+    pub message: String,
+    pub detail: Option<String>,
+    pub hint: Option<String>,
+}
+
+pub type SqlResult<T> = Result<T, SqlError>;
+
+/// SQLSTATE codes used by Shoal, named as in PostgreSQL's errcodes.txt.
+pub mod code {
+    pub const SUCCESSFUL_COMPLETION: &str = "00000";
+    pub const FEATURE_NOT_SUPPORTED: &str = "0A000";
+    pub const CARDINALITY_VIOLATION: &str = "21000";
+    pub const STRING_DATA_RIGHT_TRUNCATION: &str = "22001";
+    pub const NUMERIC_VALUE_OUT_OF_RANGE: &str = "22003";
+    pub const INVALID_DATETIME_FORMAT: &str = "22007";
+    pub const DATETIME_FIELD_OVERFLOW: &str = "22008";
+    pub const DIVISION_BY_ZERO: &str = "22012";
+    pub const INVALID_PARAMETER_VALUE: &str = "22023";
+    pub const INVALID_TEXT_REPRESENTATION: &str = "22P02";
+    pub const BAD_COPY_FILE_FORMAT: &str = "22P04";
+    pub const DATA_EXCEPTION: &str = "22000";
+    pub const NOT_NULL_VIOLATION: &str = "23502";
+    pub const FOREIGN_KEY_VIOLATION: &str = "23503";
+    pub const UNIQUE_VIOLATION: &str = "23505";
+    pub const CHECK_VIOLATION: &str = "23514";
+    pub const ACTIVE_SQL_TRANSACTION: &str = "25001";
+    pub const NO_ACTIVE_SQL_TRANSACTION: &str = "25P01";
+    pub const IN_FAILED_SQL_TRANSACTION: &str = "25P02";
+    pub const INVALID_TRANSACTION_STATE: &str = "25000";
+    pub const INVALID_SAVEPOINT_SPECIFICATION: &str = "3B001";
+    pub const SERIALIZATION_FAILURE: &str = "40001";
+    pub const DEADLOCK_DETECTED: &str = "40P01";
+    pub const SYNTAX_ERROR: &str = "42601";
+    pub const INSUFFICIENT_PRIVILEGE: &str = "42501";
+    pub const UNDEFINED_COLUMN: &str = "42703";
+    pub const UNDEFINED_FUNCTION: &str = "42883";
+    pub const UNDEFINED_TABLE: &str = "42P01";
+    pub const UNDEFINED_OBJECT: &str = "42704";
+    pub const INVALID_SCHEMA_NAME: &str = "3F000";
+    pub const DUPLICATE_TABLE: &str = "42P07";
+    pub const DUPLICATE_SCHEMA: &str = "42P06";
+    pub const DUPLICATE_OBJECT: &str = "42710";
+    pub const DUPLICATE_COLUMN: &str = "42701";
+    pub const AMBIGUOUS_COLUMN: &str = "42702";
+    pub const DATATYPE_MISMATCH: &str = "42804";
+    pub const WRONG_OBJECT_TYPE: &str = "42809";
+    pub const INVALID_TABLE_DEFINITION: &str = "42P16";
+    pub const GROUPING_ERROR: &str = "42803";
+    pub const DEPENDENT_OBJECTS_STILL_EXIST: &str = "2BP01";
+    pub const GENERATED_ALWAYS: &str = "428C9";
+    pub const LOCK_NOT_AVAILABLE: &str = "55P03";
+    pub const OBJECT_NOT_IN_PREREQUISITE_STATE: &str = "55000";
+    pub const QUERY_CANCELED: &str = "57014";
+    pub const PROTOCOL_VIOLATION: &str = "08P01";
+    pub const PROGRAM_LIMIT_EXCEEDED: &str = "54000";
+    pub const UNDEFINED_PARAMETER: &str = "42P02";
+    pub const INTERNAL_ERROR: &str = "XX000";
+    pub const DISK_FULL: &str = "53100";
+    pub const SEQUENCE_GENERATOR_LIMIT_EXCEEDED: &str = "2200H";
+}
+
+impl SqlError {
+    pub fn new(code: &'static str, message: impl Into<String>) -> Self {
+        SqlError { code, message: message.into(), detail: None, hint: None }
+    }
+
+    pub fn with_detail(mut self, detail: impl Into<String>) -> Self {
+        self.detail = Some(detail.into());
+        self
+    }
+
+    pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
+    }
+
+    pub fn syntax(message: impl Into<String>) -> Self {
+        Self::new(code::SYNTAX_ERROR, message)
+    }
+
+    pub fn unsupported(what: impl Into<String>) -> Self {
+        Self::new(code::FEATURE_NOT_SUPPORTED, format!("{} is not supported", what.into()))
+    }
+
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(code::INTERNAL_ERROR, message)
+    }
+
+    pub fn undefined_table(name: &str) -> Self {
+        Self::new(code::UNDEFINED_TABLE, format!("relation \"{name}\" does not exist"))
+    }
+
+    pub fn undefined_column(name: &str) -> Self {
+        Self::new(code::UNDEFINED_COLUMN, format!("column \"{name}\" does not exist"))
+    }
+
+    pub fn in_failed_transaction() -> Self {
+        Self::new(
+            code::IN_FAILED_SQL_TRANSACTION,
+            "current transaction is aborted, commands ignored until end of transaction block",
+        )
+    }
+}
+
+impl fmt::Display for SqlError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({})", self.message, self.code)
+    }
+}
+
+impl std::error::Error for SqlError {}
+
+impl From<CatalogError> for SqlError {
+    fn from(e: CatalogError) -> Self {
+        match e {
+            CatalogError::DuplicateRelation(n) => {
+                SqlError::new(code::DUPLICATE_TABLE, format!("relation \"{n}\" already exists"))
+            }
+            CatalogError::DuplicateSchema(n) => {
+                SqlError::new(code::DUPLICATE_SCHEMA, format!("schema \"{n}\" already exists"))
+            }
+            CatalogError::UndefinedSchema(n) => {
+                SqlError::new(code::INVALID_SCHEMA_NAME, format!("schema \"{n}\" does not exist"))
+            }
+            CatalogError::UndefinedRelation(n) => SqlError::undefined_table(&n),
+        }
+    }
+}
+
+impl From<StorageError> for SqlError {
+    fn from(e: StorageError) -> Self {
+        match e {
+            StorageError::SerializationFailure => SqlError::new(
+                code::SERIALIZATION_FAILURE,
+                "could not serialize access due to concurrent update",
+            ),
+            StorageError::Deadlock => SqlError::new(code::DEADLOCK_DETECTED, "deadlock detected"),
+            StorageError::LockNotAvailable => {
+                SqlError::new(code::LOCK_NOT_AVAILABLE, "could not obtain lock on row in relation")
+            }
+            StorageError::NoSuchSavepoint(name) => SqlError::new(
+                code::INVALID_SAVEPOINT_SPECIFICATION,
+                format!("savepoint \"{name}\" does not exist"),
+            ),
+            other => SqlError::internal(other.to_string()),
+        }
+    }
+}
+
+impl From<DataFusionError> for SqlError {
+    fn from(e: DataFusionError) -> Self {
+        crate::query::errors::from_datafusion(e)
+    }
+}
+
+impl From<datafusion::arrow::error::ArrowError> for SqlError {
+    fn from(e: datafusion::arrow::error::ArrowError) -> Self {
+        crate::query::errors::from_arrow(e)
+    }
+}

@@ -1,0 +1,21 @@
+//! Shoal's SQL layer: a statement's way from text to results. `session` receives it and runs
+//! transaction control and settings; DDL goes to `ddl`, writes to `dml` (with `constraints`),
+//! bulk loads to `copy`, and queries to `query` (DataFusion over the storage engine). `types`
+//! and `pgtext` translate values between storage, Arrow and PostgreSQL's text formats.
+
+pub mod constraints;
+pub mod copy;
+pub mod ddl;
+pub mod dml;
+pub mod engine;
+pub mod error;
+pub mod params;
+pub mod pgtext;
+pub mod query;
+pub mod session;
+pub mod settings;
+pub mod types;
+
+pub use engine::Engine;
+pub use error::{SqlError, SqlResult};
+pub use session::{Prepared, ResultColumn, Session, StatementResult};

@@ -1,0 +1,213 @@
+//! Statement parameters ($1, $2, ...): counting and locating them, choosing their types, decoding
+//! the client's text or binary bytes into typed values, and substituting values into a statement
+//! for the paths that execute from the AST rather than a cached plan.
+
+use std::ops::ControlFlow;
+
+use datafusion::arrow::datatypes::{DataType as ArrowType, IntervalUnit, TimeUnit};
+use datafusion::common::ScalarValue;
+use datafusion::sql::sqlparser::ast::{self, Expr, Statement, Visit, VisitMut, Visitor, VisitorMut};
+use shoal_storage::types::{DataType, Value};
+
+use crate::error::{code, SqlError, SqlResult};
+use crate::pgtext;
+use crate::types::{oid, scalar_from_value};
+
+/// "$3" → 2.
+pub fn placeholder_index(name: &str) -> Option<usize> {
+    name.strip_prefix('$')?.parse::<usize>().ok()?.checked_sub(1)
+}
+
+/// The number of parameters: the highest $n used.
+pub fn count_placeholders(stmt: &Statement) -> usize {
+    struct Counter(usize);
+    impl Visitor for Counter {
+        type Break = ();
+        fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
+            if let Expr::Value(v) = e {
+                if let ast::Value::Placeholder(p) = &v.value {
+                    if let Some(i) = placeholder_index(p) {
+                        self.0 = self.0.max(i + 1);
+                    }
+                }
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let mut c = Counter(0);
+    let _ = stmt.visit(&mut c);
+    c.0
+}
+
+pub fn arrow_type_for_oid(type_oid: u32) -> ArrowType {
+    match type_oid {
+        oid::BOOL => ArrowType::Boolean,
+        oid::INT2 => ArrowType::Int16,
+        oid::INT4 => ArrowType::Int32,
+        oid::INT8 | oid::OID => ArrowType::Int64,
+        oid::FLOAT4 => ArrowType::Float32,
+        oid::FLOAT8 => ArrowType::Float64,
+        oid::NUMERIC => ArrowType::Decimal128(38, 10),
+        oid::BYTEA => ArrowType::Binary,
+        oid::DATE => ArrowType::Date32,
+        oid::TIMESTAMP => ArrowType::Timestamp(TimeUnit::Microsecond, None),
+        oid::TIMESTAMPTZ => ArrowType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
+        oid::INTERVAL => ArrowType::Interval(IntervalUnit::MonthDayNano),
+        _ => ArrowType::Utf8,
+    }
+}
+
+/// The storage type that parses text for an Arrow parameter type.
+pub fn storage_type_for_arrow(t: &ArrowType) -> DataType {
+    match t {
+        ArrowType::Boolean => DataType::Bool,
+        ArrowType::Int8 | ArrowType::Int16 => DataType::Int16,
+        ArrowType::Int32 => DataType::Int32,
+        ArrowType::Int64 | ArrowType::UInt32 | ArrowType::UInt64 => DataType::Int64,
+        ArrowType::Float32 => DataType::Float32,
+        ArrowType::Float64 => DataType::Float64,
+        ArrowType::Decimal128(p, s) => DataType::Numeric { precision: Some(*p), scale: Some((*s).max(0) as u8) },
+        ArrowType::Binary | ArrowType::LargeBinary => DataType::Bytea,
+        ArrowType::Date32 => DataType::Date,
+        ArrowType::Timestamp(_, None) => DataType::Timestamp,
+        ArrowType::Timestamp(_, Some(_)) => DataType::TimestampTz,
+        ArrowType::Interval(_) => DataType::Interval,
+        _ => DataType::Text,
+    }
+}
+
+/// Decodes a text-format parameter.
+pub fn decode_text(text: &str, t: &ArrowType) -> SqlResult<ScalarValue> {
+    let st = storage_type_for_arrow(t);
+    let v = pgtext::parse_value(text, &st)?;
+    let scalar = scalar_from_value(&v, &st);
+    Ok(scalar.cast_to(t).unwrap_or(scalar))
+}
+
+/// Decodes a binary-format parameter of PostgreSQL type `type_oid`.
+pub fn decode_binary(bytes: &[u8], type_oid: u32, t: &ArrowType) -> SqlResult<ScalarValue> {
+    let bad = || SqlError::new(code::PROTOCOL_VIOLATION, format!("incorrect binary data format in bind parameter (type {type_oid})"));
+    let be_i64 = |b: &[u8]| -> SqlResult<i64> { Ok(i64::from_be_bytes(b.try_into().map_err(|_| bad())?)) };
+    let v = match type_oid {
+        oid::BOOL => Value::Bool(*bytes.first().ok_or_else(bad)? != 0),
+        oid::INT2 => Value::Int16(i16::from_be_bytes(bytes.try_into().map_err(|_| bad())?)),
+        oid::INT4 => Value::Int32(i32::from_be_bytes(bytes.try_into().map_err(|_| bad())?)),
+        oid::INT8 => Value::Int64(be_i64(bytes)?),
+        oid::OID => Value::Int64(u32::from_be_bytes(bytes.try_into().map_err(|_| bad())?) as i64),
+        oid::FLOAT4 => Value::Float32(f32::from_be_bytes(bytes.try_into().map_err(|_| bad())?)),
+        oid::FLOAT8 => Value::Float64(f64::from_be_bytes(bytes.try_into().map_err(|_| bad())?)),
+        oid::BYTEA => Value::Bytea(bytes.to_vec()),
+        oid::DATE => Value::Date(i32::from_be_bytes(bytes.try_into().map_err(|_| bad())?) + PG_EPOCH_DAYS),
+        oid::TIMESTAMP => Value::Timestamp(be_i64(bytes)? + PG_EPOCH_MICROS),
+        oid::TIMESTAMPTZ => Value::TimestampTz(be_i64(bytes)? + PG_EPOCH_MICROS),
+        oid::UUID => Value::Text(crate::types::format_uuid(u128::from_be_bytes(bytes.try_into().map_err(|_| bad())?))),
+        oid::NUMERIC => Value::Numeric { mantissa: decode_numeric_binary(bytes).ok_or_else(bad)?, scale: 10 },
+        _ => Value::Text(String::from_utf8(bytes.to_vec()).map_err(|_| {
+            SqlError::new(code::PROTOCOL_VIOLATION, "invalid UTF-8 in bind parameter")
+        })?),
+    };
+    let st = storage_type_for_arrow(&arrow_type_for_oid(type_oid));
+    let st = if matches!(v, Value::Text(_)) { DataType::Text } else if type_oid == oid::NUMERIC { DataType::Numeric { precision: None, scale: None } } else { st };
+    let scalar = scalar_from_value(&v, &st);
+    Ok(scalar.cast_to(t).unwrap_or(scalar))
+}
+
+/// Days and microseconds from 1970-01-01 to PostgreSQL's epoch, 2000-01-01.
+pub const PG_EPOCH_DAYS: i32 = 10_957;
+pub const PG_EPOCH_MICROS: i64 = 946_684_800_000_000;
+
+/// PostgreSQL's binary numeric: ndigits, weight, sign, dscale, then base-10000 digits.
+fn decode_numeric_binary(b: &[u8]) -> Option<i128> {
+    let rd = |i: usize| -> Option<i16> { Some(i16::from_be_bytes(b.get(i..i + 2)?.try_into().ok()?)) };
+    let ndigits = rd(0)? as usize;
+    let weight = rd(2)? as i32;
+    let sign = rd(4)? as u16;
+    let mut value: i128 = 0;
+    let mut exp10: i32 = 0;
+    for i in 0..ndigits {
+        let d = rd(8 + i * 2)? as i128;
+        value = value.checked_mul(10_000)?.checked_add(d)?;
+        exp10 = (weight - i as i32) * 4;
+    }
+    // value * 10^exp10 at scale 10
+    let shift = exp10 + 10;
+    let mantissa = if shift >= 0 { value.checked_mul(10i128.checked_pow(shift as u32)?)? } else { value / 10i128.pow((-shift) as u32) };
+    Some(if sign == 0x4000 { -mantissa } else { mantissa })
+}
+
+/// Replaces $n placeholders with literal expressions of the bound values.
+pub fn substitute(stmt: &mut Statement, values: &[ScalarValue]) -> SqlResult<()> {
+    struct Sub<'a> {
+        values: &'a [ScalarValue],
+        error: Option<SqlError>,
+    }
+    impl VisitorMut for Sub<'_> {
+        type Break = ();
+        fn post_visit_expr(&mut self, e: &mut Expr) -> ControlFlow<()> {
+            if let Expr::Value(v) = e {
+                if let ast::Value::Placeholder(p) = &v.value {
+                    match placeholder_index(p).and_then(|i| self.values.get(i)) {
+                        Some(value) => *e = literal_expr(value),
+                        None => {
+                            self.error = Some(SqlError::new(code::UNDEFINED_PARAMETER, format!("there is no parameter {p}")));
+                            return ControlFlow::Break(());
+                        }
+                    }
+                }
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let mut s = Sub { values, error: None };
+    let _ = stmt.visit(&mut s);
+    s.error.map_or(Ok(()), Err)
+}
+
+fn sql_type_name(t: &ArrowType) -> Option<&'static str> {
+    Some(match t {
+        ArrowType::Int16 => "SMALLINT",
+        ArrowType::Int32 => "INTEGER",
+        ArrowType::Int64 => "BIGINT",
+        ArrowType::Float32 => "REAL",
+        ArrowType::Float64 => "DOUBLE PRECISION",
+        ArrowType::Decimal128(..) => "NUMERIC",
+        ArrowType::Boolean => "BOOLEAN",
+        ArrowType::Date32 => "DATE",
+        ArrowType::Timestamp(_, None) => "TIMESTAMP",
+        ArrowType::Timestamp(_, Some(_)) => "TIMESTAMPTZ",
+        ArrowType::Interval(_) => "INTERVAL",
+        ArrowType::Binary => "BYTEA",
+        _ => return None,
+    })
+}
+
+/// A literal that plans to exactly this value and type.
+pub fn literal_expr(v: &ScalarValue) -> Expr {
+    let text = if v.is_null() {
+        None
+    } else {
+        let array = v.to_array().expect("scalar to array");
+        let mut s = String::new();
+        pgtext::format_array_value(array.as_ref(), 0, &mut s);
+        Some(s)
+    };
+    let dt = v.data_type();
+    let inner = match &text {
+        None => ast::Expr::value(ast::Value::Null),
+        Some(t) => ast::Expr::value(ast::Value::SingleQuotedString(t.clone())),
+    };
+    match (sql_type_name(&dt), text) {
+        (Some(name), _) => {
+            let sql = format!("CAST(NULL AS {name})");
+            let mut parsed = datafusion::sql::sqlparser::parser::Parser::new(&datafusion::sql::sqlparser::dialect::PostgreSqlDialect {})
+                .try_with_sql(&sql)
+                .and_then(|mut p| p.parse_expr())
+                .expect("type names parse");
+            if let Expr::Cast { expr, .. } = &mut parsed {
+                *expr = Box::new(inner);
+            }
+            parsed
+        }
+        (None, _) => inner,
+    }
+}

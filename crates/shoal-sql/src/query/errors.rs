@@ -1,0 +1,181 @@
+//! Turns DataFusion and Arrow errors into PostgreSQL errors. DataFusion reports by message, so
+//! this matches on the messages of the failures users actually hit (unknown table or column,
+//! bad casts, overflow, division by zero) and gives each its SQLSTATE; errors Shoal raised
+//! itself inside DataFusion (from functions) come back unchanged.
+
+use datafusion::arrow::error::ArrowError;
+use datafusion::error::DataFusionError;
+
+use crate::error::{code, SqlError};
+
+pub fn from_datafusion(e: DataFusionError) -> SqlError {
+    match e {
+        DataFusionError::External(inner) => match inner.downcast::<SqlError>() {
+            Ok(sql) => *sql,
+            Err(other) => match other.downcast::<DataFusionError>() {
+                Ok(df) => from_datafusion(*df),
+                Err(other) => SqlError::internal(other.to_string()),
+            },
+        },
+        DataFusionError::Context(_, inner) => from_datafusion(*inner),
+        DataFusionError::Shared(inner) => from_datafusion(DataFusionError::External(Box::new(SharedMessage(inner.to_string())))),
+        DataFusionError::ArrowError(inner, _) => from_arrow(*inner),
+        DataFusionError::SchemaError(inner, _) => schema_error(inner.to_string()),
+        DataFusionError::SQL(inner, _) => SqlError::syntax(format!("syntax error: {inner}")),
+        DataFusionError::NotImplemented(msg) => classify(msg, code::FEATURE_NOT_SUPPORTED),
+        DataFusionError::Plan(msg) => classify(msg, code::SYNTAX_ERROR),
+        DataFusionError::Execution(msg) => classify(msg, code::DATA_EXCEPTION),
+        DataFusionError::ResourcesExhausted(msg) => SqlError::new(code::PROGRAM_LIMIT_EXCEEDED, msg),
+        DataFusionError::Diagnostic(_, inner) => from_datafusion(*inner),
+        DataFusionError::Collection(mut errors) => match errors.pop() {
+            Some(first) => from_datafusion(first),
+            None => SqlError::internal("unknown error"),
+        },
+        other => classify(other.to_string(), code::INTERNAL_ERROR),
+    }
+}
+
+#[derive(Debug)]
+struct SharedMessage(String);
+impl std::fmt::Display for SharedMessage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl std::error::Error for SharedMessage {}
+
+pub fn from_arrow(e: ArrowError) -> SqlError {
+    match e {
+        ArrowError::DivideByZero => SqlError::new(code::DIVISION_BY_ZERO, "division by zero"),
+        ArrowError::ExternalError(inner) => match inner.downcast::<SqlError>() {
+            Ok(sql) => *sql,
+            Err(other) => match other.downcast::<DataFusionError>() {
+                Ok(df) => from_datafusion(*df),
+                Err(other) => SqlError::internal(other.to_string()),
+            },
+        },
+        ArrowError::CastError(msg) | ArrowError::ParseError(msg) => cast_error(&msg),
+        ArrowError::ComputeError(msg) | ArrowError::InvalidArgumentError(msg) => classify(msg, code::DATA_EXCEPTION),
+        ArrowError::ArithmeticOverflow(_) => SqlError::new(code::NUMERIC_VALUE_OUT_OF_RANGE, "integer out of range"),
+        other => classify(other.to_string(), code::DATA_EXCEPTION),
+    }
+}
+
+fn schema_error(msg: String) -> SqlError {
+    // "No field named foo. Valid fields are ..." / "Schema contains duplicate unqualified field name"
+    if let Some(rest) = msg.split("No field named ").nth(1) {
+        let name = rest.split(['.', ' ']).next().unwrap_or(rest);
+        let name = name.trim_matches('"');
+        return SqlError::undefined_column(name)
+            .with_hint_opt(rest.contains('.').then_some(()).and(None::<String>));
+    }
+    if msg.contains("Ambiguous reference") {
+        let name = msg.split('\'').nth(1).unwrap_or("").rsplit('.').next().unwrap_or("").to_string();
+        return SqlError::new(code::AMBIGUOUS_COLUMN, format!("column reference \"{name}\" is ambiguous"));
+    }
+    if msg.contains("duplicate") {
+        return SqlError::new(code::DUPLICATE_COLUMN, msg);
+    }
+    SqlError::new(code::UNDEFINED_COLUMN, msg)
+}
+
+impl SqlError {
+    fn with_hint_opt(self, hint: Option<String>) -> Self {
+        match hint {
+            Some(h) => self.with_hint(h),
+            None => self,
+        }
+    }
+}
+
+fn cast_error(msg: &str) -> SqlError {
+    // "Cannot cast string 'abc' to value of Int32 type"
+    if let Some(rest) = msg.split("Cannot cast string '").nth(1) {
+        let value = rest.split('\'').next().unwrap_or("");
+        let type_name = pg_name_of_arrow(msg.split("value of ").nth(1).unwrap_or(""));
+        return SqlError::new(
+            code::INVALID_TEXT_REPRESENTATION,
+            format!("invalid input syntax for type {type_name}: \"{value}\""),
+        );
+    }
+    if msg.contains("Can't cast value") || msg.contains("overflow") || msg.contains("Overflow") || msg.contains("too large") {
+        let type_name = if msg.contains("Int16") { "smallint" } else if msg.contains("Int64") { "bigint" } else { "integer" };
+        return SqlError::new(code::NUMERIC_VALUE_OUT_OF_RANGE, format!("{type_name} out of range"));
+    }
+    if msg.contains("Error parsing timestamp") || msg.contains("date") || msg.contains("timestamp") {
+        return SqlError::new(code::INVALID_DATETIME_FORMAT, msg.to_string());
+    }
+    SqlError::new(code::INVALID_TEXT_REPRESENTATION, msg.to_string())
+}
+
+fn pg_name_of_arrow(arrow: &str) -> &'static str {
+    let t = arrow.trim();
+    if t.starts_with("Int16") {
+        "smallint"
+    } else if t.starts_with("Int32") {
+        "integer"
+    } else if t.starts_with("Int64") {
+        "bigint"
+    } else if t.starts_with("Float32") {
+        "real"
+    } else if t.starts_with("Float64") {
+        "double precision"
+    } else if t.starts_with("Decimal") {
+        "numeric"
+    } else if t.starts_with("Boolean") {
+        "boolean"
+    } else if t.starts_with("Date") {
+        "date"
+    } else if t.starts_with("Timestamp") {
+        "timestamp"
+    } else {
+        "text"
+    }
+}
+
+fn classify(msg: String, default_code: &'static str) -> SqlError {
+    let lower = msg.to_lowercase();
+    if lower.contains("divide by zero") || lower.contains("division by zero") {
+        return SqlError::new(code::DIVISION_BY_ZERO, "division by zero");
+    }
+    if let Some(rest) = msg.split("table '").nth(1).filter(|_| lower.contains("not found")) {
+        let full = rest.split('\'').next().unwrap_or(rest);
+        let name = full.rsplit('.').next().unwrap_or(full);
+        return SqlError::undefined_table(name);
+    }
+    if lower.contains("invalid function") || lower.contains("unknown function") {
+        let name = msg.split('\'').nth(1).unwrap_or("").to_string();
+        return SqlError::new(code::UNDEFINED_FUNCTION, format!("function {name} does not exist"))
+            .with_hint("No function matches the given name and argument types. You might need to add explicit type casts.");
+    }
+    if lower.contains("no function matches") || lower.contains("failed to coerce arguments") || lower.contains("does not support") && lower.contains("function") {
+        return SqlError::new(code::UNDEFINED_FUNCTION, first_line(&msg));
+    }
+    if lower.contains("cannot infer common") || lower.contains("there isn't a common type") || lower.contains("cannot coerce") || lower.contains("unsupported arithmetic") || lower.contains("cannot get result type") {
+        return SqlError::new(code::UNDEFINED_FUNCTION, format!("operator does not exist: {}", first_line(&msg)));
+    }
+    if lower.contains("overflow") {
+        return SqlError::new(code::NUMERIC_VALUE_OUT_OF_RANGE, "value out of range: overflow");
+    }
+    if lower.contains("must appear in the group by") || lower.contains("projection references non-aggregate values") {
+        return SqlError::new(code::GROUPING_ERROR, first_line(&msg));
+    }
+    if lower.contains("cannot cast") || lower.contains("cast error") {
+        return cast_error(&msg);
+    }
+    if lower.contains("scalar subquery") && lower.contains("more than one row") {
+        return SqlError::new(code::CARDINALITY_VIOLATION, "more than one row returned by a subquery used as an expression");
+    }
+    if lower.contains("no field named") {
+        return schema_error(msg);
+    }
+    if lower.contains("unsupported sql type") {
+        let name = msg.rsplit(' ').next().unwrap_or("").to_lowercase();
+        return SqlError::new(code::UNDEFINED_OBJECT, format!("type \"{name}\" does not exist"));
+    }
+    SqlError::new(default_code, first_line(&msg))
+}
+
+fn first_line(s: &str) -> String {
+    s.lines().next().unwrap_or(s).to_string()
+}

@@ -1,0 +1,73 @@
+//! The general query path: statements DataFusion plans and executes over Shoal's tables.
+//! `scope` carries the statement's snapshot to the table providers, `schema` maps names to
+//! tables, `rewrite` bridges PostgreSQL-only syntax, `pg_catalog`/`information_schema`/
+//! `functions` supply what clients expect, and `errors` maps failures to SQLSTATEs.
+
+pub mod errors;
+pub mod functions;
+pub mod information_schema;
+pub mod pg_catalog;
+pub mod provider;
+pub mod rewrite;
+pub mod schema;
+pub mod scope;
+
+use std::sync::Arc;
+
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::common::config::Dialect;
+use datafusion::common::ParamValues;
+use datafusion::execution::session_state::SessionStateBuilder;
+use datafusion::execution::SessionState;
+use datafusion::logical_expr::LogicalPlan;
+use datafusion::prelude::SessionConfig;
+use datafusion::sql::parser::Statement as DfStatement;
+use datafusion::sql::sqlparser::ast;
+
+use crate::error::SqlResult;
+use schema::{ShoalCatalogList, DATABASE_NAME, SEARCH_PATH_SCHEMA};
+use scope::PlanScope;
+
+/// Rows per Arrow batch in scans and execution.
+pub const BATCH_SIZE_ROWS: usize = 8192;
+
+pub fn new_session_state(scope: Arc<PlanScope>) -> SessionState {
+    let mut config = SessionConfig::new()
+        .with_default_catalog_and_schema(DATABASE_NAME, SEARCH_PATH_SCHEMA)
+        .with_create_default_catalog_and_schema(false)
+        .with_information_schema(false)
+        .with_target_partitions(std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2))
+        .with_batch_size(BATCH_SIZE_ROWS);
+    {
+        let opts = config.options_mut();
+        opts.sql_parser.dialect = Dialect::PostgreSQL;
+        opts.sql_parser.parse_float_as_decimal = true;
+        opts.sql_parser.enable_ident_normalization = true;
+        opts.sql_parser.map_string_types_to_utf8view = false;
+        opts.sql_parser.default_null_ordering = "nulls_max".to_string();
+        opts.execution.time_zone = Some("+00:00".to_string());
+    }
+    let mut state = SessionStateBuilder::new()
+        .with_config(config)
+        .with_default_features()
+        .with_catalog_list(Arc::new(ShoalCatalogList::new(scope.clone())))
+        .build();
+    functions::register(&mut state, scope);
+    state
+}
+
+/// Plans a statement (after PostgreSQL rewrites) into a DataFusion logical plan.
+pub async fn plan_statement(state: &SessionState, scope: &PlanScope, mut stmt: ast::Statement) -> SqlResult<LogicalPlan> {
+    rewrite::rewrite_statement(&mut stmt, scope)?;
+    Ok(state.statement_to_plan(DfStatement::Statement(Box::new(stmt))).await?)
+}
+
+/// Runs a logical plan to completion with the given parameter values.
+pub async fn execute_plan(state: &SessionState, plan: LogicalPlan, params: Option<ParamValues>) -> SqlResult<Vec<RecordBatch>> {
+    let plan = match params {
+        Some(p) => plan.with_param_values(p)?,
+        None => plan,
+    };
+    let physical = state.create_physical_plan(&plan).await?;
+    Ok(datafusion::physical_plan::collect(physical, state.task_ctx()).await?)
+}

@@ -1,0 +1,291 @@
+//! DataFusion's view of a row table: a `TableProvider` that scans the versions visible to the
+//! current statement's snapshot into Arrow batches, with projection and primary-key range
+//! pushdown. A DML variant also records which row each output line came from, so UPDATE and
+//! DELETE can compute their targets with DataFusion and then write through the storage API.
+
+use std::ops::Bound;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use datafusion::arrow::array::{ArrayRef, UInt64Array};
+use datafusion::arrow::datatypes::{DataType as ArrowType, Field, Schema, SchemaRef};
+use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
+use datafusion::catalog::memory::MemorySourceConfig;
+use datafusion::catalog::Session;
+use datafusion::common::{Result as DfResult, ScalarValue};
+use datafusion::datasource::{TableProvider, TableType};
+use datafusion::logical_expr::{BinaryExpr, Expr, Operator, TableProviderFilterPushDown};
+use datafusion::physical_plan::ExecutionPlan;
+use parking_lot::Mutex;
+use shoal_storage::catalog::TableDef;
+use shoal_storage::row_codec;
+use shoal_storage::table::{RowRef, RowTable};
+use shoal_storage::types::{DataType, Value};
+
+use crate::query::scope::PlanScope;
+
+use crate::types::{array_from_values, arrow_type, value_from_array, PG_TYPE_METADATA_KEY};
+
+/// Name of the extra column the DML scan adds: the position of the row in the capture list.
+pub const ROW_POSITION_COLUMN: &str = "__shoal_row_position";
+const BATCH_ROWS: usize = 8192;
+
+/// Rows a DML scan produced, in the order of their positions.
+pub type RowCapture = Arc<Mutex<Vec<RowRef>>>;
+
+pub fn table_schema(def: &TableDef) -> SchemaRef {
+    let fields: Vec<Field> = def
+        .columns
+        .iter()
+        .map(|c| {
+            let mut f = Field::new(&c.name, arrow_type(&c.data_type), true);
+            if matches!(c.data_type, DataType::Uuid | DataType::Varchar(_) | DataType::Char(_)) {
+                let (oid, _) = crate::types::pg_type_of(&c.data_type);
+                f = f.with_metadata([(PG_TYPE_METADATA_KEY.to_string(), oid.to_string())].into());
+            }
+            f
+        })
+        .collect();
+    Arc::new(Schema::new(fields))
+}
+
+#[derive(Debug)]
+pub struct RowTableProvider {
+    pub def: Arc<TableDef>,
+    pub table: Arc<RowTable>,
+    /// Where the snapshot and the DML capture are read at scan time (not at planning time:
+    /// a prepared statement's plan is reused by later statements with newer snapshots).
+    pub scope: Arc<PlanScope>,
+    /// The primary key's storage index and columns, for range pushdown.
+    pub key_index: Option<(u64, Vec<usize>)>,
+    capture: bool,
+    schema: SchemaRef,
+}
+
+impl RowTableProvider {
+    pub fn new(
+        def: Arc<TableDef>,
+        table: Arc<RowTable>,
+        scope: Arc<PlanScope>,
+        key_index: Option<(u64, Vec<usize>)>,
+        capture: bool,
+    ) -> Self {
+        let mut schema = table_schema(&def);
+        if capture {
+            let mut fields: Vec<Field> = schema.fields().iter().map(|f| f.as_ref().clone()).collect();
+            fields.push(Field::new(ROW_POSITION_COLUMN, ArrowType::UInt64, false));
+            schema = Arc::new(Schema::new(fields));
+        }
+        RowTableProvider { def, table, scope, key_index, capture, schema }
+    }
+
+    /// Key bounds on the leading primary-key column implied by the filters, if any.
+    fn key_bounds(&self, filters: &[Expr]) -> Option<(Bound<Value>, Bound<Value>)> {
+        let (_, key_cols) = self.key_index.as_ref()?;
+        let lead = *key_cols.first()?;
+        let lead_name = &self.def.columns[lead].name;
+        let lead_type = &self.def.columns[lead].data_type;
+        let mut lower = Bound::Unbounded;
+        let mut upper = Bound::Unbounded;
+        for f in filters {
+            let Some((op, value)) = column_comparison(f, lead_name) else { continue };
+            let Some(v) = scalar_to_key(&value, lead_type) else { continue };
+            match op {
+                Operator::Eq => {
+                    lower = Bound::Included(v.clone());
+                    upper = Bound::Included(v);
+                }
+                Operator::Gt => lower = Bound::Excluded(v),
+                Operator::GtEq => lower = Bound::Included(v),
+                Operator::Lt => upper = Bound::Excluded(v),
+                Operator::LtEq => upper = Bound::Included(v),
+                _ => {}
+            }
+        }
+        if matches!((&lower, &upper), (Bound::Unbounded, Bound::Unbounded)) {
+            None
+        } else {
+            Some((lower, upper))
+        }
+    }
+
+    fn capture_list(&self) -> Option<RowCapture> {
+        if !self.capture {
+            return None;
+        }
+        let oid = self.def.oid;
+        self.scope.dml_capture.lock().as_ref().filter(|(t, _)| *t == oid).map(|(_, c)| c.clone())
+    }
+
+    fn collect_rows(&self, bounds: Option<(Bound<Value>, Bound<Value>)>, projection: &[usize], limit: Option<usize>) -> Vec<RecordBatch> {
+        let types = self.def.column_types();
+        let table_columns = self.def.columns.len();
+        let data_cols: Vec<usize> = projection.iter().copied().filter(|c| *c < table_columns).collect();
+        let wants_position = projection.iter().any(|c| *c >= table_columns);
+        let out_schema = Arc::new(self.schema.project(projection).expect("projection within schema"));
+        let mut batches = Vec::new();
+        let mut columns: Vec<Vec<Value>> = vec![Vec::with_capacity(BATCH_ROWS); data_cols.len()];
+        let mut positions: Vec<u64> = Vec::new();
+        let capture = self.capture_list();
+        let mut captured = capture.as_ref().map(|c| c.lock());
+        let snapshot = self.scope.snapshot();
+        let mut rows_in_batch = 0usize;
+        let mut total = 0usize;
+        let mut scratch = Vec::with_capacity(data_cols.len());
+        let mut flush = |columns: &mut Vec<Vec<Value>>, positions: &mut Vec<u64>, rows: usize| {
+            let mut arrays: Vec<ArrayRef> = Vec::with_capacity(projection.len());
+            let mut data_iter = 0;
+            for &c in projection {
+                if c < table_columns {
+                    arrays.push(array_from_values(&types[c], columns[data_iter].iter()));
+                    columns[data_iter].clear();
+                    data_iter += 1;
+                } else {
+                    arrays.push(Arc::new(UInt64Array::from(std::mem::take(positions))));
+                }
+            }
+            let options = RecordBatchOptions::new().with_row_count(Some(rows));
+            batches.push(RecordBatch::try_new_with_options(out_schema.clone(), arrays, &options).expect("arrays match schema"));
+        };
+        let mut visit = |row: &RowRef, bytes: &[u8]| -> bool {
+            scratch.clear();
+            row_codec::decode_into(&types, bytes, &data_cols, &mut scratch);
+            for (i, v) in scratch.drain(..).enumerate() {
+                columns[i].push(v);
+            }
+            if wants_position || captured.is_some() {
+                if let Some(list) = captured.as_mut() {
+                    positions.push(list.len() as u64);
+                    list.push(row.clone());
+                }
+            }
+            rows_in_batch += 1;
+            total += 1;
+            if rows_in_batch == BATCH_ROWS {
+                flush(&mut columns, &mut positions, rows_in_batch);
+                rows_in_batch = 0;
+            }
+            limit.is_none_or(|l| total < l)
+        };
+        match (bounds, &self.key_index) {
+            (Some((lo, hi)), Some((index, _))) => {
+                let lo_vec = bound_vec(&lo);
+                let hi_vec = bound_vec(&hi);
+                self.table.index_scan(*index, &snapshot, as_slice_bound(&lo, &lo_vec), as_slice_bound(&hi, &hi_vec), &mut visit);
+            }
+            _ => self.table.scan(&snapshot, &mut visit),
+        }
+        if rows_in_batch > 0 || batches.is_empty() {
+            flush(&mut columns, &mut positions, rows_in_batch);
+        }
+        batches
+    }
+}
+
+fn bound_vec(b: &Bound<Value>) -> Vec<Value> {
+    match b {
+        Bound::Included(v) | Bound::Excluded(v) => vec![v.clone()],
+        Bound::Unbounded => vec![],
+    }
+}
+
+fn as_slice_bound<'a>(b: &Bound<Value>, v: &'a [Value]) -> Bound<&'a [Value]> {
+    match b {
+        Bound::Included(_) => Bound::Included(v),
+        Bound::Excluded(_) => Bound::Excluded(v),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+/// `col op literal` (or `literal op col`, flipped) for the named column.
+fn column_comparison(e: &Expr, column: &str) -> Option<(Operator, ScalarValue)> {
+    let Expr::BinaryExpr(BinaryExpr { left, op, right }) = e else { return None };
+    let strip = |e: &Expr| -> Option<Expr> {
+        match e {
+            Expr::Cast(c) => Some(c.expr.as_ref().clone()),
+            Expr::TryCast(c) => Some(c.expr.as_ref().clone()),
+            other => Some(other.clone()),
+        }
+    };
+    let (l, r) = (strip(left)?, strip(right)?);
+    match (&l, &r) {
+        (Expr::Column(c), Expr::Literal(v, _)) if c.name == column => Some((*op, v.clone())),
+        (Expr::Literal(v, _), Expr::Column(c)) if c.name == column => Some((op.swap()?, v.clone())),
+        _ => None,
+    }
+}
+
+/// Casts a filter literal to the key column's type; None when it does not fit exactly (then the
+/// filter is not used for the range and DataFusion applies it as usual).
+fn scalar_to_key(v: &ScalarValue, t: &DataType) -> Option<Value> {
+    if v.is_null() {
+        return None;
+    }
+    let target = arrow_type(t);
+    let cast = v.cast_to(&target).ok()?;
+    let back = cast.cast_to(&v.data_type()).ok()?;
+    if &back != v {
+        return None;
+    }
+    let array = cast.to_array().ok()?;
+    value_from_array(array.as_ref(), 0, t).ok()
+}
+
+#[async_trait]
+impl TableProvider for RowTableProvider {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::Base
+    }
+
+    fn supports_filters_pushdown(&self, filters: &[&Expr]) -> DfResult<Vec<TableProviderFilterPushDown>> {
+        let lead = self.key_index.as_ref().and_then(|(_, cols)| cols.first()).map(|c| self.def.columns[*c].name.clone());
+        Ok(filters
+            .iter()
+            .map(|f| match &lead {
+                Some(name) if column_comparison(f, name).is_some() => TableProviderFilterPushDown::Inexact,
+                _ => TableProviderFilterPushDown::Unsupported,
+            })
+            .collect())
+    }
+
+    async fn scan(
+        &self,
+        state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        filters: &[Expr],
+        limit: Option<usize>,
+    ) -> DfResult<Arc<dyn ExecutionPlan>> {
+        let all: Vec<usize> = (0..self.schema.fields().len()).collect();
+        let projection = projection.cloned().unwrap_or(all);
+        let bounds = self.key_bounds(filters);
+        // A limit is only safe to push when no filter is left for DataFusion to apply.
+        let limit = if filters.is_empty() { limit } else { None };
+        let batches = self.collect_rows(bounds, &projection, limit);
+        let schema = Arc::new(self.schema.project(&projection)?);
+        let partitions = split_partitions(batches, state.config().target_partitions());
+        Ok(MemorySourceConfig::try_new_exec(&partitions, schema, None)?)
+    }
+}
+
+/// Spreads batches round-robin over partitions so DataFusion can work on them in parallel.
+fn split_partitions(batches: Vec<RecordBatch>, partitions: usize) -> Vec<Vec<RecordBatch>> {
+    let n = partitions.clamp(1, batches.len().max(1));
+    let mut out = vec![Vec::new(); n];
+    for (i, b) in batches.into_iter().enumerate() {
+        out[i % n].push(b);
+    }
+    out
+}
+
+/// Reads rows of an Arrow batch back as storage values of the given types.
+pub fn batch_row_values(batch: &RecordBatch, row: usize, types: &[DataType]) -> crate::error::SqlResult<Vec<Value>> {
+    types
+        .iter()
+        .enumerate()
+        .map(|(i, t)| value_from_array(batch.column(i).as_ref(), row, t))
+        .collect()
+}

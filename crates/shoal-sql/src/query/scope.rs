@@ -1,0 +1,79 @@
+//! What a statement's planning and execution can see beyond the SQL text: the engine, the
+//! statement's snapshot, the session's search_path and settings, and (for UPDATE/DELETE) which
+//! table's scan must record row handles. One per session, updated before every statement, read
+//! by the catalog providers and functions that DataFusion calls back into.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use shoal_storage::catalog::{Oid, RelationKind};
+use shoal_storage::Snapshot;
+
+use crate::engine::Engine;
+use crate::query::provider::RowCapture;
+
+pub struct PlanScope {
+    pub engine: Arc<Engine>,
+    pub snapshot: Mutex<Snapshot>,
+    pub search_path: Mutex<Vec<String>>,
+    /// The table whose scan records row handles, and where to record them.
+    pub dml_capture: Mutex<Option<(Oid, RowCapture)>>,
+    /// Session settings, for current_setting() and SHOW.
+    pub settings: Mutex<HashMap<String, String>>,
+    /// currval() answers from here: the last value nextval returned per sequence in this session.
+    pub sequence_last: Mutex<HashMap<Oid, i64>>,
+    pub backend_pid: i32,
+}
+
+impl std::fmt::Debug for PlanScope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PlanScope").field("backend_pid", &self.backend_pid).finish()
+    }
+}
+
+impl PlanScope {
+    pub fn new(engine: Arc<Engine>, backend_pid: i32) -> Self {
+        PlanScope {
+            engine,
+            snapshot: Mutex::new(Snapshot { ts: 0, txn: 0 }),
+            search_path: Mutex::new(vec!["public".to_string()]),
+            dml_capture: Mutex::new(None),
+            settings: Mutex::new(HashMap::new()),
+            sequence_last: Mutex::new(HashMap::new()),
+            backend_pid,
+        }
+    }
+
+    pub fn snapshot(&self) -> Snapshot {
+        *self.snapshot.lock()
+    }
+
+    /// The schemas an unqualified name is looked up in, in order: pg_catalog first (as
+    /// PostgreSQL does implicitly), then the search_path.
+    pub fn lookup_schemas(&self) -> Vec<String> {
+        let mut out = vec!["pg_catalog".to_string()];
+        for s in self.search_path.lock().iter() {
+            if s != "pg_catalog" {
+                out.push(s.clone());
+            }
+        }
+        out
+    }
+
+    /// The schema new unqualified objects are created in: the first existing search_path entry.
+    pub fn creation_schema(&self) -> Option<String> {
+        let catalog = self.engine.catalog.read();
+        self.search_path.lock().iter().find(|s| catalog.schemas.contains_key(*s) && *s != "pg_catalog").cloned()
+    }
+
+    /// Resolves a possibly qualified relation name to (schema, kind, oid).
+    pub fn resolve_relation(&self, schema: Option<&str>, name: &str) -> Option<(String, RelationKind, Oid)> {
+        let catalog = self.engine.catalog.read();
+        let candidates = match schema {
+            Some(s) => vec![s.to_string()],
+            None => self.lookup_schemas(),
+        };
+        candidates.into_iter().find_map(|s| catalog.lookup(&s, name).map(|(k, o)| (s, k, o)))
+    }
+}

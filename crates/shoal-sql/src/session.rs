@@ -1,0 +1,688 @@
+//! A session: one client connection's state — its transaction (none, an explicit block, or a
+//! failed block waiting for ROLLBACK), its settings, and its DataFusion planning state. Every
+//! statement enters here; transaction control and settings are handled in place, everything
+//! else is routed to DDL, DML, COPY or the general query path inside the right transaction.
+
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::{DataType as ArrowType, SchemaRef};
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::common::{ParamValues, ScalarValue};
+use datafusion::execution::SessionState;
+use datafusion::logical_expr::LogicalPlan;
+use datafusion::sql::sqlparser::ast::{self, Statement};
+use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
+use datafusion::sql::sqlparser::parser::Parser;
+use shoal_storage::{IsolationLevel, Transaction};
+
+use crate::copy::CopyRequest;
+use crate::engine::Engine;
+use crate::error::{code, SqlError, SqlResult};
+use crate::query::scope::PlanScope;
+use crate::settings::{serializable_unsupported, Settings};
+use crate::types::pg_oid_for_arrow;
+use crate::{ddl, dml, params, query};
+
+/// A column of a result set as the client sees it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ResultColumn {
+    pub name: String,
+    pub type_oid: u32,
+    pub typmod: i32,
+}
+
+pub fn columns_of_schema(schema: &SchemaRef) -> Vec<ResultColumn> {
+    schema
+        .fields()
+        .iter()
+        .map(|f| {
+            let type_oid = f
+                .metadata()
+                .get(crate::types::PG_TYPE_METADATA_KEY)
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_else(|| pg_oid_for_arrow(f.data_type()));
+            ResultColumn { name: f.name().clone(), type_oid, typmod: -1 }
+        })
+        .collect()
+}
+
+/// What one statement produced.
+#[derive(Debug)]
+pub enum StatementResult {
+    Rows { columns: Vec<ResultColumn>, batches: Vec<RecordBatch>, tag: &'static str },
+    /// A command tag such as "CREATE TABLE"; `rows` adds the count ("INSERT 0 5" has oid 0).
+    Command { tag: String, rows: Option<usize>, oid: Option<u32> },
+    TransactionStart(String),
+    TransactionEnd(String),
+    CopyIn(CopyRequest),
+    CopyOut { columns: usize, data: Vec<u8>, rows: usize, csv: bool },
+    Empty,
+}
+
+impl StatementResult {
+    pub fn command(tag: &str) -> Self {
+        StatementResult::Command { tag: tag.to_string(), rows: None, oid: None }
+    }
+}
+
+enum TxnState {
+    Idle,
+    /// Inside BEGIN ... COMMIT.
+    Block(Transaction),
+    /// A statement in the block failed: only ROLLBACK (or ROLLBACK TO SAVEPOINT) is accepted.
+    Failed(Transaction),
+}
+
+/// A statement parsed (and, for queries, planned) once by the extended protocol's Parse.
+#[derive(Debug)]
+pub struct Prepared {
+    pub sql: String,
+    pub stmt: Option<Statement>,
+    /// Parameter types, as declared by the client or inferred from the statement.
+    pub param_types: Vec<ArrowType>,
+    pub param_oids: Vec<u32>,
+    /// Result columns; None when the statement returns no rows.
+    pub columns: Option<Vec<ResultColumn>>,
+    plan: parking_lot::Mutex<Option<(LogicalPlan, u64)>>,
+}
+
+pub struct Session {
+    pub engine: Arc<Engine>,
+    pub scope: Arc<PlanScope>,
+    state: SessionState,
+    txn: TxnState,
+    pub settings: Settings,
+    /// Settings changed by the last statements that the client must hear about.
+    pub reported_changes: Vec<(String, String)>,
+}
+
+pub fn parse_sql(sql: &str) -> SqlResult<Vec<Statement>> {
+    Parser::parse_sql(&PostgreSqlDialect {}, sql).map_err(|e| {
+        let msg = e.to_string();
+        let msg = msg.trim_start_matches("sql parser error: ");
+        SqlError::syntax(format!("syntax error: {msg}"))
+    })
+}
+
+impl Session {
+    pub fn new(engine: Arc<Engine>) -> Session {
+        let pid = engine.allocate_backend_pid();
+        let scope = Arc::new(PlanScope::new(engine.clone(), pid));
+        let state = query::new_session_state(scope.clone());
+        let settings = Settings::default();
+        *scope.settings.lock() = settings.all().clone();
+        *scope.search_path.lock() = settings.search_path();
+        Session { engine, scope, state, txn: TxnState::Idle, settings, reported_changes: Vec::new() }
+    }
+
+    pub fn backend_pid(&self) -> i32 {
+        self.scope.backend_pid
+    }
+
+    /// 'I' idle, 'T' in a transaction block, 'E' in a failed block (ReadyForQuery status).
+    pub fn transaction_status(&self) -> u8 {
+        match self.txn {
+            TxnState::Idle => b'I',
+            TxnState::Block(_) => b'T',
+            TxnState::Failed(_) => b'E',
+        }
+    }
+
+    /// Runs every statement of a simple-protocol query string; stops at the first error.
+    pub async fn execute_sql(&mut self, sql: &str) -> Vec<SqlResult<StatementResult>> {
+        let statements = match parse_sql(sql) {
+            Ok(s) => s,
+            Err(e) => {
+                self.fail_block();
+                return vec![Err(e)];
+            }
+        };
+        let mut results = Vec::with_capacity(statements.len());
+        for stmt in statements {
+            let r = self.execute_statement(stmt).await;
+            let failed = r.is_err();
+            results.push(r);
+            if failed {
+                break;
+            }
+        }
+        results
+    }
+
+    fn fail_block(&mut self) {
+        if let TxnState::Block(t) = std::mem::replace(&mut self.txn, TxnState::Idle) {
+            self.txn = TxnState::Failed(t);
+        }
+    }
+
+    /// Runs one statement with autocommit or inside the current block.
+    pub async fn execute_statement(&mut self, stmt: Statement) -> SqlResult<StatementResult> {
+        if let Some(r) = self.transaction_control(&stmt) {
+            return r;
+        }
+        if matches!(self.txn, TxnState::Failed(_)) {
+            return Err(SqlError::in_failed_transaction());
+        }
+        if let Some(r) = self.session_command(&stmt) {
+            if r.is_err() {
+                self.fail_block();
+            }
+            return r;
+        }
+        let implicit = matches!(self.txn, TxnState::Idle);
+        let mut txn = match std::mem::replace(&mut self.txn, TxnState::Idle) {
+            TxnState::Block(t) => t,
+            _ => self.engine.db.begin(self.default_isolation()),
+        };
+        let result = self.run_in_transaction(&mut txn, stmt).await;
+        self.finish_statement(txn, implicit, result)
+    }
+
+    fn finish_statement(
+        &mut self,
+        txn: Transaction,
+        implicit: bool,
+        result: SqlResult<StatementResult>,
+    ) -> SqlResult<StatementResult> {
+        *self.scope.dml_capture.lock() = None;
+        match (implicit, result) {
+            (true, Ok(StatementResult::CopyIn(req))) => {
+                // COPY FROM STDIN keeps its transaction open until the data has arrived.
+                self.txn = TxnState::Idle;
+                Ok(StatementResult::CopyIn(req.with_transaction(txn, true)))
+            }
+            (false, Ok(StatementResult::CopyIn(req))) => {
+                Ok(StatementResult::CopyIn(req.with_transaction(txn, false)))
+            }
+            (true, Ok(r)) => {
+                self.engine.db.commit(txn)?;
+                self.end_transaction_settings();
+                Ok(r)
+            }
+            (true, Err(e)) => {
+                self.engine.db.rollback(txn);
+                self.end_transaction_settings();
+                Err(e)
+            }
+            (false, Ok(r)) => {
+                self.txn = TxnState::Block(txn);
+                Ok(r)
+            }
+            (false, Err(e)) => {
+                self.txn = TxnState::Failed(txn);
+                Err(e)
+            }
+        }
+    }
+
+    /// Completes a COPY FROM STDIN that `execute_statement` started.
+    pub fn finish_copy(&mut self, txn: Transaction, implicit: bool, result: SqlResult<usize>) -> SqlResult<usize> {
+        let r = result.map(|rows| StatementResult::Command { tag: "COPY".into(), rows: Some(rows), oid: None });
+        match self.finish_statement(txn, implicit, r)? {
+            StatementResult::Command { rows, .. } => Ok(rows.unwrap_or(0)),
+            _ => Ok(0),
+        }
+    }
+
+    fn default_isolation(&self) -> IsolationLevel {
+        match self.settings.get("default_transaction_isolation") {
+            Some("repeatable read") => IsolationLevel::RepeatableRead,
+            _ => IsolationLevel::ReadCommitted,
+        }
+    }
+
+    fn end_transaction_settings(&mut self) {
+        for name in self.settings.end_transaction() {
+            self.setting_changed(&name);
+        }
+        let iso = self.settings.get("default_transaction_isolation").unwrap_or("read committed").to_string();
+        self.settings.set("transaction_isolation", &iso, false).ok();
+        self.sync_scope_settings();
+    }
+
+    fn sync_scope_settings(&mut self) {
+        *self.scope.settings.lock() = self.settings.all().clone();
+        *self.scope.search_path.lock() = self.settings.search_path();
+    }
+
+    fn setting_changed(&mut self, name: &str) {
+        if Settings::is_reported(name) {
+            let value = self.settings.get(name).unwrap_or("").to_string();
+            self.reported_changes.push((crate::settings::reported_name(name).to_string(), value));
+        }
+    }
+
+    /// BEGIN, COMMIT, ROLLBACK and savepoints. None for every other statement.
+    fn transaction_control(&mut self, stmt: &Statement) -> Option<SqlResult<StatementResult>> {
+        Some(match stmt {
+            Statement::StartTransaction { modes, .. } => self.begin_block(modes),
+            Statement::Commit { .. } => Ok(self.commit_block()),
+            Statement::Rollback { savepoint: None, .. } => Ok(self.rollback_block()),
+            Statement::Rollback { savepoint: Some(name), .. } => self.rollback_to(&name.value),
+            Statement::Savepoint { name } => self.savepoint(&name.value),
+            Statement::ReleaseSavepoint { name } => self.release(&name.value),
+            _ => return None,
+        })
+    }
+
+    fn begin_block(&mut self, modes: &[ast::TransactionMode]) -> SqlResult<StatementResult> {
+        match self.txn {
+            TxnState::Idle => {}
+            TxnState::Block(_) => {
+                // PostgreSQL warns and carries on.
+                return Ok(StatementResult::TransactionStart("BEGIN".into()));
+            }
+            TxnState::Failed(_) => return Err(SqlError::in_failed_transaction()),
+        }
+        let mut isolation = self.default_isolation();
+        for m in modes {
+            if let ast::TransactionMode::IsolationLevel(level) = m {
+                isolation = isolation_of(level)?;
+            }
+        }
+        self.settings
+            .set("transaction_isolation", if isolation == IsolationLevel::RepeatableRead { "repeatable read" } else { "read committed" }, false)
+            .ok();
+        self.sync_scope_settings();
+        self.txn = TxnState::Block(self.engine.db.begin(isolation));
+        Ok(StatementResult::TransactionStart("BEGIN".into()))
+    }
+
+    fn commit_block(&mut self) -> StatementResult {
+        let tag = match std::mem::replace(&mut self.txn, TxnState::Idle) {
+            TxnState::Idle => "COMMIT",
+            TxnState::Block(t) => match self.engine.db.commit(t) {
+                Ok(_) => "COMMIT",
+                Err(_) => "ROLLBACK",
+            },
+            TxnState::Failed(t) => {
+                self.engine.db.rollback(t);
+                "ROLLBACK"
+            }
+        };
+        self.end_transaction_settings();
+        StatementResult::TransactionEnd(tag.into())
+    }
+
+    fn rollback_block(&mut self) -> StatementResult {
+        match std::mem::replace(&mut self.txn, TxnState::Idle) {
+            TxnState::Block(t) | TxnState::Failed(t) => self.engine.db.rollback(t),
+            TxnState::Idle => {}
+        }
+        self.end_transaction_settings();
+        StatementResult::TransactionEnd("ROLLBACK".into())
+    }
+
+    fn savepoint(&mut self, name: &str) -> SqlResult<StatementResult> {
+        match &mut self.txn {
+            TxnState::Block(t) => {
+                self.engine.db.savepoint(t, name);
+                Ok(StatementResult::command("SAVEPOINT"))
+            }
+            TxnState::Failed(_) => Err(SqlError::in_failed_transaction()),
+            TxnState::Idle => Err(SqlError::new(code::NO_ACTIVE_SQL_TRANSACTION, "SAVEPOINT can only be used in transaction blocks")),
+        }
+    }
+
+    fn release(&mut self, name: &str) -> SqlResult<StatementResult> {
+        match &mut self.txn {
+            TxnState::Block(t) => {
+                let r = self.engine.db.release_savepoint(t, name);
+                if let Err(e) = r {
+                    self.fail_block();
+                    return Err(e.into());
+                }
+                Ok(StatementResult::command("RELEASE"))
+            }
+            TxnState::Failed(_) => Err(SqlError::in_failed_transaction()),
+            TxnState::Idle => Err(SqlError::new(code::NO_ACTIVE_SQL_TRANSACTION, "RELEASE SAVEPOINT can only be used in transaction blocks")),
+        }
+    }
+
+    fn rollback_to(&mut self, name: &str) -> SqlResult<StatementResult> {
+        match std::mem::replace(&mut self.txn, TxnState::Idle) {
+            TxnState::Block(mut t) | TxnState::Failed(mut t) => match self.engine.db.rollback_to_savepoint(&mut t, name) {
+                Ok(()) => {
+                    self.txn = TxnState::Block(t);
+                    Ok(StatementResult::command("ROLLBACK"))
+                }
+                Err(e) => {
+                    self.txn = TxnState::Failed(t);
+                    Err(e.into())
+                }
+            },
+            TxnState::Idle => Err(SqlError::new(code::NO_ACTIVE_SQL_TRANSACTION, "ROLLBACK TO SAVEPOINT can only be used in transaction blocks")),
+        }
+    }
+
+    /// SET, SHOW, RESET and other statements that touch only the session.
+    fn session_command(&mut self, stmt: &Statement) -> Option<SqlResult<StatementResult>> {
+        Some(match stmt {
+            Statement::Set(set) => self.set(set),
+            Statement::ShowVariable { variable } => self.show(variable),
+            Statement::Reset(r) => {
+                let changed = match &r.reset {
+                    ast::Reset::ALL => self.settings.reset_all(),
+                    ast::Reset::ConfigurationParameter(name) => match self.settings.reset(&name.to_string()) {
+                        Ok(n) => vec![n],
+                        Err(e) => return Some(Err(e)),
+                    },
+                };
+                for n in changed {
+                    self.setting_changed(&n);
+                }
+                self.sync_scope_settings();
+                Ok(StatementResult::command("RESET"))
+            }
+            Statement::Discard { .. } => Ok(StatementResult::command("DISCARD ALL")),
+            Statement::Deallocate { .. } => Ok(StatementResult::command("DEALLOCATE")),
+            Statement::Comment { .. } => Ok(StatementResult::command("COMMENT")),
+            Statement::LISTEN { .. } => Ok(StatementResult::command("LISTEN")),
+            Statement::UNLISTEN { .. } => Ok(StatementResult::command("UNLISTEN")),
+            _ => return None,
+        })
+    }
+
+    fn set(&mut self, set: &ast::Set) -> SqlResult<StatementResult> {
+        let in_block = !matches!(self.txn, TxnState::Idle);
+        match set {
+            ast::Set::SingleAssignment { scope, variable, values, .. } => {
+                let local = matches!(scope, Some(ast::ContextModifier::Local));
+                let name = variable.to_string().to_lowercase();
+                let value = values.iter().map(setting_value_text).collect::<Vec<_>>().join(", ");
+                if local && !in_block {
+                    // PostgreSQL warns that SET LOCAL outside a block has no effect.
+                    return Ok(StatementResult::command("SET"));
+                }
+                let value = if value.eq_ignore_ascii_case("default") {
+                    return self.settings.reset(&name).map(|n| {
+                        self.setting_changed(&n);
+                        self.sync_scope_settings();
+                        StatementResult::command("SET")
+                    });
+                } else {
+                    value
+                };
+                if name == "transaction_isolation" && in_block {
+                    self.set_block_isolation(&value)?;
+                }
+                let name = self.settings.set(&name, &value, local)?;
+                self.setting_changed(&name);
+                self.sync_scope_settings();
+                Ok(StatementResult::command("SET"))
+            }
+            ast::Set::SetTimeZone { local, value } => {
+                let name = self.settings.set("timezone", &setting_value_text(value), *local && in_block)?;
+                self.setting_changed(&name);
+                self.sync_scope_settings();
+                Ok(StatementResult::command("SET"))
+            }
+            ast::Set::SetNames { charset_name, .. } => {
+                let name = self.settings.set("client_encoding", &charset_name.value, false)?;
+                self.setting_changed(&name);
+                Ok(StatementResult::command("SET"))
+            }
+            ast::Set::SetTransaction { modes, session, .. } => {
+                for m in modes {
+                    if let ast::TransactionMode::IsolationLevel(level) = m {
+                        let iso = isolation_of(level)?;
+                        let text = if iso == IsolationLevel::RepeatableRead { "repeatable read" } else { "read committed" };
+                        if *session {
+                            self.settings.set("default_transaction_isolation", text, false)?;
+                        } else if in_block {
+                            self.set_block_isolation(text)?;
+                            self.settings.set("transaction_isolation", text, false)?;
+                        }
+                    }
+                }
+                self.sync_scope_settings();
+                Ok(StatementResult::command("SET"))
+            }
+            _ => Ok(StatementResult::command("SET")),
+        }
+    }
+
+    /// SET TRANSACTION ISOLATION LEVEL inside a block: allowed before its first query only.
+    fn set_block_isolation(&mut self, level: &str) -> SqlResult<()> {
+        let iso = if level.contains("repeatable") { IsolationLevel::RepeatableRead } else { IsolationLevel::ReadCommitted };
+        if let TxnState::Block(t) = &self.txn {
+            if t.isolation() == iso {
+                return Ok(());
+            }
+            if !t.is_read_only_so_far() || t.current_snapshot().is_some() {
+                return Err(SqlError::new(
+                    code::ACTIVE_SQL_TRANSACTION,
+                    "SET TRANSACTION ISOLATION LEVEL must be called before any query",
+                ));
+            }
+            let old = std::mem::replace(&mut self.txn, TxnState::Idle);
+            if let TxnState::Block(t) = old {
+                self.engine.db.rollback(t);
+            }
+            self.txn = TxnState::Block(self.engine.db.begin(iso));
+        }
+        Ok(())
+    }
+
+    fn show(&mut self, variable: &[ast::Ident]) -> SqlResult<StatementResult> {
+        let name = variable.iter().map(|i| i.value.to_lowercase()).collect::<Vec<_>>().join(" ");
+        let name = match name.as_str() {
+            "time zone" => "timezone".to_string(),
+            "transaction isolation level" => "transaction_isolation".to_string(),
+            n => n.to_string(),
+        };
+        if name == "all" {
+            let mut names: Vec<(&String, &String)> = self.settings.all().iter().collect();
+            names.sort();
+            let mut b = crate::query::pg_catalog::TableBuilder::new(&[
+                ("name", ArrowType::Utf8),
+                ("setting", ArrowType::Utf8),
+                ("description", ArrowType::Utf8),
+            ]);
+            let _ = &mut b;
+            let batch = rows_batch(&["name", "setting", "description"], names.iter().map(|(n, v)| vec![n.to_string(), v.to_string(), String::new()]).collect());
+            return Ok(StatementResult::Rows { columns: columns_of_schema(&batch.schema()), batches: vec![batch], tag: "SHOW" });
+        }
+        let value = self.settings.get(&name).map(|s| s.to_string()).ok_or_else(|| {
+            SqlError::new(code::UNDEFINED_OBJECT, format!("unrecognized configuration parameter \"{name}\""))
+        })?;
+        let column = variable.iter().map(|i| i.value.to_lowercase()).collect::<Vec<_>>().join("_");
+        let column = if column == "time_zone" { "TimeZone".to_string() } else if column == "datestyle" { "DateStyle".to_string() } else { column };
+        let batch = rows_batch(&[column.as_str()], vec![vec![value]]);
+        Ok(StatementResult::Rows { columns: columns_of_schema(&batch.schema()), batches: vec![batch], tag: "SHOW" })
+    }
+
+    /// Everything that needs a transaction: queries, DML, DDL, COPY.
+    async fn run_in_transaction(&mut self, txn: &mut Transaction, stmt: Statement) -> SqlResult<StatementResult> {
+        let snapshot = self.engine.db.statement_snapshot(txn);
+        *self.scope.snapshot.lock() = snapshot;
+        match stmt {
+            Statement::Query(q) => self.run_query(txn, *q).await,
+            Statement::Insert(insert) => dml::insert(self, txn, insert).await,
+            Statement::Update(update) => dml::update(self, txn, update).await,
+            Statement::Delete(delete) => dml::delete(self, txn, delete).await,
+            Statement::Copy { source, to, target, options, legacy_options, values } => {
+                crate::copy::start(self, txn, source, to, target, options, legacy_options, values).await
+            }
+            Statement::Explain { statement, analyze, .. } => self.explain(*statement, analyze).await,
+            Statement::Vacuum(_) => {
+                self.engine.db.vacuum();
+                Ok(StatementResult::command("VACUUM"))
+            }
+            Statement::Analyze(_) => Ok(StatementResult::command("ANALYZE")),
+            other => ddl::execute(self, txn, other).await,
+        }
+    }
+
+    pub fn state(&self) -> &SessionState {
+        &self.state
+    }
+
+    async fn run_query(&mut self, txn: &mut Transaction, q: ast::Query) -> SqlResult<StatementResult> {
+        if !q.locks.is_empty() {
+            return dml::select_for_update(self, txn, q).await;
+        }
+        let plan = query::plan_statement(&self.state, &self.scope, Statement::Query(Box::new(q))).await?;
+        self.run_plan(plan, None).await
+    }
+
+    pub async fn run_plan(&self, plan: LogicalPlan, params: Option<ParamValues>) -> SqlResult<StatementResult> {
+        let schema = plan.schema().inner().clone();
+        let batches = query::execute_plan(&self.state, plan, params).await?;
+        Ok(StatementResult::Rows { columns: columns_of_schema(&schema), batches, tag: "SELECT" })
+    }
+
+    async fn explain(&mut self, stmt: Statement, analyze: bool) -> SqlResult<StatementResult> {
+        let plan = query::plan_statement(&self.state, &self.scope, stmt).await?;
+        let builder = datafusion::logical_expr::LogicalPlanBuilder::from(plan);
+        let explained = if analyze {
+            builder.explain_option_format(datafusion::logical_expr::ExplainOption::default().with_analyze(true))?
+        } else {
+            builder.explain(false, false)?
+        }
+        .build()?;
+        let result = self.run_plan(explained, None).await?;
+        Ok(match result {
+            StatementResult::Rows { batches, .. } => {
+                // PostgreSQL returns one text column named "QUERY PLAN".
+                let mut lines = Vec::new();
+                for b in &batches {
+                    let col = b.column(b.num_columns() - 1);
+                    for row in 0..b.num_rows() {
+                        let mut s = String::new();
+                        crate::pgtext::format_array_value(col.as_ref(), row, &mut s);
+                        lines.extend(s.lines().map(|l| vec![l.to_string()]));
+                    }
+                }
+                let batch = rows_batch(&["QUERY PLAN"], lines);
+                StatementResult::Rows { columns: columns_of_schema(&batch.schema()), batches: vec![batch], tag: "EXPLAIN" }
+            }
+            other => other,
+        })
+    }
+
+    // ------------------------------------------------------------------------------------
+    // Extended protocol
+
+    /// Parse: analyzes the statement once; queries are planned so Describe can answer.
+    pub async fn prepare(&mut self, sql: &str, declared: &[u32]) -> SqlResult<Prepared> {
+        let mut statements = parse_sql(sql)?;
+        if statements.len() > 1 {
+            return Err(SqlError::syntax("cannot insert multiple commands into a prepared statement"));
+        }
+        let stmt = statements.pop();
+        let mut prepared = Prepared {
+            sql: sql.to_string(),
+            stmt: stmt.clone(),
+            param_types: Vec::new(),
+            param_oids: Vec::new(),
+            columns: None,
+            plan: parking_lot::Mutex::new(None),
+        };
+        let Some(stmt) = stmt else { return Ok(prepared) };
+        let count = params::count_placeholders(&stmt);
+        let mut inferred: Vec<Option<ArrowType>> = vec![None; count];
+        match &stmt {
+            Statement::Query(_) | Statement::Explain { .. } => {
+                if matches!(self.txn, TxnState::Idle | TxnState::Block(_)) {
+                    let plan = self.plan_with_snapshot(stmt.clone()).await?;
+                    let types = plan.get_parameter_types()?;
+                    for (name, t) in types {
+                        if let Some(i) = params::placeholder_index(&name) {
+                            if i < inferred.len() {
+                                inferred[i] = t;
+                            }
+                        }
+                    }
+                    prepared.columns = Some(columns_of_schema(&plan.schema().inner().clone()));
+                    *prepared.plan.lock() = Some((plan, self.engine.catalog.read().version));
+                }
+            }
+            Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_) => {
+                let (types, columns) = dml::describe(self, &stmt, count).await?;
+                inferred = types;
+                prepared.columns = columns;
+            }
+            Statement::ShowVariable { variable } => {
+                let name = variable.iter().map(|i| i.value.to_lowercase()).collect::<Vec<_>>().join("_");
+                prepared.columns = Some(vec![ResultColumn { name, type_oid: crate::types::oid::TEXT, typmod: -1 }]);
+            }
+            _ => {}
+        }
+        for i in 0..count {
+            let declared_oid = declared.get(i).copied().unwrap_or(0);
+            let t = if declared_oid != 0 {
+                params::arrow_type_for_oid(declared_oid)
+            } else {
+                inferred.get(i).cloned().flatten().unwrap_or(ArrowType::Utf8)
+            };
+            let oid = if declared_oid != 0 { declared_oid } else { pg_oid_for_arrow(&t) };
+            prepared.param_types.push(t);
+            prepared.param_oids.push(oid);
+        }
+        Ok(prepared)
+    }
+
+    async fn plan_with_snapshot(&mut self, stmt: Statement) -> SqlResult<LogicalPlan> {
+        query::plan_statement(&self.state, &self.scope, stmt).await
+    }
+
+    /// Execute: runs a prepared statement with bound parameter values.
+    pub async fn execute_prepared(&mut self, prepared: &Prepared, values: Vec<ScalarValue>) -> SqlResult<StatementResult> {
+        let Some(stmt) = prepared.stmt.clone() else { return Ok(StatementResult::Empty) };
+        let is_query = matches!(stmt, Statement::Query(ref q) if q.locks.is_empty());
+        if is_query && !matches!(self.txn, TxnState::Failed(_)) {
+            let version = self.engine.catalog.read().version;
+            let cached = prepared.plan.lock().as_ref().filter(|(_, v)| *v == version).map(|(p, _)| p.clone());
+            if let Some(plan) = cached {
+                let implicit = matches!(self.txn, TxnState::Idle);
+                let mut txn = match std::mem::replace(&mut self.txn, TxnState::Idle) {
+                    TxnState::Block(t) => t,
+                    _ => self.engine.db.begin(self.default_isolation()),
+                };
+                let snapshot = self.engine.db.statement_snapshot(&mut txn);
+                *self.scope.snapshot.lock() = snapshot;
+                let params = if values.is_empty() { None } else { Some(ParamValues::List(values.into_iter().map(Into::into).collect())) };
+                let result = self.run_plan(plan, params).await;
+                return self.finish_statement(txn, implicit, result);
+            }
+        }
+        let mut stmt = stmt;
+        params::substitute(&mut stmt, &values)?;
+        self.execute_statement(stmt).await
+    }
+}
+
+fn isolation_of(level: &ast::TransactionIsolationLevel) -> SqlResult<IsolationLevel> {
+    match level {
+        ast::TransactionIsolationLevel::ReadCommitted | ast::TransactionIsolationLevel::ReadUncommitted => Ok(IsolationLevel::ReadCommitted),
+        ast::TransactionIsolationLevel::RepeatableRead | ast::TransactionIsolationLevel::Snapshot => Ok(IsolationLevel::RepeatableRead),
+        ast::TransactionIsolationLevel::Serializable => Err(serializable_unsupported()),
+    }
+}
+
+/// The text of a SET value: identifiers and strings unquoted, numbers as written.
+fn setting_value_text(e: &ast::Expr) -> String {
+    match e {
+        ast::Expr::Value(v) => match &v.value {
+            ast::Value::SingleQuotedString(s) | ast::Value::DoubleQuotedString(s) => s.clone(),
+            ast::Value::Number(n, _) => n.clone(),
+            ast::Value::Boolean(b) => if *b { "on".into() } else { "off".into() },
+            other => other.to_string(),
+        },
+        ast::Expr::Identifier(i) => i.value.clone(),
+        ast::Expr::UnaryOp { op: ast::UnaryOperator::Minus, expr } => format!("-{}", setting_value_text(expr)),
+        other => other.to_string(),
+    }
+}
+
+/// A batch of text columns, for SHOW and EXPLAIN.
+pub fn rows_batch(names: &[&str], rows: Vec<Vec<String>>) -> RecordBatch {
+    use datafusion::arrow::array::{ArrayRef, StringArray};
+    use datafusion::arrow::datatypes::{Field, Schema};
+    let schema = Arc::new(Schema::new(names.iter().map(|n| Field::new(*n, ArrowType::Utf8, true)).collect::<Vec<_>>()));
+    let columns: Vec<ArrayRef> = (0..names.len())
+        .map(|i| Arc::new(StringArray::from(rows.iter().map(|r| r[i].clone()).collect::<Vec<_>>())) as ArrayRef)
+        .collect();
+    RecordBatch::try_new(schema, columns).expect("text columns match schema")
+}

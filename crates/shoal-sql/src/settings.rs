@@ -1,0 +1,243 @@
+//! Session settings (PostgreSQL's GUCs) for SET, SHOW, RESET and SET LOCAL: the parameters
+//! clients set and read, with PostgreSQL's defaults and spellings. Settings that PostgreSQL
+//! reports to the client when they change (GUC_REPORT) are returned to the protocol layer so it
+//! can send ParameterStatus.
+
+use std::collections::HashMap;
+
+use crate::error::{code, SqlError, SqlResult};
+
+/// (name, default value, reported to the client on change)
+const KNOWN_SETTINGS: &[(&str, &str, bool)] = &[
+    ("application_name", "", true),
+    ("client_encoding", "UTF8", true),
+    ("client_min_messages", "notice", false),
+    ("datestyle", "ISO, MDY", true),
+    ("default_transaction_isolation", "read committed", false),
+    ("default_transaction_read_only", "off", false),
+    ("extra_float_digits", "1", false),
+    ("integer_datetimes", "on", true),
+    ("intervalstyle", "postgres", true),
+    ("is_superuser", "on", true),
+    ("lc_messages", "C", false),
+    ("lc_monetary", "C", false),
+    ("lc_numeric", "C", false),
+    ("lc_time", "C", false),
+    ("lock_timeout", "0", false),
+    ("idle_in_transaction_session_timeout", "0", false),
+    ("max_connections", "1000", false),
+    ("max_identifier_length", "63", false),
+    ("search_path", "\"$user\", public", false),
+    ("server_encoding", "UTF8", true),
+    ("server_version", crate::engine::SERVER_VERSION, true),
+    ("server_version_num", "150000", false),
+    ("session_authorization", "postgres", true),
+    ("standard_conforming_strings", "on", true),
+    ("statement_timeout", "0", false),
+    ("synchronous_commit", "on", false),
+    ("timezone", "UTC", true),
+    ("transaction_isolation", "read committed", false),
+    ("transaction_read_only", "off", false),
+    ("bytea_output", "hex", false),
+    ("enable_seqscan", "on", false),
+    ("jit", "off", false),
+    ("work_mem", "4MB", false),
+    ("maintenance_work_mem", "64MB", false),
+    ("row_security", "on", false),
+    ("xmloption", "content", false),
+    ("default_table_access_method", "heap", false),
+    ("escape_string_warning", "on", false),
+    ("in_hot_standby", "off", true),
+];
+
+/// Canonical (ParameterStatus) spelling of reported settings.
+pub fn reported_name(name: &str) -> &str {
+    match name {
+        "datestyle" => "DateStyle",
+        "timezone" => "TimeZone",
+        "intervalstyle" => "IntervalStyle",
+        other => other,
+    }
+}
+
+#[derive(Debug)]
+pub struct Settings {
+    values: HashMap<String, String>,
+    /// Values to restore when the transaction ends (SET LOCAL, and SET inside a transaction
+    /// that rolls back).
+    local_undo: Vec<(String, String)>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            values: KNOWN_SETTINGS.iter().map(|(n, v, _)| (n.to_string(), v.to_string())).collect(),
+            local_undo: Vec::new(),
+        }
+    }
+}
+
+impl Settings {
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.values.get(&name.to_lowercase()).map(|s| s.as_str())
+    }
+
+    pub fn all(&self) -> &HashMap<String, String> {
+        &self.values
+    }
+
+    pub fn is_reported(name: &str) -> bool {
+        KNOWN_SETTINGS.iter().any(|(n, _, r)| *n == name && *r)
+    }
+
+    fn default_of(name: &str) -> Option<&'static str> {
+        KNOWN_SETTINGS.iter().find(|(n, _, _)| *n == name).map(|(_, v, _)| *v)
+    }
+
+    /// Sets a parameter; returns the canonical name. `local` values revert at transaction end.
+    pub fn set(&mut self, name: &str, value: &str, local: bool) -> SqlResult<String> {
+        let name = name.to_lowercase();
+        let value = normalize(&name, value)?;
+        if !self.values.contains_key(&name) && !name.contains('.') {
+            return Err(SqlError::new(
+                code::UNDEFINED_OBJECT,
+                format!("unrecognized configuration parameter \"{name}\""),
+            ));
+        }
+        if matches!(name.as_str(), "server_version" | "server_encoding" | "integer_datetimes" | "server_version_num" | "max_identifier_length") {
+            return Err(SqlError::new(
+                "55P02",
+                format!("parameter \"{name}\" cannot be changed"),
+            ));
+        }
+        let old = self.values.insert(name.clone(), value).unwrap_or_default();
+        if local {
+            self.local_undo.push((name.clone(), old));
+        }
+        Ok(name)
+    }
+
+    pub fn reset(&mut self, name: &str) -> SqlResult<String> {
+        let name = name.to_lowercase();
+        match Self::default_of(&name) {
+            Some(v) => {
+                self.values.insert(name.clone(), v.to_string());
+                Ok(name)
+            }
+            None if self.values.remove(&name).is_some() => Ok(name),
+            None => Err(SqlError::new(code::UNDEFINED_OBJECT, format!("unrecognized configuration parameter \"{name}\""))),
+        }
+    }
+
+    pub fn reset_all(&mut self) -> Vec<String> {
+        let mut changed = Vec::new();
+        for (n, v, _) in KNOWN_SETTINGS {
+            if self.values.get(*n).map(|s| s.as_str()) != Some(*v) {
+                changed.push(n.to_string());
+                self.values.insert(n.to_string(), v.to_string());
+            }
+        }
+        changed
+    }
+
+    /// Undoes SET LOCAL at transaction end; returns the names that changed.
+    pub fn end_transaction(&mut self) -> Vec<String> {
+        let mut changed = Vec::new();
+        while let Some((name, old)) = self.local_undo.pop() {
+            self.values.insert(name.clone(), old);
+            changed.push(name);
+        }
+        changed
+    }
+
+    pub fn search_path(&self) -> Vec<String> {
+        parse_search_path(self.get("search_path").unwrap_or("public"))
+    }
+}
+
+pub fn parse_search_path(v: &str) -> Vec<String> {
+    v.split(',')
+        .map(|s| s.trim())
+        .filter(|s| !s.is_empty())
+        .map(|s| if s.starts_with('"') { s.trim_matches('"').to_string() } else { s.to_lowercase() })
+        .filter(|s| s != "$user")
+        .collect()
+}
+
+fn normalize(name: &str, value: &str) -> SqlResult<String> {
+    let bad = || SqlError::new(code::INVALID_PARAMETER_VALUE, format!("invalid value for parameter \"{name}\": \"{value}\""));
+    Ok(match name {
+        "timezone" => {
+            let v = value.trim();
+            match v.to_lowercase().as_str() {
+                "utc" | "gmt" | "z" | "zulu" | "etc/utc" | "universal" | "0" | "+00:00" | "default" | "local" => "UTC".to_string(),
+                _ => {
+                    return Err(SqlError::new(
+                        code::FEATURE_NOT_SUPPORTED,
+                        format!("time zone \"{v}\" is not supported; Shoal runs in UTC for now"),
+                    ))
+                }
+            }
+        }
+        "client_encoding" => match value.to_uppercase().replace(['-', '_'], "").as_str() {
+            "UTF8" | "UNICODE" => "UTF8".to_string(),
+            "SQLASCII" => "SQL_ASCII".to_string(),
+            _ => return Err(SqlError::new(code::FEATURE_NOT_SUPPORTED, format!("conversion to encoding \"{value}\" is not supported"))),
+        },
+        "datestyle" => {
+            let v = value.to_uppercase();
+            if v.contains("ISO") || v.contains("MDY") || v.contains("DMY") || v.contains("YMD") || v.contains("DEFAULT") {
+                "ISO, MDY".to_string()
+            } else {
+                return Err(bad());
+            }
+        }
+        "transaction_isolation" | "default_transaction_isolation" => {
+            let v = value.to_lowercase();
+            match v.as_str() {
+                "read committed" | "read uncommitted" => "read committed".to_string(),
+                "repeatable read" => "repeatable read".to_string(),
+                "serializable" => return Err(serializable_unsupported()),
+                _ => return Err(bad()),
+            }
+        }
+        "extra_float_digits" => {
+            let n: i32 = value.trim().parse().map_err(|_| bad())?;
+            if !(-15..=3).contains(&n) {
+                return Err(bad());
+            }
+            n.to_string()
+        }
+        "synchronous_commit" => match value.to_lowercase().as_str() {
+            "on" | "off" | "local" | "remote_write" | "remote_apply" | "true" | "false" | "yes" | "no" | "1" | "0" => {
+                value.to_lowercase()
+            }
+            _ => return Err(bad()),
+        },
+        "statement_timeout" | "lock_timeout" | "idle_in_transaction_session_timeout" => {
+            parse_duration_ms(value).ok_or_else(bad)?.to_string()
+        }
+        _ => value.to_string(),
+    })
+}
+
+pub fn serializable_unsupported() -> SqlError {
+    SqlError::new(code::FEATURE_NOT_SUPPORTED, "SERIALIZABLE isolation is not supported")
+        .with_hint("Use REPEATABLE READ (snapshot isolation) or READ COMMITTED.")
+}
+
+/// Parses PostgreSQL time settings: "0", "500", "5s", "2min", "100ms" → milliseconds.
+pub fn parse_duration_ms(v: &str) -> Option<u64> {
+    let v = v.trim().trim_matches('\'');
+    let digits_end = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
+    let n: u64 = v[..digits_end].parse().ok()?;
+    let unit = v[digits_end..].trim();
+    Some(match unit {
+        "" | "ms" => n,
+        "s" => n * 1000,
+        "min" => n * 60_000,
+        "h" => n * 3_600_000,
+        "d" => n * 86_400_000,
+        _ => return None,
+    })
+}

@@ -1,0 +1,455 @@
+//! Type mapping between the three worlds a value crosses: storage (`DataType`/`Value`), Arrow
+//! (what DataFusion computes on) and PostgreSQL (the type OIDs and names clients see).
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::*;
+use datafusion::arrow::datatypes::{
+    DataType as ArrowType, IntervalMonthDayNano, IntervalUnit, TimeUnit,
+};
+use datafusion::common::ScalarValue;
+use datafusion::sql::sqlparser::ast;
+use shoal_storage::types::{DataType, Interval, Value, NUMERIC_MAX_PRECISION};
+
+use crate::error::{code, SqlError, SqlResult};
+
+/// PostgreSQL type OIDs (pg_type.oid) used on the wire and in pg_catalog.
+pub mod oid {
+    pub const BOOL: u32 = 16;
+    pub const BYTEA: u32 = 17;
+    pub const CHAR: u32 = 18;
+    pub const NAME: u32 = 19;
+    pub const INT8: u32 = 20;
+    pub const INT2: u32 = 21;
+    pub const INT4: u32 = 23;
+    pub const REGPROC: u32 = 24;
+    pub const TEXT: u32 = 25;
+    pub const OID: u32 = 26;
+    pub const FLOAT4: u32 = 700;
+    pub const FLOAT8: u32 = 701;
+    pub const UNKNOWN: u32 = 705;
+    pub const BPCHAR: u32 = 1042;
+    pub const VARCHAR: u32 = 1043;
+    pub const DATE: u32 = 1082;
+    pub const TIME: u32 = 1083;
+    pub const TIMESTAMP: u32 = 1114;
+    pub const TIMESTAMPTZ: u32 = 1184;
+    pub const INTERVAL: u32 = 1186;
+    pub const NUMERIC: u32 = 1700;
+    pub const REGCLASS: u32 = 2205;
+    pub const REGTYPE: u32 = 2206;
+    pub const UUID: u32 = 2950;
+    pub const INT2_ARRAY: u32 = 1005;
+    pub const INT4_ARRAY: u32 = 1007;
+    pub const TEXT_ARRAY: u32 = 1009;
+    pub const FLOAT8_ARRAY: u32 = 1022;
+    pub const INT8_ARRAY: u32 = 1016;
+    pub const BOOL_ARRAY: u32 = 1000;
+}
+
+/// Arrow field metadata key carrying the PostgreSQL type OID of a column whose Arrow type alone
+/// does not say it (uuid, varchar, char stored as Utf8).
+pub const PG_TYPE_METADATA_KEY: &str = "shoal.pg_type";
+
+pub fn arrow_type(t: &DataType) -> ArrowType {
+    match t {
+        DataType::Bool => ArrowType::Boolean,
+        DataType::Int16 => ArrowType::Int16,
+        DataType::Int32 => ArrowType::Int32,
+        DataType::Int64 => ArrowType::Int64,
+        DataType::Float32 => ArrowType::Float32,
+        DataType::Float64 => ArrowType::Float64,
+        DataType::Numeric { precision, .. } => {
+            ArrowType::Decimal128(precision.unwrap_or(NUMERIC_MAX_PRECISION), t.numeric_scale() as i8)
+        }
+        DataType::Text | DataType::Varchar(_) | DataType::Char(_) | DataType::Uuid => ArrowType::Utf8,
+        DataType::Bytea => ArrowType::Binary,
+        DataType::Date => ArrowType::Date32,
+        DataType::Timestamp => ArrowType::Timestamp(TimeUnit::Microsecond, None),
+        DataType::TimestampTz => ArrowType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
+        DataType::Interval => ArrowType::Interval(IntervalUnit::MonthDayNano),
+    }
+}
+
+/// The PostgreSQL type OID and typmod of a storage type (typmod as pg_attribute.atttypmod).
+pub fn pg_type_of(t: &DataType) -> (u32, i32) {
+    match t {
+        DataType::Bool => (oid::BOOL, -1),
+        DataType::Int16 => (oid::INT2, -1),
+        DataType::Int32 => (oid::INT4, -1),
+        DataType::Int64 => (oid::INT8, -1),
+        DataType::Float32 => (oid::FLOAT4, -1),
+        DataType::Float64 => (oid::FLOAT8, -1),
+        DataType::Numeric { precision: Some(p), scale } => {
+            (oid::NUMERIC, (((*p as i32) << 16) | scale.unwrap_or(0) as i32) + 4)
+        }
+        DataType::Numeric { .. } => (oid::NUMERIC, -1),
+        DataType::Text => (oid::TEXT, -1),
+        DataType::Varchar(n) => (oid::VARCHAR, n.map(|n| n as i32 + 4).unwrap_or(-1)),
+        DataType::Char(n) => (oid::BPCHAR, *n as i32 + 4),
+        DataType::Bytea => (oid::BYTEA, -1),
+        DataType::Date => (oid::DATE, -1),
+        DataType::Timestamp => (oid::TIMESTAMP, -1),
+        DataType::TimestampTz => (oid::TIMESTAMPTZ, -1),
+        DataType::Interval => (oid::INTERVAL, -1),
+        DataType::Uuid => (oid::UUID, -1),
+    }
+}
+
+/// PostgreSQL's `format_type` output for a storage type, as `\d` prints it.
+pub fn format_type(t: &DataType) -> String {
+    match t {
+        DataType::Bool => "boolean".into(),
+        DataType::Int16 => "smallint".into(),
+        DataType::Int32 => "integer".into(),
+        DataType::Int64 => "bigint".into(),
+        DataType::Float32 => "real".into(),
+        DataType::Float64 => "double precision".into(),
+        DataType::Numeric { precision: Some(p), scale } => {
+            format!("numeric({},{})", p, scale.unwrap_or(0))
+        }
+        DataType::Numeric { .. } => "numeric".into(),
+        DataType::Text => "text".into(),
+        DataType::Varchar(Some(n)) => format!("character varying({n})"),
+        DataType::Varchar(None) => "character varying".into(),
+        DataType::Char(n) => format!("character({n})"),
+        DataType::Bytea => "bytea".into(),
+        DataType::Date => "date".into(),
+        DataType::Timestamp => "timestamp without time zone".into(),
+        DataType::TimestampTz => "timestamp with time zone".into(),
+        DataType::Interval => "interval".into(),
+        DataType::Uuid => "uuid".into(),
+    }
+}
+
+/// The PostgreSQL type OID a result column of this Arrow type is reported as.
+pub fn pg_oid_for_arrow(t: &ArrowType) -> u32 {
+    match t {
+        ArrowType::Boolean => oid::BOOL,
+        ArrowType::Int8 | ArrowType::Int16 | ArrowType::UInt8 => oid::INT2,
+        ArrowType::Int32 | ArrowType::UInt16 => oid::INT4,
+        ArrowType::Int64 | ArrowType::UInt32 => oid::INT8,
+        ArrowType::UInt64 => oid::NUMERIC,
+        ArrowType::Float16 | ArrowType::Float32 => oid::FLOAT4,
+        ArrowType::Float64 => oid::FLOAT8,
+        ArrowType::Decimal32(..)
+        | ArrowType::Decimal64(..)
+        | ArrowType::Decimal128(..)
+        | ArrowType::Decimal256(..) => oid::NUMERIC,
+        ArrowType::Binary | ArrowType::LargeBinary | ArrowType::BinaryView => oid::BYTEA,
+        ArrowType::FixedSizeBinary(_) => oid::BYTEA,
+        ArrowType::Date32 | ArrowType::Date64 => oid::DATE,
+        ArrowType::Time32(_) | ArrowType::Time64(_) => oid::TIME,
+        ArrowType::Timestamp(_, None) => oid::TIMESTAMP,
+        ArrowType::Timestamp(_, Some(_)) => oid::TIMESTAMPTZ,
+        ArrowType::Interval(_) | ArrowType::Duration(_) => oid::INTERVAL,
+        ArrowType::List(f) | ArrowType::LargeList(f) => match f.data_type() {
+            ArrowType::Int16 => oid::INT2_ARRAY,
+            ArrowType::Int32 => oid::INT4_ARRAY,
+            ArrowType::Int64 => oid::INT8_ARRAY,
+            ArrowType::Float64 => oid::FLOAT8_ARRAY,
+            ArrowType::Boolean => oid::BOOL_ARRAY,
+            _ => oid::TEXT_ARRAY,
+        },
+        ArrowType::Dictionary(_, v) => pg_oid_for_arrow(v),
+        _ => oid::TEXT,
+    }
+}
+
+/// Maps a parsed SQL type name to a storage type; PostgreSQL's spelling variants included.
+pub fn from_sql_type(t: &ast::DataType) -> SqlResult<DataType> {
+    use ast::DataType as S;
+    Ok(match t {
+        S::Boolean | S::Bool => DataType::Bool,
+        S::SmallInt(_) | S::Int2(_) => DataType::Int16,
+        S::Int(_) | S::Integer(_) | S::Int4(_) => DataType::Int32,
+        S::BigInt(_) | S::Int8(_) => DataType::Int64,
+        S::Real | S::Float4 => DataType::Float32,
+        S::Float(info) => match info {
+            ast::ExactNumberInfo::Precision(p) if *p <= 24 => DataType::Float32,
+            _ => DataType::Float64,
+        },
+        S::DoublePrecision | S::Double(_) | S::Float8 | S::Float64 => DataType::Float64,
+        S::Numeric(info) | S::Decimal(info) | S::Dec(info) => numeric_type(info)?,
+        S::Text | S::String(_) => DataType::Text,
+        S::Varchar(len) | S::CharacterVarying(len) | S::CharVarying(len) => {
+            DataType::Varchar(char_length(len)?)
+        }
+        S::Char(len) | S::Character(len) => DataType::Char(char_length(len)?.unwrap_or(1)),
+        S::Bytea => DataType::Bytea,
+        S::Date => DataType::Date,
+        S::Timestamp(_, tz) => match tz {
+            ast::TimezoneInfo::WithTimeZone | ast::TimezoneInfo::Tz => DataType::TimestampTz,
+            _ => DataType::Timestamp,
+        },
+        S::TimestampNtz(_) => DataType::Timestamp,
+        S::Interval { .. } => DataType::Interval,
+        S::Uuid => DataType::Uuid,
+        S::Custom(name, mods) => {
+            let n = name.to_string().to_lowercase();
+            let n = n.trim_matches('"');
+            match n {
+                "serial" | "serial4" => DataType::Int32,
+                "bigserial" | "serial8" => DataType::Int64,
+                "smallserial" | "serial2" => DataType::Int16,
+                "int2" => DataType::Int16,
+                "int4" => DataType::Int32,
+                "int8" => DataType::Int64,
+                "float4" => DataType::Float32,
+                "float8" => DataType::Float64,
+                "bpchar" => DataType::Char(
+                    mods.first().and_then(|m| m.parse().ok()).unwrap_or(1),
+                ),
+                "timestamptz" => DataType::TimestampTz,
+                "citext" | "name" => DataType::Text,
+                _ => {
+                    return Err(SqlError::new(
+                        code::UNDEFINED_OBJECT,
+                        format!("type \"{n}\" does not exist"),
+                    ))
+                }
+            }
+        }
+        other => {
+            return Err(SqlError::new(
+                code::UNDEFINED_OBJECT,
+                format!("type \"{}\" does not exist", other.to_string().to_lowercase()),
+            ))
+        }
+    })
+}
+
+/// serial types are integers with a sequence default; the caller adds the sequence.
+pub fn is_serial_type(t: &ast::DataType) -> bool {
+    if let ast::DataType::Custom(name, _) = t {
+        let n = name.to_string().to_lowercase();
+        return matches!(
+            n.as_str(),
+            "serial" | "serial4" | "bigserial" | "serial8" | "smallserial" | "serial2"
+        );
+    }
+    false
+}
+
+fn numeric_type(info: &ast::ExactNumberInfo) -> SqlResult<DataType> {
+    let (precision, scale) = match info {
+        ast::ExactNumberInfo::None => return Ok(DataType::Numeric { precision: None, scale: None }),
+        ast::ExactNumberInfo::Precision(p) => (*p, 0),
+        ast::ExactNumberInfo::PrecisionAndScale(p, s) => (*p, *s),
+    };
+    if precision < 1 || precision > NUMERIC_MAX_PRECISION as u64 {
+        return Err(SqlError::new(
+            code::INVALID_PARAMETER_VALUE,
+            format!("NUMERIC precision {precision} must be between 1 and {NUMERIC_MAX_PRECISION}"),
+        ));
+    }
+    if scale < 0 || scale > precision as i64 {
+        return Err(SqlError::new(
+            code::INVALID_PARAMETER_VALUE,
+            format!("NUMERIC scale {scale} must be between 0 and precision {precision}"),
+        ));
+    }
+    Ok(DataType::Numeric { precision: Some(precision as u8), scale: Some(scale as u8) })
+}
+
+fn char_length(len: &Option<ast::CharacterLength>) -> SqlResult<Option<u32>> {
+    match len {
+        None | Some(ast::CharacterLength::Max) => Ok(None),
+        Some(ast::CharacterLength::IntegerLength { length, .. }) => {
+            if *length == 0 {
+                return Err(SqlError::new(
+                    code::INVALID_PARAMETER_VALUE,
+                    "length for type varchar must be at least 1",
+                ));
+            }
+            Ok(Some(*length as u32))
+        }
+    }
+}
+
+/// Converts one Arrow array element to a storage value. The array has already been cast to
+/// `arrow_type(t)`, so the downcasts below cannot fail for well-typed input.
+pub fn value_from_array(array: &dyn Array, row: usize, t: &DataType) -> SqlResult<Value> {
+    if array.is_null(row) {
+        return Ok(Value::Null);
+    }
+    macro_rules! get {
+        ($arr:ty) => {
+            array
+                .as_any()
+                .downcast_ref::<$arr>()
+                .ok_or_else(|| SqlError::internal(format!("unexpected array type {:?}", array.data_type())))?
+                .value(row)
+        };
+    }
+    Ok(match t {
+        DataType::Bool => Value::Bool(get!(BooleanArray)),
+        DataType::Int16 => Value::Int16(get!(Int16Array)),
+        DataType::Int32 => Value::Int32(get!(Int32Array)),
+        DataType::Int64 => Value::Int64(get!(Int64Array)),
+        DataType::Float32 => Value::Float32(get!(Float32Array)),
+        DataType::Float64 => Value::Float64(get!(Float64Array)),
+        DataType::Numeric { .. } => {
+            Value::Numeric { mantissa: get!(Decimal128Array), scale: t.numeric_scale() }
+        }
+        DataType::Text | DataType::Varchar(_) => Value::Text(get!(StringArray).to_string()),
+        DataType::Char(n) => Value::Text(pad_char(get!(StringArray), *n)),
+        DataType::Uuid => Value::Uuid(parse_uuid(get!(StringArray))?),
+        DataType::Bytea => Value::Bytea(get!(BinaryArray).to_vec()),
+        DataType::Date => Value::Date(get!(Date32Array)),
+        DataType::Timestamp => Value::Timestamp(get!(TimestampMicrosecondArray)),
+        DataType::TimestampTz => Value::TimestampTz(get!(TimestampMicrosecondArray)),
+        DataType::Interval => {
+            let v = get!(IntervalMonthDayNanoArray);
+            Value::Interval(Interval { months: v.months, days: v.days, micros: v.nanoseconds / 1000 })
+        }
+    })
+}
+
+/// char(n) is blank-padded to n characters, as PostgreSQL stores it.
+pub fn pad_char(s: &str, n: u32) -> String {
+    let len = s.chars().count();
+    if len >= n as usize {
+        s.to_string()
+    } else {
+        let mut out = String::with_capacity(n as usize);
+        out.push_str(s);
+        out.extend(std::iter::repeat_n(' ', n as usize - len));
+        out
+    }
+}
+
+pub fn parse_uuid(s: &str) -> SqlResult<u128> {
+    uuid::Uuid::parse_str(s.trim()).map(|u| u.as_u128()).map_err(|_| {
+        SqlError::new(
+            code::INVALID_TEXT_REPRESENTATION,
+            format!("invalid input syntax for type uuid: \"{s}\""),
+        )
+    })
+}
+
+pub fn format_uuid(u: u128) -> String {
+    uuid::Uuid::from_u128(u).hyphenated().to_string()
+}
+
+/// Builds one Arrow column from the values of one storage column.
+pub fn array_from_values<'a>(
+    t: &DataType,
+    values: impl Iterator<Item = &'a Value> + ExactSizeIterator,
+) -> ArrayRef {
+    macro_rules! build {
+        ($builder:ty, $variant:path) => {{
+            let mut b = <$builder>::with_capacity(values.len());
+            for v in values {
+                match v {
+                    $variant(x) => b.append_value(x.clone()),
+                    _ => b.append_null(),
+                }
+            }
+            Arc::new(b.finish()) as ArrayRef
+        }};
+    }
+    match t {
+        DataType::Bool => build!(BooleanBuilder, Value::Bool),
+        DataType::Int16 => build!(Int16Builder, Value::Int16),
+        DataType::Int32 => build!(Int32Builder, Value::Int32),
+        DataType::Int64 => build!(Int64Builder, Value::Int64),
+        DataType::Float32 => build!(Float32Builder, Value::Float32),
+        DataType::Float64 => build!(Float64Builder, Value::Float64),
+        DataType::Date => build!(Date32Builder, Value::Date),
+        DataType::Timestamp => build!(TimestampMicrosecondBuilder, Value::Timestamp),
+        DataType::TimestampTz => {
+            let mut b = TimestampMicrosecondBuilder::with_capacity(values.len()).with_timezone("UTC");
+            for v in values {
+                match v {
+                    Value::TimestampTz(x) => b.append_value(*x),
+                    _ => b.append_null(),
+                }
+            }
+            Arc::new(b.finish())
+        }
+        DataType::Numeric { .. } => {
+            let scale = t.numeric_scale();
+            let mut b = Decimal128Builder::with_capacity(values.len());
+            for v in values {
+                match v {
+                    Value::Numeric { mantissa, scale: s } => {
+                        b.append_value(rescale(*mantissa, *s, scale))
+                    }
+                    _ => b.append_null(),
+                }
+            }
+            let ArrowType::Decimal128(p, s) = arrow_type(t) else { unreachable!() };
+            Arc::new(b.finish().with_precision_and_scale(p, s).expect("valid decimal type"))
+        }
+        DataType::Text | DataType::Varchar(_) | DataType::Char(_) => {
+            let mut b = StringBuilder::with_capacity(values.len(), values.len() * 16);
+            for v in values {
+                match v {
+                    Value::Text(s) => b.append_value(s),
+                    _ => b.append_null(),
+                }
+            }
+            Arc::new(b.finish())
+        }
+        DataType::Uuid => {
+            let mut b = StringBuilder::with_capacity(values.len(), values.len() * 36);
+            for v in values {
+                match v {
+                    Value::Uuid(u) => b.append_value(format_uuid(*u)),
+                    _ => b.append_null(),
+                }
+            }
+            Arc::new(b.finish())
+        }
+        DataType::Bytea => {
+            let mut b = BinaryBuilder::with_capacity(values.len(), values.len() * 16);
+            for v in values {
+                match v {
+                    Value::Bytea(x) => b.append_value(x),
+                    _ => b.append_null(),
+                }
+            }
+            Arc::new(b.finish())
+        }
+        DataType::Interval => {
+            let mut b = IntervalMonthDayNanoBuilder::with_capacity(values.len());
+            for v in values {
+                match v {
+                    Value::Interval(i) => b.append_value(IntervalMonthDayNano::new(
+                        i.months,
+                        i.days,
+                        i.micros * 1000,
+                    )),
+                    _ => b.append_null(),
+                }
+            }
+            Arc::new(b.finish())
+        }
+    }
+}
+
+/// Changes a decimal mantissa from one scale to another (rounding half away from zero when the
+/// scale shrinks, as PostgreSQL's numeric does).
+pub fn rescale(mantissa: i128, from: u8, to: u8) -> i128 {
+    if from == to {
+        mantissa
+    } else if from < to {
+        mantissa.saturating_mul(10i128.pow((to - from) as u32))
+    } else {
+        let div = 10i128.pow((from - to) as u32);
+        let q = mantissa / div;
+        let r = mantissa % div;
+        if r.abs() * 2 >= div {
+            q + mantissa.signum()
+        } else {
+            q
+        }
+    }
+}
+
+/// A storage value as a DataFusion scalar of the column's Arrow type.
+pub fn scalar_from_value(v: &Value, t: &DataType) -> ScalarValue {
+    let array = array_from_values(t, std::iter::once(v));
+    ScalarValue::try_from_array(&array, 0).unwrap_or(ScalarValue::Null)
+}

@@ -1,0 +1,435 @@
+//! SQL behaviour tests: runs every sqllogictest file in `tests/slt/` (at the workspace root)
+//! over the PostgreSQL wire protocol, once with the simple and once with the extended query
+//! protocol, each run against a fresh `shoal serve` process. The expected outputs in the files
+//! were taken from a real PostgreSQL 15, and the same harness can run them against any server:
+//!
+//! - `SHOAL_SLT_TARGET=host:port` (or `SHOAL_SLT_URL_HOST` + `SHOAL_SLT_URL_PORT`) runs the files
+//!   against that server instead of starting Shoal; user `postgres`, database `postgres`.
+//! - `SHOAL_SLT_FILTER=substring` runs only the files whose path contains the substring.
+//! - `SHOAL_SLT_PENDING=1` also runs `tests/slt/pending/`, the files describing behaviour that
+//!   Shoal does not have yet (they are not run by default so that CI stays green).
+//!
+//! All failures are collected and reported together at the end.
+
+use std::fmt;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::panic::AssertUnwindSafe;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use futures::FutureExt;
+use sqllogictest::{AsyncDB, DBOutput, DefaultColumnType};
+use sqllogictest_engines::postgres::{PostgresConfig, PostgresExtended, PostgresSimple};
+
+const SLT_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/slt");
+const SERVER_START_TIMEOUT: Duration = Duration::from_secs(30);
+const SERVER_START_ATTEMPTS_MAX: u32 = 3;
+/// Later failures in a file are usually knock-on effects of the first few.
+const FAILURES_PER_RUN_MAX: usize = 10;
+const SERVER_STDERR_TAIL_LINES: usize = 30;
+const USER: &str = "postgres";
+const DATABASE: &str = "postgres";
+
+/// The error type of the postgres engines (`tokio_postgres::Error`), named through the trait so
+/// that this test does not need its own dependency on `tokio-postgres`.
+type PgError = <PostgresSimple as AsyncDB>::Error;
+
+#[derive(Clone, Copy, Debug)]
+enum Protocol {
+    Simple,
+    Extended,
+}
+
+impl fmt::Display for Protocol {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Protocol::Simple => "simple",
+            Protocol::Extended => "extended",
+        })
+    }
+}
+
+#[test]
+fn sqllogictest() {
+    let files = slt_files();
+    let external = external_target();
+    if let Some(addr) = &external {
+        println!(
+            "running {} slt files against external server {addr}",
+            files.len()
+        );
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("build tokio runtime");
+
+    let mut failures: Vec<String> = Vec::new();
+    let mut files_passed = 0usize;
+    for file in &files {
+        let name = file
+            .strip_prefix(SLT_DIR)
+            .unwrap_or(file)
+            .display()
+            .to_string();
+        let mut file_failed = false;
+        for protocol in [Protocol::Simple, Protocol::Extended] {
+            let started = Instant::now();
+            let run_failures = match &external {
+                Some(addr) => runtime.block_on(run_file(file, protocol, addr)),
+                None => {
+                    let mut server = ShoalServer::start();
+                    let mut run_failures = runtime.block_on(run_file(file, protocol, &server.addr));
+                    if !run_failures.is_empty() {
+                        run_failures.push(server.post_mortem());
+                    }
+                    run_failures
+                }
+            };
+            let elapsed_ms = started.elapsed().as_millis();
+            if run_failures.is_empty() {
+                println!("ok      {name} [{protocol}] ({elapsed_ms} ms)");
+            } else {
+                println!("FAILED  {name} [{protocol}] ({elapsed_ms} ms)");
+                for failure in run_failures {
+                    failures.push(format!("--- {name} [{protocol}]\n{failure}\n"));
+                }
+                file_failed = true;
+            }
+        }
+        if !file_failed {
+            files_passed += 1;
+        }
+    }
+
+    let files_failed = files.len() - files_passed;
+    for failure in &failures {
+        println!("{failure}");
+    }
+    println!("slt: {files_passed} passed, {files_failed} failed");
+    assert!(
+        failures.is_empty(),
+        "{files_failed} slt file(s) failed; see the output above"
+    );
+}
+
+/// The `.slt` files to run, sorted, honouring `SHOAL_SLT_FILTER` and `SHOAL_SLT_PENDING`.
+fn slt_files() -> Vec<PathBuf> {
+    let root = PathBuf::from(SLT_DIR);
+    let mut dirs = vec![root.clone()];
+    if env_flag("SHOAL_SLT_PENDING") {
+        dirs.push(root.join("pending"));
+    }
+    let filter = std::env::var("SHOAL_SLT_FILTER").unwrap_or_default();
+    let mut files: Vec<PathBuf> = dirs
+        .iter()
+        .filter_map(|dir| std::fs::read_dir(dir).ok())
+        .flatten()
+        .map(|entry| entry.expect("read tests/slt entry").path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "slt"))
+        .filter(|path| path.to_string_lossy().contains(&filter))
+        .collect();
+    files.sort();
+    files
+}
+
+fn env_flag(name: &str) -> bool {
+    std::env::var(name).is_ok_and(|v| !v.is_empty() && v != "0")
+}
+
+/// `host:port` of an external server to test instead of Shoal, if the environment names one.
+fn external_target() -> Option<String> {
+    if let Ok(target) = std::env::var("SHOAL_SLT_TARGET") {
+        return Some(target);
+    }
+    let host = std::env::var("SHOAL_SLT_URL_HOST").ok();
+    let port = std::env::var("SHOAL_SLT_URL_PORT").ok();
+    match (host, port) {
+        (None, None) => None,
+        (host, port) => Some(format!(
+            "{}:{}",
+            host.unwrap_or_else(|| "127.0.0.1".into()),
+            port.unwrap_or_else(|| "5432".into())
+        )),
+    }
+}
+
+/// Runs one file on one protocol and returns its failures, at most `FAILURES_PER_RUN_MAX`.
+/// Unlike `Runner::run_file_async`, it carries on after a failing record, so one run shows
+/// every broken record of a file (later ones may only fail because of an earlier one).
+async fn run_file(file: &Path, protocol: Protocol, addr: &str) -> Vec<String> {
+    let Some((host, port)) = addr.rsplit_once(':') else {
+        return vec![format!("bad target address {addr}, expected host:port")];
+    };
+    let Ok(port) = port.parse::<u16>() else {
+        return vec![format!("bad port in target address {addr}")];
+    };
+    let mut config = PostgresConfig::new();
+    config.host(host).port(port).user(USER).dbname(DATABASE);
+    config.connect_timeout(Duration::from_secs(10));
+
+    match protocol {
+        Protocol::Simple => {
+            let runner = sqllogictest::Runner::new(|| {
+                let config = config.clone();
+                async move {
+                    Ok(Db(PostgresSimple::connect(config)
+                        .await
+                        .map_err(SqlError::from_pg)?))
+                }
+            });
+            run_records(runner, file).await
+        }
+        Protocol::Extended => {
+            let runner = sqllogictest::Runner::new(|| {
+                let config = config.clone();
+                async move {
+                    Ok(Db(PostgresExtended::connect(config)
+                        .await
+                        .map_err(SqlError::from_pg)?))
+                }
+            });
+            run_records(runner, file).await
+        }
+    }
+}
+
+async fn run_records<D, M>(mut runner: sqllogictest::Runner<D, M>, file: &Path) -> Vec<String>
+where
+    D: AsyncDB<ColumnType = DefaultColumnType>,
+    M: sqllogictest::MakeConnection<Conn = D>,
+{
+    let records = match sqllogictest::parse_file::<DefaultColumnType>(file) {
+        Ok(records) => records,
+        Err(error) => return vec![format!("cannot parse {}: {error}", file.display())],
+    };
+    let mut failures = Vec::new();
+    for record in records {
+        if let sqllogictest::Record::Halt { .. } = record {
+            break;
+        }
+        if let Err(error) = runner.run_async(record).await {
+            failures.push(error.display(false).to_string());
+            if failures.len() == FAILURES_PER_RUN_MAX {
+                failures.push(format!("(stopped after {FAILURES_PER_RUN_MAX} failures)"));
+                break;
+            }
+        }
+    }
+    runner.shutdown_async().await;
+    failures
+}
+
+/// Wraps a postgres engine so that errors display the SQLSTATE and the server's message
+/// (`tokio_postgres::Error` displays only "db error"), which is what `statement error <regex>`
+/// records match against, and so that an engine panic (the extended engine panics on result
+/// types it cannot decode, such as `bpchar`, `name` or `uuid`) fails one record, not the run.
+struct Db<D>(D);
+
+#[async_trait]
+impl<D> AsyncDB for Db<D>
+where
+    D: AsyncDB<Error = PgError, ColumnType = DefaultColumnType> + Send,
+{
+    type Error = SqlError;
+    type ColumnType = DefaultColumnType;
+
+    async fn run(&mut self, sql: &str) -> Result<DBOutput<DefaultColumnType>, SqlError> {
+        match AssertUnwindSafe(self.0.run(sql)).catch_unwind().await {
+            Ok(result) => result.map_err(SqlError::from_pg),
+            Err(panic) => Err(SqlError::from_panic(panic)),
+        }
+    }
+
+    async fn shutdown(&mut self) {
+        self.0.shutdown().await;
+    }
+
+    fn engine_name(&self) -> &str {
+        self.0.engine_name()
+    }
+
+    async fn sleep(dur: Duration) {
+        tokio::time::sleep(dur).await;
+    }
+
+    fn error_sql_state(err: &SqlError) -> Option<String> {
+        err.sqlstate.clone()
+    }
+}
+
+/// An error as the `.slt` files see it. A server error displays as
+/// `ERROR 23505: duplicate key value violates unique constraint "t_pkey"`, followed by
+/// `DETAIL:` and `HINT:` lines when the server sent them.
+#[derive(Debug)]
+struct SqlError {
+    sqlstate: Option<String>,
+    display: String,
+}
+
+impl SqlError {
+    fn from_pg(error: PgError) -> Self {
+        let Some(db) = error.as_db_error() else {
+            let mut display = error.to_string();
+            let mut source = std::error::Error::source(&error);
+            while let Some(cause) = source {
+                display.push_str(&format!(": {cause}"));
+                source = cause.source();
+            }
+            return SqlError {
+                sqlstate: None,
+                display,
+            };
+        };
+        let code = db.code().code().to_owned();
+        let mut display = format!("{} {}: {}", db.severity(), code, db.message());
+        if let Some(detail) = db.detail() {
+            display.push_str(&format!("\nDETAIL: {detail}"));
+        }
+        if let Some(hint) = db.hint() {
+            display.push_str(&format!("\nHINT: {hint}"));
+        }
+        SqlError {
+            sqlstate: Some(code),
+            display,
+        }
+    }
+
+    fn from_panic(panic: Box<dyn std::any::Any + Send>) -> Self {
+        let message = panic
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_else(|| "unknown panic".into());
+        let display = format!(
+            "test engine panicked: {message} (if the engine cannot decode a column type, \
+             cast the column to text in the .slt file)"
+        );
+        SqlError {
+            sqlstate: None,
+            display,
+        }
+    }
+}
+
+impl fmt::Display for SqlError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.display)
+    }
+}
+
+impl std::error::Error for SqlError {}
+
+/// A `shoal serve` child process with its own data directory, killed and cleaned up on drop.
+struct ShoalServer {
+    child: Child,
+    addr: String,
+    data_dir: PathBuf,
+}
+
+impl ShoalServer {
+    /// Starts a server on a free port. The port is found by binding port 0 and releasing it, so
+    /// another process can take it in between: a server that exits before accepting connections
+    /// is retried on a new port, up to `SERVER_START_ATTEMPTS_MAX` times.
+    fn start() -> ShoalServer {
+        let mut last_failure = String::new();
+        for _ in 0..SERVER_START_ATTEMPTS_MAX {
+            match ShoalServer::try_start() {
+                Ok(server) => return server,
+                Err(failure) => last_failure = failure,
+            }
+        }
+        panic!(
+            "shoal server did not start after {SERVER_START_ATTEMPTS_MAX} attempts:\n\
+             {last_failure}"
+        );
+    }
+
+    fn try_start() -> Result<ShoalServer, String> {
+        let port = free_port();
+        let addr = format!("127.0.0.1:{port}");
+        let data_dir = unique_data_dir(port);
+        std::fs::create_dir_all(&data_dir).expect("create shoal data dir");
+        let stderr_path = data_dir.with_extension("stderr");
+        let stderr = std::fs::File::create(&stderr_path).expect("create shoal stderr file");
+        let child = Command::new(env!("CARGO_BIN_EXE_shoal"))
+            .args(["serve", "--listen", &addr, "--data-dir"])
+            .arg(&data_dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(stderr)
+            .spawn()
+            .expect("spawn shoal binary");
+        let mut server = ShoalServer {
+            child,
+            addr,
+            data_dir,
+        };
+        let started = Instant::now();
+        loop {
+            let socket: SocketAddr = server.addr.parse().expect("socket address");
+            if TcpStream::connect_timeout(&socket, Duration::from_millis(200)).is_ok() {
+                return Ok(server);
+            }
+            let stderr_text = || std::fs::read_to_string(&stderr_path).unwrap_or_default();
+            if let Some(status) = server.child.try_wait().expect("poll shoal process") {
+                return Err(format!(
+                    "shoal exited with {status}; stderr:\n{}",
+                    stderr_text()
+                ));
+            }
+            if started.elapsed() > SERVER_START_TIMEOUT {
+                let stderr = stderr_text();
+                drop(server);
+                panic!(
+                    "shoal did not accept connections within {SERVER_START_TIMEOUT:?}; \
+                     stderr:\n{stderr}"
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl ShoalServer {
+    /// Whether the server is still running, and the end of its stderr, to explain a failed run.
+    fn post_mortem(&mut self) -> String {
+        let status = match self.child.try_wait() {
+            Ok(Some(status)) => format!("shoal server exited during the run with {status}"),
+            _ => "shoal server still running".to_string(),
+        };
+        let stderr = std::fs::read_to_string(self.data_dir.with_extension("stderr"));
+        let stderr = stderr.unwrap_or_default();
+        let lines: Vec<&str> = stderr.lines().collect();
+        let tail = &lines[lines.len().saturating_sub(SERVER_STDERR_TAIL_LINES)..];
+        format!("{status}; last lines of its stderr:\n{}", tail.join("\n"))
+    }
+}
+
+impl Drop for ShoalServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.data_dir);
+        let _ = std::fs::remove_file(self.data_dir.with_extension("stderr"));
+    }
+}
+
+fn free_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
+    listener
+        .local_addr()
+        .expect("ephemeral port address")
+        .port()
+}
+
+fn unique_data_dir(port: u16) -> PathBuf {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("slt-{}-{port}-{nanos}", std::process::id()))
+}
