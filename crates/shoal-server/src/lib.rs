@@ -47,10 +47,17 @@ pub async fn serve(listener: TcpListener, engine: Arc<Engine>) -> std::io::Resul
     let cancel = Arc::new(DefaultCancelHandler::new(connections.clone()));
     let slots = Arc::new(Semaphore::new(CONNECTIONS_MAX));
     loop {
-        let permit = slots.clone().acquire_owned().await.expect("semaphore is never closed");
+        let permit = slots
+            .clone()
+            .acquire_owned()
+            .await
+            .expect("semaphore is never closed");
         let (socket, peer) = listener.accept().await?;
         socket.set_nodelay(true).ok();
-        let handlers = Handlers { connection: ConnectionHandler::new(engine.clone(), connections.clone()), cancel: cancel.clone() };
+        let handlers = Handlers {
+            connection: ConnectionHandler::new(engine.clone(), connections.clone()),
+            cancel: cancel.clone(),
+        };
         tokio::spawn(async move {
             if let Err(e) = pgwire::tokio::process_socket(socket, None, handlers).await {
                 tracing::debug!(%peer, "connection ended with error: {e}");

@@ -14,26 +14,36 @@ use crate::session::{parse_sql, Session};
 use crate::types::scalar_from_value;
 
 fn failing_row(row: &[Value]) -> String {
-    let vals: Vec<String> = row.iter().map(|v| pgtext::format_value(v).unwrap_or_else(|| "null".into())).collect();
+    let vals: Vec<String> = row
+        .iter()
+        .map(|v| pgtext::format_value(v).unwrap_or_else(|| "null".into()))
+        .collect();
     format!("Failing row contains ({}).", vals.join(", "))
 }
 
 fn key_text(def: &TableDef, cols: &[usize], row: &[Value]) -> (String, String) {
     let names: Vec<&str> = cols.iter().map(|c| def.columns[*c].name.as_str()).collect();
-    let vals: Vec<String> = cols.iter().map(|c| pgtext::format_value(&row[*c]).unwrap_or_else(|| "null".into())).collect();
+    let vals: Vec<String> = cols
+        .iter()
+        .map(|c| pgtext::format_value(&row[*c]).unwrap_or_else(|| "null".into()))
+        .collect();
     (names.join(", "), vals.join(", "))
 }
 
 async fn query_bool(session: &Session, sql: &str) -> SqlResult<Option<bool>> {
-    let stmt = parse_sql(sql)?.pop().ok_or_else(|| SqlError::internal("empty constraint query"))?;
+    let stmt = parse_sql(sql)?
+        .pop()
+        .ok_or_else(|| SqlError::internal("empty constraint query"))?;
     let plan = crate::query::plan_statement(session.state(), &session.scope, stmt).await?;
     let batches = crate::query::execute_plan(session.state(), plan, None).await?;
     for b in batches {
         if b.num_rows() > 0 {
-            return Ok(match datafusion::common::ScalarValue::try_from_array(b.column(0), 0)? {
-                datafusion::common::ScalarValue::Boolean(v) => v,
-                other => Some(!other.is_null()),
-            });
+            return Ok(
+                match datafusion::common::ScalarValue::try_from_array(b.column(0), 0)? {
+                    datafusion::common::ScalarValue::Boolean(v) => v,
+                    other => Some(!other.is_null()),
+                },
+            );
         }
     }
     Ok(None)
@@ -49,7 +59,10 @@ pub async fn check_row(session: &Session, def: &TableDef, row: &[Value]) -> SqlR
         if c.not_null && row[i].is_null() {
             return Err(SqlError::new(
                 code::NOT_NULL_VIOLATION,
-                format!("null value in column \"{}\" of relation \"{}\" violates not-null constraint", c.name, def.name),
+                format!(
+                    "null value in column \"{}\" of relation \"{}\" violates not-null constraint",
+                    c.name, def.name
+                ),
             )
             .with_detail(failing_row(row)));
         }
@@ -57,8 +70,14 @@ pub async fn check_row(session: &Session, def: &TableDef, row: &[Value]) -> SqlR
     for constraint in &def.constraints {
         match &constraint.kind {
             ConstraintKind::Check { expr_sql } => {
-                let literals: Vec<String> = (0..def.columns.len()).map(|i| literal(def, i, &row[i])).collect();
-                let names: Vec<String> = def.columns.iter().map(|c| format!("\"{}\"", c.name)).collect();
+                let literals: Vec<String> = (0..def.columns.len())
+                    .map(|i| literal(def, i, &row[i]))
+                    .collect();
+                let names: Vec<String> = def
+                    .columns
+                    .iter()
+                    .map(|c| format!("\"{}\"", c.name))
+                    .collect();
                 let sql = format!(
                     "SELECT ({expr_sql}) FROM (VALUES ({})) AS \"{}\"({})",
                     literals.join(", "),
@@ -68,22 +87,43 @@ pub async fn check_row(session: &Session, def: &TableDef, row: &[Value]) -> SqlR
                 if query_bool(session, &sql).await? == Some(false) {
                     return Err(SqlError::new(
                         code::CHECK_VIOLATION,
-                        format!("new row for relation \"{}\" violates check constraint \"{}\"", def.name, constraint.name),
+                        format!(
+                            "new row for relation \"{}\" violates check constraint \"{}\"",
+                            def.name, constraint.name
+                        ),
                     )
                     .with_detail(failing_row(row)));
                 }
             }
-            ConstraintKind::ForeignKey { columns, ref_table, ref_columns, .. } => {
+            ConstraintKind::ForeignKey {
+                columns,
+                ref_table,
+                ref_columns,
+                ..
+            } => {
                 if columns.iter().any(|c| row[*c].is_null()) {
                     continue;
                 }
-                let Some(target) = session.engine.catalog.read().tables.get(ref_table).cloned() else { continue };
+                let Some(target) = session.engine.catalog.read().tables.get(ref_table).cloned()
+                else {
+                    continue;
+                };
                 let conds: Vec<String> = columns
                     .iter()
                     .zip(ref_columns)
-                    .map(|(c, rc)| format!("\"{}\" = {}", target.columns[*rc].name, literal(&target, *rc, &row[*c])))
+                    .map(|(c, rc)| {
+                        format!(
+                            "\"{}\" = {}",
+                            target.columns[*rc].name,
+                            literal(&target, *rc, &row[*c])
+                        )
+                    })
                     .collect();
-                let sql = format!("SELECT TRUE FROM {} WHERE {} LIMIT 1", crate::dml::qualified(&target), conds.join(" AND "));
+                let sql = format!(
+                    "SELECT TRUE FROM {} WHERE {} LIMIT 1",
+                    crate::dml::qualified(&target),
+                    conds.join(" AND ")
+                );
                 if query_bool(session, &sql).await? != Some(true) {
                     let (names, vals) = key_text(def, columns, row);
                     return Err(SqlError::new(
@@ -100,22 +140,54 @@ pub async fn check_row(session: &Session, def: &TableDef, row: &[Value]) -> SqlR
 }
 
 /// A row of `def` is about to disappear (or change its key): no other row may still reference it.
-pub async fn check_delete_references(session: &Session, _txn: &mut Transaction, def: &TableDef, old: &[Value]) -> SqlResult<()> {
-    let referencing = session.engine.catalog.read().referencing_foreign_keys(def.oid);
+pub async fn check_delete_references(
+    session: &Session,
+    _txn: &mut Transaction,
+    def: &TableDef,
+    old: &[Value],
+) -> SqlResult<()> {
+    let referencing = session
+        .engine
+        .catalog
+        .read()
+        .referencing_foreign_keys(def.oid);
     for (child, constraint) in referencing {
-        let ConstraintKind::ForeignKey { columns, ref_columns, on_delete, .. } = &constraint.kind else { continue };
+        let ConstraintKind::ForeignKey {
+            columns,
+            ref_columns,
+            on_delete,
+            ..
+        } = &constraint.kind
+        else {
+            continue;
+        };
         if ref_columns.iter().any(|c| old[*c].is_null()) {
             continue;
         }
         let conds: Vec<String> = columns
             .iter()
             .zip(ref_columns)
-            .map(|(c, rc)| format!("\"{}\" = {}", child.columns[*c].name, literal(def, *rc, &old[*rc])))
+            .map(|(c, rc)| {
+                format!(
+                    "\"{}\" = {}",
+                    child.columns[*c].name,
+                    literal(def, *rc, &old[*rc])
+                )
+            })
             .collect();
-        let sql = format!("SELECT TRUE FROM {} WHERE {} LIMIT 1", crate::dml::qualified(&child), conds.join(" AND "));
+        let sql = format!(
+            "SELECT TRUE FROM {} WHERE {} LIMIT 1",
+            crate::dml::qualified(&child),
+            conds.join(" AND ")
+        );
         if query_bool(session, &sql).await? == Some(true) {
-            if !matches!(on_delete, ForeignKeyAction::NoAction | ForeignKeyAction::Restrict) {
-                return Err(SqlError::unsupported("ON DELETE CASCADE / SET NULL / SET DEFAULT actions"));
+            if !matches!(
+                on_delete,
+                ForeignKeyAction::NoAction | ForeignKeyAction::Restrict
+            ) {
+                return Err(SqlError::unsupported(
+                    "ON DELETE CASCADE / SET NULL / SET DEFAULT actions",
+                ));
             }
             let (names, vals) = key_text(def, ref_columns, old);
             return Err(SqlError::new(
@@ -140,14 +212,24 @@ pub async fn check_update_references(
     snap: &Snapshot,
     new_row: &[Value],
 ) -> SqlResult<()> {
-    let referencing = session.engine.catalog.read().referencing_foreign_keys(def.oid);
+    let referencing = session
+        .engine
+        .catalog
+        .read()
+        .referencing_foreign_keys(def.oid);
     if referencing.is_empty() {
         return Ok(());
     }
-    let Some(table) = session.engine.db.table(def.oid as u64) else { return Ok(()) };
-    let Some(old) = table.read(handle, snap) else { return Ok(()) };
+    let Some(table) = session.engine.db.table(def.oid as u64) else {
+        return Ok(());
+    };
+    let Some(old) = table.read(handle, snap) else {
+        return Ok(());
+    };
     let key_changed = referencing.iter().any(|(_, c)| match &c.kind {
-        ConstraintKind::ForeignKey { ref_columns, .. } => ref_columns.iter().any(|rc| old[*rc] != new_row[*rc]),
+        ConstraintKind::ForeignKey { ref_columns, .. } => {
+            ref_columns.iter().any(|rc| old[*rc] != new_row[*rc])
+        }
         _ => false,
     });
     if key_changed {

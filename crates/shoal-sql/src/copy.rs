@@ -2,7 +2,9 @@
 //! STDOUT), in PostgreSQL's text and CSV formats. A COPY FROM parses every line before writing
 //! anything, so a bad line fails the whole COPY with its line number and loads nothing.
 
-use datafusion::sql::sqlparser::ast::{self, CopyLegacyCsvOption, CopyLegacyOption, CopyOption, CopySource, CopyTarget};
+use datafusion::sql::sqlparser::ast::{
+    self, CopyLegacyCsvOption, CopyLegacyOption, CopyOption, CopySource, CopyTarget,
+};
 use shoal_storage::catalog::TableDef;
 use shoal_storage::table::InsertOutcome;
 use shoal_storage::types::Value;
@@ -25,7 +27,14 @@ pub struct CopyFormat {
 
 impl Default for CopyFormat {
     fn default() -> Self {
-        CopyFormat { csv: false, delimiter: '\t', null: "\\N".into(), header: false, quote: '"', escape: '"' }
+        CopyFormat {
+            csv: false,
+            delimiter: '\t',
+            null: "\\N".into(),
+            header: false,
+            quote: '"',
+            escape: '"',
+        }
     }
 }
 
@@ -78,7 +87,12 @@ fn parse_format(options: &[CopyOption], legacy: &[CopyLegacyOption]) -> SqlResul
                 "csv" => f.csv = true,
                 "text" => f.csv = false,
                 "binary" => return Err(SqlError::unsupported("COPY BINARY")),
-                other => return Err(SqlError::new(code::INVALID_PARAMETER_VALUE, format!("COPY format \"{other}\" not recognized"))),
+                other => {
+                    return Err(SqlError::new(
+                        code::INVALID_PARAMETER_VALUE,
+                        format!("COPY format \"{other}\" not recognized"),
+                    ))
+                }
             },
             CopyOption::Delimiter(c) => delimiter = Some(*c),
             CopyOption::Null(s) => null = Some(s.clone()),
@@ -133,7 +147,11 @@ pub async fn start(
     let format = parse_format(&options, &legacy_options)?;
     match (to, &target) {
         (false, CopyTarget::Stdin) => {
-            let CopySource::Table { table_name, columns } = source else {
+            let CopySource::Table {
+                table_name,
+                columns,
+            } = source
+            else {
                 return Err(SqlError::syntax("COPY FROM needs a table"));
             };
             let (def, _) = crate::dml::resolve_table(session, &table_name)?;
@@ -145,30 +163,55 @@ pub async fn start(
                     .map(|c| {
                         let n = crate::ddl::ident_of(&c.to_string());
                         def.column_index(&n).ok_or_else(|| {
-                            SqlError::new(code::UNDEFINED_COLUMN, format!("column \"{n}\" of relation \"{}\" does not exist", def.name))
+                            SqlError::new(
+                                code::UNDEFINED_COLUMN,
+                                format!(
+                                    "column \"{n}\" of relation \"{}\" does not exist",
+                                    def.name
+                                ),
+                            )
                         })
                     })
                     .collect::<SqlResult<Vec<_>>>()?
             };
-            Ok(StatementResult::CopyIn(CopyRequest { def, columns: cols, format, txn: None }))
+            Ok(StatementResult::CopyIn(CopyRequest {
+                def,
+                columns: cols,
+                format,
+                txn: None,
+            }))
         }
         (true, CopyTarget::Stdout) => {
             let query = match source {
-                CopySource::Table { table_name, columns } => {
+                CopySource::Table {
+                    table_name,
+                    columns,
+                } => {
                     let (def, _) = crate::dml::resolve_table(session, &table_name)?;
                     let cols = if columns.is_empty() {
                         "*".to_string()
                     } else {
-                        columns.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(", ")
+                        columns
+                            .iter()
+                            .map(|c| c.to_string())
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     };
                     format!("SELECT {cols} FROM {}", crate::dml::qualified(&def))
                 }
                 CopySource::Query(q) => q.to_string(),
             };
-            let stmt = crate::session::parse_sql(&query)?.pop().expect("one statement");
+            let stmt = crate::session::parse_sql(&query)?
+                .pop()
+                .expect("one statement");
             let plan = crate::query::plan_statement(session.state(), &session.scope, stmt).await?;
             let columns = plan.schema().fields().len();
-            let names: Vec<String> = plan.schema().fields().iter().map(|f| f.name().clone()).collect();
+            let names: Vec<String> = plan
+                .schema()
+                .fields()
+                .iter()
+                .map(|f| f.name().clone())
+                .collect();
             let batches = crate::query::execute_plan(session.state(), plan, None).await?;
             let mut data = Vec::new();
             let mut rows = 0;
@@ -187,7 +230,11 @@ pub async fn start(
                         } else {
                             let mut s = String::new();
                             pgtext::format_array_value(col.as_ref(), r, &mut s);
-                            fields.push(if format.csv { csv_field(&s, &format) } else { text_escape(&s, format.delimiter) });
+                            fields.push(if format.csv {
+                                csv_field(&s, &format)
+                            } else {
+                                text_escape(&s, format.delimiter)
+                            });
                         }
                     }
                     data.extend_from_slice(fields.join(&format.delimiter.to_string()).as_bytes());
@@ -195,17 +242,28 @@ pub async fn start(
                     rows += 1;
                 }
             }
-            Ok(StatementResult::CopyOut { columns, data, rows, csv: format.csv })
+            Ok(StatementResult::CopyOut {
+                columns,
+                data,
+                rows,
+                csv: format.csv,
+            })
         }
-        (false, CopyTarget::File { .. }) | (true, CopyTarget::File { .. }) => {
-            Err(SqlError::new(code::FEATURE_NOT_SUPPORTED, "COPY to or from a server file is not supported yet"))
-        }
+        (false, CopyTarget::File { .. }) | (true, CopyTarget::File { .. }) => Err(SqlError::new(
+            code::FEATURE_NOT_SUPPORTED,
+            "COPY to or from a server file is not supported yet",
+        )),
         _ => Err(SqlError::unsupported("this form of COPY")),
     }
 }
 
 fn csv_field(s: &str, f: &CopyFormat) -> String {
-    let needs = s.is_empty() || s.contains(f.delimiter) || s.contains(f.quote) || s.contains('\n') || s.contains('\r') || s == f.null;
+    let needs = s.is_empty()
+        || s.contains(f.delimiter)
+        || s.contains(f.quote)
+        || s.contains('\n')
+        || s.contains('\r')
+        || s == f.null;
     if needs {
         let q = f.quote.to_string();
         format!("{q}{}{q}", s.replace(&q, &format!("{}{q}", f.escape)))
@@ -275,7 +333,11 @@ fn split_csv(data: &str, f: &CopyFormat) -> Vec<(usize, Vec<Option<String>>)> {
     let mut chars = data.chars().peekable();
     let end_field = |field: &mut String, quoted: &mut bool, fields: &mut Vec<Option<String>>| {
         let v = std::mem::take(field);
-        fields.push(if !*quoted && v == f.null { None } else { Some(v) });
+        fields.push(if !*quoted && v == f.null {
+            None
+        } else {
+            Some(v)
+        });
         *quoted = false;
     };
     while let Some(c) = chars.next() {
@@ -321,8 +383,18 @@ fn split_csv(data: &str, f: &CopyFormat) -> Vec<(usize, Vec<Option<String>>)> {
 }
 
 /// Parses all the COPY data, then inserts the rows; returns the row count.
-pub async fn load(session: &Session, req: &CopyRequest, txn: &mut Transaction, data: &[u8]) -> SqlResult<usize> {
-    let text = std::str::from_utf8(data).map_err(|_| SqlError::new(code::BAD_COPY_FILE_FORMAT, "invalid byte sequence for encoding \"UTF8\""))?;
+pub async fn load(
+    session: &Session,
+    req: &CopyRequest,
+    txn: &mut Transaction,
+    data: &[u8],
+) -> SqlResult<usize> {
+    let text = std::str::from_utf8(data).map_err(|_| {
+        SqlError::new(
+            code::BAD_COPY_FILE_FORMAT,
+            "invalid byte sequence for encoding \"UTF8\"",
+        )
+    })?;
     let def = &req.def;
     let records: Vec<(usize, Vec<Option<String>>)> = if req.format.csv {
         split_csv(text, &req.format)
@@ -331,7 +403,12 @@ pub async fn load(session: &Session, req: &CopyRequest, txn: &mut Transaction, d
             .enumerate()
             .filter(|(_, l)| !l.is_empty())
             .take_while(|(_, l)| *l != "\\.")
-            .map(|(i, l)| (i + 1, split_text_line(l.strip_suffix('\r').unwrap_or(l), &req.format)))
+            .map(|(i, l)| {
+                (
+                    i + 1,
+                    split_text_line(l.strip_suffix('\r').unwrap_or(l), &req.format),
+                )
+            })
             .collect()
     };
     let skip = usize::from(req.format.header);
@@ -340,7 +417,10 @@ pub async fn load(session: &Session, req: &CopyRequest, txn: &mut Transaction, d
     for (line, fields) in records.into_iter().skip(skip) {
         if fields.len() != req.columns.len() {
             let msg = if fields.len() < req.columns.len() {
-                format!("missing data for column \"{}\"", def.columns[req.columns[fields.len()]].name)
+                format!(
+                    "missing data for column \"{}\"",
+                    def.columns[req.columns[fields.len()]].name
+                )
             } else {
                 "extra data after last expected column".to_string()
             };
@@ -351,28 +431,42 @@ pub async fn load(session: &Session, req: &CopyRequest, txn: &mut Transaction, d
             let col = req.columns[i];
             if let Some(s) = field {
                 row[col] = pgtext::parse_value(&s, &def.columns[col].data_type).map_err(|e| {
-                    let detail = format!("{}, column {}: \"{s}\"", context(line), def.columns[col].name);
+                    let detail = format!(
+                        "{}, column {}: \"{s}\"",
+                        context(line),
+                        def.columns[col].name
+                    );
                     e.with_detail(detail)
                 })?;
             }
         }
         rows.push((line, row));
     }
-    let table = session.engine.db.table(def.oid as u64).ok_or_else(|| SqlError::undefined_table(&def.name))?;
-    let needs_defaults: Vec<usize> = (0..def.columns.len()).filter(|c| !req.columns.contains(c) && def.columns[*c].default_sql.is_some()).collect();
+    let table = session
+        .engine
+        .db
+        .table(def.oid as u64)
+        .ok_or_else(|| SqlError::undefined_table(&def.name))?;
+    let needs_defaults: Vec<usize> = (0..def.columns.len())
+        .filter(|c| !req.columns.contains(c) && def.columns[*c].default_sql.is_some())
+        .collect();
     let count = rows.len();
     for (line, mut row) in rows {
         for c in &needs_defaults {
             row[*c] = default_value(session, def, *c).await?;
         }
-        crate::constraints::check_row(session, def, &row).await.map_err(|e| e.with_detail(context(line)))?;
+        crate::constraints::check_row(session, def, &row)
+            .await
+            .map_err(|e| e.with_detail(context(line)))?;
         loop {
             match table.insert_or_conflict(txn, &row) {
                 Ok(InsertOutcome::Inserted(_)) => break,
                 Ok(InsertOutcome::Conflict { index, .. }) => {
                     return Err(crate::dml::unique_violation(session, def, index, &row));
                 }
-                Err(StorageError::WouldBlock { holder }) => session.engine.db.wait_for(txn, holder).await?,
+                Err(StorageError::WouldBlock { holder }) => {
+                    session.engine.db.wait_for(txn, holder).await?
+                }
                 Err(e) => return Err(e.into()),
             }
         }
@@ -381,11 +475,19 @@ pub async fn load(session: &Session, req: &CopyRequest, txn: &mut Transaction, d
 }
 
 async fn default_value(session: &Session, def: &TableDef, col: usize) -> SqlResult<Value> {
-    let d = def.columns[col].default_sql.clone().unwrap_or_else(|| "NULL".into());
-    let stmt = crate::session::parse_sql(&format!("SELECT {d}"))?.pop().expect("one statement");
+    let d = def.columns[col]
+        .default_sql
+        .clone()
+        .unwrap_or_else(|| "NULL".into());
+    let stmt = crate::session::parse_sql(&format!("SELECT {d}"))?
+        .pop()
+        .expect("one statement");
     let plan = crate::query::plan_statement(session.state(), &session.scope, stmt).await?;
     let batches = crate::query::execute_plan(session.state(), plan, None).await?;
-    let b = batches.into_iter().find(|b| b.num_rows() > 0).ok_or_else(|| SqlError::internal("default gave no row"))?;
+    let b = batches
+        .into_iter()
+        .find(|b| b.num_rows() > 0)
+        .ok_or_else(|| SqlError::internal("default gave no row"))?;
     let c = &def.columns[col];
     Ok(crate::dml::column_values(&b.column(0).slice(0, 1), &c.data_type, &c.name)?.remove(0))
 }

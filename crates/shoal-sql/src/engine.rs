@@ -9,8 +9,11 @@ use shoal_storage::catalog::Catalog;
 use shoal_storage::Database;
 
 /// What `SELECT version()` answers. Drivers parse the leading "PostgreSQL 15.x".
-pub const VERSION_STRING: &str =
-    concat!("PostgreSQL 15.0 (Shoal ", env!("CARGO_PKG_VERSION"), ") on x86_64-pc-linux-gnu, compiled by rustc, 64-bit");
+pub const VERSION_STRING: &str = concat!(
+    "PostgreSQL 15.0 (Shoal ",
+    env!("CARGO_PKG_VERSION"),
+    ") on x86_64-pc-linux-gnu, compiled by rustc, 64-bit"
+);
 /// server_version as reported in ParameterStatus and SHOW.
 pub const SERVER_VERSION: &str = "15.0";
 /// How often the background garbage collector looks for dead versions.
@@ -26,7 +29,11 @@ impl Engine {
     pub fn new() -> Arc<Engine> {
         let db = Database::new();
         db.start_background_gc(GC_INTERVAL_MS);
-        Arc::new(Engine { db, catalog: RwLock::new(Catalog::default()), next_backend_pid: AtomicI32::new(1000) })
+        Arc::new(Engine {
+            db,
+            catalog: RwLock::new(Catalog::default()),
+            next_backend_pid: AtomicI32::new(1000),
+        })
     }
 
     pub fn allocate_backend_pid(&self) -> i32 {

@@ -74,7 +74,12 @@ pub mod code {
 
 impl SqlError {
     pub fn new(code: &'static str, message: impl Into<String>) -> Self {
-        SqlError { code, message: message.into(), detail: None, hint: None }
+        SqlError {
+            code,
+            message: message.into(),
+            detail: None,
+            hint: None,
+        }
     }
 
     pub fn with_detail(mut self, detail: impl Into<String>) -> Self {
@@ -92,7 +97,10 @@ impl SqlError {
     }
 
     pub fn unsupported(what: impl Into<String>) -> Self {
-        Self::new(code::FEATURE_NOT_SUPPORTED, format!("{} is not supported", what.into()))
+        Self::new(
+            code::FEATURE_NOT_SUPPORTED,
+            format!("{} is not supported", what.into()),
+        )
     }
 
     pub fn internal(message: impl Into<String>) -> Self {
@@ -100,11 +108,17 @@ impl SqlError {
     }
 
     pub fn undefined_table(name: &str) -> Self {
-        Self::new(code::UNDEFINED_TABLE, format!("relation \"{name}\" does not exist"))
+        Self::new(
+            code::UNDEFINED_TABLE,
+            format!("relation \"{name}\" does not exist"),
+        )
     }
 
     pub fn undefined_column(name: &str) -> Self {
-        Self::new(code::UNDEFINED_COLUMN, format!("column \"{name}\" does not exist"))
+        Self::new(
+            code::UNDEFINED_COLUMN,
+            format!("column \"{name}\" does not exist"),
+        )
     }
 
     pub fn in_failed_transaction() -> Self {
@@ -126,15 +140,18 @@ impl std::error::Error for SqlError {}
 impl From<CatalogError> for SqlError {
     fn from(e: CatalogError) -> Self {
         match e {
-            CatalogError::DuplicateRelation(n) => {
-                SqlError::new(code::DUPLICATE_TABLE, format!("relation \"{n}\" already exists"))
-            }
-            CatalogError::DuplicateSchema(n) => {
-                SqlError::new(code::DUPLICATE_SCHEMA, format!("schema \"{n}\" already exists"))
-            }
-            CatalogError::UndefinedSchema(n) => {
-                SqlError::new(code::INVALID_SCHEMA_NAME, format!("schema \"{n}\" does not exist"))
-            }
+            CatalogError::DuplicateRelation(n) => SqlError::new(
+                code::DUPLICATE_TABLE,
+                format!("relation \"{n}\" already exists"),
+            ),
+            CatalogError::DuplicateSchema(n) => SqlError::new(
+                code::DUPLICATE_SCHEMA,
+                format!("schema \"{n}\" already exists"),
+            ),
+            CatalogError::UndefinedSchema(n) => SqlError::new(
+                code::INVALID_SCHEMA_NAME,
+                format!("schema \"{n}\" does not exist"),
+            ),
             CatalogError::UndefinedRelation(n) => SqlError::undefined_table(&n),
         }
     }
@@ -148,9 +165,10 @@ impl From<StorageError> for SqlError {
                 "could not serialize access due to concurrent update",
             ),
             StorageError::Deadlock => SqlError::new(code::DEADLOCK_DETECTED, "deadlock detected"),
-            StorageError::LockNotAvailable => {
-                SqlError::new(code::LOCK_NOT_AVAILABLE, "could not obtain lock on row in relation")
-            }
+            StorageError::LockNotAvailable => SqlError::new(
+                code::LOCK_NOT_AVAILABLE,
+                "could not obtain lock on row in relation",
+            ),
             StorageError::NoSuchSavepoint(name) => SqlError::new(
                 code::INVALID_SAVEPOINT_SPECIFICATION,
                 format!("savepoint \"{name}\" does not exist"),

@@ -6,7 +6,9 @@ use std::ops::ControlFlow;
 
 use datafusion::arrow::datatypes::{DataType as ArrowType, IntervalUnit, TimeUnit};
 use datafusion::common::ScalarValue;
-use datafusion::sql::sqlparser::ast::{self, Expr, Statement, Visit, VisitMut, Visitor, VisitorMut};
+use datafusion::sql::sqlparser::ast::{
+    self, Expr, Statement, Visit, VisitMut, Visitor, VisitorMut,
+};
 use shoal_storage::types::{DataType, Value};
 
 use crate::error::{code, SqlError, SqlResult};
@@ -15,7 +17,10 @@ use crate::types::{oid, scalar_from_value};
 
 /// "$3" → 2.
 pub fn placeholder_index(name: &str) -> Option<usize> {
-    name.strip_prefix('$')?.parse::<usize>().ok()?.checked_sub(1)
+    name.strip_prefix('$')?
+        .parse::<usize>()
+        .ok()?
+        .checked_sub(1)
 }
 
 /// The number of parameters: the highest $n used.
@@ -66,7 +71,10 @@ pub fn storage_type_for_arrow(t: &ArrowType) -> DataType {
         ArrowType::Int64 | ArrowType::UInt32 | ArrowType::UInt64 => DataType::Int64,
         ArrowType::Float32 => DataType::Float32,
         ArrowType::Float64 => DataType::Float64,
-        ArrowType::Decimal128(p, s) => DataType::Numeric { precision: Some(*p), scale: Some((*s).max(0) as u8) },
+        ArrowType::Decimal128(p, s) => DataType::Numeric {
+            precision: Some(*p),
+            scale: Some((*s).max(0) as u8),
+        },
         ArrowType::Binary | ArrowType::LargeBinary => DataType::Bytea,
         ArrowType::Date32 => DataType::Date,
         ArrowType::Timestamp(_, None) => DataType::Timestamp,
@@ -86,8 +94,14 @@ pub fn decode_text(text: &str, t: &ArrowType) -> SqlResult<ScalarValue> {
 
 /// Decodes a binary-format parameter of PostgreSQL type `type_oid`.
 pub fn decode_binary(bytes: &[u8], type_oid: u32, t: &ArrowType) -> SqlResult<ScalarValue> {
-    let bad = || SqlError::new(code::PROTOCOL_VIOLATION, format!("incorrect binary data format in bind parameter (type {type_oid})"));
-    let be_i64 = |b: &[u8]| -> SqlResult<i64> { Ok(i64::from_be_bytes(b.try_into().map_err(|_| bad())?)) };
+    let bad = || {
+        SqlError::new(
+            code::PROTOCOL_VIOLATION,
+            format!("incorrect binary data format in bind parameter (type {type_oid})"),
+        )
+    };
+    let be_i64 =
+        |b: &[u8]| -> SqlResult<i64> { Ok(i64::from_be_bytes(b.try_into().map_err(|_| bad())?)) };
     let v = match type_oid {
         oid::BOOL => Value::Bool(*bytes.first().ok_or_else(bad)? != 0),
         oid::INT2 => Value::Int16(i16::from_be_bytes(bytes.try_into().map_err(|_| bad())?)),
@@ -97,17 +111,33 @@ pub fn decode_binary(bytes: &[u8], type_oid: u32, t: &ArrowType) -> SqlResult<Sc
         oid::FLOAT4 => Value::Float32(f32::from_be_bytes(bytes.try_into().map_err(|_| bad())?)),
         oid::FLOAT8 => Value::Float64(f64::from_be_bytes(bytes.try_into().map_err(|_| bad())?)),
         oid::BYTEA => Value::Bytea(bytes.to_vec()),
-        oid::DATE => Value::Date(i32::from_be_bytes(bytes.try_into().map_err(|_| bad())?) + PG_EPOCH_DAYS),
+        oid::DATE => {
+            Value::Date(i32::from_be_bytes(bytes.try_into().map_err(|_| bad())?) + PG_EPOCH_DAYS)
+        }
         oid::TIMESTAMP => Value::Timestamp(be_i64(bytes)? + PG_EPOCH_MICROS),
         oid::TIMESTAMPTZ => Value::TimestampTz(be_i64(bytes)? + PG_EPOCH_MICROS),
-        oid::UUID => Value::Text(crate::types::format_uuid(u128::from_be_bytes(bytes.try_into().map_err(|_| bad())?))),
-        oid::NUMERIC => Value::Numeric { mantissa: decode_numeric_binary(bytes).ok_or_else(bad)?, scale: 10 },
+        oid::UUID => Value::Text(crate::types::format_uuid(u128::from_be_bytes(
+            bytes.try_into().map_err(|_| bad())?,
+        ))),
+        oid::NUMERIC => Value::Numeric {
+            mantissa: decode_numeric_binary(bytes).ok_or_else(bad)?,
+            scale: 10,
+        },
         _ => Value::Text(String::from_utf8(bytes.to_vec()).map_err(|_| {
             SqlError::new(code::PROTOCOL_VIOLATION, "invalid UTF-8 in bind parameter")
         })?),
     };
     let st = storage_type_for_arrow(&arrow_type_for_oid(type_oid));
-    let st = if matches!(v, Value::Text(_)) { DataType::Text } else if type_oid == oid::NUMERIC { DataType::Numeric { precision: None, scale: None } } else { st };
+    let st = if matches!(v, Value::Text(_)) {
+        DataType::Text
+    } else if type_oid == oid::NUMERIC {
+        DataType::Numeric {
+            precision: None,
+            scale: None,
+        }
+    } else {
+        st
+    };
     let scalar = scalar_from_value(&v, &st);
     Ok(scalar.cast_to(t).unwrap_or(scalar))
 }
@@ -118,7 +148,8 @@ pub const PG_EPOCH_MICROS: i64 = 946_684_800_000_000;
 
 /// PostgreSQL's binary numeric: ndigits, weight, sign, dscale, then base-10000 digits.
 fn decode_numeric_binary(b: &[u8]) -> Option<i128> {
-    let rd = |i: usize| -> Option<i16> { Some(i16::from_be_bytes(b.get(i..i + 2)?.try_into().ok()?)) };
+    let rd =
+        |i: usize| -> Option<i16> { Some(i16::from_be_bytes(b.get(i..i + 2)?.try_into().ok()?)) };
     let ndigits = rd(0)? as usize;
     let weight = rd(2)? as i32;
     let sign = rd(4)? as u16;
@@ -131,7 +162,11 @@ fn decode_numeric_binary(b: &[u8]) -> Option<i128> {
     }
     // value * 10^exp10 at scale 10
     let shift = exp10 + 10;
-    let mantissa = if shift >= 0 { value.checked_mul(10i128.checked_pow(shift as u32)?)? } else { value / 10i128.pow((-shift) as u32) };
+    let mantissa = if shift >= 0 {
+        value.checked_mul(10i128.checked_pow(shift as u32)?)?
+    } else {
+        value / 10i128.pow((-shift) as u32)
+    };
     Some(if sign == 0x4000 { -mantissa } else { mantissa })
 }
 
@@ -149,7 +184,10 @@ pub fn substitute(stmt: &mut Statement, values: &[ScalarValue]) -> SqlResult<()>
                     match placeholder_index(p).and_then(|i| self.values.get(i)) {
                         Some(value) => *e = literal_expr(value),
                         None => {
-                            self.error = Some(SqlError::new(code::UNDEFINED_PARAMETER, format!("there is no parameter {p}")));
+                            self.error = Some(SqlError::new(
+                                code::UNDEFINED_PARAMETER,
+                                format!("there is no parameter {p}"),
+                            ));
                             return ControlFlow::Break(());
                         }
                     }
@@ -158,7 +196,10 @@ pub fn substitute(stmt: &mut Statement, values: &[ScalarValue]) -> SqlResult<()>
             ControlFlow::Continue(())
         }
     }
-    let mut s = Sub { values, error: None };
+    let mut s = Sub {
+        values,
+        error: None,
+    };
     let _ = stmt.visit(&mut s);
     s.error.map_or(Ok(()), Err)
 }
@@ -199,10 +240,12 @@ pub fn literal_expr(v: &ScalarValue) -> Expr {
     match (sql_type_name(&dt), text) {
         (Some(name), _) => {
             let sql = format!("CAST(NULL AS {name})");
-            let mut parsed = datafusion::sql::sqlparser::parser::Parser::new(&datafusion::sql::sqlparser::dialect::PostgreSqlDialect {})
-                .try_with_sql(&sql)
-                .and_then(|mut p| p.parse_expr())
-                .expect("type names parse");
+            let mut parsed = datafusion::sql::sqlparser::parser::Parser::new(
+                &datafusion::sql::sqlparser::dialect::PostgreSqlDialect {},
+            )
+            .try_with_sql(&sql)
+            .and_then(|mut p| p.parse_expr())
+            .expect("type names parse");
             if let Expr::Cast { expr, .. } = &mut parsed {
                 *expr = Box::new(inner);
             }

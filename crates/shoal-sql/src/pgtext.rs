@@ -8,7 +8,9 @@ use std::fmt::Write;
 use chrono::{DateTime, Datelike, NaiveDate, NaiveDateTime, NaiveTime, Timelike};
 use datafusion::arrow::array::*;
 use datafusion::arrow::datatypes::{DataType as ArrowType, IntervalUnit, TimeUnit};
-use shoal_storage::types::{DataType, Interval, Value, NUMERIC_DEFAULT_SCALE, NUMERIC_MAX_PRECISION};
+use shoal_storage::types::{
+    DataType, Interval, Value, NUMERIC_DEFAULT_SCALE, NUMERIC_MAX_PRECISION,
+};
 
 use crate::error::{code, SqlError, SqlResult};
 use crate::types::{format_type, pad_char, parse_uuid};
@@ -49,8 +51,15 @@ pub fn parse_value(s: &str, t: &DataType) -> SqlResult<Value> {
         DataType::Numeric { precision, scale } => {
             let target_scale = t.numeric_scale();
             let mantissa = parse_numeric(s, target_scale)?;
-            check_numeric_precision(mantissa, precision.unwrap_or(NUMERIC_MAX_PRECISION), scale.unwrap_or(target_scale))?;
-            Value::Numeric { mantissa, scale: target_scale }
+            check_numeric_precision(
+                mantissa,
+                precision.unwrap_or(NUMERIC_MAX_PRECISION),
+                scale.unwrap_or(target_scale),
+            )?;
+            Value::Numeric {
+                mantissa,
+                scale: target_scale,
+            }
         }
         DataType::Text => Value::Text(s.to_string()),
         DataType::Varchar(limit) => Value::Text(check_varchar(s, *limit, t)?),
@@ -74,7 +83,12 @@ pub fn parse_bool(s: &str) -> SqlResult<bool> {
 
 fn parse_int(s: &str, type_name: &str) -> SqlResult<i64> {
     let t = s.trim();
-    if t.is_empty() || !t.trim_start_matches(['-', '+']).bytes().all(|b| b.is_ascii_digit()) {
+    if t.is_empty()
+        || !t
+            .trim_start_matches(['-', '+'])
+            .bytes()
+            .all(|b| b.is_ascii_digit())
+    {
         return Err(invalid(type_name, s));
     }
     t.parse::<i64>().map_err(|_| out_of_range(type_name, s))
@@ -109,7 +123,9 @@ pub fn parse_numeric(s: &str, scale: u8) -> SqlResult<i128> {
     let (mantissa_part, exponent) = match digits.find(['e', 'E']) {
         Some(i) => (
             &digits[..i],
-            digits[i + 1..].parse::<i32>().map_err(|_| invalid("numeric", s))?,
+            digits[i + 1..]
+                .parse::<i32>()
+                .map_err(|_| invalid("numeric", s))?,
         ),
         None => (digits, 0),
     };
@@ -133,14 +149,19 @@ pub fn parse_numeric(s: &str, scale: u8) -> SqlResult<i128> {
         0
     } else if shift >= 0 {
         let base: i128 = all_digits.parse().map_err(|_| overflow())?;
-        base.checked_mul(10i128.checked_pow(shift as u32).ok_or_else(overflow)?).ok_or_else(overflow)?
+        base.checked_mul(10i128.checked_pow(shift as u32).ok_or_else(overflow)?)
+            .ok_or_else(overflow)?
     } else {
         let drop = (-shift) as usize;
         if drop > all_digits.len() {
             0
         } else {
             let keep = &all_digits[..all_digits.len() - drop];
-            let base: i128 = if keep.is_empty() { 0 } else { keep.parse().map_err(|_| overflow())? };
+            let base: i128 = if keep.is_empty() {
+                0
+            } else {
+                keep.parse().map_err(|_| overflow())?
+            };
             let round_up = all_digits.as_bytes()[all_digits.len() - drop] >= b'5';
             base + round_up as i128
         }
@@ -166,7 +187,9 @@ pub fn check_numeric_precision(mantissa: i128, precision: u8, scale: u8) -> SqlR
 /// varchar(n) rejects longer strings, except that excess trailing spaces are cut silently
 /// (SQL standard behaviour that PostgreSQL follows).
 pub fn check_varchar(s: &str, limit: Option<u32>, t: &DataType) -> SqlResult<String> {
-    let Some(n) = limit else { return Ok(s.to_string()) };
+    let Some(n) = limit else {
+        return Ok(s.to_string());
+    };
     let len = s.chars().count();
     if len <= n as usize {
         return Ok(s.to_string());
@@ -202,9 +225,15 @@ pub fn parse_bytea(s: &str) -> SqlResult<Vec<u8>> {
             return Err(invalid("bytea", s));
         }
         let nibble = |b: u8| -> SqlResult<u8> {
-            (b as char).to_digit(16).map(|d| d as u8).ok_or_else(|| invalid("bytea", s))
+            (b as char)
+                .to_digit(16)
+                .map(|d| d as u8)
+                .ok_or_else(|| invalid("bytea", s))
         };
-        return hex.chunks(2).map(|p| Ok(nibble(p[0])? << 4 | nibble(p[1])?)).collect();
+        return hex
+            .chunks(2)
+            .map(|p| Ok(nibble(p[0])? << 4 | nibble(p[1])?))
+            .collect();
     }
     // Escape format: backslash followed by three octal digits or another backslash.
     let bytes = s.as_bytes();
@@ -215,8 +244,14 @@ pub fn parse_bytea(s: &str) -> SqlResult<Vec<u8>> {
             if bytes.get(i + 1) == Some(&b'\\') {
                 out.push(b'\\');
                 i += 2;
-            } else if i + 3 < bytes.len() + 0 && bytes[i + 1..i + 4].iter().all(|b| (b'0'..=b'7').contains(b)) {
-                let v = (bytes[i + 1] - b'0') as u32 * 64 + (bytes[i + 2] - b'0') as u32 * 8 + (bytes[i + 3] - b'0') as u32;
+            } else if i + 3 < bytes.len() + 0
+                && bytes[i + 1..i + 4]
+                    .iter()
+                    .all(|b| (b'0'..=b'7').contains(b))
+            {
+                let v = (bytes[i + 1] - b'0') as u32 * 64
+                    + (bytes[i + 2] - b'0') as u32 * 8
+                    + (bytes[i + 3] - b'0') as u32;
                 if v > 255 {
                     return Err(invalid("bytea", s));
                 }
@@ -234,7 +269,10 @@ pub fn parse_bytea(s: &str) -> SqlResult<Vec<u8>> {
 }
 
 fn date_out_of_range(s: &str) -> SqlError {
-    SqlError::new(code::DATETIME_FIELD_OVERFLOW, format!("date/time field value out of range: \"{s}\""))
+    SqlError::new(
+        code::DATETIME_FIELD_OVERFLOW,
+        format!("date/time field value out of range: \"{s}\""),
+    )
 }
 
 pub fn parse_date(s: &str) -> SqlResult<i32> {
@@ -249,10 +287,17 @@ pub fn parse_date(s: &str) -> SqlResult<i32> {
         Ok(d) => Ok(days_from_date(d)),
         Err(_) => {
             let parts: Vec<&str> = date_part.split('-').collect();
-            if parts.len() == 3 && parts.iter().all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())) {
+            if parts.len() == 3
+                && parts
+                    .iter()
+                    .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+            {
                 Err(date_out_of_range(s))
             } else {
-                Err(SqlError::new(code::INVALID_DATETIME_FORMAT, format!("invalid input syntax for type date: \"{s}\"")))
+                Err(SqlError::new(
+                    code::INVALID_DATETIME_FORMAT,
+                    format!("invalid input syntax for type date: \"{s}\""),
+                ))
             }
         }
     }
@@ -269,7 +314,11 @@ pub fn date_from_days(days: i32) -> Option<NaiveDate> {
 /// Parses a timestamp; for timestamptz an explicit offset is honoured, otherwise UTC (the
 /// session time zone, which Shoal fixes at UTC for now). Returns microseconds since the epoch.
 pub fn parse_timestamp(s: &str, with_tz: bool) -> SqlResult<i64> {
-    let type_name = if with_tz { "timestamp with time zone" } else { "timestamp" };
+    let type_name = if with_tz {
+        "timestamp with time zone"
+    } else {
+        "timestamp"
+    };
     let t = s.trim();
     match t.to_ascii_lowercase().as_str() {
         "epoch" => return Ok(0),
@@ -278,7 +327,12 @@ pub fn parse_timestamp(s: &str, with_tz: bool) -> SqlResult<i64> {
         "-infinity" => return Ok(i64::MIN),
         _ => {}
     }
-    let bad = || SqlError::new(code::INVALID_DATETIME_FORMAT, format!("invalid input syntax for type {type_name}: \"{s}\""));
+    let bad = || {
+        SqlError::new(
+            code::INVALID_DATETIME_FORMAT,
+            format!("invalid input syntax for type {type_name}: \"{s}\""),
+        )
+    };
     // Split off a trailing zone: "Z", "+hh", "+hh:mm", "+hhmm", " UTC".
     let (body, offset_secs) = split_zone(t).ok_or_else(bad)?;
     let body = body.trim();
@@ -290,7 +344,8 @@ pub fn parse_timestamp(s: &str, with_tz: bool) -> SqlResult<i64> {
         NaiveDateTime::parse_from_str(&normalized, "%Y-%m-%d %H:%M:%S%.f")
             .or_else(|_| NaiveDateTime::parse_from_str(&normalized, "%Y-%m-%d %H:%M"))
             .map_err(|_| {
-                if normalized.len() >= 10 && NaiveDate::parse_from_str(&normalized[..10], "%Y-%m-%d").is_err()
+                if normalized.len() >= 10
+                    && NaiveDate::parse_from_str(&normalized[..10], "%Y-%m-%d").is_err()
                     && normalized[..10].split('-').count() == 3
                 {
                     date_out_of_range(s)
@@ -300,7 +355,11 @@ pub fn parse_timestamp(s: &str, with_tz: bool) -> SqlResult<i64> {
             })?
     };
     let micros = naive.and_utc().timestamp_micros();
-    Ok(if with_tz { micros - offset_secs as i64 * MICROS_PER_SECOND } else { micros })
+    Ok(if with_tz {
+        micros - offset_secs as i64 * MICROS_PER_SECOND
+    } else {
+        micros
+    })
 }
 
 fn split_zone(t: &str) -> Option<(&str, i32)> {
@@ -325,7 +384,10 @@ fn split_zone(t: &str) -> Option<(&str, i32)> {
             }
             let (h, m) = match digits.len() {
                 1 | 2 => (digits.parse::<i32>().ok()?, 0),
-                4 => (digits[..2].parse::<i32>().ok()?, digits[2..].parse::<i32>().ok()?),
+                4 => (
+                    digits[..2].parse::<i32>().ok()?,
+                    digits[2..].parse::<i32>().ok()?,
+                ),
                 _ => return None,
             };
             return Some((&t[..pos], sign * (h * 3600 + m * 60)));
@@ -337,7 +399,12 @@ fn split_zone(t: &str) -> Option<(&str, i32)> {
 /// Parses PostgreSQL interval input: unit words ("1 year 2 mons 3 days 04:05:06"), a bare
 /// hh:mm:ss, "ago", and a number with no unit meaning seconds.
 pub fn parse_interval(s: &str) -> SqlResult<Interval> {
-    let bad = || SqlError::new(code::INVALID_DATETIME_FORMAT, format!("invalid input syntax for type interval: \"{s}\""));
+    let bad = || {
+        SqlError::new(
+            code::INVALID_DATETIME_FORMAT,
+            format!("invalid input syntax for type interval: \"{s}\""),
+        )
+    };
     let mut out = Interval::default();
     let lower = s.trim().to_ascii_lowercase();
     let mut tokens: Vec<&str> = lower.split_whitespace().collect();
@@ -360,8 +427,14 @@ pub fn parse_interval(s: &str) -> SqlResult<Interval> {
             let parts: Vec<&str> = tok.trim_start_matches(['-', '+']).split(':').collect();
             let h: i64 = parts.first().and_then(|p| p.parse().ok()).ok_or_else(bad)?;
             let m: i64 = parts.get(1).and_then(|p| p.parse().ok()).ok_or_else(bad)?;
-            let sec: f64 = parts.get(2).map(|p| p.parse().map_err(|_| bad())).transpose()?.unwrap_or(0.0);
-            let micros = h * 3600 * MICROS_PER_SECOND + m * 60 * MICROS_PER_SECOND + (sec * 1e6).round() as i64;
+            let sec: f64 = parts
+                .get(2)
+                .map(|p| p.parse().map_err(|_| bad()))
+                .transpose()?
+                .unwrap_or(0.0);
+            let micros = h * 3600 * MICROS_PER_SECOND
+                + m * 60 * MICROS_PER_SECOND
+                + (sec * 1e6).round() as i64;
             out.micros += if negative { -micros } else { micros };
             i += 1;
             continue;
@@ -370,7 +443,9 @@ pub fn parse_interval(s: &str) -> SqlResult<Interval> {
         let n: f64 = num_str.parse().map_err(|_| bad())?;
         let unit = if !unit_inline.is_empty() {
             unit_inline.to_string()
-        } else if i + 1 < tokens.len() && !tokens[i + 1].starts_with(|c: char| c.is_ascii_digit() || c == '-' || c == '+') {
+        } else if i + 1 < tokens.len()
+            && !tokens[i + 1].starts_with(|c: char| c.is_ascii_digit() || c == '-' || c == '+')
+        {
             i += 1;
             tokens[i].to_string()
         } else {
@@ -380,7 +455,11 @@ pub fn parse_interval(s: &str) -> SqlResult<Interval> {
         i += 1;
     }
     if ago {
-        out = Interval { months: -out.months, days: -out.days, micros: -out.micros };
+        out = Interval {
+            months: -out.months,
+            days: -out.days,
+            micros: -out.micros,
+        };
     }
     Ok(out)
 }
@@ -394,7 +473,12 @@ fn split_number_unit(tok: &str) -> (&str, &str) {
     (&tok[..end], &tok[end..])
 }
 
-fn add_interval_unit(out: &mut Interval, n: f64, unit: &str, bad: impl Fn() -> SqlError) -> SqlResult<()> {
+fn add_interval_unit(
+    out: &mut Interval,
+    n: f64,
+    unit: &str,
+    bad: impl Fn() -> SqlError,
+) -> SqlResult<()> {
     let micros = |secs: f64| (secs * 1e6).round() as i64;
     match unit {
         "y" | "yr" | "yrs" | "year" | "years" => out.months += (n * 12.0).round() as i32,
@@ -426,11 +510,18 @@ fn add_interval_unit(out: &mut Interval, n: f64, unit: &str, bad: impl Fn() -> S
 pub fn format_array_value(array: &dyn Array, row: usize, out: &mut String) {
     macro_rules! arr {
         ($t:ty) => {
-            array.as_any().downcast_ref::<$t>().expect("array type matches its data type")
+            array
+                .as_any()
+                .downcast_ref::<$t>()
+                .expect("array type matches its data type")
         };
     }
     match array.data_type() {
-        ArrowType::Boolean => out.push(if arr!(BooleanArray).value(row) { 't' } else { 'f' }),
+        ArrowType::Boolean => out.push(if arr!(BooleanArray).value(row) {
+            't'
+        } else {
+            'f'
+        }),
         ArrowType::Int8 => write!(out, "{}", arr!(Int8Array).value(row)).unwrap(),
         ArrowType::Int16 => write!(out, "{}", arr!(Int16Array).value(row)).unwrap(),
         ArrowType::Int32 => write!(out, "{}", arr!(Int32Array).value(row)).unwrap(),
@@ -463,23 +554,58 @@ pub fn format_array_value(array: &dyn Array, row: usize, out: &mut String) {
         }
         ArrowType::Interval(IntervalUnit::MonthDayNano) => {
             let v = arr!(IntervalMonthDayNanoArray).value(row);
-            format_interval(&Interval { months: v.months, days: v.days, micros: v.nanoseconds / 1000 }, out)
+            format_interval(
+                &Interval {
+                    months: v.months,
+                    days: v.days,
+                    micros: v.nanoseconds / 1000,
+                },
+                out,
+            )
         }
         ArrowType::Interval(IntervalUnit::DayTime) => {
             let v = arr!(IntervalDayTimeArray).value(row);
-            format_interval(&Interval { months: 0, days: v.days, micros: v.milliseconds as i64 * 1000 }, out)
+            format_interval(
+                &Interval {
+                    months: 0,
+                    days: v.days,
+                    micros: v.milliseconds as i64 * 1000,
+                },
+                out,
+            )
         }
         ArrowType::Interval(IntervalUnit::YearMonth) => {
             let v = arr!(IntervalYearMonthArray).value(row);
-            format_interval(&Interval { months: v, days: 0, micros: 0 }, out)
+            format_interval(
+                &Interval {
+                    months: v,
+                    days: 0,
+                    micros: 0,
+                },
+                out,
+            )
         }
         ArrowType::Duration(TimeUnit::Microsecond) => {
             let v = arr!(DurationMicrosecondArray).value(row);
-            format_interval(&Interval { months: 0, days: 0, micros: v }, out)
+            format_interval(
+                &Interval {
+                    months: 0,
+                    days: 0,
+                    micros: v,
+                },
+                out,
+            )
         }
         ArrowType::Duration(TimeUnit::Nanosecond) => {
             let v = arr!(DurationNanosecondArray).value(row);
-            format_interval(&Interval { months: 0, days: 0, micros: v / 1000 }, out)
+            format_interval(
+                &Interval {
+                    months: 0,
+                    days: 0,
+                    micros: v / 1000,
+                },
+                out,
+            )
         }
         ArrowType::Time64(TimeUnit::Microsecond) => {
             let v = arr!(Time64MicrosecondArray).value(row);
@@ -494,13 +620,19 @@ pub fn format_array_value(array: &dyn Array, row: usize, out: &mut String) {
             format_pg_array(list.as_ref(), out)
         }
         ArrowType::Dictionary(_, _) => {
-            let formatter = datafusion::arrow::util::display::ArrayFormatter::try_new(array, &Default::default());
+            let formatter = datafusion::arrow::util::display::ArrayFormatter::try_new(
+                array,
+                &Default::default(),
+            );
             if let Ok(f) = formatter {
                 write!(out, "{}", f.value(row)).unwrap();
             }
         }
         _ => {
-            let formatter = datafusion::arrow::util::display::ArrayFormatter::try_new(array, &Default::default());
+            let formatter = datafusion::arrow::util::display::ArrayFormatter::try_new(
+                array,
+                &Default::default(),
+            );
             if let Ok(f) = formatter {
                 write!(out, "{}", f.value(row)).unwrap();
             }
@@ -523,7 +655,9 @@ fn format_pg_array(values: &dyn Array, out: &mut String) {
         format_array_value(values, i, &mut item);
         let needs_quotes = item.is_empty()
             || item.eq_ignore_ascii_case("null")
-            || item.chars().any(|c| matches!(c, ',' | '{' | '}' | '"' | '\\' | ' '));
+            || item
+                .chars()
+                .any(|c| matches!(c, ',' | '{' | '}' | '"' | '\\' | ' '));
         if needs_quotes {
             out.push('"');
             for c in item.chars() {
@@ -556,7 +690,11 @@ pub fn format_float(v: f64, max_exp: i32, out: &mut String) {
         return;
     }
     // For float4 (max_exp 6) the shortest digits must be those of the f32 value.
-    let sci = if max_exp == 6 { format!("{:e}", v as f32) } else { format!("{v:e}") };
+    let sci = if max_exp == 6 {
+        format!("{:e}", v as f32)
+    } else {
+        format!("{v:e}")
+    };
     let (mantissa, exp) = sci.split_once('e').expect("{:e} has an exponent");
     let exp: i32 = exp.parse().expect("exponent is an integer");
     let negative = mantissa.starts_with('-');
@@ -623,8 +761,17 @@ pub fn format_bytea(b: &[u8], out: &mut String) {
 
 pub fn format_date(days: i32, out: &mut String) {
     match date_from_days(days) {
-        Some(d) if d.year() > 0 => write!(out, "{:04}-{:02}-{:02}", d.year(), d.month(), d.day()).unwrap(),
-        Some(d) => write!(out, "{:04}-{:02}-{:02} BC", 1 - d.year(), d.month(), d.day()).unwrap(),
+        Some(d) if d.year() > 0 => {
+            write!(out, "{:04}-{:02}-{:02}", d.year(), d.month(), d.day()).unwrap()
+        }
+        Some(d) => write!(
+            out,
+            "{:04}-{:02}-{:02} BC",
+            1 - d.year(),
+            d.month(),
+            d.day()
+        )
+        .unwrap(),
         None => out.push_str(if days > 0 { "infinity" } else { "-infinity" }),
     }
 }
@@ -632,7 +779,14 @@ pub fn format_date(days: i32, out: &mut String) {
 pub fn format_time(micros: i64, out: &mut String) {
     let secs = micros.div_euclid(MICROS_PER_SECOND);
     let frac = micros.rem_euclid(MICROS_PER_SECOND);
-    write!(out, "{:02}:{:02}:{:02}", secs / 3600, (secs / 60) % 60, secs % 60).unwrap();
+    write!(
+        out,
+        "{:02}:{:02}:{:02}",
+        secs / 3600,
+        (secs / 60) % 60,
+        secs % 60
+    )
+    .unwrap();
     format_fraction(frac, out);
 }
 
@@ -664,7 +818,11 @@ pub fn format_timestamp(micros: i64, with_tz: bool, out: &mut String) {
         return;
     };
     let d = dt.naive_utc();
-    let (year, bc) = if d.year() > 0 { (d.year(), false) } else { (1 - d.year(), true) };
+    let (year, bc) = if d.year() > 0 {
+        (d.year(), false)
+    } else {
+        (1 - d.year(), true)
+    };
     write!(
         out,
         "{:04}-{:02}-{:02} {:02}:{:02}:{:02}",
@@ -690,7 +848,8 @@ pub fn format_interval(i: &Interval, out: &mut String) {
     let mut parts: Vec<String> = Vec::new();
     let years = i.months / 12;
     let months = i.months % 12;
-    let plural = |n: i64, unit: &str| format!("{n} {unit}{}", if n == 1 || n == -1 { "" } else { "s" });
+    let plural =
+        |n: i64, unit: &str| format!("{n} {unit}{}", if n == 1 || n == -1 { "" } else { "s" });
     if years != 0 {
         parts.push(plural(years as i64, "year"));
     }
@@ -710,7 +869,14 @@ pub fn format_interval(i: &Interval, out: &mut String) {
         } else if parts.iter().any(|p| p.starts_with('-')) {
             s.push('+');
         }
-        write!(s, "{:02}:{:02}:{:02}", secs / 3600, (secs / 60) % 60, secs % 60).unwrap();
+        write!(
+            s,
+            "{:02}:{:02}:{:02}",
+            secs / 3600,
+            (secs / 60) % 60,
+            secs % 60
+        )
+        .unwrap();
         format_fraction(abs % MICROS_PER_SECOND, &mut s);
         parts.push(s);
     }
@@ -728,9 +894,12 @@ pub fn format_value(v: &Value) -> Option<String> {
         Value::Int64(x) => write!(out, "{x}").unwrap(),
         Value::Float32(x) => format_float(*x as f64, 6, &mut out),
         Value::Float64(x) => format_float(*x, 15, &mut out),
-        Value::Numeric { mantissa, scale } => {
-            format_decimal(*mantissa, *scale as i8, *scale == NUMERIC_DEFAULT_SCALE, &mut out)
-        }
+        Value::Numeric { mantissa, scale } => format_decimal(
+            *mantissa,
+            *scale as i8,
+            *scale == NUMERIC_DEFAULT_SCALE,
+            &mut out,
+        ),
         Value::Text(s) => out.push_str(s),
         Value::Bytea(b) => format_bytea(b, &mut out),
         Value::Date(d) => format_date(*d, &mut out),
@@ -803,9 +972,18 @@ mod tests {
         let t = DataType::Varchar(Some(3));
         assert_eq!(check_varchar("ab ", Some(3), &t).unwrap(), "ab ");
         assert_eq!(check_varchar("abc  ", Some(3), &t).unwrap(), "abc");
-        assert_eq!(check_varchar("abcd", Some(3), &t).unwrap_err().code, code::STRING_DATA_RIGHT_TRUNCATION);
+        assert_eq!(
+            check_varchar("abcd", Some(3), &t).unwrap_err().code,
+            code::STRING_DATA_RIGHT_TRUNCATION
+        );
         assert_eq!(check_char("ab", 4).unwrap(), "ab  ");
-        assert_eq!(parse_value("40000", &DataType::Int16).unwrap_err().code, code::NUMERIC_VALUE_OUT_OF_RANGE);
-        assert_eq!(parse_value("4x", &DataType::Int32).unwrap_err().code, code::INVALID_TEXT_REPRESENTATION);
+        assert_eq!(
+            parse_value("40000", &DataType::Int16).unwrap_err().code,
+            code::NUMERIC_VALUE_OUT_OF_RANGE
+        );
+        assert_eq!(
+            parse_value("4x", &DataType::Int32).unwrap_err().code,
+            code::INVALID_TEXT_REPRESENTATION
+        );
     }
 }

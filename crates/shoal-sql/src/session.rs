@@ -41,7 +41,11 @@ pub fn columns_of_schema(schema: &SchemaRef) -> Vec<ResultColumn> {
                 .get(crate::types::PG_TYPE_METADATA_KEY)
                 .and_then(|v| v.parse().ok())
                 .unwrap_or_else(|| pg_oid_for_arrow(f.data_type()));
-            ResultColumn { name: f.name().clone(), type_oid, typmod: -1 }
+            ResultColumn {
+                name: f.name().clone(),
+                type_oid,
+                typmod: -1,
+            }
         })
         .collect()
 }
@@ -49,19 +53,36 @@ pub fn columns_of_schema(schema: &SchemaRef) -> Vec<ResultColumn> {
 /// What one statement produced.
 #[derive(Debug)]
 pub enum StatementResult {
-    Rows { columns: Vec<ResultColumn>, batches: Vec<RecordBatch>, tag: &'static str },
+    Rows {
+        columns: Vec<ResultColumn>,
+        batches: Vec<RecordBatch>,
+        tag: &'static str,
+    },
     /// A command tag such as "CREATE TABLE"; `rows` adds the count ("INSERT 0 5" has oid 0).
-    Command { tag: String, rows: Option<usize>, oid: Option<u32> },
+    Command {
+        tag: String,
+        rows: Option<usize>,
+        oid: Option<u32>,
+    },
     TransactionStart(String),
     TransactionEnd(String),
     CopyIn(CopyRequest),
-    CopyOut { columns: usize, data: Vec<u8>, rows: usize, csv: bool },
+    CopyOut {
+        columns: usize,
+        data: Vec<u8>,
+        rows: usize,
+        csv: bool,
+    },
     Empty,
 }
 
 impl StatementResult {
     pub fn command(tag: &str) -> Self {
-        StatementResult::Command { tag: tag.to_string(), rows: None, oid: None }
+        StatementResult::Command {
+            tag: tag.to_string(),
+            rows: None,
+            oid: None,
+        }
     }
 }
 
@@ -112,7 +133,14 @@ impl Session {
         let settings = Settings::default();
         *scope.settings.lock() = settings.all().clone();
         *scope.search_path.lock() = settings.search_path();
-        Session { engine, scope, state, txn: TxnState::Idle, settings, reported_changes: Vec::new() }
+        Session {
+            engine,
+            scope,
+            state,
+            txn: TxnState::Idle,
+            settings,
+            reported_changes: Vec::new(),
+        }
     }
 
     pub fn backend_pid(&self) -> i32 {
@@ -216,8 +244,17 @@ impl Session {
     }
 
     /// Completes a COPY FROM STDIN that `execute_statement` started.
-    pub fn finish_copy(&mut self, txn: Transaction, implicit: bool, result: SqlResult<usize>) -> SqlResult<usize> {
-        let r = result.map(|rows| StatementResult::Command { tag: "COPY".into(), rows: Some(rows), oid: None });
+    pub fn finish_copy(
+        &mut self,
+        txn: Transaction,
+        implicit: bool,
+        result: SqlResult<usize>,
+    ) -> SqlResult<usize> {
+        let r = result.map(|rows| StatementResult::Command {
+            tag: "COPY".into(),
+            rows: Some(rows),
+            oid: None,
+        });
         match self.finish_statement(txn, implicit, r)? {
             StatementResult::Command { rows, .. } => Ok(rows.unwrap_or(0)),
             _ => Ok(0),
@@ -235,7 +272,11 @@ impl Session {
         for name in self.settings.end_transaction() {
             self.setting_changed(&name);
         }
-        let iso = self.settings.get("default_transaction_isolation").unwrap_or("read committed").to_string();
+        let iso = self
+            .settings
+            .get("default_transaction_isolation")
+            .unwrap_or("read committed")
+            .to_string();
         self.settings.set("transaction_isolation", &iso, false).ok();
         self.sync_scope_settings();
     }
@@ -248,7 +289,8 @@ impl Session {
     fn setting_changed(&mut self, name: &str) {
         if Settings::is_reported(name) {
             let value = self.settings.get(name).unwrap_or("").to_string();
-            self.reported_changes.push((crate::settings::reported_name(name).to_string(), value));
+            self.reported_changes
+                .push((crate::settings::reported_name(name).to_string(), value));
         }
     }
 
@@ -257,8 +299,13 @@ impl Session {
         Some(match stmt {
             Statement::StartTransaction { modes, .. } => self.begin_block(modes),
             Statement::Commit { .. } => Ok(self.commit_block()),
-            Statement::Rollback { savepoint: None, .. } => Ok(self.rollback_block()),
-            Statement::Rollback { savepoint: Some(name), .. } => self.rollback_to(&name.value),
+            Statement::Rollback {
+                savepoint: None, ..
+            } => Ok(self.rollback_block()),
+            Statement::Rollback {
+                savepoint: Some(name),
+                ..
+            } => self.rollback_to(&name.value),
             Statement::Savepoint { name } => self.savepoint(&name.value),
             Statement::ReleaseSavepoint { name } => self.release(&name.value),
             _ => return None,
@@ -281,7 +328,15 @@ impl Session {
             }
         }
         self.settings
-            .set("transaction_isolation", if isolation == IsolationLevel::RepeatableRead { "repeatable read" } else { "read committed" }, false)
+            .set(
+                "transaction_isolation",
+                if isolation == IsolationLevel::RepeatableRead {
+                    "repeatable read"
+                } else {
+                    "read committed"
+                },
+                false,
+            )
             .ok();
         self.sync_scope_settings();
         self.txn = TxnState::Block(self.engine.db.begin(isolation));
@@ -320,7 +375,10 @@ impl Session {
                 Ok(StatementResult::command("SAVEPOINT"))
             }
             TxnState::Failed(_) => Err(SqlError::in_failed_transaction()),
-            TxnState::Idle => Err(SqlError::new(code::NO_ACTIVE_SQL_TRANSACTION, "SAVEPOINT can only be used in transaction blocks")),
+            TxnState::Idle => Err(SqlError::new(
+                code::NO_ACTIVE_SQL_TRANSACTION,
+                "SAVEPOINT can only be used in transaction blocks",
+            )),
         }
     }
 
@@ -335,23 +393,31 @@ impl Session {
                 Ok(StatementResult::command("RELEASE"))
             }
             TxnState::Failed(_) => Err(SqlError::in_failed_transaction()),
-            TxnState::Idle => Err(SqlError::new(code::NO_ACTIVE_SQL_TRANSACTION, "RELEASE SAVEPOINT can only be used in transaction blocks")),
+            TxnState::Idle => Err(SqlError::new(
+                code::NO_ACTIVE_SQL_TRANSACTION,
+                "RELEASE SAVEPOINT can only be used in transaction blocks",
+            )),
         }
     }
 
     fn rollback_to(&mut self, name: &str) -> SqlResult<StatementResult> {
         match std::mem::replace(&mut self.txn, TxnState::Idle) {
-            TxnState::Block(mut t) | TxnState::Failed(mut t) => match self.engine.db.rollback_to_savepoint(&mut t, name) {
-                Ok(()) => {
-                    self.txn = TxnState::Block(t);
-                    Ok(StatementResult::command("ROLLBACK"))
+            TxnState::Block(mut t) | TxnState::Failed(mut t) => {
+                match self.engine.db.rollback_to_savepoint(&mut t, name) {
+                    Ok(()) => {
+                        self.txn = TxnState::Block(t);
+                        Ok(StatementResult::command("ROLLBACK"))
+                    }
+                    Err(e) => {
+                        self.txn = TxnState::Failed(t);
+                        Err(e.into())
+                    }
                 }
-                Err(e) => {
-                    self.txn = TxnState::Failed(t);
-                    Err(e.into())
-                }
-            },
-            TxnState::Idle => Err(SqlError::new(code::NO_ACTIVE_SQL_TRANSACTION, "ROLLBACK TO SAVEPOINT can only be used in transaction blocks")),
+            }
+            TxnState::Idle => Err(SqlError::new(
+                code::NO_ACTIVE_SQL_TRANSACTION,
+                "ROLLBACK TO SAVEPOINT can only be used in transaction blocks",
+            )),
         }
     }
 
@@ -363,10 +429,12 @@ impl Session {
             Statement::Reset(r) => {
                 let changed = match &r.reset {
                     ast::Reset::ALL => self.settings.reset_all(),
-                    ast::Reset::ConfigurationParameter(name) => match self.settings.reset(&name.to_string()) {
-                        Ok(n) => vec![n],
-                        Err(e) => return Some(Err(e)),
-                    },
+                    ast::Reset::ConfigurationParameter(name) => {
+                        match self.settings.reset(&name.to_string()) {
+                            Ok(n) => vec![n],
+                            Err(e) => return Some(Err(e)),
+                        }
+                    }
                 };
                 for n in changed {
                     self.setting_changed(&n);
@@ -386,10 +454,19 @@ impl Session {
     fn set(&mut self, set: &ast::Set) -> SqlResult<StatementResult> {
         let in_block = !matches!(self.txn, TxnState::Idle);
         match set {
-            ast::Set::SingleAssignment { scope, variable, values, .. } => {
+            ast::Set::SingleAssignment {
+                scope,
+                variable,
+                values,
+                ..
+            } => {
                 let local = matches!(scope, Some(ast::ContextModifier::Local));
                 let name = variable.to_string().to_lowercase();
-                let value = values.iter().map(setting_value_text).collect::<Vec<_>>().join(", ");
+                let value = values
+                    .iter()
+                    .map(setting_value_text)
+                    .collect::<Vec<_>>()
+                    .join(", ");
                 if local && !in_block {
                     // PostgreSQL warns that SET LOCAL outside a block has no effect.
                     return Ok(StatementResult::command("SET"));
@@ -412,13 +489,19 @@ impl Session {
                 Ok(StatementResult::command("SET"))
             }
             ast::Set::SetTimeZone { local, value } => {
-                let name = self.settings.set("timezone", &setting_value_text(value), *local && in_block)?;
+                let name = self.settings.set(
+                    "timezone",
+                    &setting_value_text(value),
+                    *local && in_block,
+                )?;
                 self.setting_changed(&name);
                 self.sync_scope_settings();
                 Ok(StatementResult::command("SET"))
             }
             ast::Set::SetNames { charset_name, .. } => {
-                let name = self.settings.set("client_encoding", &charset_name.value, false)?;
+                let name = self
+                    .settings
+                    .set("client_encoding", &charset_name.value, false)?;
                 self.setting_changed(&name);
                 Ok(StatementResult::command("SET"))
             }
@@ -426,9 +509,14 @@ impl Session {
                 for m in modes {
                     if let ast::TransactionMode::IsolationLevel(level) = m {
                         let iso = isolation_of(level)?;
-                        let text = if iso == IsolationLevel::RepeatableRead { "repeatable read" } else { "read committed" };
+                        let text = if iso == IsolationLevel::RepeatableRead {
+                            "repeatable read"
+                        } else {
+                            "read committed"
+                        };
                         if *session {
-                            self.settings.set("default_transaction_isolation", text, false)?;
+                            self.settings
+                                .set("default_transaction_isolation", text, false)?;
                         } else if in_block {
                             self.set_block_isolation(text)?;
                             self.settings.set("transaction_isolation", text, false)?;
@@ -444,7 +532,11 @@ impl Session {
 
     /// SET TRANSACTION ISOLATION LEVEL inside a block: allowed before its first query only.
     fn set_block_isolation(&mut self, level: &str) -> SqlResult<()> {
-        let iso = if level.contains("repeatable") { IsolationLevel::RepeatableRead } else { IsolationLevel::ReadCommitted };
+        let iso = if level.contains("repeatable") {
+            IsolationLevel::RepeatableRead
+        } else {
+            IsolationLevel::ReadCommitted
+        };
         if let TxnState::Block(t) = &self.txn {
             if t.isolation() == iso {
                 return Ok(());
@@ -465,7 +557,11 @@ impl Session {
     }
 
     fn show(&mut self, variable: &[ast::Ident]) -> SqlResult<StatementResult> {
-        let name = variable.iter().map(|i| i.value.to_lowercase()).collect::<Vec<_>>().join(" ");
+        let name = variable
+            .iter()
+            .map(|i| i.value.to_lowercase())
+            .collect::<Vec<_>>()
+            .join(" ");
         let name = match name.as_str() {
             "time zone" => "timezone".to_string(),
             "transaction isolation level" => "transaction_isolation".to_string(),
@@ -480,20 +576,55 @@ impl Session {
                 ("description", ArrowType::Utf8),
             ]);
             let _ = &mut b;
-            let batch = rows_batch(&["name", "setting", "description"], names.iter().map(|(n, v)| vec![n.to_string(), v.to_string(), String::new()]).collect());
-            return Ok(StatementResult::Rows { columns: columns_of_schema(&batch.schema()), batches: vec![batch], tag: "SHOW" });
+            let batch = rows_batch(
+                &["name", "setting", "description"],
+                names
+                    .iter()
+                    .map(|(n, v)| vec![n.to_string(), v.to_string(), String::new()])
+                    .collect(),
+            );
+            return Ok(StatementResult::Rows {
+                columns: columns_of_schema(&batch.schema()),
+                batches: vec![batch],
+                tag: "SHOW",
+            });
         }
-        let value = self.settings.get(&name).map(|s| s.to_string()).ok_or_else(|| {
-            SqlError::new(code::UNDEFINED_OBJECT, format!("unrecognized configuration parameter \"{name}\""))
-        })?;
-        let column = variable.iter().map(|i| i.value.to_lowercase()).collect::<Vec<_>>().join("_");
-        let column = if column == "time_zone" { "TimeZone".to_string() } else if column == "datestyle" { "DateStyle".to_string() } else { column };
+        let value = self
+            .settings
+            .get(&name)
+            .map(|s| s.to_string())
+            .ok_or_else(|| {
+                SqlError::new(
+                    code::UNDEFINED_OBJECT,
+                    format!("unrecognized configuration parameter \"{name}\""),
+                )
+            })?;
+        let column = variable
+            .iter()
+            .map(|i| i.value.to_lowercase())
+            .collect::<Vec<_>>()
+            .join("_");
+        let column = if column == "time_zone" {
+            "TimeZone".to_string()
+        } else if column == "datestyle" {
+            "DateStyle".to_string()
+        } else {
+            column
+        };
         let batch = rows_batch(&[column.as_str()], vec![vec![value]]);
-        Ok(StatementResult::Rows { columns: columns_of_schema(&batch.schema()), batches: vec![batch], tag: "SHOW" })
+        Ok(StatementResult::Rows {
+            columns: columns_of_schema(&batch.schema()),
+            batches: vec![batch],
+            tag: "SHOW",
+        })
     }
 
     /// Everything that needs a transaction: queries, DML, DDL, COPY.
-    async fn run_in_transaction(&mut self, txn: &mut Transaction, stmt: Statement) -> SqlResult<StatementResult> {
+    async fn run_in_transaction(
+        &mut self,
+        txn: &mut Transaction,
+        stmt: Statement,
+    ) -> SqlResult<StatementResult> {
         let snapshot = self.engine.db.statement_snapshot(txn);
         *self.scope.snapshot.lock() = snapshot;
         match stmt {
@@ -501,10 +632,29 @@ impl Session {
             Statement::Insert(insert) => dml::insert(self, txn, insert).await,
             Statement::Update(update) => dml::update(self, txn, update).await,
             Statement::Delete(delete) => dml::delete(self, txn, delete).await,
-            Statement::Copy { source, to, target, options, legacy_options, values } => {
-                crate::copy::start(self, txn, source, to, target, options, legacy_options, values).await
+            Statement::Copy {
+                source,
+                to,
+                target,
+                options,
+                legacy_options,
+                values,
+            } => {
+                crate::copy::start(
+                    self,
+                    txn,
+                    source,
+                    to,
+                    target,
+                    options,
+                    legacy_options,
+                    values,
+                )
+                .await
             }
-            Statement::Explain { statement, analyze, .. } => self.explain(*statement, analyze).await,
+            Statement::Explain {
+                statement, analyze, ..
+            } => self.explain(*statement, analyze).await,
             Statement::Vacuum(_) => {
                 self.engine.db.vacuum();
                 Ok(StatementResult::command("VACUUM"))
@@ -518,25 +668,40 @@ impl Session {
         &self.state
     }
 
-    async fn run_query(&mut self, txn: &mut Transaction, q: ast::Query) -> SqlResult<StatementResult> {
+    async fn run_query(
+        &mut self,
+        txn: &mut Transaction,
+        q: ast::Query,
+    ) -> SqlResult<StatementResult> {
         if !q.locks.is_empty() {
             return dml::select_for_update(self, txn, q).await;
         }
-        let plan = query::plan_statement(&self.state, &self.scope, Statement::Query(Box::new(q))).await?;
+        let plan =
+            query::plan_statement(&self.state, &self.scope, Statement::Query(Box::new(q))).await?;
         self.run_plan(plan, None).await
     }
 
-    pub async fn run_plan(&self, plan: LogicalPlan, params: Option<ParamValues>) -> SqlResult<StatementResult> {
+    pub async fn run_plan(
+        &self,
+        plan: LogicalPlan,
+        params: Option<ParamValues>,
+    ) -> SqlResult<StatementResult> {
         let schema = plan.schema().inner().clone();
         let batches = query::execute_plan(&self.state, plan, params).await?;
-        Ok(StatementResult::Rows { columns: columns_of_schema(&schema), batches, tag: "SELECT" })
+        Ok(StatementResult::Rows {
+            columns: columns_of_schema(&schema),
+            batches,
+            tag: "SELECT",
+        })
     }
 
     async fn explain(&mut self, stmt: Statement, analyze: bool) -> SqlResult<StatementResult> {
         let plan = query::plan_statement(&self.state, &self.scope, stmt).await?;
         let builder = datafusion::logical_expr::LogicalPlanBuilder::from(plan);
         let explained = if analyze {
-            builder.explain_option_format(datafusion::logical_expr::ExplainOption::default().with_analyze(true))?
+            builder.explain_option_format(
+                datafusion::logical_expr::ExplainOption::default().with_analyze(true),
+            )?
         } else {
             builder.explain(false, false)?
         }
@@ -555,7 +720,11 @@ impl Session {
                     }
                 }
                 let batch = rows_batch(&["QUERY PLAN"], lines);
-                StatementResult::Rows { columns: columns_of_schema(&batch.schema()), batches: vec![batch], tag: "EXPLAIN" }
+                StatementResult::Rows {
+                    columns: columns_of_schema(&batch.schema()),
+                    batches: vec![batch],
+                    tag: "EXPLAIN",
+                }
             }
             other => other,
         })
@@ -568,7 +737,9 @@ impl Session {
     pub async fn prepare(&mut self, sql: &str, declared: &[u32]) -> SqlResult<Prepared> {
         let mut statements = parse_sql(sql)?;
         if statements.len() > 1 {
-            return Err(SqlError::syntax("cannot insert multiple commands into a prepared statement"));
+            return Err(SqlError::syntax(
+                "cannot insert multiple commands into a prepared statement",
+            ));
         }
         let stmt = statements.pop();
         let mut prepared = Prepared {
@@ -579,7 +750,9 @@ impl Session {
             columns: None,
             plan: parking_lot::Mutex::new(None),
         };
-        let Some(stmt) = stmt else { return Ok(prepared) };
+        let Some(stmt) = stmt else {
+            return Ok(prepared);
+        };
         let count = params::count_placeholders(&stmt);
         let mut inferred: Vec<Option<ArrowType>> = vec![None; count];
         match &stmt {
@@ -604,8 +777,16 @@ impl Session {
                 prepared.columns = columns;
             }
             Statement::ShowVariable { variable } => {
-                let name = variable.iter().map(|i| i.value.to_lowercase()).collect::<Vec<_>>().join("_");
-                prepared.columns = Some(vec![ResultColumn { name, type_oid: crate::types::oid::TEXT, typmod: -1 }]);
+                let name = variable
+                    .iter()
+                    .map(|i| i.value.to_lowercase())
+                    .collect::<Vec<_>>()
+                    .join("_");
+                prepared.columns = Some(vec![ResultColumn {
+                    name,
+                    type_oid: crate::types::oid::TEXT,
+                    typmod: -1,
+                }]);
             }
             _ => {}
         }
@@ -614,9 +795,17 @@ impl Session {
             let t = if declared_oid != 0 {
                 params::arrow_type_for_oid(declared_oid)
             } else {
-                inferred.get(i).cloned().flatten().unwrap_or(ArrowType::Utf8)
+                inferred
+                    .get(i)
+                    .cloned()
+                    .flatten()
+                    .unwrap_or(ArrowType::Utf8)
             };
-            let oid = if declared_oid != 0 { declared_oid } else { pg_oid_for_arrow(&t) };
+            let oid = if declared_oid != 0 {
+                declared_oid
+            } else {
+                pg_oid_for_arrow(&t)
+            };
             prepared.param_types.push(t);
             prepared.param_oids.push(oid);
         }
@@ -628,12 +817,23 @@ impl Session {
     }
 
     /// Execute: runs a prepared statement with bound parameter values.
-    pub async fn execute_prepared(&mut self, prepared: &Prepared, values: Vec<ScalarValue>) -> SqlResult<StatementResult> {
-        let Some(stmt) = prepared.stmt.clone() else { return Ok(StatementResult::Empty) };
+    pub async fn execute_prepared(
+        &mut self,
+        prepared: &Prepared,
+        values: Vec<ScalarValue>,
+    ) -> SqlResult<StatementResult> {
+        let Some(stmt) = prepared.stmt.clone() else {
+            return Ok(StatementResult::Empty);
+        };
         let is_query = matches!(stmt, Statement::Query(ref q) if q.locks.is_empty());
         if is_query && !matches!(self.txn, TxnState::Failed(_)) {
             let version = self.engine.catalog.read().version;
-            let cached = prepared.plan.lock().as_ref().filter(|(_, v)| *v == version).map(|(p, _)| p.clone());
+            let cached = prepared
+                .plan
+                .lock()
+                .as_ref()
+                .filter(|(_, v)| *v == version)
+                .map(|(p, _)| p.clone());
             if let Some(plan) = cached {
                 let implicit = matches!(self.txn, TxnState::Idle);
                 let mut txn = match std::mem::replace(&mut self.txn, TxnState::Idle) {
@@ -642,7 +842,13 @@ impl Session {
                 };
                 let snapshot = self.engine.db.statement_snapshot(&mut txn);
                 *self.scope.snapshot.lock() = snapshot;
-                let params = if values.is_empty() { None } else { Some(ParamValues::List(values.into_iter().map(Into::into).collect())) };
+                let params = if values.is_empty() {
+                    None
+                } else {
+                    Some(ParamValues::List(
+                        values.into_iter().map(Into::into).collect(),
+                    ))
+                };
                 let result = self.run_plan(plan, params).await;
                 return self.finish_statement(txn, implicit, result);
             }
@@ -655,8 +861,10 @@ impl Session {
 
 fn isolation_of(level: &ast::TransactionIsolationLevel) -> SqlResult<IsolationLevel> {
     match level {
-        ast::TransactionIsolationLevel::ReadCommitted | ast::TransactionIsolationLevel::ReadUncommitted => Ok(IsolationLevel::ReadCommitted),
-        ast::TransactionIsolationLevel::RepeatableRead | ast::TransactionIsolationLevel::Snapshot => Ok(IsolationLevel::RepeatableRead),
+        ast::TransactionIsolationLevel::ReadCommitted
+        | ast::TransactionIsolationLevel::ReadUncommitted => Ok(IsolationLevel::ReadCommitted),
+        ast::TransactionIsolationLevel::RepeatableRead
+        | ast::TransactionIsolationLevel::Snapshot => Ok(IsolationLevel::RepeatableRead),
         ast::TransactionIsolationLevel::Serializable => Err(serializable_unsupported()),
     }
 }
@@ -667,11 +875,20 @@ fn setting_value_text(e: &ast::Expr) -> String {
         ast::Expr::Value(v) => match &v.value {
             ast::Value::SingleQuotedString(s) | ast::Value::DoubleQuotedString(s) => s.clone(),
             ast::Value::Number(n, _) => n.clone(),
-            ast::Value::Boolean(b) => if *b { "on".into() } else { "off".into() },
+            ast::Value::Boolean(b) => {
+                if *b {
+                    "on".into()
+                } else {
+                    "off".into()
+                }
+            }
             other => other.to_string(),
         },
         ast::Expr::Identifier(i) => i.value.clone(),
-        ast::Expr::UnaryOp { op: ast::UnaryOperator::Minus, expr } => format!("-{}", setting_value_text(expr)),
+        ast::Expr::UnaryOp {
+            op: ast::UnaryOperator::Minus,
+            expr,
+        } => format!("-{}", setting_value_text(expr)),
         other => other.to_string(),
     }
 }
@@ -680,9 +897,18 @@ fn setting_value_text(e: &ast::Expr) -> String {
 pub fn rows_batch(names: &[&str], rows: Vec<Vec<String>>) -> RecordBatch {
     use datafusion::arrow::array::{ArrayRef, StringArray};
     use datafusion::arrow::datatypes::{Field, Schema};
-    let schema = Arc::new(Schema::new(names.iter().map(|n| Field::new(*n, ArrowType::Utf8, true)).collect::<Vec<_>>()));
+    let schema = Arc::new(Schema::new(
+        names
+            .iter()
+            .map(|n| Field::new(*n, ArrowType::Utf8, true))
+            .collect::<Vec<_>>(),
+    ));
     let columns: Vec<ArrayRef> = (0..names.len())
-        .map(|i| Arc::new(StringArray::from(rows.iter().map(|r| r[i].clone()).collect::<Vec<_>>())) as ArrayRef)
+        .map(|i| {
+            Arc::new(StringArray::from(
+                rows.iter().map(|r| r[i].clone()).collect::<Vec<_>>(),
+            )) as ArrayRef
+        })
         .collect();
     RecordBatch::try_new(schema, columns).expect("text columns match schema")
 }

@@ -71,7 +71,10 @@ pub struct Settings {
 impl Default for Settings {
     fn default() -> Self {
         Settings {
-            values: KNOWN_SETTINGS.iter().map(|(n, v, _)| (n.to_string(), v.to_string())).collect(),
+            values: KNOWN_SETTINGS
+                .iter()
+                .map(|(n, v, _)| (n.to_string(), v.to_string()))
+                .collect(),
             local_undo: Vec::new(),
         }
     }
@@ -91,7 +94,10 @@ impl Settings {
     }
 
     fn default_of(name: &str) -> Option<&'static str> {
-        KNOWN_SETTINGS.iter().find(|(n, _, _)| *n == name).map(|(_, v, _)| *v)
+        KNOWN_SETTINGS
+            .iter()
+            .find(|(n, _, _)| *n == name)
+            .map(|(_, v, _)| *v)
     }
 
     /// Sets a parameter; returns the canonical name. `local` values revert at transaction end.
@@ -104,7 +110,14 @@ impl Settings {
                 format!("unrecognized configuration parameter \"{name}\""),
             ));
         }
-        if matches!(name.as_str(), "server_version" | "server_encoding" | "integer_datetimes" | "server_version_num" | "max_identifier_length") {
+        if matches!(
+            name.as_str(),
+            "server_version"
+                | "server_encoding"
+                | "integer_datetimes"
+                | "server_version_num"
+                | "max_identifier_length"
+        ) {
             return Err(SqlError::new(
                 "55P02",
                 format!("parameter \"{name}\" cannot be changed"),
@@ -125,7 +138,10 @@ impl Settings {
                 Ok(name)
             }
             None if self.values.remove(&name).is_some() => Ok(name),
-            None => Err(SqlError::new(code::UNDEFINED_OBJECT, format!("unrecognized configuration parameter \"{name}\""))),
+            None => Err(SqlError::new(
+                code::UNDEFINED_OBJECT,
+                format!("unrecognized configuration parameter \"{name}\""),
+            )),
         }
     }
 
@@ -159,18 +175,30 @@ pub fn parse_search_path(v: &str) -> Vec<String> {
     v.split(',')
         .map(|s| s.trim())
         .filter(|s| !s.is_empty())
-        .map(|s| if s.starts_with('"') { s.trim_matches('"').to_string() } else { s.to_lowercase() })
+        .map(|s| {
+            if s.starts_with('"') {
+                s.trim_matches('"').to_string()
+            } else {
+                s.to_lowercase()
+            }
+        })
         .filter(|s| s != "$user")
         .collect()
 }
 
 fn normalize(name: &str, value: &str) -> SqlResult<String> {
-    let bad = || SqlError::new(code::INVALID_PARAMETER_VALUE, format!("invalid value for parameter \"{name}\": \"{value}\""));
+    let bad = || {
+        SqlError::new(
+            code::INVALID_PARAMETER_VALUE,
+            format!("invalid value for parameter \"{name}\": \"{value}\""),
+        )
+    };
     Ok(match name {
         "timezone" => {
             let v = value.trim();
             match v.to_lowercase().as_str() {
-                "utc" | "gmt" | "z" | "zulu" | "etc/utc" | "universal" | "0" | "+00:00" | "default" | "local" => "UTC".to_string(),
+                "utc" | "gmt" | "z" | "zulu" | "etc/utc" | "universal" | "0" | "+00:00"
+                | "default" | "local" => "UTC".to_string(),
                 _ => {
                     return Err(SqlError::new(
                         code::FEATURE_NOT_SUPPORTED,
@@ -182,11 +210,21 @@ fn normalize(name: &str, value: &str) -> SqlResult<String> {
         "client_encoding" => match value.to_uppercase().replace(['-', '_'], "").as_str() {
             "UTF8" | "UNICODE" => "UTF8".to_string(),
             "SQLASCII" => "SQL_ASCII".to_string(),
-            _ => return Err(SqlError::new(code::FEATURE_NOT_SUPPORTED, format!("conversion to encoding \"{value}\" is not supported"))),
+            _ => {
+                return Err(SqlError::new(
+                    code::FEATURE_NOT_SUPPORTED,
+                    format!("conversion to encoding \"{value}\" is not supported"),
+                ))
+            }
         },
         "datestyle" => {
             let v = value.to_uppercase();
-            if v.contains("ISO") || v.contains("MDY") || v.contains("DMY") || v.contains("YMD") || v.contains("DEFAULT") {
+            if v.contains("ISO")
+                || v.contains("MDY")
+                || v.contains("DMY")
+                || v.contains("YMD")
+                || v.contains("DEFAULT")
+            {
                 "ISO, MDY".to_string()
             } else {
                 return Err(bad());
@@ -209,9 +247,8 @@ fn normalize(name: &str, value: &str) -> SqlResult<String> {
             n.to_string()
         }
         "synchronous_commit" => match value.to_lowercase().as_str() {
-            "on" | "off" | "local" | "remote_write" | "remote_apply" | "true" | "false" | "yes" | "no" | "1" | "0" => {
-                value.to_lowercase()
-            }
+            "on" | "off" | "local" | "remote_write" | "remote_apply" | "true" | "false" | "yes"
+            | "no" | "1" | "0" => value.to_lowercase(),
             _ => return Err(bad()),
         },
         "statement_timeout" | "lock_timeout" | "idle_in_transaction_session_timeout" => {
@@ -222,8 +259,11 @@ fn normalize(name: &str, value: &str) -> SqlResult<String> {
 }
 
 pub fn serializable_unsupported() -> SqlError {
-    SqlError::new(code::FEATURE_NOT_SUPPORTED, "SERIALIZABLE isolation is not supported")
-        .with_hint("Use REPEATABLE READ (snapshot isolation) or READ COMMITTED.")
+    SqlError::new(
+        code::FEATURE_NOT_SUPPORTED,
+        "SERIALIZABLE isolation is not supported",
+    )
+    .with_hint("Use REPEATABLE READ (snapshot isolation) or READ COMMITTED.")
 }
 
 /// Parses PostgreSQL time settings: "0", "500", "5s", "2min", "100ms" → milliseconds.

@@ -59,10 +59,13 @@ pub fn arrow_type(t: &DataType) -> ArrowType {
         DataType::Int64 => ArrowType::Int64,
         DataType::Float32 => ArrowType::Float32,
         DataType::Float64 => ArrowType::Float64,
-        DataType::Numeric { precision, .. } => {
-            ArrowType::Decimal128(precision.unwrap_or(NUMERIC_MAX_PRECISION), t.numeric_scale() as i8)
+        DataType::Numeric { precision, .. } => ArrowType::Decimal128(
+            precision.unwrap_or(NUMERIC_MAX_PRECISION),
+            t.numeric_scale() as i8,
+        ),
+        DataType::Text | DataType::Varchar(_) | DataType::Char(_) | DataType::Uuid => {
+            ArrowType::Utf8
         }
-        DataType::Text | DataType::Varchar(_) | DataType::Char(_) | DataType::Uuid => ArrowType::Utf8,
         DataType::Bytea => ArrowType::Binary,
         DataType::Date => ArrowType::Date32,
         DataType::Timestamp => ArrowType::Timestamp(TimeUnit::Microsecond, None),
@@ -80,9 +83,13 @@ pub fn pg_type_of(t: &DataType) -> (u32, i32) {
         DataType::Int64 => (oid::INT8, -1),
         DataType::Float32 => (oid::FLOAT4, -1),
         DataType::Float64 => (oid::FLOAT8, -1),
-        DataType::Numeric { precision: Some(p), scale } => {
-            (oid::NUMERIC, (((*p as i32) << 16) | scale.unwrap_or(0) as i32) + 4)
-        }
+        DataType::Numeric {
+            precision: Some(p),
+            scale,
+        } => (
+            oid::NUMERIC,
+            (((*p as i32) << 16) | scale.unwrap_or(0) as i32) + 4,
+        ),
         DataType::Numeric { .. } => (oid::NUMERIC, -1),
         DataType::Text => (oid::TEXT, -1),
         DataType::Varchar(n) => (oid::VARCHAR, n.map(|n| n as i32 + 4).unwrap_or(-1)),
@@ -105,7 +112,10 @@ pub fn format_type(t: &DataType) -> String {
         DataType::Int64 => "bigint".into(),
         DataType::Float32 => "real".into(),
         DataType::Float64 => "double precision".into(),
-        DataType::Numeric { precision: Some(p), scale } => {
+        DataType::Numeric {
+            precision: Some(p),
+            scale,
+        } => {
             format!("numeric({},{})", p, scale.unwrap_or(0))
         }
         DataType::Numeric { .. } => "numeric".into(),
@@ -197,9 +207,7 @@ pub fn from_sql_type(t: &ast::DataType) -> SqlResult<DataType> {
                 "int8" => DataType::Int64,
                 "float4" => DataType::Float32,
                 "float8" => DataType::Float64,
-                "bpchar" => DataType::Char(
-                    mods.first().and_then(|m| m.parse().ok()).unwrap_or(1),
-                ),
+                "bpchar" => DataType::Char(mods.first().and_then(|m| m.parse().ok()).unwrap_or(1)),
                 "timestamptz" => DataType::TimestampTz,
                 "citext" | "name" => DataType::Text,
                 _ => {
@@ -213,7 +221,10 @@ pub fn from_sql_type(t: &ast::DataType) -> SqlResult<DataType> {
         other => {
             return Err(SqlError::new(
                 code::UNDEFINED_OBJECT,
-                format!("type \"{}\" does not exist", other.to_string().to_lowercase()),
+                format!(
+                    "type \"{}\" does not exist",
+                    other.to_string().to_lowercase()
+                ),
             ))
         }
     })
@@ -233,7 +244,12 @@ pub fn is_serial_type(t: &ast::DataType) -> bool {
 
 fn numeric_type(info: &ast::ExactNumberInfo) -> SqlResult<DataType> {
     let (precision, scale) = match info {
-        ast::ExactNumberInfo::None => return Ok(DataType::Numeric { precision: None, scale: None }),
+        ast::ExactNumberInfo::None => {
+            return Ok(DataType::Numeric {
+                precision: None,
+                scale: None,
+            })
+        }
         ast::ExactNumberInfo::Precision(p) => (*p, 0),
         ast::ExactNumberInfo::PrecisionAndScale(p, s) => (*p, *s),
     };
@@ -249,7 +265,10 @@ fn numeric_type(info: &ast::ExactNumberInfo) -> SqlResult<DataType> {
             format!("NUMERIC scale {scale} must be between 0 and precision {precision}"),
         ));
     }
-    Ok(DataType::Numeric { precision: Some(precision as u8), scale: Some(scale as u8) })
+    Ok(DataType::Numeric {
+        precision: Some(precision as u8),
+        scale: Some(scale as u8),
+    })
 }
 
 fn char_length(len: &Option<ast::CharacterLength>) -> SqlResult<Option<u32>> {
@@ -278,7 +297,9 @@ pub fn value_from_array(array: &dyn Array, row: usize, t: &DataType) -> SqlResul
             array
                 .as_any()
                 .downcast_ref::<$arr>()
-                .ok_or_else(|| SqlError::internal(format!("unexpected array type {:?}", array.data_type())))?
+                .ok_or_else(|| {
+                    SqlError::internal(format!("unexpected array type {:?}", array.data_type()))
+                })?
                 .value(row)
         };
     }
@@ -289,9 +310,10 @@ pub fn value_from_array(array: &dyn Array, row: usize, t: &DataType) -> SqlResul
         DataType::Int64 => Value::Int64(get!(Int64Array)),
         DataType::Float32 => Value::Float32(get!(Float32Array)),
         DataType::Float64 => Value::Float64(get!(Float64Array)),
-        DataType::Numeric { .. } => {
-            Value::Numeric { mantissa: get!(Decimal128Array), scale: t.numeric_scale() }
-        }
+        DataType::Numeric { .. } => Value::Numeric {
+            mantissa: get!(Decimal128Array),
+            scale: t.numeric_scale(),
+        },
         DataType::Text | DataType::Varchar(_) => Value::Text(get!(StringArray).to_string()),
         DataType::Char(n) => Value::Text(pad_char(get!(StringArray), *n)),
         DataType::Uuid => Value::Uuid(parse_uuid(get!(StringArray))?),
@@ -301,7 +323,11 @@ pub fn value_from_array(array: &dyn Array, row: usize, t: &DataType) -> SqlResul
         DataType::TimestampTz => Value::TimestampTz(get!(TimestampMicrosecondArray)),
         DataType::Interval => {
             let v = get!(IntervalMonthDayNanoArray);
-            Value::Interval(Interval { months: v.months, days: v.days, micros: v.nanoseconds / 1000 })
+            Value::Interval(Interval {
+                months: v.months,
+                days: v.days,
+                micros: v.nanoseconds / 1000,
+            })
         }
     })
 }
@@ -320,12 +346,14 @@ pub fn pad_char(s: &str, n: u32) -> String {
 }
 
 pub fn parse_uuid(s: &str) -> SqlResult<u128> {
-    uuid::Uuid::parse_str(s.trim()).map(|u| u.as_u128()).map_err(|_| {
-        SqlError::new(
-            code::INVALID_TEXT_REPRESENTATION,
-            format!("invalid input syntax for type uuid: \"{s}\""),
-        )
-    })
+    uuid::Uuid::parse_str(s.trim())
+        .map(|u| u.as_u128())
+        .map_err(|_| {
+            SqlError::new(
+                code::INVALID_TEXT_REPRESENTATION,
+                format!("invalid input syntax for type uuid: \"{s}\""),
+            )
+        })
 }
 
 pub fn format_uuid(u: u128) -> String {
@@ -359,7 +387,8 @@ pub fn array_from_values<'a>(
         DataType::Date => build!(Date32Builder, Value::Date),
         DataType::Timestamp => build!(TimestampMicrosecondBuilder, Value::Timestamp),
         DataType::TimestampTz => {
-            let mut b = TimestampMicrosecondBuilder::with_capacity(values.len()).with_timezone("UTC");
+            let mut b =
+                TimestampMicrosecondBuilder::with_capacity(values.len()).with_timezone("UTC");
             for v in values {
                 match v {
                     Value::TimestampTz(x) => b.append_value(*x),
@@ -379,8 +408,14 @@ pub fn array_from_values<'a>(
                     _ => b.append_null(),
                 }
             }
-            let ArrowType::Decimal128(p, s) = arrow_type(t) else { unreachable!() };
-            Arc::new(b.finish().with_precision_and_scale(p, s).expect("valid decimal type"))
+            let ArrowType::Decimal128(p, s) = arrow_type(t) else {
+                unreachable!()
+            };
+            Arc::new(
+                b.finish()
+                    .with_precision_and_scale(p, s)
+                    .expect("valid decimal type"),
+            )
         }
         DataType::Text | DataType::Varchar(_) | DataType::Char(_) => {
             let mut b = StringBuilder::with_capacity(values.len(), values.len() * 16);
@@ -416,11 +451,9 @@ pub fn array_from_values<'a>(
             let mut b = IntervalMonthDayNanoBuilder::with_capacity(values.len());
             for v in values {
                 match v {
-                    Value::Interval(i) => b.append_value(IntervalMonthDayNano::new(
-                        i.months,
-                        i.days,
-                        i.micros * 1000,
-                    )),
+                    Value::Interval(i) => {
+                        b.append_value(IntervalMonthDayNano::new(i.months, i.days, i.micros * 1000))
+                    }
                     _ => b.append_null(),
                 }
             }

@@ -53,9 +53,17 @@ pub enum ForeignKeyAction {
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum ConstraintKind {
-    PrimaryKey { columns: Vec<usize>, index: Oid },
-    Unique { columns: Vec<usize>, index: Oid },
-    Check { expr_sql: String },
+    PrimaryKey {
+        columns: Vec<usize>,
+        index: Oid,
+    },
+    Unique {
+        columns: Vec<usize>,
+        index: Oid,
+    },
+    Check {
+        expr_sql: String,
+    },
     ForeignKey {
         columns: Vec<usize>,
         ref_table: Oid,
@@ -249,7 +257,13 @@ impl Default for Catalog {
             (PUBLIC_NAMESPACE_OID, "public"),
             (INFORMATION_SCHEMA_NAMESPACE_OID, "information_schema"),
         ] {
-            schemas.insert(name.to_string(), SchemaDef { oid, name: name.to_string() });
+            schemas.insert(
+                name.to_string(),
+                SchemaDef {
+                    oid,
+                    name: name.to_string(),
+                },
+            );
         }
         Catalog {
             next_oid: FIRST_USER_OID,
@@ -272,7 +286,9 @@ impl Catalog {
     }
 
     pub fn lookup(&self, schema: &str, name: &str) -> Option<(RelationKind, Oid)> {
-        self.relations.get(&(schema.to_string(), name.to_string())).copied()
+        self.relations
+            .get(&(schema.to_string(), name.to_string()))
+            .copied()
     }
 
     pub fn create_schema(&mut self, name: &str) -> Result<Oid, CatalogError> {
@@ -280,7 +296,13 @@ impl Catalog {
             return Err(CatalogError::DuplicateSchema(name.to_string()));
         }
         let oid = self.allocate_oid();
-        self.schemas.insert(name.to_string(), SchemaDef { oid, name: name.to_string() });
+        self.schemas.insert(
+            name.to_string(),
+            SchemaDef {
+                oid,
+                name: name.to_string(),
+            },
+        );
         self.version += 1;
         Ok(oid)
     }
@@ -313,7 +335,8 @@ impl Catalog {
     }
 
     fn release_name(&mut self, schema: &str, name: &str) {
-        self.relations.remove(&(schema.to_string(), name.to_string()));
+        self.relations
+            .remove(&(schema.to_string(), name.to_string()));
         self.version += 1;
     }
 
@@ -390,7 +413,11 @@ impl Catalog {
     }
 
     pub fn table_indexes(&self, table: Oid) -> Vec<Arc<IndexDef>> {
-        self.indexes.values().filter(|i| i.table == table).cloned().collect()
+        self.indexes
+            .values()
+            .filter(|i| i.table == table)
+            .cloned()
+            .collect()
     }
 
     pub fn insert_sequence(&mut self, def: SequenceDef) -> Result<(), CatalogError> {
@@ -442,6 +469,8 @@ impl Catalog {
         if let Some(s) = self.sequences.get(&oid) {
             return Some((s.schema.clone(), s.name.clone()));
         }
-        self.views.get(&oid).map(|v| (v.schema.clone(), v.name.clone()))
+        self.views
+            .get(&oid)
+            .map(|v| (v.schema.clone(), v.name.clone()))
     }
 }

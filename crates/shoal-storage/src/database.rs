@@ -20,7 +20,10 @@ pub struct Database {
 
 impl Database {
     pub fn new() -> Arc<Database> {
-        Arc::new(Database { shared: Arc::new(TxnShared::new()), tables: RwLock::new(HashMap::new()) })
+        Arc::new(Database {
+            shared: Arc::new(TxnShared::new()),
+            tables: RwLock::new(HashMap::new()),
+        })
     }
 
     pub(crate) fn shared(&self) -> &TxnShared {
@@ -28,7 +31,10 @@ impl Database {
     }
 
     fn check_owner(&self, txn: &Transaction) {
-        debug_assert!(Arc::ptr_eq(txn.shared(), &self.shared), "transaction of another database");
+        debug_assert!(
+            Arc::ptr_eq(txn.shared(), &self.shared),
+            "transaction of another database"
+        );
     }
 
     pub fn begin(&self, isolation: IsolationLevel) -> Transaction {
@@ -59,7 +65,11 @@ impl Database {
     }
 
     /// Undoes the changes made after the newest savepoint called `name`; the savepoint stays.
-    pub fn rollback_to_savepoint(&self, txn: &mut Transaction, name: &str) -> Result<(), StorageError> {
+    pub fn rollback_to_savepoint(
+        &self,
+        txn: &mut Transaction,
+        name: &str,
+    ) -> Result<(), StorageError> {
         self.shared.rollback_to_savepoint(txn, name)
     }
 
@@ -76,7 +86,11 @@ impl Database {
 
     /// `wait_for` that blocks the thread; for tests and tools on std threads, never on a tokio
     /// worker.
-    pub fn wait_for_blocking(&self, waiter: &Transaction, holder: TxnId) -> Result<(), StorageError> {
+    pub fn wait_for_blocking(
+        &self,
+        waiter: &Transaction,
+        holder: TxnId,
+    ) -> Result<(), StorageError> {
         self.shared.wait_for_blocking(waiter, holder)
     }
 

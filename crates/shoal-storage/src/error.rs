@@ -12,7 +12,11 @@ pub enum StorageError {
     /// SQLSTATE 23505; `key_columns` are column positions in the table and `key` the
     /// conflicting values, so the SQL layer can say `Key (id)=(1) already exists.`
     #[error("duplicate key value violates unique constraint \"{index_name}\"")]
-    UniqueViolation { index_name: String, key_columns: Vec<usize>, key: Vec<Value> },
+    UniqueViolation {
+        index_name: String,
+        key_columns: Vec<usize>,
+        key: Vec<Value>,
+    },
     /// 40001: a REPEATABLE READ transaction tried to change a row changed after its snapshot.
     #[error("could not serialize access due to concurrent update")]
     SerializationFailure,
@@ -43,7 +47,11 @@ pub enum StorageError {
     DuplicateIndex(IndexId),
     /// 42804: the SQL layer must cast values to the column type before they reach storage.
     #[error("column {column} is of type {expected:?} but value is {value:?}")]
-    TypeMismatch { column: usize, expected: DataType, value: Value },
+    TypeMismatch {
+        column: usize,
+        expected: DataType,
+        value: Value,
+    },
     /// 42601-ish: a row with the wrong number of values.
     #[error("row has {got} values but the table has {expected} columns")]
     ColumnCountMismatch { expected: usize, got: usize },

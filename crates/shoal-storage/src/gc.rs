@@ -88,9 +88,19 @@ fn prune_chunk(chunk: &crate::table::HeapChunk, horizon: CommitTs, stats: &mut G
 }
 
 /// Removes stale entries from `start` on; returns the key to resume from if the budget ran out.
-fn sweep_index(idx: &Index, types: &[DataType], start: Option<Box<[u8]>>, budget: usize, stats: &mut GcStats) -> Option<Box<[u8]>> {
+fn sweep_index(
+    idx: &Index,
+    types: &[DataType],
+    start: Option<Box<[u8]>>,
+    budget: usize,
+    stats: &mut GcStats,
+) -> Option<Box<[u8]>> {
     let lower = start.as_deref().map_or(Bound::Unbounded, Bound::Included);
-    for (visited, entry) in idx.map.range::<[u8], _>((lower, Bound::Unbounded)).enumerate() {
+    for (visited, entry) in idx
+        .map
+        .range::<[u8], _>((lower, Bound::Unbounded))
+        .enumerate()
+    {
         if visited >= budget {
             return Some(entry.key().as_bytes().into());
         }
@@ -100,7 +110,9 @@ fn sweep_index(idx: &Index, types: &[DataType], start: Option<Box<[u8]>>, budget
         }
         // Recheck under the key's stripe: a writer adds a version and its entry under it.
         let _stripe = idx.lock_key(key);
-        if !entry_is_used(idx, types, entry.value(), key) && idx.remove_entry(entry.key().as_bytes()) {
+        if !entry_is_used(idx, types, entry.value(), key)
+            && idx.remove_entry(entry.key().as_bytes())
+        {
             stats.index_entries_freed += 1;
         }
     }
@@ -137,7 +149,9 @@ impl Database {
 
     fn publish_gc_horizon(&self) -> CommitTs {
         let horizon = self.oldest_active_snapshot();
-        self.shared().gc_horizon_ts.fetch_max(horizon, Ordering::Relaxed);
+        self.shared()
+            .gc_horizon_ts
+            .fetch_max(horizon, Ordering::Relaxed);
         horizon
     }
 

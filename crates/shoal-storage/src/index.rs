@@ -66,7 +66,10 @@ impl PointMap {
             Some(PointRows::One(r)) => {
                 if !std::sync::Arc::ptr_eq(r, row) {
                     let first = r.clone();
-                    shard.insert(EntryKey::new(key), PointRows::Many(vec![first, row.clone()]));
+                    shard.insert(
+                        EntryKey::new(key),
+                        PointRows::Many(vec![first, row.clone()]),
+                    );
                 }
             }
             Some(PointRows::Many(v)) => {
@@ -115,9 +118,16 @@ fn key_hash(key: &[u8]) -> u64 {
 impl Index {
     pub(crate) fn new(def: IndexDef) -> Index {
         let point = def.unique.then(|| PointMap {
-            shards: (0..POINT_SHARDS).map(|_| RwLock::new(HashMap::new())).collect(),
+            shards: (0..POINT_SHARDS)
+                .map(|_| RwLock::new(HashMap::new()))
+                .collect(),
         });
-        Index { def, map: SkipMap::new(), stripes: (0..KEY_STRIPES).map(|_| Mutex::new(())).collect(), point }
+        Index {
+            def,
+            map: SkipMap::new(),
+            stripes: (0..KEY_STRIPES).map(|_| Mutex::new(())).collect(),
+            point,
+        }
     }
 
     /// Adds the entry (key, row) unless present; returns whether it was added. Call under the
@@ -175,7 +185,13 @@ impl Index {
 
     /// Encodes this index's key of an encoded row into `out` (cleared first) and returns
     /// whether any key column is NULL (NULL keys never conflict: NULLS DISTINCT).
-    pub(crate) fn row_key(&self, types: &[DataType], row: &[u8], values: &mut Vec<Value>, out: &mut Vec<u8>) -> bool {
+    pub(crate) fn row_key(
+        &self,
+        types: &[DataType],
+        row: &[u8],
+        values: &mut Vec<Value>,
+        out: &mut Vec<u8>,
+    ) -> bool {
         values.clear();
         out.clear();
         row_codec::decode_into(types, row, &self.def.columns, values);
@@ -199,7 +215,10 @@ const ENTRY_KEY_INLINE_BYTES: usize = 30;
 /// An index entry's map key: encoded index key + row id, inline when short.
 #[derive(Clone, Debug)]
 pub(crate) enum EntryKey {
-    Inline { len: u8, bytes: [u8; ENTRY_KEY_INLINE_BYTES] },
+    Inline {
+        len: u8,
+        bytes: [u8; ENTRY_KEY_INLINE_BYTES],
+    },
     Boxed(Box<[u8]>),
 }
 
@@ -208,7 +227,10 @@ impl EntryKey {
         if key.len() <= ENTRY_KEY_INLINE_BYTES {
             let mut bytes = [0; ENTRY_KEY_INLINE_BYTES];
             bytes[..key.len()].copy_from_slice(key);
-            EntryKey::Inline { len: key.len() as u8, bytes }
+            EntryKey::Inline {
+                len: key.len() as u8,
+                bytes,
+            }
         } else {
             EntryKey::Boxed(key.into())
         }
@@ -279,7 +301,11 @@ pub(crate) fn key_part(entry_key: &[u8]) -> &[u8] {
 /// allocation), the row handle, a tower of ~1.33 levels, and the allocator's rounding.
 pub(crate) fn entry_memory_bytes(entry_key_len: usize) -> usize {
     const NODE_BYTES: usize = 8 /* refs+height */ + std::mem::size_of::<EntryKey>() + 8 /* value */ + 16 /* tower */;
-    let boxed = if entry_key_len > ENTRY_KEY_INLINE_BYTES { (entry_key_len + 16).next_multiple_of(16) } else { 0 };
+    let boxed = if entry_key_len > ENTRY_KEY_INLINE_BYTES {
+        (entry_key_len + 16).next_multiple_of(16)
+    } else {
+        0
+    };
     (NODE_BYTES + 8).next_multiple_of(16) + boxed
 }
 

@@ -65,12 +65,20 @@ pub fn encode_value_into(v: &Value, out: &mut Vec<u8>) {
         }
         Value::Float32(x) => {
             let bits = x.to_bits();
-            let key = if bits >> 31 == 1 { !bits } else { bits | 0x8000_0000 };
+            let key = if bits >> 31 == 1 {
+                !bits
+            } else {
+                bits | 0x8000_0000
+            };
             out.extend_from_slice(&key.to_be_bytes());
         }
         Value::Float64(x) => {
             let bits = x.to_bits();
-            let key = if bits >> 63 == 1 { !bits } else { bits | 1 << 63 };
+            let key = if bits >> 63 == 1 {
+                !bits
+            } else {
+                bits | 1 << 63
+            };
             out.extend_from_slice(&key.to_be_bytes());
         }
         Value::Numeric { mantissa, scale } => encode_numeric(*mantissa, *scale, out),
@@ -148,7 +156,10 @@ pub fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
 
 /// Byte range covering keys within the given bounds, where each bound may be a prefix of the
 /// key (an inclusive prefix bound covers every key starting with it).
-pub fn key_range(lower: Bound<&[Value]>, upper: Bound<&[Value]>) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
+pub fn key_range(
+    lower: Bound<&[Value]>,
+    upper: Bound<&[Value]>,
+) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
     let lo = match lower {
         Bound::Unbounded => Bound::Unbounded,
         Bound::Included(k) => Bound::Included(encode_key(k)),
@@ -195,18 +206,47 @@ mod tests {
             DataType::Int16 => Value::Int16(rng.random_range(-3..3)),
             DataType::Int32 => Value::Int32([i32::MIN, -1, 0, 1, i32::MAX][rng.random_range(0..5)]),
             DataType::Int64 => Value::Int64(rng.random_range(-3..3) * 1_000_000_000_000),
-            DataType::Float32 => Value::Float32([-1.5, -0.0, 0.0, 2.0, f32::INFINITY, f32::NEG_INFINITY][rng.random_range(0..6)]),
-            DataType::Float64 => Value::Float64([-1.5, -0.0, 0.0, 1e-300, f64::MAX, f64::NAN][rng.random_range(0..6)]),
+            DataType::Float32 => Value::Float32(
+                [-1.5, -0.0, 0.0, 2.0, f32::INFINITY, f32::NEG_INFINITY][rng.random_range(0..6)],
+            ),
+            DataType::Float64 => Value::Float64(
+                [-1.5, -0.0, 0.0, 1e-300, f64::MAX, f64::NAN][rng.random_range(0..6)],
+            ),
             DataType::Numeric { .. } => Value::Numeric {
-                mantissa: [-1500, -15, -1, 0, 1, 10, 15, 150, 1500, 99999, 10i128.pow(30), 7 - 10i128.pow(30)][rng.random_range(0..12)],
+                mantissa: [
+                    -1500,
+                    -15,
+                    -1,
+                    0,
+                    1,
+                    10,
+                    15,
+                    150,
+                    1500,
+                    99999,
+                    10i128.pow(30),
+                    7 - 10i128.pow(30),
+                ][rng.random_range(0..12)],
                 scale: rng.random_range(0..4),
             },
             DataType::Text => {
                 let len = rng.random_range(0..4);
-                Value::Text((0..len).map(|_| ['a', 'b', '\0', 'é'][rng.random_range(0..4)]).collect())
+                Value::Text(
+                    (0..len)
+                        .map(|_| ['a', 'b', '\0', 'é'][rng.random_range(0..4)])
+                        .collect(),
+                )
             }
-            DataType::Bytea => Value::Bytea((0..rng.random_range(0..4)).map(|_| [0u8, 1, 0xFF][rng.random_range(0..3)]).collect()),
-            DataType::Interval => Value::Interval(Interval { months: rng.random_range(-1..2), days: rng.random_range(-1..2), micros: rng.random_range(-1..2) }),
+            DataType::Bytea => Value::Bytea(
+                (0..rng.random_range(0..4))
+                    .map(|_| [0u8, 1, 0xFF][rng.random_range(0..3)])
+                    .collect(),
+            ),
+            DataType::Interval => Value::Interval(Interval {
+                months: rng.random_range(-1..2),
+                days: rng.random_range(-1..2),
+                micros: rng.random_range(-1..2),
+            }),
             DataType::Uuid => Value::Uuid([0, 1, u128::MAX][rng.random_range(0..3)]),
             _ => Value::Date(rng.random_range(-2..2)),
         }
@@ -216,13 +256,27 @@ mod tests {
     fn byte_order_matches_value_order_on_random_composite_keys() {
         let mut rng = rand::rng();
         let types = [
-            DataType::Bool, DataType::Int16, DataType::Int32, DataType::Int64, DataType::Float32,
-            DataType::Float64, DataType::Numeric { precision: None, scale: None }, DataType::Text,
-            DataType::Bytea, DataType::Date, DataType::Interval, DataType::Uuid,
+            DataType::Bool,
+            DataType::Int16,
+            DataType::Int32,
+            DataType::Int64,
+            DataType::Float32,
+            DataType::Float64,
+            DataType::Numeric {
+                precision: None,
+                scale: None,
+            },
+            DataType::Text,
+            DataType::Bytea,
+            DataType::Date,
+            DataType::Interval,
+            DataType::Uuid,
         ];
         for _ in 0..20_000 {
             let width = rng.random_range(1..4);
-            let shape: Vec<&DataType> = (0..width).map(|_| &types[rng.random_range(0..types.len())]).collect();
+            let shape: Vec<&DataType> = (0..width)
+                .map(|_| &types[rng.random_range(0..types.len())])
+                .collect();
             let a: Vec<Value> = shape.iter().map(|t| small_value(t, &mut rng)).collect();
             let mut b: Vec<Value> = shape.iter().map(|t| small_value(t, &mut rng)).collect();
             if rng.random_ratio(1, 3) {
@@ -255,8 +309,14 @@ mod tests {
     fn null_sorts_last_and_numeric_ignores_scale() {
         assert!(encode_key(&[Value::Int32(i32::MAX)]) < encode_key(&[Value::Null]));
         assert_eq!(
-            encode_key(&[Value::Numeric { mantissa: 15, scale: 1 }]),
-            encode_key(&[Value::Numeric { mantissa: 1500, scale: 3 }])
+            encode_key(&[Value::Numeric {
+                mantissa: 15,
+                scale: 1
+            }]),
+            encode_key(&[Value::Numeric {
+                mantissa: 1500,
+                scale: 3
+            }])
         );
     }
 

@@ -23,5 +23,7 @@ pub use error::StorageError;
 pub use gc::GcStats;
 pub use index::IndexDef;
 pub use table::{InsertOutcome, RowChain, RowLockMode, RowRef, RowTable, WriteOutcome};
-pub use txn::{ChangeKind, CommitTs, IsolationLevel, RedoChange, RedoSink, Snapshot, Transaction, TxnId};
+pub use txn::{
+    ChangeKind, CommitTs, IsolationLevel, RedoChange, RedoSink, Snapshot, Transaction, TxnId,
+};
 pub use types::{DataType, Interval, Value};

@@ -31,7 +31,10 @@ pub fn slot_width_bytes(t: &DataType) -> usize {
 
 /// Whether a column keeps its bytes in the tail.
 pub fn is_variable_width(t: &DataType) -> bool {
-    matches!(t, DataType::Text | DataType::Varchar(_) | DataType::Char(_) | DataType::Bytea)
+    matches!(
+        t,
+        DataType::Text | DataType::Varchar(_) | DataType::Char(_) | DataType::Bytea
+    )
 }
 
 fn value_fits(t: &DataType, v: &Value) -> bool {
@@ -45,7 +48,10 @@ fn value_fits(t: &DataType, v: &Value) -> bool {
             | (DataType::Float32, Value::Float32(_))
             | (DataType::Float64, Value::Float64(_))
             | (DataType::Numeric { .. }, Value::Numeric { .. })
-            | (DataType::Text | DataType::Varchar(_) | DataType::Char(_), Value::Text(_))
+            | (
+                DataType::Text | DataType::Varchar(_) | DataType::Char(_),
+                Value::Text(_)
+            )
             | (DataType::Bytea, Value::Bytea(_))
             | (DataType::Date, Value::Date(_))
             | (DataType::Timestamp, Value::Timestamp(_))
@@ -58,11 +64,18 @@ fn value_fits(t: &DataType, v: &Value) -> bool {
 /// Checks that `values` can be encoded for `types`; [`encode`] panics on rows that fail this.
 pub fn check_row(types: &[DataType], values: &[Value]) -> Result<(), StorageError> {
     if types.len() != values.len() {
-        return Err(StorageError::ColumnCountMismatch { expected: types.len(), got: values.len() });
+        return Err(StorageError::ColumnCountMismatch {
+            expected: types.len(),
+            got: values.len(),
+        });
     }
     for (column, (t, v)) in types.iter().zip(values).enumerate() {
         if !value_fits(t, v) {
-            return Err(StorageError::TypeMismatch { column, expected: t.clone(), value: v.clone() });
+            return Err(StorageError::TypeMismatch {
+                column,
+                expected: t.clone(),
+                value: v.clone(),
+            });
         }
     }
     Ok(())
@@ -83,8 +96,15 @@ pub fn encode(types: &[DataType], values: &[Value]) -> Box<[u8]> {
 
 /// [`encode`] into a `Vec` whose capacity equals its length.
 pub fn encode_vec(types: &[DataType], values: &[Value]) -> Vec<u8> {
-    assert_eq!(types.len(), values.len(), "row_codec::encode: one value per column");
-    assert!(values.len() <= u16::MAX as usize, "row_codec::encode: too many columns");
+    assert_eq!(
+        types.len(),
+        values.len(),
+        "row_codec::encode: one value per column"
+    );
+    assert!(
+        values.len() <= u16::MAX as usize,
+        "row_codec::encode: too many columns"
+    );
     let column_count = values.len();
     let fixed_start = COUNT_BYTES + column_count.div_ceil(8);
     let fixed_bytes: usize = types.iter().map(slot_width_bytes).sum();
@@ -150,9 +170,10 @@ fn read_fixed(t: &DataType, slot: &[u8]) -> Value {
         DataType::TimestampTz => Value::TimestampTz(i64::from_le_bytes(arr(slot))),
         DataType::Float32 => Value::Float32(f32::from_le_bytes(arr(slot))),
         DataType::Float64 => Value::Float64(f64::from_le_bytes(arr(slot))),
-        DataType::Numeric { .. } => {
-            Value::Numeric { mantissa: i128::from_le_bytes(arr(slot)), scale: slot[16] }
-        }
+        DataType::Numeric { .. } => Value::Numeric {
+            mantissa: i128::from_le_bytes(arr(slot)),
+            scale: slot[16],
+        },
         DataType::Interval => Value::Interval(Interval {
             months: i32::from_le_bytes(arr(slot)),
             days: i32::from_le_bytes(arr(&slot[4..])),
@@ -175,11 +196,21 @@ struct RowHeader {
 impl RowHeader {
     fn parse(types: &[DataType], bytes: &[u8]) -> RowHeader {
         let column_count = u16::from_le_bytes([bytes[0], bytes[1]]) as usize;
-        debug_assert!(column_count <= types.len(), "row has more columns than its table");
+        debug_assert!(
+            column_count <= types.len(),
+            "row has more columns than its table"
+        );
         let fixed_start = COUNT_BYTES + column_count.div_ceil(8);
         let fixed_bytes: usize = types[..column_count].iter().map(slot_width_bytes).sum();
-        debug_assert!(fixed_start + fixed_bytes <= bytes.len(), "row shorter than its fixed area");
-        RowHeader { column_count, fixed_start, tail_start: fixed_start + fixed_bytes }
+        debug_assert!(
+            fixed_start + fixed_bytes <= bytes.len(),
+            "row shorter than its fixed area"
+        );
+        RowHeader {
+            column_count,
+            fixed_start,
+            tail_start: fixed_start + fixed_bytes,
+        }
     }
 
     fn is_null(&self, bytes: &[u8], col: usize) -> bool {
@@ -233,7 +264,12 @@ pub fn decode_column(types: &[DataType], bytes: &[u8], col: usize) -> Value {
 pub fn decode_into(types: &[DataType], bytes: &[u8], cols: &[usize], out: &mut Vec<Value>) {
     let h = RowHeader::parse(types, bytes);
     // One forward pass finds every slot and tail start; cols is usually short and sorted.
-    let max_col = cols.iter().copied().max().map_or(0, |c| c + 1).min(h.column_count);
+    let max_col = cols
+        .iter()
+        .copied()
+        .max()
+        .map_or(0, |c| c + 1)
+        .min(h.column_count);
     let mut slots = Vec::with_capacity(max_col);
     let mut slot = h.fixed_start;
     let mut var_start = 0;
@@ -259,7 +295,10 @@ pub fn encoded_len_bytes(types: &[DataType], values: &[Value]) -> usize {
     COUNT_BYTES
         + values.len().div_ceil(8)
         + types.iter().map(slot_width_bytes).sum::<usize>()
-        + values.iter().map(|v| variable_bytes(v).len()).sum::<usize>()
+        + values
+            .iter()
+            .map(|v| variable_bytes(v).len())
+            .sum::<usize>()
 }
 
 #[cfg(test)]
@@ -275,7 +314,10 @@ mod tests {
             DataType::Int64,
             DataType::Float32,
             DataType::Float64,
-            DataType::Numeric { precision: Some(20), scale: Some(4) },
+            DataType::Numeric {
+                precision: Some(20),
+                scale: Some(4),
+            },
             DataType::Text,
             DataType::Varchar(Some(10)),
             DataType::Char(5),
@@ -302,21 +344,53 @@ mod tests {
         let extreme = rng.random_ratio(1, 4);
         match t {
             DataType::Bool => Value::Bool(rng.random()),
-            DataType::Int16 => Value::Int16(if extreme { [i16::MIN, i16::MAX, 0][rng.random_range(0..3)] } else { rng.random() }),
-            DataType::Int32 => Value::Int32(if extreme { [i32::MIN, i32::MAX, 0][rng.random_range(0..3)] } else { rng.random() }),
-            DataType::Int64 => Value::Int64(if extreme { [i64::MIN, i64::MAX, 0][rng.random_range(0..3)] } else { rng.random() }),
-            DataType::Float32 => Value::Float32(if extreme { [f32::MIN, f32::MAX, -0.0, f32::INFINITY][rng.random_range(0..4)] } else { rng.random::<f32>() * 1e6 - 5e5 }),
-            DataType::Float64 => Value::Float64(if extreme { [f64::MIN, f64::MAX, -0.0, f64::NEG_INFINITY][rng.random_range(0..4)] } else { rng.random::<f64>() * 1e9 - 5e8 }),
+            DataType::Int16 => Value::Int16(if extreme {
+                [i16::MIN, i16::MAX, 0][rng.random_range(0..3)]
+            } else {
+                rng.random()
+            }),
+            DataType::Int32 => Value::Int32(if extreme {
+                [i32::MIN, i32::MAX, 0][rng.random_range(0..3)]
+            } else {
+                rng.random()
+            }),
+            DataType::Int64 => Value::Int64(if extreme {
+                [i64::MIN, i64::MAX, 0][rng.random_range(0..3)]
+            } else {
+                rng.random()
+            }),
+            DataType::Float32 => Value::Float32(if extreme {
+                [f32::MIN, f32::MAX, -0.0, f32::INFINITY][rng.random_range(0..4)]
+            } else {
+                rng.random::<f32>() * 1e6 - 5e5
+            }),
+            DataType::Float64 => Value::Float64(if extreme {
+                [f64::MIN, f64::MAX, -0.0, f64::NEG_INFINITY][rng.random_range(0..4)]
+            } else {
+                rng.random::<f64>() * 1e9 - 5e8
+            }),
             DataType::Numeric { .. } => Value::Numeric {
-                mantissa: if extreme { [i128::MIN, i128::MAX, 0][rng.random_range(0..3)] } else { rng.random_range(-1_000_000..1_000_000) },
+                mantissa: if extreme {
+                    [i128::MIN, i128::MAX, 0][rng.random_range(0..3)]
+                } else {
+                    rng.random_range(-1_000_000..1_000_000)
+                },
                 scale: rng.random_range(0..6),
             },
-            DataType::Text | DataType::Varchar(_) | DataType::Char(_) => Value::Text(random_text(rng)),
-            DataType::Bytea => Value::Bytea((0..rng.random_range(0..5)).map(|_| rng.random()).collect()),
+            DataType::Text | DataType::Varchar(_) | DataType::Char(_) => {
+                Value::Text(random_text(rng))
+            }
+            DataType::Bytea => {
+                Value::Bytea((0..rng.random_range(0..5)).map(|_| rng.random()).collect())
+            }
             DataType::Date => Value::Date(rng.random()),
             DataType::Timestamp => Value::Timestamp(rng.random()),
             DataType::TimestampTz => Value::TimestampTz(rng.random()),
-            DataType::Interval => Value::Interval(Interval { months: rng.random(), days: rng.random(), micros: rng.random() }),
+            DataType::Interval => Value::Interval(Interval {
+                months: rng.random(),
+                days: rng.random(),
+                micros: rng.random(),
+            }),
             DataType::Uuid => Value::Uuid(rng.random()),
         }
     }
@@ -336,7 +410,9 @@ mod tests {
         let base = all_types();
         for _ in 0..3000 {
             let n = rng.random_range(0..24);
-            let types: Vec<DataType> = (0..n).map(|_| base[rng.random_range(0..base.len())].clone()).collect();
+            let types: Vec<DataType> = (0..n)
+                .map(|_| base[rng.random_range(0..base.len())].clone())
+                .collect();
             let values: Vec<Value> = types.iter().map(|t| random_value(t, &mut rng)).collect();
             check_row(&types, &values).unwrap();
             let bytes = encode(&types, &values);
@@ -361,7 +437,11 @@ mod tests {
     #[test]
     fn empty_strings_and_all_nulls() {
         let types = vec![DataType::Text, DataType::Bytea, DataType::Text];
-        let values = vec![Value::Text(String::new()), Value::Null, Value::Text("x".into())];
+        let values = vec![
+            Value::Text(String::new()),
+            Value::Null,
+            Value::Text("x".into()),
+        ];
         let bytes = encode(&types, &values);
         assert_eq!(decode_all(&types, &bytes), values);
         let nulls = vec![Value::Null; 3];
@@ -373,10 +453,20 @@ mod tests {
     fn rows_written_before_add_column_read_null() {
         let old_types = vec![DataType::Int32, DataType::Text];
         let bytes = encode(&old_types, &[Value::Int32(7), Value::Text("a".into())]);
-        let new_types = vec![DataType::Int32, DataType::Text, DataType::Int64, DataType::Text];
+        let new_types = vec![
+            DataType::Int32,
+            DataType::Text,
+            DataType::Int64,
+            DataType::Text,
+        ];
         assert_eq!(
             decode_all(&new_types, &bytes),
-            vec![Value::Int32(7), Value::Text("a".into()), Value::Null, Value::Null]
+            vec![
+                Value::Int32(7),
+                Value::Text("a".into()),
+                Value::Null,
+                Value::Null
+            ]
         );
         assert_eq!(decode_column(&new_types, &bytes, 3), Value::Null);
     }
@@ -384,8 +474,14 @@ mod tests {
     #[test]
     fn check_row_rejects_wrong_types_and_counts() {
         let types = vec![DataType::Int32];
-        assert!(matches!(check_row(&types, &[Value::Int64(1)]), Err(StorageError::TypeMismatch { column: 0, .. })));
-        assert!(matches!(check_row(&types, &[]), Err(StorageError::ColumnCountMismatch { .. })));
+        assert!(matches!(
+            check_row(&types, &[Value::Int64(1)]),
+            Err(StorageError::TypeMismatch { column: 0, .. })
+        ));
+        assert!(matches!(
+            check_row(&types, &[]),
+            Err(StorageError::ColumnCountMismatch { .. })
+        ));
         assert!(check_row(&types, &[Value::Null]).is_ok());
     }
 }

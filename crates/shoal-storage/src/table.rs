@@ -15,12 +15,14 @@ use parking_lot::{Mutex, MutexGuard, RwLock};
 
 use crate::error::StorageError;
 use crate::gc::GcCursor;
-use crate::index::{entry_memory_bytes, key_part, point_entry_memory_bytes, EntryKey, Index, IndexDef};
+use crate::index::{
+    entry_memory_bytes, key_part, point_entry_memory_bytes, EntryKey, Index, IndexDef,
+};
 use crate::key_codec::{self, prefix_successor};
 use crate::row_codec;
 use crate::txn::{
-    is_txn_stamp, stamp_txn, txn_stamp, ChangeKind, CommitTs, IsolationLevel, Snapshot, Transaction,
-    TxnId, TxnShared, WriteEntry, END_UNSET,
+    is_txn_stamp, stamp_txn, txn_stamp, ChangeKind, CommitTs, IsolationLevel, Snapshot,
+    Transaction, TxnId, TxnShared, WriteEntry, END_UNSET,
 };
 use crate::types::{DataType, Value};
 use crate::{IndexId, TableId};
@@ -105,7 +107,14 @@ impl ChainState {
 
 impl RowChain {
     fn new(row_id: u64, v: Version) -> RowChain {
-        RowChain { row_id, state: Mutex::new(ChainState { head: Some(v), older: Vec::new(), locker: 0 }) }
+        RowChain {
+            row_id,
+            state: Mutex::new(ChainState {
+                head: Some(v),
+                older: Vec::new(),
+                locker: 0,
+            }),
+        }
     }
 
     /// The table's hidden id of this row: unique within the table, never reused.
@@ -136,7 +145,10 @@ impl RowChain {
                 v.end = ts;
                 touched = true;
             }
-            debug_assert!(is_txn_stamp(v.end) || v.end == END_UNSET || v.begin <= v.end, "version ends before it begins");
+            debug_assert!(
+                is_txn_stamp(v.end) || v.end == END_UNSET || v.begin <= v.end,
+                "version ends before it begins"
+            );
             if !touched {
                 break;
             }
@@ -149,10 +161,16 @@ impl RowChain {
         let mut st = self.state.lock();
         if matches!(kind, ChangeKind::Insert | ChangeKind::Update) {
             let undone = st.pop();
-            debug_assert!(undone.is_some_and(|v| v.begin == me), "undo of a version not ours");
+            debug_assert!(
+                undone.is_some_and(|v| v.begin == me),
+                "undo of a version not ours"
+            );
         }
         if matches!(kind, ChangeKind::Update | ChangeKind::Delete) {
-            let head = st.head.as_mut().expect("undo: the replaced version is still there");
+            let head = st
+                .head
+                .as_mut()
+                .expect("undo: the replaced version is still there");
             debug_assert_eq!(head.end, me, "undo of an end stamp not ours");
             head.end = END_UNSET;
         }
@@ -179,7 +197,10 @@ pub enum WriteOutcome {
     /// READ COMMITTED only: the row changed after the caller's snapshot and nothing was written.
     /// `newest` is the newest committed row (None: it was deleted, skip it). If it still matches
     /// the statement's WHERE, call again with `newest_snapshot`.
-    Changed { newest: Option<Vec<Value>>, newest_snapshot: Snapshot },
+    Changed {
+        newest: Option<Vec<Value>>,
+        newest_snapshot: Snapshot,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -195,7 +216,10 @@ pub enum RowLockMode {
 pub enum InsertOutcome {
     Inserted(RowRef),
     /// A live row already has the key in unique index `index` (for ON CONFLICT).
-    Conflict { index: IndexId, existing: RowRef },
+    Conflict {
+        index: IndexId,
+        existing: RowRef,
+    },
 }
 
 /// Why a new index key could not be added.
@@ -279,8 +303,13 @@ impl RowTable {
         RowTable {
             id,
             shared,
-            shape: RwLock::new(TableShape { types, indexes: Vec::new() }),
-            heap: Heap { chunks: RwLock::new(Vec::new()) },
+            shape: RwLock::new(TableShape {
+                types,
+                indexes: Vec::new(),
+            }),
+            heap: Heap {
+                chunks: RwLock::new(Vec::new()),
+            },
             next_row_id: AtomicU64::new(1),
             dropped: AtomicBool::new(false),
             gc_cursor: Mutex::new(GcCursor::default()),
@@ -314,7 +343,12 @@ impl RowTable {
     }
 
     fn unique_violation(&self, shape: &TableShape, index: IndexId, row: &[Value]) -> StorageError {
-        let def = &shape.indexes.iter().find(|i| i.def.id == index).expect("conflicting index").def;
+        let def = &shape
+            .indexes
+            .iter()
+            .find(|i| i.def.id == index)
+            .expect("conflicting index")
+            .def;
         StorageError::UniqueViolation {
             index_name: def.name.clone(),
             key_columns: def.columns.clone(),
@@ -334,27 +368,44 @@ impl RowTable {
     }
 
     /// Like `insert`, but a unique conflict with a live row returns that row (ON CONFLICT).
-    pub fn insert_or_conflict(&self, txn: &mut Transaction, row: &[Value]) -> Result<InsertOutcome, StorageError> {
+    pub fn insert_or_conflict(
+        &self,
+        txn: &mut Transaction,
+        row: &[Value],
+    ) -> Result<InsertOutcome, StorageError> {
         let shape = self.shape.read_recursive();
         self.check_alive()?;
         row_codec::check_row(&shape.types, row)?;
         let data: Arc<[u8]> = Arc::from(row_codec::encode_vec(&shape.types, row));
         self.shared.ensure_writer(txn);
         let row_id = self.next_row_id.fetch_add(1, Ordering::Relaxed);
-        let version = Version { begin: txn_stamp(txn.id()), end: END_UNSET, data: data.clone() };
+        let version = Version {
+            begin: txn_stamp(txn.id()),
+            end: END_UNSET,
+            data: data.clone(),
+        };
         let chain = Arc::new(RowChain::new(row_id, version));
         if let Err(conflict) = self.index_new_version(&shape, txn.id(), &chain, &data, None) {
             // Whoever found the chain through an index meanwhile now sees an empty row.
             chain.state.lock().head = None;
             return match conflict {
-                KeyConflict::Live { index_pos, existing } => {
-                    Ok(InsertOutcome::Conflict { index: shape.indexes[index_pos].def.id, existing })
-                }
+                KeyConflict::Live {
+                    index_pos,
+                    existing,
+                } => Ok(InsertOutcome::Conflict {
+                    index: shape.indexes[index_pos].def.id,
+                    existing,
+                }),
                 KeyConflict::Pending(holder) => Err(StorageError::WouldBlock { holder }),
             };
         }
         self.heap.append(chain.clone());
-        txn.writes.push(WriteEntry { table: self.id, chain: chain.clone(), kind: ChangeKind::Insert, row: data });
+        txn.writes.push(WriteEntry {
+            table: self.id,
+            chain: chain.clone(),
+            kind: ChangeKind::Insert,
+            row: data,
+        });
         Ok(InsertOutcome::Inserted(chain))
     }
 
@@ -395,22 +446,39 @@ impl RowTable {
     }
 
     /// Decides whether `txn` may write the row now (see the module comment).
-    fn check_write(&self, st: &ChainState, txn: &Transaction, snap: &Snapshot, types: &[DataType]) -> Result<WriteCheck, StorageError> {
+    fn check_write(
+        &self,
+        st: &ChainState,
+        txn: &Transaction,
+        snap: &Snapshot,
+        types: &[DataType],
+    ) -> Result<WriteCheck, StorageError> {
         let me = txn_stamp(txn.id());
-        let gone = || WriteCheck::Outcome(WriteOutcome::Changed { newest: None, newest_snapshot: *snap });
-        let Some(head) = &st.head else { return Ok(gone()) };
+        let gone = || {
+            WriteCheck::Outcome(WriteOutcome::Changed {
+                newest: None,
+                newest_snapshot: *snap,
+            })
+        };
+        let Some(head) = &st.head else {
+            return Ok(gone());
+        };
         if st.locker != 0 && st.locker != txn.id() {
             return Err(StorageError::WouldBlock { holder: st.locker });
         }
         if is_txn_stamp(head.begin) && head.begin != me {
-            return Err(StorageError::WouldBlock { holder: stamp_txn(head.begin) });
+            return Err(StorageError::WouldBlock {
+                holder: stamp_txn(head.begin),
+            });
         }
         if head.end == me {
             // Already deleted (or replaced) by this transaction: nothing left to change.
             return Ok(gone());
         }
         if is_txn_stamp(head.end) {
-            return Err(StorageError::WouldBlock { holder: stamp_txn(head.end) });
+            return Err(StorageError::WouldBlock {
+                holder: stamp_txn(head.end),
+            });
         }
         if head.begin == me || (head.end == END_UNSET && head.begin <= snap.ts) {
             return Ok(WriteCheck::Proceed);
@@ -436,7 +504,13 @@ impl RowTable {
     }
 
     /// Replaces the row's visible version with `new_row` (see [`WriteOutcome`] for the outcomes).
-    pub fn update(&self, txn: &mut Transaction, row: &RowRef, snap: &Snapshot, new_row: &[Value]) -> Result<WriteOutcome, StorageError> {
+    pub fn update(
+        &self,
+        txn: &mut Transaction,
+        row: &RowRef,
+        snap: &Snapshot,
+        new_row: &[Value],
+    ) -> Result<WriteOutcome, StorageError> {
         debug_assert_eq!(snap.txn, txn.id(), "snapshot of another transaction");
         let shape = self.shape.read_recursive();
         self.check_alive()?;
@@ -452,7 +526,11 @@ impl RowTable {
             let head = st.head.as_mut().expect("check_write saw a head");
             head.end = me;
             let old = head.data.clone();
-            st.push(Version { begin: me, end: END_UNSET, data: data.clone() });
+            st.push(Version {
+                begin: me,
+                end: END_UNSET,
+                data: data.clone(),
+            });
             // Prune while we hold the chain anyway, so hot rows stay short between GC passes.
             st.prune(self.shared.gc_horizon_ts.load(Ordering::Relaxed));
             old
@@ -466,12 +544,22 @@ impl RowTable {
                 KeyConflict::Pending(holder) => StorageError::WouldBlock { holder },
             });
         }
-        txn.writes.push(WriteEntry { table: self.id, chain: row.clone(), kind: ChangeKind::Update, row: data });
+        txn.writes.push(WriteEntry {
+            table: self.id,
+            chain: row.clone(),
+            kind: ChangeKind::Update,
+            row: data,
+        });
         Ok(WriteOutcome::Done)
     }
 
     /// Deletes the row's visible version.
-    pub fn delete(&self, txn: &mut Transaction, row: &RowRef, snap: &Snapshot) -> Result<WriteOutcome, StorageError> {
+    pub fn delete(
+        &self,
+        txn: &mut Transaction,
+        row: &RowRef,
+        snap: &Snapshot,
+    ) -> Result<WriteOutcome, StorageError> {
         debug_assert_eq!(snap.txn, txn.id(), "snapshot of another transaction");
         let shape = self.shape.read_recursive();
         self.check_alive()?;
@@ -485,13 +573,24 @@ impl RowTable {
             head.end = txn_stamp(txn.id());
             head.data.clone()
         };
-        txn.writes.push(WriteEntry { table: self.id, chain: row.clone(), kind: ChangeKind::Delete, row: old });
+        txn.writes.push(WriteEntry {
+            table: self.id,
+            chain: row.clone(),
+            kind: ChangeKind::Delete,
+            row: old,
+        });
         Ok(WriteOutcome::Done)
     }
 
     /// SELECT ... FOR UPDATE / FOR SHARE: same checks as update, then holds the row until the
     /// transaction ends (or rolls back past a savepoint taken before the lock).
-    pub fn lock_row(&self, txn: &mut Transaction, row: &RowRef, snap: &Snapshot, mode: RowLockMode) -> Result<WriteOutcome, StorageError> {
+    pub fn lock_row(
+        &self,
+        txn: &mut Transaction,
+        row: &RowRef,
+        snap: &Snapshot,
+        mode: RowLockMode,
+    ) -> Result<WriteOutcome, StorageError> {
         let _ = mode; // Share is taken as Exclusive, see RowLockMode::Share.
         let shape = self.shape.read_recursive();
         self.check_alive()?;
@@ -542,7 +641,11 @@ impl RowTable {
         mut f: impl FnMut(&RowRef, &[u8]) -> bool,
     ) -> Result<(), StorageError> {
         let shape = self.shape.read_recursive();
-        let idx = shape.indexes.iter().find(|i| i.def.id == index).ok_or(StorageError::NoSuchIndex(index))?;
+        let idx = shape
+            .indexes
+            .iter()
+            .find(|i| i.def.id == index)
+            .ok_or(StorageError::NoSuchIndex(index))?;
         let (mut values, mut key) = (Vec::new(), Vec::new());
         if let (Bound::Included(lo), Bound::Included(hi)) = (lower, upper) {
             if lo.len() == idx.def.columns.len() && lo == hi {
@@ -551,7 +654,9 @@ impl RowTable {
                 if idx.point_rows(&point_key, &mut rows) {
                     rows.sort_by_key(|r| r.row_id);
                     for chain in &rows {
-                        let Some(data) = chain.visible_data(snap) else { continue };
+                        let Some(data) = chain.visible_data(snap) else {
+                            continue;
+                        };
                         idx.row_key(&shape.types, &data, &mut values, &mut key);
                         if key == point_key && !f(chain, &data) {
                             break;
@@ -565,7 +670,9 @@ impl RowTable {
         let range = (as_slice_bound(&lo), as_slice_bound(&hi));
         for entry in idx.map.range::<[u8], _>(range) {
             let chain = entry.value();
-            let Some(data) = chain.visible_data(snap) else { continue };
+            let Some(data) = chain.visible_data(snap) else {
+                continue;
+            };
             // Entries of old versions stay until GC: use this entry only if the visible version
             // has its key (which also reports each row once).
             idx.row_key(&shape.types, &data, &mut values, &mut key);
@@ -580,12 +687,23 @@ impl RowTable {
     }
 
     /// Point lookup on an index: the first visible row with exactly `key`.
-    pub fn index_get(&self, index: IndexId, snap: &Snapshot, key: &[Value]) -> Result<Option<(RowRef, Vec<Value>)>, StorageError> {
+    pub fn index_get(
+        &self,
+        index: IndexId,
+        snap: &Snapshot,
+        key: &[Value],
+    ) -> Result<Option<(RowRef, Vec<Value>)>, StorageError> {
         let mut found = None;
-        self.index_scan(index, snap, Bound::Included(key), Bound::Included(key), |r, bytes| {
-            found = Some((r.clone(), bytes.to_vec()));
-            false
-        })?;
+        self.index_scan(
+            index,
+            snap,
+            Bound::Included(key),
+            Bound::Included(key),
+            |r, bytes| {
+                found = Some((r.clone(), bytes.to_vec()));
+                false
+            },
+        )?;
         Ok(found.map(|(r, bytes)| (r, self.decode_row(&bytes))))
     }
 
@@ -593,7 +711,8 @@ impl RowTable {
     pub fn read(&self, row: &RowRef, snap: &Snapshot) -> Option<Vec<Value>> {
         let shape = self.shape.read_recursive();
         let st = row.state.lock();
-        st.visible(snap).map(|v| row_codec::decode_all(&shape.types, &v.data))
+        st.visible(snap)
+            .map(|v| row_codec::decode_all(&shape.types, &v.data))
     }
 
     /// The row's version visible to `snap`, encoded.
@@ -645,20 +764,33 @@ impl RowTable {
 
     pub fn drop_index(&self, id: IndexId) -> Result<(), StorageError> {
         let mut shape = self.shape.write();
-        let pos = shape.indexes.iter().position(|i| i.def.id == id).ok_or(StorageError::NoSuchIndex(id))?;
+        let pos = shape
+            .indexes
+            .iter()
+            .position(|i| i.def.id == id)
+            .ok_or(StorageError::NoSuchIndex(id))?;
         shape.indexes.remove(pos);
         Ok(())
     }
 
     pub fn indexes(&self) -> Vec<IndexDef> {
-        self.shape.read_recursive().indexes.iter().map(|i| i.def.clone()).collect()
+        self.shape
+            .read_recursive()
+            .indexes
+            .iter()
+            .map(|i| i.def.clone())
+            .collect()
     }
 
     /// Rewrites every version for new column types (ALTER TABLE ADD/DROP COLUMN ...): `map`
     /// turns an old row into a new one. The SQL layer runs it while no other transaction uses
     /// the table. Index column positions are not renumbered: drop indexes on dropped columns and
     /// re-create those whose positions shift. Nothing changes if a mapped row does not fit.
-    pub fn alter_columns(&self, new_types: Vec<DataType>, map: &dyn Fn(Vec<Value>) -> Vec<Value>) -> Result<(), StorageError> {
+    pub fn alter_columns(
+        &self,
+        new_types: Vec<DataType>,
+        map: &dyn Fn(Vec<Value>) -> Vec<Value>,
+    ) -> Result<(), StorageError> {
         let mut shape = self.shape.write();
         let mut rewritten: Vec<(RowRef, Vec<Arc<[u8]>>)> = Vec::new();
         for chunk in self.heap.chunks() {
@@ -718,7 +850,11 @@ impl RowTable {
             }
         }
         for idx in &shape.indexes {
-            bytes += idx.map.iter().map(|e| entry_memory_bytes(e.key().as_bytes().len())).sum::<usize>();
+            bytes += idx
+                .map
+                .iter()
+                .map(|e| entry_memory_bytes(e.key().as_bytes().len()))
+                .sum::<usize>();
             if idx.def.unique {
                 bytes += idx.map.len() * point_entry_memory_bytes();
             }
@@ -737,7 +873,14 @@ fn as_slice_bound(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
 
 /// Looks for another row that has, or may get back, `key` in unique index `idx`. Called with
 /// the key's stripe lock held.
-fn find_conflict(idx: &Index, index_pos: usize, types: &[DataType], key: &[u8], own: &RowRef, txn: TxnId) -> Option<KeyConflict> {
+fn find_conflict(
+    idx: &Index,
+    index_pos: usize,
+    types: &[DataType],
+    key: &[u8],
+    own: &RowRef,
+    txn: TxnId,
+) -> Option<KeyConflict> {
     let me = txn_stamp(txn);
     let hi = prefix_successor(key);
     let upper = hi.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
@@ -763,13 +906,18 @@ fn find_conflict(idx: &Index, index_pos: usize, types: &[DataType], key: &[u8], 
             // Another transaction's new version; if it rolls back, the version it replaced
             // is live again.
             let replaced = st.older.last().filter(|p| p.end == head.begin);
-            if idx.row_has_key(types, &head.data, key) || replaced.is_some_and(|p| idx.row_has_key(types, &p.data, key)) {
+            if idx.row_has_key(types, &head.data, key)
+                || replaced.is_some_and(|p| idx.row_has_key(types, &p.data, key))
+            {
                 return Some(KeyConflict::Pending(stamp_txn(head.begin)));
             }
             continue;
         }
         if idx.row_has_key(types, &head.data, key) {
-            return Some(KeyConflict::Live { index_pos, existing: chain.clone() });
+            return Some(KeyConflict::Live {
+                index_pos,
+                existing: chain.clone(),
+            });
         }
     }
     None

@@ -57,10 +57,18 @@ impl Snapshot {
     /// The MVCC visibility rule for a version with these stamps. Own deletes hide the version.
     #[inline]
     pub fn sees(&self, begin: u64, end: u64) -> bool {
-        let begun = if is_txn_stamp(begin) { begin == txn_stamp(self.txn) } else { begin <= self.ts };
+        let begun = if is_txn_stamp(begin) {
+            begin == txn_stamp(self.txn)
+        } else {
+            begin <= self.ts
+        };
         begun
             && (end == END_UNSET
-                || if is_txn_stamp(end) { end != txn_stamp(self.txn) } else { end > self.ts })
+                || if is_txn_stamp(end) {
+                    end != txn_stamp(self.txn)
+                } else {
+                    end > self.ts
+                })
     }
 }
 
@@ -81,7 +89,10 @@ struct CommitQueue {
 impl CommitClock {
     fn new() -> CommitClock {
         CommitClock {
-            queue: Mutex::new(CommitQueue { next_ts: 1, in_flight: VecDeque::new() }),
+            queue: Mutex::new(CommitQueue {
+                next_ts: 1,
+                in_flight: VecDeque::new(),
+            }),
             stable_ts: AtomicU64::new(0),
         }
     }
@@ -101,7 +112,11 @@ impl CommitClock {
     /// Marks `ts` finished and advances the watermark past every finished prefix.
     fn finish_commit(&self, ts: CommitTs) {
         let mut q = self.queue.lock();
-        let front = q.in_flight.front().expect("finishing a commit that never began").0;
+        let front = q
+            .in_flight
+            .front()
+            .expect("finishing a commit that never began")
+            .0;
         let slot = &mut q.in_flight[(ts - front) as usize];
         debug_assert_eq!(slot.0, ts);
         slot.1 = true;
@@ -112,7 +127,10 @@ impl CommitClock {
             Some(&(first_unfinished, _)) => first_unfinished - 1,
             None => q.next_ts - 1,
         };
-        debug_assert!(stable >= self.stable_ts.load(Ordering::Relaxed), "watermark went back");
+        debug_assert!(
+            stable >= self.stable_ts.load(Ordering::Relaxed),
+            "watermark went back"
+        );
         self.stable_ts.store(stable, Ordering::Release);
     }
 }
@@ -204,7 +222,9 @@ impl TxnShared {
         TxnShared {
             next_txn_id: AtomicU64::new(1),
             clock: CommitClock::new(),
-            snapshots: (0..SNAPSHOT_SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            snapshots: (0..SNAPSHOT_SHARDS)
+                .map(|_| Mutex::new(HashMap::new()))
+                .collect(),
             waits: Mutex::new(WaitGraph::default()),
             redo_sink: RwLock::new(None),
             gc_horizon_ts: AtomicU64::new(0),
@@ -270,10 +290,16 @@ impl TxnShared {
 
     /// Registers waiter -> holder, or says the wait would close a cycle, or that the holder has
     /// already ended (None).
-    fn start_wait(&self, waiter: TxnId, holder: TxnId) -> Result<Option<Arc<TxnDone>>, StorageError> {
+    fn start_wait(
+        &self,
+        waiter: TxnId,
+        holder: TxnId,
+    ) -> Result<Option<Arc<TxnDone>>, StorageError> {
         debug_assert_ne!(waiter, holder, "a transaction never waits for itself");
         let mut g = self.waits.lock();
-        let Some(done) = g.writers.get(&holder).cloned() else { return Ok(None) };
+        let Some(done) = g.writers.get(&holder).cloned() else {
+            return Ok(None);
+        };
         let mut cur = holder;
         // Each transaction waits for at most one other, so the path from holder is a chain;
         // its length is bounded by the number of edges.
@@ -292,9 +318,18 @@ impl TxnShared {
         self.waits.lock().waits_for.remove(&waiter);
     }
 
-    pub(crate) async fn wait_for(&self, waiter: &Transaction, holder: TxnId) -> Result<(), StorageError> {
-        let Some(done) = self.start_wait(waiter.id, holder)? else { return Ok(()) };
-        let _edge = WaitEdge { shared: self, waiter: waiter.id };
+    pub(crate) async fn wait_for(
+        &self,
+        waiter: &Transaction,
+        holder: TxnId,
+    ) -> Result<(), StorageError> {
+        let Some(done) = self.start_wait(waiter.id, holder)? else {
+            return Ok(());
+        };
+        let _edge = WaitEdge {
+            shared: self,
+            waiter: waiter.id,
+        };
         let notified = done.notify.notified();
         tokio::pin!(notified);
         // Enabled before checking the flag, so a finish in between still wakes us.
@@ -306,9 +341,18 @@ impl TxnShared {
         Ok(())
     }
 
-    pub(crate) fn wait_for_blocking(&self, waiter: &Transaction, holder: TxnId) -> Result<(), StorageError> {
-        let Some(done) = self.start_wait(waiter.id, holder)? else { return Ok(()) };
-        let _edge = WaitEdge { shared: self, waiter: waiter.id };
+    pub(crate) fn wait_for_blocking(
+        &self,
+        waiter: &Transaction,
+        holder: TxnId,
+    ) -> Result<(), StorageError> {
+        let Some(done) = self.start_wait(waiter.id, holder)? else {
+            return Ok(());
+        };
+        let _edge = WaitEdge {
+            shared: self,
+            waiter: waiter.id,
+        };
         let mut finished = done.finished.lock();
         while !*finished {
             done.cond.wait(&mut finished);
@@ -323,7 +367,10 @@ impl TxnShared {
                 return s;
             }
         }
-        let s = Snapshot { ts: self.register_snapshot(txn.id), txn: txn.id };
+        let s = Snapshot {
+            ts: self.register_snapshot(txn.id),
+            txn: txn.id,
+        };
         txn.snapshot = Some(s);
         s
     }
@@ -358,11 +405,18 @@ impl TxnShared {
     }
 
     fn log_redo(&self, ts: CommitTs, txn: &Transaction) -> Result<(), String> {
-        let Some(sink) = self.redo_sink.read().clone() else { return Ok(()) };
+        let Some(sink) = self.redo_sink.read().clone() else {
+            return Ok(());
+        };
         let changes: Vec<RedoChange<'_>> = txn
             .writes
             .iter()
-            .map(|w| RedoChange { table: w.table, kind: w.kind, row_id: w.chain.row_id(), row: &w.row })
+            .map(|w| RedoChange {
+                table: w.table,
+                kind: w.kind,
+                row_id: w.chain.row_id(),
+                row: &w.row,
+            })
             .collect();
         sink.log_commit(ts, &changes)
     }
@@ -410,7 +464,11 @@ impl TxnShared {
         });
     }
 
-    pub(crate) fn rollback_to_savepoint(&self, txn: &mut Transaction, name: &str) -> Result<(), StorageError> {
+    pub(crate) fn rollback_to_savepoint(
+        &self,
+        txn: &mut Transaction,
+        name: &str,
+    ) -> Result<(), StorageError> {
         let at = txn.find_savepoint(name)?;
         let (writes_len, locks_len) = (txn.savepoints[at].writes_len, txn.savepoints[at].locks_len);
         txn.savepoints.truncate(at + 1);
@@ -419,7 +477,11 @@ impl TxnShared {
         Ok(())
     }
 
-    pub(crate) fn release_savepoint(&self, txn: &mut Transaction, name: &str) -> Result<(), StorageError> {
+    pub(crate) fn release_savepoint(
+        &self,
+        txn: &mut Transaction,
+        name: &str,
+    ) -> Result<(), StorageError> {
         let at = txn.find_savepoint(name)?;
         txn.savepoints.truncate(at);
         Ok(())
@@ -519,10 +581,16 @@ mod tests {
         assert!(s.sees(5, 11), "deleted after the snapshot");
         assert!(!s.sees(5, 10), "deleted at the snapshot");
         assert!(s.sees(txn_stamp(7), END_UNSET), "own insert");
-        assert!(!s.sees(txn_stamp(8), END_UNSET), "other's uncommitted insert");
+        assert!(
+            !s.sees(txn_stamp(8), END_UNSET),
+            "other's uncommitted insert"
+        );
         assert!(s.sees(5, txn_stamp(8)), "other's uncommitted delete");
         assert!(!s.sees(5, txn_stamp(7)), "own delete");
-        assert!(!s.sees(txn_stamp(7), txn_stamp(7)), "own insert then own delete");
+        assert!(
+            !s.sees(txn_stamp(7), txn_stamp(7)),
+            "own insert then own delete"
+        );
     }
 
     #[test]
@@ -531,7 +599,11 @@ mod tests {
         let a = c.begin_commit();
         let b = c.begin_commit();
         c.finish_commit(b);
-        assert_eq!(c.stable(), a - 1, "b finished first but a is still stamping");
+        assert_eq!(
+            c.stable(),
+            a - 1,
+            "b finished first but a is still stamping"
+        );
         c.finish_commit(a);
         assert_eq!(c.stable(), b);
     }

@@ -15,7 +15,10 @@ pub enum DataType {
     Float32,
     Float64,
     /// `numeric(p, s)`; `None` precision means unconstrained `numeric`.
-    Numeric { precision: Option<u8>, scale: Option<u8> },
+    Numeric {
+        precision: Option<u8>,
+        scale: Option<u8>,
+    },
     Text,
     /// `varchar(n)`; `None` means no length limit.
     Varchar(Option<u32>),
@@ -41,8 +44,13 @@ impl DataType {
     /// The scale a numeric value of this type is stored with.
     pub fn numeric_scale(&self) -> u8 {
         match self {
-            DataType::Numeric { precision: Some(_), scale } => scale.unwrap_or(0),
-            DataType::Numeric { precision: None, .. } => NUMERIC_DEFAULT_SCALE,
+            DataType::Numeric {
+                precision: Some(_),
+                scale,
+            } => scale.unwrap_or(0),
+            DataType::Numeric {
+                precision: None, ..
+            } => NUMERIC_DEFAULT_SCALE,
             _ => 0,
         }
     }
@@ -69,7 +77,10 @@ pub enum Value {
     Float32(f32),
     Float64(f64),
     /// A decimal as mantissa and scale: value = mantissa / 10^scale.
-    Numeric { mantissa: i128, scale: u8 },
+    Numeric {
+        mantissa: i128,
+        scale: u8,
+    },
     Text(String),
     Bytea(Vec<u8>),
     Date(i32),
@@ -99,7 +110,16 @@ impl Value {
             (Int64(a), Int64(b)) => a.cmp(b),
             (Float32(a), Float32(b)) => a.total_cmp(b),
             (Float64(a), Float64(b)) => a.total_cmp(b),
-            (Numeric { mantissa: a, scale: sa }, Numeric { mantissa: b, scale: sb }) => {
+            (
+                Numeric {
+                    mantissa: a,
+                    scale: sa,
+                },
+                Numeric {
+                    mantissa: b,
+                    scale: sb,
+                },
+            ) => {
                 if sa == sb {
                     a.cmp(b)
                 } else {

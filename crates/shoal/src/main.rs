@@ -6,7 +6,11 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(name = "shoal", version, about = "Shoal: an in-memory SQL database that speaks PostgreSQL")]
+#[command(
+    name = "shoal",
+    version,
+    about = "Shoal: an in-memory SQL database that speaks PostgreSQL"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -28,7 +32,9 @@ enum Command {
 
 fn main() {
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
         .init();
     let cli = Cli::parse();
     match cli.command {
@@ -40,10 +46,16 @@ fn main() {
                 std::process::exit(2);
             }
             if let Err(e) = std::fs::create_dir_all(&data_dir) {
-                eprintln!("shoal: cannot create data directory {}: {e}", data_dir.display());
+                eprintln!(
+                    "shoal: cannot create data directory {}: {e}",
+                    data_dir.display()
+                );
                 std::process::exit(1);
             }
-            let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+                .expect("tokio runtime");
             runtime.block_on(async move {
                 let listener = match tokio::net::TcpListener::bind(listen).await {
                     Ok(l) => l,
@@ -52,7 +64,11 @@ fn main() {
                         std::process::exit(1);
                     }
                 };
-                tracing::info!("Shoal {} listening on {listen}, data directory {}", env!("CARGO_PKG_VERSION"), data_dir.display());
+                tracing::info!(
+                    "Shoal {} listening on {listen}, data directory {}",
+                    env!("CARGO_PKG_VERSION"),
+                    data_dir.display()
+                );
                 let engine = shoal_sql::Engine::new();
                 if let Err(e) = shoal_server::serve(listener, engine).await {
                     eprintln!("shoal: server stopped: {e}");

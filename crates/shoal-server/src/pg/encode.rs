@@ -16,14 +16,21 @@ use shoal_sql::pgtext;
 use shoal_sql::types::oid;
 use shoal_sql::ResultColumn;
 
-pub fn field_infos(columns: &[ResultColumn], binary: impl Fn(usize) -> bool) -> Arc<Vec<FieldInfo>> {
+pub fn field_infos(
+    columns: &[ResultColumn],
+    binary: impl Fn(usize) -> bool,
+) -> Arc<Vec<FieldInfo>> {
     Arc::new(
         columns
             .iter()
             .enumerate()
             .map(|(i, c)| {
                 let t = Type::from_oid(c.type_oid).unwrap_or(Type::TEXT);
-                let format = if binary(i) { FieldFormat::Binary } else { FieldFormat::Text };
+                let format = if binary(i) {
+                    FieldFormat::Binary
+                } else {
+                    FieldFormat::Text
+                };
                 FieldInfo::new(c.name.clone(), None, None, t, format).with_type_modifier(c.typmod)
             })
             .collect(),
@@ -31,7 +38,11 @@ pub fn field_infos(columns: &[ResultColumn], binary: impl Fn(usize) -> bool) -> 
 }
 
 /// Encodes every row of the batches. `binary(i)` says whether column i is sent in binary.
-pub fn encode_rows(batches: &[RecordBatch], columns: &[ResultColumn], binary: &dyn Fn(usize) -> bool) -> Vec<DataRow> {
+pub fn encode_rows(
+    batches: &[RecordBatch],
+    columns: &[ResultColumn],
+    binary: &dyn Fn(usize) -> bool,
+) -> Vec<DataRow> {
     let mut rows = Vec::new();
     let mut text = String::new();
     for batch in batches {
@@ -57,7 +68,10 @@ pub fn encode_rows(batches: &[RecordBatch], columns: &[ResultColumn], binary: &d
                     data.put_slice(text.as_bytes());
                 }
             }
-            rows.push(DataRow { data, field_count: batch.num_columns() as i16 });
+            rows.push(DataRow {
+                data,
+                field_count: batch.num_columns() as i16,
+            });
         }
     }
     rows
@@ -66,7 +80,10 @@ pub fn encode_rows(batches: &[RecordBatch], columns: &[ResultColumn], binary: &d
 fn encode_binary(array: &dyn Array, row: usize, type_oid: u32, out: &mut BytesMut) {
     macro_rules! arr {
         ($t:ty) => {
-            array.as_any().downcast_ref::<$t>().expect("array matches its data type")
+            array
+                .as_any()
+                .downcast_ref::<$t>()
+                .expect("array matches its data type")
         };
     }
     match array.data_type() {
@@ -99,15 +116,21 @@ fn encode_binary(array: &dyn Array, row: usize, type_oid: u32, out: &mut BytesMu
         }
         ArrowType::Binary => out.put_slice(arr!(BinaryArray).value(row)),
         ArrowType::Date32 => out.put_i32(arr!(Date32Array).value(row) - PG_EPOCH_DAYS),
-        ArrowType::Timestamp(TimeUnit::Microsecond, _) => out.put_i64(arr!(TimestampMicrosecondArray).value(row) - PG_EPOCH_MICROS),
-        ArrowType::Timestamp(TimeUnit::Nanosecond, _) => out.put_i64(arr!(TimestampNanosecondArray).value(row) / 1000 - PG_EPOCH_MICROS),
+        ArrowType::Timestamp(TimeUnit::Microsecond, _) => {
+            out.put_i64(arr!(TimestampMicrosecondArray).value(row) - PG_EPOCH_MICROS)
+        }
+        ArrowType::Timestamp(TimeUnit::Nanosecond, _) => {
+            out.put_i64(arr!(TimestampNanosecondArray).value(row) / 1000 - PG_EPOCH_MICROS)
+        }
         ArrowType::Interval(IntervalUnit::MonthDayNano) => {
             let v = arr!(IntervalMonthDayNanoArray).value(row);
             out.put_i64(v.nanoseconds / 1000);
             out.put_i32(v.days);
             out.put_i32(v.months);
         }
-        ArrowType::Decimal128(_, scale) => numeric_binary(arr!(Decimal128Array).value(row), *scale, out),
+        ArrowType::Decimal128(_, scale) => {
+            numeric_binary(arr!(Decimal128Array).value(row), *scale, out)
+        }
         _ => {
             let mut s = String::new();
             pgtext::format_array_value(array, row, &mut s);
@@ -121,13 +144,21 @@ fn numeric_binary(mantissa: i128, scale: i8, out: &mut BytesMut) {
     let scale = scale.max(0) as usize;
     let abs = mantissa.unsigned_abs().to_string();
     let (int_part, frac_part) = if abs.len() > scale {
-        (abs[..abs.len() - scale].to_string(), abs[abs.len() - scale..].to_string())
+        (
+            abs[..abs.len() - scale].to_string(),
+            abs[abs.len() - scale..].to_string(),
+        )
     } else {
         ("0".to_string(), format!("{abs:0>scale$}"))
     };
     let int_padded = format!("{}{}", "0".repeat((4 - int_part.len() % 4) % 4), int_part);
     let frac_padded = format!("{}{}", frac_part, "0".repeat((4 - frac_part.len() % 4) % 4));
-    let mut digits: Vec<i16> = int_padded.as_bytes().chunks(4).chain(frac_padded.as_bytes().chunks(4)).map(|c| std::str::from_utf8(c).unwrap().parse().unwrap()).collect();
+    let mut digits: Vec<i16> = int_padded
+        .as_bytes()
+        .chunks(4)
+        .chain(frac_padded.as_bytes().chunks(4))
+        .map(|c| std::str::from_utf8(c).unwrap().parse().unwrap())
+        .collect();
     let mut weight = (int_padded.len() / 4) as i16 - 1;
     while digits.first() == Some(&0) && !digits.is_empty() {
         digits.remove(0);

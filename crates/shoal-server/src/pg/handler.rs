@@ -10,14 +10,23 @@ use async_trait::async_trait;
 use datafusion::common::ScalarValue;
 use futures::sink::{Sink, SinkExt};
 use futures::stream;
-use pgwire::api::auth::{finish_authentication, protocol_negotiation, save_startup_parameters_to_metadata, ServerParameterProvider, StartupHandler};
+use pgwire::api::auth::{
+    finish_authentication, protocol_negotiation, save_startup_parameters_to_metadata,
+    ServerParameterProvider, StartupHandler,
+};
 use pgwire::api::copy::CopyHandler;
 use pgwire::api::portal::{Format, Portal};
 use pgwire::api::query::{send_query_response, ExtendedQueryHandler, SimpleQueryHandler};
-use pgwire::api::results::{CopyResponse, DescribePortalResponse, DescribeStatementResponse, FieldInfo, QueryResponse, Response, Tag};
+use pgwire::api::results::{
+    CopyResponse, DescribePortalResponse, DescribeStatementResponse, FieldInfo, QueryResponse,
+    Response, Tag,
+};
 use pgwire::api::stmt::{QueryParser, StoredStatement};
 use pgwire::api::store::PortalStore;
-use pgwire::api::{ClientInfo, ClientPortalStore, ConnectionManager, PgWireConnectionState, PidSecretKeyGenerator, RandomPidSecretKeyGenerator, Type};
+use pgwire::api::{
+    ClientInfo, ClientPortalStore, ConnectionManager, PgWireConnectionState, PidSecretKeyGenerator,
+    RandomPidSecretKeyGenerator, Type,
+};
 use pgwire::error::{PgWireError, PgWireResult};
 use pgwire::messages::copy::{CopyData, CopyDone, CopyFail};
 use pgwire::messages::extendedquery::Sync as PgSync;
@@ -47,12 +56,16 @@ pub struct ConnectionHandler {
 impl ConnectionHandler {
     pub fn new(engine: Arc<Engine>, connections: Arc<ConnectionManager>) -> Arc<Self> {
         let session = Session::new(engine);
-        Arc::new_cyclic(|weak: &std::sync::Weak<ConnectionHandler>| ConnectionHandler {
-            session: Mutex::new(session),
-            copy: Mutex::new(None),
-            connections,
-            parser: Arc::new(ShoalQueryParser { handler: weak.clone() }),
-        })
+        Arc::new_cyclic(
+            |weak: &std::sync::Weak<ConnectionHandler>| ConnectionHandler {
+                session: Mutex::new(session),
+                copy: Mutex::new(None),
+                connections,
+                parser: Arc::new(ShoalQueryParser {
+                    handler: weak.clone(),
+                }),
+            },
+        )
     }
 }
 
@@ -67,7 +80,10 @@ fn status_of(code: u8) -> TransactionStatus {
 struct Parameters;
 
 impl ServerParameterProvider for Parameters {
-    fn server_parameters<C: ClientInfo>(&self, _client: &C) -> Option<std::collections::HashMap<String, String>> {
+    fn server_parameters<C: ClientInfo>(
+        &self,
+        _client: &C,
+    ) -> Option<std::collections::HashMap<String, String>> {
         let mut p = std::collections::HashMap::new();
         for (k, v) in [
             ("server_version", shoal_sql::engine::SERVER_VERSION),
@@ -91,7 +107,11 @@ impl ServerParameterProvider for Parameters {
 
 #[async_trait]
 impl StartupHandler for ConnectionHandler {
-    async fn on_startup<C>(&self, client: &mut C, message: PgWireFrontendMessage) -> PgWireResult<()>
+    async fn on_startup<C>(
+        &self,
+        client: &mut C,
+        message: PgWireFrontendMessage,
+    ) -> PgWireResult<()>
     where
         C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send,
         C::Error: Debug,
@@ -119,9 +139,17 @@ impl StartupHandler for ConnectionHandler {
 }
 
 /// Converts one statement result to a pgwire response (text format for simple queries).
-fn to_response(result: StatementResult, binary: &dyn Fn(usize) -> bool, fields_override: Option<Arc<Vec<FieldInfo>>>) -> Response {
+fn to_response(
+    result: StatementResult,
+    binary: &dyn Fn(usize) -> bool,
+    fields_override: Option<Arc<Vec<FieldInfo>>>,
+) -> Response {
     match result {
-        StatementResult::Rows { columns, batches, tag } => {
+        StatementResult::Rows {
+            columns,
+            batches,
+            tag,
+        } => {
             let fields = fields_override.unwrap_or_else(|| field_infos(&columns, binary));
             let rows = encode_rows(&batches, &columns, binary);
             let mut resp = QueryResponse::new(fields, stream::iter(rows.into_iter().map(Ok)));
@@ -156,14 +184,22 @@ fn to_response(result: StatementResult, binary: &dyn Fn(usize) -> bool, fields_o
 }
 
 impl ConnectionHandler {
-    async fn send_parameter_changes<C>(&self, client: &mut C, session: &mut Session) -> PgWireResult<()>
+    async fn send_parameter_changes<C>(
+        &self,
+        client: &mut C,
+        session: &mut Session,
+    ) -> PgWireResult<()>
     where
         C: Sink<PgWireBackendMessage> + Unpin + Send,
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         for (k, v) in session.reported_changes.drain(..) {
-            client.feed(PgWireBackendMessage::ParameterStatus(ParameterStatus::new(k, v))).await?;
+            client
+                .feed(PgWireBackendMessage::ParameterStatus(ParameterStatus::new(
+                    k, v,
+                )))
+                .await?;
         }
         Ok(())
     }
@@ -193,7 +229,9 @@ impl SimpleQueryHandler for ConnectionHandler {
         let sql = query.query;
         let mut copy_started = false;
         if sql.chars().all(|c| c == ';' || c.is_whitespace()) {
-            client.feed(PgWireBackendMessage::EmptyQueryResponse(EmptyQueryResponse)).await?;
+            client
+                .feed(PgWireBackendMessage::EmptyQueryResponse(EmptyQueryResponse))
+                .await?;
         } else {
             let results = session.execute_sql(&sql).await;
             self.send_parameter_changes(client, &mut session).await?;
@@ -204,15 +242,27 @@ impl SimpleQueryHandler for ConnectionHandler {
                         let result = self.begin_copy(result).await;
                         match to_response(result, &|_| false, None) {
                             Response::Query(q) => send_query_response(client, q, true).await?,
-                            Response::Execution(t) | Response::TransactionStart(t) | Response::TransactionEnd(t) => {
-                                client.feed(PgWireBackendMessage::CommandComplete(t.into())).await?
+                            Response::Execution(t)
+                            | Response::TransactionStart(t)
+                            | Response::TransactionEnd(t) => {
+                                client
+                                    .feed(PgWireBackendMessage::CommandComplete(t.into()))
+                                    .await?
                             }
-                            Response::EmptyQuery => client.feed(PgWireBackendMessage::EmptyQueryResponse(EmptyQueryResponse)).await?,
+                            Response::EmptyQuery => {
+                                client
+                                    .feed(PgWireBackendMessage::EmptyQueryResponse(
+                                        EmptyQueryResponse,
+                                    ))
+                                    .await?
+                            }
                             Response::CopyIn(c) => {
                                 pgwire::api::copy::send_copy_in_response(client, c).await?;
                                 client.set_state(PgWireConnectionState::CopyInProgress(false));
                             }
-                            Response::CopyOut(c) => pgwire::api::copy::send_copy_out_response(client, c).await?,
+                            Response::CopyOut(c) => {
+                                pgwire::api::copy::send_copy_out_response(client, c).await?
+                            }
                             _ => {}
                         }
                         if is_copy_in {
@@ -220,7 +270,11 @@ impl SimpleQueryHandler for ConnectionHandler {
                             break;
                         }
                     }
-                    Err(e) => client.feed(PgWireBackendMessage::ErrorResponse(error_info(&e).into())).await?,
+                    Err(e) => {
+                        client
+                            .feed(PgWireBackendMessage::ErrorResponse(error_info(&e).into()))
+                            .await?
+                    }
                 }
             }
         }
@@ -228,7 +282,11 @@ impl SimpleQueryHandler for ConnectionHandler {
             let status = status_of(session.transaction_status());
             client.set_state(PgWireConnectionState::ReadyForQuery);
             client.set_transaction_status(status);
-            client.send(PgWireBackendMessage::ReadyForQuery(ReadyForQuery::new(status))).await?;
+            client
+                .send(PgWireBackendMessage::ReadyForQuery(ReadyForQuery::new(
+                    status,
+                )))
+                .await?;
         }
         Ok(())
     }
@@ -253,29 +311,53 @@ pub struct ShoalQueryParser {
 impl QueryParser for ShoalQueryParser {
     type Statement = Arc<Prepared>;
 
-    async fn parse_sql<C>(&self, _client: &C, sql: &str, types: &[Option<Type>]) -> PgWireResult<Option<Self::Statement>>
+    async fn parse_sql<C>(
+        &self,
+        _client: &C,
+        sql: &str,
+        types: &[Option<Type>],
+    ) -> PgWireResult<Option<Self::Statement>>
     where
         C: ClientInfo + Unpin + Send + Sync,
     {
-        let handler = self.handler.upgrade().ok_or(PgWireError::NotReadyForQuery)?;
-        let oids: Vec<u32> = types.iter().map(|t| t.as_ref().map(|t| t.oid()).unwrap_or(0)).collect();
+        let handler = self
+            .handler
+            .upgrade()
+            .ok_or(PgWireError::NotReadyForQuery)?;
+        let oids: Vec<u32> = types
+            .iter()
+            .map(|t| t.as_ref().map(|t| t.oid()).unwrap_or(0))
+            .collect();
         let mut session = handler.session.lock().await;
         let prepared = session.prepare(sql, &oids).await.map_err(to_pgwire)?;
         Ok(Some(Arc::new(prepared)))
     }
 
     fn get_parameter_types(&self, stmt: &Self::Statement) -> PgWireResult<Vec<Type>> {
-        Ok(stmt.param_oids.iter().map(|o| Type::from_oid(*o).unwrap_or(Type::TEXT)).collect())
+        Ok(stmt
+            .param_oids
+            .iter()
+            .map(|o| Type::from_oid(*o).unwrap_or(Type::TEXT))
+            .collect())
     }
 
-    fn get_result_schema(&self, stmt: &Self::Statement, format: Option<&Format>) -> PgWireResult<Vec<FieldInfo>> {
-        let Some(columns) = &stmt.columns else { return Ok(vec![]) };
+    fn get_result_schema(
+        &self,
+        stmt: &Self::Statement,
+        format: Option<&Format>,
+    ) -> PgWireResult<Vec<FieldInfo>> {
+        let Some(columns) = &stmt.columns else {
+            return Ok(vec![]);
+        };
         let infos = field_infos(columns, |i| format.map(|f| f.is_binary(i)).unwrap_or(false));
         Ok((*infos).clone())
     }
 }
 
-fn decode_parameters(prepared: &Prepared, portal: &Portal<Arc<Prepared>>) -> Result<Vec<ScalarValue>, SqlError> {
+fn decode_parameters(
+    prepared: &Prepared,
+    portal: &Portal<Arc<Prepared>>,
+) -> Result<Vec<ScalarValue>, SqlError> {
     let mut values = Vec::with_capacity(prepared.param_types.len());
     if portal.parameters.len() != prepared.param_types.len() {
         return Err(SqlError::new(
@@ -290,9 +372,13 @@ fn decode_parameters(prepared: &Prepared, portal: &Portal<Arc<Prepared>>) -> Res
     for (i, t) in prepared.param_types.iter().enumerate() {
         let v = match &portal.parameters[i] {
             None => ScalarValue::try_from(t).unwrap_or(ScalarValue::Null),
-            Some(bytes) if portal.parameter_format.is_binary(i) => shoal_sql::params::decode_binary(bytes, prepared.param_oids[i], t)?,
+            Some(bytes) if portal.parameter_format.is_binary(i) => {
+                shoal_sql::params::decode_binary(bytes, prepared.param_oids[i], t)?
+            }
             Some(bytes) => {
-                let text = std::str::from_utf8(bytes).map_err(|_| SqlError::new("22021", "invalid byte sequence for encoding \"UTF8\""))?;
+                let text = std::str::from_utf8(bytes).map_err(|_| {
+                    SqlError::new("22021", "invalid byte sequence for encoding \"UTF8\"")
+                })?;
                 shoal_sql::params::decode_text(text, t)?
             }
         };
@@ -310,7 +396,11 @@ impl ExtendedQueryHandler for ConnectionHandler {
         self.parser.clone()
     }
 
-    async fn do_describe_statement<C>(&self, _client: &mut C, target: &StoredStatement<Self::Statement>) -> PgWireResult<DescribeStatementResponse>
+    async fn do_describe_statement<C>(
+        &self,
+        _client: &mut C,
+        target: &StoredStatement<Self::Statement>,
+    ) -> PgWireResult<DescribeStatementResponse>
     where
         C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
         C::PortalStore: PortalStore<Statement = Self::Statement>,
@@ -318,7 +408,11 @@ impl ExtendedQueryHandler for ConnectionHandler {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         let p = &target.statement;
-        let params = p.param_oids.iter().map(|o| Type::from_oid(*o).unwrap_or(Type::TEXT)).collect();
+        let params = p
+            .param_oids
+            .iter()
+            .map(|o| Type::from_oid(*o).unwrap_or(Type::TEXT))
+            .collect();
         let fields = match &p.columns {
             Some(c) => (*field_infos(c, |_| false)).clone(),
             None => vec![],
@@ -326,7 +420,11 @@ impl ExtendedQueryHandler for ConnectionHandler {
         Ok(DescribeStatementResponse::new(params, fields))
     }
 
-    async fn do_describe_portal<C>(&self, _client: &mut C, target: &Portal<Self::Statement>) -> PgWireResult<DescribePortalResponse>
+    async fn do_describe_portal<C>(
+        &self,
+        _client: &mut C,
+        target: &Portal<Self::Statement>,
+    ) -> PgWireResult<DescribePortalResponse>
     where
         C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
         C::PortalStore: PortalStore<Statement = Self::Statement>,
@@ -341,7 +439,12 @@ impl ExtendedQueryHandler for ConnectionHandler {
         Ok(DescribePortalResponse::new(fields))
     }
 
-    async fn do_query<C>(&self, client: &mut C, portal: &Portal<Self::Statement>, _max_rows: usize) -> PgWireResult<Response>
+    async fn do_query<C>(
+        &self,
+        client: &mut C,
+        portal: &Portal<Self::Statement>,
+        _max_rows: usize,
+    ) -> PgWireResult<Response>
     where
         C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
         C::PortalStore: PortalStore<Statement = Self::Statement>,
@@ -376,7 +479,11 @@ impl ExtendedQueryHandler for ConnectionHandler {
         client.portal_store().rm_portal(pgwire::api::DEFAULT_NAME);
         let status = status_of(self.session.lock().await.transaction_status());
         client.set_transaction_status(status);
-        client.send(PgWireBackendMessage::ReadyForQuery(ReadyForQuery::new(status))).await?;
+        client
+            .send(PgWireBackendMessage::ReadyForQuery(ReadyForQuery::new(
+                status,
+            )))
+            .await?;
         client.flush().await?;
         Ok(())
     }
@@ -393,7 +500,10 @@ impl CopyHandler for ConnectionHandler {
         let mut copy = self.copy.lock().await;
         if let Some((_, buf)) = copy.as_mut() {
             if buf.len() + copy_data.data.len() > COPY_BUFFER_MAX_BYTES {
-                return Err(to_pgwire(SqlError::new(shoal_sql::error::code::PROGRAM_LIMIT_EXCEEDED, "COPY data exceeds the server's buffer limit")));
+                return Err(to_pgwire(SqlError::new(
+                    shoal_sql::error::code::PROGRAM_LIMIT_EXCEEDED,
+                    "COPY data exceeds the server's buffer limit",
+                )));
             }
             buf.extend_from_slice(&copy_data.data);
         }
@@ -406,15 +516,23 @@ impl CopyHandler for ConnectionHandler {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        let Some((mut req, data)) = self.copy.lock().await.take() else { return Ok(()) };
+        let Some((mut req, data)) = self.copy.lock().await.take() else {
+            return Ok(());
+        };
         let mut session = self.session.lock().await;
-        let Some((mut txn, implicit)) = req.txn.take() else { return Ok(()) };
+        let Some((mut txn, implicit)) = req.txn.take() else {
+            return Ok(());
+        };
         let loaded = shoal_sql::copy::load(&session, &req, &mut txn, &data).await;
         let result = session.finish_copy(txn, implicit, loaded);
         client.set_transaction_status(status_of(session.transaction_status()));
         match result {
             Ok(rows) => {
-                client.send(PgWireBackendMessage::CommandComplete(Tag::new("COPY").with_rows(rows).into())).await?;
+                client
+                    .send(PgWireBackendMessage::CommandComplete(
+                        Tag::new("COPY").with_rows(rows).into(),
+                    ))
+                    .await?;
                 Ok(())
             }
             Err(e) => Err(to_pgwire(e)),
@@ -430,10 +548,20 @@ impl CopyHandler for ConnectionHandler {
         if let Some((mut req, _)) = self.copy.lock().await.take() {
             let mut session = self.session.lock().await;
             if let Some((txn, implicit)) = req.txn.take() {
-                let _ = session.finish_copy(txn, implicit, Err(SqlError::new(shoal_sql::error::code::QUERY_CANCELED, "COPY failed")));
+                let _ = session.finish_copy(
+                    txn,
+                    implicit,
+                    Err(SqlError::new(
+                        shoal_sql::error::code::QUERY_CANCELED,
+                        "COPY failed",
+                    )),
+                );
                 client.set_transaction_status(status_of(session.transaction_status()));
             }
         }
-        to_pgwire(SqlError::new(shoal_sql::error::code::QUERY_CANCELED, format!("COPY from stdin failed: {}", fail.message)))
+        to_pgwire(SqlError::new(
+            shoal_sql::error::code::QUERY_CANCELED,
+            format!("COPY from stdin failed: {}", fail.message),
+        ))
     }
 }

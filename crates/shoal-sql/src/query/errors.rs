@@ -18,14 +18,18 @@ pub fn from_datafusion(e: DataFusionError) -> SqlError {
             },
         },
         DataFusionError::Context(_, inner) => from_datafusion(*inner),
-        DataFusionError::Shared(inner) => from_datafusion(DataFusionError::External(Box::new(SharedMessage(inner.to_string())))),
+        DataFusionError::Shared(inner) => from_datafusion(DataFusionError::External(Box::new(
+            SharedMessage(inner.to_string()),
+        ))),
         DataFusionError::ArrowError(inner, _) => from_arrow(*inner),
         DataFusionError::SchemaError(inner, _) => schema_error(inner.to_string()),
         DataFusionError::SQL(inner, _) => SqlError::syntax(format!("syntax error: {inner}")),
         DataFusionError::NotImplemented(msg) => classify(msg, code::FEATURE_NOT_SUPPORTED),
         DataFusionError::Plan(msg) => classify(msg, code::SYNTAX_ERROR),
         DataFusionError::Execution(msg) => classify(msg, code::DATA_EXCEPTION),
-        DataFusionError::ResourcesExhausted(msg) => SqlError::new(code::PROGRAM_LIMIT_EXCEEDED, msg),
+        DataFusionError::ResourcesExhausted(msg) => {
+            SqlError::new(code::PROGRAM_LIMIT_EXCEEDED, msg)
+        }
         DataFusionError::Diagnostic(_, inner) => from_datafusion(*inner),
         DataFusionError::Collection(mut errors) => match errors.pop() {
             Some(first) => from_datafusion(first),
@@ -55,8 +59,12 @@ pub fn from_arrow(e: ArrowError) -> SqlError {
             },
         },
         ArrowError::CastError(msg) | ArrowError::ParseError(msg) => cast_error(&msg),
-        ArrowError::ComputeError(msg) | ArrowError::InvalidArgumentError(msg) => classify(msg, code::DATA_EXCEPTION),
-        ArrowError::ArithmeticOverflow(_) => SqlError::new(code::NUMERIC_VALUE_OUT_OF_RANGE, "integer out of range"),
+        ArrowError::ComputeError(msg) | ArrowError::InvalidArgumentError(msg) => {
+            classify(msg, code::DATA_EXCEPTION)
+        }
+        ArrowError::ArithmeticOverflow(_) => {
+            SqlError::new(code::NUMERIC_VALUE_OUT_OF_RANGE, "integer out of range")
+        }
         other => classify(other.to_string(), code::DATA_EXCEPTION),
     }
 }
@@ -70,8 +78,18 @@ fn schema_error(msg: String) -> SqlError {
             .with_hint_opt(rest.contains('.').then_some(()).and(None::<String>));
     }
     if msg.contains("Ambiguous reference") {
-        let name = msg.split('\'').nth(1).unwrap_or("").rsplit('.').next().unwrap_or("").to_string();
-        return SqlError::new(code::AMBIGUOUS_COLUMN, format!("column reference \"{name}\" is ambiguous"));
+        let name = msg
+            .split('\'')
+            .nth(1)
+            .unwrap_or("")
+            .rsplit('.')
+            .next()
+            .unwrap_or("")
+            .to_string();
+        return SqlError::new(
+            code::AMBIGUOUS_COLUMN,
+            format!("column reference \"{name}\" is ambiguous"),
+        );
     }
     if msg.contains("duplicate") {
         return SqlError::new(code::DUPLICATE_COLUMN, msg);
@@ -98,11 +116,25 @@ fn cast_error(msg: &str) -> SqlError {
             format!("invalid input syntax for type {type_name}: \"{value}\""),
         );
     }
-    if msg.contains("Can't cast value") || msg.contains("overflow") || msg.contains("Overflow") || msg.contains("too large") {
-        let type_name = if msg.contains("Int16") { "smallint" } else if msg.contains("Int64") { "bigint" } else { "integer" };
-        return SqlError::new(code::NUMERIC_VALUE_OUT_OF_RANGE, format!("{type_name} out of range"));
+    if msg.contains("Can't cast value")
+        || msg.contains("overflow")
+        || msg.contains("Overflow")
+        || msg.contains("too large")
+    {
+        let type_name = if msg.contains("Int16") {
+            "smallint"
+        } else if msg.contains("Int64") {
+            "bigint"
+        } else {
+            "integer"
+        };
+        return SqlError::new(
+            code::NUMERIC_VALUE_OUT_OF_RANGE,
+            format!("{type_name} out of range"),
+        );
     }
-    if msg.contains("Error parsing timestamp") || msg.contains("date") || msg.contains("timestamp") {
+    if msg.contains("Error parsing timestamp") || msg.contains("date") || msg.contains("timestamp")
+    {
         return SqlError::new(code::INVALID_DATETIME_FORMAT, msg.to_string());
     }
     SqlError::new(code::INVALID_TEXT_REPRESENTATION, msg.to_string())
@@ -138,7 +170,11 @@ fn classify(msg: String, default_code: &'static str) -> SqlError {
     if lower.contains("divide by zero") || lower.contains("division by zero") {
         return SqlError::new(code::DIVISION_BY_ZERO, "division by zero");
     }
-    if let Some(rest) = msg.split("table '").nth(1).filter(|_| lower.contains("not found")) {
+    if let Some(rest) = msg
+        .split("table '")
+        .nth(1)
+        .filter(|_| lower.contains("not found"))
+    {
         let full = rest.split('\'').next().unwrap_or(rest);
         let name = full.rsplit('.').next().unwrap_or(full);
         return SqlError::undefined_table(name);
@@ -148,30 +184,52 @@ fn classify(msg: String, default_code: &'static str) -> SqlError {
         return SqlError::new(code::UNDEFINED_FUNCTION, format!("function {name} does not exist"))
             .with_hint("No function matches the given name and argument types. You might need to add explicit type casts.");
     }
-    if lower.contains("no function matches") || lower.contains("failed to coerce arguments") || lower.contains("does not support") && lower.contains("function") {
+    if lower.contains("no function matches")
+        || lower.contains("failed to coerce arguments")
+        || lower.contains("does not support") && lower.contains("function")
+    {
         return SqlError::new(code::UNDEFINED_FUNCTION, first_line(&msg));
     }
-    if lower.contains("cannot infer common") || lower.contains("there isn't a common type") || lower.contains("cannot coerce") || lower.contains("unsupported arithmetic") || lower.contains("cannot get result type") {
-        return SqlError::new(code::UNDEFINED_FUNCTION, format!("operator does not exist: {}", first_line(&msg)));
+    if lower.contains("cannot infer common")
+        || lower.contains("there isn't a common type")
+        || lower.contains("cannot coerce")
+        || lower.contains("unsupported arithmetic")
+        || lower.contains("cannot get result type")
+    {
+        return SqlError::new(
+            code::UNDEFINED_FUNCTION,
+            format!("operator does not exist: {}", first_line(&msg)),
+        );
     }
     if lower.contains("overflow") {
-        return SqlError::new(code::NUMERIC_VALUE_OUT_OF_RANGE, "value out of range: overflow");
+        return SqlError::new(
+            code::NUMERIC_VALUE_OUT_OF_RANGE,
+            "value out of range: overflow",
+        );
     }
-    if lower.contains("must appear in the group by") || lower.contains("projection references non-aggregate values") {
+    if lower.contains("must appear in the group by")
+        || lower.contains("projection references non-aggregate values")
+    {
         return SqlError::new(code::GROUPING_ERROR, first_line(&msg));
     }
     if lower.contains("cannot cast") || lower.contains("cast error") {
         return cast_error(&msg);
     }
     if lower.contains("scalar subquery") && lower.contains("more than one row") {
-        return SqlError::new(code::CARDINALITY_VIOLATION, "more than one row returned by a subquery used as an expression");
+        return SqlError::new(
+            code::CARDINALITY_VIOLATION,
+            "more than one row returned by a subquery used as an expression",
+        );
     }
     if lower.contains("no field named") {
         return schema_error(msg);
     }
     if lower.contains("unsupported sql type") {
         let name = msg.rsplit(' ').next().unwrap_or("").to_lowercase();
-        return SqlError::new(code::UNDEFINED_OBJECT, format!("type \"{name}\" does not exist"));
+        return SqlError::new(
+            code::UNDEFINED_OBJECT,
+            format!("type \"{name}\" does not exist"),
+        );
     }
     SqlError::new(default_code, first_line(&msg))
 }

@@ -9,12 +9,13 @@ use std::sync::Arc;
 use datafusion::arrow::datatypes::DataType as ArrowType;
 use datafusion::common::{DataFusionError, Result as DfResult, ScalarValue};
 use datafusion::logical_expr::{
-    ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, TypeSignature, Volatility,
+    ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, TypeSignature,
+    Volatility,
 };
 use shoal_storage::catalog::{Oid, RelationKind};
 
 use crate::error::{code, SqlError};
-use crate::query::pg_catalog::{format_type_oid, index_definition, constraint_definition};
+use crate::query::pg_catalog::{constraint_definition, format_type_oid, index_definition};
 use crate::query::scope::PlanScope;
 
 type RowFn = dyn Fn(&[ScalarValue]) -> DfResult<ScalarValue> + Send + Sync;
@@ -59,7 +60,10 @@ impl ScalarUDFImpl for PgFunction {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
-        let all_scalar = args.args.iter().all(|a| matches!(a, ColumnarValue::Scalar(_)));
+        let all_scalar = args
+            .args
+            .iter()
+            .all(|a| matches!(a, ColumnarValue::Scalar(_)));
         if all_scalar {
             let values: Vec<ScalarValue> = args
                 .args
@@ -81,11 +85,17 @@ impl ScalarUDFImpl for PgFunction {
             }
             return Ok(ColumnarValue::Scalar(v));
         }
-        let arrays: Vec<_> = args.args.iter().map(|a| a.to_array(args.number_rows)).collect::<DfResult<_>>()?;
+        let arrays: Vec<_> = args
+            .args
+            .iter()
+            .map(|a| a.to_array(args.number_rows))
+            .collect::<DfResult<_>>()?;
         let mut out = Vec::with_capacity(args.number_rows);
         for row in 0..args.number_rows {
-            let values: Vec<ScalarValue> =
-                arrays.iter().map(|a| ScalarValue::try_from_array(a, row)).collect::<DfResult<_>>()?;
+            let values: Vec<ScalarValue> = arrays
+                .iter()
+                .map(|a| ScalarValue::try_from_array(a, row))
+                .collect::<DfResult<_>>()?;
             out.push((self.body)(&values)?.cast_to(&self.return_type)?);
         }
         Ok(ColumnarValue::Array(ScalarValue::iter_to_array(out)?))
@@ -99,14 +109,27 @@ fn udf(
     volatility: Volatility,
     body: impl Fn(&[ScalarValue]) -> DfResult<ScalarValue> + Send + Sync + 'static,
 ) -> ScalarUDF {
-    let sigs: Vec<TypeSignature> =
-        arities.iter().map(|n| if *n == 0 { TypeSignature::Nullary } else { TypeSignature::Any(*n) }).collect();
+    let sigs: Vec<TypeSignature> = arities
+        .iter()
+        .map(|n| {
+            if *n == 0 {
+                TypeSignature::Nullary
+            } else {
+                TypeSignature::Any(*n)
+            }
+        })
+        .collect();
     let signature = if sigs.len() == 1 {
         Signature::new(sigs.into_iter().next().unwrap(), volatility)
     } else {
         Signature::one_of(sigs, volatility)
     };
-    ScalarUDF::new_from_impl(PgFunction { name: name.to_string(), signature, return_type, body: Arc::new(body) })
+    ScalarUDF::new_from_impl(PgFunction {
+        name: name.to_string(),
+        signature,
+        return_type,
+        body: Arc::new(body),
+    })
 }
 
 /// Errors raised inside functions travel through DataFusion as `External` and come back out
@@ -143,14 +166,22 @@ pub fn parse_qualified_name(s: &str) -> (Option<String>, String) {
                 was_quoted = true;
             }
             '.' if !quoted => {
-                parts.push(if was_quoted { current.clone() } else { current.to_lowercase() });
+                parts.push(if was_quoted {
+                    current.clone()
+                } else {
+                    current.to_lowercase()
+                });
                 current.clear();
                 was_quoted = false;
             }
             c => current.push(c),
         }
     }
-    parts.push(if was_quoted { current } else { current.to_lowercase() });
+    parts.push(if was_quoted {
+        current
+    } else {
+        current.to_lowercase()
+    });
     let name = parts.pop().unwrap_or_default();
     (parts.pop(), name)
 }
@@ -171,18 +202,31 @@ fn sequence_oid(scope: &PlanScope, name: &str) -> Result<Oid, SqlError> {
     let (schema, rel) = parse_qualified_name(name);
     match scope.resolve_relation(schema.as_deref(), &rel) {
         Some((_, RelationKind::Sequence, oid)) => Ok(oid),
-        Some(_) => Err(SqlError::new(code::WRONG_OBJECT_TYPE, format!("\"{rel}\" is not a sequence"))),
+        Some(_) => Err(SqlError::new(
+            code::WRONG_OBJECT_TYPE,
+            format!("\"{rel}\" is not a sequence"),
+        )),
         None => Err(SqlError::undefined_table(name)),
     }
 }
 
 pub fn nextval(scope: &PlanScope, name: &str) -> Result<i64, SqlError> {
     let oid = sequence_oid(scope, name)?;
-    let seq = scope.engine.catalog.read().sequences.get(&oid).cloned().ok_or_else(|| SqlError::undefined_table(name))?;
+    let seq = scope
+        .engine
+        .catalog
+        .read()
+        .sequences
+        .get(&oid)
+        .cloned()
+        .ok_or_else(|| SqlError::undefined_table(name))?;
     let v = seq.next_value().map_err(|_| {
         SqlError::new(
             code::SEQUENCE_GENERATOR_LIMIT_EXCEEDED,
-            format!("nextval: reached maximum value of sequence \"{}\" ({})", seq.name, seq.max_value),
+            format!(
+                "nextval: reached maximum value of sequence \"{}\" ({})",
+                seq.name, seq.max_value
+            ),
         )
     })?;
     scope.sequence_last.lock().insert(oid, v);
@@ -193,151 +237,446 @@ pub fn register(state: &mut datafusion::execution::SessionState, scope: Arc<Plan
     use datafusion::execution::FunctionRegistry;
     let s = scope.clone();
     let mut add = |f: ScalarUDF| {
-        state.register_udf(Arc::new(f)).expect("function registration cannot fail");
+        state
+            .register_udf(Arc::new(f))
+            .expect("function registration cannot fail");
     };
     let text = ArrowType::Utf8;
-    add(udf("version", &[0], text.clone(), Volatility::Stable, |_| {
-        Ok(ScalarValue::Utf8(Some(crate::engine::VERSION_STRING.to_string())))
-    }));
-    add(udf("current_database", &[0], text.clone(), Volatility::Stable, |_| Ok(ScalarValue::Utf8(Some("postgres".into())))));
-    add(udf("current_catalog", &[0], text.clone(), Volatility::Stable, |_| Ok(ScalarValue::Utf8(Some("postgres".into())))));
-    add(udf("current_user", &[0], text.clone(), Volatility::Stable, |_| Ok(ScalarValue::Utf8(Some("postgres".into())))));
-    add(udf("session_user", &[0], text.clone(), Volatility::Stable, |_| Ok(ScalarValue::Utf8(Some("postgres".into())))));
-    add(udf("current_role", &[0], text.clone(), Volatility::Stable, |_| Ok(ScalarValue::Utf8(Some("postgres".into())))));
-    add(udf("user", &[0], text.clone(), Volatility::Stable, |_| Ok(ScalarValue::Utf8(Some("postgres".into())))));
-    let sc = s.clone();
-    add(udf("current_schema", &[0], text.clone(), Volatility::Stable, move |_| Ok(ScalarValue::Utf8(sc.creation_schema()))));
-    let sc = s.clone();
-    add(udf("pg_backend_pid", &[0], ArrowType::Int32, Volatility::Stable, move |_| Ok(ScalarValue::Int32(Some(sc.backend_pid)))));
-    add(udf("inet_server_port", &[0], ArrowType::Int32, Volatility::Stable, |_| Ok(ScalarValue::Int32(None))));
-    let sc = s.clone();
-    add(udf("nextval", &[1], ArrowType::Int64, Volatility::Volatile, move |a| {
-        let Some(name) = text_arg(&a[0]) else { return Ok(ScalarValue::Int64(None)) };
-        nextval(&sc, &name).map(|v| ScalarValue::Int64(Some(v))).map_err(sql_error)
-    }));
-    let sc = s.clone();
-    add(udf("currval", &[1], ArrowType::Int64, Volatility::Volatile, move |a| {
-        let Some(name) = text_arg(&a[0]) else { return Ok(ScalarValue::Int64(None)) };
-        let oid = sequence_oid(&sc, &name).map_err(sql_error)?;
-        let last = sc.sequence_last.lock().get(&oid).copied();
-        last.map(|v| ScalarValue::Int64(Some(v))).ok_or_else(|| {
-            sql_error(SqlError::new(
-                code::OBJECT_NOT_IN_PREREQUISITE_STATE,
-                format!("currval of sequence \"{name}\" is not yet defined in this session"),
-            ))
-        })
-    }));
-    let sc = s.clone();
-    add(udf("setval", &[2, 3], ArrowType::Int64, Volatility::Volatile, move |a| {
-        let (Some(name), Some(value)) = (text_arg(&a[0]), int_arg(&a[1])) else { return Ok(ScalarValue::Int64(None)) };
-        let is_called = a.get(2).map(|v| matches!(v, ScalarValue::Boolean(Some(true)))).unwrap_or(true);
-        let oid = sequence_oid(&sc, &name).map_err(sql_error)?;
-        let seq = sc.engine.catalog.read().sequences.get(&oid).cloned().ok_or_else(|| sql_error(SqlError::undefined_table(&name)))?;
-        if value < seq.min_value || value > seq.max_value {
-            return Err(sql_error(SqlError::new(
-                code::NUMERIC_VALUE_OUT_OF_RANGE,
-                format!("setval: value {value} is out of bounds for sequence \"{}\" ({}..{})", seq.name, seq.min_value, seq.max_value),
-            )));
-        }
-        seq.set_value(value, is_called);
-        if is_called {
-            sc.sequence_last.lock().insert(oid, value);
-        }
-        Ok(ScalarValue::Int64(Some(value)))
-    }));
-    let sc = s.clone();
-    add(udf("to_regclass_oid", &[1], ArrowType::UInt32, Volatility::Stable, move |a| {
-        let Some(name) = text_arg(&a[0]) else { return Ok(ScalarValue::UInt32(None)) };
-        regclass(&sc, &name).map(|o| ScalarValue::UInt32(Some(o))).map_err(sql_error)
+    add(udf(
+        "version",
+        &[0],
+        text.clone(),
+        Volatility::Stable,
+        |_| {
+            Ok(ScalarValue::Utf8(Some(
+                crate::engine::VERSION_STRING.to_string(),
+            )))
+        },
+    ));
+    add(udf(
+        "current_database",
+        &[0],
+        text.clone(),
+        Volatility::Stable,
+        |_| Ok(ScalarValue::Utf8(Some("postgres".into()))),
+    ));
+    add(udf(
+        "current_catalog",
+        &[0],
+        text.clone(),
+        Volatility::Stable,
+        |_| Ok(ScalarValue::Utf8(Some("postgres".into()))),
+    ));
+    add(udf(
+        "current_user",
+        &[0],
+        text.clone(),
+        Volatility::Stable,
+        |_| Ok(ScalarValue::Utf8(Some("postgres".into()))),
+    ));
+    add(udf(
+        "session_user",
+        &[0],
+        text.clone(),
+        Volatility::Stable,
+        |_| Ok(ScalarValue::Utf8(Some("postgres".into()))),
+    ));
+    add(udf(
+        "current_role",
+        &[0],
+        text.clone(),
+        Volatility::Stable,
+        |_| Ok(ScalarValue::Utf8(Some("postgres".into()))),
+    ));
+    add(udf("user", &[0], text.clone(), Volatility::Stable, |_| {
+        Ok(ScalarValue::Utf8(Some("postgres".into())))
     }));
     let sc = s.clone();
-    add(udf("to_regclass", &[1], ArrowType::UInt32, Volatility::Stable, move |a| {
-        let Some(name) = text_arg(&a[0]) else { return Ok(ScalarValue::UInt32(None)) };
-        Ok(ScalarValue::UInt32(regclass(&sc, &name).ok()))
-    }));
-    add(udf("to_regtype_oid", &[1], ArrowType::UInt32, Volatility::Stable, move |a| {
-        let Some(name) = text_arg(&a[0]) else { return Ok(ScalarValue::UInt32(None)) };
-        let n = name.trim().to_lowercase();
-        let found = crate::query::pg_catalog::BUILTIN_TYPES.iter().find(|t| t.1 == n || format_type_oid(t.0, -1).as_deref() == Some(n.as_str()));
-        found.map(|t| ScalarValue::UInt32(Some(t.0))).ok_or_else(|| {
-            sql_error(SqlError::new(code::UNDEFINED_OBJECT, format!("type \"{name}\" does not exist")))
-        })
-    }));
-    for size_fn in ["pg_total_relation_size", "pg_relation_size", "pg_table_size", "pg_indexes_size"] {
+    add(udf(
+        "current_schema",
+        &[0],
+        text.clone(),
+        Volatility::Stable,
+        move |_| Ok(ScalarValue::Utf8(sc.creation_schema())),
+    ));
+    let sc = s.clone();
+    add(udf(
+        "pg_backend_pid",
+        &[0],
+        ArrowType::Int32,
+        Volatility::Stable,
+        move |_| Ok(ScalarValue::Int32(Some(sc.backend_pid))),
+    ));
+    add(udf(
+        "inet_server_port",
+        &[0],
+        ArrowType::Int32,
+        Volatility::Stable,
+        |_| Ok(ScalarValue::Int32(None)),
+    ));
+    let sc = s.clone();
+    add(udf(
+        "nextval",
+        &[1],
+        ArrowType::Int64,
+        Volatility::Volatile,
+        move |a| {
+            let Some(name) = text_arg(&a[0]) else {
+                return Ok(ScalarValue::Int64(None));
+            };
+            nextval(&sc, &name)
+                .map(|v| ScalarValue::Int64(Some(v)))
+                .map_err(sql_error)
+        },
+    ));
+    let sc = s.clone();
+    add(udf(
+        "currval",
+        &[1],
+        ArrowType::Int64,
+        Volatility::Volatile,
+        move |a| {
+            let Some(name) = text_arg(&a[0]) else {
+                return Ok(ScalarValue::Int64(None));
+            };
+            let oid = sequence_oid(&sc, &name).map_err(sql_error)?;
+            let last = sc.sequence_last.lock().get(&oid).copied();
+            last.map(|v| ScalarValue::Int64(Some(v))).ok_or_else(|| {
+                sql_error(SqlError::new(
+                    code::OBJECT_NOT_IN_PREREQUISITE_STATE,
+                    format!("currval of sequence \"{name}\" is not yet defined in this session"),
+                ))
+            })
+        },
+    ));
+    let sc = s.clone();
+    add(udf(
+        "setval",
+        &[2, 3],
+        ArrowType::Int64,
+        Volatility::Volatile,
+        move |a| {
+            let (Some(name), Some(value)) = (text_arg(&a[0]), int_arg(&a[1])) else {
+                return Ok(ScalarValue::Int64(None));
+            };
+            let is_called = a
+                .get(2)
+                .map(|v| matches!(v, ScalarValue::Boolean(Some(true))))
+                .unwrap_or(true);
+            let oid = sequence_oid(&sc, &name).map_err(sql_error)?;
+            let seq = sc
+                .engine
+                .catalog
+                .read()
+                .sequences
+                .get(&oid)
+                .cloned()
+                .ok_or_else(|| sql_error(SqlError::undefined_table(&name)))?;
+            if value < seq.min_value || value > seq.max_value {
+                return Err(sql_error(SqlError::new(
+                    code::NUMERIC_VALUE_OUT_OF_RANGE,
+                    format!(
+                        "setval: value {value} is out of bounds for sequence \"{}\" ({}..{})",
+                        seq.name, seq.min_value, seq.max_value
+                    ),
+                )));
+            }
+            seq.set_value(value, is_called);
+            if is_called {
+                sc.sequence_last.lock().insert(oid, value);
+            }
+            Ok(ScalarValue::Int64(Some(value)))
+        },
+    ));
+    let sc = s.clone();
+    add(udf(
+        "to_regclass_oid",
+        &[1],
+        ArrowType::UInt32,
+        Volatility::Stable,
+        move |a| {
+            let Some(name) = text_arg(&a[0]) else {
+                return Ok(ScalarValue::UInt32(None));
+            };
+            regclass(&sc, &name)
+                .map(|o| ScalarValue::UInt32(Some(o)))
+                .map_err(sql_error)
+        },
+    ));
+    let sc = s.clone();
+    add(udf(
+        "to_regclass",
+        &[1],
+        ArrowType::UInt32,
+        Volatility::Stable,
+        move |a| {
+            let Some(name) = text_arg(&a[0]) else {
+                return Ok(ScalarValue::UInt32(None));
+            };
+            Ok(ScalarValue::UInt32(regclass(&sc, &name).ok()))
+        },
+    ));
+    add(udf(
+        "to_regtype_oid",
+        &[1],
+        ArrowType::UInt32,
+        Volatility::Stable,
+        move |a| {
+            let Some(name) = text_arg(&a[0]) else {
+                return Ok(ScalarValue::UInt32(None));
+            };
+            let n = name.trim().to_lowercase();
+            let found = crate::query::pg_catalog::BUILTIN_TYPES
+                .iter()
+                .find(|t| t.1 == n || format_type_oid(t.0, -1).as_deref() == Some(n.as_str()));
+            found
+                .map(|t| ScalarValue::UInt32(Some(t.0)))
+                .ok_or_else(|| {
+                    sql_error(SqlError::new(
+                        code::UNDEFINED_OBJECT,
+                        format!("type \"{name}\" does not exist"),
+                    ))
+                })
+        },
+    ));
+    for size_fn in [
+        "pg_total_relation_size",
+        "pg_relation_size",
+        "pg_table_size",
+        "pg_indexes_size",
+    ] {
         let sc = s.clone();
         let which = size_fn.to_string();
-        add(udf(size_fn, &[1], ArrowType::Int64, Volatility::Volatile, move |a| {
-            let oid = match &a[0] {
-                ScalarValue::Utf8(Some(n)) => regclass(&sc, n).map_err(sql_error)?,
-                other => match int_arg(other) {
-                    Some(o) => o as u32,
-                    None => return Ok(ScalarValue::Int64(None)),
-                },
-            };
-            Ok(ScalarValue::Int64(Some(relation_size(&sc, oid, &which) as i64)))
-        }));
+        add(udf(
+            size_fn,
+            &[1],
+            ArrowType::Int64,
+            Volatility::Volatile,
+            move |a| {
+                let oid = match &a[0] {
+                    ScalarValue::Utf8(Some(n)) => regclass(&sc, n).map_err(sql_error)?,
+                    other => match int_arg(other) {
+                        Some(o) => o as u32,
+                        None => return Ok(ScalarValue::Int64(None)),
+                    },
+                };
+                Ok(ScalarValue::Int64(Some(
+                    relation_size(&sc, oid, &which) as i64
+                )))
+            },
+        ));
     }
-    add(udf("pg_size_pretty", &[1], text.clone(), Volatility::Immutable, |a| {
-        Ok(ScalarValue::Utf8(int_arg(&a[0]).map(size_pretty)))
-    }));
-    add(udf("format_type", &[2], text.clone(), Volatility::Stable, |a| {
-        let Some(t) = int_arg(&a[0]) else { return Ok(ScalarValue::Utf8(None)) };
-        let typmod = int_arg(&a[1]).unwrap_or(-1) as i32;
-        Ok(ScalarValue::Utf8(Some(format_type_oid(t as u32, typmod).unwrap_or_else(|| "???".into()))))
-    }));
+    add(udf(
+        "pg_size_pretty",
+        &[1],
+        text.clone(),
+        Volatility::Immutable,
+        |a| Ok(ScalarValue::Utf8(int_arg(&a[0]).map(size_pretty))),
+    ));
+    add(udf(
+        "format_type",
+        &[2],
+        text.clone(),
+        Volatility::Stable,
+        |a| {
+            let Some(t) = int_arg(&a[0]) else {
+                return Ok(ScalarValue::Utf8(None));
+            };
+            let typmod = int_arg(&a[1]).unwrap_or(-1) as i32;
+            Ok(ScalarValue::Utf8(Some(
+                format_type_oid(t as u32, typmod).unwrap_or_else(|| "???".into()),
+            )))
+        },
+    ));
     let sc = s.clone();
-    add(udf("pg_get_indexdef", &[1, 3], text.clone(), Volatility::Stable, move |a| {
-        let Some(oid) = int_arg(&a[0]) else { return Ok(ScalarValue::Utf8(None)) };
-        Ok(ScalarValue::Utf8(index_definition(&sc.engine.catalog.read(), oid as u32)))
-    }));
-    let sc = s.clone();
-    add(udf("pg_get_constraintdef", &[1, 2], text.clone(), Volatility::Stable, move |a| {
-        let Some(oid) = int_arg(&a[0]) else { return Ok(ScalarValue::Utf8(None)) };
-        let catalog = sc.engine.catalog.read();
-        let def = catalog.tables.values().find_map(|t| {
-            t.constraints.iter().find(|c| c.oid == oid as u32).map(|c| constraint_definition(&catalog, t.oid, &c.kind))
-        });
-        Ok(ScalarValue::Utf8(def))
-    }));
-    add(udf("pg_get_expr", &[2, 3], text.clone(), Volatility::Stable, |a| Ok(ScalarValue::Utf8(text_arg(&a[0])))));
-    add(udf("pg_get_userbyid", &[1], text.clone(), Volatility::Stable, |_| Ok(ScalarValue::Utf8(Some("postgres".into())))));
-    add(udf("pg_encoding_to_char", &[1], text.clone(), Volatility::Stable, |_| Ok(ScalarValue::Utf8(Some("UTF8".into())))));
-    add(udf("pg_table_is_visible", &[1], ArrowType::Boolean, Volatility::Stable, |_| Ok(ScalarValue::Boolean(Some(true)))));
-    add(udf("pg_type_is_visible", &[1], ArrowType::Boolean, Volatility::Stable, |_| Ok(ScalarValue::Boolean(Some(true)))));
-    add(udf("has_table_privilege", &[2, 3], ArrowType::Boolean, Volatility::Stable, |_| Ok(ScalarValue::Boolean(Some(true)))));
-    add(udf("has_schema_privilege", &[2, 3], ArrowType::Boolean, Volatility::Stable, |_| Ok(ScalarValue::Boolean(Some(true)))));
-    add(udf("has_database_privilege", &[2, 3], ArrowType::Boolean, Volatility::Stable, |_| Ok(ScalarValue::Boolean(Some(true)))));
-    add(udf("obj_description", &[1, 2], text.clone(), Volatility::Stable, |_| Ok(ScalarValue::Utf8(None))));
-    add(udf("col_description", &[2], text.clone(), Volatility::Stable, |_| Ok(ScalarValue::Utf8(None))));
-    add(udf("shobj_description", &[2], text.clone(), Volatility::Stable, |_| Ok(ScalarValue::Utf8(None))));
-    add(udf("pg_get_viewdef", &[1, 2], text.clone(), Volatility::Stable, {
-        let sc = s.clone();
+    add(udf(
+        "pg_get_indexdef",
+        &[1, 3],
+        text.clone(),
+        Volatility::Stable,
         move |a| {
-            let Some(oid) = int_arg(&a[0]) else { return Ok(ScalarValue::Utf8(None)) };
-            Ok(ScalarValue::Utf8(sc.engine.catalog.read().views.get(&(oid as u32)).map(|v| v.query_sql.clone())))
-        }
-    }));
+            let Some(oid) = int_arg(&a[0]) else {
+                return Ok(ScalarValue::Utf8(None));
+            };
+            Ok(ScalarValue::Utf8(index_definition(
+                &sc.engine.catalog.read(),
+                oid as u32,
+            )))
+        },
+    ));
     let sc = s.clone();
-    add(udf("current_setting", &[1, 2], text.clone(), Volatility::Stable, move |a| {
-        let Some(name) = text_arg(&a[0]) else { return Ok(ScalarValue::Utf8(None)) };
-        let v = sc.settings.lock().get(&name.to_lowercase()).cloned();
-        match v {
-            Some(v) => Ok(ScalarValue::Utf8(Some(v))),
-            None if matches!(a.get(1), Some(ScalarValue::Boolean(Some(true)))) => Ok(ScalarValue::Utf8(None)),
-            None => Err(sql_error(SqlError::new(code::UNDEFINED_OBJECT, format!("unrecognized configuration parameter \"{name}\"")))),
-        }
-    }));
-    add(udf("gen_random_uuid", &[0], text.clone(), Volatility::Volatile, |_| {
-        Ok(ScalarValue::Utf8(Some(uuid::Uuid::new_v4().hyphenated().to_string())))
-    }));
+    add(udf(
+        "pg_get_constraintdef",
+        &[1, 2],
+        text.clone(),
+        Volatility::Stable,
+        move |a| {
+            let Some(oid) = int_arg(&a[0]) else {
+                return Ok(ScalarValue::Utf8(None));
+            };
+            let catalog = sc.engine.catalog.read();
+            let def = catalog.tables.values().find_map(|t| {
+                t.constraints
+                    .iter()
+                    .find(|c| c.oid == oid as u32)
+                    .map(|c| constraint_definition(&catalog, t.oid, &c.kind))
+            });
+            Ok(ScalarValue::Utf8(def))
+        },
+    ));
+    add(udf(
+        "pg_get_expr",
+        &[2, 3],
+        text.clone(),
+        Volatility::Stable,
+        |a| Ok(ScalarValue::Utf8(text_arg(&a[0]))),
+    ));
+    add(udf(
+        "pg_get_userbyid",
+        &[1],
+        text.clone(),
+        Volatility::Stable,
+        |_| Ok(ScalarValue::Utf8(Some("postgres".into()))),
+    ));
+    add(udf(
+        "pg_encoding_to_char",
+        &[1],
+        text.clone(),
+        Volatility::Stable,
+        |_| Ok(ScalarValue::Utf8(Some("UTF8".into()))),
+    ));
+    add(udf(
+        "pg_table_is_visible",
+        &[1],
+        ArrowType::Boolean,
+        Volatility::Stable,
+        |_| Ok(ScalarValue::Boolean(Some(true))),
+    ));
+    add(udf(
+        "pg_type_is_visible",
+        &[1],
+        ArrowType::Boolean,
+        Volatility::Stable,
+        |_| Ok(ScalarValue::Boolean(Some(true))),
+    ));
+    add(udf(
+        "has_table_privilege",
+        &[2, 3],
+        ArrowType::Boolean,
+        Volatility::Stable,
+        |_| Ok(ScalarValue::Boolean(Some(true))),
+    ));
+    add(udf(
+        "has_schema_privilege",
+        &[2, 3],
+        ArrowType::Boolean,
+        Volatility::Stable,
+        |_| Ok(ScalarValue::Boolean(Some(true))),
+    ));
+    add(udf(
+        "has_database_privilege",
+        &[2, 3],
+        ArrowType::Boolean,
+        Volatility::Stable,
+        |_| Ok(ScalarValue::Boolean(Some(true))),
+    ));
+    add(udf(
+        "obj_description",
+        &[1, 2],
+        text.clone(),
+        Volatility::Stable,
+        |_| Ok(ScalarValue::Utf8(None)),
+    ));
+    add(udf(
+        "col_description",
+        &[2],
+        text.clone(),
+        Volatility::Stable,
+        |_| Ok(ScalarValue::Utf8(None)),
+    ));
+    add(udf(
+        "shobj_description",
+        &[2],
+        text.clone(),
+        Volatility::Stable,
+        |_| Ok(ScalarValue::Utf8(None)),
+    ));
+    add(udf(
+        "pg_get_viewdef",
+        &[1, 2],
+        text.clone(),
+        Volatility::Stable,
+        {
+            let sc = s.clone();
+            move |a| {
+                let Some(oid) = int_arg(&a[0]) else {
+                    return Ok(ScalarValue::Utf8(None));
+                };
+                Ok(ScalarValue::Utf8(
+                    sc.engine
+                        .catalog
+                        .read()
+                        .views
+                        .get(&(oid as u32))
+                        .map(|v| v.query_sql.clone()),
+                ))
+            }
+        },
+    ));
     let sc = s.clone();
-    add(udf("txid_current", &[0], ArrowType::Int64, Volatility::Volatile, move |_| Ok(ScalarValue::Int64(Some(sc.snapshot().txn as i64 & 0x7fff_ffff_ffff)))));
+    add(udf(
+        "current_setting",
+        &[1, 2],
+        text.clone(),
+        Volatility::Stable,
+        move |a| {
+            let Some(name) = text_arg(&a[0]) else {
+                return Ok(ScalarValue::Utf8(None));
+            };
+            let v = sc.settings.lock().get(&name.to_lowercase()).cloned();
+            match v {
+                Some(v) => Ok(ScalarValue::Utf8(Some(v))),
+                None if matches!(a.get(1), Some(ScalarValue::Boolean(Some(true)))) => {
+                    Ok(ScalarValue::Utf8(None))
+                }
+                None => Err(sql_error(SqlError::new(
+                    code::UNDEFINED_OBJECT,
+                    format!("unrecognized configuration parameter \"{name}\""),
+                ))),
+            }
+        },
+    ));
+    add(udf(
+        "gen_random_uuid",
+        &[0],
+        text.clone(),
+        Volatility::Volatile,
+        |_| {
+            Ok(ScalarValue::Utf8(Some(
+                uuid::Uuid::new_v4().hyphenated().to_string(),
+            )))
+        },
+    ));
+    let sc = s.clone();
+    add(udf(
+        "txid_current",
+        &[0],
+        ArrowType::Int64,
+        Volatility::Volatile,
+        move |_| {
+            Ok(ScalarValue::Int64(Some(
+                sc.snapshot().txn as i64 & 0x7fff_ffff_ffff,
+            )))
+        },
+    ));
 }
 
 fn relation_size(scope: &PlanScope, oid: Oid, which: &str) -> usize {
     let catalog = scope.engine.catalog.read();
     let table_oid = catalog.indexes.get(&oid).map(|i| i.table).unwrap_or(oid);
-    let Some(table) = scope.engine.db.table(table_oid as u64) else { return 0 };
+    let Some(table) = scope.engine.db.table(table_oid as u64) else {
+        return 0;
+    };
     let total = table.memory_bytes();
     match which {
         // Indexes are counted inside the table's memory; report the whole for the table sizes.

@@ -36,7 +36,11 @@ pub fn new_session_state(scope: Arc<PlanScope>) -> SessionState {
         .with_default_catalog_and_schema(DATABASE_NAME, SEARCH_PATH_SCHEMA)
         .with_create_default_catalog_and_schema(false)
         .with_information_schema(false)
-        .with_target_partitions(std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2))
+        .with_target_partitions(
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(2),
+        )
         .with_batch_size(BATCH_SIZE_ROWS);
     {
         let opts = config.options_mut();
@@ -57,13 +61,23 @@ pub fn new_session_state(scope: Arc<PlanScope>) -> SessionState {
 }
 
 /// Plans a statement (after PostgreSQL rewrites) into a DataFusion logical plan.
-pub async fn plan_statement(state: &SessionState, scope: &PlanScope, mut stmt: ast::Statement) -> SqlResult<LogicalPlan> {
+pub async fn plan_statement(
+    state: &SessionState,
+    scope: &PlanScope,
+    mut stmt: ast::Statement,
+) -> SqlResult<LogicalPlan> {
     rewrite::rewrite_statement(&mut stmt, scope)?;
-    Ok(state.statement_to_plan(DfStatement::Statement(Box::new(stmt))).await?)
+    Ok(state
+        .statement_to_plan(DfStatement::Statement(Box::new(stmt)))
+        .await?)
 }
 
 /// Runs a logical plan to completion with the given parameter values.
-pub async fn execute_plan(state: &SessionState, plan: LogicalPlan, params: Option<ParamValues>) -> SqlResult<Vec<RecordBatch>> {
+pub async fn execute_plan(
+    state: &SessionState,
+    plan: LogicalPlan,
+    params: Option<ParamValues>,
+) -> SqlResult<Vec<RecordBatch>> {
     let plan = match params {
         Some(p) => plan.with_param_values(p)?,
         None => plan,

@@ -39,7 +39,10 @@ pub fn table_schema(def: &TableDef) -> SchemaRef {
         .iter()
         .map(|c| {
             let mut f = Field::new(&c.name, arrow_type(&c.data_type), true);
-            if matches!(c.data_type, DataType::Uuid | DataType::Varchar(_) | DataType::Char(_)) {
+            if matches!(
+                c.data_type,
+                DataType::Uuid | DataType::Varchar(_) | DataType::Char(_)
+            ) {
                 let (oid, _) = crate::types::pg_type_of(&c.data_type);
                 f = f.with_metadata([(PG_TYPE_METADATA_KEY.to_string(), oid.to_string())].into());
             }
@@ -72,11 +75,19 @@ impl RowTableProvider {
     ) -> Self {
         let mut schema = table_schema(&def);
         if capture {
-            let mut fields: Vec<Field> = schema.fields().iter().map(|f| f.as_ref().clone()).collect();
+            let mut fields: Vec<Field> =
+                schema.fields().iter().map(|f| f.as_ref().clone()).collect();
             fields.push(Field::new(ROW_POSITION_COLUMN, ArrowType::UInt64, false));
             schema = Arc::new(Schema::new(fields));
         }
-        RowTableProvider { def, table, scope, key_index, capture, schema }
+        RowTableProvider {
+            def,
+            table,
+            scope,
+            key_index,
+            capture,
+            schema,
+        }
     }
 
     /// Key bounds on the leading primary-key column implied by the filters, if any.
@@ -88,8 +99,12 @@ impl RowTableProvider {
         let mut lower = Bound::Unbounded;
         let mut upper = Bound::Unbounded;
         for f in filters {
-            let Some((op, value)) = column_comparison(f, lead_name) else { continue };
-            let Some(v) = scalar_to_key(&value, lead_type) else { continue };
+            let Some((op, value)) = column_comparison(f, lead_name) else {
+                continue;
+            };
+            let Some(v) = scalar_to_key(&value, lead_type) else {
+                continue;
+            };
             match op {
                 Operator::Eq => {
                     lower = Bound::Included(v.clone());
@@ -114,15 +129,33 @@ impl RowTableProvider {
             return None;
         }
         let oid = self.def.oid;
-        self.scope.dml_capture.lock().as_ref().filter(|(t, _)| *t == oid).map(|(_, c)| c.clone())
+        self.scope
+            .dml_capture
+            .lock()
+            .as_ref()
+            .filter(|(t, _)| *t == oid)
+            .map(|(_, c)| c.clone())
     }
 
-    fn collect_rows(&self, bounds: Option<(Bound<Value>, Bound<Value>)>, projection: &[usize], limit: Option<usize>) -> Vec<RecordBatch> {
+    fn collect_rows(
+        &self,
+        bounds: Option<(Bound<Value>, Bound<Value>)>,
+        projection: &[usize],
+        limit: Option<usize>,
+    ) -> Vec<RecordBatch> {
         let types = self.def.column_types();
         let table_columns = self.def.columns.len();
-        let data_cols: Vec<usize> = projection.iter().copied().filter(|c| *c < table_columns).collect();
+        let data_cols: Vec<usize> = projection
+            .iter()
+            .copied()
+            .filter(|c| *c < table_columns)
+            .collect();
         let wants_position = projection.iter().any(|c| *c >= table_columns);
-        let out_schema = Arc::new(self.schema.project(projection).expect("projection within schema"));
+        let out_schema = Arc::new(
+            self.schema
+                .project(projection)
+                .expect("projection within schema"),
+        );
         let mut batches = Vec::new();
         let mut columns: Vec<Vec<Value>> = vec![Vec::with_capacity(BATCH_ROWS); data_cols.len()];
         let mut positions: Vec<u64> = Vec::new();
@@ -145,7 +178,10 @@ impl RowTableProvider {
                 }
             }
             let options = RecordBatchOptions::new().with_row_count(Some(rows));
-            batches.push(RecordBatch::try_new_with_options(out_schema.clone(), arrays, &options).expect("arrays match schema"));
+            batches.push(
+                RecordBatch::try_new_with_options(out_schema.clone(), arrays, &options)
+                    .expect("arrays match schema"),
+            );
         };
         let mut visit = |row: &RowRef, bytes: &[u8]| -> bool {
             scratch.clear();
@@ -171,7 +207,13 @@ impl RowTableProvider {
             (Some((lo, hi)), Some((index, _))) => {
                 let lo_vec = bound_vec(&lo);
                 let hi_vec = bound_vec(&hi);
-                self.table.index_scan(*index, &snapshot, as_slice_bound(&lo, &lo_vec), as_slice_bound(&hi, &hi_vec), &mut visit);
+                self.table.index_scan(
+                    *index,
+                    &snapshot,
+                    as_slice_bound(&lo, &lo_vec),
+                    as_slice_bound(&hi, &hi_vec),
+                    &mut visit,
+                );
             }
             _ => self.table.scan(&snapshot, &mut visit),
         }
@@ -199,7 +241,9 @@ fn as_slice_bound<'a>(b: &Bound<Value>, v: &'a [Value]) -> Bound<&'a [Value]> {
 
 /// `col op literal` (or `literal op col`, flipped) for the named column.
 fn column_comparison(e: &Expr, column: &str) -> Option<(Operator, ScalarValue)> {
-    let Expr::BinaryExpr(BinaryExpr { left, op, right }) = e else { return None };
+    let Expr::BinaryExpr(BinaryExpr { left, op, right }) = e else {
+        return None;
+    };
     let strip = |e: &Expr| -> Option<Expr> {
         match e {
             Expr::Cast(c) => Some(c.expr.as_ref().clone()),
@@ -241,12 +285,21 @@ impl TableProvider for RowTableProvider {
         TableType::Base
     }
 
-    fn supports_filters_pushdown(&self, filters: &[&Expr]) -> DfResult<Vec<TableProviderFilterPushDown>> {
-        let lead = self.key_index.as_ref().and_then(|(_, cols)| cols.first()).map(|c| self.def.columns[*c].name.clone());
+    fn supports_filters_pushdown(
+        &self,
+        filters: &[&Expr],
+    ) -> DfResult<Vec<TableProviderFilterPushDown>> {
+        let lead = self
+            .key_index
+            .as_ref()
+            .and_then(|(_, cols)| cols.first())
+            .map(|c| self.def.columns[*c].name.clone());
         Ok(filters
             .iter()
             .map(|f| match &lead {
-                Some(name) if column_comparison(f, name).is_some() => TableProviderFilterPushDown::Inexact,
+                Some(name) if column_comparison(f, name).is_some() => {
+                    TableProviderFilterPushDown::Inexact
+                }
                 _ => TableProviderFilterPushDown::Unsupported,
             })
             .collect())
@@ -282,7 +335,11 @@ fn split_partitions(batches: Vec<RecordBatch>, partitions: usize) -> Vec<Vec<Rec
 }
 
 /// Reads rows of an Arrow batch back as storage values of the given types.
-pub fn batch_row_values(batch: &RecordBatch, row: usize, types: &[DataType]) -> crate::error::SqlResult<Vec<Value>> {
+pub fn batch_row_values(
+    batch: &RecordBatch,
+    row: usize,
+    types: &[DataType],
+) -> crate::error::SqlResult<Vec<Value>> {
     types
         .iter()
         .enumerate()

@@ -6,8 +6,9 @@
 use std::ops::ControlFlow;
 
 use datafusion::sql::sqlparser::ast::{
-    self, BinaryOperator, CastKind, DataType, Expr, Function, FunctionArg, FunctionArgExpr, FunctionArgumentList,
-    FunctionArguments, Ident, ObjectName, ObjectNamePart, TableAlias, TableFactor, VisitMut, VisitorMut,
+    self, BinaryOperator, CastKind, DataType, Expr, Function, FunctionArg, FunctionArgExpr,
+    FunctionArgumentList, FunctionArguments, Ident, ObjectName, ObjectNamePart, TableAlias,
+    TableFactor, VisitMut, VisitorMut,
 };
 use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
 use datafusion::sql::sqlparser::parser::Parser;
@@ -21,7 +22,11 @@ const VIEW_NESTING_MAX: usize = 32;
 
 pub fn rewrite_statement(stmt: &mut ast::Statement, scope: &PlanScope) -> SqlResult<()> {
     for _ in 0..VIEW_NESTING_MAX {
-        let mut v = Rewriter { scope, error: None, expanded_view: false };
+        let mut v = Rewriter {
+            scope,
+            error: None,
+            expanded_view: false,
+        };
         let _ = stmt.visit(&mut v);
         if let Some(e) = v.error {
             return Err(e);
@@ -30,7 +35,10 @@ pub fn rewrite_statement(stmt: &mut ast::Statement, scope: &PlanScope) -> SqlRes
             return Ok(());
         }
     }
-    Err(SqlError::new(crate::error::code::PROGRAM_LIMIT_EXCEEDED, "views nested too deeply"))
+    Err(SqlError::new(
+        crate::error::code::PROGRAM_LIMIT_EXCEEDED,
+        "views nested too deeply",
+    ))
 }
 
 struct Rewriter<'a> {
@@ -46,7 +54,10 @@ pub fn function_call(name: &str, args: Vec<Expr>) -> Expr {
         parameters: FunctionArguments::None,
         args: FunctionArguments::List(FunctionArgumentList {
             duplicate_treatment: None,
-            args: args.into_iter().map(|e| FunctionArg::Unnamed(FunctionArgExpr::Expr(e))).collect(),
+            args: args
+                .into_iter()
+                .map(|e| FunctionArg::Unnamed(FunctionArgExpr::Expr(e)))
+                .collect(),
             clauses: vec![],
         }),
         filter: None,
@@ -84,61 +95,101 @@ impl VisitorMut for Rewriter<'_> {
     type Break = ();
 
     fn pre_visit_table_factor(&mut self, factor: &mut TableFactor) -> ControlFlow<()> {
-        let TableFactor::Table { name, alias, args: None, .. } = factor else { return ControlFlow::Continue(()) };
+        let TableFactor::Table {
+            name,
+            alias,
+            args: None,
+            ..
+        } = factor
+        else {
+            return ControlFlow::Continue(());
+        };
         let parts = object_name_parts(name);
         let (schema, rel) = match parts.as_slice() {
             [rel] => (None, rel.clone()),
             [schema, rel] => (Some(schema.clone()), rel.clone()),
             _ => return ControlFlow::Continue(()),
         };
-        let Some((_, RelationKind::View, oid)) = self.scope.resolve_relation(schema.as_deref(), &rel) else {
+        let Some((_, RelationKind::View, oid)) =
+            self.scope.resolve_relation(schema.as_deref(), &rel)
+        else {
             return ControlFlow::Continue(());
         };
-        let Some(view) = self.scope.engine.catalog.read().views.get(&oid).cloned() else { return ControlFlow::Continue(()) };
-        let query = match Parser::new(&PostgreSqlDialect {}).try_with_sql(&view.query_sql).and_then(|mut p| p.parse_query()) {
+        let Some(view) = self.scope.engine.catalog.read().views.get(&oid).cloned() else {
+            return ControlFlow::Continue(());
+        };
+        let query = match Parser::new(&PostgreSqlDialect {})
+            .try_with_sql(&view.query_sql)
+            .and_then(|mut p| p.parse_query())
+        {
             Ok(q) => q,
             Err(e) => {
-                self.error = Some(SqlError::internal(format!("stored view \"{rel}\" does not parse: {e}")));
+                self.error = Some(SqlError::internal(format!(
+                    "stored view \"{rel}\" does not parse: {e}"
+                )));
                 return ControlFlow::Break(());
             }
         };
         let alias = alias.clone().unwrap_or(TableAlias {
             explicit: true,
             name: Ident::new(rel.clone()),
-            columns: view.column_names.iter().map(|c| ast::TableAliasColumnDef::from_name(c.clone())).collect(),
+            columns: view
+                .column_names
+                .iter()
+                .map(|c| ast::TableAliasColumnDef::from_name(c.clone()))
+                .collect(),
         });
-        *factor = TableFactor::Derived { lateral: false, subquery: query, alias: Some(alias), sample: None };
+        *factor = TableFactor::Derived {
+            lateral: false,
+            subquery: query,
+            alias: Some(alias),
+            sample: None,
+        };
         self.expanded_view = true;
         ControlFlow::Continue(())
     }
 
     fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
         match expr {
-            Expr::Cast { kind: CastKind::DoubleColon | CastKind::Cast, expr: inner, data_type, .. } => {
+            Expr::Cast {
+                kind: CastKind::DoubleColon | CastKind::Cast,
+                expr: inner,
+                data_type,
+                ..
+            } => {
                 if let Some(name) = custom_type_name(data_type) {
                     let replacement = match name.as_str() {
-                        "regclass" => Some(function_call("to_regclass_oid", vec![cast_text(inner)])),
+                        "regclass" => {
+                            Some(function_call("to_regclass_oid", vec![cast_text(inner)]))
+                        }
                         "regtype" => Some(function_call("to_regtype_oid", vec![cast_text(inner)])),
-                        "oid" | "regproc" | "regnamespace" | "regrole" | "xid" | "cid" => Some(Expr::Cast {
-                            kind: CastKind::Cast,
-                            expr: inner.clone(),
-                            data_type: DataType::BigInt(None),
-                            array: false,
-                            format: None,
-                        }),
-                        "name" | "bpchar" | "char" | "citext" | "regprocedure" => Some(Expr::Cast {
-                            kind: CastKind::Cast,
-                            expr: inner.clone(),
-                            data_type: DataType::Text,
-                            array: false,
-                            format: None,
-                        }),
+                        "oid" | "regproc" | "regnamespace" | "regrole" | "xid" | "cid" => {
+                            Some(Expr::Cast {
+                                kind: CastKind::Cast,
+                                expr: inner.clone(),
+                                data_type: DataType::BigInt(None),
+                                array: false,
+                                format: None,
+                            })
+                        }
+                        "name" | "bpchar" | "char" | "citext" | "regprocedure" => {
+                            Some(Expr::Cast {
+                                kind: CastKind::Cast,
+                                expr: inner.clone(),
+                                data_type: DataType::Text,
+                                array: false,
+                                format: None,
+                            })
+                        }
                         "int2" => Some(retype(inner, DataType::SmallInt(None))),
                         "int4" => Some(retype(inner, DataType::Int(None))),
                         "int8" => Some(retype(inner, DataType::BigInt(None))),
                         "float4" => Some(retype(inner, DataType::Real)),
                         "float8" => Some(retype(inner, DataType::DoublePrecision)),
-                        "timestamptz" => Some(retype(inner, DataType::Timestamp(None, ast::TimezoneInfo::WithTimeZone))),
+                        "timestamptz" => Some(retype(
+                            inner,
+                            DataType::Timestamp(None, ast::TimezoneInfo::WithTimeZone),
+                        )),
                         _ => None,
                     };
                     if let Some(r) = replacement {
@@ -153,13 +204,18 @@ impl VisitorMut for Rewriter<'_> {
             Expr::Function(f) => {
                 let parts = object_name_parts(&f.name);
                 if parts.len() == 2 && parts[0] == "pg_catalog" {
-                    f.name = ObjectName(vec![ObjectNamePart::Identifier(Ident::new(parts[1].clone()))]);
+                    f.name = ObjectName(vec![ObjectNamePart::Identifier(Ident::new(
+                        parts[1].clone(),
+                    ))]);
                 }
             }
             Expr::Collate { expr: inner, .. } => {
                 *expr = (**inner).clone();
             }
-            Expr::BinaryOp { op: BinaryOperator::PGCustomBinaryOperator(parts), .. } => {
+            Expr::BinaryOp {
+                op: BinaryOperator::PGCustomBinaryOperator(parts),
+                ..
+            } => {
                 let mapped = match parts.last().map(|s| s.as_str()) {
                     Some("~") => Some(BinaryOperator::PGRegexMatch),
                     Some("~*") => Some(BinaryOperator::PGRegexIMatch),
@@ -182,9 +238,21 @@ impl VisitorMut for Rewriter<'_> {
 }
 
 fn cast_text(e: &Expr) -> Expr {
-    Expr::Cast { kind: CastKind::Cast, expr: Box::new(e.clone()), data_type: DataType::Text, array: false, format: None }
+    Expr::Cast {
+        kind: CastKind::Cast,
+        expr: Box::new(e.clone()),
+        data_type: DataType::Text,
+        array: false,
+        format: None,
+    }
 }
 
 fn retype(e: &Expr, t: DataType) -> Expr {
-    Expr::Cast { kind: CastKind::Cast, expr: Box::new(e.clone()), data_type: t, array: false, format: None }
+    Expr::Cast {
+        kind: CastKind::Cast,
+        expr: Box::new(e.clone()),
+        data_type: t,
+        array: false,
+        format: None,
+    }
 }

@@ -26,7 +26,9 @@ pub struct ShoalCatalogList {
 
 impl ShoalCatalogList {
     pub fn new(scope: Arc<PlanScope>) -> Self {
-        ShoalCatalogList { catalog: Arc::new(ShoalCatalog { scope }) }
+        ShoalCatalogList {
+            catalog: Arc::new(ShoalCatalog { scope }),
+        }
     }
 }
 
@@ -35,7 +37,11 @@ impl CatalogProviderList for ShoalCatalogList {
         self
     }
 
-    fn register_catalog(&self, _name: String, _catalog: Arc<dyn CatalogProvider>) -> Option<Arc<dyn CatalogProvider>> {
+    fn register_catalog(
+        &self,
+        _name: String,
+        _catalog: Arc<dyn CatalogProvider>,
+    ) -> Option<Arc<dyn CatalogProvider>> {
         None
     }
 
@@ -59,11 +65,19 @@ impl CatalogProvider for ShoalCatalog {
     }
 
     fn schema_names(&self) -> Vec<String> {
-        self.scope.engine.catalog.read().schemas.keys().cloned().collect()
+        self.scope
+            .engine
+            .catalog
+            .read()
+            .schemas
+            .keys()
+            .cloned()
+            .collect()
     }
 
     fn schema(&self, name: &str) -> Option<Arc<dyn SchemaProvider>> {
-        let known = name == SEARCH_PATH_SCHEMA || self.scope.engine.catalog.read().schemas.contains_key(name);
+        let known = name == SEARCH_PATH_SCHEMA
+            || self.scope.engine.catalog.read().schemas.contains_key(name);
         known.then(|| {
             Arc::new(ShoalSchema {
                 scope: self.scope.clone(),
@@ -123,30 +137,51 @@ impl SchemaProvider for ShoalSchema {
     }
 }
 
-fn table_in_schema(scope: &Arc<PlanScope>, schema: &str, name: &str) -> DfResult<Option<Arc<dyn TableProvider>>> {
+fn table_in_schema(
+    scope: &Arc<PlanScope>,
+    schema: &str,
+    name: &str,
+) -> DfResult<Option<Arc<dyn TableProvider>>> {
     match schema {
         "pg_catalog" => return Ok(pg_catalog::table(scope, name)),
         "information_schema" => return Ok(information_schema::table(scope, name)),
         _ => {}
     }
     let catalog = scope.engine.catalog.read();
-    let Some((kind, oid)) = catalog.lookup(schema, name) else { return Ok(None) };
+    let Some((kind, oid)) = catalog.lookup(schema, name) else {
+        return Ok(None);
+    };
     match kind {
         RelationKind::Table => {
-            let def = catalog.tables.get(&oid).cloned().ok_or_else(|| DataFusionError::Plan(format!("relation \"{name}\" does not exist")))?;
-            let table = scope
-                .engine
-                .db
-                .table(oid as u64)
-                .ok_or_else(|| DataFusionError::Plan(format!("relation \"{name}\" does not exist")))?;
+            let def = catalog.tables.get(&oid).cloned().ok_or_else(|| {
+                DataFusionError::Plan(format!("relation \"{name}\" does not exist"))
+            })?;
+            let table = scope.engine.db.table(oid as u64).ok_or_else(|| {
+                DataFusionError::Plan(format!("relation \"{name}\" does not exist"))
+            })?;
             let key_index = def.primary_key().and_then(|(c, cols)| match &c.kind {
-                shoal_storage::catalog::ConstraintKind::PrimaryKey { index, .. } => Some((*index as u64, cols.to_vec())),
+                shoal_storage::catalog::ConstraintKind::PrimaryKey { index, .. } => {
+                    Some((*index as u64, cols.to_vec()))
+                }
                 _ => None,
             });
-            let capture = scope.dml_capture.lock().as_ref().is_some_and(|(t, _)| *t == oid);
-            Ok(Some(Arc::new(RowTableProvider::new(def, table, scope.clone(), key_index, capture))))
+            let capture = scope
+                .dml_capture
+                .lock()
+                .as_ref()
+                .is_some_and(|(t, _)| *t == oid);
+            Ok(Some(Arc::new(RowTableProvider::new(
+                def,
+                table,
+                scope.clone(),
+                key_index,
+                capture,
+            ))))
         }
-        RelationKind::Sequence => Ok(catalog.sequences.get(&oid).map(|s| pg_catalog::sequence_relation(s))),
+        RelationKind::Sequence => Ok(catalog
+            .sequences
+            .get(&oid)
+            .map(|s| pg_catalog::sequence_relation(s))),
         // Views are expanded into subqueries before planning; indexes are not readable.
         RelationKind::View | RelationKind::Index => Ok(None),
     }

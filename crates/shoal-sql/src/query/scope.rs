@@ -28,7 +28,9 @@ pub struct PlanScope {
 
 impl std::fmt::Debug for PlanScope {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PlanScope").field("backend_pid", &self.backend_pid).finish()
+        f.debug_struct("PlanScope")
+            .field("backend_pid", &self.backend_pid)
+            .finish()
     }
 }
 
@@ -64,16 +66,26 @@ impl PlanScope {
     /// The schema new unqualified objects are created in: the first existing search_path entry.
     pub fn creation_schema(&self) -> Option<String> {
         let catalog = self.engine.catalog.read();
-        self.search_path.lock().iter().find(|s| catalog.schemas.contains_key(*s) && *s != "pg_catalog").cloned()
+        self.search_path
+            .lock()
+            .iter()
+            .find(|s| catalog.schemas.contains_key(*s) && *s != "pg_catalog")
+            .cloned()
     }
 
     /// Resolves a possibly qualified relation name to (schema, kind, oid).
-    pub fn resolve_relation(&self, schema: Option<&str>, name: &str) -> Option<(String, RelationKind, Oid)> {
+    pub fn resolve_relation(
+        &self,
+        schema: Option<&str>,
+        name: &str,
+    ) -> Option<(String, RelationKind, Oid)> {
         let catalog = self.engine.catalog.read();
         let candidates = match schema {
             Some(s) => vec![s.to_string()],
             None => self.lookup_schemas(),
         };
-        candidates.into_iter().find_map(|s| catalog.lookup(&s, name).map(|(k, o)| (s, k, o)))
+        candidates
+            .into_iter()
+            .find_map(|s| catalog.lookup(&s, name).map(|(k, o)| (s, k, o)))
     }
 }
