@@ -36,7 +36,10 @@ fn read_committed_increments_are_never_lost() {
         h.join().unwrap();
     }
     let mut r = db.begin(IsolationLevel::ReadCommitted);
-    assert_eq!(balance(&t, &db.statement_snapshot(&mut r), 0), Some((THREADS * INCREMENTS) as i64));
+    assert_eq!(
+        balance(&t, &db.statement_snapshot(&mut r), 0),
+        Some((THREADS * INCREMENTS) as i64)
+    );
 }
 
 #[test]
@@ -48,7 +51,8 @@ fn repeatable_read_conflicts_fail_with_serialization_failure() {
     let commits = Arc::new(AtomicUsize::new(0));
     let handles: Vec<_> = (0..4)
         .map(|_| {
-            let (db, t, failures, commits) = (db.clone(), t.clone(), failures.clone(), commits.clone());
+            let (db, t, failures, commits) =
+                (db.clone(), t.clone(), failures.clone(), commits.clone());
             thread::spawn(move || {
                 for _ in 0..200 {
                     let mut txn = db.begin(IsolationLevel::RepeatableRead);
@@ -73,7 +77,11 @@ fn repeatable_read_conflicts_fail_with_serialization_failure() {
     let mut r = db.begin(IsolationLevel::ReadCommitted);
     let committed = commits.load(Ordering::Relaxed);
     assert_eq!(committed + failures.load(Ordering::Relaxed), 800);
-    assert_eq!(balance(&t, &db.statement_snapshot(&mut r), 0), Some(committed as i64), "every committed increment counted once");
+    assert_eq!(
+        balance(&t, &db.statement_snapshot(&mut r), 0),
+        Some(committed as i64),
+        "every committed increment counted once"
+    );
 }
 
 #[test]
@@ -92,7 +100,8 @@ fn opposite_lock_order_ends_one_transaction_with_deadlock() {
                     let snap = db.statement_snapshot(&mut txn);
                     let (r1, _) = get(t, &snap, first).unwrap();
                     let (r2, _) = get(t, &snap, second).unwrap();
-                    t.lock_row(&mut txn, &r1, &snap, RowLockMode::Exclusive).unwrap();
+                    t.lock_row(&mut txn, &r1, &snap, RowLockMode::Exclusive)
+                        .unwrap();
                     barrier.wait();
                     loop {
                         match t.lock_row(&mut txn, &r2, &snap, RowLockMode::Exclusive) {
@@ -114,7 +123,10 @@ fn opposite_lock_order_ends_one_transaction_with_deadlock() {
             .collect();
         hs.into_iter().map(|h| h.join().unwrap()).collect()
     });
-    let deadlocks = results.iter().filter(|r| **r == Err(StorageError::Deadlock)).count();
+    let deadlocks = results
+        .iter()
+        .filter(|r| **r == Err(StorageError::Deadlock))
+        .count();
     assert_eq!(deadlocks, 1, "{results:?}");
     assert_eq!(results.iter().filter(|r| r.is_ok()).count(), 1);
 }
@@ -136,7 +148,9 @@ fn concurrent_inserts_of_one_key_let_exactly_one_win() {
                         loop {
                             match t.insert(&mut txn, &row(round, i as i64, "")) {
                                 Ok(_) => break,
-                                Err(StorageError::WouldBlock { holder }) => db.wait_for_blocking(&txn, holder).unwrap(),
+                                Err(StorageError::WouldBlock { holder }) => {
+                                    db.wait_for_blocking(&txn, holder).unwrap()
+                                }
                                 Err(StorageError::UniqueViolation { .. }) => {
                                     db.rollback(txn);
                                     return 0;
@@ -162,7 +176,10 @@ fn concurrent_inserts_of_one_key_let_exactly_one_win() {
         let mut r = db.begin(IsolationLevel::ReadCommitted);
         let s = db.statement_snapshot(&mut r);
         assert_eq!(t.live_row_count(&s), wins);
-        assert_eq!(wins, 1, "odd threads never roll back, so exactly one insert commits");
+        assert_eq!(
+            wins, 1,
+            "odd threads never roll back, so exactly one insert commits"
+        );
     }
 }
 
@@ -181,7 +198,10 @@ fn snapshots_see_consistent_totals_while_transfers_commit() {
                 use rand::Rng;
                 let mut rng = rand::rng();
                 for _ in 0..2000 {
-                    let (a, b) = (rng.random_range(0..ACCOUNTS_N), rng.random_range(0..ACCOUNTS_N));
+                    let (a, b) = (
+                        rng.random_range(0..ACCOUNTS_N),
+                        rng.random_range(0..ACCOUNTS_N),
+                    );
                     let mut txn = db.begin(IsolationLevel::ReadCommitted);
                     // Lock in id order to stay deadlock-free; the deadlock test covers the rest.
                     let (x, y) = if a <= b { (a, b) } else { (b, a) };
@@ -205,12 +225,19 @@ fn snapshots_see_consistent_totals_while_transfers_commit() {
                 let mut total = 0;
                 let mut n = 0;
                 t.scan(&snap, |_, bytes| {
-                    let Value::Int64(b) = row_codec::decode_column(&t.types(), bytes, 1) else { panic!() };
+                    let Value::Int64(b) = row_codec::decode_column(&t.types(), bytes, 1) else {
+                        panic!()
+                    };
                     total += b;
                     n += 1;
                     true
                 });
-                assert_eq!((n, total), (ACCOUNTS_N, 100 * ACCOUNTS_N as i64), "torn snapshot at {}", snap.ts);
+                assert_eq!(
+                    (n, total),
+                    (ACCOUNTS_N, 100 * ACCOUNTS_N as i64),
+                    "torn snapshot at {}",
+                    snap.ts
+                );
                 db.commit(txn).unwrap();
                 checks += 1;
                 if checks > 100_000 {
@@ -255,7 +282,10 @@ fn async_wait_for_wakes_when_holder_ends() {
     let mut waiter = db.begin(IsolationLevel::ReadCommitted);
     let snap = db.statement_snapshot(&mut waiter);
     let (r0, _) = get(&t, &snap, 0).unwrap();
-    assert_eq!(t.delete(&mut waiter, &r0, &snap), Err(StorageError::WouldBlock { holder: holder_id }));
+    assert_eq!(
+        t.delete(&mut waiter, &r0, &snap),
+        Err(StorageError::WouldBlock { holder: holder_id })
+    );
     let db2 = db.clone();
     let ender = thread::spawn(move || {
         thread::sleep(Duration::from_millis(50));
@@ -263,11 +293,20 @@ fn async_wait_for_wakes_when_holder_ends() {
     });
     let started = std::time::Instant::now();
     block_on(db.wait_for(&waiter, holder_id)).unwrap();
-    assert!(started.elapsed() >= Duration::from_millis(40), "returned before the holder ended");
+    assert!(
+        started.elapsed() >= Duration::from_millis(40),
+        "returned before the holder ended"
+    );
     ender.join().unwrap();
     // Waiting for a finished transaction returns at once.
     block_on(db.wait_for(&waiter, holder_id)).unwrap();
-    assert!(matches!(t.delete(&mut waiter, &r0, &snap), Ok(WriteOutcome::Changed { newest: Some(_), .. })));
+    assert!(matches!(
+        t.delete(&mut waiter, &r0, &snap),
+        Ok(WriteOutcome::Changed {
+            newest: Some(_),
+            ..
+        })
+    ));
 }
 
 #[test]

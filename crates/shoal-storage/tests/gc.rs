@@ -26,7 +26,10 @@ fn memory_returns_near_start_after_many_updates_and_vacuum() {
     }
     let stats = db.vacuum();
     let end_bytes = t.memory_bytes();
-    assert!(end_bytes <= start_bytes + start_bytes / 10, "start {start_bytes} end {end_bytes}, {stats:?}");
+    assert!(
+        end_bytes <= start_bytes + start_bytes / 10,
+        "start {start_bytes} end {end_bytes}, {stats:?}"
+    );
     let mut r = db.begin(IsolationLevel::ReadCommitted);
     let s = db.statement_snapshot(&mut r);
     for id in 0..100 {
@@ -87,7 +90,14 @@ fn versions_visible_to_an_open_snapshot_survive() {
     db.commit(old).unwrap();
     let stats = db.vacuum();
     // Rows 0..8 keep only their newest of 11 versions; deleted row 9 goes entirely.
-    assert_eq!(stats, GcStats { versions_freed: 9 * 10 + 11, rows_freed: 1, index_entries_freed: 1 });
+    assert_eq!(
+        stats,
+        GcStats {
+            versions_freed: 9 * 10 + 11,
+            rows_freed: 1,
+            index_entries_freed: 1
+        }
+    );
 }
 
 #[test]
@@ -115,16 +125,26 @@ fn stale_index_entries_and_rolled_back_rows_are_reclaimed() {
     assert_eq!(stats.rows_freed, 1000);
     assert_eq!(stats.index_entries_freed, 1010);
     assert_eq!(stats.versions_freed, 10);
-    assert!(t.memory_bytes() <= base + base / 10, "{} vs {base}", t.memory_bytes());
+    assert!(
+        t.memory_bytes() <= base + base / 10,
+        "{} vs {base}",
+        t.memory_bytes()
+    );
     let mut r = db.begin(IsolationLevel::ReadCommitted);
     let s = db.statement_snapshot(&mut r);
     assert_eq!(ids(&t, &s), (100..110).collect::<Vec<_>>());
     assert_eq!(t.row_count_estimate(), 10);
     let mut n = 0;
-    t.index_scan(PK, &s, Bound::Included(&[Value::Int32(0)]), Bound::Excluded(&[Value::Int32(100)]), |_, _| {
-        n += 1;
-        true
-    })
+    t.index_scan(
+        PK,
+        &s,
+        Bound::Included(&[Value::Int32(0)]),
+        Bound::Excluded(&[Value::Int32(100)]),
+        |_, _| {
+            n += 1;
+            true
+        },
+    )
     .unwrap();
     assert_eq!(n, 0);
 }
@@ -149,7 +169,11 @@ fn background_gc_reclaims_and_stops_with_the_database() {
     while t.row_count_estimate() != 9 && std::time::Instant::now() < deadline {
         thread::sleep(Duration::from_millis(5));
     }
-    assert_eq!(t.row_count_estimate(), 9, "background GC removed the deleted row");
+    assert_eq!(
+        t.row_count_estimate(),
+        9,
+        "background GC removed the deleted row"
+    );
     let weak = Arc::downgrade(&db);
     drop(t);
     drop(db);

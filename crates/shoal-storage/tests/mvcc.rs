@@ -19,13 +19,25 @@ fn own_writes_visible_others_not_until_commit() {
     let sa = db.statement_snapshot(&mut a);
     let sb = db.statement_snapshot(&mut b);
     assert_eq!(balance(&t, &sa, 1), Some(100), "own insert is visible");
-    assert_eq!(balance(&t, &sb, 1), None, "uncommitted insert of another is not");
+    assert_eq!(
+        balance(&t, &sb, 1),
+        None,
+        "uncommitted insert of another is not"
+    );
     assert_eq!(t.live_row_count(&sb), 0);
     let ts = db.commit(a).unwrap();
     assert!(ts >= 1);
-    assert_eq!(balance(&t, &sb, 1), None, "old snapshot still does not see it");
+    assert_eq!(
+        balance(&t, &sb, 1),
+        None,
+        "old snapshot still does not see it"
+    );
     let sb2 = db.statement_snapshot(&mut b);
-    assert_eq!(balance(&t, &sb2, 1), Some(100), "next statement (READ COMMITTED) does");
+    assert_eq!(
+        balance(&t, &sb2, 1),
+        Some(100),
+        "next statement (READ COMMITTED) does"
+    );
     db.commit(b).unwrap();
 }
 
@@ -86,7 +98,10 @@ fn dropping_an_unended_transaction_rolls_it_back() {
         add_balance(&db, &t, &mut x, 0, 1).unwrap();
     }
     let mut y = db.begin(IsolationLevel::ReadCommitted);
-    assert!(add_balance(&db, &t, &mut y, 0, 2).unwrap(), "row is not left locked");
+    assert!(
+        add_balance(&db, &t, &mut y, 0, 2).unwrap(),
+        "row is not left locked"
+    );
     db.commit(y).unwrap();
     let mut r = db.begin(IsolationLevel::ReadCommitted);
     assert_eq!(balance(&t, &db.statement_snapshot(&mut r), 0), Some(12));
@@ -107,16 +122,31 @@ fn write_conflicts_follow_isolation_level() {
     add_balance(&db, &t, &mut w, 0, 5).unwrap();
     // While w runs, both must wait for it.
     let holder = w.id();
-    assert_eq!(t.update(&mut rr, &row0, &srr, &row(0, 1, "")), Err(StorageError::WouldBlock { holder }));
-    assert_eq!(t.lock_row(&mut rc, &row0, &src, RowLockMode::Exclusive), Err(StorageError::WouldBlock { holder }));
+    assert_eq!(
+        t.update(&mut rr, &row0, &srr, &row(0, 1, "")),
+        Err(StorageError::WouldBlock { holder })
+    );
+    assert_eq!(
+        t.lock_row(&mut rc, &row0, &src, RowLockMode::Exclusive),
+        Err(StorageError::WouldBlock { holder })
+    );
     db.commit(w).unwrap();
 
-    assert_eq!(t.update(&mut rr, &row0, &srr, &row(0, 1, "")), Err(StorageError::SerializationFailure));
+    assert_eq!(
+        t.update(&mut rr, &row0, &srr, &row(0, 1, "")),
+        Err(StorageError::SerializationFailure)
+    );
     match t.update(&mut rc, &row0, &src, &row(0, 1, "")).unwrap() {
-        WriteOutcome::Changed { newest: Some(n), newest_snapshot } => {
+        WriteOutcome::Changed {
+            newest: Some(n),
+            newest_snapshot,
+        } => {
             assert_eq!(n, row(0, 15, ""));
             assert!(newest_snapshot.ts > src.ts);
-            assert_eq!(t.update(&mut rc, &row0, &newest_snapshot, &row(0, 16, "")), Ok(WriteOutcome::Done));
+            assert_eq!(
+                t.update(&mut rc, &row0, &newest_snapshot, &row(0, 16, "")),
+                Ok(WriteOutcome::Done)
+            );
         }
         o => panic!("{o:?}"),
     }
@@ -145,7 +175,10 @@ fn concurrent_delete_reports_gone_row() {
     let mut rr = db.begin(IsolationLevel::RepeatableRead);
     let srr = db.statement_snapshot(&mut rr);
     // Deleted before this snapshot: a stale handle, nothing to do, no error.
-    assert!(matches!(t.delete(&mut rr, &r0, &srr), Ok(WriteOutcome::Changed { newest: None, .. })));
+    assert!(matches!(
+        t.delete(&mut rr, &r0, &srr),
+        Ok(WriteOutcome::Changed { newest: None, .. })
+    ));
 }
 
 #[test]
@@ -162,7 +195,10 @@ fn own_updates_stack_and_own_delete_hides() {
     let (r0, _) = get(&t, &s, 0).unwrap();
     t.delete(&mut x, &r0, &s).unwrap();
     assert_eq!(balance(&t, &s, 0), None);
-    assert!(matches!(t.update(&mut x, &r0, &s, &row(0, 1, "")), Ok(WriteOutcome::Changed { newest: None, .. })));
+    assert!(matches!(
+        t.update(&mut x, &r0, &s, &row(0, 1, "")),
+        Ok(WriteOutcome::Changed { newest: None, .. })
+    ));
     db.commit(x).unwrap();
     let mut r = db.begin(IsolationLevel::ReadCommitted);
     assert_eq!(t.live_row_count(&db.statement_snapshot(&mut r)), 0);
@@ -195,8 +231,14 @@ fn savepoints_undo_later_changes_and_nest_by_name() {
     assert_eq!(ids(&t, &s), vec![0]);
     db.rollback_to_savepoint(&mut x, "a").unwrap(); // it stays after rolling back to it
     db.release_savepoint(&mut x, "a").unwrap();
-    assert_eq!(db.release_savepoint(&mut x, "a"), Err(StorageError::NoSuchSavepoint("a".into())));
-    assert_eq!(db.rollback_to_savepoint(&mut x, "zz"), Err(StorageError::NoSuchSavepoint("zz".into())));
+    assert_eq!(
+        db.release_savepoint(&mut x, "a"),
+        Err(StorageError::NoSuchSavepoint("a".into()))
+    );
+    assert_eq!(
+        db.rollback_to_savepoint(&mut x, "zz"),
+        Err(StorageError::NoSuchSavepoint("zz".into()))
+    );
     db.commit(x).unwrap();
     let mut r = db.begin(IsolationLevel::ReadCommitted);
     let s = db.statement_snapshot(&mut r);
@@ -217,7 +259,10 @@ fn savepoint_rollback_releases_later_row_locks() {
     assert!(!x.is_read_only_so_far());
     let mut y = db.begin(IsolationLevel::ReadCommitted);
     let sy = db.statement_snapshot(&mut y);
-    assert_eq!(t.delete(&mut y, &r0, &sy), Err(StorageError::WouldBlock { holder: x.id() }));
+    assert_eq!(
+        t.delete(&mut y, &r0, &sy),
+        Err(StorageError::WouldBlock { holder: x.id() })
+    );
     db.rollback_to_savepoint(&mut x, "s").unwrap();
     assert_eq!(t.delete(&mut y, &r0, &sy), Ok(WriteOutcome::Done));
 }
@@ -229,7 +274,11 @@ fn unique_index_rejects_live_duplicates_and_waits_for_pending_ones() {
     load(&db, &t, 2, 0);
     let mut a = db.begin(IsolationLevel::ReadCommitted);
     match t.insert(&mut a, &row(1, 5, "dup")) {
-        Err(StorageError::UniqueViolation { index_name, key_columns, key }) => {
+        Err(StorageError::UniqueViolation {
+            index_name,
+            key_columns,
+            key,
+        }) => {
             assert_eq!(index_name, "accounts_pkey");
             assert_eq!(key_columns, vec![0]);
             assert_eq!(key, vec![Value::Int32(1)]);
@@ -239,13 +288,22 @@ fn unique_index_rejects_live_duplicates_and_waits_for_pending_ones() {
     // Uncommitted insert by a: b must wait; outcome depends on a.
     t.insert(&mut a, &row(5, 0, "")).unwrap();
     let mut b = db.begin(IsolationLevel::ReadCommitted);
-    assert_eq!(t.insert(&mut b, &row(5, 0, "")).unwrap_err(), StorageError::WouldBlock { holder: a.id() });
+    assert_eq!(
+        t.insert(&mut b, &row(5, 0, "")).unwrap_err(),
+        StorageError::WouldBlock { holder: a.id() }
+    );
     db.rollback(a);
     t.insert(&mut b, &row(5, 0, "b")).unwrap();
     let mut c = db.begin(IsolationLevel::ReadCommitted);
-    assert_eq!(t.insert(&mut c, &row(5, 0, "")).unwrap_err(), StorageError::WouldBlock { holder: b.id() });
+    assert_eq!(
+        t.insert(&mut c, &row(5, 0, "")).unwrap_err(),
+        StorageError::WouldBlock { holder: b.id() }
+    );
     db.commit(b).unwrap();
-    assert!(matches!(t.insert(&mut c, &row(5, 0, "")), Err(StorageError::UniqueViolation { .. })));
+    assert!(matches!(
+        t.insert(&mut c, &row(5, 0, "")),
+        Err(StorageError::UniqueViolation { .. })
+    ));
     // ON CONFLICT: the existing row is handed back.
     match t.insert_or_conflict(&mut c, &row(5, 0, "")).unwrap() {
         InsertOutcome::Conflict { index, existing } => {
@@ -261,14 +319,23 @@ fn unique_index_rejects_live_duplicates_and_waits_for_pending_ones() {
 fn unique_index_allows_null_keys_and_key_reuse_after_delete() {
     let db = Database::new();
     let t = db.create_table(2, vec![DataType::Int32, DataType::Text]);
-    t.add_index(IndexDef { id: 1, name: "u".into(), columns: vec![1], unique: true }).unwrap();
+    t.add_index(IndexDef {
+        id: 1,
+        name: "u".into(),
+        columns: vec![1],
+        unique: true,
+    })
+    .unwrap();
     let mut x = db.begin(IsolationLevel::ReadCommitted);
     t.insert(&mut x, &[Value::Int32(1), Value::Null]).unwrap();
     t.insert(&mut x, &[Value::Int32(2), Value::Null]).unwrap();
-    let r = t.insert(&mut x, &[Value::Int32(3), Value::Text("k".into())]).unwrap();
+    let r = t
+        .insert(&mut x, &[Value::Int32(3), Value::Text("k".into())])
+        .unwrap();
     let s = db.statement_snapshot(&mut x);
     t.delete(&mut x, &r, &s).unwrap();
-    t.insert(&mut x, &[Value::Int32(4), Value::Text("k".into())]).unwrap();
+    t.insert(&mut x, &[Value::Int32(4), Value::Text("k".into())])
+        .unwrap();
     db.commit(x).unwrap();
     let mut y = db.begin(IsolationLevel::ReadCommitted);
     let s = db.statement_snapshot(&mut y);
@@ -283,10 +350,16 @@ fn update_to_duplicate_key_fails_and_changes_nothing() {
     let mut x = db.begin(IsolationLevel::ReadCommitted);
     let s = db.statement_snapshot(&mut x);
     let (r0, _) = get(&t, &s, 0).unwrap();
-    assert!(matches!(t.update(&mut x, &r0, &s, &row(2, 0, "")), Err(StorageError::UniqueViolation { .. })));
+    assert!(matches!(
+        t.update(&mut x, &r0, &s, &row(2, 0, "")),
+        Err(StorageError::UniqueViolation { .. })
+    ));
     assert_eq!(ids(&t, &s), vec![0, 1, 2]);
     // Changing the key to a free value moves the row in the index.
-    assert_eq!(t.update(&mut x, &r0, &s, &row(10, 0, "")), Ok(WriteOutcome::Done));
+    assert_eq!(
+        t.update(&mut x, &r0, &s, &row(10, 0, "")),
+        Ok(WriteOutcome::Done)
+    );
     assert_eq!(ids(&t, &s), vec![1, 2, 10]);
     db.commit(x).unwrap();
     let mut y = db.begin(IsolationLevel::ReadCommitted);
@@ -300,14 +373,44 @@ fn update_to_duplicate_key_fails_and_changes_nothing() {
 fn composite_index_range_scans_by_prefix() {
     let db = Database::new();
     let t = db.create_table(3, vec![DataType::Text, DataType::Int32, DataType::Int64]);
-    t.add_index(IndexDef { id: 1, name: "ix".into(), columns: vec![0, 1], unique: false }).unwrap();
+    t.add_index(IndexDef {
+        id: 1,
+        name: "ix".into(),
+        columns: vec![0, 1],
+        unique: false,
+    })
+    .unwrap();
     let mut x = db.begin(IsolationLevel::ReadCommitted);
-    let keys = [("a", 1), ("a", 2), ("ab", 0), ("b", 5), ("a", 3), ("b", 1), ("ab", 9)];
+    let keys = [
+        ("a", 1),
+        ("a", 2),
+        ("ab", 0),
+        ("b", 5),
+        ("a", 3),
+        ("b", 1),
+        ("ab", 9),
+    ];
     for (i, (s, n)) in keys.iter().enumerate() {
-        t.insert(&mut x, &[Value::Text((*s).into()), Value::Int32(*n), Value::Int64(i as i64)]).unwrap();
+        t.insert(
+            &mut x,
+            &[
+                Value::Text((*s).into()),
+                Value::Int32(*n),
+                Value::Int64(i as i64),
+            ],
+        )
+        .unwrap();
     }
-    t.insert(&mut x, &[Value::Text("a".into()), Value::Null, Value::Int64(99)]).unwrap();
-    t.insert(&mut x, &[Value::Text("a".into()), Value::Int32(2), Value::Int64(100)]).unwrap(); // duplicate key
+    t.insert(
+        &mut x,
+        &[Value::Text("a".into()), Value::Null, Value::Int64(99)],
+    )
+    .unwrap();
+    t.insert(
+        &mut x,
+        &[Value::Text("a".into()), Value::Int32(2), Value::Int64(100)],
+    )
+    .unwrap(); // duplicate key
     db.commit(x).unwrap();
     let mut r = db.begin(IsolationLevel::ReadCommitted);
     let s = db.statement_snapshot(&mut r);
@@ -324,15 +427,41 @@ fn composite_index_range_scans_by_prefix() {
     let a = [Value::Text("a".into())];
     let got = scan(Bound::Included(&a), Bound::Included(&a));
     let t_ = |s: &str, n: Option<i32>| (Value::Text(s.into()), n.map_or(Value::Null, Value::Int32));
-    assert_eq!(got, vec![t_("a", Some(1)), t_("a", Some(2)), t_("a", Some(2)), t_("a", Some(3)), t_("a", None)]);
+    assert_eq!(
+        got,
+        vec![
+            t_("a", Some(1)),
+            t_("a", Some(2)),
+            t_("a", Some(2)),
+            t_("a", Some(3)),
+            t_("a", None)
+        ]
+    );
     let lo = [Value::Text("a".into()), Value::Int32(2)];
     let hi = [Value::Text("ab".into())];
     let got = scan(Bound::Excluded(&lo), Bound::Included(&hi));
-    assert_eq!(got, vec![t_("a", Some(3)), t_("a", None), t_("ab", Some(0)), t_("ab", Some(9))]);
-    let got = scan(Bound::Excluded(&a), Bound::Excluded(&[Value::Text("b".into()), Value::Int32(5)]));
-    assert_eq!(got, vec![t_("ab", Some(0)), t_("ab", Some(9)), t_("b", Some(1))]);
+    assert_eq!(
+        got,
+        vec![
+            t_("a", Some(3)),
+            t_("a", None),
+            t_("ab", Some(0)),
+            t_("ab", Some(9))
+        ]
+    );
+    let got = scan(
+        Bound::Excluded(&a),
+        Bound::Excluded(&[Value::Text("b".into()), Value::Int32(5)]),
+    );
+    assert_eq!(
+        got,
+        vec![t_("ab", Some(0)), t_("ab", Some(9)), t_("b", Some(1))]
+    );
     assert_eq!(scan(Bound::Unbounded, Bound::Unbounded).len(), 9);
-    assert_eq!(t.index_scan(77, &s, Bound::Unbounded, Bound::Unbounded, |_, _| true), Err(StorageError::NoSuchIndex(77)));
+    assert_eq!(
+        t.index_scan(77, &s, Bound::Unbounded, Bound::Unbounded, |_, _| true),
+        Err(StorageError::NoSuchIndex(77))
+    );
 }
 
 #[test]
@@ -341,16 +470,37 @@ fn add_index_builds_from_rows_and_rejects_duplicates() {
     let t = db.create_table(4, vec![DataType::Int32, DataType::Int32]);
     let mut x = db.begin(IsolationLevel::ReadCommitted);
     for i in 0..100 {
-        t.insert(&mut x, &[Value::Int32(i), Value::Int32(i % 10)]).unwrap();
+        t.insert(&mut x, &[Value::Int32(i), Value::Int32(i % 10)])
+            .unwrap();
     }
     db.commit(x).unwrap();
     assert!(matches!(
-        t.add_index(IndexDef { id: 1, name: "u2".into(), columns: vec![1], unique: true }),
+        t.add_index(IndexDef {
+            id: 1,
+            name: "u2".into(),
+            columns: vec![1],
+            unique: true
+        }),
         Err(StorageError::UniqueViolation { .. })
     ));
-    t.add_index(IndexDef { id: 2, name: "n2".into(), columns: vec![1], unique: false }).unwrap();
-    t.add_index(IndexDef { id: 3, name: "u1".into(), columns: vec![0], unique: true }).unwrap();
-    assert_eq!(t.indexes().iter().map(|d| d.id).collect::<Vec<_>>(), vec![2, 3]);
+    t.add_index(IndexDef {
+        id: 2,
+        name: "n2".into(),
+        columns: vec![1],
+        unique: false,
+    })
+    .unwrap();
+    t.add_index(IndexDef {
+        id: 3,
+        name: "u1".into(),
+        columns: vec![0],
+        unique: true,
+    })
+    .unwrap();
+    assert_eq!(
+        t.indexes().iter().map(|d| d.id).collect::<Vec<_>>(),
+        vec![2, 3]
+    );
     let mut r = db.begin(IsolationLevel::ReadCommitted);
     let s = db.statement_snapshot(&mut r);
     let mut n = 0;
@@ -361,10 +511,14 @@ fn add_index_builds_from_rows_and_rejects_duplicates() {
     })
     .unwrap();
     assert_eq!(n, 10);
-    assert!(matches!(t.insert(&mut r, &[Value::Int32(5), Value::Int32(0)]), Err(StorageError::UniqueViolation { .. })));
+    assert!(matches!(
+        t.insert(&mut r, &[Value::Int32(5), Value::Int32(0)]),
+        Err(StorageError::UniqueViolation { .. })
+    ));
     t.drop_index(3).unwrap();
     assert_eq!(t.drop_index(3), Err(StorageError::NoSuchIndex(3)));
-    t.insert(&mut r, &[Value::Int32(5), Value::Int32(0)]).unwrap();
+    t.insert(&mut r, &[Value::Int32(5), Value::Int32(0)])
+        .unwrap();
 }
 
 #[test]
@@ -387,11 +541,21 @@ fn alter_columns_rewrites_every_version() {
     .unwrap();
     assert_eq!(t.types(), new_types);
     let (r0, v) = get(&t, &s_old, 0).unwrap();
-    assert_eq!(v, vec![Value::Int32(0), Value::Int64(7), Value::Bool(true)], "old version rewritten too");
+    assert_eq!(
+        v,
+        vec![Value::Int32(0), Value::Int64(7), Value::Bool(true)],
+        "old version rewritten too"
+    );
     let mut y = db.begin(IsolationLevel::ReadCommitted);
     let s = db.statement_snapshot(&mut y);
-    assert_eq!(t.read(&r0, &s).unwrap(), vec![Value::Int32(0), Value::Int64(8), Value::Bool(true)]);
-    assert!(matches!(t.alter_columns(vec![DataType::Int32], &|r| r), Err(StorageError::ColumnCountMismatch { .. })));
+    assert_eq!(
+        t.read(&r0, &s).unwrap(),
+        vec![Value::Int32(0), Value::Int64(8), Value::Bool(true)]
+    );
+    assert!(matches!(
+        t.alter_columns(vec![DataType::Int32], &|r| r),
+        Err(StorageError::ColumnCountMismatch { .. })
+    ));
     assert_eq!(t.types(), new_types, "a failed alter changes nothing");
 }
 
@@ -408,7 +572,10 @@ fn truncate_and_drop_table() {
     t.insert(&mut x, &row(1, 0, "")).unwrap();
     assert!(db.drop_table(ACCOUNTS));
     assert!(db.table(ACCOUNTS).is_none());
-    assert_eq!(t.insert(&mut x, &row(2, 0, "")).unwrap_err(), StorageError::TableDropped);
+    assert_eq!(
+        t.insert(&mut x, &row(2, 0, "")).unwrap_err(),
+        StorageError::TableDropped
+    );
 }
 
 #[test]
@@ -417,7 +584,10 @@ fn type_mismatch_is_an_error_not_a_panic() {
     let t = accounts(&db);
     let mut x = db.begin(IsolationLevel::ReadCommitted);
     let bad = vec![Value::Int64(1), Value::Int64(1), Value::Null];
-    assert!(matches!(t.insert(&mut x, &bad), Err(StorageError::TypeMismatch { column: 0, .. })));
+    assert!(matches!(
+        t.insert(&mut x, &bad),
+        Err(StorageError::TypeMismatch { column: 0, .. })
+    ));
     assert!(x.is_read_only_so_far());
 }
 
@@ -435,7 +605,10 @@ impl RedoSink for RecordingSink {
         if *self.fail.lock().unwrap() {
             return Err("disk full".into());
         }
-        let c = changes.iter().map(|c| (c.table, c.kind, c.row_id, c.row.to_vec())).collect();
+        let c = changes
+            .iter()
+            .map(|c| (c.table, c.kind, c.row_id, c.row.to_vec()))
+            .collect();
         self.commits.lock().unwrap().push((commit_ts, c));
         Ok(())
     }
@@ -457,7 +630,10 @@ fn redo_sink_sees_changes_and_can_fail_a_commit() {
         let (cts, changes) = &commits[0];
         assert_eq!(*cts, ts);
         assert_eq!(changes.len(), 2);
-        assert_eq!((changes[0].0, changes[0].1, changes[0].2), (ACCOUNTS, ChangeKind::Insert, r.row_id()));
+        assert_eq!(
+            (changes[0].0, changes[0].1, changes[0].2),
+            (ACCOUNTS, ChangeKind::Insert, r.row_id())
+        );
         assert_eq!(changes[1].1, ChangeKind::Update);
         assert_eq!(t.decode_row(&changes[1].3), row(1, 6, "a"));
     }
@@ -471,12 +647,18 @@ fn redo_sink_sees_changes_and_can_fail_a_commit() {
     let mut y = db.begin(IsolationLevel::ReadCommitted);
     add_balance(&db, &t, &mut y, 1, 100).unwrap();
     t.insert(&mut y, &row(2, 0, "")).unwrap();
-    assert_eq!(db.commit(y), Err(StorageError::CommitFailed("disk full".into())));
+    assert_eq!(
+        db.commit(y),
+        Err(StorageError::CommitFailed("disk full".into()))
+    );
     *sink.fail.lock().unwrap() = false;
     let mut z = db.begin(IsolationLevel::ReadCommitted);
     let s = db.statement_snapshot(&mut z);
     assert_eq!(balance(&t, &s, 1), Some(6));
     assert_eq!(ids(&t, &s), vec![1]);
-    assert!(add_balance(&db, &t, &mut z, 1, 1).unwrap(), "failed commit released the row");
+    assert!(
+        add_balance(&db, &t, &mut z, 1, 1).unwrap(),
+        "failed commit released the row"
+    );
     db.commit(z).unwrap();
 }

@@ -13,13 +13,26 @@ pub const PK: IndexId = 10;
 
 /// accounts(id int4 primary key, balance int8, note text)
 pub fn accounts(db: &Arc<Database>) -> Arc<RowTable> {
-    let t = db.create_table(ACCOUNTS, vec![DataType::Int32, DataType::Int64, DataType::Text]);
-    t.add_index(IndexDef { id: PK, name: "accounts_pkey".into(), columns: vec![0], unique: true }).unwrap();
+    let t = db.create_table(
+        ACCOUNTS,
+        vec![DataType::Int32, DataType::Int64, DataType::Text],
+    );
+    t.add_index(IndexDef {
+        id: PK,
+        name: "accounts_pkey".into(),
+        columns: vec![0],
+        unique: true,
+    })
+    .unwrap();
     t
 }
 
 pub fn row(id: i32, balance: i64, note: &str) -> Vec<Value> {
-    vec![Value::Int32(id), Value::Int64(balance), Value::Text(note.into())]
+    vec![
+        Value::Int32(id),
+        Value::Int64(balance),
+        Value::Text(note.into()),
+    ]
 }
 
 pub fn load(db: &Arc<Database>, t: &RowTable, n: i32, balance: i64) {
@@ -58,16 +71,27 @@ pub fn ids(t: &RowTable, snap: &Snapshot) -> Vec<i32> {
 
 /// `UPDATE accounts SET balance = balance + delta WHERE id = ?` inside `txn` (READ COMMITTED
 /// protocol: wait on WouldBlock, re-check on Changed). Returns Ok(false) if the row is gone.
-pub fn add_balance(db: &Database, t: &RowTable, txn: &mut Transaction, id: i32, delta: i64) -> Result<bool, StorageError> {
+pub fn add_balance(
+    db: &Database,
+    t: &RowTable,
+    txn: &mut Transaction,
+    id: i32,
+    delta: i64,
+) -> Result<bool, StorageError> {
     let mut snap = db.statement_snapshot(txn);
-    let Some((r, mut cur)) = get(t, &snap, id) else { return Ok(false) };
+    let Some((r, mut cur)) = get(t, &snap, id) else {
+        return Ok(false);
+    };
     loop {
         let Value::Int64(b) = cur[1] else { panic!() };
         let mut new = cur.clone();
         new[1] = Value::Int64(b + delta);
         match t.update(txn, &r, &snap, &new) {
             Ok(WriteOutcome::Done) => return Ok(true),
-            Ok(WriteOutcome::Changed { newest: Some(n), newest_snapshot }) => {
+            Ok(WriteOutcome::Changed {
+                newest: Some(n),
+                newest_snapshot,
+            }) => {
                 cur = n;
                 snap = newest_snapshot;
             }
