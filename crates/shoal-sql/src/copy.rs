@@ -2,6 +2,7 @@
 //! STDOUT), in PostgreSQL's text and CSV formats. A COPY FROM parses every line before writing
 //! anything, so a bad line fails the whole COPY with its line number and loads nothing.
 
+use datafusion::arrow::array::Array;
 use datafusion::sql::sqlparser::ast::{
     self, CopyLegacyCsvOption, CopyLegacyOption, CopyOption, CopySource, CopyTarget,
 };

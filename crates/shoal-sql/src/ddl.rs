@@ -803,13 +803,13 @@ fn add_constraint(session: &Session, table_oid: Oid, p: PendingConstraint) -> Sq
             };
             if ref_cols.len() != cols.len() {
                 return Err(SqlError::new(
-                    code::INVALID_TABLE_DEFINITION.replace("P16", "830").leak(),
+                    code::INVALID_FOREIGN_KEY,
                     "number of referencing and referenced columns for foreign key disagree",
                 ));
             }
             let has_unique = ref_def.constraints.iter().any(|c| matches!(&c.kind, ConstraintKind::PrimaryKey { columns, .. } | ConstraintKind::Unique { columns, .. } if { let mut a = columns.clone(); a.sort(); let mut b = ref_cols.clone(); b.sort(); a == b }));
             if !has_unique {
-                return Err(SqlError::new("42830", format!("there is no unique constraint matching given keys for referenced table \"{rn}\"")));
+                return Err(SqlError::new(code::INVALID_FOREIGN_KEY, format!("there is no unique constraint matching given keys for referenced table \"{rn}\"")));
             }
             let name = name.unwrap_or_else(|| format!("{}_{}_fkey", def.name, columns.join("_")));
             let oid = session.engine.catalog.write().allocate_oid();

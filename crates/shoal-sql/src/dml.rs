@@ -425,7 +425,7 @@ fn conflict_target_matches(
                 ));
             }
             if wanted != have && !def.constraints.iter().any(|c| matches!(&c.kind, ConstraintKind::PrimaryKey { columns, .. } | ConstraintKind::Unique { columns, .. } if { let mut s = columns.clone(); s.sort(); s == wanted })) {
-                return Err(SqlError::new(code::INVALID_TABLE_DEFINITION.replace("P16", "P10").leak(), "there is no unique or exclusion constraint matching the ON CONFLICT specification"));
+                return Err(SqlError::new(code::INVALID_COLUMN_REFERENCE, "there is no unique or exclusion constraint matching the ON CONFLICT specification"));
             }
             wanted == have
         }

@@ -5,6 +5,7 @@
 use std::fmt;
 
 use datafusion::error::DataFusionError;
+use datafusion::sql::sqlparser::parser::ParserError;
 use shoal_storage::catalog::CatalogError;
 use shoal_storage::error::StorageError;
 
@@ -58,6 +59,8 @@ pub mod code {
     pub const DATATYPE_MISMATCH: &str = "42804";
     pub const WRONG_OBJECT_TYPE: &str = "42809";
     pub const INVALID_TABLE_DEFINITION: &str = "42P16";
+    pub const INVALID_COLUMN_REFERENCE: &str = "42P10";
+    pub const INVALID_FOREIGN_KEY: &str = "42830";
     pub const GROUPING_ERROR: &str = "42803";
     pub const DEPENDENT_OBJECTS_STILL_EXIST: &str = "2BP01";
     pub const GENERATED_ALWAYS: &str = "428C9";
@@ -175,6 +178,14 @@ impl From<StorageError> for SqlError {
             ),
             other => SqlError::internal(other.to_string()),
         }
+    }
+}
+
+impl From<ParserError> for SqlError {
+    fn from(e: ParserError) -> Self {
+        let msg = e.to_string();
+        let msg = msg.trim_start_matches("sql parser error: ");
+        SqlError::syntax(format!("syntax error: {msg}"))
     }
 }
 

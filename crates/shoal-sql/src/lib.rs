@@ -9,6 +9,7 @@ pub mod ddl;
 pub mod dml;
 pub mod engine;
 pub mod error;
+pub mod fastpath;
 pub mod params;
 pub mod pgtext;
 pub mod query;

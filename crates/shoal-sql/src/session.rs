@@ -18,6 +18,7 @@ use shoal_storage::{IsolationLevel, Transaction};
 use crate::copy::CopyRequest;
 use crate::engine::Engine;
 use crate::error::{code, SqlError, SqlResult};
+use crate::fastpath::{self, FastPlan};
 use crate::query::scope::PlanScope;
 use crate::settings::{serializable_unsupported, Settings};
 use crate::types::pg_oid_for_arrow;
@@ -105,6 +106,8 @@ pub struct Prepared {
     /// Result columns; None when the statement returns no rows.
     pub columns: Option<Vec<ResultColumn>>,
     plan: parking_lot::Mutex<Option<(LogicalPlan, u64)>>,
+    /// The fast-path plan and the catalog version it was resolved against.
+    fast: parking_lot::Mutex<Option<(Arc<FastPlan>, u64)>>,
 }
 
 pub struct Session {
@@ -197,13 +200,42 @@ impl Session {
             }
             return r;
         }
-        let implicit = matches!(self.txn, TxnState::Idle);
-        let mut txn = match std::mem::replace(&mut self.txn, TxnState::Idle) {
-            TxnState::Block(t) => t,
-            _ => self.engine.db.begin(self.default_isolation()),
+        let (mut txn, implicit) = self.statement_transaction();
+        let result = match fastpath::plan(self, &stmt, 0) {
+            Some(plan) => fastpath::execute(self, &mut txn, &plan, &[]).await,
+            None => self.run_in_transaction(&mut txn, stmt).await,
         };
-        let result = self.run_in_transaction(&mut txn, stmt).await;
         self.finish_statement(txn, implicit, result)
+    }
+
+    /// The transaction a statement runs in: the open block's, or a new implicit one (true).
+    fn statement_transaction(&mut self) -> (Transaction, bool) {
+        match std::mem::replace(&mut self.txn, TxnState::Idle) {
+            TxnState::Block(t) => (t, false),
+            _ => (self.engine.db.begin(self.default_isolation()), true),
+        }
+    }
+
+    /// The prepared statement's fast plan, re-resolved if the catalog changed since.
+    fn fast_plan_of(&self, prepared: &Prepared, stmt: &Statement) -> Option<Arc<FastPlan>> {
+        let version = self.engine.catalog.read().version;
+        let mut fast = prepared.fast.lock();
+        match fast.as_ref() {
+            Some((plan, v)) if *v == version => return Some(plan.clone()),
+            None => return None,
+            Some(_) => {}
+        }
+        // The catalog changed: resolve again; the parameter types must still match.
+        let plan = fastpath::plan(self, stmt, prepared.param_types.len())
+            .filter(|p| {
+                (0..prepared.param_types.len()).all(|i| {
+                    p.param_type(i).map(crate::types::arrow_type).as_ref()
+                        == Some(&prepared.param_types[i])
+                })
+            })
+            .map(Arc::new);
+        *fast = plan.clone().map(|p| (p, version));
+        plan
     }
 
     fn finish_statement(
@@ -570,12 +602,6 @@ impl Session {
         if name == "all" {
             let mut names: Vec<(&String, &String)> = self.settings.all().iter().collect();
             names.sort();
-            let mut b = crate::query::pg_catalog::TableBuilder::new(&[
-                ("name", ArrowType::Utf8),
-                ("setting", ArrowType::Utf8),
-                ("description", ArrowType::Utf8),
-            ]);
-            let _ = &mut b;
             let batch = rows_batch(
                 &["name", "setting", "description"],
                 names
@@ -749,13 +775,23 @@ impl Session {
             param_oids: Vec::new(),
             columns: None,
             plan: parking_lot::Mutex::new(None),
+            fast: parking_lot::Mutex::new(None),
         };
         let Some(stmt) = stmt else {
             return Ok(prepared);
         };
         let count = params::count_placeholders(&stmt);
         let mut inferred: Vec<Option<ArrowType>> = vec![None; count];
+        let fast = fastpath::plan(self, &stmt, count);
         match &stmt {
+            _ if fast.is_some() => {
+                let plan = fast.expect("checked");
+                for (i, slot) in inferred.iter_mut().enumerate() {
+                    *slot = plan.param_type(i).map(crate::types::arrow_type);
+                }
+                prepared.columns = plan.columns().map(<[ResultColumn]>::to_vec);
+                *prepared.fast.lock() = Some((Arc::new(plan), self.engine.catalog.read().version));
+            }
             Statement::Query(_) | Statement::Explain { .. } => {
                 if matches!(self.txn, TxnState::Idle | TxnState::Block(_)) {
                     let plan = self.plan_with_snapshot(stmt.clone()).await?;
@@ -825,6 +861,13 @@ impl Session {
         let Some(stmt) = prepared.stmt.clone() else {
             return Ok(StatementResult::Empty);
         };
+        if !matches!(self.txn, TxnState::Failed(_)) {
+            if let Some(plan) = self.fast_plan_of(prepared, &stmt) {
+                let (mut txn, implicit) = self.statement_transaction();
+                let result = fastpath::execute(self, &mut txn, &plan, &values).await;
+                return self.finish_statement(txn, implicit, result);
+            }
+        }
         let is_query = matches!(stmt, Statement::Query(ref q) if q.locks.is_empty());
         if is_query && !matches!(self.txn, TxnState::Failed(_)) {
             let version = self.engine.catalog.read().version;
@@ -835,11 +878,7 @@ impl Session {
                 .filter(|(_, v)| *v == version)
                 .map(|(p, _)| p.clone());
             if let Some(plan) = cached {
-                let implicit = matches!(self.txn, TxnState::Idle);
-                let mut txn = match std::mem::replace(&mut self.txn, TxnState::Idle) {
-                    TxnState::Block(t) => t,
-                    _ => self.engine.db.begin(self.default_isolation()),
-                };
+                let (mut txn, implicit) = self.statement_transaction();
                 let snapshot = self.engine.db.statement_snapshot(&mut txn);
                 *self.scope.snapshot.lock() = snapshot;
                 let params = if values.is_empty() {

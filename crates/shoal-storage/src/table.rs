@@ -298,6 +298,15 @@ pub struct RowTable {
     pub(crate) gc_cursor: Mutex<GcCursor>,
 }
 
+/// Tables show as their id: their rows are far too many to print.
+impl std::fmt::Debug for RowTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RowTable")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
+    }
+}
+
 impl RowTable {
     pub(crate) fn new(id: TableId, types: Vec<DataType>, shared: Arc<TxnShared>) -> RowTable {
         RowTable {

@@ -68,10 +68,7 @@ pub fn encode_rows(
                     data.put_slice(text.as_bytes());
                 }
             }
-            rows.push(DataRow {
-                data,
-                field_count: batch.num_columns() as i16,
-            });
+            rows.push(DataRow::new(data, batch.num_columns() as i16));
         }
     }
     rows

@@ -230,7 +230,9 @@ impl SimpleQueryHandler for ConnectionHandler {
         let mut copy_started = false;
         if sql.chars().all(|c| c == ';' || c.is_whitespace()) {
             client
-                .feed(PgWireBackendMessage::EmptyQueryResponse(EmptyQueryResponse))
+                .feed(PgWireBackendMessage::EmptyQueryResponse(
+                    EmptyQueryResponse::new(),
+                ))
                 .await?;
         } else {
             let results = session.execute_sql(&sql).await;
@@ -252,7 +254,7 @@ impl SimpleQueryHandler for ConnectionHandler {
                             Response::EmptyQuery => {
                                 client
                                     .feed(PgWireBackendMessage::EmptyQueryResponse(
-                                        EmptyQueryResponse,
+                                        EmptyQueryResponse::new(),
                                     ))
                                     .await?
                             }

@@ -52,7 +52,6 @@ pub fn table_schema(def: &TableDef) -> SchemaRef {
     Arc::new(Schema::new(fields))
 }
 
-#[derive(Debug)]
 pub struct RowTableProvider {
     pub def: Arc<TableDef>,
     pub table: Arc<RowTable>,
@@ -63,6 +62,17 @@ pub struct RowTableProvider {
     pub key_index: Option<(u64, Vec<usize>)>,
     capture: bool,
     schema: SchemaRef,
+}
+
+// TableProvider requires Debug, but shoal_storage's RowTable does not implement it.
+impl std::fmt::Debug for RowTableProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RowTableProvider")
+            .field("table", &self.def.name)
+            .field("oid", &self.def.oid)
+            .field("capture", &self.capture)
+            .finish()
+    }
 }
 
 impl RowTableProvider {
@@ -165,7 +175,11 @@ impl RowTableProvider {
         let mut rows_in_batch = 0usize;
         let mut total = 0usize;
         let mut scratch = Vec::with_capacity(data_cols.len());
-        let mut flush = |columns: &mut Vec<Vec<Value>>, positions: &mut Vec<u64>, rows: usize| {
+        // `batches` is a parameter, not a capture, so it can be inspected between flushes.
+        let flush = |batches: &mut Vec<RecordBatch>,
+                     columns: &mut Vec<Vec<Value>>,
+                     positions: &mut Vec<u64>,
+                     rows: usize| {
             let mut arrays: Vec<ArrayRef> = Vec::with_capacity(projection.len());
             let mut data_iter = 0;
             for &c in projection {
@@ -189,16 +203,23 @@ impl RowTableProvider {
             for (i, v) in scratch.drain(..).enumerate() {
                 columns[i].push(v);
             }
-            if wants_position || captured.is_some() {
-                if let Some(list) = captured.as_mut() {
-                    positions.push(list.len() as u64);
+            // Position = index in the capture list. Without a list (the capture was cleared
+            // before this scan ran) the column still needs one value per row, or the batch
+            // would not match its schema.
+            let position = match captured.as_mut() {
+                Some(list) => {
                     list.push(row.clone());
+                    list.len() as u64 - 1
                 }
+                None => total as u64,
+            };
+            if wants_position {
+                positions.push(position);
             }
             rows_in_batch += 1;
             total += 1;
             if rows_in_batch == BATCH_ROWS {
-                flush(&mut columns, &mut positions, rows_in_batch);
+                flush(&mut batches, &mut columns, &mut positions, rows_in_batch);
                 rows_in_batch = 0;
             }
             limit.is_none_or(|l| total < l)
@@ -207,18 +228,23 @@ impl RowTableProvider {
             (Some((lo, hi)), Some((index, _))) => {
                 let lo_vec = bound_vec(&lo);
                 let hi_vec = bound_vec(&hi);
-                self.table.index_scan(
+                let scanned = self.table.index_scan(
                     *index,
                     &snapshot,
                     as_slice_bound(&lo, &lo_vec),
                     as_slice_bound(&hi, &hi_vec),
                     &mut visit,
                 );
+                // The only failure is a missing index (dropped since planning); it fails before
+                // visiting any row, and the key filters are Inexact, so a full scan is correct.
+                if scanned.is_err() {
+                    self.table.scan(&snapshot, &mut visit);
+                }
             }
             _ => self.table.scan(&snapshot, &mut visit),
         }
         if rows_in_batch > 0 || batches.is_empty() {
-            flush(&mut columns, &mut positions, rows_in_batch);
+            flush(&mut batches, &mut columns, &mut positions, rows_in_batch);
         }
         batches
     }

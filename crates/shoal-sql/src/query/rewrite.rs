@@ -138,6 +138,7 @@ impl VisitorMut for Rewriter<'_> {
                 .iter()
                 .map(|c| ast::TableAliasColumnDef::from_name(c.clone()))
                 .collect(),
+            at: None,
         });
         *factor = TableFactor::Derived {
             lateral: false,

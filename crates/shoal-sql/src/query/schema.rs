@@ -2,7 +2,6 @@
 //! database), with a schema provider per SQL schema plus a virtual default schema that resolves
 //! unqualified names through pg_catalog and the session's search_path, as PostgreSQL does.
 
-use std::any::Any;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -19,6 +18,8 @@ pub const DATABASE_NAME: &str = "postgres";
 /// The name DataFusion uses for the default schema; it stands for "the search_path".
 pub const SEARCH_PATH_SCHEMA: &str = "$search_path";
 
+// DataFusion 55's catalog traits have `Any` as a supertrait (downcasting goes through
+// `dyn CatalogProvider::downcast_ref`), so none of these impls has an `as_any` method.
 #[derive(Debug)]
 pub struct ShoalCatalogList {
     catalog: Arc<ShoalCatalog>,
@@ -33,10 +34,6 @@ impl ShoalCatalogList {
 }
 
 impl CatalogProviderList for ShoalCatalogList {
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-
     fn register_catalog(
         &self,
         _name: String,
@@ -60,10 +57,6 @@ pub struct ShoalCatalog {
 }
 
 impl CatalogProvider for ShoalCatalog {
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-
     fn schema_names(&self) -> Vec<String> {
         self.scope
             .engine
@@ -96,10 +89,6 @@ pub struct ShoalSchema {
 
 #[async_trait]
 impl SchemaProvider for ShoalSchema {
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-
     fn table_names(&self) -> Vec<String> {
         let catalog = self.scope.engine.catalog.read();
         let schemas = match &self.name {

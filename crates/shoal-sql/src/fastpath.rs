@@ -1,0 +1,848 @@
+//! The fast path: point statements on a table's primary key run straight on the storage API,
+//! without DataFusion. OLTP clients (pgbench, TPC-C, ORMs) spend most of their statements on
+//! four shapes, and planning them through DataFusion costs far more than the lookup itself:
+//!
+//! - `SELECT cols FROM t WHERE pk = v [AND pk2 = v2 ...]`
+//! - `UPDATE t SET c = v | c = c + v | c = c - v, ... WHERE pk = v ...`
+//! - `DELETE FROM t WHERE pk = v ...`
+//! - `INSERT INTO t [(cols)] VALUES (v, ...)` with one row
+//!
+//! where each `v` is a literal, a parameter (`$n`) or `CURRENT_TIMESTAMP`/`now()`. Anything
+//! else (RETURNING, CHECK or foreign-key constraints on the table, defaults that are not
+//! constants, expressions the fast path cannot evaluate exactly as PostgreSQL does) falls back
+//! to the general path, which is always correct. A plan is resolved against the catalog once;
+//! prepared statements keep it and re-resolve when the catalog version changes.
+
+use datafusion::arrow::array::ArrayRef;
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::common::ScalarValue;
+use datafusion::sql::sqlparser::ast::{self, Expr, Statement};
+use shoal_storage::catalog::{ConstraintKind, TableDef};
+use shoal_storage::table::{RowTable, WriteOutcome};
+use shoal_storage::types::{DataType, Value};
+use shoal_storage::{StorageError, Transaction};
+use std::sync::Arc;
+
+use crate::dml::{column_values, resolve_table, unique_violation_named};
+use crate::error::{code, SqlError, SqlResult};
+use crate::pgtext;
+use crate::session::{ResultColumn, Session, StatementResult};
+use crate::types::{array_from_values, arrow_type, pg_type_of};
+
+/// Where a value in a fast statement comes from.
+#[derive(Clone, Debug)]
+pub enum Operand {
+    /// Bound parameter `$n`, zero-based.
+    Param(usize),
+    /// A literal, already converted to the column's type.
+    Const(Value),
+    /// `CURRENT_TIMESTAMP` / `now()`.
+    Now,
+}
+
+/// The right side of `SET col = ...`.
+#[derive(Clone, Debug)]
+pub enum Assign {
+    Set(Operand),
+    /// `col = col + v` (or `- v` when `negate`), on an integer column.
+    Add {
+        operand: Operand,
+        negate: bool,
+    },
+}
+
+#[derive(Clone, Debug)]
+pub enum FastKind {
+    Select {
+        projection: Vec<usize>,
+        columns: Vec<ResultColumn>,
+    },
+    Update {
+        assignments: Vec<(usize, Assign)>,
+    },
+    Delete,
+    Insert {
+        /// One operand per table column, in table order.
+        row: Vec<Operand>,
+    },
+}
+
+/// A point statement resolved against the catalog.
+#[derive(Clone, Debug)]
+pub struct FastPlan {
+    pub def: Arc<TableDef>,
+    pub table: Arc<RowTable>,
+    /// The primary key's index and one operand per key column (Select, Update, Delete).
+    pub key_index: u64,
+    pub key: Vec<Operand>,
+    pub kind: FastKind,
+    /// For each parameter, the table column it is compared with or assigned to.
+    pub param_columns: Vec<Option<usize>>,
+}
+
+impl FastPlan {
+    /// Result columns when the statement returns rows.
+    pub fn columns(&self) -> Option<&[ResultColumn]> {
+        match &self.kind {
+            FastKind::Select { columns, .. } => Some(columns),
+            _ => None,
+        }
+    }
+
+    /// The type each parameter should have, from the column it meets.
+    pub fn param_type(&self, i: usize) -> Option<&DataType> {
+        self.param_columns
+            .get(i)
+            .copied()
+            .flatten()
+            .map(|c| &self.def.columns[c].data_type)
+    }
+}
+
+/// Tries to resolve `stmt` as a fast-path statement. None means "use the general path".
+pub fn plan(session: &Session, stmt: &Statement, param_count: usize) -> Option<FastPlan> {
+    let mut params = vec![None; param_count];
+    let plan = match stmt {
+        Statement::Query(q) => plan_select(session, q, &mut params),
+        Statement::Update(u) => plan_update(session, u, &mut params),
+        Statement::Delete(d) => plan_delete(session, d, &mut params),
+        Statement::Insert(i) => plan_insert(session, i, &mut params),
+        _ => None,
+    }?;
+    // Every parameter must have been placed; otherwise its type is unknown here.
+    if params.iter().any(Option::is_none) {
+        return None;
+    }
+    Some(FastPlan {
+        param_columns: params,
+        ..plan
+    })
+}
+
+fn single_table(
+    session: &Session,
+    from: &ast::TableWithJoins,
+) -> Option<(Arc<TableDef>, Arc<RowTable>, Option<String>)> {
+    if !from.joins.is_empty() {
+        return None;
+    }
+    let ast::TableFactor::Table {
+        name,
+        alias,
+        args: None,
+        ..
+    } = &from.relation
+    else {
+        return None;
+    };
+    if alias.as_ref().is_some_and(|a| !a.columns.is_empty()) {
+        return None;
+    }
+    let (def, table) = resolve_table(session, name).ok()?;
+    Some((def, table, alias.as_ref().map(|a| a.name.value.clone())))
+}
+
+/// The column a (possibly qualified) identifier names.
+fn column_of(def: &TableDef, alias: Option<&str>, e: &Expr) -> Option<usize> {
+    match e {
+        Expr::Identifier(id) => def.column_index(&ident_name(id)),
+        Expr::CompoundIdentifier(parts) if parts.len() == 2 => {
+            let qualifier = ident_name(&parts[0]);
+            if qualifier != alias.unwrap_or(&def.name) {
+                return None;
+            }
+            def.column_index(&ident_name(&parts[1]))
+        }
+        Expr::Nested(inner) => column_of(def, alias, inner),
+        _ => None,
+    }
+}
+
+/// Unquoted identifiers fold to lower case, as in PostgreSQL.
+fn ident_name(id: &ast::Ident) -> String {
+    if id.quote_style.is_some() {
+        id.value.clone()
+    } else {
+        id.value.to_lowercase()
+    }
+}
+
+/// A value operand for column `col`: a literal, a parameter or now().
+fn operand(def: &TableDef, col: usize, e: &Expr, params: &mut [Option<usize>]) -> Option<Operand> {
+    let t = &def.columns[col].data_type;
+    match e {
+        Expr::Nested(inner) => operand(def, col, inner, params),
+        Expr::Value(v) => match &v.value {
+            ast::Value::Placeholder(p) => {
+                let i = crate::params::placeholder_index(p)?;
+                let slot = params.get_mut(i)?;
+                // A parameter used against two columns of different types is left to the
+                // general path, which infers one type for it.
+                if slot.is_some_and(|c| def.columns[c].data_type != *t) {
+                    return None;
+                }
+                *slot = Some(col);
+                Some(Operand::Param(i))
+            }
+            ast::Value::Number(n, _) => literal(n, t, false),
+            ast::Value::SingleQuotedString(s) => pgtext::parse_value(s, t).ok().map(Operand::Const),
+            ast::Value::Null => Some(Operand::Const(Value::Null)),
+            ast::Value::Boolean(b) if *t == DataType::Bool => Some(Operand::Const(Value::Bool(*b))),
+            _ => None,
+        },
+        Expr::UnaryOp {
+            op: ast::UnaryOperator::Minus,
+            expr,
+        } => match expr.as_ref() {
+            Expr::Value(v) => match &v.value {
+                ast::Value::Number(n, _) => literal(n, t, true),
+                _ => None,
+            },
+            _ => None,
+        },
+        Expr::Function(f)
+            if is_now(f) && matches!(t, DataType::TimestampTz | DataType::Timestamp) =>
+        {
+            Some(Operand::Now)
+        }
+        _ => None,
+    }
+}
+
+/// A numeric literal into an integer, float or numeric column. Anything that would need a
+/// rounding or a range decision (an int column given 1.5) goes to the general path so the
+/// error or result is exactly PostgreSQL's.
+fn literal(n: &str, t: &DataType, negative: bool) -> Option<Operand> {
+    let is_integer = n.bytes().all(|b| b.is_ascii_digit());
+    let text = if negative {
+        format!("-{n}")
+    } else {
+        n.to_string()
+    };
+    match t {
+        DataType::Int16 | DataType::Int32 | DataType::Int64 if is_integer => {
+            pgtext::parse_value(&text, t).ok().map(Operand::Const)
+        }
+        DataType::Float32 | DataType::Float64 | DataType::Numeric { .. } => {
+            pgtext::parse_value(&text, t).ok().map(Operand::Const)
+        }
+        _ => None,
+    }
+}
+
+fn is_now(f: &ast::Function) -> bool {
+    let name = f.name.to_string().to_lowercase();
+    let no_args = match &f.args {
+        ast::FunctionArguments::None => true,
+        ast::FunctionArguments::List(l) => l.args.is_empty(),
+        _ => false,
+    };
+    (name == "now" || name == "current_timestamp" || name == "pg_catalog.now") && no_args
+}
+
+/// `pk1 = v1 AND pk2 = v2 ...` covering exactly the primary key.
+fn key_condition(
+    def: &TableDef,
+    alias: Option<&str>,
+    selection: Option<&Expr>,
+    params: &mut [Option<usize>],
+) -> Option<(u64, Vec<Operand>)> {
+    let (pk, pk_cols) = def.primary_key()?;
+    let ConstraintKind::PrimaryKey { index, .. } = &pk.kind else {
+        return None;
+    };
+    let mut terms = Vec::new();
+    conjuncts(selection?, &mut terms);
+    let mut key: Vec<Option<Operand>> = vec![None; pk_cols.len()];
+    for term in terms {
+        let Expr::BinaryOp {
+            left,
+            op: ast::BinaryOperator::Eq,
+            right,
+        } = term
+        else {
+            return None;
+        };
+        let (col, value) = match (column_of(def, alias, left), column_of(def, alias, right)) {
+            (Some(c), None) => (c, right.as_ref()),
+            (None, Some(c)) => (c, left.as_ref()),
+            _ => return None,
+        };
+        let slot = pk_cols.iter().position(|k| *k == col)?;
+        if key[slot].is_some() {
+            return None;
+        }
+        key[slot] = Some(operand(def, col, value, params)?);
+    }
+    let key: Option<Vec<Operand>> = key.into_iter().collect();
+    Some((*index as u64, key?))
+}
+
+fn conjuncts<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {
+    match e {
+        Expr::BinaryOp {
+            left,
+            op: ast::BinaryOperator::And,
+            right,
+        } => {
+            conjuncts(left, out);
+            conjuncts(right, out);
+        }
+        Expr::Nested(inner) => conjuncts(inner, out),
+        other => out.push(other),
+    }
+}
+
+/// Tables whose writes need constraint checks the fast path does not do.
+fn has_write_constraints(session: &Session, def: &TableDef) -> bool {
+    let own = def.constraints.iter().any(|c| {
+        matches!(
+            c.kind,
+            ConstraintKind::Check { .. } | ConstraintKind::ForeignKey { .. }
+        )
+    });
+    own || !session
+        .engine
+        .catalog
+        .read()
+        .referencing_foreign_keys(def.oid)
+        .is_empty()
+}
+
+fn plan_select(
+    session: &Session,
+    q: &ast::Query,
+    params: &mut [Option<usize>],
+) -> Option<FastPlan> {
+    if q.with.is_some()
+        || q.order_by.is_some()
+        || q.limit_clause.is_some()
+        || q.fetch.is_some()
+        || !q.locks.is_empty()
+    {
+        return None;
+    }
+    let ast::SetExpr::Select(s) = q.body.as_ref() else {
+        return None;
+    };
+    let plain_group_by =
+        matches!(&s.group_by, ast::GroupByExpr::Expressions(e, m) if e.is_empty() && m.is_empty());
+    if s.distinct.is_some()
+        || s.top.is_some()
+        || s.into.is_some()
+        || s.from.len() != 1
+        || !s.lateral_views.is_empty()
+        || s.prewhere.is_some()
+        || !plain_group_by
+        || s.having.is_some()
+        || !s.named_window.is_empty()
+        || s.qualify.is_some()
+    {
+        return None;
+    }
+    let (def, table, alias) = single_table(session, &s.from[0])?;
+    let alias = alias.as_deref();
+    let mut projection = Vec::new();
+    let mut columns = Vec::new();
+    for item in &s.projection {
+        let (expr, name) = match item {
+            ast::SelectItem::UnnamedExpr(e) => (e, None),
+            ast::SelectItem::ExprWithAlias { expr, alias } => (expr, Some(ident_name(alias))),
+            ast::SelectItem::Wildcard(opts) if is_plain_wildcard(opts) => {
+                for (i, c) in def.columns.iter().enumerate() {
+                    projection.push(i);
+                    columns.push(result_column(&c.name, &c.data_type));
+                }
+                continue;
+            }
+            _ => return None,
+        };
+        let col = column_of(&def, alias, expr)?;
+        let c = &def.columns[col];
+        projection.push(col);
+        columns.push(result_column(
+            name.as_deref().unwrap_or(&c.name),
+            &c.data_type,
+        ));
+    }
+    let (key_index, key) = key_condition(&def, alias, s.selection.as_ref(), params)?;
+    Some(FastPlan {
+        def,
+        table,
+        key_index,
+        key,
+        kind: FastKind::Select {
+            projection,
+            columns,
+        },
+        param_columns: Vec::new(),
+    })
+}
+
+fn is_plain_wildcard(opts: &ast::WildcardAdditionalOptions) -> bool {
+    opts.opt_ilike.is_none()
+        && opts.opt_exclude.is_none()
+        && opts.opt_except.is_none()
+        && opts.opt_replace.is_none()
+        && opts.opt_rename.is_none()
+}
+
+fn result_column(name: &str, t: &DataType) -> ResultColumn {
+    let (type_oid, typmod) = pg_type_of(t);
+    ResultColumn {
+        name: name.to_string(),
+        type_oid,
+        typmod,
+    }
+}
+
+fn plan_update(
+    session: &Session,
+    u: &ast::Update,
+    params: &mut [Option<usize>],
+) -> Option<FastPlan> {
+    if u.from.is_some()
+        || u.returning.is_some()
+        || u.or.is_some()
+        || u.limit.is_some()
+        || !u.order_by.is_empty()
+    {
+        return None;
+    }
+    let (def, table, alias) = single_table(session, &u.table)?;
+    if has_write_constraints(session, &def) {
+        return None;
+    }
+    let alias = alias.as_deref();
+    let (_, pk_cols) = def.primary_key()?;
+    let pk_cols = pk_cols.to_vec();
+    let mut assignments = Vec::new();
+    for a in &u.assignments {
+        let ast::AssignmentTarget::ColumnName(name) = &a.target else {
+            return None;
+        };
+        let [ast::ObjectNamePart::Identifier(id)] = name.0.as_slice() else {
+            return None;
+        };
+        let col = def.column_index(&ident_name(id))?;
+        // Changing the key (or a generated identity column) is left to the general path.
+        if pk_cols.contains(&col) || def.columns[col].identity.is_some() {
+            return None;
+        }
+        let assign = match &a.value {
+            Expr::BinaryOp { left, op, right }
+                if matches!(op, ast::BinaryOperator::Plus | ast::BinaryOperator::Minus)
+                    && column_of(&def, alias, left) == Some(col)
+                    && matches!(
+                        def.columns[col].data_type,
+                        DataType::Int16 | DataType::Int32 | DataType::Int64
+                    ) =>
+            {
+                Assign::Add {
+                    operand: operand(&def, col, right, params)?,
+                    negate: matches!(op, ast::BinaryOperator::Minus),
+                }
+            }
+            v => Assign::Set(operand(&def, col, v, params)?),
+        };
+        if assignments.iter().any(|(c, _)| *c == col) {
+            return None; // PostgreSQL rejects this; let the general path say so.
+        }
+        assignments.push((col, assign));
+    }
+    let (key_index, key) = key_condition(&def, alias, u.selection.as_ref(), params)?;
+    Some(FastPlan {
+        def,
+        table,
+        key_index,
+        key,
+        kind: FastKind::Update { assignments },
+        param_columns: Vec::new(),
+    })
+}
+
+fn plan_delete(
+    session: &Session,
+    d: &ast::Delete,
+    params: &mut [Option<usize>],
+) -> Option<FastPlan> {
+    if d.using.is_some()
+        || d.returning.is_some()
+        || d.limit.is_some()
+        || !d.order_by.is_empty()
+        || !d.tables.is_empty()
+    {
+        return None;
+    }
+    let tables = match &d.from {
+        ast::FromTable::WithFromKeyword(t) | ast::FromTable::WithoutKeyword(t) => t,
+    };
+    let [target] = tables.as_slice() else {
+        return None;
+    };
+    let (def, table, alias) = single_table(session, target)?;
+    if has_write_constraints(session, &def) {
+        return None;
+    }
+    let (key_index, key) = key_condition(&def, alias.as_deref(), d.selection.as_ref(), params)?;
+    Some(FastPlan {
+        def,
+        table,
+        key_index,
+        key,
+        kind: FastKind::Delete,
+        param_columns: Vec::new(),
+    })
+}
+
+fn plan_insert(
+    session: &Session,
+    i: &ast::Insert,
+    params: &mut [Option<usize>],
+) -> Option<FastPlan> {
+    if i.on.is_some()
+        || i.returning.is_some()
+        || i.or.is_some()
+        || !i.assignments.is_empty()
+        || i.partitioned.is_some()
+    {
+        return None;
+    }
+    let ast::TableObject::TableName(name) = &i.table else {
+        return None;
+    };
+    let (def, table) = resolve_table(session, name).ok()?;
+    if has_write_constraints(session, &def) {
+        return None;
+    }
+    let source = i.source.as_ref()?;
+    if source.with.is_some() || source.order_by.is_some() || source.limit_clause.is_some() {
+        return None;
+    }
+    let ast::SetExpr::Values(values) = source.body.as_ref() else {
+        return None;
+    };
+    let [exprs] = values.rows.as_slice() else {
+        return None;
+    };
+    let targets: Vec<usize> = if i.columns.is_empty() {
+        (0..exprs.len().min(def.columns.len())).collect()
+    } else {
+        let mut t = Vec::new();
+        for c in &i.columns {
+            let [ast::ObjectNamePart::Identifier(id)] = c.0.as_slice() else {
+                return None;
+            };
+            let col = def.column_index(&ident_name(id))?;
+            if t.contains(&col) {
+                return None;
+            }
+            t.push(col);
+        }
+        t
+    };
+    if targets.len() != exprs.len() {
+        return None;
+    }
+    let mut row: Vec<Option<Operand>> = vec![None; def.columns.len()];
+    for (col, e) in targets.iter().zip(exprs.iter()) {
+        if def.columns[*col]
+            .identity
+            .as_ref()
+            .is_some_and(|id| id.always)
+        {
+            return None;
+        }
+        row[*col] = Some(operand(&def, *col, e, params)?);
+    }
+    let mut full = Vec::with_capacity(row.len());
+    for (col, op) in row.into_iter().enumerate() {
+        match op {
+            Some(op) => full.push(op),
+            // A column left out gets its default; only "no default" (NULL) is done here.
+            None if def.columns[col].default_sql.is_none()
+                && def.columns[col].identity.is_none() =>
+            {
+                full.push(Operand::Const(Value::Null))
+            }
+            None => return None,
+        }
+    }
+    Some(FastPlan {
+        def,
+        table,
+        key_index: 0,
+        key: Vec::new(),
+        kind: FastKind::Insert { row: full },
+        param_columns: Vec::new(),
+    })
+}
+
+// ----------------------------------------------------------------------------------------
+// Execution
+
+/// Values of the statement's operands for one execution.
+struct Bindings<'a> {
+    plan: &'a FastPlan,
+    params: &'a [ScalarValue],
+    now_micros: i64,
+}
+
+impl Bindings<'_> {
+    fn value(&self, op: &Operand, col: usize) -> SqlResult<Value> {
+        match op {
+            Operand::Const(v) => Ok(v.clone()),
+            Operand::Now => Ok(match self.plan.def.columns[col].data_type {
+                DataType::Timestamp => Value::Timestamp(self.now_micros),
+                _ => Value::TimestampTz(self.now_micros),
+            }),
+            Operand::Param(i) => {
+                let c = &self.plan.def.columns[col];
+                scalar_to_value(&self.params[*i], &c.data_type, &c.name)
+            }
+        }
+    }
+}
+
+/// A bound parameter in the column's type. The common cases are converted directly; the rest
+/// go through the general conversion (casts and PostgreSQL's input functions).
+fn scalar_to_value(v: &ScalarValue, t: &DataType, column: &str) -> SqlResult<Value> {
+    match (v, t) {
+        (v, _) if v.is_null() => Ok(Value::Null),
+        (ScalarValue::Int64(Some(x)), DataType::Int64) => Ok(Value::Int64(*x)),
+        (ScalarValue::Int32(Some(x)), DataType::Int32) => Ok(Value::Int32(*x)),
+        (ScalarValue::Int32(Some(x)), DataType::Int64) => Ok(Value::Int64(*x as i64)),
+        (ScalarValue::Utf8(Some(s)), DataType::Text) => Ok(Value::Text(s.clone())),
+        _ => {
+            let array: ArrayRef = v.to_array().map_err(SqlError::from)?;
+            Ok(column_values(&array, t, column)?.remove(0))
+        }
+    }
+}
+
+fn not_null_check(def: &TableDef, row: &[Value]) -> SqlResult<()> {
+    for (c, v) in def.columns.iter().zip(row) {
+        if c.not_null && matches!(v, Value::Null) {
+            return Err(SqlError::new(
+                code::NOT_NULL_VIOLATION,
+                format!(
+                    "null value in column \"{}\" of relation \"{}\" violates not-null constraint",
+                    c.name, def.name
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn add_checked(old: &Value, delta: &Value, negate: bool, t: &DataType) -> SqlResult<Value> {
+    let out_of_range = |name: &str| {
+        SqlError::new(
+            code::NUMERIC_VALUE_OUT_OF_RANGE,
+            format!("{name} out of range"),
+        )
+    };
+    let as_i64 = |v: &Value| match v {
+        Value::Int16(x) => Some(*x as i64),
+        Value::Int32(x) => Some(*x as i64),
+        Value::Int64(x) => Some(*x),
+        _ => None,
+    };
+    let (Some(a), Some(b)) = (as_i64(old), as_i64(delta)) else {
+        return Ok(Value::Null); // NULL + x is NULL
+    };
+    let sum = if negate {
+        a.checked_sub(b)
+    } else {
+        a.checked_add(b)
+    };
+    match t {
+        DataType::Int16 => sum
+            .and_then(|s| i16::try_from(s).ok())
+            .map(Value::Int16)
+            .ok_or_else(|| out_of_range("smallint")),
+        DataType::Int32 => sum
+            .and_then(|s| i32::try_from(s).ok())
+            .map(Value::Int32)
+            .ok_or_else(|| out_of_range("integer")),
+        _ => sum.map(Value::Int64).ok_or_else(|| out_of_range("bigint")),
+    }
+}
+
+/// Runs a fast plan inside `txn`.
+pub async fn execute(
+    session: &Session,
+    txn: &mut Transaction,
+    plan: &FastPlan,
+    params: &[ScalarValue],
+) -> SqlResult<StatementResult> {
+    let now_micros = chrono::Utc::now().timestamp_micros();
+    let b = Bindings {
+        plan,
+        params,
+        now_micros,
+    };
+    let pk_cols: Vec<usize> = plan
+        .def
+        .primary_key()
+        .map(|(_, c)| c.to_vec())
+        .unwrap_or_default();
+    let mut key = Vec::with_capacity(plan.key.len());
+    for (op, col) in plan.key.iter().zip(&pk_cols) {
+        key.push(b.value(op, *col)?);
+    }
+    let snap = session.engine.db.statement_snapshot(txn);
+    match &plan.kind {
+        FastKind::Select {
+            projection,
+            columns,
+        } => {
+            let found = plan.table.index_get(plan.key_index, &snap, &key)?;
+            let rows: Vec<Vec<Value>> = found.into_iter().map(|(_, row)| row).collect();
+            let mut arrays = Vec::with_capacity(projection.len());
+            let mut fields = Vec::with_capacity(projection.len());
+            for (i, col) in projection.iter().enumerate() {
+                let t = &plan.def.columns[*col].data_type;
+                arrays.push(array_from_values(t, rows.iter().map(|r| &r[*col])));
+                fields.push(datafusion::arrow::datatypes::Field::new(
+                    columns[i].name.clone(),
+                    arrow_type(t),
+                    true,
+                ));
+            }
+            let schema = Arc::new(datafusion::arrow::datatypes::Schema::new(fields));
+            let batch = RecordBatch::try_new_with_options(
+                schema,
+                arrays,
+                &datafusion::arrow::record_batch::RecordBatchOptions::new()
+                    .with_row_count(Some(rows.len())),
+            )?;
+            Ok(StatementResult::Rows {
+                columns: columns.clone(),
+                batches: vec![batch],
+                tag: "SELECT",
+            })
+        }
+        FastKind::Update { assignments } => {
+            let mut new_values = Vec::with_capacity(assignments.len());
+            for (col, a) in assignments {
+                let op = match a {
+                    Assign::Set(op) | Assign::Add { operand: op, .. } => op,
+                };
+                new_values.push(b.value(op, *col)?);
+            }
+            let Some((handle, mut base)) = plan.table.index_get(plan.key_index, &snap, &key)?
+            else {
+                return Ok(command("UPDATE", 0));
+            };
+            let mut snap = snap;
+            loop {
+                let mut row = base.clone();
+                for ((col, a), v) in assignments.iter().zip(&new_values) {
+                    row[*col] = match a {
+                        Assign::Set(_) => v.clone(),
+                        Assign::Add { negate, .. } => {
+                            add_checked(&base[*col], v, *negate, &plan.def.columns[*col].data_type)?
+                        }
+                    };
+                }
+                not_null_check(&plan.def, &row)?;
+                match plan.table.update(txn, &handle, &snap, &row) {
+                    Ok(WriteOutcome::Done) => return Ok(command("UPDATE", 1)),
+                    Ok(WriteOutcome::Changed { newest: None, .. }) => {
+                        return Ok(command("UPDATE", 0))
+                    }
+                    // READ COMMITTED: the key did not change (SET never touches it here), so
+                    // the newest version still qualifies; apply SET to it.
+                    Ok(WriteOutcome::Changed {
+                        newest: Some(newest),
+                        newest_snapshot,
+                    }) => {
+                        base = newest;
+                        snap = newest_snapshot;
+                    }
+                    // The holder's outcome is known after the wait; the retry reports a change.
+                    Err(StorageError::WouldBlock { holder }) => {
+                        session.engine.db.wait_for(txn, holder).await?
+                    }
+                    Err(StorageError::UniqueViolation {
+                        index_name,
+                        key_columns,
+                        key,
+                    }) => {
+                        return Err(unique_violation_named(
+                            &plan.def,
+                            &index_name,
+                            &key_columns,
+                            &key,
+                        ))
+                    }
+                    Err(e) => return Err(e.into()),
+                }
+            }
+        }
+        FastKind::Delete => {
+            let Some((handle, _)) = plan.table.index_get(plan.key_index, &snap, &key)? else {
+                return Ok(command("DELETE", 0));
+            };
+            let mut snap = snap;
+            loop {
+                match plan.table.delete(txn, &handle, &snap) {
+                    Ok(WriteOutcome::Done) => return Ok(command("DELETE", 1)),
+                    Ok(WriteOutcome::Changed { newest: None, .. }) => {
+                        return Ok(command("DELETE", 0))
+                    }
+                    Ok(WriteOutcome::Changed {
+                        newest_snapshot, ..
+                    }) => snap = newest_snapshot,
+                    Err(StorageError::WouldBlock { holder }) => {
+                        session.engine.db.wait_for(txn, holder).await?
+                    }
+                    Err(e) => return Err(e.into()),
+                }
+            }
+        }
+        FastKind::Insert { row: ops } => {
+            let mut row = Vec::with_capacity(ops.len());
+            for (col, op) in ops.iter().enumerate() {
+                row.push(b.value(op, col)?);
+            }
+            not_null_check(&plan.def, &row)?;
+            loop {
+                match plan.table.insert(txn, &row) {
+                    Ok(_) => {
+                        return Ok(StatementResult::Command {
+                            tag: "INSERT".into(),
+                            rows: Some(1),
+                            oid: Some(0),
+                        })
+                    }
+                    Err(StorageError::WouldBlock { holder }) => {
+                        session.engine.db.wait_for(txn, holder).await?
+                    }
+                    Err(StorageError::UniqueViolation {
+                        index_name,
+                        key_columns,
+                        key,
+                    }) => {
+                        return Err(unique_violation_named(
+                            &plan.def,
+                            &index_name,
+                            &key_columns,
+                            &key,
+                        ))
+                    }
+                    Err(e) => return Err(e.into()),
+                }
+            }
+        }
+    }
+}
+
+fn command(tag: &str, rows: usize) -> StatementResult {
+    StatementResult::Command {
+        tag: tag.into(),
+        rows: Some(rows),
+        oid: None,
+    }
+}
