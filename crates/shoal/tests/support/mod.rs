@@ -1,0 +1,139 @@
+//! Test support shared by the integration tests: a `shoal serve` child process on a free
+//! loopback port with its own data directory, stopped and cleaned up when dropped.
+
+#![allow(dead_code)] // Each test binary uses a different part of this module.
+
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const SERVER_START_TIMEOUT: Duration = Duration::from_secs(30);
+const SERVER_START_ATTEMPTS_MAX: u32 = 3;
+const SERVER_STDERR_TAIL_LINES: usize = 30;
+
+/// A `shoal serve` child process with its own data directory, killed and cleaned up on drop.
+pub struct ShoalServer {
+    child: Child,
+    pub addr: String,
+    data_dir: PathBuf,
+}
+
+impl ShoalServer {
+    /// Starts a server on a free port. The port is found by binding port 0 and releasing it, so
+    /// another process can take it in between: a server that exits before accepting connections
+    /// is retried on a new port, up to `SERVER_START_ATTEMPTS_MAX` times.
+    pub fn start() -> ShoalServer {
+        let mut last_failure = String::new();
+        for _ in 0..SERVER_START_ATTEMPTS_MAX {
+            match ShoalServer::try_start() {
+                Ok(server) => return server,
+                Err(failure) => last_failure = failure,
+            }
+        }
+        panic!(
+            "shoal server did not start after {SERVER_START_ATTEMPTS_MAX} attempts:\n\
+             {last_failure}"
+        );
+    }
+
+    /// The port the server listens on.
+    pub fn port(&self) -> u16 {
+        self.addr
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .expect("port in address")
+    }
+
+    /// Whether the server process is still running.
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    fn try_start() -> Result<ShoalServer, String> {
+        let port = free_port();
+        let addr = format!("127.0.0.1:{port}");
+        let data_dir = unique_data_dir(port);
+        std::fs::create_dir_all(&data_dir).expect("create shoal data dir");
+        let stderr_path = data_dir.with_extension("stderr");
+        let stderr = std::fs::File::create(&stderr_path).expect("create shoal stderr file");
+        let child = Command::new(env!("CARGO_BIN_EXE_shoal"))
+            .args(["serve", "--listen", &addr, "--data-dir"])
+            .arg(&data_dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(stderr)
+            .spawn()
+            .expect("spawn shoal binary");
+        let mut server = ShoalServer {
+            child,
+            addr,
+            data_dir,
+        };
+        let started = Instant::now();
+        loop {
+            let socket: SocketAddr = server.addr.parse().expect("socket address");
+            if TcpStream::connect_timeout(&socket, Duration::from_millis(200)).is_ok() {
+                return Ok(server);
+            }
+            let stderr_text = || std::fs::read_to_string(&stderr_path).unwrap_or_default();
+            if let Some(status) = server.child.try_wait().expect("poll shoal process") {
+                return Err(format!(
+                    "shoal exited with {status}; stderr:\n{}",
+                    stderr_text()
+                ));
+            }
+            if started.elapsed() > SERVER_START_TIMEOUT {
+                let stderr = stderr_text();
+                drop(server);
+                panic!(
+                    "shoal did not accept connections within {SERVER_START_TIMEOUT:?}; \
+                     stderr:\n{stderr}"
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl ShoalServer {
+    /// Whether the server is still running, and the end of its stderr, to explain a failed run.
+    pub fn post_mortem(&mut self) -> String {
+        let status = match self.child.try_wait() {
+            Ok(Some(status)) => format!("shoal server exited during the run with {status}"),
+            _ => "shoal server still running".to_string(),
+        };
+        let stderr = std::fs::read_to_string(self.data_dir.with_extension("stderr"));
+        let stderr = stderr.unwrap_or_default();
+        let lines: Vec<&str> = stderr.lines().collect();
+        let tail = &lines[lines.len().saturating_sub(SERVER_STDERR_TAIL_LINES)..];
+        format!("{status}; last lines of its stderr:\n{}", tail.join("\n"))
+    }
+}
+
+impl Drop for ShoalServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.data_dir);
+        let _ = std::fs::remove_file(self.data_dir.with_extension("stderr"));
+    }
+}
+
+fn free_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
+    listener
+        .local_addr()
+        .expect("ephemeral port address")
+        .port()
+}
+
+fn unique_data_dir(port: u16) -> PathBuf {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("shoal-{}-{port}-{nanos}", std::process::id()))
+}
