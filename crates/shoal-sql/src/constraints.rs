@@ -13,7 +13,8 @@ use crate::pgtext;
 use crate::session::{parse_sql, Session};
 use crate::types::scalar_from_value;
 
-fn failing_row(row: &[Value]) -> String {
+/// The DETAIL of a constraint violation: the row that was to be written.
+pub fn failing_row(row: &[Value]) -> String {
     let vals: Vec<String> = row
         .iter()
         .map(|v| pgtext::format_value(v).unwrap_or_else(|| "null".into()))

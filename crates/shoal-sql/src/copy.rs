@@ -4,7 +4,7 @@
 
 use datafusion::arrow::array::Array;
 use datafusion::sql::sqlparser::ast::{
-    self, CopyLegacyCsvOption, CopyLegacyOption, CopyOption, CopySource, CopyTarget,
+    CopyLegacyCsvOption, CopyLegacyOption, CopyOption, CopySource, CopyTarget,
 };
 use shoal_storage::catalog::TableDef;
 use shoal_storage::table::InsertOutcome;
@@ -480,11 +480,8 @@ async fn default_value(session: &Session, def: &TableDef, col: usize) -> SqlResu
         .default_sql
         .clone()
         .unwrap_or_else(|| "NULL".into());
-    let stmt = crate::session::parse_sql(&format!("SELECT {d}"))?
-        .pop()
-        .expect("one statement");
-    let plan = crate::query::plan_statement(session.state(), &session.scope, stmt).await?;
-    let batches = crate::query::execute_plan(session.state(), plan, None).await?;
+    let sql = format!("SELECT {d}");
+    let batches = crate::query::run_generated_sql(session.state(), &session.scope, &sql).await?;
     let b = batches
         .into_iter()
         .find(|b| b.num_rows() > 0)
@@ -492,6 +489,3 @@ async fn default_value(session: &Session, def: &TableDef, col: usize) -> SqlResu
     let c = &def.columns[col];
     Ok(crate::dml::column_values(&b.column(0).slice(0, 1), &c.data_type, &c.name)?.remove(0))
 }
-
-#[allow(dead_code)]
-fn _ast(_: ast::Ident) {}

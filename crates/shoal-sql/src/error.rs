@@ -40,6 +40,7 @@ pub mod code {
     pub const ACTIVE_SQL_TRANSACTION: &str = "25001";
     pub const NO_ACTIVE_SQL_TRANSACTION: &str = "25P01";
     pub const IN_FAILED_SQL_TRANSACTION: &str = "25P02";
+    pub const READ_ONLY_SQL_TRANSACTION: &str = "25006";
     pub const INVALID_TRANSACTION_STATE: &str = "25000";
     pub const INVALID_SAVEPOINT_SPECIFICATION: &str = "3B001";
     pub const SERIALIZATION_FAILURE: &str = "40001";
@@ -73,6 +74,13 @@ pub mod code {
     pub const INTERNAL_ERROR: &str = "XX000";
     pub const DISK_FULL: &str = "53100";
     pub const SEQUENCE_GENERATOR_LIMIT_EXCEEDED: &str = "2200H";
+    pub const INVALID_ROW_COUNT_IN_LIMIT_CLAUSE: &str = "2201W";
+    pub const INVALID_ROW_COUNT_IN_RESULT_OFFSET_CLAUSE: &str = "2201X";
+    pub const INVALID_ARGUMENT_FOR_LOGARITHM: &str = "2201E";
+    pub const INVALID_ARGUMENT_FOR_POWER_FUNCTION: &str = "2201F";
+    pub const WINDOWING_ERROR: &str = "42P20";
+    pub const INVALID_RECURSION: &str = "42P19";
+    pub const DUPLICATE_ALIAS: &str = "42712";
 }
 
 impl SqlError {
@@ -182,10 +190,22 @@ impl From<StorageError> for SqlError {
 }
 
 impl From<ParserError> for SqlError {
+    /// PostgreSQL names only the token where parsing stopped: `syntax error at or near "SELEC"`,
+    /// or `syntax error at end of input`; sqlparser says what it expected and what it "found".
     fn from(e: ParserError) -> Self {
         let msg = e.to_string();
         let msg = msg.trim_start_matches("sql parser error: ");
-        SqlError::syntax(format!("syntax error: {msg}"))
+        let Some(found) = msg.rsplit_once("found: ").map(|(_, f)| f) else {
+            return SqlError::syntax(format!("syntax error: {msg}"));
+        };
+        let token = found
+            .rsplit_once(" at Line: ")
+            .map_or(found, |(token, _)| token);
+        if token == "EOF" {
+            SqlError::syntax("syntax error at end of input")
+        } else {
+            SqlError::syntax(format!("syntax error at or near \"{token}\""))
+        }
     }
 }
 

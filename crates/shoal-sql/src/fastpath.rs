@@ -629,7 +629,8 @@ fn not_null_check(def: &TableDef, row: &[Value]) -> SqlResult<()> {
                     "null value in column \"{}\" of relation \"{}\" violates not-null constraint",
                     c.name, def.name
                 ),
-            ));
+            )
+            .with_detail(crate::constraints::failing_row(row)));
         }
     }
     Ok(())
@@ -691,151 +692,202 @@ pub async fn execute(
     for (op, col) in plan.key.iter().zip(&pk_cols) {
         key.push(b.value(op, *col)?);
     }
-    let snap = session.engine.db.statement_snapshot(txn);
+    let point = Point {
+        plan,
+        key_columns: &pk_cols,
+        key: &key,
+    };
     match &plan.kind {
         FastKind::Select {
             projection,
             columns,
-        } => {
-            let found = plan.table.index_get(plan.key_index, &snap, &key)?;
-            let rows: Vec<Vec<Value>> = found.into_iter().map(|(_, row)| row).collect();
-            let mut arrays = Vec::with_capacity(projection.len());
-            let mut fields = Vec::with_capacity(projection.len());
-            for (i, col) in projection.iter().enumerate() {
-                let t = &plan.def.columns[*col].data_type;
-                arrays.push(array_from_values(t, rows.iter().map(|r| &r[*col])));
-                fields.push(datafusion::arrow::datatypes::Field::new(
-                    columns[i].name.clone(),
-                    arrow_type(t),
-                    true,
-                ));
-            }
-            let schema = Arc::new(datafusion::arrow::datatypes::Schema::new(fields));
-            let batch = RecordBatch::try_new_with_options(
-                schema,
-                arrays,
-                &datafusion::arrow::record_batch::RecordBatchOptions::new()
-                    .with_row_count(Some(rows.len())),
-            )?;
-            Ok(StatementResult::Rows {
-                columns: columns.clone(),
-                batches: vec![batch],
-                tag: "SELECT",
-            })
-        }
+        } => execute_select(session, txn, &point, projection, columns),
         FastKind::Update { assignments } => {
-            let mut new_values = Vec::with_capacity(assignments.len());
-            for (col, a) in assignments {
-                let op = match a {
-                    Assign::Set(op) | Assign::Add { operand: op, .. } => op,
-                };
-                new_values.push(b.value(op, *col)?);
-            }
-            let Some((handle, mut base)) = plan.table.index_get(plan.key_index, &snap, &key)?
-            else {
-                return Ok(command("UPDATE", 0));
+            execute_update(session, txn, &point, &b, assignments).await
+        }
+        FastKind::Delete => execute_delete(session, txn, &point).await,
+        FastKind::Insert { row } => execute_insert(session, txn, plan, &b, row).await,
+    }
+}
+
+/// The row a point statement addresses: the value of its primary key.
+struct Point<'a> {
+    plan: &'a FastPlan,
+    key_columns: &'a [usize],
+    key: &'a [Value],
+}
+
+impl Point<'_> {
+    /// Whether a row version still has the key. A concurrent UPDATE may have changed it, and
+    /// then the statement's WHERE no longer holds for the newest version (READ COMMITTED).
+    fn matches(&self, row: &[Value]) -> bool {
+        self.key_columns
+            .iter()
+            .zip(self.key)
+            .all(|(c, v)| row[*c] == *v)
+    }
+}
+
+fn execute_select(
+    session: &Session,
+    txn: &mut Transaction,
+    point: &Point<'_>,
+    projection: &[usize],
+    columns: &[ResultColumn],
+) -> SqlResult<StatementResult> {
+    let plan = point.plan;
+    let snap = session.engine.db.statement_snapshot(txn);
+    let found = plan.table.index_get(plan.key_index, &snap, point.key)?;
+    let rows: Vec<Vec<Value>> = found.into_iter().map(|(_, row)| row).collect();
+    let mut arrays = Vec::with_capacity(projection.len());
+    let mut fields = Vec::with_capacity(projection.len());
+    for (i, col) in projection.iter().enumerate() {
+        let t = &plan.def.columns[*col].data_type;
+        arrays.push(array_from_values(t, rows.iter().map(|r| &r[*col])));
+        fields.push(datafusion::arrow::datatypes::Field::new(
+            columns[i].name.clone(),
+            arrow_type(t),
+            true,
+        ));
+    }
+    let schema = Arc::new(datafusion::arrow::datatypes::Schema::new(fields));
+    let batch = RecordBatch::try_new_with_options(
+        schema,
+        arrays,
+        &datafusion::arrow::record_batch::RecordBatchOptions::new()
+            .with_row_count(Some(rows.len())),
+    )?;
+    Ok(StatementResult::Rows {
+        columns: columns.to_vec(),
+        batches: vec![batch],
+        tag: "SELECT",
+    })
+}
+
+async fn execute_update(
+    session: &Session,
+    txn: &mut Transaction,
+    point: &Point<'_>,
+    b: &Bindings<'_>,
+    assignments: &[(usize, Assign)],
+) -> SqlResult<StatementResult> {
+    let plan = point.plan;
+    let mut new_values = Vec::with_capacity(assignments.len());
+    for (col, a) in assignments {
+        let op = match a {
+            Assign::Set(op) | Assign::Add { operand: op, .. } => op,
+        };
+        new_values.push(b.value(op, *col)?);
+    }
+    let mut snap = session.engine.db.statement_snapshot(txn);
+    let Some((handle, mut base)) = plan.table.index_get(plan.key_index, &snap, point.key)? else {
+        return Ok(command("UPDATE", 0));
+    };
+    loop {
+        let mut row = base.clone();
+        for ((col, a), v) in assignments.iter().zip(&new_values) {
+            row[*col] = match a {
+                Assign::Set(_) => v.clone(),
+                Assign::Add { negate, .. } => {
+                    add_checked(&base[*col], v, *negate, &plan.def.columns[*col].data_type)?
+                }
             };
-            let mut snap = snap;
-            loop {
-                let mut row = base.clone();
-                for ((col, a), v) in assignments.iter().zip(&new_values) {
-                    row[*col] = match a {
-                        Assign::Set(_) => v.clone(),
-                        Assign::Add { negate, .. } => {
-                            add_checked(&base[*col], v, *negate, &plan.def.columns[*col].data_type)?
-                        }
-                    };
-                }
-                not_null_check(&plan.def, &row)?;
-                match plan.table.update(txn, &handle, &snap, &row) {
-                    Ok(WriteOutcome::Done) => return Ok(command("UPDATE", 1)),
-                    Ok(WriteOutcome::Changed { newest: None, .. }) => {
-                        return Ok(command("UPDATE", 0))
-                    }
-                    // READ COMMITTED: the key did not change (SET never touches it here), so
-                    // the newest version still qualifies; apply SET to it.
-                    Ok(WriteOutcome::Changed {
-                        newest: Some(newest),
-                        newest_snapshot,
-                    }) => {
-                        base = newest;
-                        snap = newest_snapshot;
-                    }
-                    // The holder's outcome is known after the wait; the retry reports a change.
-                    Err(StorageError::WouldBlock { holder }) => {
-                        session.engine.db.wait_for(txn, holder).await?
-                    }
-                    Err(StorageError::UniqueViolation {
-                        index_name,
-                        key_columns,
-                        key,
-                    }) => {
-                        return Err(unique_violation_named(
-                            &plan.def,
-                            &index_name,
-                            &key_columns,
-                            &key,
-                        ))
-                    }
-                    Err(e) => return Err(e.into()),
-                }
-            }
         }
-        FastKind::Delete => {
-            let Some((handle, _)) = plan.table.index_get(plan.key_index, &snap, &key)? else {
-                return Ok(command("DELETE", 0));
-            };
-            let mut snap = snap;
-            loop {
-                match plan.table.delete(txn, &handle, &snap) {
-                    Ok(WriteOutcome::Done) => return Ok(command("DELETE", 1)),
-                    Ok(WriteOutcome::Changed { newest: None, .. }) => {
-                        return Ok(command("DELETE", 0))
-                    }
-                    Ok(WriteOutcome::Changed {
-                        newest_snapshot, ..
-                    }) => snap = newest_snapshot,
-                    Err(StorageError::WouldBlock { holder }) => {
-                        session.engine.db.wait_for(txn, holder).await?
-                    }
-                    Err(e) => return Err(e.into()),
+        not_null_check(&plan.def, &row)?;
+        match plan.table.update(txn, &handle, &snap, &row) {
+            Ok(WriteOutcome::Done) => return Ok(command("UPDATE", 1)),
+            Ok(WriteOutcome::Changed { newest: None, .. }) => return Ok(command("UPDATE", 0)),
+            // READ COMMITTED: apply SET to the newest version if it still has the key.
+            Ok(WriteOutcome::Changed {
+                newest: Some(newest),
+                newest_snapshot,
+            }) => {
+                if !point.matches(&newest) {
+                    return Ok(command("UPDATE", 0));
                 }
+                base = newest;
+                snap = newest_snapshot;
             }
+            // The holder's outcome is known after the wait; the retry reports a change.
+            Err(StorageError::WouldBlock { holder }) => {
+                session.engine.db.wait_for(txn, holder).await?
+            }
+            Err(e) => return Err(write_error(&plan.def, e)),
         }
-        FastKind::Insert { row: ops } => {
-            let mut row = Vec::with_capacity(ops.len());
-            for (col, op) in ops.iter().enumerate() {
-                row.push(b.value(op, col)?);
-            }
-            not_null_check(&plan.def, &row)?;
-            loop {
-                match plan.table.insert(txn, &row) {
-                    Ok(_) => {
-                        return Ok(StatementResult::Command {
-                            tag: "INSERT".into(),
-                            rows: Some(1),
-                            oid: Some(0),
-                        })
-                    }
-                    Err(StorageError::WouldBlock { holder }) => {
-                        session.engine.db.wait_for(txn, holder).await?
-                    }
-                    Err(StorageError::UniqueViolation {
-                        index_name,
-                        key_columns,
-                        key,
-                    }) => {
-                        return Err(unique_violation_named(
-                            &plan.def,
-                            &index_name,
-                            &key_columns,
-                            &key,
-                        ))
-                    }
-                    Err(e) => return Err(e.into()),
+    }
+}
+
+async fn execute_delete(
+    session: &Session,
+    txn: &mut Transaction,
+    point: &Point<'_>,
+) -> SqlResult<StatementResult> {
+    let plan = point.plan;
+    let mut snap = session.engine.db.statement_snapshot(txn);
+    let Some((handle, _)) = plan.table.index_get(plan.key_index, &snap, point.key)? else {
+        return Ok(command("DELETE", 0));
+    };
+    loop {
+        match plan.table.delete(txn, &handle, &snap) {
+            Ok(WriteOutcome::Done) => return Ok(command("DELETE", 1)),
+            Ok(WriteOutcome::Changed { newest: None, .. }) => return Ok(command("DELETE", 0)),
+            // READ COMMITTED: delete the newest version if it still has the key.
+            Ok(WriteOutcome::Changed {
+                newest: Some(newest),
+                newest_snapshot,
+            }) => {
+                if !point.matches(&newest) {
+                    return Ok(command("DELETE", 0));
                 }
+                snap = newest_snapshot;
             }
+            Err(StorageError::WouldBlock { holder }) => {
+                session.engine.db.wait_for(txn, holder).await?
+            }
+            Err(e) => return Err(e.into()),
         }
+    }
+}
+
+async fn execute_insert(
+    session: &Session,
+    txn: &mut Transaction,
+    plan: &FastPlan,
+    b: &Bindings<'_>,
+    ops: &[Operand],
+) -> SqlResult<StatementResult> {
+    let mut row = Vec::with_capacity(ops.len());
+    for (col, op) in ops.iter().enumerate() {
+        row.push(b.value(op, col)?);
+    }
+    not_null_check(&plan.def, &row)?;
+    loop {
+        match plan.table.insert(txn, &row) {
+            Ok(_) => {
+                return Ok(StatementResult::Command {
+                    tag: "INSERT".into(),
+                    rows: Some(1),
+                    oid: Some(0),
+                })
+            }
+            Err(StorageError::WouldBlock { holder }) => {
+                session.engine.db.wait_for(txn, holder).await?
+            }
+            Err(e) => return Err(write_error(&plan.def, e)),
+        }
+    }
+}
+
+/// A storage error of a write as the client sees it; unique violations name the constraint
+/// and the key as PostgreSQL does.
+fn write_error(def: &TableDef, e: StorageError) -> SqlError {
+    match e {
+        StorageError::UniqueViolation {
+            index_name,
+            key_columns,
+            key,
+        } => unique_violation_named(def, &index_name, &key_columns, &key),
+        other => other.into(),
     }
 }
 

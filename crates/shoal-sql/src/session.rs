@@ -43,7 +43,7 @@ pub fn columns_of_schema(schema: &SchemaRef) -> Vec<ResultColumn> {
                 .and_then(|v| v.parse().ok())
                 .unwrap_or_else(|| pg_oid_for_arrow(f.data_type()));
             ResultColumn {
-                name: f.name().clone(),
+                name: crate::query::column_names::output_name(f.name()).to_string(),
                 type_oid,
                 typmod: -1,
             }
@@ -121,11 +121,31 @@ pub struct Session {
 }
 
 pub fn parse_sql(sql: &str) -> SqlResult<Vec<Statement>> {
-    Parser::parse_sql(&PostgreSqlDialect {}, sql).map_err(|e| {
+    Parser::parse_sql(&PostgreSqlDialect {}, sql).or_else(|e| {
+        // The parser lacks some of PostgreSQL's locking clauses; retry with them rewritten.
+        if let Some(rewritten) = dml::rewrite_locking_syntax(sql) {
+            if let Ok(statements) = Parser::parse_sql(&PostgreSqlDialect {}, &rewritten) {
+                return Ok(statements);
+            }
+        }
         let msg = e.to_string();
         let msg = msg.trim_start_matches("sql parser error: ");
-        SqlError::syntax(format!("syntax error: {msg}"))
+        Err(SqlError::syntax(pg_syntax_message(msg)))
     })
+}
+
+/// PostgreSQL names the token where parsing failed ("syntax error at or near \"FROM\"", or
+/// "at end of input"); sqlparser says "Expected: ..., found: FROM at Line: 1, Column: 17".
+fn pg_syntax_message(msg: &str) -> String {
+    let Some(found) = msg.split("found: ").nth(1) else {
+        return format!("syntax error: {msg}");
+    };
+    let token = found.split(" at Line: ").next().unwrap_or(found).trim();
+    if token == "EOF" {
+        "syntax error at end of input".to_string()
+    } else {
+        format!("syntax error at or near \"{token}\"")
+    }
 }
 
 impl Session {
@@ -200,12 +220,35 @@ impl Session {
             }
             return r;
         }
+        if let Err(e) = self.check_writable(&stmt) {
+            self.fail_block();
+            return Err(e);
+        }
         let (mut txn, implicit) = self.statement_transaction();
         let result = match fastpath::plan(self, &stmt, 0) {
             Some(plan) => fastpath::execute(self, &mut txn, &plan, &[]).await,
             None => self.run_in_transaction(&mut txn, stmt).await,
         };
         self.finish_statement(txn, implicit, result)
+    }
+
+    /// A READ ONLY transaction (or, outside a block, default_transaction_read_only) refuses
+    /// statements that write.
+    fn check_writable(&self, stmt: &Statement) -> SqlResult<()> {
+        let setting = match self.txn {
+            TxnState::Idle => "default_transaction_read_only",
+            _ => "transaction_read_only",
+        };
+        if self.settings.get(setting) != Some("on") {
+            return Ok(());
+        }
+        match write_command_name(stmt) {
+            Some(command) => Err(SqlError::new(
+                code::READ_ONLY_SQL_TRANSACTION,
+                format!("cannot execute {command} in a read-only transaction"),
+            )),
+            None => Ok(()),
+        }
     }
 
     /// The transaction a statement runs in: the open block's, or a new implicit one (true).
@@ -256,12 +299,12 @@ impl Session {
             }
             (true, Ok(r)) => {
                 self.engine.db.commit(txn)?;
-                self.end_transaction_settings();
+                self.end_transaction_settings(true);
                 Ok(r)
             }
             (true, Err(e)) => {
                 self.engine.db.rollback(txn);
-                self.end_transaction_settings();
+                self.end_transaction_settings(false);
                 Err(e)
             }
             (false, Ok(r)) => {
@@ -300,8 +343,8 @@ impl Session {
         }
     }
 
-    fn end_transaction_settings(&mut self) {
-        for name in self.settings.end_transaction() {
+    fn end_transaction_settings(&mut self, committed: bool) {
+        for name in self.settings.end_transaction(committed) {
             self.setting_changed(&name);
         }
         let iso = self
@@ -310,6 +353,14 @@ impl Session {
             .unwrap_or("read committed")
             .to_string();
         self.settings.set("transaction_isolation", &iso, false).ok();
+        let read_only = self
+            .settings
+            .get("default_transaction_read_only")
+            .unwrap_or("off")
+            .to_string();
+        self.settings
+            .set("transaction_read_only", &read_only, false)
+            .ok();
         self.sync_scope_settings();
     }
 
@@ -329,7 +380,11 @@ impl Session {
     /// BEGIN, COMMIT, ROLLBACK and savepoints. None for every other statement.
     fn transaction_control(&mut self, stmt: &Statement) -> Option<SqlResult<StatementResult>> {
         Some(match stmt {
-            Statement::StartTransaction { modes, .. } => self.begin_block(modes),
+            Statement::StartTransaction { modes, begin, .. } => {
+                // The tag repeats the command's spelling: BEGIN or START TRANSACTION.
+                let tag = if *begin { "BEGIN" } else { "START TRANSACTION" };
+                self.begin_block(modes, tag)
+            }
             Statement::Commit { .. } => Ok(self.commit_block()),
             Statement::Rollback {
                 savepoint: None, ..
@@ -344,21 +399,33 @@ impl Session {
         })
     }
 
-    fn begin_block(&mut self, modes: &[ast::TransactionMode]) -> SqlResult<StatementResult> {
+    fn begin_block(
+        &mut self,
+        modes: &[ast::TransactionMode],
+        tag: &str,
+    ) -> SqlResult<StatementResult> {
         match self.txn {
             TxnState::Idle => {}
             TxnState::Block(_) => {
                 // PostgreSQL warns and carries on.
-                return Ok(StatementResult::TransactionStart("BEGIN".into()));
+                return Ok(StatementResult::TransactionStart(tag.into()));
             }
             TxnState::Failed(_) => return Err(SqlError::in_failed_transaction()),
         }
         let mut isolation = self.default_isolation();
+        let mut read_only = self.settings.get("default_transaction_read_only") == Some("on");
         for m in modes {
-            if let ast::TransactionMode::IsolationLevel(level) = m {
-                isolation = isolation_of(level)?;
+            match m {
+                ast::TransactionMode::IsolationLevel(level) => isolation = isolation_of(level)?,
+                ast::TransactionMode::AccessMode(mode) => {
+                    read_only = matches!(mode, ast::TransactionAccessMode::ReadOnly)
+                }
             }
         }
+        let access = if read_only { "on" } else { "off" };
+        self.settings
+            .set("transaction_read_only", access, false)
+            .ok();
         self.settings
             .set(
                 "transaction_isolation",
@@ -372,7 +439,7 @@ impl Session {
             .ok();
         self.sync_scope_settings();
         self.txn = TxnState::Block(self.engine.db.begin(isolation));
-        Ok(StatementResult::TransactionStart("BEGIN".into()))
+        Ok(StatementResult::TransactionStart(tag.into()))
     }
 
     fn commit_block(&mut self) -> StatementResult {
@@ -387,7 +454,7 @@ impl Session {
                 "ROLLBACK"
             }
         };
-        self.end_transaction_settings();
+        self.end_transaction_settings(tag == "COMMIT");
         StatementResult::TransactionEnd(tag.into())
     }
 
@@ -396,7 +463,7 @@ impl Session {
             TxnState::Block(t) | TxnState::Failed(t) => self.engine.db.rollback(t),
             TxnState::Idle => {}
         }
-        self.end_transaction_settings();
+        self.end_transaction_settings(false);
         StatementResult::TransactionEnd("ROLLBACK".into())
     }
 
@@ -515,7 +582,11 @@ impl Session {
                 if name == "transaction_isolation" && in_block {
                     self.set_block_isolation(&value)?;
                 }
-                let name = self.settings.set(&name, &value, local)?;
+                let name = if in_block && !local {
+                    self.settings.set_in_block(&name, &value)?
+                } else {
+                    self.settings.set(&name, &value, local)?
+                };
                 self.setting_changed(&name);
                 self.sync_scope_settings();
                 Ok(StatementResult::command("SET"))
@@ -539,6 +610,18 @@ impl Session {
             }
             ast::Set::SetTransaction { modes, session, .. } => {
                 for m in modes {
+                    if let ast::TransactionMode::AccessMode(mode) = m {
+                        let on = matches!(mode, ast::TransactionAccessMode::ReadOnly);
+                        let name = if *session {
+                            "default_transaction_read_only"
+                        } else {
+                            "transaction_read_only"
+                        };
+                        if *session || in_block {
+                            self.settings
+                                .set(name, if on { "on" } else { "off" }, false)?;
+                        }
+                    }
                     if let ast::TransactionMode::IsolationLevel(level) = m {
                         let iso = isolation_of(level)?;
                         let text = if iso == IsolationLevel::RepeatableRead {
@@ -863,6 +946,10 @@ impl Session {
         };
         if !matches!(self.txn, TxnState::Failed(_)) {
             if let Some(plan) = self.fast_plan_of(prepared, &stmt) {
+                if let Err(e) = self.check_writable(&stmt) {
+                    self.fail_block();
+                    return Err(e);
+                }
                 let (mut txn, implicit) = self.statement_transaction();
                 let result = fastpath::execute(self, &mut txn, &plan, &values).await;
                 return self.finish_statement(txn, implicit, result);
@@ -896,6 +983,30 @@ impl Session {
         params::substitute(&mut stmt, &values)?;
         self.execute_statement(stmt).await
     }
+}
+
+/// The name PostgreSQL gives a statement that writes, for the read-only transaction error.
+fn write_command_name(stmt: &Statement) -> Option<String> {
+    Some(match stmt {
+        Statement::Insert(_) => "INSERT".into(),
+        Statement::Update(_) => "UPDATE".into(),
+        Statement::Delete(_) => "DELETE".into(),
+        Statement::Merge { .. } => "MERGE".into(),
+        Statement::Query(q) => match q.locks.first()?.lock_type {
+            ast::LockType::Update => "SELECT FOR UPDATE".into(),
+            ast::LockType::Share => "SELECT FOR SHARE".into(),
+        },
+        Statement::Copy { to: false, .. } => "COPY FROM".into(),
+        Statement::Truncate { .. } => "TRUNCATE TABLE".into(),
+        Statement::CreateTable(_) => "CREATE TABLE".into(),
+        Statement::CreateIndex(_) => "CREATE INDEX".into(),
+        Statement::CreateView { .. } => "CREATE VIEW".into(),
+        Statement::CreateSequence { .. } => "CREATE SEQUENCE".into(),
+        Statement::CreateSchema { .. } => "CREATE SCHEMA".into(),
+        Statement::AlterTable { .. } => "ALTER TABLE".into(),
+        Statement::Drop { object_type, .. } => format!("DROP {object_type}"),
+        _ => return None,
+    })
 }
 
 fn isolation_of(level: &ast::TransactionIsolationLevel) -> SqlResult<IsolationLevel> {

@@ -5,6 +5,8 @@
 
 use std::collections::HashMap;
 
+use datafusion::arrow::array::timezone::Tz;
+
 use crate::error::{code, SqlError, SqlResult};
 
 /// (name, default value, reported to the client on change)
@@ -63,9 +65,17 @@ pub fn reported_name(name: &str) -> &str {
 #[derive(Debug)]
 pub struct Settings {
     values: HashMap<String, String>,
-    /// Values to restore when the transaction ends (SET LOCAL, and SET inside a transaction
-    /// that rolls back).
-    local_undo: Vec<(String, String)>,
+    /// The settings changed inside the current transaction block, for its end.
+    txn_changes: HashMap<String, TxnChange>,
+}
+
+/// How a setting changed inside a transaction block: the value it had before the block (what
+/// ROLLBACK restores, and what COMMIT restores after only SET LOCAL), and the value of the last
+/// plain SET, which COMMIT keeps.
+#[derive(Debug)]
+struct TxnChange {
+    before: String,
+    kept_on_commit: Option<String>,
 }
 
 impl Default for Settings {
@@ -75,7 +85,7 @@ impl Default for Settings {
                 .iter()
                 .map(|(n, v, _)| (n.to_string(), v.to_string()))
                 .collect(),
-            local_undo: Vec::new(),
+            txn_changes: HashMap::new(),
         }
     }
 }
@@ -100,8 +110,40 @@ impl Settings {
             .map(|(_, v, _)| *v)
     }
 
-    /// Sets a parameter; returns the canonical name. `local` values revert at transaction end.
+    /// Sets a parameter; returns the canonical name. `local` values (SET LOCAL) revert at the
+    /// end of the transaction block.
     pub fn set(&mut self, name: &str, value: &str, local: bool) -> SqlResult<String> {
+        let old = self.values.get(&name.to_lowercase()).cloned();
+        let name = self.assign(name, value)?;
+        if local {
+            self.record_txn_change(&name, old, None);
+        }
+        Ok(name)
+    }
+
+    /// A plain SET inside a transaction block: it lasts beyond a COMMIT, and ROLLBACK undoes it.
+    pub fn set_in_block(&mut self, name: &str, value: &str) -> SqlResult<String> {
+        let old = self.values.get(&name.to_lowercase()).cloned();
+        let name = self.assign(name, value)?;
+        let new = self.values.get(&name).cloned();
+        self.record_txn_change(&name, old, new);
+        Ok(name)
+    }
+
+    fn record_txn_change(&mut self, name: &str, old: Option<String>, kept: Option<String>) {
+        let change = self
+            .txn_changes
+            .entry(name.to_string())
+            .or_insert_with(|| TxnChange {
+                before: old.unwrap_or_default(),
+                kept_on_commit: None,
+            });
+        if kept.is_some() {
+            change.kept_on_commit = kept;
+        }
+    }
+
+    fn assign(&mut self, name: &str, value: &str) -> SqlResult<String> {
         let name = name.to_lowercase();
         let value = normalize(&name, value)?;
         if !self.values.contains_key(&name) && !name.contains('.') {
@@ -123,10 +165,7 @@ impl Settings {
                 format!("parameter \"{name}\" cannot be changed"),
             ));
         }
-        let old = self.values.insert(name.clone(), value).unwrap_or_default();
-        if local {
-            self.local_undo.push((name.clone(), old));
-        }
+        self.values.insert(name.clone(), value);
         Ok(name)
     }
 
@@ -156,12 +195,19 @@ impl Settings {
         changed
     }
 
-    /// Undoes SET LOCAL at transaction end; returns the names that changed.
-    pub fn end_transaction(&mut self) -> Vec<String> {
+    /// Ends the transaction block's settings: COMMIT keeps plain SETs and undoes SET LOCAL,
+    /// ROLLBACK undoes both. Returns the names whose value changed.
+    pub fn end_transaction(&mut self, committed: bool) -> Vec<String> {
         let mut changed = Vec::new();
-        while let Some((name, old)) = self.local_undo.pop() {
-            self.values.insert(name.clone(), old);
-            changed.push(name);
+        for (name, change) in self.txn_changes.drain() {
+            let value = match change.kept_on_commit {
+                Some(kept) if committed => kept,
+                _ => change.before,
+            };
+            if self.values.get(&name) != Some(&value) {
+                self.values.insert(name.clone(), value);
+                changed.push(name);
+            }
         }
         changed
     }
@@ -199,6 +245,12 @@ fn normalize(name: &str, value: &str) -> SqlResult<String> {
             match v.to_lowercase().as_str() {
                 "utc" | "gmt" | "z" | "zulu" | "etc/utc" | "universal" | "0" | "+00:00"
                 | "default" | "local" => "UTC".to_string(),
+                _ if v.parse::<Tz>().is_err() => {
+                    return Err(SqlError::new(
+                        code::INVALID_PARAMETER_VALUE,
+                        format!("invalid value for parameter \"TimeZone\": \"{v}\""),
+                    ))
+                }
                 _ => {
                     return Err(SqlError::new(
                         code::FEATURE_NOT_SUPPORTED,
@@ -252,7 +304,7 @@ fn normalize(name: &str, value: &str) -> SqlResult<String> {
             _ => return Err(bad()),
         },
         "statement_timeout" | "lock_timeout" | "idle_in_transaction_session_timeout" => {
-            parse_duration_ms(value).ok_or_else(bad)?.to_string()
+            format_duration_ms(parse_duration_ms(value).ok_or_else(bad)?)
         }
         _ => value.to_string(),
     })
@@ -264,6 +316,26 @@ pub fn serializable_unsupported() -> SqlError {
         "SERIALIZABLE isolation is not supported",
     )
     .with_hint("Use REPEATABLE READ (snapshot isolation) or READ COMMITTED.")
+}
+
+/// A time setting as SHOW prints it: in the largest unit that divides it evenly ("5s",
+/// "1min", "1500ms"), or "0" when disabled.
+pub fn format_duration_ms(ms: u64) -> String {
+    const UNITS: [(u64, &str); 4] = [
+        (86_400_000, "d"),
+        (3_600_000, "h"),
+        (60_000, "min"),
+        (1000, "s"),
+    ];
+    if ms == 0 {
+        return "0".to_string();
+    }
+    for (unit_ms, unit) in UNITS {
+        if ms % unit_ms == 0 {
+            return format!("{}{unit}", ms / unit_ms);
+        }
+    }
+    format!("{ms}ms")
 }
 
 /// Parses PostgreSQL time settings: "0", "500", "5s", "2min", "100ms" → milliseconds.

@@ -166,6 +166,19 @@ pub fn pg_oid_for_arrow(t: &ArrowType) -> u32 {
     }
 }
 
+/// The element type of an array type that result columns can have.
+pub fn array_element_oid(array_oid: u32) -> Option<u32> {
+    Some(match array_oid {
+        oid::INT2_ARRAY => oid::INT2,
+        oid::INT4_ARRAY => oid::INT4,
+        oid::INT8_ARRAY => oid::INT8,
+        oid::FLOAT8_ARRAY => oid::FLOAT8,
+        oid::BOOL_ARRAY => oid::BOOL,
+        oid::TEXT_ARRAY => oid::TEXT,
+        _ => return None,
+    })
+}
+
 /// Maps a parsed SQL type name to a storage type; PostgreSQL's spelling variants included.
 pub fn from_sql_type(t: &ast::DataType) -> SqlResult<DataType> {
     use ast::DataType as S;

@@ -121,7 +121,13 @@ pub struct IndexDef {
     pub schema: String,
     pub name: String,
     pub table: Oid,
+    /// Key column positions. Empty when a key part is an expression: such indexes (and partial
+    /// ones) are kept in the catalog only, since queries scan the table anyway.
     pub columns: Vec<usize>,
+    /// Each key part as SQL text (a column name or an expression), for pg_indexes and \d.
+    pub key_sql: Vec<String>,
+    /// The WHERE clause of a partial index, as SQL text.
+    pub predicate_sql: Option<String>,
     pub unique: bool,
     pub primary: bool,
 }
@@ -134,6 +140,9 @@ pub struct ViewDef {
     /// The view's defining query as SQL text.
     pub query_sql: String,
     pub column_names: Vec<String>,
+    /// Tables and views the query reads: they cannot be dropped while the view exists (without
+    /// CASCADE, which drops the view too).
+    pub depends_on: Vec<Oid>,
 }
 
 /// A sequence's counter lives outside transactions, as in PostgreSQL: nextval is never rolled
@@ -442,6 +451,21 @@ impl Catalog {
         let def = self.views.remove(&oid)?;
         self.release_name(&def.schema, &def.name);
         Some(def)
+    }
+
+    /// Views that read `relation` directly or through other views, direct dependents first.
+    pub fn dependent_views(&self, relation: Oid) -> Vec<Oid> {
+        let mut found: Vec<Oid> = Vec::new();
+        let mut frontier = vec![relation];
+        while let Some(oid) = frontier.pop() {
+            for v in self.views.values() {
+                if v.depends_on.contains(&oid) && !found.contains(&v.oid) {
+                    found.push(v.oid);
+                    frontier.push(v.oid);
+                }
+            }
+        }
+        found
     }
 
     /// Foreign keys elsewhere that point at `table` (for DROP ... CASCADE and delete checks).

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use bytes::{BufMut, BytesMut};
 use datafusion::arrow::array::*;
+use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType as ArrowType, IntervalUnit, TimeUnit};
 use datafusion::arrow::record_batch::RecordBatch;
 use pgwire::api::results::{FieldFormat, FieldInfo};
@@ -46,21 +47,22 @@ pub fn encode_rows(
     let mut rows = Vec::new();
     let mut text = String::new();
     for batch in batches {
+        let type_oids: Vec<u32> = (0..batch.num_columns())
+            .map(|c| columns.get(c).map(|col| col.type_oid).unwrap_or(oid::TEXT))
+            .collect();
+        let arrays: Vec<ArrayRef> = (0..batch.num_columns())
+            .map(|c| match binary(c) {
+                true => wire_array(batch.column(c), type_oids[c]),
+                false => batch.column(c).clone(),
+            })
+            .collect();
         for r in 0..batch.num_rows() {
             let mut data = BytesMut::with_capacity(16 * batch.num_columns());
-            for c in 0..batch.num_columns() {
-                let array = batch.column(c);
+            for (c, array) in arrays.iter().enumerate() {
                 if array.is_null(r) {
                     data.put_i32(-1);
-                    continue;
-                }
-                let type_oid = columns.get(c).map(|col| col.type_oid).unwrap_or(oid::TEXT);
-                if binary(c) {
-                    let start = data.len();
-                    data.put_i32(0);
-                    encode_binary(array.as_ref(), r, type_oid, &mut data);
-                    let len = (data.len() - start - 4) as i32;
-                    data[start..start + 4].copy_from_slice(&len.to_be_bytes());
+                } else if binary(c) {
+                    put_binary_value(array.as_ref(), r, type_oids[c], &mut data);
                 } else {
                     text.clear();
                     pgtext::format_array_value(array.as_ref(), r, &mut text);
@@ -74,6 +76,54 @@ pub fn encode_rows(
     rows
 }
 
+/// A value in binary format, preceded by its length.
+fn put_binary_value(array: &dyn Array, row: usize, type_oid: u32, out: &mut BytesMut) {
+    let start = out.len();
+    out.put_i32(0);
+    encode_binary(array, row, type_oid, out);
+    let len = (out.len() - start - 4) as i32;
+    out[start..start + 4].copy_from_slice(&len.to_be_bytes());
+}
+
+/// The Arrow type whose values map one to one onto the binary format of a PostgreSQL type, if
+/// that format is not text-based. A column is declared (by Describe) with the type OID of its
+/// planned type, but the computed Arrow type may be a sibling (Int8 for smallint, nanosecond
+/// timestamps, a dictionary); casting first makes the bytes always match the declared type.
+fn wire_arrow_type(type_oid: u32, current: &ArrowType) -> Option<ArrowType> {
+    Some(match type_oid {
+        oid::BOOL => ArrowType::Boolean,
+        oid::INT2 => ArrowType::Int16,
+        oid::INT4 => ArrowType::Int32,
+        oid::INT8 => ArrowType::Int64,
+        oid::OID => ArrowType::UInt32,
+        oid::FLOAT4 => ArrowType::Float32,
+        oid::FLOAT8 => ArrowType::Float64,
+        oid::DATE => ArrowType::Date32,
+        oid::TIME => ArrowType::Time64(TimeUnit::Microsecond),
+        oid::TIMESTAMP => ArrowType::Timestamp(TimeUnit::Microsecond, None),
+        oid::TIMESTAMPTZ => {
+            let tz = match current {
+                ArrowType::Timestamp(_, Some(tz)) => tz.clone(),
+                _ => "UTC".into(),
+            };
+            ArrowType::Timestamp(TimeUnit::Microsecond, Some(tz))
+        }
+        oid::INTERVAL => ArrowType::Interval(IntervalUnit::MonthDayNano),
+        oid::BYTEA => ArrowType::Binary,
+        _ => return None,
+    })
+}
+
+/// The column cast to its wire Arrow type; unchanged when no cast is needed or possible.
+fn wire_array(array: &ArrayRef, type_oid: u32) -> ArrayRef {
+    match wire_arrow_type(type_oid, array.data_type()) {
+        Some(t) if &t != array.data_type() => cast(array, &t).unwrap_or_else(|_| array.clone()),
+        _ => array.clone(),
+    }
+}
+
+/// PostgreSQL's send function for one non-null value. Types whose binary format is their text
+/// (text, varchar, bpchar, name, unknown) and types Shoal has no binary encoder for go as text.
 fn encode_binary(array: &dyn Array, row: usize, type_oid: u32, out: &mut BytesMut) {
     macro_rules! arr {
         ($t:ty) => {
@@ -83,84 +133,128 @@ fn encode_binary(array: &dyn Array, row: usize, type_oid: u32, out: &mut BytesMu
                 .expect("array matches its data type")
         };
     }
-    match array.data_type() {
-        ArrowType::Boolean => out.put_u8(arr!(BooleanArray).value(row) as u8),
-        ArrowType::Int16 => out.put_i16(arr!(Int16Array).value(row)),
-        ArrowType::Int32 => out.put_i32(arr!(Int32Array).value(row)),
-        ArrowType::Int64 => {
-            let v = arr!(Int64Array).value(row);
-            match type_oid {
-                oid::INT4 => out.put_i32(v as i32),
-                _ => out.put_i64(v),
-            }
+    match (type_oid, array.data_type()) {
+        (oid::BOOL, ArrowType::Boolean) => out.put_u8(arr!(BooleanArray).value(row) as u8),
+        (oid::INT2, ArrowType::Int16) => out.put_i16(arr!(Int16Array).value(row)),
+        (oid::INT4, ArrowType::Int32) => out.put_i32(arr!(Int32Array).value(row)),
+        (oid::INT8, ArrowType::Int64) => out.put_i64(arr!(Int64Array).value(row)),
+        (oid::OID, ArrowType::UInt32) => out.put_u32(arr!(UInt32Array).value(row)),
+        (oid::FLOAT4, ArrowType::Float32) => out.put_f32(arr!(Float32Array).value(row)),
+        (oid::FLOAT8, ArrowType::Float64) => out.put_f64(arr!(Float64Array).value(row)),
+        (oid::DATE, ArrowType::Date32) => out.put_i32(arr!(Date32Array).value(row) - PG_EPOCH_DAYS),
+        (oid::TIME, ArrowType::Time64(TimeUnit::Microsecond)) => {
+            out.put_i64(arr!(Time64MicrosecondArray).value(row))
         }
-        ArrowType::UInt32 => {
-            let v = arr!(UInt32Array).value(row);
-            if type_oid == oid::INT8 {
-                out.put_i64(v as i64)
-            } else {
-                out.put_u32(v)
-            }
-        }
-        ArrowType::Float32 => out.put_f32(arr!(Float32Array).value(row)),
-        ArrowType::Float64 => out.put_f64(arr!(Float64Array).value(row)),
-        ArrowType::Utf8 if type_oid == oid::UUID => {
-            let s = arr!(StringArray).value(row);
-            match shoal_sql::types::parse_uuid(s) {
-                Ok(u) => out.put_u128(u),
-                Err(_) => out.put_slice(s.as_bytes()),
-            }
-        }
-        ArrowType::Binary => out.put_slice(arr!(BinaryArray).value(row)),
-        ArrowType::Date32 => out.put_i32(arr!(Date32Array).value(row) - PG_EPOCH_DAYS),
-        ArrowType::Timestamp(TimeUnit::Microsecond, _) => {
+        (oid::TIMESTAMP | oid::TIMESTAMPTZ, ArrowType::Timestamp(TimeUnit::Microsecond, _)) => {
             out.put_i64(arr!(TimestampMicrosecondArray).value(row) - PG_EPOCH_MICROS)
         }
-        ArrowType::Timestamp(TimeUnit::Nanosecond, _) => {
-            out.put_i64(arr!(TimestampNanosecondArray).value(row) / 1000 - PG_EPOCH_MICROS)
-        }
-        ArrowType::Interval(IntervalUnit::MonthDayNano) => {
+        (oid::INTERVAL, ArrowType::Interval(IntervalUnit::MonthDayNano)) => {
             let v = arr!(IntervalMonthDayNanoArray).value(row);
             out.put_i64(v.nanoseconds / 1000);
             out.put_i32(v.days);
             out.put_i32(v.months);
         }
-        ArrowType::Decimal128(_, scale) => {
-            numeric_binary(arr!(Decimal128Array).value(row), *scale, out)
-        }
-        _ => {
+        (oid::BYTEA, ArrowType::Binary) => out.put_slice(arr!(BinaryArray).value(row)),
+        (oid::UUID, _) => {
             let mut s = String::new();
             pgtext::format_array_value(array, row, &mut s);
-            out.put_slice(s.as_bytes());
+            match shoal_sql::types::parse_uuid(&s) {
+                Ok(u) => out.put_u128(u),
+                Err(_) => out.put_slice(s.as_bytes()),
+            }
+        }
+        (oid::NUMERIC, _) => {
+            // The text form already carries PostgreSQL's display scale, so both formats show
+            // the same digits.
+            let mut s = String::new();
+            pgtext::format_array_value(array, row, &mut s);
+            numeric_binary(&s, out);
+        }
+        (_, ArrowType::List(_)) => match shoal_sql::types::array_element_oid(type_oid) {
+            Some(element_oid) => array_binary(arr!(ListArray).value(row), element_oid, out),
+            None => put_text(array, row, out),
+        },
+        _ => put_text(array, row, out),
+    }
+}
+
+fn put_text(array: &dyn Array, row: usize, out: &mut BytesMut) {
+    let mut s = String::new();
+    pgtext::format_array_value(array, row, &mut s);
+    out.put_slice(s.as_bytes());
+}
+
+/// PostgreSQL's binary array: dimensions, a has-nulls flag, the element type, the length and
+/// lower bound (1) of the one dimension, then each element with its length.
+fn array_binary(elements: ArrayRef, element_oid: u32, out: &mut BytesMut) {
+    let elements = wire_array(&elements, element_oid);
+    let dims = if elements.is_empty() { 0 } else { 1 };
+    out.put_i32(dims);
+    out.put_i32((elements.null_count() > 0) as i32);
+    out.put_u32(element_oid);
+    if dims == 1 {
+        out.put_i32(elements.len() as i32);
+        out.put_i32(1);
+    }
+    for i in 0..elements.len() {
+        if elements.is_null(i) {
+            out.put_i32(-1);
+        } else {
+            put_binary_value(elements.as_ref(), i, element_oid, out);
         }
     }
 }
 
-/// PostgreSQL's binary numeric: base-10000 digits with a weight, sign and display scale.
-fn numeric_binary(mantissa: i128, scale: i8, out: &mut BytesMut) {
-    let scale = scale.max(0) as usize;
-    let abs = mantissa.unsigned_abs().to_string();
-    let (int_part, frac_part) = if abs.len() > scale {
-        (
-            abs[..abs.len() - scale].to_string(),
-            abs[abs.len() - scale..].to_string(),
-        )
-    } else {
-        ("0".to_string(), format!("{abs:0>scale$}"))
+const NUMERIC_POS: u16 = 0x0000;
+const NUMERIC_NEG: u16 = 0x4000;
+const NUMERIC_NAN: u16 = 0xC000;
+const NUMERIC_PINF: u16 = 0xD000;
+const NUMERIC_NINF: u16 = 0xF000;
+
+/// PostgreSQL's binary numeric from its text form: base-10000 digits with a weight, sign and
+/// display scale (the number of digits after the point in the text).
+fn numeric_binary(text: &str, out: &mut BytesMut) {
+    let special = match text {
+        "NaN" => Some(NUMERIC_NAN),
+        "Infinity" => Some(NUMERIC_PINF),
+        "-Infinity" => Some(NUMERIC_NINF),
+        _ => None,
     };
-    let int_padded = format!("{}{}", "0".repeat((4 - int_part.len() % 4) % 4), int_part);
-    let frac_padded = format!("{}{}", frac_part, "0".repeat((4 - frac_part.len() % 4) % 4));
-    let mut digits: Vec<i16> = int_padded
-        .as_bytes()
-        .chunks(4)
-        .chain(frac_padded.as_bytes().chunks(4))
-        .map(|c| std::str::from_utf8(c).unwrap().parse().unwrap())
-        .collect();
-    let mut weight = (int_padded.len() / 4) as i16 - 1;
-    while digits.first() == Some(&0) && !digits.is_empty() {
-        digits.remove(0);
-        weight -= 1;
+    if let Some(sign) = special {
+        out.put_i16(0);
+        out.put_i16(0);
+        out.put_u16(sign);
+        out.put_u16(0);
+        return;
     }
+    let (negative, unsigned) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text),
+    };
+    let (int_part, frac_part) = unsigned.split_once('.').unwrap_or((unsigned, ""));
+    debug_assert!(int_part
+        .bytes()
+        .chain(frac_part.bytes())
+        .all(|b| b.is_ascii_digit()));
+    let int_part = int_part.trim_start_matches('0');
+    // Pad both parts to whole base-10000 digits: the integer part on the left, the fraction on
+    // the right, so that the digit groups line up with the decimal point.
+    let int_pad = (4 - int_part.len() % 4) % 4;
+    let frac_pad = (4 - frac_part.len() % 4) % 4;
+    let decimal: Vec<u8> = std::iter::repeat_n(b'0', int_pad)
+        .chain(int_part.bytes())
+        .chain(frac_part.bytes())
+        .chain(std::iter::repeat_n(b'0', frac_pad))
+        .map(|b| b - b'0')
+        .collect();
+    let mut digits: Vec<i16> = decimal
+        .chunks(4)
+        .map(|c| c.iter().fold(0i16, |acc, d| acc * 10 + *d as i16))
+        .collect();
+    let mut weight = ((int_pad + int_part.len()) / 4) as i16 - 1;
+    let leading_zeros = digits.iter().take_while(|d| **d == 0).count();
+    digits.drain(..leading_zeros);
+    weight -= leading_zeros as i16;
     while digits.last() == Some(&0) {
         digits.pop();
     }
@@ -169,8 +263,12 @@ fn numeric_binary(mantissa: i128, scale: i8, out: &mut BytesMut) {
     }
     out.put_i16(digits.len() as i16);
     out.put_i16(weight);
-    out.put_u16(if mantissa < 0 { 0x4000 } else { 0 });
-    out.put_u16(scale as u16);
+    out.put_u16(if negative && !digits.is_empty() {
+        NUMERIC_NEG
+    } else {
+        NUMERIC_POS
+    });
+    out.put_u16(frac_part.len() as u16);
     for d in digits {
         out.put_i16(d);
     }

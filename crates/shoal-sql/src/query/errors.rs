@@ -23,7 +23,7 @@ pub fn from_datafusion(e: DataFusionError) -> SqlError {
         ))),
         DataFusionError::ArrowError(inner, _) => from_arrow(*inner),
         DataFusionError::SchemaError(inner, _) => schema_error(inner.to_string()),
-        DataFusionError::SQL(inner, _) => SqlError::syntax(format!("syntax error: {inner}")),
+        DataFusionError::SQL(inner, _) => SqlError::from(*inner),
         DataFusionError::NotImplemented(msg) => classify(msg, code::FEATURE_NOT_SUPPORTED),
         DataFusionError::Plan(msg) => classify(msg, code::SYNTAX_ERROR),
         DataFusionError::Execution(msg) => classify(msg, code::DATA_EXCEPTION),
@@ -175,9 +175,34 @@ fn classify(msg: String, default_code: &'static str) -> SqlError {
         .nth(1)
         .filter(|_| lower.contains("not found"))
     {
+        // DataFusion names the table fully resolved ("postgres.$search_path.t"); PostgreSQL
+        // names it as the query wrote it ("t" or "s.t").
         let full = rest.split('\'').next().unwrap_or(rest);
-        let name = full.rsplit('.').next().unwrap_or(full);
+        let name = full
+            .strip_prefix(crate::query::schema::DATABASE_NAME)
+            .and_then(|n| n.strip_prefix('.'))
+            .unwrap_or(full);
+        let search_path_prefix = format!("{}.", crate::query::schema::SEARCH_PATH_SCHEMA);
+        let name = name.strip_prefix(&search_path_prefix).unwrap_or(name);
         return SqlError::undefined_table(name);
+    }
+    if let Some(rest) = msg.split("non-boolean predicate").nth(1) {
+        // "Cannot create filter with non-boolean predicate 'name' returning Utf8"
+        let mut type_name = pg_name_of_arrow(rest.rsplit("returning ").next().unwrap_or(""));
+        // DataFusion types every integer literal as Int64; PostgreSQL gives one that fits in
+        // four bytes the type integer.
+        let literal = rest.split('\'').nth(1).unwrap_or("");
+        let small_literal = literal
+            .strip_prefix("Int64(")
+            .and_then(|n| n.strip_suffix(')'))
+            .and_then(|n| n.parse::<i32>().ok());
+        if small_literal.is_some() {
+            type_name = "integer";
+        }
+        return SqlError::new(
+            code::DATATYPE_MISMATCH,
+            format!("argument of WHERE must be type boolean, not type {type_name}"),
+        );
     }
     if lower.contains("invalid function") || lower.contains("unknown function") {
         let name = msg.split('\'').nth(1).unwrap_or("").to_string();

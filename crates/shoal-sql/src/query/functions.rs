@@ -198,6 +198,37 @@ pub fn regclass(scope: &PlanScope, name: &str) -> Result<Oid, SqlError> {
         .ok_or_else(|| SqlError::undefined_table(name))
 }
 
+/// regclass output: the relation's name, schema-qualified when the search path would not find
+/// it, or the bare number for an OID that names no relation (as PostgreSQL prints it).
+fn regclass_text(scope: &PlanScope, oid: Oid) -> String {
+    let Some((schema, name)) = scope.engine.catalog.read().relation_name(oid) else {
+        return oid.to_string();
+    };
+    let visible = matches!(scope.resolve_relation(None, &name), Some((_, _, o)) if o == oid);
+    if visible {
+        quote_ident_if_needed(&name)
+    } else {
+        format!(
+            "{}.{}",
+            quote_ident_if_needed(&schema),
+            quote_ident_if_needed(&name)
+        )
+    }
+}
+
+fn quote_ident_if_needed(name: &str) -> String {
+    let plain = name
+        .chars()
+        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+        && !name.is_empty();
+    if plain {
+        name.to_string()
+    } else {
+        format!("\"{}\"", name.replace('"', "\"\""))
+    }
+}
+
 fn sequence_oid(scope: &PlanScope, name: &str) -> Result<Oid, SqlError> {
     let (schema, rel) = parse_qualified_name(name);
     match scope.resolve_relation(schema.as_deref(), &rel) {
@@ -414,6 +445,19 @@ pub fn register(state: &mut datafusion::execution::SessionState, scope: Arc<Plan
                 return Ok(ScalarValue::UInt32(None));
             };
             Ok(ScalarValue::UInt32(regclass(&sc, &name).ok()))
+        },
+    ));
+    let sc = s.clone();
+    add(udf(
+        "regclass_out",
+        &[1],
+        ArrowType::Utf8,
+        Volatility::Stable,
+        move |a| {
+            let Some(oid) = int_arg(&a[0]) else {
+                return Ok(ScalarValue::Utf8(None));
+            };
+            Ok(ScalarValue::Utf8(Some(regclass_text(&sc, oid as Oid))))
         },
     ));
     add(udf(

@@ -3,14 +3,20 @@
 //! tables, `rewrite` bridges PostgreSQL-only syntax, `pg_catalog`/`information_schema`/
 //! `functions` supply what clients expect, and `errors` maps failures to SQLSTATEs.
 
+pub mod builtins;
+pub mod checks;
+pub mod column_names;
 pub mod errors;
 pub mod functions;
 pub mod information_schema;
+pub mod join_using;
 pub mod pg_catalog;
+pub mod pg_errors;
 pub mod provider;
 pub mod rewrite;
 pub mod schema;
 pub mod scope;
+pub mod typecheck;
 
 use std::sync::Arc;
 
@@ -18,6 +24,7 @@ use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::common::config::Dialect;
 use datafusion::common::ParamValues;
 use datafusion::execution::session_state::SessionStateBuilder;
+use datafusion::execution::FunctionRegistry;
 use datafusion::execution::SessionState;
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::prelude::SessionConfig;
@@ -57,6 +64,10 @@ pub fn new_session_state(scope: Arc<PlanScope>) -> SessionState {
         .with_catalog_list(Arc::new(ShoalCatalogList::new(scope.clone())))
         .build();
     functions::register(&mut state, scope);
+    builtins::register(&mut state);
+    state
+        .register_expr_planner(Arc::new(typecheck::OperatorTypeCheck))
+        .expect("registering an expression planner cannot fail");
     state
 }
 
@@ -67,9 +78,21 @@ pub async fn plan_statement(
     mut stmt: ast::Statement,
 ) -> SqlResult<LogicalPlan> {
     rewrite::rewrite_statement(&mut stmt, scope)?;
-    Ok(state
+    checks::check_statement(&stmt, &|name| {
+        state.udaf(name).is_ok() || state.udwf(name).is_ok()
+    })?;
+    let plan = state
         .statement_to_plan(DfStatement::Statement(Box::new(stmt)))
-        .await?)
+        .await
+        .map_err(pg_errors::from_datafusion)?;
+    typecheck::check_plan(&plan)?;
+    // The analyzer's type coercion decides the final column types (a UNION of integer and
+    // numeric is numeric). Running it here makes the schema that Describe reports the schema
+    // that execution produces, and type errors surface at Parse, as in PostgreSQL.
+    state
+        .analyzer()
+        .execute_and_check(plan, state.config_options(), |_, _| {})
+        .map_err(pg_errors::from_datafusion)
 }
 
 /// Runs a logical plan to completion with the given parameter values.
@@ -82,6 +105,25 @@ pub async fn execute_plan(
         Some(p) => plan.with_param_values(p)?,
         None => plan,
     };
-    let physical = state.create_physical_plan(&plan).await?;
-    Ok(datafusion::physical_plan::collect(physical, state.task_ctx()).await?)
+    let physical = state
+        .create_physical_plan(&plan)
+        .await
+        .map_err(pg_errors::from_datafusion)?;
+    datafusion::physical_plan::collect(physical, state.task_ctx())
+        .await
+        .map_err(pg_errors::from_datafusion)
+}
+
+/// Plans and runs SQL text that Shoal generated itself (DML target queries, RETURNING, column
+/// defaults, constraint checks) with the statement's snapshot, and returns all its batches.
+pub async fn run_generated_sql(
+    state: &SessionState,
+    scope: &PlanScope,
+    sql: &str,
+) -> SqlResult<Vec<RecordBatch>> {
+    let stmt = crate::session::parse_sql(sql)?
+        .pop()
+        .ok_or_else(|| crate::error::SqlError::internal("empty generated query"))?;
+    let plan = plan_statement(state, scope, stmt).await?;
+    execute_plan(state, plan, None).await
 }

@@ -596,7 +596,7 @@ fn pg_index(catalog: &Catalog) -> Arc<dyn TableProvider> {
         ("indpred", T),
     ]);
     for index in catalog.indexes.values() {
-        let n = index.columns.len() as i16;
+        let n = index.columns.len().max(index.key_sql.len()) as i16;
         t.row(vec![
             o(index.oid),
             o(index.table),
@@ -887,18 +887,29 @@ fn pg_views(catalog: &Catalog) -> Arc<dyn TableProvider> {
 pub fn index_definition(catalog: &Catalog, index_oid: u32) -> Option<String> {
     let index = catalog.indexes.get(&index_oid)?;
     let table = catalog.tables.get(&index.table)?;
-    let cols: Vec<&str> = index
-        .columns
-        .iter()
-        .map(|c| table.columns[*c].name.as_str())
-        .collect();
+    // Column keys take the columns' current names (they may have been renamed); expression
+    // indexes keep their keys as text.
+    let keys: Vec<&str> = if index.columns.is_empty() {
+        index.key_sql.iter().map(String::as_str).collect()
+    } else {
+        index
+            .columns
+            .iter()
+            .map(|c| table.columns[*c].name.as_str())
+            .collect()
+    };
+    let predicate = index
+        .predicate_sql
+        .as_ref()
+        .map(|p| format!(" WHERE ({p})"))
+        .unwrap_or_default();
     Some(format!(
-        "CREATE {}INDEX {} ON {}.{} USING btree ({})",
+        "CREATE {}INDEX {} ON {}.{} USING btree ({}){predicate}",
         if index.unique { "UNIQUE " } else { "" },
         index.name,
         table.schema,
         table.name,
-        cols.join(", ")
+        keys.join(", ")
     ))
 }
 

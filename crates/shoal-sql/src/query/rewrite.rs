@@ -130,16 +130,26 @@ impl VisitorMut for Rewriter<'_> {
                 return ControlFlow::Break(());
             }
         };
-        let alias = alias.clone().unwrap_or(TableAlias {
-            explicit: true,
-            name: Ident::new(rel.clone()),
-            columns: view
-                .column_names
-                .iter()
-                .map(|c| ast::TableAliasColumnDef::from_name(c.clone()))
-                .collect(),
-            at: None,
-        });
+        let view_columns: Vec<ast::TableAliasColumnDef> = view
+            .column_names
+            .iter()
+            .map(|c| ast::TableAliasColumnDef::from_name(c.clone()))
+            .collect();
+        // An alias without a column list keeps the view's column names (`FROM v AS s`).
+        let alias = match alias.clone() {
+            Some(mut a) => {
+                if a.columns.is_empty() {
+                    a.columns = view_columns;
+                }
+                a
+            }
+            None => TableAlias {
+                explicit: true,
+                name: Ident::new(rel.clone()),
+                columns: view_columns,
+                at: None,
+            },
+        };
         *factor = TableFactor::Derived {
             lateral: false,
             subquery: query,
@@ -150,8 +160,25 @@ impl VisitorMut for Rewriter<'_> {
         ControlFlow::Continue(())
     }
 
+    fn pre_visit_query(&mut self, query: &mut ast::Query) -> ControlFlow<()> {
+        // Names come from the expressions as written, before the rewrites below change them.
+        crate::query::column_names::name_columns(&mut query.body);
+        ControlFlow::Continue(())
+    }
+
+    fn post_visit_query(&mut self, query: &mut ast::Query) -> ControlFlow<()> {
+        fetch_to_limit(query);
+        crate::query::join_using::merge_using_columns(query);
+        ControlFlow::Continue(())
+    }
+
     fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
         match expr {
+            Expr::AnyOp { right, .. } | Expr::AllOp { right, .. } => {
+                if let Expr::Subquery(q) = right.as_mut() {
+                    name_quantified_subquery_column(q);
+                }
+            }
             Expr::Cast {
                 kind: CastKind::DoubleColon | CastKind::Cast,
                 expr: inner,
@@ -196,6 +223,9 @@ impl VisitorMut for Rewriter<'_> {
                     if let Some(r) = replacement {
                         *expr = r;
                     }
+                } else if is_text_type(data_type) && is_regclass_lookup(inner) {
+                    // regclass prints as the relation's name, not its OID.
+                    *expr = function_call("regclass_out", vec![(**inner).clone()]);
                 } else if matches!(data_type, DataType::Uuid) {
                     *data_type = DataType::Text;
                 } else if let DataType::Char(_) | DataType::Character(_) = data_type {
@@ -208,6 +238,17 @@ impl VisitorMut for Rewriter<'_> {
                     f.name = ObjectName(vec![ObjectNamePart::Identifier(Ident::new(
                         parts[1].clone(),
                     ))]);
+                }
+                if let Some(renamed) = synonym_call(f) {
+                    *expr = renamed;
+                }
+            }
+            Expr::UnaryOp {
+                op: ast::UnaryOperator::Minus,
+                expr: operand,
+            } => {
+                if let Some(e) = negate_power_base(operand) {
+                    *expr = e;
                 }
             }
             Expr::Collate { expr: inner, .. } => {
@@ -238,6 +279,18 @@ impl VisitorMut for Rewriter<'_> {
     }
 }
 
+fn is_text_type(t: &DataType) -> bool {
+    matches!(
+        t,
+        DataType::Text | DataType::Varchar(_) | DataType::CharacterVarying(_)
+    )
+}
+
+/// Whether `e` is what a `::regclass` cast was rewritten to.
+fn is_regclass_lookup(e: &Expr) -> bool {
+    matches!(e, Expr::Function(f) if object_name_parts(&f.name) == ["to_regclass_oid"])
+}
+
 fn cast_text(e: &Expr) -> Expr {
     Expr::Cast {
         kind: CastKind::Cast,
@@ -256,4 +309,107 @@ fn retype(e: &Expr, t: DataType) -> Expr {
         array: false,
         format: None,
     }
+}
+
+/// `FETCH FIRST n ROWS ONLY` is the standard spelling of `LIMIT n`, which DataFusion plans.
+fn fetch_to_limit(query: &mut ast::Query) {
+    let Some(fetch) = &query.fetch else { return };
+    if fetch.with_ties || fetch.percent {
+        return;
+    }
+    let quantity = fetch
+        .quantity
+        .clone()
+        .unwrap_or_else(|| Expr::value(ast::Value::Number("1".into(), false)));
+    match &mut query.limit_clause {
+        None => {
+            query.limit_clause = Some(ast::LimitClause::LimitOffset {
+                limit: Some(quantity),
+                offset: None,
+                limit_by: vec![],
+            });
+        }
+        Some(ast::LimitClause::LimitOffset {
+            limit: limit @ None,
+            ..
+        }) => *limit = Some(quantity),
+        Some(_) => return,
+    }
+    query.fetch = None;
+}
+
+/// DataFusion compares `x > ALL (SELECT c FROM t)` by pushing `x > c` into the subquery; when
+/// the subquery reads the same table as the outer query without an alias, the two sides of that
+/// comparison end up with the same qualified name and the outer one is lost. Naming the
+/// subquery's column keeps them apart.
+fn name_quantified_subquery_column(query: &mut ast::Query) {
+    let ast::SetExpr::Select(select) = query.body.as_mut() else {
+        return;
+    };
+    if let [item @ ast::SelectItem::UnnamedExpr(_)] = select.projection.as_mut_slice() {
+        let ast::SelectItem::UnnamedExpr(e) = item else {
+            return;
+        };
+        *item = ast::SelectItem::ExprWithAlias {
+            expr: e.clone(),
+            alias: Ident::new("__shoal_quantified"),
+        };
+    }
+}
+
+/// PostgreSQL functions that are another name for a DataFusion function or operator.
+fn synonym_call(f: &Function) -> Option<Expr> {
+    let parts = object_name_parts(&f.name);
+    let [name] = parts.as_slice() else {
+        return None;
+    };
+    if f.over.is_some() {
+        return None;
+    }
+    let renamed = match name.as_str() {
+        "ceiling" => "ceil",
+        "sign" => "signum",
+        "mod" => {
+            let FunctionArguments::List(list) = &f.args else {
+                return None;
+            };
+            let [FunctionArg::Unnamed(FunctionArgExpr::Expr(a)), FunctionArg::Unnamed(FunctionArgExpr::Expr(b))] =
+                list.args.as_slice()
+            else {
+                return None;
+            };
+            return Some(Expr::Nested(Box::new(Expr::BinaryOp {
+                left: Box::new(a.clone()),
+                op: BinaryOperator::Modulo,
+                right: Box::new(b.clone()),
+            })));
+        }
+        _ => return None,
+    };
+    let mut f = f.clone();
+    f.name = ObjectName(vec![ObjectNamePart::Identifier(Ident::new(renamed))]);
+    Some(Expr::Function(f))
+}
+
+/// In PostgreSQL unary minus binds tighter than `^`, so `-2 ^ 2` is `(-2) ^ 2`; sqlparser
+/// parses it as `-(2 ^ 2)`.
+fn negate_power_base(operand: &Expr) -> Option<Expr> {
+    let Expr::BinaryOp {
+        left,
+        op: BinaryOperator::PGExp,
+        right,
+    } = operand
+    else {
+        return None;
+    };
+    let negated = Expr::UnaryOp {
+        op: ast::UnaryOperator::Minus,
+        expr: left.clone(),
+    };
+    let base = negate_power_base(left).unwrap_or(negated);
+    Some(Expr::BinaryOp {
+        left: Box::new(base),
+        op: BinaryOperator::PGExp,
+        right: right.clone(),
+    })
 }

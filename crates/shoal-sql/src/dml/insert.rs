@@ -1,0 +1,446 @@
+//! INSERT: the rows to insert are computed by one generated query (VALUES with the columns'
+//! defaults filled in, or the statement's SELECT), then written one by one. ON CONFLICT turns a
+//! unique conflict with a live row into nothing (DO NOTHING) or an update of that row.
+
+use std::collections::HashSet;
+
+use datafusion::common::ScalarValue;
+use datafusion::sql::sqlparser::ast;
+use shoal_storage::catalog::{ConstraintKind, TableDef};
+use shoal_storage::table::{InsertOutcome, RowLockMode, RowRef, RowTable, WriteOutcome};
+use shoal_storage::types::Value;
+use shoal_storage::{Snapshot, StorageError, Transaction};
+
+use super::{
+    assignment_columns, batch_rows, column_values, default_expr_sql, finish_dml, ident_name,
+    is_default_keyword, resolve_table, row_as_values_sql, run_sql_query, unique_violation,
+    unique_violation_named,
+};
+use crate::constraints;
+use crate::error::{code, SqlError, SqlResult};
+use crate::session::{Session, StatementResult};
+
+pub(super) fn target_columns(def: &TableDef, columns: &[ast::ObjectName]) -> SqlResult<Vec<usize>> {
+    if columns.is_empty() {
+        return Ok((0..def.columns.len()).collect());
+    }
+    let mut out = Vec::new();
+    for c in columns {
+        let name = crate::ddl::ident_of(
+            c.0.last()
+                .map(|p| p.to_string())
+                .unwrap_or_default()
+                .as_str(),
+        );
+        let idx = def.column_index(&name).ok_or_else(|| {
+            SqlError::new(
+                code::UNDEFINED_COLUMN,
+                format!(
+                    "column \"{name}\" of relation \"{}\" does not exist",
+                    def.name
+                ),
+            )
+        })?;
+        if out.contains(&idx) {
+            return Err(SqlError::new(
+                code::DUPLICATE_COLUMN,
+                format!("column \"{name}\" specified more than once"),
+            ));
+        }
+        out.push(idx);
+    }
+    Ok(out)
+}
+
+/// The query that produces full rows (in table column order) for an INSERT.
+fn insert_source_sql(
+    def: &TableDef,
+    targets: &[usize],
+    source: Option<&ast::Query>,
+) -> SqlResult<String> {
+    let n = def.columns.len();
+    let check_identity = |col: usize, explicit: bool| -> SqlResult<()> {
+        if explicit {
+            if let Some(id) = &def.columns[col].identity {
+                if id.always {
+                    return Err(SqlError::new(
+                        code::GENERATED_ALWAYS,
+                        format!(
+                            "cannot insert a non-DEFAULT value into column \"{}\"",
+                            def.columns[col].name
+                        ),
+                    )
+                    .with_detail(format!(
+                        "Column \"{}\" is an identity column defined as GENERATED ALWAYS.",
+                        def.columns[col].name
+                    ))
+                    .with_hint("Use OVERRIDING SYSTEM VALUE to override."));
+                }
+            }
+        }
+        Ok(())
+    };
+    let Some(source) = source else {
+        let row: Vec<String> = (0..n).map(|c| default_expr_sql(def, c)).collect();
+        return Ok(format!("VALUES ({})", row.join(", ")));
+    };
+    if let ast::SetExpr::Values(values) = source.body.as_ref() {
+        if source.order_by.is_none() && source.limit_clause.is_none() && source.with.is_none() {
+            let width = values.rows.first().map_or(0, |row| row.len());
+            if values.rows.iter().any(|row| row.len() != width) {
+                return Err(SqlError::syntax("VALUES lists must all be the same length"));
+            }
+            let mut rows = Vec::with_capacity(values.rows.len());
+            for row in &values.rows {
+                if row.len() != targets.len() {
+                    return Err(SqlError::syntax(if row.len() > targets.len() {
+                        "INSERT has more expressions than target columns"
+                    } else {
+                        "INSERT has more target columns than expressions"
+                    }));
+                }
+                let mut full: Vec<String> = (0..n).map(|c| default_expr_sql(def, c)).collect();
+                for (pos, col) in targets.iter().enumerate() {
+                    if !is_default_keyword(&row[pos]) {
+                        check_identity(*col, true)?;
+                        full[*col] = row[pos].to_string();
+                    }
+                }
+                rows.push(format!("({})", full.join(", ")));
+            }
+            return Ok(format!("VALUES {}", rows.join(", ")));
+        }
+    }
+    let src_cols: Vec<String> = (0..targets.len()).map(|i| format!("__c{i}")).collect();
+    let mut select: Vec<String> = (0..n).map(|c| default_expr_sql(def, c)).collect();
+    for (pos, col) in targets.iter().enumerate() {
+        check_identity(*col, true)?;
+        select[*col] = format!("__src.__c{pos}");
+    }
+    Ok(format!(
+        "SELECT {} FROM ({source}) AS __src({})",
+        select.join(", "),
+        src_cols.join(", ")
+    ))
+}
+
+pub async fn insert(
+    session: &mut Session,
+    txn: &mut Transaction,
+    ins: ast::Insert,
+) -> SqlResult<StatementResult> {
+    let ast::TableObject::TableName(name) = &ins.table else {
+        return Err(SqlError::unsupported("INSERT into a table function"));
+    };
+    let (def, table) = resolve_table(session, name)?;
+    let mut targets = target_columns(&def, &ins.columns)?;
+    if ins.columns.is_empty() {
+        // Without a column list, VALUES fills the first columns and the rest get defaults.
+        if let Some(width) = values_width(ins.source.as_deref()) {
+            targets.truncate(width);
+        }
+    }
+    let on_conflict = match &ins.on {
+        Some(ast::OnInsert::OnConflict(oc)) => {
+            let arbiters = arbiter_indexes(session, &def, oc)?;
+            Some(OnConflict {
+                clause: oc,
+                arbiters,
+            })
+        }
+        Some(_) => return Err(SqlError::unsupported("ON DUPLICATE KEY UPDATE")),
+        None => None,
+    };
+    let sql = insert_source_sql(&def, &targets, ins.source.as_deref())?;
+    let batches = run_sql_query(session, &sql).await?;
+    let rows = batch_rows(&batches, &def, 0)?;
+    let alias = ins
+        .table_alias
+        .as_ref()
+        .map(|a| ident_name(&a.alias))
+        .unwrap_or_else(|| def.name.clone());
+    let mut target = InsertTarget {
+        def: &def,
+        table: &table,
+        alias: &alias,
+        on_conflict,
+        affected: HashSet::new(),
+    };
+    let mut written = Vec::new();
+    for row in rows {
+        constraints::check_row(session, &def, &row).await?;
+        if let Some(r) = insert_row(session, txn, &mut target, row).await? {
+            written.push(r);
+        }
+    }
+    finish_dml(
+        session,
+        &def,
+        &alias,
+        "INSERT",
+        written,
+        ins.returning.as_deref(),
+        Some(0),
+    )
+    .await
+}
+
+/// The width of a plain `VALUES` source's first row.
+fn values_width(source: Option<&ast::Query>) -> Option<usize> {
+    match source?.body.as_ref() {
+        ast::SetExpr::Values(values) => values.rows.first().map(|row| row.len()),
+        _ => None,
+    }
+}
+
+/// The statement's ON CONFLICT clause and the unique indexes it applies to.
+struct OnConflict<'a> {
+    clause: &'a ast::OnConflict,
+    /// None: any unique index (`ON CONFLICT DO NOTHING` without a target).
+    arbiters: Option<Vec<u64>>,
+}
+
+/// What every row of one INSERT is written into.
+struct InsertTarget<'a> {
+    def: &'a TableDef,
+    table: &'a RowTable,
+    alias: &'a str,
+    on_conflict: Option<OnConflict<'a>>,
+    /// Row ids this statement inserted or updated: ON CONFLICT DO UPDATE may not touch a row
+    /// twice, since the outcome would depend on the order of the proposed rows.
+    affected: HashSet<u64>,
+}
+
+/// Inserts one row, waiting for conflicting uncommitted inserts, and applies ON CONFLICT.
+/// Returns the row as written (for RETURNING), or None when nothing was written.
+async fn insert_row(
+    session: &Session,
+    txn: &mut Transaction,
+    target: &mut InsertTarget<'_>,
+    row: Vec<Value>,
+) -> SqlResult<Option<Vec<Value>>> {
+    let def = target.def;
+    loop {
+        match target.table.insert_or_conflict(txn, &row) {
+            Ok(InsertOutcome::Inserted(inserted)) => {
+                target.affected.insert(inserted.row_id());
+                return Ok(Some(row));
+            }
+            Ok(InsertOutcome::Conflict { index, existing }) => {
+                let Some(oc) = target
+                    .on_conflict
+                    .as_ref()
+                    .filter(|oc| oc.arbiters.as_ref().is_none_or(|a| a.contains(&index)))
+                else {
+                    return Err(unique_violation(session, def, index, &row));
+                };
+                let ast::OnConflictAction::DoUpdate(du) = &oc.clause.action else {
+                    return Ok(None);
+                };
+                if target.affected.contains(&existing.row_id()) {
+                    return Err(SqlError::new(
+                        code::CARDINALITY_VIOLATION,
+                        "ON CONFLICT DO UPDATE command cannot affect row a second time",
+                    )
+                    .with_hint(
+                        "Ensure that no rows proposed for insertion within the same command \
+                         have duplicate constrained values.",
+                    ));
+                }
+                let updated = on_conflict_update(
+                    session,
+                    txn,
+                    def,
+                    target.table,
+                    &existing,
+                    &row,
+                    du,
+                    target.alias,
+                )
+                .await?;
+                if updated.is_some() {
+                    target.affected.insert(existing.row_id());
+                }
+                return Ok(updated);
+            }
+            Err(StorageError::WouldBlock { holder }) => {
+                session.engine.db.wait_for(txn, holder).await?
+            }
+            Err(StorageError::UniqueViolation {
+                index_name,
+                key_columns,
+                key,
+            }) => return Err(unique_violation_named(def, &index_name, &key_columns, &key)),
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// The unique indexes an ON CONFLICT clause names, by columns or by constraint; as in
+/// PostgreSQL, a conflict on any other unique index is still an error.
+fn arbiter_indexes(
+    session: &Session,
+    def: &TableDef,
+    oc: &ast::OnConflict,
+) -> SqlResult<Option<Vec<u64>>> {
+    match &oc.conflict_target {
+        None if matches!(oc.action, ast::OnConflictAction::DoUpdate(_)) => Err(SqlError::syntax(
+            "ON CONFLICT DO UPDATE requires inference specification or constraint name",
+        )
+        .with_hint("For example, ON CONFLICT (column_name).")),
+        None => Ok(None),
+        Some(ast::ConflictTarget::Columns(cols)) => {
+            let mut wanted = Vec::with_capacity(cols.len());
+            for c in cols {
+                let name = crate::ddl::ident_of(&c.to_string());
+                let col = def
+                    .column_index(&name)
+                    .ok_or_else(|| SqlError::undefined_column(&name))?;
+                wanted.push(col);
+            }
+            wanted.sort_unstable();
+            wanted.dedup();
+            let catalog = session.engine.catalog.read();
+            let arbiters: Vec<u64> = catalog
+                .indexes
+                .values()
+                .filter(|idx| idx.table == def.oid && idx.unique)
+                .filter(|idx| {
+                    let mut have = idx.columns.clone();
+                    have.sort_unstable();
+                    have == wanted
+                })
+                .map(|idx| idx.oid as u64)
+                .collect();
+            if arbiters.is_empty() {
+                return Err(SqlError::new(
+                    code::INVALID_COLUMN_REFERENCE,
+                    "there is no unique or exclusion constraint matching the ON CONFLICT specification",
+                ));
+            }
+            Ok(Some(arbiters))
+        }
+        Some(ast::ConflictTarget::OnConstraint(name)) => {
+            let name = crate::ddl::ident_of(&name.to_string());
+            let constraint = def
+                .constraints
+                .iter()
+                .find(|c| c.name == name)
+                .ok_or_else(|| {
+                    SqlError::new(
+                        code::UNDEFINED_OBJECT,
+                        format!(
+                            "constraint \"{name}\" for table \"{}\" does not exist",
+                            def.name
+                        ),
+                    )
+                })?;
+            match &constraint.kind {
+                ConstraintKind::PrimaryKey { index, .. } | ConstraintKind::Unique { index, .. } => {
+                    Ok(Some(vec![*index as u64]))
+                }
+                _ => Err(SqlError::new(
+                    code::WRONG_OBJECT_TYPE,
+                    "constraint in ON CONFLICT clause has no associated index",
+                )),
+            }
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn on_conflict_update(
+    session: &Session,
+    txn: &mut Transaction,
+    def: &TableDef,
+    table: &RowTable,
+    existing: &RowRef,
+    excluded: &[Value],
+    du: &ast::DoUpdate,
+    alias: &str,
+) -> SqlResult<Option<Vec<Value>>> {
+    let assignments = assignment_columns(def, &du.assignments)?;
+    loop {
+        let snap = session.engine.db.statement_snapshot(txn);
+        match table.lock_row(txn, existing, &snap, RowLockMode::Exclusive) {
+            Err(StorageError::WouldBlock { holder }) => {
+                session.engine.db.wait_for(txn, holder).await?;
+                continue;
+            }
+            Err(e) => return Err(e.into()),
+            Ok(_) => {}
+        }
+        let lock_snap = Snapshot {
+            ts: u64::MAX >> 2,
+            txn: snap.txn,
+        };
+        let Some(current) = table
+            .read(existing, &lock_snap)
+            .or_else(|| table.read(existing, &snap))
+        else {
+            return Ok(None);
+        };
+        let exprs: Vec<String> = assignments.iter().map(|(_, e)| e.clone()).collect();
+        let cond = du
+            .selection
+            .as_ref()
+            .map(|s| s.to_string())
+            .unwrap_or_else(|| "TRUE".into());
+        let sql = format!(
+            "SELECT {}{}({cond}) FROM {} CROSS JOIN {}",
+            exprs.join(", "),
+            if exprs.is_empty() { "" } else { ", " },
+            row_as_values_sql(def, &current, alias),
+            row_as_values_sql(def, excluded, "excluded"),
+        );
+        let batches = run_sql_query(session, &sql).await?;
+        let Some(b) = batches.iter().find(|b| b.num_rows() > 0) else {
+            return Ok(None);
+        };
+        let cond_col = b.column(exprs.len());
+        if !matches!(
+            ScalarValue::try_from_array(cond_col, 0)?,
+            ScalarValue::Boolean(Some(true))
+        ) {
+            return Ok(None);
+        }
+        let mut new_row = current.clone();
+        for (i, (col, _)) in assignments.iter().enumerate() {
+            let c = &def.columns[*col];
+            new_row[*col] =
+                column_values(&b.column(i).slice(0, 1), &c.data_type, &c.name)?.remove(0);
+        }
+        constraints::check_row(session, def, &new_row).await?;
+        match write_update(session, txn, table, def, existing, &snap, &new_row).await? {
+            true => return Ok(Some(new_row)),
+            false => continue,
+        }
+    }
+}
+
+/// Applies one update, waiting on row locks. False: the row changed meanwhile, re-evaluate.
+async fn write_update(
+    session: &Session,
+    txn: &mut Transaction,
+    table: &RowTable,
+    def: &TableDef,
+    row: &RowRef,
+    snap: &Snapshot,
+    new_row: &[Value],
+) -> SqlResult<bool> {
+    loop {
+        match table.update(txn, row, snap, new_row) {
+            Ok(WriteOutcome::Done) => return Ok(true),
+            Ok(WriteOutcome::Changed { .. }) => return Ok(false),
+            Err(StorageError::WouldBlock { holder }) => {
+                session.engine.db.wait_for(txn, holder).await?
+            }
+            Err(StorageError::UniqueViolation {
+                index_name,
+                key_columns,
+                key,
+            }) => return Err(unique_violation_named(def, &index_name, &key_columns, &key)),
+            Err(e) => return Err(e.into()),
+        }
+    }
+}

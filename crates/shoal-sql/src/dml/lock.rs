@@ -1,0 +1,484 @@
+//! SELECT ... FOR UPDATE / FOR SHARE: the query runs with the locked table's row positions
+//! added to its output; each row found is then locked through the storage API (waiting, or
+//! failing with NOWAIT, or skipped with SKIP LOCKED) and the rows locked are returned.
+
+use std::ops::ControlFlow;
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Array, ArrayRef, UInt64Array};
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
+use datafusion::common::ScalarValue;
+use datafusion::execution::FunctionRegistry;
+use datafusion::sql::sqlparser::ast::{self, Statement, Visit, Visitor};
+use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
+use datafusion::sql::sqlparser::keywords::Keyword;
+use datafusion::sql::sqlparser::parser::Parser;
+use datafusion::sql::sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};
+use shoal_storage::table::{RowLockMode, RowRef, WriteOutcome};
+use shoal_storage::{StorageError, Transaction};
+
+use super::modify::{find_targets, reevaluate, Modification};
+use super::{ident_name, quote_ident, resolve_table};
+use crate::error::{code, SqlError, SqlResult};
+use crate::query::provider::ROW_POSITION_COLUMN;
+use crate::session::{columns_of_schema, Session, StatementResult};
+
+/// SELECT ... FOR UPDATE/SHARE: find the rows, lock each row of the locked table (waiting,
+/// NOWAIT or SKIP LOCKED), re-check rows changed by a concurrent commit, and return what was
+/// locked. One table is locked: the first one FOR UPDATE OF names, or the first in FROM.
+pub async fn select_for_update(
+    session: &mut Session,
+    txn: &mut Transaction,
+    mut q: ast::Query,
+) -> SqlResult<StatementResult> {
+    let locks = std::mem::take(&mut q.locks);
+    check_lockable(session, &q, &locks[0])?;
+    let ast::SetExpr::Select(select) = q.body.as_ref() else {
+        return Err(SqlError::unsupported("FOR UPDATE on this query"));
+    };
+    let (name, alias, lock) = lock_target(select, &locks)?;
+    let (def, table) = resolve_table(session, &name)?;
+    let alias = alias.unwrap_or_else(|| def.name.clone());
+    let (batches, handles) = find_targets(session, &def, &with_position(&q, &alias)?).await?;
+    // A changed row is re-checked, and re-projected, over its newest version; that needs the
+    // locked table to be the query's only table.
+    let single_table = select.from.len() == 1 && select.from[0].joins.is_empty();
+    let projection: Vec<String> = select.projection.iter().map(|i| i.to_string()).collect();
+    let m = Modification {
+        def: &def,
+        table: &table,
+        alias: &alias,
+        assignments: &[],
+        from: &[],
+        selection: select.selection.as_ref(),
+        returning: if single_table { &projection } else { &[] },
+    };
+    let mode = match lock.lock_type {
+        ast::LockType::Share => RowLockMode::Share,
+        ast::LockType::Update => RowLockMode::Exclusive,
+    };
+    let mut kept: Vec<Kept> = Vec::new();
+    for (bi, b) in batches.iter().enumerate() {
+        let positions = b
+            .column(0)
+            .as_any()
+            .downcast_ref::<UInt64Array>()
+            .expect("position column");
+        for r in 0..b.num_rows() {
+            let handle = &handles[positions.value(r) as usize];
+            let Some(locked) = lock_one(session, txn, &m, handle, mode, lock, single_table).await?
+            else {
+                continue;
+            };
+            kept.push(Kept {
+                batch: bi,
+                row: r,
+                newest: locked,
+            });
+        }
+    }
+    if batches.is_empty() {
+        let plan = crate::query::plan_statement(
+            session.state(),
+            &session.scope,
+            Statement::Query(Box::new(q)),
+        )
+        .await?;
+        let schema = plan.schema().inner().clone();
+        return Ok(StatementResult::Rows {
+            columns: columns_of_schema(&schema),
+            batches: vec![],
+            tag: "SELECT",
+        });
+    }
+    let out = locked_rows(&batches, &kept)?;
+    Ok(StatementResult::Rows {
+        columns: columns_of_schema(&out.schema()),
+        batches: vec![out],
+        tag: "SELECT",
+    })
+}
+
+/// A row the statement returns: row `row` of target batch `batch`, or, when the row had
+/// changed, the projection of its newest version.
+struct Kept {
+    batch: usize,
+    row: usize,
+    newest: Option<Vec<ScalarValue>>,
+}
+
+/// The query with the locked table's row position as its first output column.
+fn with_position(q: &ast::Query, alias: &str) -> SqlResult<String> {
+    let mut q = q.clone();
+    if let ast::SetExpr::Select(s) = q.body.as_mut() {
+        let pos: ast::Expr = Parser::new(&PostgreSqlDialect {})
+            .try_with_sql(&format!("{}.{}", quote_ident(alias), ROW_POSITION_COLUMN))?
+            .parse_expr()?;
+        s.projection.insert(
+            0,
+            ast::SelectItem::ExprWithAlias {
+                expr: pos,
+                alias: ast::Ident::new(ROW_POSITION_COLUMN),
+            },
+        );
+    }
+    Ok(q.to_string())
+}
+
+/// Locks one row. Some(None): locked as found; Some(Some(values)): it had changed, and its
+/// newest version (projected) still qualifies and is locked; None: skipped.
+async fn lock_one(
+    session: &Session,
+    txn: &mut Transaction,
+    m: &Modification<'_>,
+    handle: &RowRef,
+    mode: RowLockMode,
+    lock: &ast::LockClause,
+    single_table: bool,
+) -> SqlResult<Option<Option<Vec<ScalarValue>>>> {
+    let mut snap = session.scope.snapshot();
+    let mut newest_values = None;
+    loop {
+        match m.table.lock_row(txn, handle, &snap, mode) {
+            Ok(WriteOutcome::Done) => return Ok(Some(newest_values)),
+            Ok(WriteOutcome::Changed { newest: None, .. }) => return Ok(None),
+            Ok(WriteOutcome::Changed {
+                newest: Some(newest),
+                newest_snapshot,
+            }) => {
+                // READ COMMITTED, as PostgreSQL: lock the newest version if it still
+                // qualifies, and return it. With joins Shoal cannot re-check the other
+                // tables' conditions, so it locks the newest version and returns the row as
+                // the statement's snapshot saw it.
+                if single_table {
+                    let Some((_, values)) = reevaluate(session, m, &newest).await? else {
+                        return Ok(None);
+                    };
+                    newest_values = Some(values);
+                }
+                snap = newest_snapshot;
+            }
+            Err(StorageError::WouldBlock { holder }) => match lock.nonblock {
+                Some(ast::NonBlock::Nowait) => {
+                    return Err(SqlError::new(
+                        code::LOCK_NOT_AVAILABLE,
+                        format!(
+                            "could not obtain lock on row in relation \"{}\"",
+                            m.def.name
+                        ),
+                    ))
+                }
+                Some(ast::NonBlock::SkipLocked) => return Ok(None),
+                None => session.engine.db.wait_for(txn, holder).await?,
+            },
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// The rows kept, without the row position column(s), in one batch.
+fn locked_rows(batches: &[RecordBatch], kept: &[Kept]) -> SqlResult<RecordBatch> {
+    let first = batches[0].schema();
+    let keep_cols: Vec<usize> = (1..first.fields().len())
+        .filter(|i| first.field(*i).name() != ROW_POSITION_COLUMN)
+        .collect();
+    let schema = Arc::new(first.project(&keep_cols)?);
+    let mut columns: Vec<ArrayRef> = Vec::with_capacity(keep_cols.len());
+    for (i, c) in keep_cols.iter().enumerate() {
+        let field_type = schema.field(i).data_type();
+        let values = kept.iter().map(|k| match &k.newest {
+            Some(newest) => Ok(newest[i].clone()),
+            None => ScalarValue::try_from_array(batches[k.batch].column(*c), k.row),
+        });
+        let values = values.collect::<Result<Vec<_>, _>>()?;
+        let array = if values.is_empty() {
+            datafusion::arrow::array::new_empty_array(field_type)
+        } else {
+            ScalarValue::iter_to_array(values)?
+        };
+        columns.push(if array.data_type() == field_type {
+            array
+        } else {
+            cast(&array, field_type)?
+        });
+    }
+    let options = RecordBatchOptions::new().with_row_count(Some(kept.len()));
+    Ok(RecordBatch::try_new_with_options(
+        schema, columns, &options,
+    )?)
+}
+
+/// PostgreSQL's checks that a query's rows can be locked: each result row must be one row of
+/// the tables read, which rules out set operations, DISTINCT, grouping and window functions.
+fn check_lockable(session: &Session, q: &ast::Query, lock: &ast::LockClause) -> SqlResult<()> {
+    let strength = match lock.lock_type {
+        ast::LockType::Share => "FOR SHARE",
+        ast::LockType::Update => "FOR UPDATE",
+    };
+    let not_allowed = |what: &str| {
+        Err(SqlError::new(
+            code::FEATURE_NOT_SUPPORTED,
+            format!("{strength} is not allowed with {what}"),
+        ))
+    };
+    let select = match q.body.as_ref() {
+        ast::SetExpr::Select(select) => select,
+        ast::SetExpr::SetOperation { .. } => return not_allowed("UNION/INTERSECT/EXCEPT"),
+        _ => return Err(SqlError::unsupported(format!("{strength} on this query"))),
+    };
+    let grouped = match &select.group_by {
+        ast::GroupByExpr::All(_) => true,
+        ast::GroupByExpr::Expressions(exprs, _) => !exprs.is_empty(),
+    };
+    if select.distinct.is_some() {
+        return not_allowed("DISTINCT clause");
+    }
+    if grouped {
+        return not_allowed("GROUP BY clause");
+    }
+    if select.having.is_some() {
+        return not_allowed("HAVING clause");
+    }
+    let mut calls = FunctionKinds {
+        state: session.state(),
+        depth: 0,
+        aggregate: false,
+        window: false,
+    };
+    let _ = select.projection.visit(&mut calls);
+    if calls.aggregate {
+        return not_allowed("aggregate functions");
+    }
+    if calls.window {
+        return not_allowed("window functions");
+    }
+    Ok(())
+}
+
+/// Finds aggregate and window function calls of a query level (not of its subqueries).
+struct FunctionKinds<'a> {
+    state: &'a datafusion::execution::SessionState,
+    depth: usize,
+    aggregate: bool,
+    window: bool,
+}
+
+impl Visitor for FunctionKinds<'_> {
+    type Break = ();
+
+    fn pre_visit_query(&mut self, _: &ast::Query) -> ControlFlow<()> {
+        self.depth += 1;
+        ControlFlow::Continue(())
+    }
+
+    fn post_visit_query(&mut self, _: &ast::Query) -> ControlFlow<()> {
+        self.depth -= 1;
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_expr(&mut self, e: &ast::Expr) -> ControlFlow<()> {
+        if let (ast::Expr::Function(f), 0) = (e, self.depth) {
+            let name = f.name.to_string().to_lowercase();
+            if f.over.is_some() {
+                self.window = true;
+            } else if self.state.udaf(&name).is_ok() {
+                self.aggregate = true;
+            }
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+/// The table to lock (its name and alias) and the locking clause that applies to it. Every
+/// `OF` name must be a table of the FROM clause.
+fn lock_target<'a>(
+    select: &ast::Select,
+    locks: &'a [ast::LockClause],
+) -> SqlResult<(ast::ObjectName, Option<String>, &'a ast::LockClause)> {
+    let tables: Vec<(ast::ObjectName, Option<String>, String)> = select
+        .from
+        .iter()
+        .flat_map(|t| std::iter::once(&t.relation).chain(t.joins.iter().map(|j| &j.relation)))
+        .filter_map(|f| match f {
+            ast::TableFactor::Table { name, alias, .. } => {
+                let alias = alias.as_ref().map(|a| ident_name(&a.name));
+                let visible = alias.clone().unwrap_or_else(|| {
+                    crate::ddl::ident_of(&name.0.last().map(|p| p.to_string()).unwrap_or_default())
+                });
+                Some((name.clone(), alias, visible))
+            }
+            _ => None,
+        })
+        .collect();
+    let mut chosen: Option<(usize, &ast::LockClause)> = None;
+    for lock in locks {
+        let index = match &lock.of {
+            None => 0,
+            Some(of) => {
+                let wanted = crate::ddl::ident_of(&of.to_string());
+                tables.iter().position(|t| t.2 == wanted).ok_or_else(|| {
+                    let strength = match lock.lock_type {
+                        ast::LockType::Share => "FOR SHARE",
+                        ast::LockType::Update => "FOR UPDATE",
+                    };
+                    SqlError::new(
+                        code::UNDEFINED_TABLE,
+                        format!(
+                            "relation \"{wanted}\" in {strength} clause not found in FROM clause"
+                        ),
+                    )
+                })?
+            }
+        };
+        chosen = chosen.or(Some((index, lock)));
+    }
+    let (index, lock) = chosen.expect("at least one locking clause");
+    let (name, alias, _) = tables
+        .into_iter()
+        .nth(index)
+        .ok_or_else(|| SqlError::unsupported("FOR UPDATE without a table"))?;
+    Ok((name, alias, lock))
+}
+
+/// Rewrites PostgreSQL locking clauses that the SQL parser does not know into ones it does:
+/// `FOR NO KEY UPDATE` into `FOR UPDATE` and `FOR KEY SHARE` into `FOR SHARE` (stronger locks,
+/// so still correct), and `FOR UPDATE OF a, b NOWAIT` into one clause per table. None when
+/// there is nothing to rewrite. Called only after a parse failed, so it costs nothing on the
+/// common path.
+pub fn rewrite_locking_syntax(sql: &str) -> Option<String> {
+    let tokens = Tokenizer::new(&PostgreSqlDialect {}, sql)
+        .tokenize_with_location()
+        .ok()?;
+    let offsets = TokenOffsets::new(sql, &tokens);
+    // Indexes (into `tokens`) of the tokens that are not whitespace.
+    let words: Vec<usize> = (0..tokens.len())
+        .filter(|i| !matches!(tokens[*i].token, Token::Whitespace(_)))
+        .collect();
+    let keyword = |w: usize| match words.get(w).map(|i| &tokens[*i].token) {
+        Some(Token::Word(word)) => word.keyword,
+        _ => Keyword::NoKeyword,
+    };
+    let mut edits: Vec<(usize, usize, String)> = Vec::new();
+    let mut w = 0;
+    while w < words.len() {
+        if keyword(w) != Keyword::FOR {
+            w += 1;
+            continue;
+        }
+        let start = offsets.start(words[w]);
+        let (strength, mut next) = match (keyword(w + 1), keyword(w + 2), keyword(w + 3)) {
+            (Keyword::NO, Keyword::KEY, Keyword::UPDATE) => ("UPDATE", w + 4),
+            (Keyword::KEY, Keyword::SHARE, _) => ("SHARE", w + 3),
+            (Keyword::UPDATE, _, _) => ("UPDATE", w + 2),
+            (Keyword::SHARE, _, _) => ("SHARE", w + 2),
+            _ => {
+                w += 1;
+                continue;
+            }
+        };
+        // OF name [, name ...]: each name is words joined by periods.
+        let mut names: Vec<(usize, usize)> = Vec::new();
+        if keyword(next) == Keyword::OF {
+            loop {
+                let first = next + 1;
+                let mut last = first;
+                while matches!(
+                    words.get(last + 1).map(|i| &tokens[*i].token),
+                    Some(Token::Period)
+                ) {
+                    last += 2;
+                }
+                if !matches!(
+                    words.get(first).map(|i| &tokens[*i].token),
+                    Some(Token::Word(_))
+                ) {
+                    break;
+                }
+                names.push((
+                    offsets.start(words[first]),
+                    offsets.end(words[last.min(words.len() - 1)]),
+                ));
+                next = last + 1;
+                if !matches!(
+                    words.get(next).map(|i| &tokens[*i].token),
+                    Some(Token::Comma)
+                ) {
+                    break;
+                }
+            }
+        }
+        let nonblock_end = match (keyword(next), keyword(next + 1)) {
+            (Keyword::NOWAIT, _) => Some(next),
+            (Keyword::SKIP, Keyword::LOCKED) => Some(next + 1),
+            _ => None,
+        };
+        let end_word = nonblock_end.unwrap_or(next.saturating_sub(1));
+        let end = offsets.end(words[end_word.min(words.len() - 1)]);
+        let nonblock = nonblock_end.map_or(String::new(), |last| {
+            format!(
+                " {}",
+                &sql[offsets.start(words[next])..offsets.end(words[last])]
+            )
+        });
+        let clause = if names.is_empty() {
+            format!("FOR {strength}{nonblock}")
+        } else {
+            let clauses: Vec<String> = names
+                .iter()
+                .map(|(a, b)| format!("FOR {strength} OF {}{nonblock}", &sql[*a..*b]))
+                .collect();
+            clauses.join(" ")
+        };
+        if sql[start..end] != clause {
+            edits.push((start, end, clause));
+        }
+        w = end_word + 1;
+    }
+    if edits.is_empty() {
+        return None;
+    }
+    let mut out = sql.to_string();
+    for (start, end, text) in edits.into_iter().rev() {
+        out.replace_range(start..end, &text);
+    }
+    Some(out)
+}
+
+/// Byte offsets of tokens in the text they were read from.
+struct TokenOffsets {
+    starts: Vec<usize>,
+    len: usize,
+}
+
+impl TokenOffsets {
+    fn new(sql: &str, tokens: &[TokenWithSpan]) -> Self {
+        let mut line_starts = vec![0];
+        line_starts.extend(sql.match_indices('\n').map(|(i, _)| i + 1));
+        let starts = tokens
+            .iter()
+            .map(|t| {
+                let line = (t.span.start.line.max(1) - 1) as usize;
+                let line_start = line_starts.get(line).copied().unwrap_or(sql.len());
+                let column = (t.span.start.column.max(1) - 1) as usize;
+                sql[line_start..]
+                    .char_indices()
+                    .nth(column)
+                    .map_or(sql.len(), |(i, _)| line_start + i)
+            })
+            .collect();
+        TokenOffsets {
+            starts,
+            len: sql.len(),
+        }
+    }
+
+    fn start(&self, token: usize) -> usize {
+        self.starts[token]
+    }
+
+    /// Where the token ends: where the next token (whitespace included) starts.
+    fn end(&self, token: usize) -> usize {
+        self.starts.get(token + 1).copied().unwrap_or(self.len)
+    }
+}

@@ -1,0 +1,391 @@
+//! UPDATE and DELETE: a generated query finds the target rows (their handles, through the
+//! table scan's row capture) and, for UPDATE, computes the new values; each row is then written
+//! through the storage API, re-evaluated on its newest version when READ COMMITTED finds it
+//! changed by a concurrent commit.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Array, UInt64Array};
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::common::ScalarValue;
+use datafusion::sql::sqlparser::ast;
+use parking_lot::Mutex;
+use shoal_storage::catalog::TableDef;
+use shoal_storage::table::{RowRef, RowTable, WriteOutcome};
+use shoal_storage::types::Value;
+use shoal_storage::{Snapshot, StorageError, Transaction};
+
+use super::{
+    assignment_columns, column_values, finish_dml, qualified, quote_ident, resolve_table,
+    returning, row_as_values_sql, run_sql_query, table_alias, unique_violation_named,
+};
+use crate::constraints;
+use crate::error::{SqlError, SqlResult};
+use crate::query::provider::ROW_POSITION_COLUMN;
+use crate::session::{Session, StatementResult};
+
+/// The SELECT that finds an UPDATE/DELETE's target rows: row position first, then `extra`.
+pub(super) fn target_query_sql(
+    def: &TableDef,
+    alias: &str,
+    extra: &[String],
+    from: &[ast::TableWithJoins],
+    selection: Option<&ast::Expr>,
+) -> String {
+    let mut sql = format!("SELECT {}.{}", quote_ident(alias), ROW_POSITION_COLUMN);
+    push_extra_columns(&mut sql, extra);
+    sql.push_str(&format!(
+        " FROM {} AS {}",
+        qualified(def),
+        quote_ident(alias)
+    ));
+    for f in from {
+        sql.push_str(&format!(", {f}"));
+    }
+    if let Some(s) = selection {
+        sql.push_str(&format!(" WHERE {s}"));
+    }
+    sql
+}
+
+/// Appends `extra` to a SELECT list. Each expression gets a name of its own, since DataFusion
+/// refuses two output columns of the same name (`SET a = 1, b = 1`); the statement's result
+/// columns are named elsewhere. A `rel.*` item keeps its columns' names.
+fn push_extra_columns(sql: &mut String, extra: &[String]) {
+    for (i, e) in extra.iter().enumerate() {
+        sql.push_str(", ");
+        sql.push_str(e);
+        if !e.ends_with(".*") {
+            sql.push_str(&format!(" AS \"__shoal_extra_{i}\""));
+        }
+    }
+}
+
+/// Runs the target query with the table's scan capturing row handles.
+pub(super) async fn find_targets(
+    session: &Session,
+    def: &TableDef,
+    sql: &str,
+) -> SqlResult<(Vec<RecordBatch>, Vec<RowRef>)> {
+    let capture = Arc::new(Mutex::new(Vec::new()));
+    *session.scope.dml_capture.lock() = Some((def.oid, capture.clone()));
+    let result = run_sql_query(session, sql).await;
+    *session.scope.dml_capture.lock() = None;
+    let batches = result?;
+    let rows = std::mem::take(&mut *capture.lock());
+    Ok((batches, rows))
+}
+
+/// One UPDATE or DELETE: the target table and the parts of the statement that decide which
+/// rows it writes and how, kept together so that a READ COMMITTED re-check can run them again.
+pub(super) struct Modification<'a> {
+    pub def: &'a TableDef,
+    pub table: &'a RowTable,
+    pub alias: &'a str,
+    /// UPDATE's SET: each column and the SQL of its new value. Empty for DELETE.
+    pub assignments: &'a [(usize, String)],
+    /// UPDATE's FROM or DELETE's USING.
+    pub from: &'a [ast::TableWithJoins],
+    pub selection: Option<&'a ast::Expr>,
+    /// With FROM/USING, the RETURNING items as computed in the target query (see
+    /// `returning::over_join`); empty otherwise.
+    pub returning: &'a [String],
+}
+
+impl Modification<'_> {
+    /// The target query's columns after the row position: SET values, then RETURNING items.
+    fn extra_columns(&self) -> Vec<String> {
+        let mut extra: Vec<String> = self.assignments.iter().map(|(_, e)| e.clone()).collect();
+        extra.extend(self.returning.iter().cloned());
+        extra
+    }
+
+    /// New values of the assigned columns, one vector per assignment, from the columns that
+    /// follow the first `skip` columns of a target or re-check batch.
+    fn new_values(&self, b: &RecordBatch, skip: usize) -> SqlResult<Vec<Vec<Value>>> {
+        let mut out = Vec::with_capacity(self.assignments.len());
+        for (i, (col, _)) in self.assignments.iter().enumerate() {
+            let c = &self.def.columns[*col];
+            out.push(column_values(b.column(skip + i), &c.data_type, &c.name)?);
+        }
+        Ok(out)
+    }
+
+    /// The RETURNING values of row `r` of a target or re-check batch: all its columns after
+    /// the SET values (a wildcard item gives several).
+    fn returned(&self, b: &RecordBatch, skip: usize, r: usize) -> SqlResult<Vec<ScalarValue>> {
+        if self.returning.is_empty() {
+            return Ok(Vec::new());
+        }
+        let first = skip + self.assignments.len();
+        (first..b.num_columns())
+            .map(|c| Ok(ScalarValue::try_from_array(b.column(c), r)?))
+            .collect()
+    }
+}
+
+/// The FROM list of an UPDATE.
+pub(super) fn update_from(upd: &ast::Update) -> Vec<ast::TableWithJoins> {
+    match &upd.from {
+        Some(ast::UpdateTableFromKind::AfterSet(f))
+        | Some(ast::UpdateTableFromKind::BeforeSet(f)) => f.clone(),
+        None => vec![],
+    }
+}
+
+/// The written rows and, with FROM/USING, their RETURNING values.
+#[derive(Default)]
+struct Written {
+    rows: Vec<Vec<Value>>,
+    returned: Vec<Vec<ScalarValue>>,
+}
+
+impl Written {
+    fn push(&mut self, (row, returned): (Vec<Value>, Vec<ScalarValue>)) {
+        self.rows.push(row);
+        self.returned.push(returned);
+    }
+
+    async fn finish(
+        self,
+        session: &Session,
+        m: &Modification<'_>,
+        tag: &'static str,
+        items: Option<&[ast::SelectItem]>,
+    ) -> SqlResult<StatementResult> {
+        match items {
+            Some(items) if !m.from.is_empty() => {
+                returning::finish_joined(session, m, tag, items, self.returned).await
+            }
+            _ => finish_dml(session, m.def, m.alias, tag, self.rows, items, None).await,
+        }
+    }
+}
+
+pub async fn update(
+    session: &mut Session,
+    txn: &mut Transaction,
+    upd: ast::Update,
+) -> SqlResult<StatementResult> {
+    let (name, alias) = table_alias(&upd.table)?;
+    let (def, table) = resolve_table(session, &name)?;
+    let alias = alias.unwrap_or_else(|| def.name.clone());
+    let assignments = assignment_columns(&def, &upd.assignments)?;
+    let from = update_from(&upd);
+    let returning = match &upd.returning {
+        Some(items) if !from.is_empty() => {
+            returning::over_join(&def, &alias, items, &assignments, &from)?
+        }
+        _ => Vec::new(),
+    };
+    let m = Modification {
+        def: &def,
+        table: &table,
+        alias: &alias,
+        assignments: &assignments,
+        from: &from,
+        selection: upd.selection.as_ref(),
+        returning: &returning,
+    };
+    let sql = target_query_sql(&def, &alias, &m.extra_columns(), &from, m.selection);
+    let (batches, handles) = find_targets(session, &def, &sql).await?;
+    let snap = session.scope.snapshot();
+    let mut written = Written::default();
+    let mut seen = HashSet::new();
+    for b in &batches {
+        let positions = row_positions(b);
+        let new_values = m.new_values(b, 1)?;
+        for r in 0..b.num_rows() {
+            let handle = &handles[positions.value(r) as usize];
+            if !seen.insert(handle.row_id()) {
+                continue; // UPDATE ... FROM joining several rows: the first one wins, as in PostgreSQL.
+            }
+            let Some(mut row) = table.read(handle, &snap) else {
+                continue;
+            };
+            for (i, (col, _)) in assignments.iter().enumerate() {
+                row[*col] = new_values[i][r].clone();
+            }
+            let returned = m.returned(b, 1, r)?;
+            if let Some(done) = update_one(session, txn, &m, handle, snap, row, returned).await? {
+                written.push(done);
+            }
+        }
+    }
+    written
+        .finish(session, &m, "UPDATE", upd.returning.as_deref())
+        .await
+}
+
+fn row_positions(b: &RecordBatch) -> &UInt64Array {
+    b.column(0)
+        .as_any()
+        .downcast_ref::<UInt64Array>()
+        .expect("position column")
+}
+
+/// Writes one updated row; on a concurrent change re-evaluates the statement on the newest
+/// version. Returns the row written and its RETURNING values, or None when it was skipped.
+async fn update_one(
+    session: &Session,
+    txn: &mut Transaction,
+    m: &Modification<'_>,
+    handle: &RowRef,
+    mut snap: Snapshot,
+    mut row: Vec<Value>,
+    mut returned: Vec<ScalarValue>,
+) -> SqlResult<Option<(Vec<Value>, Vec<ScalarValue>)>> {
+    let def = m.def;
+    loop {
+        constraints::check_row(session, def, &row).await?;
+        constraints::check_update_references(session, txn, def, handle, &snap, &row).await?;
+        match m.table.update(txn, handle, &snap, &row) {
+            Ok(WriteOutcome::Done) => return Ok(Some((row, returned))),
+            Ok(WriteOutcome::Changed { newest: None, .. }) => return Ok(None),
+            Ok(WriteOutcome::Changed {
+                newest: Some(newest),
+                newest_snapshot,
+            }) => {
+                // READ COMMITTED: re-evaluate WHERE and SET on the newest committed version.
+                let Some(again) = reevaluate(session, m, &newest).await? else {
+                    return Ok(None);
+                };
+                (row, returned) = again;
+                snap = newest_snapshot;
+            }
+            Err(StorageError::WouldBlock { holder }) => {
+                session.engine.db.wait_for(txn, holder).await?
+            }
+            Err(StorageError::UniqueViolation {
+                index_name,
+                key_columns,
+                key,
+            }) => return Err(unique_violation_named(def, &index_name, &key_columns, &key)),
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// Re-runs the statement's WHERE, SET and joined RETURNING for one row version in place of
+/// the target table: the new row and its RETURNING values, or None when it no longer
+/// qualifies.
+pub(super) async fn reevaluate(
+    session: &Session,
+    m: &Modification<'_>,
+    newest: &[Value],
+) -> SqlResult<Option<(Vec<Value>, Vec<ScalarValue>)>> {
+    let mut sql = String::from("SELECT TRUE");
+    push_extra_columns(&mut sql, &m.extra_columns());
+    sql.push_str(&format!(
+        " FROM {}",
+        row_as_values_sql(m.def, newest, m.alias)
+    ));
+    for f in m.from {
+        sql.push_str(&format!(", {f}"));
+    }
+    if let Some(s) = m.selection {
+        sql.push_str(&format!(" WHERE {s}"));
+    }
+    sql.push_str(" LIMIT 1");
+    let batches = run_sql_query(session, &sql).await?;
+    let Some(b) = batches.iter().find(|b| b.num_rows() > 0) else {
+        return Ok(None);
+    };
+    let b = b.slice(0, 1);
+    let mut row = newest.to_vec();
+    for (i, mut values) in m.new_values(&b, 1)?.into_iter().enumerate() {
+        row[m.assignments[i].0] = values.remove(0);
+    }
+    Ok(Some((row, m.returned(&b, 1, 0)?)))
+}
+
+pub async fn delete(
+    session: &mut Session,
+    txn: &mut Transaction,
+    del: ast::Delete,
+) -> SqlResult<StatementResult> {
+    let tables = match &del.from {
+        ast::FromTable::WithFromKeyword(t) | ast::FromTable::WithoutKeyword(t) => t,
+    };
+    let target = tables
+        .first()
+        .ok_or_else(|| SqlError::syntax("DELETE needs a table"))?;
+    let (name, alias) = table_alias(target)?;
+    let (def, table) = resolve_table(session, &name)?;
+    let alias = alias.unwrap_or_else(|| def.name.clone());
+    let using = del.using.clone().unwrap_or_default();
+    let returning = match &del.returning {
+        Some(items) if !using.is_empty() => returning::over_join(&def, &alias, items, &[], &using)?,
+        _ => Vec::new(),
+    };
+    let m = Modification {
+        def: &def,
+        table: &table,
+        alias: &alias,
+        assignments: &[],
+        from: &using,
+        selection: del.selection.as_ref(),
+        returning: &returning,
+    };
+    let sql = target_query_sql(&def, &alias, &m.extra_columns(), &using, m.selection);
+    let (batches, handles) = find_targets(session, &def, &sql).await?;
+    let snap = session.scope.snapshot();
+    let mut written = Written::default();
+    let mut seen = HashSet::new();
+    for b in &batches {
+        let positions = row_positions(b);
+        for r in 0..b.num_rows() {
+            let handle = &handles[positions.value(r) as usize];
+            if !seen.insert(handle.row_id()) {
+                continue;
+            }
+            let Some(old) = table.read(handle, &snap) else {
+                continue;
+            };
+            let returned = m.returned(b, 1, r)?;
+            if let Some(done) = delete_one(session, txn, &m, handle, snap, old, returned).await? {
+                written.push(done);
+            }
+        }
+    }
+    written
+        .finish(session, &m, "DELETE", del.returning.as_deref())
+        .await
+}
+
+/// Deletes one row; on a concurrent change re-checks the WHERE on the newest version. Returns
+/// the row deleted and its RETURNING values, or None when it was skipped.
+async fn delete_one(
+    session: &Session,
+    txn: &mut Transaction,
+    m: &Modification<'_>,
+    handle: &RowRef,
+    mut snap: Snapshot,
+    mut old: Vec<Value>,
+    mut returned: Vec<ScalarValue>,
+) -> SqlResult<Option<(Vec<Value>, Vec<ScalarValue>)>> {
+    loop {
+        constraints::check_delete_references(session, txn, m.def, &old).await?;
+        match m.table.delete(txn, handle, &snap) {
+            Ok(WriteOutcome::Done) => return Ok(Some((old, returned))),
+            Ok(WriteOutcome::Changed { newest: None, .. }) => return Ok(None),
+            Ok(WriteOutcome::Changed {
+                newest: Some(newest),
+                newest_snapshot,
+            }) => {
+                // READ COMMITTED: delete the newest version if it still qualifies.
+                let Some((_, again)) = reevaluate(session, m, &newest).await? else {
+                    return Ok(None);
+                };
+                returned = again;
+                old = newest;
+                snap = newest_snapshot;
+            }
+            Err(StorageError::WouldBlock { holder }) => {
+                session.engine.db.wait_for(txn, holder).await?
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+}

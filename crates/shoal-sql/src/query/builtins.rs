@@ -1,0 +1,208 @@
+//! PostgreSQL's ordinary SQL functions where DataFusion lacks them or types them differently:
+//! `avg` and `sum` with PostgreSQL's result types (avg of integers is numeric, sum of bigints
+//! is numeric), `pg_typeof`, and `format`. Functions that are only another name for a
+//! DataFusion function (`ceiling`, `mod`, `sign`) are renamed in `rewrite.rs` instead.
+
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::{DataType as ArrowType, FieldRef};
+use datafusion::common::{plan_err, Result as DfResult, ScalarValue};
+use datafusion::execution::FunctionRegistry;
+use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
+use datafusion::logical_expr::{
+    Accumulator, AggregateUDF, AggregateUDFImpl, ColumnarValue, GroupsAccumulator, ReversedUDAF,
+    ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
+};
+
+use crate::query::pg_catalog::format_type_oid;
+use crate::types::{pg_oid_for_arrow, PG_TYPE_METADATA_KEY};
+
+/// Scale of numeric averages: PostgreSQL divides to at least 16 significant digits, which for
+/// the common magnitudes (below 10,000) means 16 digits after the point.
+const AVG_SCALE_MIN: i8 = 16;
+/// Decimal scale the built-in average adds to its input's.
+const AVG_SCALE_ADDED: i8 = 4;
+
+pub fn register(state: &mut datafusion::execution::SessionState) {
+    for (name, coerce) in [
+        ("avg", avg_input_type as fn(&ArrowType) -> Option<ArrowType>),
+        ("sum", sum_input_type),
+    ] {
+        let inner = state.udaf(name).expect("DataFusion provides avg and sum");
+        let wrapped = PgAggregate {
+            inner,
+            signature: Signature::user_defined(Volatility::Immutable),
+            coerce,
+        };
+        state
+            .register_udaf(Arc::new(AggregateUDF::new_from_impl(wrapped)))
+            .expect("function registration cannot fail");
+    }
+    state
+        .register_udf(Arc::new(ScalarUDF::new_from_impl(PgTypeof {
+            signature: Signature::any(1, Volatility::Immutable),
+        })))
+        .expect("function registration cannot fail");
+}
+
+/// avg over integers is numeric; over numeric it keeps at least 16 fractional digits.
+fn avg_input_type(t: &ArrowType) -> Option<ArrowType> {
+    let decimal_for_scale =
+        |s: i8| ArrowType::Decimal128(38, s.max(AVG_SCALE_MIN - AVG_SCALE_ADDED));
+    match t {
+        t if t.is_integer() => Some(decimal_for_scale(0)),
+        ArrowType::Decimal32(_, s) | ArrowType::Decimal64(_, s) | ArrowType::Decimal128(_, s) => {
+            Some(decimal_for_scale(*s))
+        }
+        ArrowType::Float16 | ArrowType::Float32 | ArrowType::Float64 | ArrowType::Null => {
+            Some(ArrowType::Float64)
+        }
+        ArrowType::Duration(_) | ArrowType::Interval(_) => Some(t.clone()),
+        _ => None,
+    }
+}
+
+/// sum over smallint/integer is bigint; over bigint it is numeric, so it cannot overflow.
+fn sum_input_type(t: &ArrowType) -> Option<ArrowType> {
+    match t {
+        ArrowType::Int8 | ArrowType::Int16 | ArrowType::Int32 => Some(ArrowType::Int64),
+        ArrowType::UInt8 | ArrowType::UInt16 | ArrowType::UInt32 => Some(ArrowType::Int64),
+        ArrowType::Int64 | ArrowType::UInt64 => Some(ArrowType::Decimal128(38, 0)),
+        ArrowType::Decimal32(..) | ArrowType::Decimal64(..) | ArrowType::Decimal128(..) => {
+            Some(t.clone())
+        }
+        ArrowType::Float16 | ArrowType::Float32 | ArrowType::Float64 | ArrowType::Null => {
+            Some(ArrowType::Float64)
+        }
+        ArrowType::Duration(_) | ArrowType::Interval(_) => Some(t.clone()),
+        _ => None,
+    }
+}
+
+/// A DataFusion aggregate with PostgreSQL's argument coercion; everything else is delegated.
+#[derive(Debug)]
+struct PgAggregate {
+    inner: Arc<AggregateUDF>,
+    signature: Signature,
+    coerce: fn(&ArrowType) -> Option<ArrowType>,
+}
+
+impl PartialEq for PgAggregate {
+    fn eq(&self, other: &Self) -> bool {
+        self.inner.name() == other.inner.name()
+    }
+}
+impl Eq for PgAggregate {}
+impl Hash for PgAggregate {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.inner.name().hash(state)
+    }
+}
+
+impl AggregateUDFImpl for PgAggregate {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn coerce_types(&self, arg_types: &[ArrowType]) -> DfResult<Vec<ArrowType>> {
+        let coerced: Option<Vec<ArrowType>> = match arg_types {
+            [t] => (self.coerce)(t).map(|c| vec![c]),
+            _ => None,
+        };
+        match coerced {
+            Some(c) => Ok(c),
+            None => plan_err!(
+                "coercion from {} to the signature of '{}' failed",
+                arg_types
+                    .iter()
+                    .map(|t| t.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                self.inner.name()
+            ),
+        }
+    }
+
+    fn return_type(&self, arg_types: &[ArrowType]) -> DfResult<ArrowType> {
+        self.inner.return_type(arg_types)
+    }
+
+    fn is_nullable(&self) -> bool {
+        self.inner.is_nullable()
+    }
+
+    fn accumulator(&self, acc_args: AccumulatorArgs) -> DfResult<Box<dyn Accumulator>> {
+        self.inner.accumulator(acc_args)
+    }
+
+    fn state_fields(&self, args: StateFieldsArgs) -> DfResult<Vec<FieldRef>> {
+        self.inner.state_fields(args)
+    }
+
+    fn groups_accumulator_supported(&self, args: AccumulatorArgs) -> bool {
+        self.inner.groups_accumulator_supported(args)
+    }
+
+    fn create_groups_accumulator(
+        &self,
+        args: AccumulatorArgs,
+    ) -> DfResult<Box<dyn GroupsAccumulator>> {
+        self.inner.create_groups_accumulator(args)
+    }
+
+    fn create_sliding_accumulator(&self, args: AccumulatorArgs) -> DfResult<Box<dyn Accumulator>> {
+        self.inner.create_sliding_accumulator(args)
+    }
+
+    fn reverse_expr(&self) -> ReversedUDAF {
+        match self.inner.reverse_udf() {
+            ReversedUDAF::Identical => ReversedUDAF::Identical,
+            _ => ReversedUDAF::NotSupported,
+        }
+    }
+
+    fn default_value(&self, data_type: &ArrowType) -> DfResult<ScalarValue> {
+        self.inner.default_value(data_type)
+    }
+}
+
+/// pg_typeof(x): the name of x's PostgreSQL type.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct PgTypeof {
+    signature: Signature,
+}
+
+impl ScalarUDFImpl for PgTypeof {
+    fn name(&self) -> &str {
+        "pg_typeof"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[ArrowType]) -> DfResult<ArrowType> {
+        Ok(ArrowType::Utf8)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
+        let field = &args.arg_fields[0];
+        let name = match field.data_type() {
+            ArrowType::Null => "unknown".to_string(),
+            t => {
+                let oid = field
+                    .metadata()
+                    .get(PG_TYPE_METADATA_KEY)
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or_else(|| pg_oid_for_arrow(t));
+                format_type_oid(oid, -1).unwrap_or_else(|| t.to_string())
+            }
+        };
+        Ok(ColumnarValue::Scalar(ScalarValue::Utf8(Some(name))))
+    }
+}

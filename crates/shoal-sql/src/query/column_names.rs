@@ -1,0 +1,139 @@
+//! Result column names as PostgreSQL chooses them. An unnamed select-list item is named after
+//! its function (`count`), the column it reads, the type it is cast to (`text`), `case`, or
+//! `?column?`; several items may share a name. DataFusion names items after their whole
+//! expression and refuses duplicates, so every item gets PostgreSQL's name as an alias, and a
+//! repeated name carries a hidden suffix that `output_name` strips before clients see it.
+
+use std::collections::HashMap;
+
+use datafusion::sql::sqlparser::ast::{
+    CastKind, DataType, Expr, Ident, ObjectNamePart, Select, SelectItem, SetExpr, Value,
+};
+
+/// Separates a repeated column name from the suffix that keeps it unique inside the plan.
+const DUPLICATE_MARK: char = '\u{0}';
+
+/// The name a client sees for a plan's output field.
+pub fn output_name(field_name: &str) -> &str {
+    field_name
+        .split_once(DUPLICATE_MARK)
+        .map_or(field_name, |(name, _)| name)
+}
+
+/// Names the select-list items of the SELECTs directly in `body`.
+pub fn name_columns(body: &mut SetExpr) {
+    match body {
+        SetExpr::Select(select) => name_select_items(select),
+        SetExpr::SetOperation { left, right, .. } => {
+            name_columns(left);
+            name_columns(right);
+        }
+        _ => {}
+    }
+}
+
+fn name_select_items(select: &mut Select) {
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    for item in &mut select.projection {
+        let (expr, alias) = match item {
+            SelectItem::UnnamedExpr(e) => {
+                let name = figure_name(e);
+                (e.clone(), Ident::new(name))
+            }
+            SelectItem::ExprWithAlias { expr, alias } => (expr.clone(), alias.clone()),
+            _ => continue,
+        };
+        let key = if alias.quote_style.is_some() {
+            alias.value.clone()
+        } else {
+            alias.value.to_lowercase()
+        };
+        let count = seen.entry(key.clone()).or_insert(0);
+        *count += 1;
+        let needs_alias = !matches!(
+            item,
+            SelectItem::UnnamedExpr(Expr::Identifier(_) | Expr::CompoundIdentifier(_))
+        );
+        if *count > 1 {
+            let unique = format!("{key}{DUPLICATE_MARK}{count}");
+            *item = SelectItem::ExprWithAlias {
+                expr,
+                alias: Ident::with_quote('"', unique),
+            };
+        } else if needs_alias && !alias.value.is_empty() {
+            *item = SelectItem::ExprWithAlias { expr, alias };
+        }
+    }
+}
+
+/// PostgreSQL's FigureColname: the name an expression gives its result column.
+fn figure_name(e: &Expr) -> String {
+    match e {
+        Expr::Identifier(i) => i.value.clone(),
+        Expr::CompoundIdentifier(parts) => {
+            parts.last().map(|i| i.value.clone()).unwrap_or_default()
+        }
+        Expr::Function(f) => match f.name.0.last() {
+            Some(ObjectNamePart::Identifier(i)) => i.value.to_lowercase(),
+            _ => "?column?".into(),
+        },
+        Expr::Cast {
+            kind: CastKind::Cast | CastKind::DoubleColon,
+            expr,
+            data_type,
+            ..
+        } => match figure_name(expr).as_str() {
+            "?column?" => type_name(data_type),
+            name => name.to_string(),
+        },
+        Expr::Nested(inner) => figure_name(inner),
+        Expr::Case { .. } => "case".into(),
+        Expr::Exists { .. } => "exists".into(),
+        Expr::Array(_) => "array".into(),
+        Expr::Extract { .. } => "extract".into(),
+        Expr::Substring { .. } => "substring".into(),
+        Expr::Position { .. } => "position".into(),
+        Expr::Trim { .. } => "btrim".into(),
+        Expr::Ceil { .. } => "ceil".into(),
+        Expr::Floor { .. } => "floor".into(),
+        Expr::Subquery(q) => match q.body.as_ref() {
+            SetExpr::Select(s) => match s.projection.as_slice() {
+                [SelectItem::ExprWithAlias { alias, .. }] => alias.value.clone(),
+                [SelectItem::UnnamedExpr(inner)] => figure_name(inner),
+                _ => "?column?".into(),
+            },
+            _ => "?column?".into(),
+        },
+        Expr::Value(v) if matches!(v.value, Value::Boolean(_)) => "bool".into(),
+        Expr::TypedString(ts) => type_name(&ts.data_type),
+        _ => "?column?".into(),
+    }
+}
+
+/// The internal type name PostgreSQL uses for a cast's column name.
+fn type_name(t: &DataType) -> String {
+    match t {
+        DataType::Int(_) | DataType::Integer(_) | DataType::Int4(_) => "int4".into(),
+        DataType::BigInt(_) | DataType::Int8(_) => "int8".into(),
+        DataType::SmallInt(_) | DataType::Int2(_) => "int2".into(),
+        DataType::Text => "text".into(),
+        DataType::Varchar(_) | DataType::CharacterVarying(_) => "varchar".into(),
+        DataType::Char(_) | DataType::Character(_) => "bpchar".into(),
+        DataType::Boolean | DataType::Bool => "bool".into(),
+        DataType::Real | DataType::Float4 => "float4".into(),
+        DataType::DoublePrecision | DataType::Float8 | DataType::Double(_) => "float8".into(),
+        DataType::Numeric(_) | DataType::Decimal(_) | DataType::Dec(_) => "numeric".into(),
+        DataType::Date => "date".into(),
+        DataType::Timestamp(_, tz) => match tz {
+            datafusion::sql::sqlparser::ast::TimezoneInfo::WithTimeZone
+            | datafusion::sql::sqlparser::ast::TimezoneInfo::Tz => "timestamptz".into(),
+            _ => "timestamp".into(),
+        },
+        DataType::Interval { .. } => "interval".into(),
+        DataType::Bytea => "bytea".into(),
+        DataType::Uuid => "uuid".into(),
+        DataType::JSON => "json".into(),
+        DataType::JSONB => "jsonb".into(),
+        other => other.to_string().to_lowercase(),
+    }
+}

@@ -1,0 +1,190 @@
+//! PostgreSQL's operand type rules where DataFusion is more lenient. DataFusion coerces text to
+//! numbers and numbers to text as needed; PostgreSQL resolves operators and CASE/COALESCE
+//! results by type and rejects mixed categories (`integer = text`, `CASE` branches of integer
+//! and text) unless one side is an untyped literal, which takes the other side's type. The
+//! checks run before DataFusion's coercion, where the written types are still visible:
+//! operators while SQL is planned (DataFusion would fail or coerce right there), CASE and
+//! COALESCE on the planned plan.
+
+use datafusion::arrow::datatypes::DataType as ArrowType;
+use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
+use datafusion::common::{DFSchema, DFSchemaRef, DataFusionError, ScalarValue};
+use datafusion::logical_expr::expr::{Case, ScalarFunction};
+use datafusion::logical_expr::planner::{ExprPlanner, PlannerResult, RawBinaryExpr};
+use datafusion::logical_expr::{Expr, ExprSchemable, LogicalPlan};
+use datafusion::sql::sqlparser::ast::BinaryOperator;
+
+use crate::error::{code, SqlError, SqlResult};
+use crate::query::pg_catalog::format_type_oid;
+use crate::types::pg_oid_for_arrow;
+
+const NO_OPERATOR_HINT: &str =
+    "No operator matches the given name and argument types. You might need to add explicit type casts.";
+
+/// Type categories that PostgreSQL never converts between implicitly.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Category {
+    Numeric,
+    String,
+    Boolean,
+}
+
+/// Checks every expression of the plan and of its subqueries.
+pub fn check_plan(plan: &LogicalPlan) -> SqlResult<()> {
+    let mut error = None;
+    plan.apply_with_subqueries(|node| {
+        let schema = input_schema(node);
+        node.apply_expressions(|e| {
+            e.apply(|sub| {
+                error = check_expr(sub, &schema).err();
+                Ok(match error {
+                    Some(_) => TreeNodeRecursion::Stop,
+                    None => TreeNodeRecursion::Continue,
+                })
+            })
+        })
+    })
+    .map_err(SqlError::from)?;
+    error.map_or(Ok(()), Err)
+}
+
+/// The schema a node's expressions refer to: its one input's, or for joins its own (the
+/// columns of both sides).
+fn input_schema(node: &LogicalPlan) -> DFSchemaRef {
+    match node.inputs().as_slice() {
+        [input] => input.schema().clone(),
+        _ => node.schema().clone(),
+    }
+}
+
+fn check_expr(e: &Expr, schema: &DFSchemaRef) -> SqlResult<()> {
+    match e {
+        Expr::Case(case) => check_common_type("CASE", &case_results(case), schema),
+        Expr::ScalarFunction(ScalarFunction { func, args }) if func.name() == "coalesce" => {
+            check_common_type("COALESCE", &args.iter().collect::<Vec<_>>(), schema)
+        }
+        _ => Ok(()),
+    }
+}
+
+/// PostgreSQL resolves a CASE's type from its ELSE branch first, then the THEN branches.
+fn case_results(case: &Case) -> Vec<&Expr> {
+    case.else_expr
+        .iter()
+        .map(|e| e.as_ref())
+        .chain(case.when_then_expr.iter().map(|(_, then)| then.as_ref()))
+        .collect()
+}
+
+/// Rejects arithmetic and comparison operators between types PostgreSQL has no operator for.
+#[derive(Debug)]
+pub struct OperatorTypeCheck;
+
+impl ExprPlanner for OperatorTypeCheck {
+    fn plan_binary_op(
+        &self,
+        expr: RawBinaryExpr,
+        schema: &DFSchema,
+    ) -> datafusion::common::Result<PlannerResult<RawBinaryExpr>> {
+        check_operator(&expr.op, &expr.left, &expr.right, schema)
+            .map_err(|e| DataFusionError::External(Box::new(e)))?;
+        Ok(PlannerResult::Original(expr))
+    }
+}
+
+fn check_operator(
+    op: &BinaryOperator,
+    left: &Expr,
+    right: &Expr,
+    schema: &DFSchema,
+) -> SqlResult<()> {
+    let checked = matches!(
+        op,
+        BinaryOperator::Eq
+            | BinaryOperator::NotEq
+            | BinaryOperator::Lt
+            | BinaryOperator::LtEq
+            | BinaryOperator::Gt
+            | BinaryOperator::GtEq
+            | BinaryOperator::Plus
+            | BinaryOperator::Minus
+            | BinaryOperator::Multiply
+            | BinaryOperator::Divide
+            | BinaryOperator::Modulo
+    );
+    if !checked {
+        return Ok(());
+    }
+    let (Some(left), Some(right)) = (typed(left, schema), typed(right, schema)) else {
+        return Ok(());
+    };
+    match (category(&left.1), category(&right.1)) {
+        (Some(l), Some(r)) if l != r => Err(SqlError::new(
+            code::UNDEFINED_FUNCTION,
+            format!("operator does not exist: {} {op} {}", left.0, right.0),
+        )
+        .with_hint(NO_OPERATOR_HINT)),
+        _ => Ok(()),
+    }
+}
+
+/// The results of a CASE or COALESCE must share a category: `CASE types text and integer
+/// cannot be matched`, naming the first typed result and the first that conflicts with it.
+fn check_common_type(construct: &str, results: &[&Expr], schema: &DFSchema) -> SqlResult<()> {
+    let mut first: Option<(String, Category)> = None;
+    for e in results {
+        let Some((name, t)) = typed(e, schema) else {
+            continue;
+        };
+        let Some(c) = category(&t) else {
+            continue;
+        };
+        match &first {
+            None => first = Some((name, c)),
+            Some((first_name, first_c)) if *first_c != c => {
+                return Err(SqlError::new(
+                    code::DATATYPE_MISMATCH,
+                    format!("{construct} types {first_name} and {name} cannot be matched"),
+                ))
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(())
+}
+
+/// The PostgreSQL type name and Arrow type of an expression that has a type of its own; None
+/// for untyped literals (strings, NULL, parameters), which adapt to the other operand, and for
+/// expressions whose type cannot be computed here.
+fn typed(e: &Expr, schema: &DFSchema) -> Option<(String, ArrowType)> {
+    match e {
+        Expr::Literal(
+            ScalarValue::Utf8(_)
+            | ScalarValue::LargeUtf8(_)
+            | ScalarValue::Utf8View(_)
+            | ScalarValue::Null,
+            _,
+        )
+        | Expr::Placeholder(_) => None,
+        // An integer literal is an integer (int4) in PostgreSQL when it fits, as DataFusion
+        // makes every integer literal an Int64.
+        Expr::Literal(ScalarValue::Int64(Some(v)), _) if i32::try_from(*v).is_ok() => {
+            Some(("integer".into(), ArrowType::Int32))
+        }
+        _ => {
+            let t = e.get_type(schema).ok()?;
+            let name = format_type_oid(pg_oid_for_arrow(&t), -1)?;
+            Some((name, t))
+        }
+    }
+}
+
+fn category(t: &ArrowType) -> Option<Category> {
+    match t {
+        t if t.is_numeric() => Some(Category::Numeric),
+        ArrowType::Utf8 | ArrowType::LargeUtf8 | ArrowType::Utf8View => Some(Category::String),
+        ArrowType::Boolean => Some(Category::Boolean),
+        ArrowType::Dictionary(_, v) => category(v),
+        _ => None,
+    }
+}
