@@ -1,6 +1,7 @@
 //! Row constraints checked before a write reaches storage: NOT NULL, CHECK and FOREIGN KEY
 //! (both directions: a new row must reference an existing key; a deleted or re-keyed row must
-//! not be referenced). Unique constraints are enforced by storage's unique indexes.
+//! not be referenced, unless the key's ON DELETE action deletes or changes the referencing rows).
+//! Unique constraints are enforced by storage's unique indexes.
 
 use shoal_storage::catalog::{ConstraintKind, ForeignKeyAction, TableDef};
 use shoal_storage::table::RowRef;
@@ -140,12 +141,25 @@ pub async fn check_row(session: &Session, def: &TableDef, row: &[Value]) -> SqlR
     Ok(())
 }
 
-/// A row of `def` is about to disappear (or change its key): no other row may still reference it.
+/// A row of `def` is about to be deleted: rows that reference it are deleted or changed by their
+/// foreign key's ON DELETE action, or, with NO ACTION / RESTRICT, make the delete fail.
 pub async fn check_delete_references(
     session: &Session,
-    _txn: &mut Transaction,
+    txn: &mut Transaction,
     def: &TableDef,
     old: &[Value],
+) -> SqlResult<()> {
+    check_references(session, txn, def, old, false).await
+}
+
+/// Rows that reference `old` (a row of `def` being deleted, or whose key an UPDATE changes when
+/// `updating`): apply their foreign key's action, or fail when it is NO ACTION / RESTRICT.
+async fn check_references(
+    session: &Session,
+    txn: &mut Transaction,
+    def: &TableDef,
+    old: &[Value],
+    updating: bool,
 ) -> SqlResult<()> {
     let referencing = session
         .engine
@@ -157,6 +171,7 @@ pub async fn check_delete_references(
             columns,
             ref_columns,
             on_delete,
+            on_update,
             ..
         } = &constraint.kind
         else {
@@ -182,13 +197,28 @@ pub async fn check_delete_references(
             conds.join(" AND ")
         );
         if query_bool(session, &sql).await? == Some(true) {
-            if !matches!(
-                on_delete,
-                ForeignKeyAction::NoAction | ForeignKeyAction::Restrict
-            ) {
-                return Err(SqlError::unsupported(
-                    "ON DELETE CASCADE / SET NULL / SET DEFAULT actions",
-                ));
+            let action = if updating { on_update } else { on_delete };
+            match action {
+                ForeignKeyAction::NoAction | ForeignKeyAction::Restrict => {}
+                _ if updating => {
+                    return Err(SqlError::unsupported(
+                        "ON UPDATE CASCADE / SET NULL / SET DEFAULT actions",
+                    ))
+                }
+                _ => {
+                    let assignments = action_assignments(&child, columns, *action);
+                    // The action deletes or updates rows that may themselves be referenced, so
+                    // this recursion is boxed.
+                    Box::pin(crate::dml::referential_action(
+                        session,
+                        txn,
+                        &child,
+                        &assignments,
+                        &conds.join(" AND "),
+                    ))
+                    .await?;
+                    continue;
+                }
             }
             let (names, vals) = key_text(def, ref_columns, old);
             return Err(SqlError::new(
@@ -234,7 +264,26 @@ pub async fn check_update_references(
         _ => false,
     });
     if key_changed {
-        check_delete_references(session, txn, def, &old).await?;
+        check_references(session, txn, def, &old, true).await?;
     }
     Ok(())
+}
+
+/// The columns a SET NULL or SET DEFAULT action assigns, with the SQL of their new value; none
+/// for CASCADE, which deletes the referencing rows.
+fn action_assignments(
+    child: &TableDef,
+    columns: &[usize],
+    action: ForeignKeyAction,
+) -> Vec<(usize, String)> {
+    let value = |col: usize| match action {
+        ForeignKeyAction::SetDefault => crate::dml::default_expr_sql(child, col),
+        _ => "NULL".to_string(),
+    };
+    match action {
+        ForeignKeyAction::SetNull | ForeignKeyAction::SetDefault => {
+            columns.iter().map(|&c| (c, value(c))).collect()
+        }
+        _ => Vec::new(),
+    }
 }

@@ -58,6 +58,7 @@ pub mod code {
     pub const DUPLICATE_COLUMN: &str = "42701";
     pub const AMBIGUOUS_COLUMN: &str = "42702";
     pub const DATATYPE_MISMATCH: &str = "42804";
+    pub const CANNOT_COERCE: &str = "42846";
     pub const WRONG_OBJECT_TYPE: &str = "42809";
     pub const INVALID_TABLE_DEFINITION: &str = "42P16";
     pub const INVALID_COLUMN_REFERENCE: &str = "42P10";

@@ -505,7 +505,9 @@ fn plan_insert(
         || i.or.is_some()
         || !i.assignments.is_empty()
         || i.partitioned.is_some()
+        || i.settings.is_some()
     {
+        // Settings carry OVERRIDING, which the general INSERT path handles.
         return None;
     }
     let ast::TableObject::TableName(name) = &i.table else {
@@ -677,7 +679,7 @@ pub async fn execute(
     plan: &FastPlan,
     params: &[ScalarValue],
 ) -> SqlResult<StatementResult> {
-    let now_micros = chrono::Utc::now().timestamp_micros();
+    let now_micros = session.now_micros();
     let b = Bindings {
         plan,
         params,

@@ -11,6 +11,7 @@ pub mod engine;
 pub mod error;
 pub mod fastpath;
 pub mod params;
+pub mod parse;
 pub mod pgtext;
 pub mod query;
 pub mod session;

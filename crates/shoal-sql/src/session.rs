@@ -11,8 +11,6 @@ use datafusion::common::{ParamValues, ScalarValue};
 use datafusion::execution::SessionState;
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::sql::sqlparser::ast::{self, Statement};
-use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
-use datafusion::sql::sqlparser::parser::Parser;
 use shoal_storage::{IsolationLevel, Transaction};
 
 use crate::copy::CopyRequest;
@@ -115,16 +113,19 @@ pub struct Session {
     pub scope: Arc<PlanScope>,
     state: SessionState,
     txn: TxnState,
+    /// When the current transaction (block or single statement) started. PostgreSQL's now()
+    /// and CURRENT_TIMESTAMP return this time, so they agree across a whole transaction.
+    txn_started_at: chrono::DateTime<chrono::Utc>,
     pub settings: Settings,
     /// Settings changed by the last statements that the client must hear about.
     pub reported_changes: Vec<(String, String)>,
 }
 
 pub fn parse_sql(sql: &str) -> SqlResult<Vec<Statement>> {
-    Parser::parse_sql(&PostgreSqlDialect {}, sql).or_else(|e| {
+    crate::parse::parse_statements(sql).or_else(|e| {
         // The parser lacks some of PostgreSQL's locking clauses; retry with them rewritten.
         if let Some(rewritten) = dml::rewrite_locking_syntax(sql) {
-            if let Ok(statements) = Parser::parse_sql(&PostgreSqlDialect {}, &rewritten) {
+            if let Ok(statements) = crate::parse::parse_statements(&rewritten) {
                 return Ok(statements);
             }
         }
@@ -161,6 +162,7 @@ impl Session {
             scope,
             state,
             txn: TxnState::Idle,
+            txn_started_at: chrono::Utc::now(),
             settings,
             reported_changes: Vec::new(),
         }
@@ -252,11 +254,30 @@ impl Session {
     }
 
     /// The transaction a statement runs in: the open block's, or a new implicit one (true).
+    /// Also fixes the time now() returns for the statement (see `mark_statement_start`).
     fn statement_transaction(&mut self) -> (Transaction, bool) {
-        match std::mem::replace(&mut self.txn, TxnState::Idle) {
+        let result = match std::mem::replace(&mut self.txn, TxnState::Idle) {
             TxnState::Block(t) => (t, false),
-            _ => (self.engine.db.begin(self.default_isolation()), true),
-        }
+            _ => {
+                self.txn_started_at = chrono::Utc::now();
+                (self.engine.db.begin(self.default_isolation()), true)
+            }
+        };
+        self.mark_statement_start();
+        result
+    }
+
+    /// DataFusion's optimizer replaces now() with the execution start time it finds in the
+    /// session state, and now() fails if none was set. Shoal sets it to the transaction's start
+    /// time before each statement, which also gives PostgreSQL's meaning of now().
+    fn mark_statement_start(&mut self) {
+        self.state.mark_start_execution();
+        self.state.execution_props_mut().query_execution_start_time = Some(self.txn_started_at);
+    }
+
+    /// The time now() returns in the current statement, in microseconds since the epoch.
+    pub fn now_micros(&self) -> i64 {
+        self.txn_started_at.timestamp_micros()
     }
 
     /// The prepared statement's fast plan, re-resolved if the catalog changed since.
@@ -438,6 +459,7 @@ impl Session {
             )
             .ok();
         self.sync_scope_settings();
+        self.txn_started_at = chrono::Utc::now();
         self.txn = TxnState::Block(self.engine.db.begin(isolation));
         Ok(StatementResult::TransactionStart(tag.into()))
     }

@@ -18,6 +18,7 @@ use super::{
 };
 use crate::constraints;
 use crate::error::{code, SqlError, SqlResult};
+use crate::parse::Overriding;
 use crate::session::{Session, StatementResult};
 
 pub(super) fn target_columns(def: &TableDef, columns: &[ast::ObjectName]) -> SqlResult<Vec<usize>> {
@@ -57,28 +58,33 @@ fn insert_source_sql(
     def: &TableDef,
     targets: &[usize],
     source: Option<&ast::Query>,
+    overriding: Option<Overriding>,
 ) -> SqlResult<String> {
     let n = def.columns.len();
-    let check_identity = |col: usize, explicit: bool| -> SqlResult<()> {
-        if explicit {
-            if let Some(id) = &def.columns[col].identity {
-                if id.always {
-                    return Err(SqlError::new(
-                        code::GENERATED_ALWAYS,
-                        format!(
-                            "cannot insert a non-DEFAULT value into column \"{}\"",
-                            def.columns[col].name
-                        ),
-                    )
-                    .with_detail(format!(
-                        "Column \"{}\" is an identity column defined as GENERATED ALWAYS.",
-                        def.columns[col].name
-                    ))
-                    .with_hint("Use OVERRIDING SYSTEM VALUE to override."));
-                }
-            }
+    // Whether an explicit value is written to column `col`. PostgreSQL refuses one for a
+    // GENERATED ALWAYS identity column unless OVERRIDING SYSTEM VALUE is given, and OVERRIDING
+    // USER VALUE makes identity columns ignore explicit values.
+    let takes_explicit = |col: usize| -> SqlResult<bool> {
+        let Some(id) = &def.columns[col].identity else {
+            return Ok(true);
+        };
+        match overriding {
+            Some(Overriding::System) => Ok(true),
+            Some(Overriding::User) => Ok(false),
+            None if id.always => Err(SqlError::new(
+                code::GENERATED_ALWAYS,
+                format!(
+                    "cannot insert a non-DEFAULT value into column \"{}\"",
+                    def.columns[col].name
+                ),
+            )
+            .with_detail(format!(
+                "Column \"{}\" is an identity column defined as GENERATED ALWAYS.",
+                def.columns[col].name
+            ))
+            .with_hint("Use OVERRIDING SYSTEM VALUE to override.")),
+            None => Ok(true),
         }
-        Ok(())
     };
     let Some(source) = source else {
         let row: Vec<String> = (0..n).map(|c| default_expr_sql(def, c)).collect();
@@ -101,8 +107,7 @@ fn insert_source_sql(
                 }
                 let mut full: Vec<String> = (0..n).map(|c| default_expr_sql(def, c)).collect();
                 for (pos, col) in targets.iter().enumerate() {
-                    if !is_default_keyword(&row[pos]) {
-                        check_identity(*col, true)?;
+                    if !is_default_keyword(&row[pos]) && takes_explicit(*col)? {
                         full[*col] = row[pos].to_string();
                     }
                 }
@@ -114,8 +119,9 @@ fn insert_source_sql(
     let src_cols: Vec<String> = (0..targets.len()).map(|i| format!("__c{i}")).collect();
     let mut select: Vec<String> = (0..n).map(|c| default_expr_sql(def, c)).collect();
     for (pos, col) in targets.iter().enumerate() {
-        check_identity(*col, true)?;
-        select[*col] = format!("__src.__c{pos}");
+        if takes_explicit(*col)? {
+            select[*col] = format!("__src.__c{pos}");
+        }
     }
     Ok(format!(
         "SELECT {} FROM ({source}) AS __src({})",
@@ -151,7 +157,8 @@ pub async fn insert(
         Some(_) => return Err(SqlError::unsupported("ON DUPLICATE KEY UPDATE")),
         None => None,
     };
-    let sql = insert_source_sql(&def, &targets, ins.source.as_deref())?;
+    let overriding = crate::parse::insert_overriding(&ins);
+    let sql = insert_source_sql(&def, &targets, ins.source.as_deref(), overriding)?;
     let batches = run_sql_query(session, &sql).await?;
     let rows = batch_rows(&batches, &def, 0)?;
     let alias = ins

@@ -35,7 +35,7 @@ pub use insert::insert;
 use insert::target_columns;
 pub use lock::{rewrite_locking_syntax, select_for_update};
 use modify::target_query_sql;
-pub use modify::{delete, update};
+pub use modify::{delete, referential_action, update};
 use returning::{finish_dml, returning_columns};
 
 /// Resolves a table name for writing: it must be a table (not a view or sequence).
@@ -262,7 +262,7 @@ fn batch_rows(
     Ok(rows)
 }
 
-fn default_expr_sql(def: &TableDef, col: usize) -> String {
+pub(crate) fn default_expr_sql(def: &TableDef, col: usize) -> String {
     let c = &def.columns[col];
     if let Some(d) = &c.default_sql {
         d.clone()

@@ -10,6 +10,8 @@ use datafusion::arrow::array::{Array, UInt64Array};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::common::ScalarValue;
 use datafusion::sql::sqlparser::ast;
+use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
+use datafusion::sql::sqlparser::parser::Parser;
 use parking_lot::Mutex;
 use shoal_storage::catalog::TableDef;
 use shoal_storage::table::{RowRef, RowTable, WriteOutcome};
@@ -352,6 +354,59 @@ pub async fn delete(
     written
         .finish(session, &m, "DELETE", del.returning.as_deref())
         .await
+}
+
+/// A foreign key's ON DELETE action on the rows of `def` that `selection` (an SQL condition)
+/// finds: they are deleted when `assignments` is empty (CASCADE), otherwise the assigned columns
+/// are set (SET NULL / SET DEFAULT). The rows go through the same checks as a user's DELETE or
+/// UPDATE, so actions chain through further foreign keys.
+pub async fn referential_action(
+    session: &Session,
+    txn: &mut Transaction,
+    def: &TableDef,
+    assignments: &[(usize, String)],
+    selection: &str,
+) -> SqlResult<()> {
+    let table = session
+        .engine
+        .db
+        .table(def.oid as u64)
+        .ok_or_else(|| SqlError::undefined_table(&def.name))?;
+    let selection = Parser::new(&PostgreSqlDialect {})
+        .try_with_sql(selection)
+        .and_then(|mut p| p.parse_expr())
+        .map_err(|e| SqlError::internal(format!("referential action condition: {e}")))?;
+    let m = Modification {
+        def,
+        table: &table,
+        alias: &def.name,
+        assignments,
+        from: &[],
+        selection: Some(&selection),
+        returning: &[],
+    };
+    let sql = target_query_sql(def, &def.name, &m.extra_columns(), &[], m.selection);
+    let (batches, handles) = find_targets(session, def, &sql).await?;
+    let snap = session.scope.snapshot();
+    for b in &batches {
+        let positions = row_positions(b);
+        let new_values = m.new_values(b, 1)?;
+        for r in 0..b.num_rows() {
+            let handle = &handles[positions.value(r) as usize];
+            let Some(mut row) = table.read(handle, &snap) else {
+                continue;
+            };
+            if assignments.is_empty() {
+                delete_one(session, txn, &m, handle, snap, row, Vec::new()).await?;
+                continue;
+            }
+            for (i, (col, _)) in assignments.iter().enumerate() {
+                row[*col] = new_values[i][r].clone();
+            }
+            update_one(session, txn, &m, handle, snap, row, Vec::new()).await?;
+        }
+    }
+    Ok(())
 }
 
 /// Deletes one row; on a concurrent change re-checks the WHERE on the newest version. Returns

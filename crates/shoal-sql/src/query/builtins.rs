@@ -9,10 +9,12 @@ use std::sync::Arc;
 use datafusion::arrow::datatypes::{DataType as ArrowType, FieldRef};
 use datafusion::common::{plan_err, Result as DfResult, ScalarValue};
 use datafusion::execution::FunctionRegistry;
+use datafusion::logical_expr::expr::AggregateFunctionParams;
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
 use datafusion::logical_expr::{
-    Accumulator, AggregateUDF, AggregateUDFImpl, ColumnarValue, GroupsAccumulator, ReversedUDAF,
-    ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
+    udaf_default_schema_name, Accumulator, AggregateUDF, AggregateUDFImpl, ColumnarValue, Expr,
+    GroupsAccumulator, ReversedUDAF, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature,
+    Volatility,
 };
 
 use crate::query::pg_catalog::format_type_oid;
@@ -68,7 +70,9 @@ fn sum_input_type(t: &ArrowType) -> Option<ArrowType> {
     match t {
         ArrowType::Int8 | ArrowType::Int16 | ArrowType::Int32 => Some(ArrowType::Int64),
         ArrowType::UInt8 | ArrowType::UInt16 | ArrowType::UInt32 => Some(ArrowType::Int64),
-        ArrowType::Int64 | ArrowType::UInt64 => Some(ArrowType::Decimal128(38, 0)),
+        // The sum of bigints is numeric, but `arithmetic::type_for_postgres` casts them.
+        ArrowType::Int64 => Some(ArrowType::Int64),
+        ArrowType::UInt64 => Some(ArrowType::Decimal128(38, 0)),
         ArrowType::Decimal32(..) | ArrowType::Decimal64(..) | ArrowType::Decimal128(..) => {
             Some(t.clone())
         }
@@ -168,6 +172,20 @@ impl AggregateUDFImpl for PgAggregate {
 
     fn default_value(&self, data_type: &ArrowType) -> DfResult<ScalarValue> {
         self.inner.default_value(data_type)
+    }
+
+    /// DataFusion names an aggregate after its arguments without their casts, which makes
+    /// `sum(val)` and `sum(val::bigint)` two columns of the same name in one aggregation;
+    /// these aggregates keep the casts in their names.
+    fn schema_name(&self, params: &AggregateFunctionParams) -> DfResult<String> {
+        let mut named = params.clone();
+        for arg in &mut named.args {
+            if matches!(arg, Expr::Cast(_) | Expr::TryCast(_)) {
+                let name = arg.to_string();
+                *arg = arg.clone().alias(name);
+            }
+        }
+        udaf_default_schema_name(self, &named)
     }
 }
 

@@ -204,8 +204,7 @@ fn regclass_text(scope: &PlanScope, oid: Oid) -> String {
     let Some((schema, name)) = scope.engine.catalog.read().relation_name(oid) else {
         return oid.to_string();
     };
-    let visible = matches!(scope.resolve_relation(None, &name), Some((_, _, o)) if o == oid);
-    if visible {
+    if relation_is_visible(scope, oid) {
         quote_ident_if_needed(&name)
     } else {
         format!(
@@ -214,6 +213,22 @@ fn regclass_text(scope: &PlanScope, oid: Oid) -> String {
             quote_ident_if_needed(&name)
         )
     }
+}
+
+/// Whether the relation is the one its bare name finds through the search path.
+fn relation_is_visible(scope: &PlanScope, oid: Oid) -> bool {
+    let name = scope.engine.catalog.read().relation_name(oid);
+    name.is_some_and(
+        |(_, name)| matches!(scope.resolve_relation(None, &name), Some((_, _, o)) if o == oid),
+    )
+}
+
+/// regtype output: the type's SQL name, `-` for OID 0 and the bare number for an unknown OID.
+fn regtype_text(oid: i64) -> String {
+    if oid == 0 {
+        return "-".to_string();
+    }
+    format_type_oid(oid as u32, -1).unwrap_or_else(|| oid.to_string())
 }
 
 fn quote_ident_if_needed(name: &str) -> String {
@@ -262,6 +277,42 @@ pub fn nextval(scope: &PlanScope, name: &str) -> Result<i64, SqlError> {
     })?;
     scope.sequence_last.lock().insert(oid, v);
     Ok(v)
+}
+
+/// pg_get_serial_sequence: the sequence a serial or identity column owns, schema-qualified, or
+/// None for a column without one. The column name is taken as written (not case-folded), as in
+/// PostgreSQL.
+fn serial_sequence(
+    scope: &PlanScope,
+    table: &str,
+    column: &str,
+) -> Result<Option<String>, SqlError> {
+    let table_oid = regclass(scope, table)?;
+    let catalog = scope.engine.catalog.read();
+    let def = catalog
+        .tables
+        .get(&table_oid)
+        .ok_or_else(|| SqlError::undefined_table(table))?;
+    let col = def.column_index(column).ok_or_else(|| {
+        SqlError::new(
+            code::UNDEFINED_COLUMN,
+            format!(
+                "column \"{column}\" of relation \"{}\" does not exist",
+                def.name
+            ),
+        )
+    })?;
+    let owned = catalog
+        .sequences
+        .values()
+        .find(|seq| seq.owned_by == Some((table_oid, col)));
+    Ok(owned.map(|seq| {
+        format!(
+            "{}.{}",
+            quote_ident_if_needed(&seq.schema),
+            quote_ident_if_needed(&seq.name)
+        )
+    }))
 }
 
 pub fn register(state: &mut datafusion::execution::SessionState, scope: Arc<PlanScope>) {
@@ -358,6 +409,20 @@ pub fn register(state: &mut datafusion::execution::SessionState, scope: Arc<Plan
             nextval(&sc, &name)
                 .map(|v| ScalarValue::Int64(Some(v)))
                 .map_err(sql_error)
+        },
+    ));
+    let sc = s.clone();
+    add(udf(
+        "pg_get_serial_sequence",
+        &[2],
+        ArrowType::Utf8,
+        Volatility::Stable,
+        move |a| {
+            let (Some(table), Some(column)) = (text_arg(&a[0]), text_arg(&a[1])) else {
+                return Ok(ScalarValue::Utf8(None));
+            };
+            let name = serial_sequence(&sc, &table, &column).map_err(sql_error)?;
+            Ok(ScalarValue::Utf8(name))
         },
     ));
     let sc = s.clone();
@@ -470,6 +535,9 @@ pub fn register(state: &mut datafusion::execution::SessionState, scope: Arc<Plan
                 return Ok(ScalarValue::UInt32(None));
             };
             let n = name.trim().to_lowercase();
+            if let Ok(oid) = n.parse::<u32>() {
+                return Ok(ScalarValue::UInt32(Some(oid)));
+            }
             let found = crate::query::pg_catalog::BUILTIN_TYPES
                 .iter()
                 .find(|t| t.1 == n || format_type_oid(t.0, -1).as_deref() == Some(n.as_str()));
@@ -481,6 +549,24 @@ pub fn register(state: &mut datafusion::execution::SessionState, scope: Arc<Plan
                         format!("type \"{name}\" does not exist"),
                     ))
                 })
+        },
+    ));
+    add(udf(
+        "regtype_out",
+        &[1],
+        ArrowType::Utf8,
+        Volatility::Stable,
+        |a| Ok(ScalarValue::Utf8(int_arg(&a[0]).map(regtype_text))),
+    ));
+    add(udf(
+        "quote_ident",
+        &[1],
+        ArrowType::Utf8,
+        Volatility::Immutable,
+        |a| {
+            Ok(ScalarValue::Utf8(
+                text_arg(&a[0]).map(|n| quote_ident_if_needed(&n)),
+            ))
         },
     ));
     for size_fn in [
@@ -589,12 +675,17 @@ pub fn register(state: &mut datafusion::execution::SessionState, scope: Arc<Plan
         Volatility::Stable,
         |_| Ok(ScalarValue::Utf8(Some("UTF8".into()))),
     ));
+    let sc = s.clone();
     add(udf(
         "pg_table_is_visible",
         &[1],
         ArrowType::Boolean,
         Volatility::Stable,
-        |_| Ok(ScalarValue::Boolean(Some(true))),
+        move |a| {
+            Ok(ScalarValue::Boolean(
+                int_arg(&a[0]).map(|oid| relation_is_visible(&sc, oid as Oid)),
+            ))
+        },
     ));
     add(udf(
         "pg_type_is_visible",

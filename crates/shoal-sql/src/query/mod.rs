@@ -1,8 +1,10 @@
 //! The general query path: statements DataFusion plans and executes over Shoal's tables.
 //! `scope` carries the statement's snapshot to the table providers, `schema` maps names to
 //! tables, `rewrite` bridges PostgreSQL-only syntax, `pg_catalog`/`information_schema`/
-//! `functions` supply what clients expect, and `errors` maps failures to SQLSTATEs.
+//! `functions` supply what clients expect, `arithmetic` gives numbers PostgreSQL's types and
+//! overflow errors, and `errors` maps failures to SQLSTATEs.
 
+pub mod arithmetic;
 pub mod builtins;
 pub mod checks;
 pub mod column_names;
@@ -14,6 +16,7 @@ pub mod pg_catalog;
 pub mod pg_errors;
 pub mod provider;
 pub mod rewrite;
+pub mod scalar_subquery;
 pub mod schema;
 pub mod scope;
 pub mod typecheck;
@@ -68,6 +71,8 @@ pub fn new_session_state(scope: Arc<PlanScope>) -> SessionState {
     state
         .register_expr_planner(Arc::new(typecheck::OperatorTypeCheck))
         .expect("registering an expression planner cannot fail");
+    // Appended, so it runs after DataFusion's type coercion.
+    state.add_analyzer_rule(Arc::new(arithmetic::PgArithmetic));
     state
 }
 
@@ -85,7 +90,10 @@ pub async fn plan_statement(
         .statement_to_plan(DfStatement::Statement(Box::new(stmt)))
         .await
         .map_err(pg_errors::from_datafusion)?;
+    let plan = scalar_subquery::aggregate_correlated_scalar_subqueries(plan)
+        .map_err(pg_errors::from_datafusion)?;
     typecheck::check_plan(&plan)?;
+    let plan = arithmetic::type_for_postgres(plan).map_err(pg_errors::from_datafusion)?;
     // The analyzer's type coercion decides the final column types (a UNION of integer and
     // numeric is numeric). Running it here makes the schema that Describe reports the schema
     // that execution produces, and type errors surface at Parse, as in PostgreSQL.

@@ -1,7 +1,8 @@
 //! PostgreSQL's wording for the query errors DataFusion reports in its own words: GROUP BY
 //! violations, misplaced aggregates, bad ORDER BY positions and LIMITs, set operations of
-//! different widths, subqueries returning too much, and function calls whose argument types
-//! match no signature. Everything else falls through to the general mapping in `errors.rs`.
+//! different widths, subqueries returning too much, function calls whose argument types
+//! match no signature, and casts between types that have no conversion. Everything else falls
+//! through to the general mapping in `errors.rs`.
 
 use std::str::FromStr;
 
@@ -34,6 +35,22 @@ fn pg_wording(msg: &str) -> Option<SqlError> {
         .or_else(|| reference_error(msg))
         .or_else(|| function_error(msg))
         .or_else(|| argument_error(msg))
+        .or_else(|| unsupported_cast(msg))
+}
+
+/// A cast between types with no conversion: "Unsupported CAST from Boolean to Date32".
+fn unsupported_cast(msg: &str) -> Option<SqlError> {
+    let rest = msg.split("Unsupported CAST from ").nth(1)?;
+    let (from, to) = rest.split_once(" to ")?;
+    let to = to.split_whitespace().next()?;
+    Some(SqlError::new(
+        code::CANNOT_COERCE,
+        format!(
+            "cannot cast type {} to {}",
+            pg_type_name(from),
+            pg_type_name(to)
+        ),
+    ))
 }
 
 /// The first double-quoted string after `marker`.

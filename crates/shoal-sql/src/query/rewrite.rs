@@ -95,6 +95,7 @@ impl VisitorMut for Rewriter<'_> {
     type Break = ();
 
     fn pre_visit_table_factor(&mut self, factor: &mut TableFactor) -> ControlFlow<()> {
+        name_scalar_function_column(factor);
         let TableFactor::Table {
             name,
             alias,
@@ -185,6 +186,7 @@ impl VisitorMut for Rewriter<'_> {
                 data_type,
                 ..
             } => {
+                normalize_type_name(data_type);
                 if let Some(name) = custom_type_name(data_type) {
                     let replacement = match name.as_str() {
                         "regclass" => {
@@ -223,9 +225,12 @@ impl VisitorMut for Rewriter<'_> {
                     if let Some(r) = replacement {
                         *expr = r;
                     }
-                } else if is_text_type(data_type) && is_regclass_lookup(inner) {
-                    // regclass prints as the relation's name, not its OID.
-                    *expr = function_call("regclass_out", vec![(**inner).clone()]);
+                } else if let Some(output) = is_text_type(data_type)
+                    .then(|| object_name_output_function(inner))
+                    .flatten()
+                {
+                    // regclass and regtype print as the object's name, not its OID.
+                    *expr = function_call(output, vec![(**inner).clone()]);
                 } else if matches!(data_type, DataType::Uuid) {
                     *data_type = DataType::Text;
                 } else if let DataType::Char(_) | DataType::Character(_) = data_type {
@@ -279,6 +284,43 @@ impl VisitorMut for Rewriter<'_> {
     }
 }
 
+/// psql spells built-in types with their schema (`x::pg_catalog.text`, `pg_catalog.int2[]`);
+/// those become the types sqlparser knows by name, so DataFusion can plan the cast.
+fn normalize_type_name(t: &mut DataType) {
+    if let DataType::Array(ast::ArrayElemTypeDef::SquareBracket(element, _)) = t {
+        normalize_type_name(element);
+        return;
+    }
+    let DataType::Custom(name, modifiers) = t else {
+        return;
+    };
+    let parts = object_name_parts(name);
+    let [schema, type_name] = parts.as_slice() else {
+        return;
+    };
+    if schema != "pg_catalog" || !modifiers.is_empty() {
+        return;
+    }
+    *t = match type_name.as_str() {
+        "text" => DataType::Text,
+        "varchar" => DataType::Varchar(None),
+        "bool" => DataType::Boolean,
+        "int2" => DataType::SmallInt(None),
+        "int4" => DataType::Int(None),
+        "int8" => DataType::BigInt(None),
+        "float4" => DataType::Real,
+        "float8" => DataType::DoublePrecision,
+        "numeric" => DataType::Numeric(ast::ExactNumberInfo::None),
+        "date" => DataType::Date,
+        "timestamp" => DataType::Timestamp(None, ast::TimezoneInfo::None),
+        // The remaining names (regclass, oid, name...) are handled by their bare name below.
+        other => DataType::Custom(
+            ObjectName(vec![ObjectNamePart::Identifier(Ident::new(other))]),
+            vec![],
+        ),
+    };
+}
+
 fn is_text_type(t: &DataType) -> bool {
     matches!(
         t,
@@ -286,9 +328,15 @@ fn is_text_type(t: &DataType) -> bool {
     )
 }
 
-/// Whether `e` is what a `::regclass` cast was rewritten to.
-fn is_regclass_lookup(e: &Expr) -> bool {
-    matches!(e, Expr::Function(f) if object_name_parts(&f.name) == ["to_regclass_oid"])
+/// When `e` is what a `::regclass` or `::regtype` cast was rewritten to, the function that
+/// prints its OID as a name.
+fn object_name_output_function(e: &Expr) -> Option<&'static str> {
+    let Expr::Function(f) = e else { return None };
+    match object_name_parts(&f.name).as_slice() {
+        [n] if n == "to_regclass_oid" => Some("regclass_out"),
+        [n] if n == "to_regtype_oid" => Some("regtype_out"),
+        _ => None,
+    }
 }
 
 fn cast_text(e: &Expr) -> Expr {
@@ -412,4 +460,29 @@ fn negate_power_base(operand: &Expr) -> Option<Expr> {
         op: BinaryOperator::PGExp,
         right: right.clone(),
     })
+}
+
+/// Set-returning functions whose rows are one scalar value each.
+const SCALAR_SET_FUNCTIONS: [&str; 3] = ["generate_series", "unnest", "pg_catalog.generate_series"];
+
+/// In PostgreSQL a function in FROM that returns a scalar type names its one column after the
+/// alias: `FROM generate_series(1, 3) AS n` has a column `n` (pgbench's server-side data
+/// generation relies on it). DataFusion names it after the function, so the alias gets a
+/// column list.
+fn name_scalar_function_column(factor: &mut TableFactor) {
+    let TableFactor::Table {
+        name,
+        alias: Some(alias),
+        args: Some(_),
+        ..
+    } = factor
+    else {
+        return;
+    };
+    let function = name.to_string().to_lowercase();
+    if alias.columns.is_empty() && SCALAR_SET_FUNCTIONS.contains(&function.as_str()) {
+        alias.columns = vec![ast::TableAliasColumnDef::from_name(
+            alias.name.value.clone(),
+        )];
+    }
 }

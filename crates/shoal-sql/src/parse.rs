@@ -1,0 +1,436 @@
+//! Parsing PostgreSQL text into sqlparser statements. sqlparser 0.62 rejects some valid
+//! PostgreSQL that clients send. When the plain parse fails, the token stream is normalised into
+//! a form sqlparser accepts and parsed again; tokens keep their source spans, so error positions
+//! still point into the client's text. The cases:
+//!
+//! - Sequence options (`CREATE SEQUENCE s START 10 INCREMENT 2`, `AS IDENTITY (START WITH 50
+//!   INCREMENT BY 5)`): PostgreSQL takes them in any order, sqlparser only in the order AS,
+//!   INCREMENT, MINVALUE, MAXVALUE, START, CACHE, CYCLE, OWNED BY. They are reordered.
+//! - COPY boolean options (`WITH (freeze on)`, as pgbench sends): PostgreSQL takes on/off,
+//!   true/false and 1/0, sqlparser only TRUE/FALSE. The value is rewritten to TRUE or FALSE.
+//! - `CREATE TABLE ... AS query WITH [NO] DATA`: sqlparser has no such clause. It is removed, and
+//!   for NO DATA the parsed query gets `LIMIT 0`, so the table is created with no rows.
+//! - `INSERT ... OVERRIDING {SYSTEM | USER} VALUE`: sqlparser has neither the clause nor a field
+//!   for it. It is removed and recorded in the insert's `settings` under the name
+//!   [`OVERRIDING_SETTING`], which [`insert_overriding`] reads back for the INSERT executor.
+//! - `VACUUM [(options)] [FREEZE] [VERBOSE] [ANALYZE] table, ...` (pgbench sends `vacuum analyze
+//!   pgbench_branches`): sqlparser knows only Redshift's VACUUM. The PostgreSQL options and all
+//!   tables after the first are removed; Shoal's VACUUM always works on the whole database.
+
+use datafusion::sql::sqlparser::ast::{self, Statement};
+use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
+use datafusion::sql::sqlparser::keywords::Keyword;
+use datafusion::sql::sqlparser::parser::{Parser, ParserError};
+use datafusion::sql::sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer, Whitespace};
+
+/// The insert setting that carries OVERRIDING SYSTEM VALUE / OVERRIDING USER VALUE.
+pub const OVERRIDING_SETTING: &str = "shoal_overriding";
+
+/// Which values an INSERT's OVERRIDING clause lets win for identity columns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Overriding {
+    /// OVERRIDING SYSTEM VALUE: explicit values go into GENERATED ALWAYS columns.
+    System,
+    /// OVERRIDING USER VALUE: explicit values for identity columns are ignored.
+    User,
+}
+
+/// What the normalisation removed from one statement and must be put back after parsing.
+#[derive(Clone, Copy, Debug)]
+enum Note {
+    NoData,
+    Overriding(Overriding),
+}
+
+/// Parses `sql` (one or more statements) as PostgreSQL.
+pub fn parse_statements(sql: &str) -> Result<Vec<Statement>, ParserError> {
+    let dialect = PostgreSqlDialect {};
+    let first_error = match Parser::parse_sql(&dialect, sql) {
+        Ok(statements) => return Ok(statements),
+        Err(e) => e,
+    };
+    let Ok(tokens) = Tokenizer::new(&dialect, sql).tokenize_with_location() else {
+        return Err(first_error);
+    };
+    let Some((tokens, notes)) = normalize(tokens) else {
+        return Err(first_error);
+    };
+    let mut statements = Parser::new(&dialect)
+        .with_tokens_with_locations(tokens)
+        .parse_statements()?;
+    for (index, note) in notes {
+        if let Some(stmt) = statements.get_mut(index) {
+            apply_note(stmt, note);
+        }
+    }
+    Ok(statements)
+}
+
+/// The OVERRIDING clause the parser recorded on an INSERT, if any.
+pub fn insert_overriding(ins: &ast::Insert) -> Option<Overriding> {
+    let setting = ins
+        .settings
+        .as_ref()?
+        .iter()
+        .find(|s| s.key.value == OVERRIDING_SETTING)?;
+    match &setting.value {
+        ast::Expr::Value(v) => match &v.value {
+            ast::Value::SingleQuotedString(s) if s == "system" => Some(Overriding::System),
+            ast::Value::SingleQuotedString(s) if s == "user" => Some(Overriding::User),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+fn apply_note(stmt: &mut Statement, note: Note) {
+    match (stmt, note) {
+        (Statement::CreateTable(create), Note::NoData) => {
+            if let Some(query) = create.query.as_mut() {
+                query.fetch = None;
+                query.limit_clause = Some(ast::LimitClause::LimitOffset {
+                    limit: Some(ast::Expr::value(ast::Value::Number("0".into(), false))),
+                    offset: None,
+                    limit_by: vec![],
+                });
+            }
+        }
+        (Statement::Insert(ins), Note::Overriding(o)) => {
+            let value = match o {
+                Overriding::System => "system",
+                Overriding::User => "user",
+            };
+            ins.settings
+                .get_or_insert_with(Vec::new)
+                .push(ast::Setting {
+                    key: ast::Ident::new(OVERRIDING_SETTING),
+                    value: ast::Expr::value(ast::Value::SingleQuotedString(value.into())),
+                });
+        }
+        _ => {}
+    }
+}
+
+/// Rewrites each statement's tokens; None when nothing needed rewriting. The notes name the
+/// statement by its position among the non-empty statements, as the parser returns them.
+fn normalize(tokens: Vec<TokenWithSpan>) -> Option<(Vec<TokenWithSpan>, Vec<(usize, Note)>)> {
+    let mut out = Vec::with_capacity(tokens.len());
+    let mut notes = Vec::new();
+    let mut changed = false;
+    let mut index = 0;
+    let mut segment = Vec::new();
+    let mut tokens = tokens.into_iter().peekable();
+    while let Some(t) = tokens.next() {
+        let separator = if matches!(t.token, Token::SemiColon | Token::EOF) {
+            Some(t)
+        } else {
+            segment.push(t);
+            None
+        };
+        if separator.is_none() && tokens.peek().is_some() {
+            continue;
+        }
+        if segment.iter().any(|t| !is_space(&t.token)) {
+            let (new_segment, note) = normalize_statement(std::mem::take(&mut segment));
+            changed |= new_segment.is_some() || note.is_some();
+            out.extend(new_segment.unwrap_or_default());
+            if let Some(note) = note {
+                notes.push((index, note));
+            }
+            index += 1;
+        }
+        out.append(&mut segment);
+        out.extend(separator);
+    }
+    changed.then_some((out, notes))
+}
+
+/// One statement's tokens (without the `;`): Some(new tokens) when rewritten, and a note.
+fn normalize_statement(mut seg: Vec<TokenWithSpan>) -> (Option<Vec<TokenWithSpan>>, Option<Note>) {
+    let first = significant(&seg).first().map(|&i| keyword_of(&seg[i]));
+    let mut note = None;
+    let mut changed = false;
+    match first {
+        Some(Keyword::CREATE) => {
+            changed |= reorder_create_sequence(&mut seg);
+            if let Some(no_data) = strip_with_data(&mut seg) {
+                changed = true;
+                note = no_data.then_some(Note::NoData);
+            }
+        }
+        Some(Keyword::COPY) => changed |= copy_boolean_options(&mut seg),
+        Some(Keyword::VACUUM) => changed |= strip_vacuum_options(&mut seg),
+        Some(Keyword::INSERT) | Some(Keyword::WITH) => {
+            note = strip_overriding(&mut seg).map(Note::Overriding);
+            changed |= note.is_some();
+        }
+        _ => {}
+    }
+    changed |= reorder_identity_options(&mut seg);
+    seg.retain(|t| !is_marker(t));
+    (changed.then_some(seg), note)
+}
+
+fn is_space(token: &Token) -> bool {
+    matches!(token, Token::Whitespace(_))
+}
+
+/// Removed tokens are first replaced by this marker (an empty-span space) and dropped at the
+/// end, so the indices of the other tokens stay valid while a statement is rewritten.
+fn marker() -> TokenWithSpan {
+    TokenWithSpan::wrap(Token::Whitespace(Whitespace::Space))
+}
+
+fn is_marker(t: &TokenWithSpan) -> bool {
+    t.span.start.line == 0 && is_space(&t.token)
+}
+
+/// Indices of the tokens that are not whitespace or comments.
+fn significant(seg: &[TokenWithSpan]) -> Vec<usize> {
+    (0..seg.len())
+        .filter(|&i| !is_space(&seg[i].token))
+        .collect()
+}
+
+fn keyword_of(t: &TokenWithSpan) -> Keyword {
+    match &t.token {
+        Token::Word(w) if w.quote_style.is_none() => w.keyword,
+        _ => Keyword::NoKeyword,
+    }
+}
+
+/// `CREATE [TEMP] SEQUENCE [IF NOT EXISTS] name [AS type] options...`
+fn reorder_create_sequence(seg: &mut Vec<TokenWithSpan>) -> bool {
+    let sig = significant(seg);
+    let kw = |p: usize| {
+        sig.get(p)
+            .map_or(Keyword::NoKeyword, |&i| keyword_of(&seg[i]))
+    };
+    let mut p = 1;
+    if matches!(
+        kw(p),
+        Keyword::TEMP | Keyword::TEMPORARY | Keyword::UNLOGGED
+    ) {
+        p += 1;
+    }
+    if kw(p) != Keyword::SEQUENCE {
+        return false;
+    }
+    p += 1;
+    if kw(p) == Keyword::IF && kw(p + 1) == Keyword::NOT && kw(p + 2) == Keyword::EXISTS {
+        p += 3;
+    }
+    p = skip_name(seg, &sig, p);
+    reorder_sequence_options(seg, &sig, p, sig.len())
+}
+
+/// `AS IDENTITY ( options )` anywhere in a statement.
+fn reorder_identity_options(seg: &mut Vec<TokenWithSpan>) -> bool {
+    let sig = significant(seg);
+    let mut changed = false;
+    for p in 0..sig.len().saturating_sub(2) {
+        let is_identity = keyword_of(&seg[sig[p]]) == Keyword::AS
+            && keyword_of(&seg[sig[p + 1]]) == Keyword::IDENTITY
+            && seg[sig[p + 2]].token == Token::LParen;
+        if !is_identity {
+            continue;
+        }
+        if let Some(close) = (p + 3..sig.len()).find(|&q| seg[sig[q]].token == Token::RParen) {
+            changed |= reorder_sequence_options(seg, &sig, p + 3, close);
+        }
+    }
+    changed
+}
+
+/// A possibly qualified name starting at significant position `p`; returns the position after.
+fn skip_name(seg: &[TokenWithSpan], sig: &[usize], mut p: usize) -> usize {
+    while p < sig.len() && matches!(seg[sig[p]].token, Token::Word(_)) {
+        p += 1;
+        if p < sig.len() && seg[sig[p]].token == Token::Period {
+            p += 1;
+        } else {
+            break;
+        }
+    }
+    p
+}
+
+/// Sorts the sequence options between significant positions `from` and `to` into sqlparser's
+/// order. Leaves the tokens alone (false) when they are in order already or when an option is
+/// one this does not know, so that sqlparser reports the error.
+fn reorder_sequence_options(
+    seg: &mut Vec<TokenWithSpan>,
+    sig: &[usize],
+    from: usize,
+    to: usize,
+) -> bool {
+    let mut options = Vec::new();
+    let mut p = from;
+    while p < to {
+        let Some((rank, next)) = sequence_option(seg, sig, p, to) else {
+            return false;
+        };
+        options.push((rank, p, next));
+        p = next;
+    }
+    if options.windows(2).all(|w| w[0].0 <= w[1].0) {
+        return false;
+    }
+    options.sort_by_key(|o| o.0);
+    let mut reordered = Vec::new();
+    for &(_, start, end) in &options {
+        reordered.extend(seg[sig[start]..=sig[end - 1]].iter().cloned());
+    }
+    let range = sig[from]..=sig[to - 1];
+    seg.splice(range, reordered);
+    true
+}
+
+/// The sort rank of the sequence option at significant position `p` and the position after it.
+fn sequence_option(
+    seg: &[TokenWithSpan],
+    sig: &[usize],
+    p: usize,
+    to: usize,
+) -> Option<(u8, usize)> {
+    let kw = |q: usize| {
+        if q < to {
+            keyword_of(&seg[sig[q]])
+        } else {
+            Keyword::NoKeyword
+        }
+    };
+    let number = |q: usize| -> Option<usize> {
+        let q = if q < to && matches!(seg[sig[q]].token, Token::Minus | Token::Plus) {
+            q + 1
+        } else {
+            q
+        };
+        (q < to && matches!(seg[sig[q]].token, Token::Number(..))).then_some(q + 1)
+    };
+    let optional = |q: usize, k: Keyword| if kw(q) == k { q + 1 } else { q };
+    Some(match kw(p) {
+        // The type of a sequence is one word: smallint, integer, bigint or an alias.
+        Keyword::AS if p + 1 < to => (0, p + 2),
+        Keyword::INCREMENT => (1, number(optional(p + 1, Keyword::BY))?),
+        Keyword::MINVALUE => (2, number(p + 1)?),
+        Keyword::MAXVALUE => (3, number(p + 1)?),
+        Keyword::NO if kw(p + 1) == Keyword::MINVALUE => (2, p + 2),
+        Keyword::NO if kw(p + 1) == Keyword::MAXVALUE => (3, p + 2),
+        Keyword::START => (4, number(optional(p + 1, Keyword::WITH))?),
+        Keyword::CACHE => (5, number(p + 1)?),
+        Keyword::NO if kw(p + 1) == Keyword::CYCLE => (6, p + 2),
+        Keyword::CYCLE => (6, p + 1),
+        Keyword::OWNED if kw(p + 1) == Keyword::BY => {
+            let end = skip_name(seg, sig, p + 2);
+            (end > p + 2).then_some((7, end.min(to)))?
+        }
+        _ => return None,
+    })
+}
+
+/// COPY's boolean options written on/off, 1/0 or as strings become TRUE/FALSE.
+fn copy_boolean_options(seg: &mut [TokenWithSpan]) -> bool {
+    let sig = significant(seg);
+    let mut changed = false;
+    for w in sig.windows(3) {
+        let after_separator = matches!(seg[w[0]].token, Token::LParen | Token::Comma);
+        let boolean_option = matches!(keyword_of(&seg[w[1]]), Keyword::FREEZE | Keyword::HEADER);
+        if !(after_separator && boolean_option) {
+            continue;
+        }
+        let value = match &seg[w[2]].token {
+            Token::Word(word) => word.value.to_ascii_lowercase(),
+            Token::Number(n, _) => n.clone(),
+            Token::SingleQuotedString(s) => s.to_ascii_lowercase(),
+            _ => continue,
+        };
+        let (keyword, text) = match value.as_str() {
+            "on" | "1" | "true" => (Keyword::TRUE, "TRUE"),
+            "off" | "0" | "false" => (Keyword::FALSE, "FALSE"),
+            _ => continue,
+        };
+        if keyword_of(&seg[w[2]]) != keyword {
+            seg[w[2]].token = Token::make_keyword(text);
+            changed = true;
+        }
+    }
+    changed
+}
+
+/// Removes a trailing `WITH DATA` / `WITH NO DATA` of CREATE TABLE AS; Some(true) for NO DATA.
+fn strip_with_data(seg: &mut [TokenWithSpan]) -> Option<bool> {
+    let sig = significant(seg);
+    let kw = |p: usize| {
+        sig.get(p)
+            .map_or(Keyword::NoKeyword, |&i| keyword_of(&seg[i]))
+    };
+    if !(1..4).any(|p| kw(p) == Keyword::TABLE) || kw(sig.len() - 1) != Keyword::DATA {
+        return None;
+    }
+    let n = sig.len();
+    let (start, no_data) = if n >= 3 && kw(n - 3) == Keyword::WITH && kw(n - 2) == Keyword::NO {
+        (n - 3, true)
+    } else if n >= 2 && kw(n - 2) == Keyword::WITH {
+        (n - 2, false)
+    } else {
+        return None;
+    };
+    for &i in &sig[start..] {
+        seg[i] = marker();
+    }
+    Some(no_data)
+}
+
+/// Removes `OVERRIDING {SYSTEM | USER} VALUE` from an INSERT and says which it was.
+fn strip_overriding(seg: &mut [TokenWithSpan]) -> Option<Overriding> {
+    let sig = significant(seg);
+    let w = sig.windows(3).find(|w| {
+        // OVERRIDING is not among sqlparser's keywords, so it is matched by its text.
+        matches!(&seg[w[0]].token, Token::Word(word) if word.quote_style.is_none()
+            && word.value.eq_ignore_ascii_case("overriding"))
+            && matches!(keyword_of(&seg[w[1]]), Keyword::SYSTEM | Keyword::USER)
+            && keyword_of(&seg[w[2]]) == Keyword::VALUE
+    })?;
+    let overriding = if keyword_of(&seg[w[1]]) == Keyword::SYSTEM {
+        Overriding::System
+    } else {
+        Overriding::User
+    };
+    let w = w.to_vec();
+    for i in w {
+        seg[i] = marker();
+    }
+    Some(overriding)
+}
+
+/// Reduces a PostgreSQL VACUUM to `VACUUM [FULL] [table]`, which sqlparser parses.
+fn strip_vacuum_options(seg: &mut [TokenWithSpan]) -> bool {
+    let sig = significant(seg);
+    let mut remove = Vec::new();
+    let mut p = 1;
+    if sig.get(p).is_some_and(|&i| seg[i].token == Token::LParen) {
+        let close = (p..sig.len()).find(|&q| seg[sig[q]].token == Token::RParen);
+        let Some(close) = close else {
+            return false;
+        };
+        remove.extend(p..=close);
+        p = close + 1;
+    }
+    while p < sig.len() {
+        match keyword_of(&seg[sig[p]]) {
+            Keyword::FULL => {}
+            Keyword::FREEZE | Keyword::VERBOSE | Keyword::ANALYZE => remove.push(p),
+            _ => break,
+        }
+        p += 1;
+    }
+    let after_first_table = skip_name(seg, &sig, p);
+    if p < after_first_table && after_first_table < sig.len() {
+        remove.extend(after_first_table..sig.len());
+    }
+    for &q in &remove {
+        seg[sig[q]] = marker();
+    }
+    !remove.is_empty()
+}

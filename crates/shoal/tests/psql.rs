@@ -1,0 +1,98 @@
+//! psql's meta-commands against a running Shoal: `\dt`, `\di`, `\dv`, `\dn`, `\ds`, `\x` and
+//! `\timing` send psql's own catalog queries (pg_class, pg_namespace, regclass casts,
+//! pg_table_is_visible ...), so this test checks that those queries run and that their answers
+//! describe the objects that were created. (`\d TABLE`, `\d+`, `\l` and `\du` do not work yet:
+//! their queries need correlated subqueries over joins and ARRAY(subquery).)
+//! It needs the `psql` client (Debian's postgresql-client-15; `.ci/run` installs it).
+
+mod support;
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use support::ShoalServer;
+
+/// Runs a psql script (fed on stdin, one line per command) with ON_ERROR_STOP, so any failing
+/// catalog query fails the test.
+fn psql(server: &ShoalServer, script: &str) -> String {
+    let mut child = Command::new("psql")
+        .args(["-X", "-h", "127.0.0.1", "-U", "postgres", "-d", "postgres"])
+        .args(["-p", &server.port().to_string()])
+        .args(["-v", "ON_ERROR_STOP=1", "-P", "pager=off", "-f", "-"])
+        .env("PGCONNECT_TIMEOUT", "10")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run psql (install postgresql-client-15)");
+    let mut stdin = child.stdin.take().expect("psql stdin");
+    stdin
+        .write_all(script.as_bytes())
+        .expect("write psql script");
+    stdin.write_all(b"\n").expect("write psql script");
+    drop(stdin);
+    let out = child.wait_with_output().expect("wait for psql");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        out.status.success() && !stderr.contains("ERROR"),
+        "psql failed on {script:?}:\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    stdout
+}
+
+fn assert_contains(output: &str, expected: &[&str]) {
+    for e in expected {
+        assert!(
+            output.contains(e),
+            "expected {e:?} in psql output:\n{output}"
+        );
+    }
+}
+
+#[test]
+fn list_commands_show_what_was_created() {
+    let server = ShoalServer::start();
+    for sql in [
+        "CREATE SCHEMA app",
+        "CREATE TABLE app.items (id integer PRIMARY KEY, name varchar(20) NOT NULL DEFAULT 'x', \
+         price numeric(10,2) CHECK (price > 0), made timestamptz)",
+        "CREATE INDEX items_name_idx ON app.items (name)",
+        "CREATE VIEW app.cheap AS SELECT id FROM app.items WHERE price < 10",
+        "CREATE SEQUENCE app.ticket_seq",
+    ] {
+        psql(&server, &format!("{sql};"));
+    }
+
+    let lists = [
+        ("\\dt app.*", vec!["items", "table"]),
+        ("\\di app.*", vec!["items_pkey", "items_name_idx", "index"]),
+        ("\\dv app.*", vec!["cheap", "view"]),
+        ("\\ds app.*", vec!["ticket_seq", "sequence"]),
+        ("\\dn", vec!["app", "public"]),
+    ];
+    for (command, expected) in lists {
+        assert_contains(&psql(&server, command), &expected);
+    }
+}
+
+#[test]
+fn display_settings_and_tab_completion_queries() {
+    let server = ShoalServer::start();
+    psql(&server, "CREATE TABLE tab_orders (id int);");
+    let expanded = psql(&server, "\\x on\nSELECT 1 AS one, 'a' AS letter;");
+    assert_contains(&expanded, &["-[ RECORD 1 ]", "one", "letter"]);
+    let timing = psql(&server, "\\timing on\nSELECT 1;");
+    assert_contains(&timing, &["Time: "]);
+    // What psql's tab completion asks for `SELECT * FROM tab_<TAB>`.
+    let completion = psql(
+        &server,
+        "SELECT pg_catalog.quote_ident(c.relname) FROM pg_catalog.pg_class c \
+         WHERE c.relkind IN ('r', 'S', 'v', 'm', 'f', 'p') \
+         AND substring(pg_catalog.quote_ident(c.relname),1,4)='tab_' \
+         AND pg_catalog.pg_table_is_visible(c.oid) \
+         AND c.relnamespace <> (SELECT oid FROM pg_catalog.pg_namespace WHERE nspname = 'pg_catalog') \
+         LIMIT 1000;",
+    );
+    assert_contains(&completion, &["tab_orders"]);
+}
