@@ -133,7 +133,9 @@ def pgbench(server, args, log_dir=None):
     cmd = ["pgbench", "-h", "127.0.0.1", "-p", str(server.port), "-U", "postgres"] + args
     if log_dir:
         cmd += ["--log", f"--log-prefix={log_dir}/tx"]
-    out = subprocess.run(cmd, capture_output=True, text=True, cwd=log_dir)
+    # pgbench's -d means --debug; the database comes from PGDATABASE instead.
+    env = dict(os.environ, PGDATABASE="postgres")
+    out = subprocess.run(cmd, capture_output=True, text=True, cwd=log_dir, env=env)
     if out.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed:\n{out.stdout}\n{out.stderr}")
     return out.stdout
