@@ -374,19 +374,8 @@ pub(super) async fn alter_table(
         ));
     }
     for op in at.operations {
-        let def = session
-            .engine
-            .catalog
-            .read()
-            .tables
-            .get(&oid)
-            .cloned()
-            .ok_or_else(|| SqlError::undefined_table(&rel))?;
-        let table = session
-            .engine
-            .db
-            .table(oid as u64)
-            .ok_or_else(|| SqlError::undefined_table(&rel))?;
+        // Re-read for each operation: the previous one may have changed the definition.
+        let (def, table) = crate::dml::table_by_oid(session, oid, &rel)?;
         match op {
             ast::AlterTableOperation::AddColumn {
                 if_not_exists,

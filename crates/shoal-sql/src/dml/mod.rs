@@ -54,6 +54,15 @@ pub fn resolve_table(
             format!("cannot change relation \"{rel}\""),
         ));
     }
+    table_by_oid(session, oid, &rel)
+}
+
+/// A table's definition and its storage; `rel` names it in the error if it is gone.
+pub fn table_by_oid(
+    session: &Session,
+    oid: shoal_storage::catalog::Oid,
+    rel: &str,
+) -> SqlResult<(Arc<TableDef>, Arc<RowTable>)> {
     let def = session
         .engine
         .catalog
@@ -61,12 +70,12 @@ pub fn resolve_table(
         .tables
         .get(&oid)
         .cloned()
-        .ok_or_else(|| SqlError::undefined_table(&rel))?;
+        .ok_or_else(|| SqlError::undefined_table(rel))?;
     let table = session
         .engine
         .db
         .table(oid as u64)
-        .ok_or_else(|| SqlError::undefined_table(&rel))?;
+        .ok_or_else(|| SqlError::undefined_table(rel))?;
     Ok((def, table))
 }
 
