@@ -1,12 +1,18 @@
-//! The engine: everything sessions share — the storage database and the catalog. One per
-//! server process.
+//! The engine: everything sessions share — the storage database, the catalog and, for a server
+//! with a data directory, the redo log and checkpoints. One per server process.
 
+use std::path::Path;
 use std::sync::atomic::{AtomicI32, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
 
-use parking_lot::RwLock;
-use shoal_storage::catalog::Catalog;
-use shoal_storage::Database;
+use shoal_storage::catalog::{Catalog, SequenceDef};
+use shoal_storage::{Database, RowTable};
+
+use crate::durability::{
+    self, CatalogLock, CheckpointReport, Durability, DurabilityOptions, RecoveryReport,
+};
+use crate::error::SqlResult;
 
 /// What `SELECT version()` answers. Drivers parse the leading "PostgreSQL 15.x".
 pub const VERSION_STRING: &str = concat!(
@@ -18,25 +24,121 @@ pub const VERSION_STRING: &str = concat!(
 pub const SERVER_VERSION: &str = "15.0";
 /// How often the background garbage collector looks for dead versions.
 pub const GC_INTERVAL_MS: u64 = 200;
+/// How often the checkpointer checks whether a checkpoint is due.
+const CHECKPOINT_POLL_MS: u64 = 1000;
 
 pub struct Engine {
     pub db: Arc<Database>,
-    pub catalog: RwLock<Catalog>,
+    pub catalog: CatalogLock,
+    /// None for an engine without a data directory (nothing survives it).
+    pub durability: Option<Arc<Durability>>,
     next_backend_pid: AtomicI32,
 }
 
 impl Engine {
+    /// An engine that keeps nothing: for tests of the SQL layer.
     pub fn new() -> Arc<Engine> {
         let db = Database::new();
         db.start_background_gc(GC_INTERVAL_MS);
         Arc::new(Engine {
             db,
-            catalog: RwLock::new(Catalog::default()),
+            catalog: CatalogLock::new(Catalog::default()),
+            durability: None,
             next_backend_pid: AtomicI32::new(1000),
         })
+    }
+
+    /// Opens (recovering) the database in `data_dir` and starts logging to it.
+    pub fn open(
+        data_dir: &Path,
+        options: DurabilityOptions,
+    ) -> Result<(Arc<Engine>, RecoveryReport), String> {
+        let db = Database::new();
+        let (catalog, durability, report) = durability::recover(data_dir, &db, options)?;
+        let durability = Arc::new(durability);
+        let catalog = CatalogLock::new(catalog);
+        catalog.start_logging(durability.wal.clone());
+        db.start_background_gc(GC_INTERVAL_MS);
+        let engine = Arc::new(Engine {
+            db,
+            catalog,
+            durability: Some(durability),
+            next_backend_pid: AtomicI32::new(1000),
+        });
+        start_checkpointer(Arc::downgrade(&engine));
+        Ok((engine, report))
     }
 
     pub fn allocate_backend_pid(&self) -> i32 {
         self.next_backend_pid.fetch_add(1, Ordering::Relaxed)
     }
+
+    /// The default of `synchronous_commit` for new sessions.
+    pub fn synchronous_commit_default(&self) -> bool {
+        self.durability
+            .as_ref()
+            .is_none_or(|d| d.options.synchronous_commit)
+    }
+
+    /// Writes a checkpoint now (the CHECKPOINT command). Blocks.
+    pub fn checkpoint(&self) -> SqlResult<Option<CheckpointReport>> {
+        match &self.durability {
+            Some(d) => d.checkpoint(&self.db, &self.catalog).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    pub fn log_sequence(&self, seq: &SequenceDef) {
+        if let Some(d) = &self.durability {
+            d.log_sequence(seq);
+        }
+    }
+
+    /// Logs a table's content after ALTER TABLE rewrote its rows; before the catalog change.
+    pub fn log_table_rewrite(&self, table: &RowTable) -> SqlResult<()> {
+        match &self.durability {
+            Some(d) => d.log_table_rewrite(table),
+            None => Ok(()),
+        }
+    }
+
+    /// Stops logging cleanly: flushes the log (SIGTERM).
+    pub fn shutdown(&self) {
+        if let Some(d) = &self.durability {
+            d.wal.shutdown();
+        }
+    }
+}
+
+fn start_checkpointer(engine: Weak<Engine>) {
+    std::thread::Builder::new()
+        .name("shoal-checkpointer".into())
+        .spawn(move || {
+            let mut last = Instant::now();
+            loop {
+                std::thread::sleep(Duration::from_millis(CHECKPOINT_POLL_MS));
+                let Some(engine) = engine.upgrade() else {
+                    return;
+                };
+                let Some(d) = engine.durability.clone() else {
+                    return;
+                };
+                if !d.checkpoint_due(last.elapsed()) {
+                    continue;
+                }
+                match d.checkpoint(&engine.db, &engine.catalog) {
+                    Ok(r) => tracing::info!(
+                        "checkpoint {}: {} rows, {:.1} MB in {:.2} s, {} log segments removed",
+                        r.id,
+                        r.rows,
+                        r.bytes as f64 / 1e6,
+                        r.elapsed.as_secs_f64(),
+                        r.removed_segments
+                    ),
+                    Err(e) => tracing::error!("checkpoint failed: {}", e.message),
+                }
+                last = Instant::now();
+            }
+        })
+        .expect("spawn the checkpointer thread");
 }

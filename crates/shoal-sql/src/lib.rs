@@ -7,6 +7,7 @@ pub mod constraints;
 pub mod copy;
 pub mod ddl;
 pub mod dml;
+pub mod durability;
 pub mod engine;
 pub mod error;
 pub mod fastpath;

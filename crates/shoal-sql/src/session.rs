@@ -117,6 +117,8 @@ pub struct Session {
     /// and CURRENT_TIMESTAMP return this time, so they agree across a whole transaction.
     txn_started_at: chrono::DateTime<chrono::Utc>,
     pub settings: Settings,
+    /// The settings generation last copied to `scope` (None: never).
+    scope_settings_generation: Option<u64>,
     /// Settings changed by the last statements that the client must hear about.
     pub reported_changes: Vec<(String, String)>,
 }
@@ -154,9 +156,15 @@ impl Session {
         let pid = engine.allocate_backend_pid();
         let scope = Arc::new(PlanScope::new(engine.clone(), pid));
         let state = query::new_session_state(scope.clone());
-        let settings = Settings::default();
+        let mut settings = Settings::default();
+        if !engine.synchronous_commit_default() {
+            settings
+                .set("synchronous_commit", "off", false)
+                .expect("synchronous_commit accepts off");
+        }
         *scope.settings.lock() = settings.all().clone();
         *scope.search_path.lock() = settings.search_path();
+        let scope_settings_generation = Some(settings.generation());
         Session {
             engine,
             scope,
@@ -164,6 +172,7 @@ impl Session {
             txn: TxnState::Idle,
             txn_started_at: chrono::Utc::now(),
             settings,
+            scope_settings_generation,
             reported_changes: Vec::new(),
         }
     }
@@ -183,6 +192,15 @@ impl Session {
 
     /// Runs every statement of a simple-protocol query string; stops at the first error.
     pub async fn execute_sql(&mut self, sql: &str) -> Vec<SqlResult<StatementResult>> {
+        // sqlparser does not know PostgreSQL's CHECKPOINT.
+        if sql
+            .trim()
+            .trim_end_matches(';')
+            .trim()
+            .eq_ignore_ascii_case("checkpoint")
+        {
+            return vec![self.checkpoint().await];
+        }
         let statements = match parse_sql(sql) {
             Ok(s) => s,
             Err(e) => {
@@ -202,6 +220,18 @@ impl Session {
         results
     }
 
+    /// CHECKPOINT: writes a checkpoint now, on a blocking thread.
+    async fn checkpoint(&mut self) -> SqlResult<StatementResult> {
+        if matches!(self.txn, TxnState::Failed(_)) {
+            return Err(SqlError::in_failed_transaction());
+        }
+        let engine = self.engine.clone();
+        tokio::task::spawn_blocking(move || engine.checkpoint())
+            .await
+            .map_err(|e| SqlError::new(code::INTERNAL_ERROR, format!("checkpoint: {e}")))??;
+        Ok(StatementResult::command("CHECKPOINT"))
+    }
+
     fn fail_block(&mut self) {
         if let TxnState::Block(t) = std::mem::replace(&mut self.txn, TxnState::Idle) {
             self.txn = TxnState::Failed(t);
@@ -210,6 +240,9 @@ impl Session {
 
     /// Runs one statement with autocommit or inside the current block.
     pub async fn execute_statement(&mut self, stmt: Statement) -> SqlResult<StatementResult> {
+        if matches!(stmt, Statement::Commit { .. }) {
+            return self.commit_block().await;
+        }
         if let Some(r) = self.transaction_control(&stmt) {
             return r;
         }
@@ -231,7 +264,7 @@ impl Session {
             Some(plan) => fastpath::execute(self, &mut txn, &plan, &[]).await,
             None => self.run_in_transaction(&mut txn, stmt).await,
         };
-        self.finish_statement(txn, implicit, result)
+        self.finish_statement(txn, implicit, result).await
     }
 
     /// A READ ONLY transaction (or, outside a block, default_transaction_read_only) refuses
@@ -302,7 +335,7 @@ impl Session {
         plan
     }
 
-    fn finish_statement(
+    async fn finish_statement(
         &mut self,
         txn: Transaction,
         implicit: bool,
@@ -319,9 +352,9 @@ impl Session {
                 Ok(StatementResult::CopyIn(req.with_transaction(txn, false)))
             }
             (true, Ok(r)) => {
-                self.engine.db.commit(txn)?;
-                self.end_transaction_settings(true);
-                Ok(r)
+                let committed = self.commit_txn(txn).await;
+                self.end_transaction_settings(committed.is_ok());
+                committed.map(|_| r)
             }
             (true, Err(e)) => {
                 self.engine.db.rollback(txn);
@@ -340,7 +373,7 @@ impl Session {
     }
 
     /// Completes a COPY FROM STDIN that `execute_statement` started.
-    pub fn finish_copy(
+    pub async fn finish_copy(
         &mut self,
         txn: Transaction,
         implicit: bool,
@@ -351,7 +384,7 @@ impl Session {
             rows: Some(rows),
             oid: None,
         });
-        match self.finish_statement(txn, implicit, r)? {
+        match self.finish_statement(txn, implicit, r).await? {
             StatementResult::Command { rows, .. } => Ok(rows.unwrap_or(0)),
             _ => Ok(0),
         }
@@ -385,9 +418,16 @@ impl Session {
         self.sync_scope_settings();
     }
 
+    /// Publishes the settings to the plan scope (which DataFusion's catalog functions read),
+    /// if they changed since the last time.
     fn sync_scope_settings(&mut self) {
+        let generation = self.settings.generation();
+        if self.scope_settings_generation == Some(generation) {
+            return;
+        }
         *self.scope.settings.lock() = self.settings.all().clone();
         *self.scope.search_path.lock() = self.settings.search_path();
+        self.scope_settings_generation = Some(generation);
     }
 
     fn setting_changed(&mut self, name: &str) {
@@ -406,7 +446,8 @@ impl Session {
                 let tag = if *begin { "BEGIN" } else { "START TRANSACTION" };
                 self.begin_block(modes, tag)
             }
-            Statement::Commit { .. } => Ok(self.commit_block()),
+            // COMMIT waits for the log: see execute_statement.
+            Statement::Commit { .. } => return None,
             Statement::Rollback {
                 savepoint: None, ..
             } => Ok(self.rollback_block()),
@@ -464,20 +505,49 @@ impl Session {
         Ok(StatementResult::TransactionStart(tag.into()))
     }
 
-    fn commit_block(&mut self) -> StatementResult {
-        let tag = match std::mem::replace(&mut self.txn, TxnState::Idle) {
-            TxnState::Idle => "COMMIT",
-            TxnState::Block(t) => match self.engine.db.commit(t) {
-                Ok(_) => "COMMIT",
-                Err(_) => "ROLLBACK",
-            },
+    /// COMMIT: a failed block rolls back instead, as in PostgreSQL; a commit the log refuses
+    /// (disk full, broken log) is an error, and its changes are gone.
+    async fn commit_block(&mut self) -> SqlResult<StatementResult> {
+        let committed = match std::mem::replace(&mut self.txn, TxnState::Idle) {
+            TxnState::Idle => Ok(true),
+            TxnState::Block(t) => self.commit_txn(t).await.map(|_| true),
             TxnState::Failed(t) => {
                 self.engine.db.rollback(t);
-                "ROLLBACK"
+                Ok(false)
             }
         };
-        self.end_transaction_settings(tag == "COMMIT");
-        StatementResult::TransactionEnd(tag.into())
+        self.end_transaction_settings(committed == Ok(true));
+        let tag = if committed.clone()? {
+            "COMMIT"
+        } else {
+            "ROLLBACK"
+        };
+        Ok(StatementResult::TransactionEnd(tag.into()))
+    }
+
+    /// Commits `txn`, first waiting until its redo record (and any catalog change logged
+    /// before it) is flushed, unless synchronous_commit is off. If the log cannot take it, the
+    /// transaction's changes are undone and the error says why.
+    async fn commit_txn(&mut self, txn: Transaction) -> SqlResult<()> {
+        let prepared = self.engine.db.prepare_commit(txn)?;
+        if let Some(d) = &self.engine.durability {
+            let wait = !matches!(
+                self.settings.get("synchronous_commit"),
+                Some("off" | "false" | "no" | "0")
+            );
+            if wait {
+                let lsn = prepared
+                    .durable_at()
+                    .unwrap_or(0)
+                    .max(self.engine.catalog.last_logged_lsn());
+                if let Err(e) = d.wait_flushed(lsn).await {
+                    prepared.abort();
+                    return Err(e);
+                }
+            }
+        }
+        prepared.finish();
+        Ok(())
     }
 
     fn rollback_block(&mut self) -> StatementResult {
@@ -974,7 +1044,7 @@ impl Session {
                 }
                 let (mut txn, implicit) = self.statement_transaction();
                 let result = fastpath::execute(self, &mut txn, &plan, &values).await;
-                return self.finish_statement(txn, implicit, result);
+                return self.finish_statement(txn, implicit, result).await;
             }
         }
         let is_query = matches!(stmt, Statement::Query(ref q) if q.locks.is_empty());
@@ -998,7 +1068,7 @@ impl Session {
                     ))
                 };
                 let result = self.run_plan(plan, params).await;
-                return self.finish_statement(txn, implicit, result);
+                return self.finish_statement(txn, implicit, result).await;
             }
         }
         let mut stmt = stmt;

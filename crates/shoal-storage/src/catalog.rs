@@ -8,6 +8,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Arc;
 
+use serde::{Deserialize, Serialize};
+
 use crate::types::DataType;
 
 pub type Oid = u32;
@@ -19,20 +21,20 @@ pub const PG_CATALOG_NAMESPACE_OID: Oid = 11;
 pub const PUBLIC_NAMESPACE_OID: Oid = 2200;
 pub const INFORMATION_SCHEMA_NAMESPACE_OID: Oid = 13000;
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct SchemaDef {
     pub oid: Oid,
     pub name: String,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Identity {
     /// GENERATED ALWAYS (true) rejects explicit values; BY DEFAULT (false) accepts them.
     pub always: bool,
     pub sequence: Oid,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ColumnDef {
     pub name: String,
     pub data_type: DataType,
@@ -42,7 +44,7 @@ pub struct ColumnDef {
     pub identity: Option<Identity>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ForeignKeyAction {
     NoAction,
     Restrict,
@@ -51,7 +53,7 @@ pub enum ForeignKeyAction {
     SetDefault,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum ConstraintKind {
     PrimaryKey {
         columns: Vec<usize>,
@@ -73,7 +75,7 @@ pub enum ConstraintKind {
     },
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ConstraintDef {
     pub oid: Oid,
     pub name: String,
@@ -81,12 +83,12 @@ pub struct ConstraintDef {
 }
 
 /// How a table stores its rows (PostgreSQL's table access method).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum AccessMethod {
     Heap,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct TableDef {
     pub oid: Oid,
     pub schema: String,
@@ -115,7 +117,7 @@ impl TableDef {
     }
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct IndexDef {
     pub oid: Oid,
     pub schema: String,
@@ -132,7 +134,7 @@ pub struct IndexDef {
     pub primary: bool,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ViewDef {
     pub oid: Oid,
     pub schema: String,
@@ -147,14 +149,14 @@ pub struct ViewDef {
 
 /// A sequence's counter lives outside transactions, as in PostgreSQL: nextval is never rolled
 /// back, so concurrent inserters never wait on each other for ids.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct SequenceState {
     pub last_value: AtomicI64,
     /// False until the first nextval (or setval(..., true)): the first nextval returns start.
     pub is_called: AtomicBool,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct SequenceDef {
     pub oid: Oid,
     pub schema: String,
@@ -167,6 +169,8 @@ pub struct SequenceDef {
     pub cycle: bool,
     /// The column that owns the sequence (serial/identity): dropped with its table.
     pub owned_by: Option<(Oid, usize)>,
+    /// Not in the serialized definition: images store the counter beside it.
+    #[serde(skip)]
     pub state: Arc<SequenceState>,
 }
 
@@ -245,11 +249,11 @@ pub enum CatalogError {
 /// `Arc`s they need, so a running query keeps the definitions it was planned with.
 #[derive(Debug)]
 pub struct Catalog {
-    next_oid: Oid,
+    pub(crate) next_oid: Oid,
     pub schemas: BTreeMap<String, SchemaDef>,
     /// (schema, relation name) → (kind, oid): tables, indexes, sequences and views share it,
     /// as they share pg_class in PostgreSQL.
-    relations: HashMap<(String, String), (RelationKind, Oid)>,
+    pub(crate) relations: HashMap<(String, String), (RelationKind, Oid)>,
     pub tables: BTreeMap<Oid, Arc<TableDef>>,
     pub indexes: BTreeMap<Oid, Arc<IndexDef>>,
     pub sequences: BTreeMap<Oid, Arc<SequenceDef>>,

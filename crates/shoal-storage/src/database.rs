@@ -48,11 +48,27 @@ impl Database {
         self.shared.statement_snapshot(txn)
     }
 
-    /// Commits: logs to the redo sink (if any), stamps the versions, releases locks, wakes
-    /// waiters. Read-only transactions take no timestamp and return their snapshot's.
-    pub fn commit(&self, mut txn: Transaction) -> Result<CommitTs, StorageError> {
+    /// Commits without waiting for the redo log to be flushed: logs to the redo sink (if any),
+    /// stamps the versions, releases locks, wakes waiters. Read-only transactions take no
+    /// timestamp and return their snapshot's.
+    pub fn commit(&self, txn: Transaction) -> Result<CommitTs, StorageError> {
+        Ok(self.prepare_commit(txn)?.finish())
+    }
+
+    /// First half of a durable commit: takes the timestamp and logs the redo record, leaving
+    /// the changes invisible and the rows locked. Wait for the log to be flushed to
+    /// `durable_at()`, then call `finish` (or `abort` if the flush failed).
+    pub fn prepare_commit(&self, mut txn: Transaction) -> Result<PreparedCommit, StorageError> {
         self.check_owner(&txn);
-        self.shared.commit(&mut txn)
+        let (ts, durable_at) = self.shared.prepare_commit(&mut txn)?;
+        // A read-only transaction has already ended: nothing is left to finish.
+        let pending = (!txn.writes.is_empty()).then_some(txn);
+        Ok(PreparedCommit {
+            shared: self.shared.clone(),
+            txn: pending,
+            ts,
+            durable_at,
+        })
     }
 
     pub fn rollback(&self, mut txn: Transaction) {
@@ -133,8 +149,69 @@ impl Database {
         self.shared.oldest_active_snapshot()
     }
 
+    /// Where a checkpoint taken now must start replaying the log: the first record of a commit
+    /// still in flight, else `log_end`. Call it while no record can be appended, then take the
+    /// checkpoint's snapshot: every record before the returned position is visible to it.
+    pub fn replay_start(&self, log_end: u64) -> u64 {
+        self.shared.replay_start(log_end)
+    }
+
+    /// Recovery: after loading rows stamped with timestamps up to `ts`, new commits continue
+    /// after it. Only before any transaction runs.
+    pub fn restart_clock_at(&self, ts: CommitTs) {
+        self.shared.restart_clock_at(ts)
+    }
+
     /// Newest fully committed timestamp (what a new snapshot would read at).
     pub fn stable_ts(&self) -> CommitTs {
         self.shared.clock.stable()
+    }
+}
+
+/// A commit between its two halves: logged, not yet visible. Dropping it unfinished finishes
+/// it: the record is in the log, so the transaction counts as committed even if nobody waits
+/// for the flush any more (a client that vanished mid-commit).
+#[must_use = "finish or abort the commit"]
+pub struct PreparedCommit {
+    shared: Arc<TxnShared>,
+    /// None once ended (or when the transaction was read-only).
+    txn: Option<Transaction>,
+    ts: CommitTs,
+    durable_at: Option<u64>,
+}
+
+impl PreparedCommit {
+    /// The commit timestamp.
+    pub fn ts(&self) -> CommitTs {
+        self.ts
+    }
+
+    /// The log position that must be flushed before the commit is durable; None when nothing
+    /// was logged.
+    pub fn durable_at(&self) -> Option<u64> {
+        self.durable_at
+    }
+
+    /// Makes the changes visible and releases the locks.
+    pub fn finish(mut self) -> CommitTs {
+        if let Some(mut txn) = self.txn.take() {
+            self.shared.finish_commit(&mut txn, self.ts);
+        }
+        self.ts
+    }
+
+    /// The log could not be flushed: undoes the changes.
+    pub fn abort(mut self) {
+        if let Some(mut txn) = self.txn.take() {
+            self.shared.abort_prepared(&mut txn, self.ts);
+        }
+    }
+}
+
+impl Drop for PreparedCommit {
+    fn drop(&mut self) {
+        if let Some(mut txn) = self.txn.take() {
+            self.shared.finish_commit(&mut txn, self.ts);
+        }
     }
 }

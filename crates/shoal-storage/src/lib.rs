@@ -5,11 +5,13 @@
 //! and errors carrying PostgreSQL SQLSTATEs.
 
 pub mod catalog;
+pub mod catalog_image;
 pub mod database;
 pub mod error;
 pub mod gc;
 pub mod index;
 pub mod key_codec;
+pub mod recovery;
 pub mod row_codec;
 pub mod table;
 pub mod txn;
@@ -18,7 +20,7 @@ pub mod types;
 pub type TableId = u64;
 pub type IndexId = u64;
 
-pub use database::Database;
+pub use database::{Database, PreparedCommit};
 pub use error::StorageError;
 pub use gc::GcStats;
 pub use index::IndexDef;

@@ -106,7 +106,7 @@ impl ChainState {
 }
 
 impl RowChain {
-    fn new(row_id: u64, v: Version) -> RowChain {
+    pub(crate) fn new(row_id: u64, v: Version) -> RowChain {
         RowChain {
             row_id,
             state: Mutex::new(ChainState {
@@ -247,7 +247,7 @@ pub(crate) struct Heap {
 }
 
 impl Heap {
-    fn append(&self, row: RowRef) {
+    pub(crate) fn append(&self, row: RowRef) {
         if let Some(last) = self.chunks.read().last() {
             let mut c = last.lock();
             if c.len() < HEAP_CHUNK_ROWS {
@@ -293,7 +293,7 @@ pub struct RowTable {
     pub(crate) shared: Arc<TxnShared>,
     pub(crate) shape: RwLock<TableShape>,
     pub(crate) heap: Heap,
-    next_row_id: AtomicU64,
+    pub(crate) next_row_id: AtomicU64,
     dropped: AtomicBool,
     pub(crate) gc_cursor: Mutex<GcCursor>,
 }
@@ -386,15 +386,26 @@ impl RowTable {
         self.check_alive()?;
         row_codec::check_row(&shape.types, row)?;
         let data: Arc<[u8]> = Arc::from(row_codec::encode_vec(&shape.types, row));
-        self.shared.ensure_writer(txn);
         let row_id = self.next_row_id.fetch_add(1, Ordering::Relaxed);
+        self.insert_encoded(&shape, txn, row_id, data)
+    }
+
+    /// Links a new row with these bytes and id into the heap and indexes.
+    pub(crate) fn insert_encoded(
+        &self,
+        shape: &TableShape,
+        txn: &mut Transaction,
+        row_id: u64,
+        data: Arc<[u8]>,
+    ) -> Result<InsertOutcome, StorageError> {
+        self.shared.ensure_writer(txn);
         let version = Version {
             begin: txn_stamp(txn.id()),
             end: END_UNSET,
             data: data.clone(),
         };
         let chain = Arc::new(RowChain::new(row_id, version));
-        if let Err(conflict) = self.index_new_version(&shape, txn.id(), &chain, &data, None) {
+        if let Err(conflict) = self.index_new_version(shape, txn.id(), &chain, &data, None) {
             // Whoever found the chain through an index meanwhile now sees an empty row.
             chain.state.lock().head = None;
             return match conflict {
@@ -619,11 +630,24 @@ impl RowTable {
     /// Calls `f` with every row visible to `snap` and its encoded bytes until `f` returns false.
     /// Rows inserted after the scan started are not visited (INSERT ... SELECT from the same
     /// table terminates).
-    pub fn scan(&self, snap: &Snapshot, mut f: impl FnMut(&RowRef, &[u8]) -> bool) {
+    pub fn scan(&self, snap: &Snapshot, f: impl FnMut(&RowRef, &[u8]) -> bool) {
+        self.scan_part(snap, 0, 1, f)
+    }
+
+    /// `scan` over one of `parts` disjoint slices of the heap (every `parts`-th chunk from
+    /// `part`), so several threads can scan one table together (checkpoints do).
+    pub fn scan_part(
+        &self,
+        snap: &Snapshot,
+        part: usize,
+        parts: usize,
+        mut f: impl FnMut(&RowRef, &[u8]) -> bool,
+    ) {
+        assert!(part < parts, "part {part} of {parts}");
         let _shape = self.shape.read_recursive();
         let row_id_end = self.next_row_id.load(Ordering::Relaxed);
         let mut rows: Vec<RowRef> = Vec::with_capacity(HEAP_CHUNK_ROWS);
-        for chunk in self.heap.chunks() {
+        for chunk in self.heap.chunks().into_iter().skip(part).step_by(parts) {
             rows.clear();
             rows.extend(chunk.lock().iter().cloned());
             for r in &rows {

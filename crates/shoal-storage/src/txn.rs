@@ -82,8 +82,15 @@ pub(crate) struct CommitClock {
 
 struct CommitQueue {
     next_ts: CommitTs,
-    /// Commits that took a timestamp, in timestamp order, with whether they finished.
-    in_flight: VecDeque<(CommitTs, bool)>,
+    /// Commits that took a timestamp, in timestamp order, with where their redo record starts
+    /// in the log and whether they finished.
+    in_flight: VecDeque<InFlightCommit>,
+}
+
+struct InFlightCommit {
+    ts: CommitTs,
+    log_pos: u64,
+    finished: bool,
 }
 
 impl CommitClock {
@@ -101,12 +108,40 @@ impl CommitClock {
         self.stable_ts.load(Ordering::Acquire)
     }
 
-    fn begin_commit(&self) -> CommitTs {
+    /// Takes the next timestamp for a commit whose redo record starts at `log_pos` (0 when
+    /// nothing is logged).
+    fn begin_commit(&self, log_pos: u64) -> CommitTs {
         let mut q = self.queue.lock();
         let ts = q.next_ts;
         q.next_ts += 1;
-        q.in_flight.push_back((ts, false));
+        debug_assert!(
+            q.in_flight.back().is_none_or(|c| c.log_pos <= log_pos),
+            "log order must follow timestamp order"
+        );
+        q.in_flight.push_back(InFlightCommit {
+            ts,
+            log_pos,
+            finished: false,
+        });
         ts
+    }
+
+    /// Where the oldest commit that has not finished stamping starts in the log: every record
+    /// before it belongs to a commit a new snapshot sees.
+    fn first_unfinished_log_pos(&self) -> Option<u64> {
+        let q = self.queue.lock();
+        q.in_flight.iter().find(|c| !c.finished).map(|c| c.log_pos)
+    }
+
+    /// Recovery: the next commit takes `ts + 1`, and snapshots see everything up to `ts`.
+    fn restart_at(&self, ts: CommitTs) {
+        let mut q = self.queue.lock();
+        assert!(
+            q.in_flight.is_empty(),
+            "restarting the clock under running commits"
+        );
+        q.next_ts = ts + 1;
+        self.stable_ts.store(ts, Ordering::Release);
     }
 
     /// Marks `ts` finished and advances the watermark past every finished prefix.
@@ -116,15 +151,15 @@ impl CommitClock {
             .in_flight
             .front()
             .expect("finishing a commit that never began")
-            .0;
+            .ts;
         let slot = &mut q.in_flight[(ts - front) as usize];
-        debug_assert_eq!(slot.0, ts);
-        slot.1 = true;
-        while q.in_flight.front().is_some_and(|c| c.1) {
+        debug_assert_eq!(slot.ts, ts);
+        slot.finished = true;
+        while q.in_flight.front().is_some_and(|c| c.finished) {
             q.in_flight.pop_front();
         }
         let stable = match q.in_flight.front() {
-            Some(&(first_unfinished, _)) => first_unfinished - 1,
+            Some(first_unfinished) => first_unfinished.ts - 1,
             None => q.next_ts - 1,
         };
         debug_assert!(
@@ -154,10 +189,18 @@ pub enum ChangeKind {
     Delete,
 }
 
-/// Where committed changes go before they become visible (the WAL, later). An error aborts the
+/// Where committed changes go before they become visible: the redo log. An error aborts the
 /// transaction with `StorageError::CommitFailed`.
 pub trait RedoSink: Send + Sync {
-    fn log_commit(&self, commit_ts: CommitTs, changes: &[RedoChange<'_>]) -> Result<(), String>;
+    /// Appends one commit's changes. Calls `take_ts` exactly once, with the position the record
+    /// starts at, while no other record can be appended: log order is then commit-timestamp
+    /// order, which recovery and checkpoints rely on. Returns the log position the commit is
+    /// durable at once the log is flushed that far.
+    fn log_commit(
+        &self,
+        take_ts: &mut dyn FnMut(u64) -> CommitTs,
+        changes: &[RedoChange<'_>],
+    ) -> Result<u64, String>;
 }
 
 /// One write of a transaction, kept for stamping at commit, undo at rollback and redo.
@@ -375,38 +418,26 @@ impl TxnShared {
         s
     }
 
-    pub(crate) fn commit(&self, txn: &mut Transaction) -> Result<CommitTs, StorageError> {
+    /// First half of a commit: takes the commit timestamp and logs the redo record. The
+    /// versions stay unstamped (invisible) and the locks held until `finish_commit`, which the
+    /// caller runs once the record is durable enough for it. Returns the timestamp and the log
+    /// position to wait for; read-only transactions end at once and return their snapshot's
+    /// timestamp and no position.
+    pub(crate) fn prepare_commit(
+        &self,
+        txn: &mut Transaction,
+    ) -> Result<(CommitTs, Option<u64>), StorageError> {
         assert!(!txn.finished, "transaction already ended");
         txn.finished = true;
         if txn.writes.is_empty() {
             // Read-only (maybe with row locks): nothing to stamp, no timestamp needed.
             let ts = txn.snapshot.map_or_else(|| self.clock.stable(), |s| s.ts);
             self.end(txn);
-            return Ok(ts);
+            return Ok((ts, None));
         }
-        let ts = self.clock.begin_commit();
-        if let Err(msg) = self.log_redo(ts, txn) {
-            self.undo_writes(txn, 0);
-            self.clock.finish_commit(ts);
-            self.end(txn);
-            return Err(StorageError::CommitFailed(msg));
-        }
-        let mut last: Option<*const crate::table::RowChain> = None;
-        for w in &txn.writes {
-            // Consecutive writes to one row stamp it once.
-            if last != Some(Arc::as_ptr(&w.chain)) {
-                w.chain.stamp(txn.id, ts);
-                last = Some(Arc::as_ptr(&w.chain));
-            }
-        }
-        self.clock.finish_commit(ts);
-        self.end(txn);
-        Ok(ts)
-    }
-
-    fn log_redo(&self, ts: CommitTs, txn: &Transaction) -> Result<(), String> {
-        let Some(sink) = self.redo_sink.read().clone() else {
-            return Ok(());
+        let sink = self.redo_sink.read().clone();
+        let Some(sink) = sink else {
+            return Ok((self.clock.begin_commit(0), None));
         };
         let changes: Vec<RedoChange<'_>> = txn
             .writes
@@ -418,7 +449,58 @@ impl TxnShared {
                 row: &w.row,
             })
             .collect();
-        sink.log_commit(ts, &changes)
+        let mut ts = None;
+        let logged = sink.log_commit(
+            &mut |log_pos| *ts.insert(self.clock.begin_commit(log_pos)),
+            &changes,
+        );
+        drop(changes);
+        match (logged, ts) {
+            (Ok(pos), Some(ts)) => Ok((ts, Some(pos))),
+            (Ok(_), None) => unreachable!("redo sink did not take a commit timestamp"),
+            (Err(msg), ts) => {
+                self.undo_writes(txn, 0);
+                if let Some(ts) = ts {
+                    self.clock.finish_commit(ts);
+                }
+                self.end(txn);
+                Err(StorageError::CommitFailed(msg))
+            }
+        }
+    }
+
+    /// Second half of a commit: stamps the versions with `ts`, releases locks, wakes waiters.
+    pub(crate) fn finish_commit(&self, txn: &mut Transaction, ts: CommitTs) {
+        debug_assert!(txn.finished);
+        let mut last: Option<*const crate::table::RowChain> = None;
+        for w in &txn.writes {
+            // Consecutive writes to one row stamp it once.
+            if last != Some(Arc::as_ptr(&w.chain)) {
+                w.chain.stamp(txn.id, ts);
+                last = Some(Arc::as_ptr(&w.chain));
+            }
+        }
+        self.clock.finish_commit(ts);
+        self.end(txn);
+    }
+
+    /// Ends a prepared commit whose redo record could not be made durable: its changes are
+    /// undone, as if it had rolled back.
+    pub(crate) fn abort_prepared(&self, txn: &mut Transaction, ts: CommitTs) {
+        debug_assert!(txn.finished);
+        self.undo_writes(txn, 0);
+        self.clock.finish_commit(ts);
+        self.end(txn);
+    }
+
+    /// Where a checkpoint's log replay must start: the first record of a commit that has not
+    /// finished stamping, or `log_end` when none is in flight.
+    pub(crate) fn replay_start(&self, log_end: u64) -> u64 {
+        self.clock.first_unfinished_log_pos().unwrap_or(log_end)
+    }
+
+    pub(crate) fn restart_clock_at(&self, ts: CommitTs) {
+        self.clock.restart_at(ts)
     }
 
     pub(crate) fn rollback(&self, txn: &mut Transaction) {
@@ -596,8 +678,8 @@ mod tests {
     #[test]
     fn watermark_waits_for_earlier_commits() {
         let c = CommitClock::new();
-        let a = c.begin_commit();
-        let b = c.begin_commit();
+        let a = c.begin_commit(0);
+        let b = c.begin_commit(0);
         c.finish_commit(b);
         assert_eq!(
             c.stable(),

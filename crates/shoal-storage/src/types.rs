@@ -6,7 +6,7 @@ use std::cmp::Ordering;
 
 /// A column's declared type. Parameters (numeric precision/scale, varchar/char length) are kept
 /// because they are part of the table's definition that psql shows and inserts must respect.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum DataType {
     Bool,
     Int16,

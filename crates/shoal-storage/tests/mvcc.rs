@@ -601,7 +601,11 @@ struct RecordingSink {
 }
 
 impl RedoSink for RecordingSink {
-    fn log_commit(&self, commit_ts: CommitTs, changes: &[RedoChange<'_>]) -> Result<(), String> {
+    fn log_commit(
+        &self,
+        take_ts: &mut dyn FnMut(u64) -> CommitTs,
+        changes: &[RedoChange<'_>],
+    ) -> Result<u64, String> {
         if *self.fail.lock().unwrap() {
             return Err("disk full".into());
         }
@@ -609,8 +613,10 @@ impl RedoSink for RecordingSink {
             .iter()
             .map(|c| (c.table, c.kind, c.row_id, c.row.to_vec()))
             .collect();
-        self.commits.lock().unwrap().push((commit_ts, c));
-        Ok(())
+        let mut commits = self.commits.lock().unwrap();
+        let log_pos = commits.len() as u64;
+        commits.push((take_ts(log_pos), c));
+        Ok(log_pos + 1)
     }
 }
 

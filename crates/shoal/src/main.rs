@@ -4,6 +4,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
+use shoal_sql::durability::DurabilityOptions;
 
 #[derive(Parser)]
 #[command(
@@ -24,9 +25,20 @@ enum Command {
         /// must not be reachable from other machines.
         #[arg(long, default_value = "127.0.0.1:5432")]
         listen: SocketAddr,
-        /// Data directory (created if missing). Nothing is persisted yet: see the README.
+        /// Data directory (created if missing): the redo log and checkpoints.
         #[arg(long, default_value = "./shoal-data")]
         data_dir: PathBuf,
+        /// Default of the synchronous_commit setting. `off` acknowledges commits before their
+        /// redo record is flushed: a crash loses at most the last ~10 ms of commits, never
+        /// part of one.
+        #[arg(long, default_value = "on", value_parser = ["on", "off"])]
+        synchronous_commit: String,
+        /// Start a checkpoint after this many MiB of redo log.
+        #[arg(long, default_value_t = 256)]
+        checkpoint_log_mb: u64,
+        /// Start a checkpoint after this many seconds if anything was logged.
+        #[arg(long, default_value_t = 300)]
+        checkpoint_interval_s: u64,
     },
 }
 
@@ -38,7 +50,13 @@ fn main() {
         .init();
     let cli = Cli::parse();
     match cli.command {
-        Command::Serve { listen, data_dir } => {
+        Command::Serve {
+            listen,
+            data_dir,
+            synchronous_commit,
+            checkpoint_log_mb,
+            checkpoint_interval_s,
+        } => {
             if !listen.ip().is_loopback() {
                 eprintln!(
                     "shoal: refusing to listen on {listen}: Shoal has no authentication yet, so it only listens on loopback addresses"
@@ -69,12 +87,53 @@ fn main() {
                     env!("CARGO_PKG_VERSION"),
                     data_dir.display()
                 );
-                let engine = shoal_sql::Engine::new();
-                if let Err(e) = shoal_server::serve(listener, engine).await {
-                    eprintln!("shoal: server stopped: {e}");
-                    std::process::exit(1);
+                let options = DurabilityOptions {
+                    synchronous_commit: synchronous_commit == "on",
+                    checkpoint_log_bytes: checkpoint_log_mb << 20,
+                    checkpoint_interval_s,
+                    ..DurabilityOptions::default()
+                };
+                let dir = data_dir.clone();
+                let opened =
+                    tokio::task::spawn_blocking(move || shoal_sql::Engine::open(&dir, options))
+                        .await
+                        .expect("recovery thread");
+                let engine = match opened {
+                    Ok((engine, report)) => {
+                        tracing::info!("recovery: {report}");
+                        engine
+                    }
+                    Err(e) => {
+                        eprintln!(
+                            "shoal: cannot open data directory {}: {e}",
+                            data_dir.display()
+                        );
+                        std::process::exit(1);
+                    }
+                };
+                tokio::select! {
+                    r = shoal_server::serve(listener, engine.clone()) => {
+                        if let Err(e) = r {
+                            eprintln!("shoal: server stopped: {e}");
+                            std::process::exit(1);
+                        }
+                    }
+                    _ = shutdown_signal() => {
+                        tracing::info!("shutting down: flushing the redo log");
+                        engine.shutdown();
+                    }
                 }
             });
         }
+    }
+}
+
+/// SIGTERM (what init systems and `pg_ctl`-style tools send) or Ctrl-C.
+async fn shutdown_signal() {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .expect("install the SIGTERM handler");
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = tokio::signal::ctrl_c() => {}
     }
 }

@@ -526,7 +526,7 @@ impl CopyHandler for ConnectionHandler {
             return Ok(());
         };
         let loaded = shoal_sql::copy::load(&session, &req, &mut txn, &data).await;
-        let result = session.finish_copy(txn, implicit, loaded);
+        let result = session.finish_copy(txn, implicit, loaded).await;
         client.set_transaction_status(status_of(session.transaction_status()));
         match result {
             Ok(rows) => {
@@ -550,14 +550,16 @@ impl CopyHandler for ConnectionHandler {
         if let Some((mut req, _)) = self.copy.lock().await.take() {
             let mut session = self.session.lock().await;
             if let Some((txn, implicit)) = req.txn.take() {
-                let _ = session.finish_copy(
-                    txn,
-                    implicit,
-                    Err(SqlError::new(
-                        shoal_sql::error::code::QUERY_CANCELED,
-                        "COPY failed",
-                    )),
-                );
+                let _ = session
+                    .finish_copy(
+                        txn,
+                        implicit,
+                        Err(SqlError::new(
+                            shoal_sql::error::code::QUERY_CANCELED,
+                            "COPY failed",
+                        )),
+                    )
+                    .await;
                 client.set_transaction_status(status_of(session.transaction_status()));
             }
         }

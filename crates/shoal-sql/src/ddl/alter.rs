@@ -448,6 +448,7 @@ pub(super) async fn alter_table(
                     row.push(fill.clone());
                     row
                 })?;
+                session.engine.log_table_rewrite(&table)?;
                 let mut new_def = (*def).clone();
                 new_def.columns.push(col);
                 session.engine.catalog.write().replace_table(new_def)?;
@@ -678,6 +679,7 @@ fn drop_column(session: &Session, def: &TableDef, pos: usize, cascade: bool) -> 
         }
         row
     })?;
+    session.engine.log_table_rewrite(&table)?;
     session
         .engine
         .catalog

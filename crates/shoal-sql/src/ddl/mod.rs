@@ -214,6 +214,7 @@ async fn truncate(
             if matches!(seq.owned_by, Some((owner, _)) if tables.iter().any(|(d, _)| d.oid == owner))
             {
                 seq.set_value(seq.start, false);
+                session.engine.log_sequence(seq);
             }
         }
     }

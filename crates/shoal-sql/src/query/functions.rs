@@ -275,6 +275,7 @@ pub fn nextval(scope: &PlanScope, name: &str) -> Result<i64, SqlError> {
             ),
         )
     })?;
+    scope.engine.log_sequence(&seq);
     scope.sequence_last.lock().insert(oid, v);
     Ok(v)
 }
@@ -478,6 +479,7 @@ pub fn register(state: &mut datafusion::execution::SessionState, scope: Arc<Plan
                 )));
             }
             seq.set_value(value, is_called);
+            sc.engine.log_sequence(&seq);
             if is_called {
                 sc.sequence_last.lock().insert(oid, value);
             }

@@ -51,16 +51,62 @@ impl ShoalServer {
         matches!(self.child.try_wait(), Ok(None))
     }
 
+    /// Starts a server with extra `shoal serve` flags.
+    pub fn start_with(args: &[&str]) -> ShoalServer {
+        let port = free_port();
+        let data_dir = unique_data_dir(port);
+        ShoalServer::start_in(data_dir, args).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// Starts a server on a data directory that may hold a database already (restarts).
+    pub fn start_in(data_dir: PathBuf, args: &[&str]) -> Result<ShoalServer, String> {
+        ShoalServer::spawn(free_port(), data_dir, args)
+    }
+
+    pub fn data_dir(&self) -> &std::path::Path {
+        &self.data_dir
+    }
+
+    /// Kills the server with SIGKILL (a crash: nothing is flushed or cleaned up) and keeps its
+    /// data directory; returns the directory for a restart.
+    pub fn crash(mut self) -> PathBuf {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let dir = std::mem::take(&mut self.data_dir);
+        std::mem::forget(self);
+        dir
+    }
+
+    /// Stops the server with SIGTERM, waits for it to exit, and returns the exit status and
+    /// the data directory.
+    pub fn terminate(mut self) -> (std::process::ExitStatus, PathBuf) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let status = self.child.wait().expect("wait for shoal");
+        let dir = std::mem::take(&mut self.data_dir);
+        std::mem::forget(self);
+        (status, dir)
+    }
+
     fn try_start() -> Result<ShoalServer, String> {
         let port = free_port();
+        ShoalServer::spawn(port, unique_data_dir(port), &[])
+    }
+
+    fn spawn(port: u16, data_dir: PathBuf, args: &[&str]) -> Result<ShoalServer, String> {
         let addr = format!("127.0.0.1:{port}");
-        let data_dir = unique_data_dir(port);
         std::fs::create_dir_all(&data_dir).expect("create shoal data dir");
         let stderr_path = data_dir.with_extension("stderr");
-        let stderr = std::fs::File::create(&stderr_path).expect("create shoal stderr file");
+        let stderr = std::fs::File::options()
+            .create(true)
+            .append(true)
+            .open(&stderr_path)
+            .expect("create shoal stderr file");
         let child = Command::new(env!("CARGO_BIN_EXE_shoal"))
             .args(["serve", "--listen", &addr, "--data-dir"])
             .arg(&data_dir)
+            .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(stderr)

@@ -1,0 +1,92 @@
+//! The catalog behind its lock, with one addition: a write guard that changed the catalog logs
+//! the new catalog image to the redo log before it lets go of the lock. DDL is spread over many
+//! statements and helpers; logging at the guard means none of them can forget, and no other
+//! session can use the new definitions (and log commits against them) before the log has them.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+use shoal_storage::catalog::Catalog;
+use shoal_wal::{Lsn, Record, Wal};
+
+pub struct CatalogLock {
+    catalog: RwLock<Catalog>,
+    /// Set once recovery is done; recovery itself changes the catalog without logging.
+    wal: OnceLock<Arc<Wal>>,
+    /// End of the newest catalog record: a DDL statement is durable once the log is flushed
+    /// this far.
+    last_logged_lsn: AtomicU64,
+}
+
+impl CatalogLock {
+    pub fn new(catalog: Catalog) -> CatalogLock {
+        CatalogLock {
+            catalog: RwLock::new(catalog),
+            wal: OnceLock::new(),
+            last_logged_lsn: AtomicU64::new(0),
+        }
+    }
+
+    pub fn read(&self) -> RwLockReadGuard<'_, Catalog> {
+        self.catalog.read()
+    }
+
+    pub fn write(&self) -> CatalogWriteGuard<'_> {
+        let guard = self.catalog.write();
+        let version_before = guard.version;
+        CatalogWriteGuard {
+            guard,
+            version_before,
+            lock: self,
+        }
+    }
+
+    /// From now on every catalog change is logged.
+    pub(crate) fn start_logging(&self, wal: Arc<Wal>) {
+        assert!(self.wal.set(wal).is_ok(), "catalog logging started twice");
+    }
+
+    pub fn last_logged_lsn(&self) -> Lsn {
+        self.last_logged_lsn.load(Ordering::Acquire)
+    }
+}
+
+pub struct CatalogWriteGuard<'a> {
+    guard: RwLockWriteGuard<'a, Catalog>,
+    version_before: u64,
+    lock: &'a CatalogLock,
+}
+
+impl std::ops::Deref for CatalogWriteGuard<'_> {
+    type Target = Catalog;
+    fn deref(&self) -> &Catalog {
+        &self.guard
+    }
+}
+
+impl std::ops::DerefMut for CatalogWriteGuard<'_> {
+    fn deref_mut(&mut self) -> &mut Catalog {
+        &mut self.guard
+    }
+}
+
+impl Drop for CatalogWriteGuard<'_> {
+    fn drop(&mut self) {
+        if self.guard.version == self.version_before {
+            return;
+        }
+        let Some(wal) = self.lock.wal.get() else {
+            return;
+        };
+        let image = self.guard.to_image();
+        match wal.append(&Record::Catalog { image: &image }) {
+            Ok(lsn) => {
+                self.lock.last_logged_lsn.fetch_max(lsn, Ordering::AcqRel);
+            }
+            // The change is made in memory and cannot be refused from a destructor; the log is
+            // broken, so every later commit fails and says why.
+            Err(e) => tracing::error!("could not log a catalog change: {e}"),
+        }
+    }
+}

@@ -1,0 +1,99 @@
+//! Checkpoints: every table's rows as of one snapshot, written in parallel while writers go on,
+//! so recovery loads them instead of replaying the whole log, and the log before them can go.
+//!
+//! The cut: while no record can be appended, take the log position of the oldest commit that is
+//! still stamping (or the log's end) as the replay start P, then take the snapshot. Every
+//! record before P belongs to a commit the snapshot sees; records after P are replayed, and
+//! replay is idempotent per row, so the few commits both in the snapshot and after P are
+//! harmless. The catalog image is read after P, so it holds every DDL logged before P.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use shoal_storage::{Database, IsolationLevel, RowTable};
+use shoal_wal::{Lsn, TablePart};
+
+use super::{wal_error, CatalogLock, Durability};
+use crate::error::SqlError;
+
+/// Tables smaller than this are written by one thread.
+const PARALLEL_TABLE_ROWS_MIN: usize = 100_000;
+
+#[derive(Debug)]
+pub struct CheckpointReport {
+    pub id: u64,
+    pub start_lsn: Lsn,
+    pub rows: u64,
+    pub bytes: u64,
+    pub elapsed: Duration,
+    pub removed_segments: usize,
+}
+
+impl Durability {
+    /// Writes a checkpoint and removes the log it covers. Blocks: call it off the async
+    /// runtime.
+    pub fn checkpoint(
+        &self,
+        db: &Arc<Database>,
+        catalog: &CatalogLock,
+    ) -> Result<CheckpointReport, SqlError> {
+        let _one_at_a_time = self.checkpoint_running.lock();
+        let started = Instant::now();
+        let (start_lsn, mut txn) = self.wal.with_append_lock(|next_lsn| {
+            let start = db.replay_start(next_lsn);
+            let mut txn = db.begin(IsolationLevel::RepeatableRead);
+            db.statement_snapshot(&mut txn);
+            (start, txn)
+        });
+        let snapshot = db.statement_snapshot(&mut txn);
+        let (image, tables) = {
+            let c = catalog.read();
+            let tables: Vec<Arc<RowTable>> = c
+                .tables
+                .keys()
+                .filter_map(|oid| db.table(*oid as u64))
+                .collect();
+            (c.to_image(), tables)
+        };
+        let threads = self.options.checkpoint_threads.max(1);
+        let mut parts: Vec<TablePart<'_>> = Vec::new();
+        for table in &tables {
+            let n = if table.row_count_estimate() >= PARALLEL_TABLE_ROWS_MIN {
+                threads
+            } else {
+                1
+            };
+            for part in 0..n {
+                let table = table.clone();
+                parts.push(TablePart {
+                    table: table.id(),
+                    part: part as u32,
+                    produce: Box::new(move |sink| {
+                        let mut result = Ok(());
+                        table.scan_part(&snapshot, part, n, |row, data| {
+                            result = sink(row.row_id(), data);
+                            result.is_ok()
+                        });
+                        result
+                    }),
+                });
+            }
+        }
+        let info = shoal_wal::write_checkpoint(&self.data_dir, start_lsn, &image, parts, threads)
+            .map_err(wal_error)?;
+        db.rollback(txn);
+        self.last_checkpoint_lsn.store(start_lsn, Ordering::Release);
+        let removed_segments = self.wal.remove_segments_before(start_lsn).map_err(|e| {
+            SqlError::new("58030", format!("could not remove old log segments: {e}"))
+        })?;
+        Ok(CheckpointReport {
+            id: info.id,
+            start_lsn,
+            rows: info.rows,
+            bytes: info.bytes,
+            elapsed: started.elapsed(),
+            removed_segments,
+        })
+    }
+}

@@ -1,0 +1,142 @@
+//! Durability seen from the SQL layer: opening the data directory (recovery), the redo sink
+//! that puts every commit into the log, logging of catalog changes, sequences and table
+//! rewrites, waiting for the log at commit (`synchronous_commit`), and checkpoints. The log and
+//! checkpoint formats themselves live in the shoal-wal crate.
+
+mod catalog_lock;
+mod checkpoint;
+mod recovery;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use shoal_storage::catalog::SequenceDef;
+use shoal_storage::{CommitTs, RedoChange, RedoSink, RowTable};
+use shoal_wal::{Lsn, Record, Wal, WalError, WalOptions};
+
+use crate::error::SqlError;
+
+pub use catalog_lock::{CatalogLock, CatalogWriteGuard};
+pub use checkpoint::CheckpointReport;
+pub(crate) use recovery::recover;
+pub use recovery::RecoveryReport;
+
+/// How the server keeps data: set by `shoal serve` flags.
+#[derive(Clone, Debug)]
+pub struct DurabilityOptions {
+    /// Default of the `synchronous_commit` setting for new sessions.
+    pub synchronous_commit: bool,
+    /// A checkpoint starts when this much log was written since the last one...
+    pub checkpoint_log_bytes: u64,
+    /// ...or when this much time passed and anything was logged.
+    pub checkpoint_interval_s: u64,
+    /// Threads that write and load checkpoint files.
+    pub checkpoint_threads: usize,
+    pub wal: WalOptions,
+}
+
+impl Default for DurabilityOptions {
+    fn default() -> Self {
+        DurabilityOptions {
+            synchronous_commit: true,
+            checkpoint_log_bytes: 256 << 20,
+            checkpoint_interval_s: 300,
+            checkpoint_threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            wal: WalOptions::default(),
+        }
+    }
+}
+
+/// The open log of a running server.
+pub struct Durability {
+    pub data_dir: PathBuf,
+    pub wal: Arc<Wal>,
+    pub options: DurabilityOptions,
+    /// One checkpoint at a time.
+    checkpoint_running: Mutex<()>,
+    /// Where the newest checkpoint's log replay starts (what its log bytes are counted from).
+    last_checkpoint_lsn: AtomicU64,
+}
+
+impl Durability {
+    fn new(data_dir: &Path, wal: Arc<Wal>, options: DurabilityOptions, start: Lsn) -> Durability {
+        Durability {
+            data_dir: data_dir.to_path_buf(),
+            wal,
+            options,
+            checkpoint_running: Mutex::new(()),
+            last_checkpoint_lsn: AtomicU64::new(start),
+        }
+    }
+
+    /// Logs a sequence's counter (nextval, setval, RESTART). It becomes durable with the next
+    /// flush, at the latest with the commit of the transaction that used the value.
+    pub fn log_sequence(&self, seq: &SequenceDef) {
+        let record = Record::Sequence {
+            oid: seq.oid,
+            last_value: seq.state.last_value.load(Ordering::Acquire),
+            is_called: seq.state.is_called.load(Ordering::Acquire),
+        };
+        if let Err(e) = self.wal.append(&record) {
+            tracing::error!("could not log sequence {}: {e}", seq.name);
+        }
+    }
+
+    /// Logs a table's whole content after a rewrite (ALTER TABLE changing columns). Log it
+    /// before the catalog change that goes with it: recovery installs the image when it meets
+    /// that catalog record, and drops an image that no catalog record follows.
+    pub fn log_table_rewrite(&self, table: &RowTable) -> Result<(), SqlError> {
+        let snapshot = shoal_storage::Snapshot {
+            ts: CommitTs::MAX >> 1,
+            txn: 0,
+        };
+        let mut rows: Vec<(u64, Arc<[u8]>)> = Vec::new();
+        table.scan(&snapshot, |row, data| {
+            rows.push((row.row_id(), Arc::from(data)));
+            true
+        });
+        self.wal
+            .append_table_image(table.id(), rows.iter().map(|(id, d)| (*id, &d[..])))
+            .map(|_| ())
+            .map_err(wal_error)
+    }
+
+    /// Waits until the log is flushed to `lsn` (a commit or catalog record's end).
+    pub async fn wait_flushed(&self, lsn: Lsn) -> Result<(), SqlError> {
+        if self.wal.flushed_lsn() >= lsn {
+            return Ok(());
+        }
+        self.wal.wait_flushed(lsn).await.map_err(wal_error)
+    }
+
+    /// Whether enough log has piled up since the last checkpoint to start one.
+    pub(crate) fn checkpoint_due(&self, since_last: Duration) -> bool {
+        let bytes = self
+            .wal
+            .bytes_since(self.last_checkpoint_lsn.load(Ordering::Acquire));
+        bytes >= self.options.checkpoint_log_bytes
+            || (bytes > 0 && since_last.as_secs() >= self.options.checkpoint_interval_s)
+    }
+}
+
+/// The redo sink storage commits through.
+struct WalSink(Arc<Wal>);
+
+impl RedoSink for WalSink {
+    fn log_commit(
+        &self,
+        take_ts: &mut dyn FnMut(u64) -> CommitTs,
+        changes: &[RedoChange<'_>],
+    ) -> Result<u64, String> {
+        self.0
+            .append_commit(take_ts, changes)
+            .map_err(|e| e.to_string())
+    }
+}
+
+pub fn wal_error(e: WalError) -> SqlError {
+    SqlError::new(e.sqlstate(), e.to_string())
+}

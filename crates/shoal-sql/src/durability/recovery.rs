@@ -1,0 +1,285 @@
+//! Start-up: load the newest checkpoint (catalog, then every table's rows on all cores), replay
+//! the redo log written after it, then open the log for new records. Replay applies commits in
+//! log order through ordinary storage transactions, keyed by the rows' hidden ids; catalog
+//! records reconcile the storage tables and indexes with the logged definitions.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use shoal_storage::catalog::{Catalog, IndexDef as CatalogIndexDef};
+use shoal_storage::recovery::RECOVERED_TS;
+use shoal_storage::{ChangeKind, Database, IsolationLevel, RowRef, RowTable, TableId};
+use shoal_wal::{read_log, ReadError, Record, Wal};
+
+use super::{Durability, DurabilityOptions, WalSink};
+
+/// What recovery did, for the server log.
+#[derive(Debug, Default)]
+pub struct RecoveryReport {
+    pub checkpoint_id: Option<u64>,
+    pub checkpoint_rows: u64,
+    pub checkpoint_bytes: u64,
+    pub checkpoint_load: Duration,
+    pub log_records: u64,
+    pub log_bytes: u64,
+    pub log_replay: Duration,
+    pub torn_tail_cut_bytes: u64,
+}
+
+impl std::fmt::Display for RecoveryReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let load_s = self.checkpoint_load.as_secs_f64();
+        match self.checkpoint_id {
+            Some(id) => write!(
+                f,
+                "loaded checkpoint {id}: {} rows, {:.1} MB in {:.3} s ({:.0} MB/s); ",
+                self.checkpoint_rows,
+                self.checkpoint_bytes as f64 / 1e6,
+                load_s,
+                self.checkpoint_bytes as f64 / 1e6 / load_s.max(1e-9),
+            )?,
+            None => write!(f, "no checkpoint; ")?,
+        }
+        write!(
+            f,
+            "replayed {} log records, {:.1} MB in {:.3} s",
+            self.log_records,
+            self.log_bytes as f64 / 1e6,
+            self.log_replay.as_secs_f64()
+        )?;
+        if self.torn_tail_cut_bytes > 0 {
+            write!(
+                f,
+                "; cut a torn log tail of {} bytes",
+                self.torn_tail_cut_bytes
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// Recovers the database in `data_dir` into `db` and returns its catalog and the open log.
+pub(crate) fn recover(
+    data_dir: &Path,
+    db: &Arc<Database>,
+    options: DurabilityOptions,
+) -> Result<(Catalog, Durability, RecoveryReport), String> {
+    let mut report = RecoveryReport::default();
+    let started = Instant::now();
+    let manifest = shoal_wal::read_current_checkpoint(data_dir).map_err(|e| e.to_string())?;
+    let (catalog, start_lsn) = match &manifest {
+        Some(m) => (Catalog::from_image(&m.catalog_image)?, m.start_lsn),
+        None => (Catalog::default(), 0),
+    };
+    for def in catalog.tables.values() {
+        create_storage_table(db, &catalog, def.oid);
+    }
+    if let Some(m) = &manifest {
+        let tables: HashMap<TableId, Arc<RowTable>> =
+            db.tables().into_iter().map(|t| (t.id(), t)).collect();
+        let summary = shoal_wal::load_checkpoint_parts(
+            m,
+            options.checkpoint_threads,
+            &|table, row_id, data| match tables.get(&table) {
+                Some(t) => t.load_row(row_id, data),
+                None => tracing::warn!("checkpoint rows for unknown table {table} skipped"),
+            },
+        )
+        .map_err(|e| e.to_string())?;
+        report.checkpoint_id = Some(m.id);
+        report.checkpoint_rows = summary.rows;
+        report.checkpoint_bytes = summary.bytes;
+    }
+    report.checkpoint_load = started.elapsed();
+    db.restart_clock_at(RECOVERED_TS);
+
+    let replay_started = Instant::now();
+    let mut replay = Replay {
+        db: db.clone(),
+        catalog,
+        rows_by_id: HashMap::new(),
+        images: HashMap::new(),
+    };
+    let summary = read_log(data_dir, start_lsn, |_lsn, record| replay.apply(record)).map_err(
+        |e| match e {
+            ReadError::Wal(e) => e.to_string(),
+            ReadError::Visitor(e) => format!("replaying the redo log: {e}"),
+        },
+    )?;
+    report.log_records = summary.records;
+    report.log_bytes = summary.bytes;
+    report.torn_tail_cut_bytes = summary.torn_tail_cut_bytes;
+    report.log_replay = replay_started.elapsed();
+    let catalog = replay.catalog;
+
+    let wal = Arc::new(
+        Wal::open(data_dir, summary.end_lsn, options.wal.clone()).map_err(|e| e.to_string())?,
+    );
+    db.set_redo_sink(Arc::new(WalSink(wal.clone())));
+    let durability = Durability::new(data_dir, wal, options, start_lsn);
+    Ok((catalog, durability, report))
+}
+
+/// The storage index for a catalog index, if storage keeps one (not for expression or partial
+/// indexes, which live in the catalog only).
+pub(crate) fn storage_index(def: &CatalogIndexDef) -> Option<shoal_storage::IndexDef> {
+    (!def.columns.is_empty() && def.predicate_sql.is_none()).then(|| shoal_storage::IndexDef {
+        id: def.oid as u64,
+        name: def.name.clone(),
+        columns: def.columns.clone(),
+        unique: def.unique,
+    })
+}
+
+fn create_storage_table(db: &Database, catalog: &Catalog, oid: u32) -> Arc<RowTable> {
+    let table = db.create_table(oid as u64, catalog.tables[&oid].column_types());
+    for idx in catalog.table_indexes(oid) {
+        if let Some(def) = storage_index(&idx) {
+            table.add_index(def).expect("index on an empty table");
+        }
+    }
+    table
+}
+
+/// A table's rows logged by a rewrite, waiting for the catalog record that installs them.
+#[derive(Default)]
+struct PendingImage {
+    rows: Vec<(u64, Vec<u8>)>,
+    complete: bool,
+}
+
+struct Replay {
+    db: Arc<Database>,
+    catalog: Catalog,
+    /// Row handles by hidden id for the tables the log touched so far.
+    rows_by_id: HashMap<TableId, HashMap<u64, RowRef>>,
+    images: HashMap<TableId, PendingImage>,
+}
+
+impl Replay {
+    fn apply(&mut self, record: Record<'_>) -> Result<(), String> {
+        match record {
+            Record::Commit { changes, .. } => {
+                let mut txn = self.db.begin(IsolationLevel::ReadCommitted);
+                for c in changes.iter() {
+                    self.apply_change(&mut txn, c)?;
+                }
+                self.db.commit(txn).map_err(|e| e.to_string())?;
+            }
+            Record::Catalog { image } => {
+                let catalog = Catalog::from_image(image)?;
+                self.reconcile(catalog);
+            }
+            Record::TableImageBegin { table } => {
+                self.images.insert(table, PendingImage::default());
+            }
+            Record::TableImageRows { table, rows } => {
+                if let Some(p) = self.images.get_mut(&table) {
+                    p.rows.extend(rows.iter().map(|(id, d)| (id, d.to_vec())));
+                }
+            }
+            Record::TableImageEnd { table } => {
+                if let Some(p) = self.images.get_mut(&table) {
+                    p.complete = true;
+                }
+            }
+            Record::Sequence {
+                oid,
+                last_value,
+                is_called,
+            } => {
+                if let Some(seq) = self.catalog.sequences.get(&oid) {
+                    seq.set_value(last_value, is_called);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn apply_change(
+        &mut self,
+        txn: &mut shoal_storage::Transaction,
+        c: shoal_storage::RedoChange<'_>,
+    ) -> Result<(), String> {
+        // A table dropped later in the log (or already in the checkpoint's catalog) is gone.
+        let Some(table) = self.db.table(c.table) else {
+            return Ok(());
+        };
+        let rows = self
+            .rows_by_id
+            .entry(c.table)
+            .or_insert_with(|| table.rows_by_id());
+        let err = |e: shoal_storage::StorageError| e.to_string();
+        match (c.kind, rows.get(&c.row_id)) {
+            (ChangeKind::Insert | ChangeKind::Update, Some(row)) => {
+                table.redo_update(txn, row, c.row).map_err(err)?
+            }
+            (ChangeKind::Insert | ChangeKind::Update, None) => {
+                let row = table.redo_insert(txn, c.row_id, c.row).map_err(err)?;
+                rows.insert(c.row_id, row);
+            }
+            (ChangeKind::Delete, Some(row)) => {
+                table.redo_delete(txn, row).map_err(err)?;
+                rows.remove(&c.row_id);
+            }
+            // Already gone in the checkpoint: the log replays from a little before it.
+            (ChangeKind::Delete, None) => {}
+        }
+        Ok(())
+    }
+
+    /// Brings storage in line with a logged catalog: creates and drops tables and indexes, and
+    /// installs the rows of tables rewritten just before.
+    fn reconcile(&mut self, catalog: Catalog) {
+        for table in self.db.tables() {
+            let oid = table.id() as u32;
+            let rewritten = self.images.get(&table.id()).is_some_and(|p| p.complete);
+            let same_types = catalog
+                .tables
+                .get(&oid)
+                .is_some_and(|d| d.column_types() == table.types());
+            if !same_types || rewritten {
+                self.db.drop_table(table.id());
+                self.rows_by_id.remove(&table.id());
+            }
+        }
+        for def in catalog.tables.values() {
+            let table = match self.db.table(def.oid as u64) {
+                Some(t) => t,
+                None => {
+                    let t = create_storage_table(&self.db, &catalog, def.oid);
+                    if let Some(image) = self.images.remove(&t.id()).filter(|p| p.complete) {
+                        for (row_id, data) in &image.rows {
+                            t.load_row(*row_id, data);
+                        }
+                    }
+                    continue;
+                }
+            };
+            let wanted: Vec<_> = catalog
+                .table_indexes(def.oid)
+                .iter()
+                .filter_map(|i| storage_index(i))
+                .collect();
+            for have in table.indexes() {
+                if !wanted.iter().any(|w| w.id == have.id) {
+                    table.drop_index(have.id).ok();
+                }
+            }
+            let have = table.indexes();
+            for w in wanted {
+                if !have.iter().any(|h| h.id == w.id) {
+                    // A failed CREATE UNIQUE INDEX is logged and then removed again by the
+                    // next catalog record.
+                    if let Err(e) = table.add_index(w.clone()) {
+                        tracing::warn!("replay: index {} not rebuilt: {e}", w.name);
+                    }
+                }
+            }
+        }
+        self.images.retain(|_, p| !p.complete);
+        self.catalog = catalog;
+    }
+}

@@ -1,0 +1,273 @@
+//! The log-writer thread. It takes the whole append buffer when someone waits (or when
+//! unwaited records have aged `flush_delay_ms_async`), writes it as one batch with one write and
+//! one fdatasync, then publishes the new flushed LSN to every waiter. A write that hits ENOSPC
+//! is cut back with ftruncate and its batch dropped; any other write or sync failure breaks the
+//! log for good, because after a failed fsync the kernel may have discarded the dirty pages and
+//! nothing written since can be trusted to be on disk.
+
+use std::fs::{self, File, OpenOptions};
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::error::is_disk_full;
+use crate::segment::{self, BatchHeader, BATCH_HEADER_BYTES, SEGMENT_HEADER_BYTES};
+use crate::writer::Shared;
+use crate::Lsn;
+
+/// The segment file being appended to. Owned by the writer thread.
+pub(crate) struct SegmentWriter {
+    wal_dir: PathBuf,
+    path: PathBuf,
+    file: File,
+    base_lsn: Lsn,
+    len_bytes: u64,
+    /// End LSN of the last batch in this file: the base of the next segment.
+    end_lsn: Lsn,
+    segment_size_bytes: u64,
+}
+
+/// What became of one batch.
+enum BatchOutcome {
+    Written,
+    DiskFull(String),
+    Broken(String),
+}
+
+impl SegmentWriter {
+    /// Creates segment `base_lsn` with its header, synced along with the directory entry. A file
+    /// of that name holding only a header (a crash or ENOSPC right after creating it) is replaced.
+    pub fn create(
+        wal_dir: &Path,
+        base_lsn: Lsn,
+        segment_size_bytes: u64,
+    ) -> io::Result<SegmentWriter> {
+        let path = wal_dir.join(segment::segment_file_name(base_lsn));
+        match fs::metadata(&path) {
+            Ok(m) if m.len() <= SEGMENT_HEADER_BYTES as u64 => fs::remove_file(&path)?,
+            Ok(_) => {
+                let msg = format!("segment \"{}\" already holds records", path.display());
+                return Err(io::Error::new(io::ErrorKind::AlreadyExists, msg));
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+        let file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)?;
+        let written = file
+            .write_all_at(&segment::encode_segment_header(base_lsn), 0)
+            .and_then(|()| file.sync_data())
+            .and_then(|()| segment::sync_dir(wal_dir));
+        if let Err(e) = written {
+            let _ = fs::remove_file(&path);
+            return Err(e);
+        }
+        Ok(SegmentWriter {
+            wal_dir: wal_dir.to_path_buf(),
+            path,
+            file,
+            base_lsn,
+            len_bytes: SEGMENT_HEADER_BYTES as u64,
+            end_lsn: base_lsn,
+            segment_size_bytes,
+        })
+    }
+
+    /// Writes `batch` (frame header space followed by the records `first_lsn..end_lsn`) with one
+    /// write and one fdatasync, starting a new segment first if this one is full.
+    fn write_batch(&mut self, batch: &mut [u8], first_lsn: Lsn, end_lsn: Lsn) -> BatchOutcome {
+        let record_bytes = (batch.len() - BATCH_HEADER_BYTES) as u64;
+        assert_eq!(
+            end_lsn - first_lsn,
+            record_bytes,
+            "batch size disagrees with its LSNs"
+        );
+        assert!(
+            first_lsn >= self.end_lsn,
+            "batch {first_lsn} starts before the log end {}",
+            self.end_lsn
+        );
+        if self.len_bytes >= self.segment_size_bytes {
+            if let Err(outcome) = self.rotate() {
+                return outcome;
+            }
+        }
+        let header = BatchHeader {
+            record_bytes,
+            first_lsn,
+            end_lsn,
+        };
+        batch[..BATCH_HEADER_BYTES].copy_from_slice(&header.encode());
+        let path = self.path.display();
+        if let Err(e) = self.file.write_all_at(batch, self.len_bytes) {
+            if !is_disk_full(&e) {
+                return BatchOutcome::Broken(format!(
+                    "could not write to file \"{path}\": {e}; the server no longer accepts writes"
+                ));
+            }
+            // Cut off whatever part of the batch reached the file, so the log holds only whole
+            // batches and the next batch starts where this one did.
+            if let Err(t) = self.file.set_len(self.len_bytes) {
+                return BatchOutcome::Broken(format!(
+                    "could not truncate file \"{path}\" after a failed write ({e}): {t}; \
+                     the server no longer accepts writes"
+                ));
+            }
+            return BatchOutcome::DiskFull(format!("could not write to file \"{path}\": {e}"));
+        }
+        if let Err(e) = self.file.sync_data() {
+            return BatchOutcome::Broken(format!(
+                "could not fsync file \"{path}\": {e}; the server no longer accepts writes"
+            ));
+        }
+        self.len_bytes += batch.len() as u64;
+        self.end_lsn = end_lsn;
+        BatchOutcome::Written
+    }
+
+    fn rotate(&mut self) -> Result<(), BatchOutcome> {
+        match SegmentWriter::create(&self.wal_dir, self.end_lsn, self.segment_size_bytes) {
+            Ok(next) => {
+                *self = next;
+                Ok(())
+            }
+            Err(e) => {
+                let msg = format!(
+                    "could not create a new segment in \"{}\": {e}",
+                    self.wal_dir.display()
+                );
+                if is_disk_full(&e) {
+                    Err(BatchOutcome::DiskFull(msg))
+                } else {
+                    Err(BatchOutcome::Broken(format!(
+                        "{msg}; the server no longer accepts writes"
+                    )))
+                }
+            }
+        }
+    }
+}
+
+/// A batch taken from the append buffer.
+struct Taken {
+    first_lsn: Lsn,
+    end_lsn: Lsn,
+    records: u64,
+}
+
+/// The writer thread's loop; returns on shutdown (after writing everything) or when the log broke.
+pub(crate) fn run(shared: Arc<Shared>, mut segment: SegmentWriter) {
+    let mut batch = Vec::with_capacity(BATCH_HEADER_BYTES + (1 << 16));
+    batch.resize(BATCH_HEADER_BYTES, 0);
+    while let Some(taken) = take_batch(&shared, &mut batch) {
+        let outcome = segment.write_batch(&mut batch, taken.first_lsn, taken.end_lsn);
+        let keep_running = publish(&shared, &taken, outcome, batch.len(), &segment);
+        if !keep_running {
+            return;
+        }
+        batch.truncate(BATCH_HEADER_BYTES);
+        // Give back memory after a burst (a big table image) instead of keeping the peak forever.
+        if batch.capacity() > 2 * shared.opts.buffer_bytes_max.max(1 << 20) {
+            batch.shrink_to(1 << 20);
+        }
+    }
+}
+
+/// Waits until the buffer should be written, then swaps it with `spare` (which holds only the
+/// frame header space). `None` once shut down with nothing left to write.
+fn take_batch(shared: &Shared, spare: &mut Vec<u8>) -> Option<Taken> {
+    debug_assert_eq!(spare.len(), BATCH_HEADER_BYTES);
+    let delay = Duration::from_millis(shared.opts.flush_delay_ms_async);
+    let mut p = shared.pending.lock();
+    loop {
+        let buffered_bytes = p.buffered_bytes();
+        if buffered_bytes == 0 {
+            if p.shutdown {
+                return None;
+            }
+            shared.writer_wake.wait(&mut p);
+            continue;
+        }
+        let oldest_at = p
+            .oldest_at
+            .expect("a non-empty buffer has an oldest record");
+        let due = p.shutdown
+            || p.wanted_lsn > p.start_lsn
+            || buffered_bytes >= shared.opts.buffer_bytes_max / 2
+            || oldest_at.elapsed() >= delay;
+        if !due {
+            shared.writer_wake.wait_until(&mut p, oldest_at + delay);
+            continue;
+        }
+        std::mem::swap(&mut p.buf, spare);
+        let taken = Taken {
+            first_lsn: p.start_lsn,
+            end_lsn: p.next_lsn,
+            records: p.records,
+        };
+        p.start_lsn = p.next_lsn;
+        p.records = 0;
+        p.oldest_at = None;
+        shared.space_freed.notify_all();
+        return Some(taken);
+    }
+}
+
+/// Tells waiters what became of the batch. Returns false once the log is broken.
+fn publish(
+    shared: &Shared,
+    taken: &Taken,
+    outcome: BatchOutcome,
+    batch_bytes: usize,
+    segment: &SegmentWriter,
+) -> bool {
+    let stats = &shared.stats;
+    stats.batches.fetch_add(1, Ordering::Relaxed);
+    let mut progress = shared.progress.lock();
+    let keep_running = match outcome {
+        BatchOutcome::Written => {
+            stats.records.fetch_add(taken.records, Ordering::Relaxed);
+            stats
+                .bytes
+                .fetch_add((batch_bytes - BATCH_HEADER_BYTES) as u64, Ordering::Relaxed);
+            stats.flushes.fetch_add(1, Ordering::Relaxed);
+            progress.processed_lsn = taken.end_lsn;
+            shared.durable_lsn.store(taken.end_lsn, Ordering::Release);
+            true
+        }
+        BatchOutcome::DiskFull(message) => {
+            tracing::warn!(
+                first_lsn = taken.first_lsn,
+                end_lsn = taken.end_lsn,
+                "{message}; batch dropped"
+            );
+            stats.dropped_batches.fetch_add(1, Ordering::Relaxed);
+            progress.processed_lsn = taken.end_lsn;
+            progress.record_failure(taken.first_lsn, taken.end_lsn, message);
+            true
+        }
+        BatchOutcome::Broken(message) => {
+            tracing::error!("{message}");
+            progress.broken = Some(message);
+            shared.broken.store(true, Ordering::Release);
+            false
+        }
+    };
+    shared
+        .current_segment_base_lsn
+        .store(segment.base_lsn, Ordering::Release);
+    drop(progress);
+    shared.progress_changed.notify_all();
+    shared.progress_bell.send_replace(taken.end_lsn);
+    if !keep_running {
+        // Under the lock, so an appender cannot check the flag and then sleep past this wakeup.
+        let _pending = shared.pending.lock();
+        shared.space_freed.notify_all();
+    }
+    keep_running
+}

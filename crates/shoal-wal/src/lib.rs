@@ -1,0 +1,29 @@
+//! Shoal's durability layer. Committed changes are appended as checksummed redo records to a
+//! write-ahead log of segment files by one group-commit writer thread (`Wal`); recovery reads them
+//! back in order (`read_log`), cutting a torn tail and refusing to start on damage anywhere else.
+//! Checkpoints (`write_checkpoint`, `read_current_checkpoint`, `load_checkpoint_parts`) write the
+//! full table contents in parallel so the log before them can be removed. The crate knows rows only
+//! as opaque bytes: the storage layer encodes them and the caller serializes the catalog.
+
+mod checkpoint;
+mod error;
+mod flusher;
+mod part_file;
+mod reader;
+mod record;
+mod segment;
+mod writer;
+
+pub use checkpoint::{
+    load_checkpoint_parts, read_current_checkpoint, write_checkpoint, CheckpointInfo,
+    CheckpointManifest, LoadSummary, PartFile, RowSink, TablePart,
+};
+pub use error::{ReadError, WalError};
+pub use reader::{read_log, LogReadSummary};
+pub use record::{CommitChanges, ImageRows, Record, RECORD_HEADER_BYTES, RECORD_PAYLOAD_MAX_BYTES};
+pub use writer::{Wal, WalOptions, WalStats};
+
+/// Log sequence number: a logical byte counter that grows by the encoded size of every appended
+/// record, and the position every record header carries. It is not a file offset: a batch that
+/// could not be written (disk full) is dropped, so its LSNs never appear in any file.
+pub type Lsn = u64;

@@ -1,0 +1,272 @@
+//! The file format of one checkpoint part (`table_<id>_<part>.dat`): blocks of about 1 MiB of
+//! rows, each with a 12-byte header (row count, payload bytes, CRC32C over both and the payload),
+//! then a 40-byte footer (table, part, CRC, row count, data bytes, magic) so a truncated or
+//! swapped file is detected before any row is trusted. Rows are `row id u64, length u32, bytes`.
+//! Loading reads big chunks into one reused buffer and hands rows out as slices of it, so it
+//! costs no allocation and no syscall per row.
+
+use std::fs::File;
+use std::io::{self, Write};
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+
+use shoal_storage::TableId;
+
+use crate::error::WalError;
+
+const BLOCK_HEADER_BYTES: usize = 12;
+const BLOCK_PAYLOAD_TARGET_BYTES: usize = 1 << 20;
+const ROW_FIXED_BYTES: usize = 12;
+pub(crate) const FOOTER_BYTES: usize = 40;
+const FOOTER_MAGIC: u64 = u64::from_le_bytes(*b"SHOALCKP");
+/// Size of the loader's read buffer; a block larger than it grows the buffer.
+pub(crate) const READ_BUFFER_BYTES: usize = 8 << 20;
+
+/// Writes one part file block by block.
+pub(crate) struct PartWriter {
+    file: File,
+    /// `BLOCK_HEADER_BYTES` reserved, then the rows of the block being filled.
+    block: Vec<u8>,
+    block_rows: u32,
+    pub rows: u64,
+    pub data_bytes: u64,
+}
+
+impl PartWriter {
+    pub fn new(file: File) -> PartWriter {
+        let mut block = Vec::with_capacity(BLOCK_HEADER_BYTES + BLOCK_PAYLOAD_TARGET_BYTES + 4096);
+        block.resize(BLOCK_HEADER_BYTES, 0);
+        PartWriter {
+            file,
+            block,
+            block_rows: 0,
+            rows: 0,
+            data_bytes: 0,
+        }
+    }
+
+    pub fn push(&mut self, row_id: u64, row: &[u8]) -> io::Result<()> {
+        let payload_bytes = self.block.len() - BLOCK_HEADER_BYTES;
+        if self.block_rows > 0
+            && payload_bytes + ROW_FIXED_BYTES + row.len() > BLOCK_PAYLOAD_TARGET_BYTES
+        {
+            self.write_block()?;
+        }
+        if row.len() > u32::MAX as usize - ROW_FIXED_BYTES {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "row larger than 4 GiB",
+            ));
+        }
+        self.block.extend_from_slice(&row_id.to_le_bytes());
+        self.block
+            .extend_from_slice(&(row.len() as u32).to_le_bytes());
+        self.block.extend_from_slice(row);
+        self.block_rows += 1;
+        self.rows += 1;
+        Ok(())
+    }
+
+    fn write_block(&mut self) -> io::Result<()> {
+        let payload_bytes = self.block.len() - BLOCK_HEADER_BYTES;
+        assert!(
+            payload_bytes <= u32::MAX as usize,
+            "checkpoint block too large"
+        );
+        self.block[0..4].copy_from_slice(&self.block_rows.to_le_bytes());
+        self.block[4..8].copy_from_slice(&(payload_bytes as u32).to_le_bytes());
+        let crc = crc32c::crc32c_append(
+            crc32c::crc32c(&self.block[..8]),
+            &self.block[BLOCK_HEADER_BYTES..],
+        );
+        self.block[8..12].copy_from_slice(&crc.to_le_bytes());
+        self.file.write_all(&self.block)?;
+        self.data_bytes += self.block.len() as u64;
+        self.block.truncate(BLOCK_HEADER_BYTES);
+        self.block_rows = 0;
+        Ok(())
+    }
+
+    /// Writes the last block and the footer and syncs the file. Returns the file size.
+    pub fn finish(mut self, table: TableId, part: u32) -> io::Result<u64> {
+        if self.block_rows > 0 {
+            self.write_block()?;
+        }
+        let footer = encode_footer(table, part, self.rows, self.data_bytes);
+        self.file.write_all(&footer)?;
+        self.file.sync_all()?;
+        Ok(self.data_bytes + FOOTER_BYTES as u64)
+    }
+}
+
+fn encode_footer(table: TableId, part: u32, rows: u64, data_bytes: u64) -> [u8; FOOTER_BYTES] {
+    let mut f = [0u8; FOOTER_BYTES];
+    f[0..8].copy_from_slice(&table.to_le_bytes());
+    f[8..12].copy_from_slice(&part.to_le_bytes());
+    f[16..24].copy_from_slice(&rows.to_le_bytes());
+    f[24..32].copy_from_slice(&data_bytes.to_le_bytes());
+    f[32..40].copy_from_slice(&FOOTER_MAGIC.to_le_bytes());
+    let crc = footer_crc(&f);
+    f[12..16].copy_from_slice(&crc.to_le_bytes());
+    f
+}
+
+fn footer_crc(f: &[u8]) -> u32 {
+    crc32c::crc32c_append(crc32c::crc32c(&f[..12]), &f[16..])
+}
+
+/// Reads and checks one part file, calling `sink(row_id, row)` for every row. `expected_bytes`
+/// is the size the manifest recorded. `buf` is the caller's reusable read buffer. Returns the
+/// number of rows.
+pub(crate) fn load_part(
+    path: &Path,
+    table: TableId,
+    part: u32,
+    expected_bytes: u64,
+    buf: &mut Vec<u8>,
+    sink: &mut dyn FnMut(u64, &[u8]),
+) -> Result<u64, WalError> {
+    let corrupt = |offset: u64, reason: String| WalError::corrupt(path, offset, reason);
+    let file = File::open(path).map_err(|e| match e.kind() {
+        io::ErrorKind::NotFound => corrupt(0, "checkpoint file is missing".into()),
+        _ => WalError::Io(format!("could not open file \"{}\": {e}", path.display())),
+    })?;
+    let read_err =
+        |e: io::Error| WalError::Io(format!("could not read file \"{}\": {e}", path.display()));
+    let file_bytes = file.metadata().map_err(read_err)?.len();
+    if file_bytes != expected_bytes {
+        return Err(corrupt(
+            0,
+            format!("file is {file_bytes} bytes, the manifest says {expected_bytes}"),
+        ));
+    }
+    if file_bytes < FOOTER_BYTES as u64 {
+        return Err(corrupt(0, "file is shorter than its footer".into()));
+    }
+    let data_bytes = file_bytes - FOOTER_BYTES as u64;
+    let mut footer = [0u8; FOOTER_BYTES];
+    file.read_exact_at(&mut footer, data_bytes)
+        .map_err(read_err)?;
+    let u64_at = |at: usize| u64::from_le_bytes(footer[at..at + 8].try_into().unwrap());
+    if u64_at(32) != FOOTER_MAGIC
+        || u32::from_le_bytes(footer[12..16].try_into().unwrap()) != footer_crc(&footer)
+    {
+        return Err(corrupt(
+            data_bytes,
+            "bad footer (the file is truncated or damaged)".into(),
+        ));
+    }
+    if u64_at(0) != table
+        || u32::from_le_bytes(footer[8..12].try_into().unwrap()) != part
+        || u64_at(24) != data_bytes
+    {
+        return Err(corrupt(
+            data_bytes,
+            format!("footer does not describe table {table} part {part}"),
+        ));
+    }
+    let rows = read_blocks(&file, data_bytes, buf, sink).map_err(|err| match err {
+        BlockError::Io(e) => read_err(e),
+        BlockError::Bad(offset, reason) => corrupt(offset, reason),
+    })?;
+    if rows != u64_at(16) {
+        return Err(corrupt(
+            data_bytes,
+            format!("file holds {rows} rows, its footer says {}", u64_at(16)),
+        ));
+    }
+    Ok(rows)
+}
+
+enum BlockError {
+    Io(io::Error),
+    Bad(u64, String),
+}
+
+/// Streams the blocks in `0..data_bytes` through `buf`, checking each block's CRC before any of
+/// its rows reach `sink`.
+fn read_blocks(
+    file: &File,
+    data_bytes: u64,
+    buf: &mut Vec<u8>,
+    sink: &mut dyn FnMut(u64, &[u8]),
+) -> Result<u64, BlockError> {
+    if buf.len() < READ_BUFFER_BYTES {
+        buf.resize(READ_BUFFER_BYTES, 0);
+    }
+    let mut rows = 0u64;
+    let mut buf_file_offset = 0u64; // file offset of buf[0]
+    let mut filled = 0usize;
+    let mut start = 0usize;
+    loop {
+        // Parse every whole block in buf[start..filled].
+        while filled - start >= BLOCK_HEADER_BYTES {
+            let h = &buf[start..start + BLOCK_HEADER_BYTES];
+            let payload_bytes = u32::from_le_bytes(h[4..8].try_into().unwrap()) as usize;
+            if filled - start < BLOCK_HEADER_BYTES + payload_bytes {
+                break;
+            }
+            let block_offset = buf_file_offset + start as u64;
+            rows += parse_block(
+                &buf[start..start + BLOCK_HEADER_BYTES + payload_bytes],
+                sink,
+            )
+            .map_err(|reason| BlockError::Bad(block_offset, reason))?;
+            start += BLOCK_HEADER_BYTES + payload_bytes;
+        }
+        let read_to = buf_file_offset + filled as u64;
+        if read_to == data_bytes {
+            if start != filled {
+                let offset = buf_file_offset + start as u64;
+                return Err(BlockError::Bad(offset, "last block is cut short".into()));
+            }
+            return Ok(rows);
+        }
+        // Move the partial block to the front, grow the buffer if one block is larger than it,
+        // and fill the rest from the file.
+        buf.copy_within(start..filled, 0);
+        buf_file_offset += start as u64;
+        filled -= start;
+        start = 0;
+        if filled >= BLOCK_HEADER_BYTES {
+            let need =
+                BLOCK_HEADER_BYTES + u32::from_le_bytes(buf[4..8].try_into().unwrap()) as usize;
+            if need > buf.len() {
+                buf.resize(need, 0);
+            }
+        }
+        let n = (buf.len() - filled).min((data_bytes - read_to) as usize);
+        file.read_exact_at(&mut buf[filled..filled + n], read_to)
+            .map_err(BlockError::Io)?;
+        filled += n;
+    }
+}
+
+/// Checks one block and feeds its rows to `sink`; returns its row count.
+fn parse_block(block: &[u8], sink: &mut dyn FnMut(u64, &[u8])) -> Result<u64, String> {
+    let row_count = u32::from_le_bytes(block[0..4].try_into().unwrap());
+    let crc = u32::from_le_bytes(block[8..12].try_into().unwrap());
+    if crc32c::crc32c_append(crc32c::crc32c(&block[..8]), &block[BLOCK_HEADER_BYTES..]) != crc {
+        return Err("block checksum mismatch".into());
+    }
+    let mut rest = &block[BLOCK_HEADER_BYTES..];
+    for _ in 0..row_count {
+        if rest.len() < ROW_FIXED_BYTES {
+            return Err("row runs past the end of its block".into());
+        }
+        let row_id = u64::from_le_bytes(rest[0..8].try_into().unwrap());
+        let len = u32::from_le_bytes(rest[8..12].try_into().unwrap()) as usize;
+        if rest.len() - ROW_FIXED_BYTES < len {
+            return Err("row runs past the end of its block".into());
+        }
+        sink(row_id, &rest[ROW_FIXED_BYTES..ROW_FIXED_BYTES + len]);
+        rest = &rest[ROW_FIXED_BYTES + len..];
+    }
+    if !rest.is_empty() {
+        return Err(format!(
+            "{} bytes left after the last row of the block",
+            rest.len()
+        ));
+    }
+    Ok(row_count as u64)
+}

@@ -1,0 +1,487 @@
+//! The append side of the log: `Wal` hands out LSNs, encodes records into one shared in-memory
+//! buffer under a single lock (so log order is commit order), and lets committers wait until
+//! their record is durable. The I/O itself happens on the log-writer thread (see `flusher`),
+//! which takes the whole buffer at once: that is group commit, one write and one fdatasync for
+//! every transaction that arrived while the previous batch was being synced.
+
+use std::collections::VecDeque;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use parking_lot::{Condvar, Mutex, MutexGuard};
+use shoal_storage::{CommitTs, RedoChange, TableId};
+use tokio::sync::watch;
+
+use crate::error::WalError;
+use crate::flusher::{self, SegmentWriter};
+use crate::record::{self, Record, RECORD_PAYLOAD_MAX_BYTES, TABLE_IMAGE_CHUNK_BYTES};
+use crate::segment::{self, BATCH_HEADER_BYTES, SEGMENT_HEADER_BYTES, WAL_DIR_NAME};
+use crate::Lsn;
+
+/// Tuning of a `Wal`.
+#[derive(Clone, Debug)]
+pub struct WalOptions {
+    /// A new segment file is started once the current one has reached this size. Records never
+    /// span segments, so a segment can exceed it by one batch.
+    pub segment_size_bytes: u64,
+    /// Records nobody waits for (synchronous_commit = off) are written at most this long after
+    /// they were appended.
+    pub flush_delay_ms_async: u64,
+    /// Bound on appended but not yet taken bytes: appenders block until the writer has taken the
+    /// buffer. Memory is at most about twice this (the buffer plus the batch being written).
+    pub buffer_bytes_max: usize,
+}
+
+impl Default for WalOptions {
+    fn default() -> Self {
+        WalOptions {
+            segment_size_bytes: 64 << 20,
+            flush_delay_ms_async: 10,
+            buffer_bytes_max: 64 << 20,
+        }
+    }
+}
+
+/// Counters of a `Wal` since it was opened.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WalStats {
+    /// Records written and synced.
+    pub records: u64,
+    /// Bytes written and synced, frames and segment headers excluded.
+    pub bytes: u64,
+    /// fdatasync calls on segment files.
+    pub flushes: u64,
+    /// Batches handed to the file system (written or dropped).
+    pub batches: u64,
+    /// Batches dropped because the disk was full.
+    pub dropped_batches: u64,
+}
+
+/// The write-ahead log, open for appending. `Send + Sync`; share it behind an `Arc`.
+pub struct Wal {
+    shared: Arc<Shared>,
+    writer: Mutex<Option<JoinHandle<()>>>,
+    wal_dir: PathBuf,
+}
+
+/// State shared between appenders, waiters and the writer thread. Lock order: `pending` before
+/// `progress`; the writer never holds `progress` while taking `pending`.
+pub(crate) struct Shared {
+    pub opts: WalOptions,
+    pub pending: Mutex<Pending>,
+    /// Wakes the writer: the buffer became non-empty, someone waits, or shutdown.
+    pub writer_wake: Condvar,
+    /// Wakes appenders blocked on a full buffer.
+    pub space_freed: Condvar,
+    pub progress: Mutex<Progress>,
+    /// Wakes blocking waiters when `progress` changed.
+    pub progress_changed: Condvar,
+    /// Wakes async waiters when `progress` changed (carries the processed LSN).
+    pub progress_bell: watch::Sender<Lsn>,
+    pub broken: AtomicBool,
+    pub durable_lsn: AtomicU64,
+    pub next_lsn: AtomicU64,
+    pub current_segment_base_lsn: AtomicU64,
+    pub stats: StatCounters,
+}
+
+#[derive(Default)]
+pub(crate) struct StatCounters {
+    pub records: AtomicU64,
+    pub bytes: AtomicU64,
+    pub flushes: AtomicU64,
+    pub batches: AtomicU64,
+    pub dropped_batches: AtomicU64,
+}
+
+/// Records appended but not yet taken by the writer.
+pub(crate) struct Pending {
+    /// `BATCH_HEADER_BYTES` reserved for the writer's frame header, then encoded records.
+    pub buf: Vec<u8>,
+    /// LSN of the first record in `buf`.
+    pub start_lsn: Lsn,
+    /// LSN the next appended record gets; the end of `buf`.
+    pub next_lsn: Lsn,
+    pub records: u64,
+    /// Highest end LSN someone waits for; the writer flushes at once while it is in the buffer.
+    pub wanted_lsn: Lsn,
+    /// When the first record now in `buf` was appended.
+    pub oldest_at: Option<Instant>,
+    pub shutdown: bool,
+}
+
+impl Pending {
+    pub fn buffered_bytes(&self) -> usize {
+        self.buf.len() - BATCH_HEADER_BYTES
+    }
+}
+
+/// What the writer has done with the log so far, as waiters see it.
+pub(crate) struct Progress {
+    /// End of the last batch the writer finished with (written or dropped).
+    pub processed_lsn: Lsn,
+    /// LSN ranges of dropped batches, ascending, adjacent ones merged.
+    pub failed: VecDeque<FailedRange>,
+    pub broken: Option<String>,
+}
+
+pub(crate) struct FailedRange {
+    pub first_lsn: Lsn,
+    pub end_lsn: Lsn,
+    pub message: String,
+}
+
+/// Bound on remembered failed ranges; beyond it the oldest two are merged, which can only turn a
+/// late waiter's success into a (conservative) DiskFull error.
+const FAILED_RANGES_MAX: usize = 1024;
+
+impl Progress {
+    /// The result for a waiter on end LSN `lsn`, or `None` if it must keep waiting.
+    fn outcome(&self, lsn: Lsn) -> Option<Result<(), WalError>> {
+        if self.processed_lsn >= lsn {
+            let failed = self.failed.iter().rev().take_while(|f| f.end_lsn >= lsn);
+            return Some(match failed.into_iter().find(|f| f.first_lsn < lsn) {
+                Some(f) => Err(WalError::DiskFull(f.message.clone())),
+                None => Ok(()),
+            });
+        }
+        self.broken
+            .as_ref()
+            .map(|m| Err(WalError::Broken(m.clone())))
+    }
+
+    pub fn record_failure(&mut self, first_lsn: Lsn, end_lsn: Lsn, message: String) {
+        match self.failed.back_mut() {
+            Some(last) if last.end_lsn == first_lsn => {
+                last.end_lsn = end_lsn;
+                last.message = message;
+            }
+            _ => self.failed.push_back(FailedRange {
+                first_lsn,
+                end_lsn,
+                message,
+            }),
+        }
+        if self.failed.len() > FAILED_RANGES_MAX {
+            let oldest = self.failed.pop_front().expect("non-empty");
+            self.failed[0].first_lsn = oldest.first_lsn;
+        }
+    }
+}
+
+impl Wal {
+    /// Opens the log in `dir/wal` (created if missing) for appending at `start_lsn`, the end LSN
+    /// recovery returned (or any LSN for a new database). Appends always go to a new segment; an
+    /// existing segment starting after `start_lsn` means recovery was skipped, and is refused.
+    pub fn open(dir: &Path, start_lsn: Lsn, opts: WalOptions) -> Result<Wal, WalError> {
+        assert!(
+            opts.segment_size_bytes > SEGMENT_HEADER_BYTES as u64,
+            "segment too small"
+        );
+        assert!(
+            opts.buffer_bytes_max > 0,
+            "buffer_bytes_max must be positive"
+        );
+        let wal_dir = dir.join(WAL_DIR_NAME);
+        let io_err = |what: &str, e: &std::io::Error| {
+            WalError::from_io(&format!("{what} \"{}\"", wal_dir.display()), e)
+        };
+        fs::create_dir_all(&wal_dir).map_err(|e| io_err("could not create directory", &e))?;
+        segment::sync_dir(dir).map_err(|e| io_err("could not fsync the parent of", &e))?;
+        let segments =
+            segment::list_segments(&wal_dir).map_err(|e| io_err("could not list", &e))?;
+        if let Some((base, path)) = segments.iter().find(|(base, _)| *base > start_lsn) {
+            return Err(WalError::Io(format!(
+                "segment \"{}\" starts at LSN {base:x}, after the requested start {start_lsn:x}; \
+                 recover from the log before opening it for appends",
+                path.display()
+            )));
+        }
+        let seg = SegmentWriter::create(&wal_dir, start_lsn, opts.segment_size_bytes)
+            .map_err(|e| io_err("could not create a segment in", &e))?;
+        let mut buf = Vec::with_capacity(BATCH_HEADER_BYTES + (1 << 16));
+        buf.resize(BATCH_HEADER_BYTES, 0);
+        let shared = Arc::new(Shared {
+            pending: Mutex::new(Pending {
+                buf,
+                start_lsn,
+                next_lsn: start_lsn,
+                records: 0,
+                wanted_lsn: start_lsn,
+                oldest_at: None,
+                shutdown: false,
+            }),
+            writer_wake: Condvar::new(),
+            space_freed: Condvar::new(),
+            progress: Mutex::new(Progress {
+                processed_lsn: start_lsn,
+                failed: VecDeque::new(),
+                broken: None,
+            }),
+            progress_changed: Condvar::new(),
+            progress_bell: watch::Sender::new(start_lsn),
+            broken: AtomicBool::new(false),
+            durable_lsn: AtomicU64::new(start_lsn),
+            next_lsn: AtomicU64::new(start_lsn),
+            current_segment_base_lsn: AtomicU64::new(start_lsn),
+            stats: StatCounters::default(),
+            opts,
+        });
+        let writer_shared = Arc::clone(&shared);
+        let writer = std::thread::Builder::new()
+            .name("shoal-wal-writer".into())
+            .spawn(move || flusher::run(writer_shared, seg))
+            .map_err(|e| WalError::Io(format!("could not start the log writer thread: {e}")))?;
+        Ok(Wal {
+            shared,
+            writer: Mutex::new(Some(writer)),
+            wal_dir,
+        })
+    }
+
+    /// Appends the commit record of one transaction. `take_ts` is called with the record's start
+    /// LSN while no other record can be appended, so that log order equals commit-timestamp
+    /// order. Returns the record's end LSN: the commit is durable once `flushed_lsn()` reaches
+    /// it; `wait_flushed` waits for that. Does no I/O.
+    pub fn append_commit(
+        &self,
+        take_ts: impl FnOnce(Lsn) -> CommitTs,
+        changes: &[RedoChange<'_>],
+    ) -> Result<Lsn, WalError> {
+        let payload_bytes = record::commit_payload_bytes(changes);
+        self.append_encoded(record::KIND_COMMIT, payload_bytes, |lsn, buf| {
+            record::encode_commit_payload(buf, take_ts(lsn), changes)
+        })
+    }
+
+    /// Appends a record of any kind but `Commit` (which goes through `append_commit`) and returns
+    /// its end LSN. Whole table images go through `append_table_image`.
+    pub fn append(&self, record: &Record<'_>) -> Result<Lsn, WalError> {
+        assert!(
+            !matches!(record, Record::Commit { .. }),
+            "commits go through append_commit"
+        );
+        self.append_encoded(record.kind(), record.payload_bytes(), |_, buf| {
+            record.encode_payload(buf)
+        })
+    }
+
+    /// Appends the whole content of `table` as `TableImageBegin`, chunks of about 1 MiB of rows,
+    /// and `TableImageEnd`. Returns the end LSN of the `TableImageEnd` record.
+    pub fn append_table_image<'r>(
+        &self,
+        table: TableId,
+        rows: impl IntoIterator<Item = (u64, &'r [u8])>,
+    ) -> Result<Lsn, WalError> {
+        self.append(&Record::TableImageBegin { table })?;
+        let mut chunk: Vec<(u64, &[u8])> = Vec::new();
+        let mut chunk_bytes = 12;
+        for (row_id, row) in rows {
+            let row_bytes = record::image_row_bytes(row);
+            if !chunk.is_empty() && chunk_bytes + row_bytes > TABLE_IMAGE_CHUNK_BYTES {
+                self.append_image_chunk(table, &chunk, chunk_bytes)?;
+                chunk.clear();
+                chunk_bytes = 12;
+            }
+            chunk.push((row_id, row));
+            chunk_bytes += row_bytes;
+        }
+        if !chunk.is_empty() {
+            self.append_image_chunk(table, &chunk, chunk_bytes)?;
+        }
+        self.append(&Record::TableImageEnd { table })
+    }
+
+    fn append_image_chunk(
+        &self,
+        table: TableId,
+        rows: &[(u64, &[u8])],
+        payload_bytes: usize,
+    ) -> Result<Lsn, WalError> {
+        self.append_encoded(record::KIND_TABLE_IMAGE_ROWS, payload_bytes, |_, buf| {
+            record::encode_image_rows_payload(buf, table, rows)
+        })
+    }
+
+    /// Runs `f` with the LSN the next record will get, while no record can be appended. `f`
+    /// must not call back into this `Wal`.
+    pub fn with_append_lock<R>(&self, f: impl FnOnce(Lsn) -> R) -> R {
+        let pending = self.shared.pending.lock();
+        f(pending.next_lsn)
+    }
+
+    fn append_encoded(
+        &self,
+        kind: u8,
+        payload_bytes: usize,
+        encode: impl FnOnce(Lsn, &mut Vec<u8>),
+    ) -> Result<Lsn, WalError> {
+        if payload_bytes > RECORD_PAYLOAD_MAX_BYTES {
+            return Err(WalError::TooLarge(payload_bytes));
+        }
+        let mut p = self.lock_for_append()?;
+        let lsn = p.next_lsn;
+        let was_empty = p.buffered_bytes() == 0;
+        let bytes =
+            record::encode_record(&mut p.buf, lsn, kind, payload_bytes, |buf| encode(lsn, buf));
+        p.next_lsn += bytes as u64;
+        p.records += 1;
+        if was_empty {
+            p.oldest_at = Some(Instant::now());
+        }
+        self.shared.next_lsn.store(p.next_lsn, Ordering::Release);
+        // The writer sleeps without a deadline only while the buffer is empty, and it flushes
+        // early at half the bound; other appends need not wake it.
+        if was_empty || p.buffered_bytes() >= self.shared.opts.buffer_bytes_max / 2 {
+            self.shared.writer_wake.notify_one();
+        }
+        Ok(p.next_lsn)
+    }
+
+    /// Takes the buffer lock, blocking while the buffer is over its bound (backpressure).
+    fn lock_for_append(&self) -> Result<MutexGuard<'_, Pending>, WalError> {
+        let mut p = self.shared.pending.lock();
+        loop {
+            if self.shared.broken.load(Ordering::Acquire) {
+                let message = self
+                    .shared
+                    .progress
+                    .lock()
+                    .broken
+                    .clone()
+                    .unwrap_or_default();
+                return Err(WalError::Broken(message));
+            }
+            if p.shutdown {
+                return Err(WalError::Broken("the write-ahead log is shut down".into()));
+            }
+            if p.buffered_bytes() < self.shared.opts.buffer_bytes_max {
+                return Ok(p);
+            }
+            p.wanted_lsn = p.wanted_lsn.max(p.next_lsn);
+            self.shared.writer_wake.notify_one();
+            self.shared.space_freed.wait(&mut p);
+        }
+    }
+
+    /// Waits without blocking the thread until the record ending at `lsn` is durable. Errors:
+    /// `DiskFull` if its batch was dropped, `Broken` if the log broke before it was synced.
+    pub async fn wait_flushed(&self, lsn: Lsn) -> Result<(), WalError> {
+        let mut bell = self.shared.progress_bell.subscribe();
+        if let Some(result) = self.shared.progress.lock().outcome(lsn) {
+            return result;
+        }
+        self.request_flush(lsn);
+        loop {
+            if let Some(result) = self.shared.progress.lock().outcome(lsn) {
+                return result;
+            }
+            // The sender lives in `self.shared`, so it cannot be dropped while we wait.
+            bell.changed()
+                .await
+                .expect("progress sender outlives the Wal");
+        }
+    }
+
+    /// Blocks the calling thread until the record ending at `lsn` is durable; see `wait_flushed`.
+    pub fn wait_flushed_blocking(&self, lsn: Lsn) -> Result<(), WalError> {
+        if let Some(result) = self.shared.progress.lock().outcome(lsn) {
+            return result;
+        }
+        self.request_flush(lsn);
+        let mut progress = self.shared.progress.lock();
+        loop {
+            if let Some(result) = progress.outcome(lsn) {
+                return result;
+            }
+            self.shared.progress_changed.wait(&mut progress);
+        }
+    }
+
+    fn request_flush(&self, lsn: Lsn) {
+        let mut p = self.shared.pending.lock();
+        debug_assert!(
+            lsn <= p.next_lsn,
+            "waiting for LSN {lsn} that was never appended"
+        );
+        if lsn > p.wanted_lsn {
+            p.wanted_lsn = lsn;
+            self.shared.writer_wake.notify_one();
+        }
+    }
+
+    /// End of the last batch written and synced. Records below it are durable unless their batch
+    /// was reported as dropped (`DiskFull`) to its waiters.
+    pub fn flushed_lsn(&self) -> Lsn {
+        self.shared.durable_lsn.load(Ordering::Acquire)
+    }
+
+    /// The LSN the next appended record will get.
+    pub fn next_lsn(&self) -> Lsn {
+        self.shared.next_lsn.load(Ordering::Acquire)
+    }
+
+    /// Log bytes appended since `lsn`, for "checkpoint after N MB of log".
+    pub fn bytes_since(&self, lsn: Lsn) -> u64 {
+        self.next_lsn().saturating_sub(lsn)
+    }
+
+    /// Counters since open.
+    pub fn stats(&self) -> WalStats {
+        let s = &self.shared.stats;
+        WalStats {
+            records: s.records.load(Ordering::Relaxed),
+            bytes: s.bytes.load(Ordering::Relaxed),
+            flushes: s.flushes.load(Ordering::Relaxed),
+            batches: s.batches.load(Ordering::Relaxed),
+            dropped_batches: s.dropped_batches.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Deletes segment files all of whose records are below `lsn` (a checkpoint's start LSN):
+    /// those followed by a segment starting at or below `lsn`. Never the segment being written.
+    /// Returns the number of files deleted.
+    pub fn remove_segments_before(&self, lsn: Lsn) -> std::io::Result<usize> {
+        // Read the current segment first: if the writer rotates meanwhile, we only keep more.
+        let current_base_lsn = self.shared.current_segment_base_lsn.load(Ordering::Acquire);
+        let segments = segment::list_segments(&self.wal_dir)?;
+        let mut removed = 0;
+        for pair in segments.windows(2) {
+            let ((base_lsn, path), next_base_lsn) = (&pair[0], pair[1].0);
+            if next_base_lsn <= lsn && *base_lsn < current_base_lsn {
+                fs::remove_file(path)?;
+                removed += 1;
+            }
+        }
+        if removed > 0 {
+            segment::sync_dir(&self.wal_dir)?;
+        }
+        Ok(removed)
+    }
+
+    /// Writes and syncs everything appended, then stops the writer thread. Later appends fail.
+    /// Also done on drop.
+    pub fn shutdown(&self) {
+        {
+            let mut p = self.shared.pending.lock();
+            p.shutdown = true;
+            self.shared.writer_wake.notify_all();
+            self.shared.space_freed.notify_all();
+        }
+        if let Some(handle) = self.writer.lock().take() {
+            if handle.join().is_err() {
+                tracing::error!("the log writer thread panicked");
+            }
+        }
+    }
+}
+
+impl Drop for Wal {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}

@@ -1,0 +1,586 @@
+//! Tests of the log: every record kind round-trips, group commit batches concurrent committers,
+//! segments rotate and read back in order, torn tails are cut while other damage is reported as
+//! corruption, old segments are removed, and a full disk drops batches without leaving partial
+//! records behind.
+
+mod common;
+
+use std::convert::Infallible;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use common::{segment_files, TestDir};
+use shoal_storage::{ChangeKind, RedoChange};
+use shoal_wal::{read_log, LogReadSummary, Lsn, ReadError, Record, Wal, WalError, WalOptions};
+
+/// A record copied out of the log, for comparisons.
+#[derive(Clone, Debug, PartialEq)]
+enum Owned {
+    Commit(u64, Vec<(u64, ChangeKind, u64, Vec<u8>)>),
+    Catalog(Vec<u8>),
+    ImageBegin(u64),
+    ImageRows(u64, Vec<(u64, Vec<u8>)>),
+    ImageEnd(u64),
+    Sequence(u32, i64, bool),
+}
+
+fn to_owned(record: Record<'_>) -> Owned {
+    match record {
+        Record::Commit { commit_ts, changes } => Owned::Commit(
+            commit_ts,
+            changes
+                .iter()
+                .map(|c| (c.table, c.kind, c.row_id, c.row.to_vec()))
+                .collect(),
+        ),
+        Record::Catalog { image } => Owned::Catalog(image.to_vec()),
+        Record::TableImageBegin { table } => Owned::ImageBegin(table),
+        Record::TableImageRows { table, rows } => Owned::ImageRows(
+            table,
+            rows.iter().map(|(id, row)| (id, row.to_vec())).collect(),
+        ),
+        Record::TableImageEnd { table } => Owned::ImageEnd(table),
+        Record::Sequence {
+            oid,
+            last_value,
+            is_called,
+        } => Owned::Sequence(oid, last_value, is_called),
+    }
+}
+
+fn try_read(dir: &Path, from_lsn: Lsn) -> Result<(Vec<(Lsn, Owned)>, LogReadSummary), WalError> {
+    let mut records = Vec::new();
+    let summary = read_log(dir, from_lsn, |lsn, r| {
+        records.push((lsn, to_owned(r)));
+        Ok::<(), Infallible>(())
+    })
+    .map_err(|e| match e {
+        ReadError::Wal(e) => e,
+        ReadError::Visitor(never) => match never {},
+    })?;
+    Ok((records, summary))
+}
+
+fn read_all(dir: &Path, from_lsn: Lsn) -> (Vec<(Lsn, Owned)>, LogReadSummary) {
+    try_read(dir, from_lsn).expect("log reads cleanly")
+}
+
+fn small_segments() -> WalOptions {
+    WalOptions {
+        segment_size_bytes: 4096,
+        ..WalOptions::default()
+    }
+}
+
+/// Appends a one-change commit with timestamp `ts` and waits for it.
+fn commit(wal: &Wal, ts: u64, row: &[u8]) -> Lsn {
+    let change = RedoChange {
+        table: 7,
+        kind: ChangeKind::Insert,
+        row_id: ts,
+        row,
+    };
+    let lsn = wal.append_commit(|_| ts, &[change]).unwrap();
+    wal.wait_flushed_blocking(lsn).unwrap();
+    lsn
+}
+
+fn commit_timestamps(records: &[(Lsn, Owned)]) -> Vec<u64> {
+    records
+        .iter()
+        .map(|(_, r)| if let Owned::Commit(ts, _) = r { *ts } else { 0 })
+        .collect()
+}
+
+fn assert_corrupt_names(err: WalError, file: &Path) {
+    let text = err.to_string();
+    match &err {
+        WalError::Corrupt { file: f, .. } => assert_eq!(f, file, "{text}"),
+        other => panic!("expected Corrupt, got {other:?}"),
+    }
+    assert_eq!(err.sqlstate(), "XX001");
+    assert!(
+        text.contains(&file.display().to_string()),
+        "message does not name the file: {text}"
+    );
+}
+
+#[test]
+fn every_record_kind_round_trips() {
+    let dir = TestDir::new("kinds");
+    let wal = Wal::open(dir.path(), 0, WalOptions::default()).unwrap();
+    let big_row = vec![0xab; 700 << 10];
+    let image_rows: Vec<(u64, Vec<u8>)> = (0..4).map(|i| (i, vec![i as u8; 300 << 10])).collect();
+    let changes = [
+        RedoChange {
+            table: 1,
+            kind: ChangeKind::Insert,
+            row_id: 10,
+            row: b"new row",
+        },
+        RedoChange {
+            table: 2,
+            kind: ChangeKind::Update,
+            row_id: 11,
+            row: &big_row,
+        },
+        RedoChange {
+            table: 1,
+            kind: ChangeKind::Delete,
+            row_id: 12,
+            row: b"",
+        },
+    ];
+    let mut seen_start_lsn = None;
+    let commit_end = wal
+        .append_commit(
+            |lsn| {
+                seen_start_lsn = Some(lsn);
+                42
+            },
+            &changes,
+        )
+        .unwrap();
+    wal.append(&Record::Catalog {
+        image: b"catalog image",
+    })
+    .unwrap();
+    wal.append(&Record::Sequence {
+        oid: 99,
+        last_value: -5,
+        is_called: true,
+    })
+    .unwrap();
+    let image_end = wal
+        .append_table_image(3, image_rows.iter().map(|(id, r)| (*id, r.as_slice())))
+        .unwrap();
+    let truncate_end = wal.append_table_image(4, std::iter::empty()).unwrap();
+    wal.wait_flushed_blocking(truncate_end).unwrap();
+    assert!(wal.flushed_lsn() >= truncate_end && image_end < truncate_end);
+    wal.shutdown();
+
+    let (records, summary) = read_all(dir.path(), 0);
+    assert_eq!(
+        records[0].0,
+        seen_start_lsn.unwrap(),
+        "take_ts gets the record's own LSN"
+    );
+    let kinds: Vec<Owned> = records.iter().map(|(_, r)| r.clone()).collect();
+    let expected_changes = changes
+        .iter()
+        .map(|c| (c.table, c.kind, c.row_id, c.row.to_vec()))
+        .collect();
+    assert_eq!(kinds[0], Owned::Commit(42, expected_changes));
+    assert_eq!(kinds[1], Owned::Catalog(b"catalog image".to_vec()));
+    assert_eq!(kinds[2], Owned::Sequence(99, -5, true));
+    assert_eq!(kinds[3], Owned::ImageBegin(3));
+    // 1.2 MB of rows go out as two bounded chunks, in order.
+    let chunks: Vec<&Owned> = kinds
+        .iter()
+        .filter(|k| matches!(k, Owned::ImageRows(3, _)))
+        .collect();
+    assert_eq!(chunks.len(), 2);
+    let rows_back: Vec<(u64, Vec<u8>)> = chunks
+        .iter()
+        .flat_map(|c| {
+            if let Owned::ImageRows(_, r) = c {
+                r.clone()
+            } else {
+                vec![]
+            }
+        })
+        .collect();
+    assert_eq!(rows_back, image_rows);
+    assert_eq!(kinds[6], Owned::ImageEnd(3));
+    assert_eq!(&kinds[7..], &[Owned::ImageBegin(4), Owned::ImageEnd(4)]);
+    assert_eq!(summary.end_lsn, truncate_end);
+    assert_eq!(summary.records, 9);
+    assert_eq!(summary.torn_tail_cut_bytes, 0);
+
+    // Reading from the second record's LSN skips the first.
+    let (later, _) = read_all(dir.path(), commit_end);
+    assert_eq!(later.len(), 8);
+    assert_eq!(later[0].0, commit_end);
+}
+
+#[test]
+fn group_commit_batches_concurrent_committers() {
+    let dir = TestDir::new("group");
+    let wal = Arc::new(Wal::open(dir.path(), 0, WalOptions::default()).unwrap());
+    let clock = Arc::new(AtomicU64::new(0));
+    let (threads, commits_per_thread) = (16, 60);
+    let handles: Vec<_> = (0..threads)
+        .map(|t| {
+            let (wal, clock) = (Arc::clone(&wal), Arc::clone(&clock));
+            std::thread::spawn(move || {
+                for i in 0..commits_per_thread {
+                    let row = format!("thread {t} commit {i}");
+                    let change = RedoChange {
+                        table: 1,
+                        kind: ChangeKind::Insert,
+                        row_id: i,
+                        row: row.as_bytes(),
+                    };
+                    let lsn = wal
+                        .append_commit(|_| clock.fetch_add(1, Ordering::SeqCst) + 1, &[change])
+                        .unwrap();
+                    wal.wait_flushed_blocking(lsn).unwrap();
+                    assert!(
+                        wal.flushed_lsn() >= lsn,
+                        "waiter returned before its record was durable"
+                    );
+                }
+            })
+        })
+        .collect();
+    handles.into_iter().for_each(|h| h.join().unwrap());
+    let commits = threads * commits_per_thread;
+    let stats = wal.stats();
+    eprintln!("{commits} commits, {stats:?}");
+    assert_eq!(stats.records, commits);
+    assert!(
+        stats.flushes * 3 <= commits,
+        "expected group commit, got {} fsyncs for {commits} commits",
+        stats.flushes
+    );
+    wal.shutdown();
+
+    // Timestamps were taken under the append lock, so log order is timestamp order.
+    let (records, _) = read_all(dir.path(), 0);
+    let timestamps: Vec<u64> = records
+        .iter()
+        .map(|(_, r)| if let Owned::Commit(ts, _) = r { *ts } else { 0 })
+        .collect();
+    assert_eq!(timestamps, (1..=commits).collect::<Vec<_>>());
+}
+
+#[test]
+fn async_waiters_and_unwaited_records_are_flushed() {
+    let dir = TestDir::new("async");
+    let wal = Arc::new(Wal::open(dir.path(), 0, WalOptions::default()).unwrap());
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let tasks: Vec<_> = (0..64u64)
+            .map(|i| {
+                let wal = Arc::clone(&wal);
+                tokio::spawn(async move {
+                    let change = RedoChange {
+                        table: 1,
+                        kind: ChangeKind::Insert,
+                        row_id: i,
+                        row: b"r",
+                    };
+                    let lsn = wal.append_commit(|_| i + 1, &[change]).unwrap();
+                    wal.wait_flushed(lsn).await.unwrap();
+                    assert!(wal.flushed_lsn() >= lsn);
+                })
+            })
+            .collect();
+        for task in tasks {
+            task.await.unwrap();
+        }
+    });
+    // Nobody waits for this one: the writer still flushes it after flush_delay_ms_async.
+    let lsn = wal
+        .append(&Record::Sequence {
+            oid: 1,
+            last_value: 1,
+            is_called: false,
+        })
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while wal.flushed_lsn() < lsn {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "unwaited record never flushed"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    assert_eq!(wal.stats().records, 65);
+}
+
+#[test]
+fn backpressure_bounds_the_buffer_without_losing_records() {
+    let dir = TestDir::new("backpressure");
+    let opts = WalOptions {
+        buffer_bytes_max: 4096,
+        flush_delay_ms_async: 1000,
+        ..small_segments()
+    };
+    let wal = Wal::open(dir.path(), 0, opts).unwrap();
+    let row = [7u8; 500];
+    let mut last = 0;
+    for ts in 1..=200 {
+        let change = RedoChange {
+            table: 1,
+            kind: ChangeKind::Insert,
+            row_id: ts,
+            row: &row,
+        };
+        last = wal.append_commit(|_| ts, &[change]).unwrap();
+    }
+    wal.shutdown();
+    assert!(wal.stats().batches > 1);
+    let (records, summary) = read_all(dir.path(), 0);
+    assert_eq!(records.len(), 200);
+    assert_eq!(summary.end_lsn, last);
+}
+
+#[test]
+fn segments_rotate_and_read_back_in_order_across_reopen() {
+    let dir = TestDir::new("rotate");
+    let wal = Wal::open(dir.path(), 0, small_segments()).unwrap();
+    for ts in 1..=100 {
+        commit(&wal, ts, &[ts as u8; 100]);
+    }
+    drop(wal);
+    let segments = segment_files(dir.path());
+    assert!(segments.len() >= 3, "expected rotation, got {segments:?}");
+    let (records, summary) = read_all(dir.path(), 0);
+    assert_eq!(records.len(), 100);
+    assert_eq!(summary.segments, segments.len());
+
+    // Appends after a reopen go to a new segment named by the recovered end LSN.
+    let wal = Wal::open(dir.path(), summary.end_lsn, small_segments()).unwrap();
+    commit(&wal, 101, b"after reopen");
+    drop(wal);
+    assert!(segment_files(dir.path())
+        .last()
+        .unwrap()
+        .ends_with(format!("{:016x}.wal", summary.end_lsn)));
+    let (records, _) = read_all(dir.path(), 0);
+    let timestamps: Vec<u64> = records
+        .iter()
+        .map(|(_, r)| if let Owned::Commit(ts, _) = r { *ts } else { 0 })
+        .collect();
+    assert_eq!(timestamps, (1..=101).collect::<Vec<_>>());
+    assert!(records.windows(2).all(|w| w[0].0 < w[1].0), "LSNs increase");
+}
+
+#[test]
+fn torn_tail_is_cut_and_appends_continue_after_reopen() {
+    let dir = TestDir::new("torn");
+    let wal = Wal::open(dir.path(), 0, WalOptions::default()).unwrap();
+    let lsns: Vec<Lsn> = (1..=5).map(|ts| commit(&wal, ts, &[1; 64])).collect();
+    drop(wal);
+    let segment = segment_files(dir.path()).pop().unwrap();
+    let len = std::fs::metadata(&segment).unwrap().len();
+    // Cut the last record in half, then add garbage as a crash might leave behind.
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&segment)
+        .unwrap();
+    file.set_len(len - 40).unwrap();
+    std::os::unix::fs::FileExt::write_all_at(&file, &[0x5a; 300], len - 40).unwrap();
+    drop(file);
+
+    let (records, summary) = read_all(dir.path(), 0);
+    assert_eq!(records.len(), 4);
+    assert_eq!(summary.end_lsn, lsns[3]);
+    assert_eq!(
+        summary.torn_tail_cut_bytes,
+        len - 40 + 300 - std::fs::metadata(&segment).unwrap().len()
+    );
+    assert!(summary.torn_tail_cut_bytes > 300);
+
+    let wal = Wal::open(dir.path(), summary.end_lsn, WalOptions::default()).unwrap();
+    commit(&wal, 6, b"after the cut");
+    drop(wal);
+    let (records, summary) = read_all(dir.path(), 0);
+    assert_eq!(summary.torn_tail_cut_bytes, 0);
+    let timestamps: Vec<u64> = records
+        .iter()
+        .map(|(_, r)| if let Owned::Commit(ts, _) = r { *ts } else { 0 })
+        .collect();
+    assert_eq!(timestamps, vec![1, 2, 3, 4, 6]);
+}
+
+#[test]
+fn flipped_byte_mid_log_is_corruption_naming_the_file() {
+    let dir = TestDir::new("flip");
+    let wal = Wal::open(dir.path(), 0, WalOptions::default()).unwrap();
+    for ts in 1..=5 {
+        commit(&wal, ts, &[3; 64]);
+    }
+    drop(wal);
+    let segment = segment_files(dir.path()).pop().unwrap();
+    let mut bytes = std::fs::read(&segment).unwrap();
+    // Inside the payload of the second batch's record: later batches are intact.
+    let record_bytes = 24 + 12 + 21 + 64;
+    let offset = 32 + (32 + record_bytes) + 32 + 24 + 40;
+    bytes[offset] ^= 0x01;
+    std::fs::write(&segment, &bytes).unwrap();
+    let err = try_read(dir.path(), 0).unwrap_err();
+    assert_corrupt_names(err, &segment);
+    assert_eq!(
+        std::fs::read(&segment).unwrap(),
+        bytes,
+        "corruption must not be 'repaired'"
+    );
+}
+
+#[test]
+fn damage_in_a_non_last_segment_is_corruption() {
+    let dir = TestDir::new("flip-old");
+    let wal = Wal::open(dir.path(), 0, small_segments()).unwrap();
+    for ts in 1..=80 {
+        commit(&wal, ts, &[4; 100]);
+    }
+    drop(wal);
+    let segments = segment_files(dir.path());
+    // Damage the very end of the first segment: with more segments after it, this is no torn tail.
+    let mut bytes = std::fs::read(&segments[0]).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0xff;
+    std::fs::write(&segments[0], &bytes).unwrap();
+    assert_corrupt_names(try_read(dir.path(), 0).unwrap_err(), &segments[0]);
+}
+
+#[test]
+fn missing_middle_segment_is_corruption() {
+    let dir = TestDir::new("missing");
+    let wal = Wal::open(dir.path(), 0, small_segments()).unwrap();
+    for ts in 1..=80 {
+        commit(&wal, ts, &[5; 100]);
+    }
+    drop(wal);
+    let segments = segment_files(dir.path());
+    assert!(segments.len() >= 3);
+    std::fs::remove_file(&segments[1]).unwrap();
+    assert_corrupt_names(try_read(dir.path(), 0).unwrap_err(), &segments[2]);
+}
+
+#[test]
+fn remove_segments_before_keeps_what_replay_needs() {
+    let dir = TestDir::new("remove");
+    let wal = Wal::open(dir.path(), 0, small_segments()).unwrap();
+    for ts in 1..=60 {
+        commit(&wal, ts, &[6; 100]);
+    }
+    let checkpoint_lsn = wal.with_append_lock(|next_lsn| next_lsn);
+    for ts in 61..=80 {
+        commit(&wal, ts, &[6; 100]);
+    }
+    assert_eq!(
+        wal.bytes_since(checkpoint_lsn),
+        wal.next_lsn() - checkpoint_lsn
+    );
+    let before = segment_files(dir.path()).len();
+    let removed = wal.remove_segments_before(checkpoint_lsn).unwrap();
+    assert!(removed > 0);
+    assert_eq!(segment_files(dir.path()).len(), before - removed);
+    commit(&wal, 81, b"still appending");
+    drop(wal);
+
+    let (records, summary) = read_all(dir.path(), checkpoint_lsn);
+    assert_eq!(commit_timestamps(&records), (61..=81).collect::<Vec<_>>());
+    assert!(records.iter().all(|(lsn, _)| *lsn >= checkpoint_lsn));
+    // Replaying from before the removed segments cannot work: that is reported, not ignored.
+    assert!(matches!(
+        try_read(dir.path(), 0),
+        Err(WalError::Corrupt { .. })
+    ));
+
+    // Removing "everything" still keeps the segment being written.
+    let wal = Wal::open(dir.path(), summary.end_lsn, small_segments()).unwrap();
+    assert!(wal.remove_segments_before(u64::MAX).unwrap() > 0);
+    assert_eq!(segment_files(dir.path()).len(), 1);
+    let end = commit(&wal, 82, b"after removing");
+    drop(wal);
+    let (records, after) = read_all(dir.path(), summary.end_lsn);
+    assert_eq!(commit_timestamps(&records), vec![82]);
+    assert_eq!(after.end_lsn, end);
+}
+
+#[test]
+fn missing_log_is_empty_and_reopen_refuses_to_skip_recovery() {
+    let dir = TestDir::new("empty");
+    let (records, summary) = read_all(dir.path(), 1234);
+    assert!(records.is_empty());
+    assert_eq!(summary.end_lsn, 1234);
+    let wal = Wal::open(dir.path(), 1234, WalOptions::default()).unwrap();
+    let end = commit(&wal, 1, b"x");
+    drop(wal);
+    // Opening at an LSN before existing records would fork the log.
+    assert!(Wal::open(dir.path(), 0, WalOptions::default()).is_err());
+    assert_eq!(read_all(dir.path(), 1234).1.end_lsn, end);
+}
+
+#[test]
+fn disk_full_drops_the_batch_and_writes_resume_when_space_returns() {
+    let dir = TestDir::new("enospc");
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"])
+        .arg(dir.path())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        eprintln!("skipping disk_full test: cannot mount a tmpfs (needs root)");
+        return;
+    }
+    let result = std::panic::catch_unwind(|| disk_full_scenario(dir.path()));
+    let _ = std::process::Command::new("umount")
+        .arg(dir.path())
+        .status();
+    result.unwrap();
+}
+
+fn disk_full_scenario(dir: &Path) {
+    let wal = Wal::open(dir, 0, WalOptions::default()).unwrap();
+    let filler = dir.join("filler");
+    std::fs::write(&filler, vec![0u8; 600 << 10]).unwrap();
+    let row = vec![9u8; 16 << 10];
+    let mut durable = Vec::new();
+    let mut failed = false;
+    for ts in 1..=200u64 {
+        let change = RedoChange {
+            table: 1,
+            kind: ChangeKind::Insert,
+            row_id: ts,
+            row: &row,
+        };
+        let lsn = wal.append_commit(|_| ts, &[change]).unwrap();
+        match wal.wait_flushed_blocking(lsn) {
+            Ok(()) => durable.push(ts),
+            Err(e) => {
+                assert!(matches!(e, WalError::DiskFull(_)), "{e:?}");
+                assert_eq!(e.sqlstate(), "53100");
+                failed = true;
+                break;
+            }
+        }
+    }
+    assert!(failed, "a 1 MiB tmpfs must fill up");
+    assert!(!durable.is_empty());
+    // Still full: the next append is accepted, and its batch fails again.
+    let change = RedoChange {
+        table: 1,
+        kind: ChangeKind::Insert,
+        row_id: 0,
+        row: &row,
+    };
+    let lsn = wal.append_commit(|_| 1000, &[change]).unwrap();
+    assert!(matches!(
+        wal.wait_flushed_blocking(lsn),
+        Err(WalError::DiskFull(_))
+    ));
+    assert!(wal.stats().dropped_batches >= 2);
+    // Nothing partial was left behind: the log holds exactly the acknowledged commits.
+    let (records, summary) = read_all(dir, 0);
+    assert_eq!(summary.torn_tail_cut_bytes, 0);
+    assert_eq!(commit_timestamps(&records), durable);
+
+    // Free space: writes resume on the same log, after the LSN hole the dropped batches left.
+    std::fs::remove_file(&filler).unwrap();
+    let lsn = commit(&wal, 2000, &row);
+    assert!(wal.flushed_lsn() >= lsn);
+    drop(wal);
+    let (records, summary) = read_all(dir, 0);
+    durable.push(2000);
+    assert_eq!(commit_timestamps(&records), durable);
+    assert_eq!(summary.end_lsn, lsn);
+}

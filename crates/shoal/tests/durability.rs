@@ -1,0 +1,357 @@
+//! Durability end to end: clients move money between accounts over the wire while the server is
+//! killed with SIGKILL at random moments; after every restart each acknowledged transfer is
+//! there, nothing is half applied, and the total is unchanged. Also: clean SIGTERM, CHECKPOINT
+//! plus log replay, and a damaged log or checkpoint that stops the server with a clear message.
+
+mod support;
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rand::Rng;
+use support::ShoalServer;
+use tokio_postgres::{Client, NoTls};
+
+const ACCOUNTS: i64 = 20;
+const BALANCE_INITIAL: i64 = 1_000;
+const CLIENTS: usize = 4;
+const KILL_CYCLES: usize = 20;
+
+async fn connect(server: &ShoalServer) -> Client {
+    let conn = format!(
+        "host=127.0.0.1 port={} user=postgres dbname=postgres",
+        server.port()
+    );
+    let (client, connection) = tokio_postgres::connect(&conn, NoTls)
+        .await
+        .expect("connect to shoal");
+    tokio::spawn(connection);
+    client
+}
+
+async fn create_bank(server: &ShoalServer) {
+    let c = connect(server).await;
+    c.batch_execute(&format!(
+        "CREATE TABLE accounts (id int PRIMARY KEY, balance bigint NOT NULL);
+         CREATE TABLE transfers (id bigint PRIMARY KEY, src int NOT NULL, dst int NOT NULL,
+                                 amount bigint NOT NULL);
+         INSERT INTO accounts SELECT g, {BALANCE_INITIAL} FROM generate_series(1, {ACCOUNTS}) g;"
+    ))
+    .await
+    .expect("create the bank");
+}
+
+/// One transfer as a transaction block; Ok once COMMIT was acknowledged.
+async fn transfer(c: &Client, id: i64, src: i64, dst: i64, amount: i64) -> Result<(), String> {
+    let sql = format!(
+        "BEGIN;
+         UPDATE accounts SET balance = balance - {amount} WHERE id = {src};
+         UPDATE accounts SET balance = balance + {amount} WHERE id = {dst};
+         INSERT INTO transfers VALUES ({id}, {src}, {dst}, {amount});
+         COMMIT;"
+    );
+    c.batch_execute(&sql).await.map_err(|e| e.to_string())
+}
+
+/// Acknowledged transfer ids with the time they were acknowledged.
+type Acked = Arc<Mutex<Vec<(i64, Instant)>>>;
+
+/// Runs `CLIENTS` clients doing transfers until the server goes away.
+fn start_clients(
+    server: &ShoalServer,
+    next_id: &Arc<AtomicI64>,
+    acked: &Acked,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    (0..CLIENTS)
+        .map(|_| {
+            let conn = format!(
+                "host=127.0.0.1 port={} user=postgres dbname=postgres",
+                server.port()
+            );
+            let (next_id, acked) = (next_id.clone(), acked.clone());
+            tokio::spawn(async move {
+                let Ok((c, connection)) = tokio_postgres::connect(&conn, NoTls).await else {
+                    return;
+                };
+                tokio::spawn(connection);
+                loop {
+                    let id = next_id.fetch_add(1, Ordering::Relaxed);
+                    let (src, dst, amount) = {
+                        let mut rng = rand::rng();
+                        let src = rng.random_range(1..=ACCOUNTS);
+                        let dst = (src % ACCOUNTS) + 1;
+                        (src, dst, rng.random_range(1..100))
+                    };
+                    match transfer(&c, id, src, dst, amount).await {
+                        Ok(()) => acked.lock().unwrap().push((id, Instant::now())),
+                        // Deadlocks and serialization failures are retried with a new id; a
+                        // closed connection means the server was killed.
+                        Err(_) if c.is_closed() => return,
+                        Err(_) => {
+                            let _ = c.batch_execute("ROLLBACK").await;
+                        }
+                    }
+                }
+            })
+        })
+        .collect()
+}
+
+/// Checks the bank after a restart: the total is unchanged, every account's balance matches
+/// the transfers that are there (so no transfer is half applied), and returns the transfer ids.
+async fn check_bank(server: &ShoalServer) -> HashSet<i64> {
+    let c = connect(server).await;
+    let total: i64 = c
+        .query_one("SELECT sum(balance)::bigint FROM accounts", &[])
+        .await
+        .expect("sum balances")
+        .get(0);
+    assert_eq!(
+        total,
+        ACCOUNTS * BALANCE_INITIAL,
+        "money appeared or vanished"
+    );
+    let mut expected = vec![BALANCE_INITIAL; ACCOUNTS as usize + 1];
+    let mut ids = HashSet::new();
+    for row in c
+        .query("SELECT id, src, dst, amount FROM transfers", &[])
+        .await
+        .expect("read transfers")
+    {
+        let (id, src, dst, amount): (i64, i32, i32, i64) =
+            (row.get(0), row.get(1), row.get(2), row.get(3));
+        expected[src as usize] -= amount;
+        expected[dst as usize] += amount;
+        assert!(ids.insert(id), "transfer {id} twice");
+    }
+    for row in c
+        .query("SELECT id, balance FROM accounts ORDER BY id", &[])
+        .await
+        .expect("read accounts")
+    {
+        let (id, balance): (i32, i64) = (row.get(0), row.get(1));
+        assert_eq!(
+            balance, expected[id as usize],
+            "account {id} does not match its transfers: a transaction was half applied"
+        );
+    }
+    ids
+}
+
+fn restart(dir: PathBuf, args: &[&str]) -> ShoalServer {
+    ShoalServer::start_in(dir, args).unwrap_or_else(|e| panic!("restart failed: {e}"))
+}
+
+/// Kills the server at random moments under load, `KILL_CYCLES` times. With synchronous_commit
+/// on, every acknowledged transfer must survive; with it off, only those acknowledged well
+/// before the kill (the log writer flushes every few milliseconds).
+async fn kill_cycles(args: &[&str], all_acked_must_survive: bool) {
+    let mut server = ShoalServer::start_with(args);
+    create_bank(&server).await;
+    let next_id = Arc::new(AtomicI64::new(1));
+    let mut total_acked = 0;
+    for cycle in 0..KILL_CYCLES {
+        let acked: Acked = Arc::new(Mutex::new(Vec::new()));
+        let clients = start_clients(&server, &next_id, &acked);
+        let run_ms = rand::rng().random_range(100..500);
+        tokio::time::sleep(Duration::from_millis(run_ms)).await;
+        let killed_at = Instant::now();
+        let dir = server.crash();
+        for c in clients {
+            let _ = c.await;
+        }
+        server = restart(dir, args);
+        let present = check_bank(&server).await;
+        let acked = acked.lock().unwrap().clone();
+        total_acked += acked.len();
+        for (id, at) in acked {
+            let must_survive =
+                all_acked_must_survive || killed_at.duration_since(at) > Duration::from_secs(1);
+            assert!(
+                !must_survive || present.contains(&id),
+                "cycle {cycle}: acknowledged transfer {id} lost after kill -9"
+            );
+        }
+    }
+    assert!(
+        total_acked > KILL_CYCLES,
+        "too few transfers were acknowledged ({total_acked}) for the test to mean anything"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acknowledged_commits_survive_kill_9() {
+    kill_cycles(&[], true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn asynchronous_commit_stays_atomic_across_kill_9() {
+    kill_cycles(&["--synchronous-commit", "off"], false).await;
+}
+
+async fn count(server: &ShoalServer, sql: &str) -> i64 {
+    connect(server)
+        .await
+        .query_one(sql, &[])
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+        .get(0)
+}
+
+/// Data, DDL and sequences survive a checkpoint followed by more log, a clean SIGTERM, and
+/// a crash.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn checkpoint_then_log_replay_restores_everything() {
+    let server = ShoalServer::start();
+    let c = connect(&server).await;
+    c.batch_execute(
+        "CREATE SCHEMA s;
+         CREATE TABLE s.items (id serial PRIMARY KEY, name text UNIQUE, qty int DEFAULT 0);
+         INSERT INTO s.items (name, qty) SELECT 'item' || g, g FROM generate_series(1, 500) g;
+         CREATE INDEX items_qty ON s.items (qty);",
+    )
+    .await
+    .expect("build the database");
+    c.batch_execute("CHECKPOINT").await.expect("checkpoint");
+    c.batch_execute(
+        "UPDATE s.items SET qty = qty + 1000 WHERE id <= 100;
+         DELETE FROM s.items WHERE id > 400;
+         ALTER TABLE s.items ADD COLUMN note text DEFAULT 'n';
+         INSERT INTO s.items (name) VALUES ('after-alter');
+         CREATE VIEW s.big AS SELECT * FROM s.items WHERE qty >= 1000;",
+    )
+    .await
+    .expect("build the database");
+    drop(c);
+    let (status, dir) = server.terminate();
+    assert!(
+        status.success(),
+        "SIGTERM should stop the server cleanly: {status}"
+    );
+    let server = restart(dir, &[]);
+    assert_eq!(count(&server, "SELECT count(*) FROM s.items").await, 401);
+    assert_eq!(count(&server, "SELECT count(*) FROM s.big").await, 100);
+    assert_eq!(
+        count(&server, "SELECT count(*) FROM s.items WHERE note = 'n'").await,
+        401,
+        "the rewritten table keeps its new column"
+    );
+    let c = connect(&server).await;
+    let id: i32 = c
+        .query_one(
+            "INSERT INTO s.items (name) VALUES ('next') RETURNING id",
+            &[],
+        )
+        .await
+        .expect("insert after restart")
+        .get(0);
+    assert!(id > 501, "the serial sequence went back to {id}");
+    let dup = c
+        .execute("INSERT INTO s.items (name) VALUES ('item1')", &[])
+        .await
+        .expect_err("the unique index survives");
+    assert_eq!(dup.code().map(|c| c.code()), Some("23505"));
+    drop(c);
+    let server = restart(server.crash(), &[]);
+    assert_eq!(count(&server, "SELECT count(*) FROM s.items").await, 402);
+    assert_eq!(
+        count(&server, "SELECT count(*) FROM s.items WHERE qty = 1005").await,
+        1,
+        "an updated row keeps its new value through checkpoint and replay"
+    );
+}
+
+fn files_under(dir: &Path, extension: &str) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(files_under(&path, extension));
+        } else if path.extension().is_some_and(|e| e == extension) {
+            found.push(path);
+        }
+    }
+    found.sort();
+    found
+}
+
+async fn insert_rows(server: &ShoalServer, rows: i64) {
+    let c = connect(server).await;
+    c.batch_execute("CREATE TABLE t (id int PRIMARY KEY, pad text)")
+        .await
+        .expect("create t");
+    for i in 0..rows {
+        c.execute(
+            "INSERT INTO t VALUES ($1, repeat('x', 100))",
+            &[&(i as i32)],
+        )
+        .await
+        .expect("insert");
+    }
+}
+
+/// A torn log tail is cut; a byte flipped in the middle of the log stops the server with a
+/// message naming the file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn damaged_log_is_cut_at_a_torn_tail_and_refused_in_the_middle() {
+    let server = ShoalServer::start();
+    insert_rows(&server, 200).await;
+    let dir = server.crash();
+    let segment = files_under(&dir.join("wal"), "wal")
+        .pop()
+        .expect("a log segment");
+    let len = std::fs::metadata(&segment).unwrap().len();
+    // Torn tail: garbage where the next batch would have been.
+    let mut bytes = std::fs::read(&segment).unwrap();
+    bytes.extend_from_slice(&[0xAB; 37]);
+    std::fs::write(&segment, &bytes).unwrap();
+    let server = restart(dir, &[]);
+    assert_eq!(count(&server, "SELECT count(*) FROM t").await, 200);
+    let dir = server.crash();
+    // Damage in the middle: flip a byte a third of the way in.
+    let mut bytes = std::fs::read(&segment).unwrap();
+    let at = (len / 3) as usize;
+    bytes[at] ^= 0x40;
+    std::fs::write(&segment, &bytes).unwrap();
+    let err = match ShoalServer::start_in(dir.clone(), &[]) {
+        Ok(_) => panic!("the server started on a damaged log"),
+        Err(e) => e,
+    };
+    let name = segment.file_name().unwrap().to_string_lossy().to_string();
+    assert!(err.contains(&name), "the error should name {name}: {err}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// A truncated checkpoint file stops the server with a message naming it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn truncated_checkpoint_file_is_refused() {
+    let server = ShoalServer::start();
+    insert_rows(&server, 50).await;
+    connect(&server)
+        .await
+        .batch_execute("CHECKPOINT")
+        .await
+        .expect("checkpoint");
+    let dir = server.crash();
+    let part = files_under(&dir.join("checkpoints"), "dat")
+        .into_iter()
+        .find(|p| std::fs::metadata(p).map(|m| m.len() > 64).unwrap_or(false))
+        .expect("a checkpoint table file");
+    let len = std::fs::metadata(&part).unwrap().len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&part)
+        .unwrap()
+        .set_len(len / 2)
+        .unwrap();
+    let err = match ShoalServer::start_in(dir.clone(), &[]) {
+        Ok(_) => panic!("the server started on a truncated checkpoint"),
+        Err(e) => e,
+    };
+    let name = part.file_name().unwrap().to_string_lossy().to_string();
+    assert!(err.contains(&name), "the error should name {name}: {err}");
+    let _ = std::fs::remove_dir_all(dir);
+}
