@@ -8,11 +8,12 @@ scale, script (select-only, tpcb-like), query mode (prepared, simple) and client
 several times, reporting the median. Writes results.md (a markdown table) and tps.png (TPS against
 clients) next to this script, and prints the table.
 
-Until Shoal has a redo log, tpcb-like is compared with PostgreSQL running synchronous_commit=off
-(the output says so): comparing a server that does not flush with one that does would be unfair.
+Both servers run with the same durability: `--synchronous-commit on` (the default: every commit
+flushed to the redo log / WAL before it is acknowledged) or `off` on both (the output says which).
 
 Usage: python3 bench/pgbench/run.py [--scales 10,100] [--clients 1,2,4,8,16,32,64]
            [--duration 10] [--runs 3] [--modes prepared,simple] [--scripts select-only,tpcb-like]
+           [--synchronous-commit on|off]
 Needs: pgbench and PostgreSQL 15 server binaries (apt-get install postgresql-15), matplotlib.
 """
 
@@ -62,7 +63,8 @@ def as_postgres_user(cmd):
 class Shoal:
     name = "Shoal"
 
-    def __init__(self, workdir):
+    def __init__(self, workdir, synchronous_commit):
+        self.synchronous_commit = synchronous_commit
         target = Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target"))
         subprocess.run(["cargo", "build", "--release", "-q"], cwd=REPO, check=True)
         self.binary = target / "release" / "shoal"
@@ -73,7 +75,8 @@ class Shoal:
     def start(self):
         self.proc = subprocess.Popen(
             [str(self.binary), "serve", "--listen", f"127.0.0.1:{self.port}",
-             "--data-dir", str(self.data_dir)],
+             "--data-dir", str(self.data_dir),
+             "--synchronous-commit", self.synchronous_commit],
             stdout=subprocess.DEVNULL, stderr=open(self.data_dir.parent / "shoal.log", "w"))
         wait_for_port(self.port)
 
@@ -90,12 +93,15 @@ class Shoal:
                 self.proc.wait(10)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
+                self.proc.wait()
+        # The next scale starts from an empty data directory, not by recovering this one.
+        shutil.rmtree(self.data_dir, ignore_errors=True)
 
 
 class Postgres:
     name = "PostgreSQL"
 
-    def __init__(self, workdir, shared_buffers):
+    def __init__(self, workdir, shared_buffers, synchronous_commit):
         self.port = free_port()
         self.data_dir = Path(workdir) / "pg-data"
         self.data_dir.mkdir()
@@ -109,8 +115,7 @@ class Postgres:
             f.write(f"port = {self.port}\nlisten_addresses = '127.0.0.1'\n"
                     f"unix_socket_directories = '{workdir}'\n"
                     f"shared_buffers = '{shared_buffers}'\nmax_connections = 200\n"
-                    # Shoal has no redo log yet: compare against PostgreSQL without flushes.
-                    "synchronous_commit = off\n")
+                    f"synchronous_commit = {synchronous_commit}\n")
 
     def start(self):
         subprocess.run(as_postgres_user([str(PG_BIN / "pg_ctl"), "-D", str(self.data_dir), "-w",
@@ -173,6 +178,8 @@ def main():
     ap.add_argument("--modes", default="prepared,simple")
     ap.add_argument("--duration", type=int, default=10, help="seconds per run")
     ap.add_argument("--runs", type=int, default=3, help="runs per point; the median is reported")
+    ap.add_argument("--synchronous-commit", choices=["on", "off"], default="on",
+                    help="durability of both servers")
     args = ap.parse_args()
     scales = [int(s) for s in args.scales.split(",")]
     clients = [int(c) for c in args.clients.split(",")]
@@ -185,7 +192,8 @@ def main():
     try:
         for scale in scales:
             shared_buffers = f"{max(256, scale * 24)}MB"
-            for server in (Shoal(workdir), Postgres(workdir, shared_buffers)):
+            sync = args.synchronous_commit
+            for server in (Shoal(workdir, sync), Postgres(workdir, shared_buffers, sync)):
                 server.start()
                 try:
                     rss_before = server.rss_bytes() if isinstance(server, Shoal) else 0
@@ -219,9 +227,9 @@ def write_report(results, memory, scales, scripts, modes, clients, args):
         "# pgbench: Shoal vs PostgreSQL 15",
         "",
         f"Machine: {os.cpu_count()} cores. Each point: median TPS of {args.runs} runs of "
-        f"{args.duration}s, `-j 2`. PostgreSQL runs with synchronous_commit=off because Shoal "
-        "has no redo log yet (neither flushes at commit). Reproduce: "
-        "`python3 bench/pgbench/run.py`.",
+        f"{args.duration}s, `-j 2`. Both servers run with synchronous_commit="
+        f"{args.synchronous_commit}. Reproduce: "
+        f"`python3 bench/pgbench/run.py --synchronous-commit {args.synchronous_commit}`.",
         "",
         "| scale | script | mode | clients | Shoal TPS | PG TPS | ratio | Shoal lat ms (p99) "
         "| PG lat ms (p99) |",
