@@ -29,7 +29,7 @@ use pgwire::api::{
 };
 use pgwire::error::{PgWireError, PgWireResult};
 use pgwire::messages::copy::{CopyData, CopyDone, CopyFail};
-use pgwire::messages::extendedquery::Sync as PgSync;
+use pgwire::messages::extendedquery::{Bind, Describe, Execute, Parse, Sync as PgSync};
 use pgwire::messages::response::{EmptyQueryResponse, ReadyForQuery, TransactionStatus};
 use pgwire::messages::simplequery::Query;
 use pgwire::messages::startup::ParameterStatus;
@@ -41,6 +41,7 @@ use tokio::sync::Mutex;
 
 use super::encode::{encode_rows, field_infos};
 use super::errors::{error_info, to_pgwire};
+use super::extended;
 
 /// Upper bound on COPY FROM STDIN data buffered before loading, so a client cannot make the
 /// server hold unbounded memory for one statement.
@@ -469,6 +470,48 @@ impl ExtendedQueryHandler for ConnectionHandler {
             }
             Err(e) => Err(to_pgwire(e)),
         }
+    }
+
+    // Parse, Bind, Describe and Execute queue their responses without flushing; Sync and
+    // Flush flush them, as in PostgreSQL (see `extended`).
+    async fn on_parse<C>(&self, client: &mut C, message: Parse) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        extended::parse(self, client, message).await
+    }
+
+    async fn on_bind<C>(&self, client: &mut C, message: Bind) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        extended::bind(client, message).await
+    }
+
+    async fn on_describe<C>(&self, client: &mut C, message: Describe) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        extended::describe(self, client, message).await
+    }
+
+    async fn on_execute<C>(&self, client: &mut C, message: Execute) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        extended::execute(self, client, message).await
     }
 
     async fn on_sync<C>(&self, client: &mut C, _message: PgSync) -> PgWireResult<()>

@@ -2,4 +2,5 @@
 
 pub mod encode;
 pub mod errors;
+mod extended;
 pub mod handler;
