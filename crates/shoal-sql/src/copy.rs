@@ -12,6 +12,7 @@ use shoal_storage::types::Value;
 use shoal_storage::{StorageError, Transaction};
 use std::sync::Arc;
 
+use crate::dml::TableStore;
 use crate::error::{code, SqlError, SqlResult};
 use crate::pgtext;
 use crate::session::{Session, StatementResult};
@@ -155,7 +156,7 @@ pub async fn start(
             else {
                 return Err(SqlError::syntax("COPY FROM needs a table"));
             };
-            let (def, _) = crate::dml::resolve_table(session, &table_name)?;
+            let (def, _) = crate::dml::resolve_store(session, &table_name)?;
             let cols = if columns.is_empty() {
                 (0..def.columns.len()).collect()
             } else {
@@ -188,7 +189,7 @@ pub async fn start(
                     table_name,
                     columns,
                 } => {
-                    let (def, _) = crate::dml::resolve_table(session, &table_name)?;
+                    let (def, _) = crate::dml::resolve_store(session, &table_name)?;
                     let cols = if columns.is_empty() {
                         "*".to_string()
                     } else {
@@ -443,15 +444,28 @@ pub async fn load(
         }
         rows.push((line, row));
     }
-    let table = session
-        .engine
-        .db
-        .table(def.oid as u64)
-        .ok_or_else(|| SqlError::undefined_table(&def.name))?;
+    let store = crate::dml::store_by_oid(session, def.oid, &def.name)?.1;
     let needs_defaults: Vec<usize> = (0..def.columns.len())
         .filter(|c| !req.columns.contains(c) && def.columns[*c].default_sql.is_some())
         .collect();
     let count = rows.len();
+    let table = match store {
+        TableStore::Row(table) => table,
+        TableStore::Column(table) => {
+            let mut checked = Vec::with_capacity(rows.len());
+            for (line, mut row) in rows {
+                for c in &needs_defaults {
+                    row[*c] = default_value(session, def, *c).await?;
+                }
+                crate::constraints::check_row(session, def, &row)
+                    .await
+                    .map_err(|e| e.with_detail(context(line)))?;
+                checked.push(row);
+            }
+            crate::dml::column::append_rows(txn, def, &table, &checked)?;
+            return Ok(count);
+        }
+    };
     for (line, mut row) in rows {
         for c in &needs_defaults {
             row[*c] = default_value(session, def, *c).await?;

@@ -13,6 +13,9 @@
 //! - `INSERT ... OVERRIDING {SYSTEM | USER} VALUE`: sqlparser has neither the clause nor a field
 //!   for it. It is removed and recorded in the insert's `settings` under the name
 //!   [`OVERRIDING_SETTING`], which [`insert_overriding`] reads back for the INSERT executor.
+//! - `CREATE TABLE ... USING method` (PostgreSQL's table access method): sqlparser takes USING
+//!   only in the Spark dialect. The clause is removed and the method recorded in the statement's
+//!   `hive_formats` as `HiveIOFormat::Using`, which the DDL executor reads.
 //! - `VACUUM [(options)] [FREEZE] [VERBOSE] [ANALYZE] table, ...` (pgbench sends `vacuum analyze
 //!   pgbench_branches`): sqlparser knows only Redshift's VACUUM. The PostgreSQL options and all
 //!   tables after the first are removed; Shoal's VACUUM always works on the whole database.
@@ -36,9 +39,10 @@ pub enum Overriding {
 }
 
 /// What the normalisation removed from one statement and must be put back after parsing.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 enum Note {
     NoData,
+    AccessMethod(String),
     Overriding(Overriding),
 }
 
@@ -85,6 +89,12 @@ pub fn insert_overriding(ins: &ast::Insert) -> Option<Overriding> {
 
 fn apply_note(stmt: &mut Statement, note: Note) {
     match (stmt, note) {
+        (Statement::CreateTable(create), Note::AccessMethod(method)) => {
+            create.hive_formats.get_or_insert_with(Default::default).storage =
+                Some(ast::HiveIOFormat::Using {
+                    format: ast::Ident::new(method.as_str()),
+                });
+        }
         (Statement::CreateTable(create), Note::NoData) => {
             if let Some(query) = create.query.as_mut() {
                 query.fetch = None;
@@ -131,9 +141,11 @@ fn normalize(tokens: Vec<TokenWithSpan>) -> Option<(Vec<TokenWithSpan>, Vec<(usi
             continue;
         }
         if segment.iter().any(|t| !is_space(&t.token)) {
-            let (new_segment, note) = normalize_statement(std::mem::take(&mut segment));
-            changed |= new_segment.is_some() || note.is_some();
-            out.extend(new_segment.unwrap_or_default());
+            let (new_segment, rewritten, note) =
+                normalize_statement(std::mem::take(&mut segment));
+            changed |= rewritten || note.is_some();
+            // Unchanged statements are kept as they are, next to rewritten ones.
+            out.extend(new_segment);
             if let Some(note) = note {
                 notes.push((index, note));
             }
@@ -145,14 +157,19 @@ fn normalize(tokens: Vec<TokenWithSpan>) -> Option<(Vec<TokenWithSpan>, Vec<(usi
     changed.then_some((out, notes))
 }
 
-/// One statement's tokens (without the `;`): Some(new tokens) when rewritten, and a note.
-fn normalize_statement(mut seg: Vec<TokenWithSpan>) -> (Option<Vec<TokenWithSpan>>, Option<Note>) {
+/// One statement's tokens (without the `;`): its tokens, whether they were rewritten, and a
+/// note.
+fn normalize_statement(mut seg: Vec<TokenWithSpan>) -> (Vec<TokenWithSpan>, bool, Option<Note>) {
     let first = significant(&seg).first().map(|&i| keyword_of(&seg[i]));
     let mut note = None;
     let mut changed = false;
     match first {
         Some(Keyword::CREATE) => {
             changed |= reorder_create_sequence(&mut seg);
+            if let Some(method) = strip_table_access_method(&mut seg) {
+                changed = true;
+                note = Some(Note::AccessMethod(method));
+            }
             if let Some(no_data) = strip_with_data(&mut seg) {
                 changed = true;
                 note = no_data.then_some(Note::NoData);
@@ -168,11 +185,42 @@ fn normalize_statement(mut seg: Vec<TokenWithSpan>) -> (Option<Vec<TokenWithSpan
     }
     changed |= reorder_identity_options(&mut seg);
     seg.retain(|t| !is_marker(t));
-    (changed.then_some(seg), note)
+    (seg, changed, note)
 }
 
 fn is_space(token: &Token) -> bool {
     matches!(token, Token::Whitespace(_))
+}
+
+/// Removes `USING method` from `CREATE [TEMP | UNLOGGED] TABLE name (...) USING method ...`
+/// (outside parentheses and before any `AS query`) and returns the method's name, lower-cased.
+fn strip_table_access_method(seg: &mut [TokenWithSpan]) -> Option<String> {
+    let sig = significant(seg);
+    let table_at = sig
+        .iter()
+        .take(4)
+        .position(|&i| keyword_of(&seg[i]) == Keyword::TABLE)?;
+    let mut depth = 0usize;
+    for (k, &i) in sig.iter().enumerate().skip(table_at + 1) {
+        match &seg[i].token {
+            Token::LParen => depth += 1,
+            Token::RParen => depth = depth.saturating_sub(1),
+            Token::Word(_) if depth == 0 && keyword_of(&seg[i]) == Keyword::AS => return None,
+            Token::Word(_) if depth == 0 && keyword_of(&seg[i]) == Keyword::USING => {
+                let &name_at = sig.get(k + 1)?;
+                let Token::Word(w) = &seg[name_at].token else {
+                    return None;
+                };
+                // Unknown methods get PostgreSQL's error from the DDL executor.
+                let method = w.value.to_ascii_lowercase();
+                seg[i] = marker();
+                seg[name_at] = marker();
+                return Some(method);
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 /// Removed tokens are first replaced by this marker (an empty-span space) and dropped at the
@@ -433,4 +481,40 @@ fn strip_vacuum_options(seg: &mut [TokenWithSpan]) -> bool {
         seg[sig[q]] = marker();
     }
     !remove.is_empty()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn access_method_is_moved_and_neighbours_are_kept() {
+        let stmts = parse_statements(
+            "CREATE TABLE t (a int, b int DEFAULT 1) USING Columnar; INSERT INTO t VALUES (1); \
+             SELECT 2",
+        )
+        .expect("parses");
+        assert_eq!(stmts.len(), 3, "statements next to a rewritten one survive");
+        let Statement::CreateTable(ct) = &stmts[0] else {
+            panic!("not a CREATE TABLE: {}", stmts[0]);
+        };
+        let storage = ct.hive_formats.as_ref().and_then(|h| h.storage.as_ref());
+        assert!(
+            matches!(storage, Some(ast::HiveIOFormat::Using { format }) if format.value == "columnar"),
+            "{storage:?}"
+        );
+        assert!(matches!(stmts[1], Statement::Insert(_)));
+    }
+
+    #[test]
+    fn using_inside_a_query_is_not_an_access_method() {
+        let stmts = parse_statements(
+            "CREATE TABLE j AS SELECT * FROM a JOIN b USING (id)",
+        )
+        .expect("parses");
+        let Statement::CreateTable(ct) = &stmts[0] else {
+            panic!("not a CREATE TABLE");
+        };
+        assert!(ct.hive_formats.as_ref().and_then(|h| h.storage.as_ref()).is_none());
+    }
 }

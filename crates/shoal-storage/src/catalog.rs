@@ -86,6 +86,8 @@ pub struct ConstraintDef {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum AccessMethod {
     Heap,
+    /// Column table (`USING columnar`): segments of Arrow arrays.
+    Columnar,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -7,6 +7,9 @@ use std::sync::Arc;
 
 use parking_lot::RwLock;
 
+use arrow::datatypes::SchemaRef;
+
+use crate::column::ColumnTable;
 use crate::error::StorageError;
 use crate::table::RowTable;
 use crate::txn::{CommitTs, IsolationLevel, RedoSink, Snapshot, Transaction, TxnId, TxnShared};
@@ -16,6 +19,7 @@ use crate::TableId;
 pub struct Database {
     shared: Arc<TxnShared>,
     tables: RwLock<HashMap<TableId, Arc<RowTable>>>,
+    column_tables: RwLock<HashMap<TableId, Arc<ColumnTable>>>,
 }
 
 impl Database {
@@ -23,6 +27,7 @@ impl Database {
         Arc::new(Database {
             shared: Arc::new(TxnShared::new()),
             tables: RwLock::new(HashMap::new()),
+            column_tables: RwLock::new(HashMap::new()),
         })
     }
 
@@ -62,7 +67,7 @@ impl Database {
         self.check_owner(&txn);
         let (ts, durable_at) = self.shared.prepare_commit(&mut txn)?;
         // A read-only transaction has already ended: nothing is left to finish.
-        let pending = (!txn.writes.is_empty()).then_some(txn);
+        let pending = txn.has_writes().then_some(txn);
         Ok(PreparedCommit {
             shared: self.shared.clone(),
             txn: pending,
@@ -127,10 +132,30 @@ impl Database {
         self.tables.read().get(&id).cloned()
     }
 
-    /// Removes the table; statements still holding it get `TableDropped` on writes. Returns
-    /// whether it existed.
+    /// Registers a new column table with rows of `schema` (Arrow types chosen by the SQL layer).
+    pub fn create_column_table(&self, id: TableId, schema: SchemaRef) -> Arc<ColumnTable> {
+        let table = Arc::new(ColumnTable::new(id, schema, self.shared.clone()));
+        let old = self.column_tables.write().insert(id, table.clone());
+        debug_assert!(old.is_none(), "table id {id} reused");
+        table
+    }
+
+    pub fn column_table(&self, id: TableId) -> Option<Arc<ColumnTable>> {
+        self.column_tables.read().get(&id).cloned()
+    }
+
+    pub fn column_tables(&self) -> Vec<Arc<ColumnTable>> {
+        self.column_tables.read().values().cloned().collect()
+    }
+
+    /// Removes the table (row or column); statements still holding it get `TableDropped` on
+    /// writes. Returns whether it existed.
     pub fn drop_table(&self, id: TableId) -> bool {
-        match self.tables.write().remove(&id) {
+        if let Some(t) = self.tables.write().remove(&id) {
+            t.mark_dropped();
+            return true;
+        }
+        match self.column_tables.write().remove(&id) {
             Some(t) => {
                 t.mark_dropped();
                 true

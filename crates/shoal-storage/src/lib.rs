@@ -5,6 +5,7 @@
 //! and errors carrying PostgreSQL SQLSTATEs.
 
 pub mod catalog;
+pub mod column;
 pub mod catalog_image;
 pub mod database;
 pub mod error;
@@ -20,6 +21,7 @@ pub mod types;
 pub type TableId = u64;
 pub type IndexId = u64;
 
+pub use column::{ColumnStats, ColumnTable, Segment};
 pub use database::{Database, PreparedCommit};
 pub use error::StorageError;
 pub use gc::GcStats;

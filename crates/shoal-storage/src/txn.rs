@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use parking_lot::{Condvar, Mutex, RwLock};
 
+use crate::column::{self, ColumnTable, ColumnWrite};
 use crate::error::StorageError;
 use crate::table::RowRef;
 use crate::TableId;
@@ -214,6 +215,7 @@ pub(crate) struct WriteEntry {
 struct SavepointMark {
     name: String,
     writes_len: usize,
+    column_writes_len: usize,
     locks_len: usize,
 }
 
@@ -282,7 +284,9 @@ impl TxnShared {
             snapshot: None,
             writer_registered: false,
             writes: Vec::new(),
+            column_writes: Vec::new(),
             locks: Vec::new(),
+            table_locks: Vec::new(),
             savepoints: Vec::new(),
             finished: false,
         }
@@ -429,7 +433,7 @@ impl TxnShared {
     ) -> Result<(CommitTs, Option<u64>), StorageError> {
         assert!(!txn.finished, "transaction already ended");
         txn.finished = true;
-        if txn.writes.is_empty() {
+        if !txn.has_writes() {
             // Read-only (maybe with row locks): nothing to stamp, no timestamp needed.
             let ts = txn.snapshot.map_or_else(|| self.clock.stable(), |s| s.ts);
             self.end(txn);
@@ -439,7 +443,16 @@ impl TxnShared {
         let Some(sink) = sink else {
             return Ok((self.clock.begin_commit(0), None));
         };
-        let changes: Vec<RedoChange<'_>> = txn
+        // Column inserts are logged as whole segments (Arrow IPC), column deletes by row id.
+        let segment_images: Vec<Vec<u8>> = txn
+            .column_writes
+            .iter()
+            .map(|w| match w {
+                ColumnWrite::Insert { segment, .. } => column::batch_to_ipc(&segment.batch),
+                ColumnWrite::Delete { .. } => Vec::new(),
+            })
+            .collect();
+        let mut changes: Vec<RedoChange<'_>> = txn
             .writes
             .iter()
             .map(|w| RedoChange {
@@ -449,6 +462,22 @@ impl TxnShared {
                 row: &w.row,
             })
             .collect();
+        changes.extend(txn.column_writes.iter().zip(&segment_images).map(|(w, image)| {
+            let (kind, row_id) = match w {
+                ColumnWrite::Insert { segment, .. } => {
+                    (ChangeKind::Insert, column::row_id(segment.no, 0))
+                }
+                ColumnWrite::Delete {
+                    segment, offset, ..
+                } => (ChangeKind::Delete, column::row_id(segment.no, *offset)),
+            };
+            RedoChange {
+                table: w.table_id(),
+                kind,
+                row_id,
+                row: image,
+            }
+        }));
         let mut ts = None;
         let logged = sink.log_commit(
             &mut |log_pos| *ts.insert(self.clock.begin_commit(log_pos)),
@@ -479,6 +508,9 @@ impl TxnShared {
                 w.chain.stamp(txn.id, ts);
                 last = Some(Arc::as_ptr(&w.chain));
             }
+        }
+        for w in &txn.column_writes {
+            w.stamp(txn.id, ts);
         }
         self.clock.finish_commit(ts);
         self.end(txn);
@@ -512,8 +544,16 @@ impl TxnShared {
 
     /// Undoes writes newer than `keep` (newest first: a row's own versions form a stack).
     fn undo_writes(&self, txn: &mut Transaction, keep: usize) {
+        self.undo_writes_to(txn, keep, 0);
+    }
+
+    /// Undoes row writes after `keep` and column writes after `keep_column`.
+    fn undo_writes_to(&self, txn: &mut Transaction, keep: usize, keep_column: usize) {
         for w in txn.writes.drain(keep..).rev() {
             w.chain.undo(w.kind, txn.id);
+        }
+        for w in txn.column_writes.drain(keep_column..).rev() {
+            w.undo();
         }
     }
 
@@ -527,6 +567,10 @@ impl TxnShared {
     /// or undone, so a woken waiter sees the outcome.
     fn end(&self, txn: &mut Transaction) {
         self.release_locks(txn, 0);
+        // Column-table write locks are held to the end, also past ROLLBACK TO SAVEPOINT.
+        for table in txn.table_locks.drain(..) {
+            table.unlock(txn.id);
+        }
         if txn.writer_registered {
             let done = self.waits.lock().writers.remove(&txn.id);
             if let Some(done) = done {
@@ -542,6 +586,7 @@ impl TxnShared {
         txn.savepoints.push(SavepointMark {
             name: name.to_string(),
             writes_len: txn.writes.len(),
+            column_writes_len: txn.column_writes.len(),
             locks_len: txn.locks.len(),
         });
     }
@@ -552,9 +597,11 @@ impl TxnShared {
         name: &str,
     ) -> Result<(), StorageError> {
         let at = txn.find_savepoint(name)?;
-        let (writes_len, locks_len) = (txn.savepoints[at].writes_len, txn.savepoints[at].locks_len);
+        let mark = &txn.savepoints[at];
+        let (writes_len, column_writes_len, locks_len) =
+            (mark.writes_len, mark.column_writes_len, mark.locks_len);
         txn.savepoints.truncate(at + 1);
-        self.undo_writes(txn, writes_len);
+        self.undo_writes_to(txn, writes_len, column_writes_len);
         self.release_locks(txn, locks_len);
         Ok(())
     }
@@ -592,7 +639,10 @@ pub struct Transaction {
     snapshot: Option<Snapshot>,
     writer_registered: bool,
     pub(crate) writes: Vec<WriteEntry>,
+    pub(crate) column_writes: Vec<ColumnWrite>,
     pub(crate) locks: Vec<RowRef>,
+    /// Column tables whose write lock this transaction holds.
+    pub(crate) table_locks: Vec<Arc<ColumnTable>>,
     savepoints: Vec<SavepointMark>,
     finished: bool,
 }
@@ -608,7 +658,12 @@ impl Transaction {
 
     /// True while the transaction has neither written nor locked anything.
     pub fn is_read_only_so_far(&self) -> bool {
-        self.writes.is_empty() && self.locks.is_empty()
+        !self.has_writes() && self.locks.is_empty() && self.table_locks.is_empty()
+    }
+
+    /// Whether the transaction changed anything (what a commit must log and stamp).
+    pub(crate) fn has_writes(&self) -> bool {
+        !self.writes.is_empty() || !self.column_writes.is_empty()
     }
 
     /// The snapshot of the current statement (READ COMMITTED) or transaction (REPEATABLE READ),

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use datafusion::sql::sqlparser::ast;
 use shoal_storage::catalog::{
-    ColumnDef, ConstraintDef, ConstraintKind, ForeignKeyAction, IndexDef, Oid, RelationKind,
+    AccessMethod, ColumnDef, ConstraintDef, ConstraintKind, ForeignKeyAction, IndexDef, Oid, RelationKind,
     TableDef,
 };
 use shoal_storage::types::Value;
@@ -115,6 +115,15 @@ pub(super) fn add_constraint(
         .get(&table_oid)
         .cloned()
         .ok_or_else(|| SqlError::internal("table vanished"))?;
+    if def.access_method == AccessMethod::Columnar
+        && !matches!(p, PendingConstraint::Check { .. })
+    {
+        // Keys need indexes, and column tables have none yet.
+        return Err(SqlError::new(
+            code::FEATURE_NOT_SUPPORTED,
+            "column tables do not support PRIMARY KEY, UNIQUE or FOREIGN KEY constraints yet",
+        ));
+    }
     let mut new_def = (*def).clone();
     let constraint = match p {
         PendingConstraint::Primary { name, columns } => {

@@ -166,8 +166,15 @@ async fn truncate(
     t: &ast::Truncate,
 ) -> SqlResult<StatementResult> {
     let mut tables = Vec::new();
+    let mut column_tables = Vec::new();
     for target in &t.table_names {
-        tables.push(crate::dml::resolve_table(session, &target.name)?);
+        match crate::dml::resolve_store(session, &target.name)? {
+            (def, crate::dml::TableStore::Row(table)) => tables.push((def, table)),
+            (def, crate::dml::TableStore::Column(table)) => column_tables.push((def, table)),
+        }
+    }
+    for (def, table) in &column_tables {
+        crate::dml::column::delete_all_rows(session, txn, def, table).await?;
     }
     let cascade = matches!(t.cascade, Some(ast::CascadeOption::Cascade));
     let mut i = 0;
@@ -497,6 +504,7 @@ async fn create_table(
     if columns.is_empty() && ct.query.is_none() && ct.columns.is_empty() {
         // PostgreSQL allows zero-column tables.
     }
+    let access_method = table_access_method(&ct)?;
     let options: Vec<String> = match &ct.table_options {
         ast::CreateTableOptions::With(opts) => opts
             .iter()
@@ -537,14 +545,19 @@ async fn create_table(
             name: name.clone(),
             columns,
             constraints: vec![],
-            access_method: AccessMethod::Heap,
+            access_method,
             options,
         };
         catalog.insert_table(def.clone())?;
-        session
-            .engine
-            .db
-            .create_table(oid as u64, def.column_types());
+        let db = &session.engine.db;
+        match access_method {
+            AccessMethod::Heap => {
+                db.create_table(oid as u64, def.column_types());
+            }
+            AccessMethod::Columnar => {
+                db.create_column_table(oid as u64, crate::query::provider::table_schema(&def));
+            }
+        }
         oid
     };
     for p in pending {
@@ -586,6 +599,23 @@ async fn create_table(
         }
     }
     Ok(StatementResult::command("CREATE TABLE"))
+}
+
+/// `USING heap | columnar` (see `parse`, which moves the clause into `hive_formats`).
+fn table_access_method(ct: &ast::CreateTable) -> SqlResult<AccessMethod> {
+    let Some(ast::HiveIOFormat::Using { format }) =
+        ct.hive_formats.as_ref().and_then(|h| h.storage.as_ref())
+    else {
+        return Ok(AccessMethod::Heap);
+    };
+    match ident(format).as_str() {
+        "heap" => Ok(AccessMethod::Heap),
+        "columnar" => Ok(AccessMethod::Columnar),
+        other => Err(SqlError::new(
+            code::UNDEFINED_OBJECT,
+            format!("access method \"{other}\" does not exist"),
+        )),
+    }
 }
 
 fn drop_table_by_oid(session: &Session, oid: Oid) {

@@ -13,7 +13,7 @@ use shoal_storage::{Snapshot, StorageError, Transaction};
 
 use super::{
     assignment_columns, batch_rows, column_values, default_expr_sql, finish_dml, ident_name,
-    is_default_keyword, resolve_table, row_as_values_sql, run_sql_query, unique_violation,
+    is_default_keyword, resolve_store, row_as_values_sql, TableStore, run_sql_query, unique_violation,
     unique_violation_named,
 };
 use crate::constraints;
@@ -138,7 +138,7 @@ pub async fn insert(
     let ast::TableObject::TableName(name) = &ins.table else {
         return Err(SqlError::unsupported("INSERT into a table function"));
     };
-    let (def, table) = resolve_table(session, name)?;
+    let (def, store) = resolve_store(session, name)?;
     let mut targets = target_columns(&def, &ins.columns)?;
     if ins.columns.is_empty() {
         // Without a column list, VALUES fills the first columns and the rest get defaults.
@@ -166,6 +166,17 @@ pub async fn insert(
         .as_ref()
         .map(|a| ident_name(&a.alias))
         .unwrap_or_else(|| def.name.clone());
+    let table = match store {
+        TableStore::Row(table) => table,
+        TableStore::Column(table) => {
+            for row in &rows {
+                constraints::check_row(session, &def, row).await?;
+            }
+            super::column::append_rows(txn, &def, &table, &rows)?;
+            let returning = ins.returning.as_deref();
+            return finish_dml(session, &def, &alias, "INSERT", rows, returning, Some(0)).await;
+        }
+    };
     let mut target = InsertTarget {
         def: &def,
         table: &table,

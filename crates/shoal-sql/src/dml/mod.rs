@@ -8,6 +8,7 @@
 //! SELECT; this module has what they share: type conversion of computed values, RETURNING,
 //! error messages and Describe.
 
+pub mod column;
 mod insert;
 mod lock;
 mod modify;
@@ -38,7 +39,57 @@ use modify::target_query_sql;
 pub use modify::{delete, referential_action, update};
 use returning::{finish_dml, returning_columns};
 
-/// Resolves a table name for writing: it must be a table (not a view or sequence).
+/// A table's storage: a row table or a column table (by the table's access method).
+pub enum TableStore {
+    Row(Arc<RowTable>),
+    Column(Arc<shoal_storage::ColumnTable>),
+}
+
+/// Resolves a table name for writing, to a table of either kind.
+pub fn resolve_store(
+    session: &Session,
+    name: &ast::ObjectName,
+) -> SqlResult<(Arc<TableDef>, TableStore)> {
+    let (schema, rel) = crate::ddl::split_name(name);
+    let (_, kind, oid) = session
+        .scope
+        .resolve_relation(schema.as_deref(), &rel)
+        .ok_or_else(|| SqlError::undefined_table(&rel))?;
+    if kind != shoal_storage::catalog::RelationKind::Table {
+        return Err(SqlError::new(
+            code::WRONG_OBJECT_TYPE,
+            format!("cannot change relation \"{rel}\""),
+        ));
+    }
+    store_by_oid(session, oid, &rel)
+}
+
+/// A table's definition and its storage of either kind.
+pub fn store_by_oid(
+    session: &Session,
+    oid: shoal_storage::catalog::Oid,
+    rel: &str,
+) -> SqlResult<(Arc<TableDef>, TableStore)> {
+    let def = session
+        .engine
+        .catalog
+        .read()
+        .tables
+        .get(&oid)
+        .cloned()
+        .ok_or_else(|| SqlError::undefined_table(rel))?;
+    let db = &session.engine.db;
+    let store = match def.access_method {
+        shoal_storage::catalog::AccessMethod::Heap => db.table(oid as u64).map(TableStore::Row),
+        shoal_storage::catalog::AccessMethod::Columnar => {
+            db.column_table(oid as u64).map(TableStore::Column)
+        }
+    };
+    Ok((def, store.ok_or_else(|| SqlError::undefined_table(rel))?))
+}
+
+/// Resolves a table name for writing: it must be a row table (not a view or sequence).
+/// Statements that do not work on column tables yet say so with 0A000.
 pub fn resolve_table(
     session: &Session,
     name: &ast::ObjectName,
@@ -71,6 +122,12 @@ pub fn table_by_oid(
         .get(&oid)
         .cloned()
         .ok_or_else(|| SqlError::undefined_table(rel))?;
+    if def.access_method == shoal_storage::catalog::AccessMethod::Columnar {
+        return Err(SqlError::unsupported(format!(
+            "this statement on column table \"{}\"",
+            def.name
+        )));
+    }
     let table = session
         .engine
         .db
@@ -490,7 +547,7 @@ async fn describe_insert(
     let ast::TableObject::TableName(name) = &ins.table else {
         return Ok(None);
     };
-    let (def, _) = resolve_table(session, name)?;
+    let (def, _) = resolve_store(session, name)?;
     let targets = target_columns(&def, &ins.columns)?;
     if let Some(src) = &ins.source {
         if let ast::SetExpr::Values(values) = src.body.as_ref() {
@@ -520,7 +577,7 @@ async fn describe_update(
     types: &mut [Option<ArrowType>],
 ) -> SqlResult<Option<Vec<ResultColumn>>> {
     let (name, alias) = table_alias(&upd.table)?;
-    let (def, _) = resolve_table(session, &name)?;
+    let (def, _) = resolve_store(session, &name)?;
     let alias = alias.unwrap_or_else(|| def.name.clone());
     let assignments = assignment_columns(&def, &upd.assignments)?;
     // SET col = $n takes the column's type.
@@ -555,7 +612,7 @@ async fn describe_delete(
         return Ok(None);
     };
     let (name, alias) = table_alias(target)?;
-    let (def, _) = resolve_table(session, &name)?;
+    let (def, _) = resolve_store(session, &name)?;
     let alias = alias.unwrap_or_else(|| def.name.clone());
     let using = del.using.clone().unwrap_or_default();
     let sql = target_query_sql(&def, &alias, &[], &using, del.selection.as_ref());

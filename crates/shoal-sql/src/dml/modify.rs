@@ -19,7 +19,8 @@ use shoal_storage::types::Value;
 use shoal_storage::{Snapshot, StorageError, Transaction};
 
 use super::{
-    assignment_columns, column_values, finish_dml, qualified, quote_ident, resolve_table,
+    assignment_columns, column_values, finish_dml, qualified, quote_ident, resolve_store,
+    TableStore,
     returning, row_as_values_sql, run_sql_query, table_alias, unique_violation_named,
 };
 use crate::constraints;
@@ -171,7 +172,12 @@ pub async fn update(
     upd: ast::Update,
 ) -> SqlResult<StatementResult> {
     let (name, alias) = table_alias(&upd.table)?;
-    let (def, table) = resolve_table(session, &name)?;
+    let (def, table) = match resolve_store(session, &name)? {
+        (def, TableStore::Row(table)) => (def, table),
+        (def, TableStore::Column(table)) => {
+            return super::column::update(session, txn, &upd, def, table).await
+        }
+    };
     let alias = alias.unwrap_or_else(|| def.name.clone());
     let assignments = assignment_columns(&def, &upd.assignments)?;
     let from = update_from(&upd);
@@ -314,7 +320,12 @@ pub async fn delete(
         .first()
         .ok_or_else(|| SqlError::syntax("DELETE needs a table"))?;
     let (name, alias) = table_alias(target)?;
-    let (def, table) = resolve_table(session, &name)?;
+    let (def, table) = match resolve_store(session, &name)? {
+        (def, TableStore::Row(table)) => (def, table),
+        (def, TableStore::Column(table)) => {
+            return super::column::delete(session, txn, &del, def, table, alias).await
+        }
+    };
     let alias = alias.unwrap_or_else(|| def.name.clone());
     let using = del.using.clone().unwrap_or_default();
     let returning = match &del.returning {

@@ -11,7 +11,8 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use shoal_storage::{Database, IsolationLevel, RowTable};
+use shoal_storage::column::row_id;
+use shoal_storage::{ColumnTable, Database, IsolationLevel, RowTable, Snapshot};
 use shoal_wal::{Lsn, TablePart};
 
 use super::{wal_error, CatalogLock, Durability};
@@ -47,14 +48,19 @@ impl Durability {
             (start, txn)
         });
         let snapshot = db.statement_snapshot(&mut txn);
-        let (image, tables) = {
+        let (image, tables, column_tables) = {
             let c = catalog.read();
             let tables: Vec<Arc<RowTable>> = c
                 .tables
                 .keys()
                 .filter_map(|oid| db.table(*oid as u64))
                 .collect();
-            (c.to_image(), tables)
+            let column_tables: Vec<Arc<ColumnTable>> = c
+                .tables
+                .keys()
+                .filter_map(|oid| db.column_table(*oid as u64))
+                .collect();
+            (c.to_image(), tables, column_tables)
         };
         let threads = self.options.checkpoint_threads.max(1);
         let mut parts: Vec<TablePart<'_>> = Vec::new();
@@ -80,6 +86,9 @@ impl Durability {
                 });
             }
         }
+        for table in &column_tables {
+            parts.extend(column_table_parts(table, snapshot, threads));
+        }
         let info = shoal_wal::write_checkpoint(&self.data_dir, start_lsn, &image, parts, threads)
             .map_err(wal_error)?;
         db.rollback(txn);
@@ -96,4 +105,47 @@ impl Durability {
             removed_segments,
         })
     }
+}
+
+/// A column table's checkpoint parts: each segment visible to `snapshot` as one entry (its Arrow
+/// IPC image under the row id of its first row), followed by one empty entry per row deleted
+/// as of the snapshot (see `recovery::load_column_entry`). Segments are dealt round-robin over
+/// up to `threads` parts; a segment and its deletes stay in one part, which loads in order.
+fn column_table_parts(
+    table: &Arc<ColumnTable>,
+    snapshot: Snapshot,
+    threads: usize,
+) -> Vec<TablePart<'static>> {
+    let segments: Vec<_> = table
+        .segments()
+        .into_iter()
+        .filter(|s| s.visible_to(&snapshot))
+        .collect();
+    let n = if table.row_count_estimate() >= PARALLEL_TABLE_ROWS_MIN {
+        threads.min(segments.len()).max(1)
+    } else {
+        1
+    };
+    let segments = Arc::new(segments);
+    (0..n)
+        .map(|part| {
+            let segments = segments.clone();
+            TablePart {
+                table: table.id(),
+                part: part as u32,
+                produce: Box::new(move |sink| {
+                    for segment in segments.iter().skip(part).step_by(n) {
+                        let image = shoal_storage::column::batch_to_ipc(&segment.batch);
+                        sink(row_id(segment.no, 0), &image)?;
+                        if let Some(mask) = segment.live_mask(&snapshot) {
+                            for offset in (0..mask.len()).filter(|&i| !mask.value(i)) {
+                                sink(row_id(segment.no, offset as u32), &[])?;
+                            }
+                        }
+                    }
+                    Ok(())
+                }),
+            }
+        })
+        .collect()
 }

@@ -8,9 +8,13 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use shoal_storage::catalog::{Catalog, IndexDef as CatalogIndexDef};
+use parking_lot::Mutex;
+use shoal_storage::catalog::{AccessMethod, Catalog, IndexDef as CatalogIndexDef};
+use shoal_storage::column::{batch_from_ipc, split_row_id};
 use shoal_storage::recovery::RECOVERED_TS;
-use shoal_storage::{ChangeKind, Database, IsolationLevel, RowRef, RowTable, TableId};
+use shoal_storage::{
+    ChangeKind, ColumnTable, Database, IsolationLevel, RowRef, RowTable, TableId,
+};
 use shoal_wal::{read_log, ReadError, Record, Wal};
 
 use super::{Durability, DurabilityOptions, WalSink};
@@ -79,15 +83,28 @@ pub(crate) fn recover(
     if let Some(m) = &manifest {
         let tables: HashMap<TableId, Arc<RowTable>> =
             db.tables().into_iter().map(|t| (t.id(), t)).collect();
+        let column_tables: HashMap<TableId, Arc<ColumnTable>> =
+            db.column_tables().into_iter().map(|t| (t.id(), t)).collect();
+        let damage: Mutex<Option<String>> = Mutex::new(None);
         let summary = shoal_wal::load_checkpoint_parts(
             m,
             options.checkpoint_threads,
-            &|table, row_id, data| match tables.get(&table) {
-                Some(t) => t.load_row(row_id, data),
-                None => tracing::warn!("checkpoint rows for unknown table {table} skipped"),
+            &|table, row_id, data| {
+                if let Some(t) = tables.get(&table) {
+                    t.load_row(row_id, data)
+                } else if let Some(t) = column_tables.get(&table) {
+                    if let Err(e) = load_column_entry(t, row_id, data) {
+                        damage.lock().get_or_insert(e);
+                    }
+                } else {
+                    tracing::warn!("checkpoint rows for unknown table {table} skipped")
+                }
             },
         )
         .map_err(|e| e.to_string())?;
+        if let Some(e) = damage.into_inner() {
+            return Err(format!("checkpoint {}: {e}", m.id));
+        }
         report.checkpoint_id = Some(m.id);
         report.checkpoint_rows = summary.rows;
         report.checkpoint_bytes = summary.bytes;
@@ -133,14 +150,37 @@ pub(crate) fn storage_index(def: &CatalogIndexDef) -> Option<shoal_storage::Inde
     })
 }
 
-fn create_storage_table(db: &Database, catalog: &Catalog, oid: u32) -> Arc<RowTable> {
-    let table = db.create_table(oid as u64, catalog.tables[&oid].column_types());
+/// Creates the storage of a catalog table; returns it when it is a row table.
+fn create_storage_table(db: &Database, catalog: &Catalog, oid: u32) -> Option<Arc<RowTable>> {
+    let def = &catalog.tables[&oid];
+    if def.access_method == AccessMethod::Columnar {
+        db.create_column_table(oid as u64, crate::query::provider::table_schema(def));
+        return None;
+    }
+    let table = db.create_table(oid as u64, def.column_types());
     for idx in catalog.table_indexes(oid) {
         if let Some(def) = storage_index(&idx) {
             table.add_index(def).expect("index on an empty table");
         }
     }
-    table
+    Some(table)
+}
+
+/// Loads one column-table entry of a checkpoint or of a logged commit: a segment's Arrow IPC
+/// image under the row id of its first row, or (empty) the delete of one row.
+fn load_column_entry(table: &ColumnTable, row_id: u64, data: &[u8]) -> Result<(), String> {
+    if data.is_empty() {
+        table.load_delete(row_id);
+        return Ok(());
+    }
+    let batch = batch_from_ipc(data)?;
+    if batch.schema().fields() != table.schema().fields() {
+        return Err(format!("column segment of table {} has the wrong columns", table.id()));
+    }
+    let batch = batch.with_schema(table.schema()).map_err(|e| e.to_string())?;
+    let stats = crate::dml::column::segment_stats(&batch).map_err(|e| e.message)?;
+    table.load_segment(split_row_id(row_id).0, batch, stats);
+    Ok(())
 }
 
 /// A table's rows logged by a rewrite, waiting for the catalog record that installs them.
@@ -203,6 +243,13 @@ impl Replay {
         txn: &mut shoal_storage::Transaction,
         c: shoal_storage::RedoChange<'_>,
     ) -> Result<(), String> {
+        if let Some(table) = self.db.column_table(c.table) {
+            return match c.kind {
+                // A segment the checkpoint already holds is not loaded twice.
+                ChangeKind::Insert if table.segment(split_row_id(c.row_id).0).is_some() => Ok(()),
+                _ => load_column_entry(&table, c.row_id, c.row),
+            };
+        }
         // A table dropped later in the log (or already in the checkpoint's catalog) is gone.
         let Some(table) = self.db.table(c.table) else {
             return Ok(());
@@ -233,6 +280,11 @@ impl Replay {
     /// Brings storage in line with a logged catalog: creates and drops tables and indexes, and
     /// installs the rows of tables rewritten just before.
     fn reconcile(&mut self, catalog: Catalog) {
+        for table in self.db.column_tables() {
+            if !catalog.tables.contains_key(&(table.id() as u32)) {
+                self.db.drop_table(table.id());
+            }
+        }
         for table in self.db.tables() {
             let oid = table.id() as u32;
             let rewritten = self.images.get(&table.id()).is_some_and(|p| p.complete);
@@ -246,10 +298,18 @@ impl Replay {
             }
         }
         for def in catalog.tables.values() {
+            if def.access_method == AccessMethod::Columnar {
+                if self.db.column_table(def.oid as u64).is_none() {
+                    create_storage_table(&self.db, &catalog, def.oid);
+                }
+                continue;
+            }
             let table = match self.db.table(def.oid as u64) {
                 Some(t) => t,
                 None => {
-                    let t = create_storage_table(&self.db, &catalog, def.oid);
+                    let Some(t) = create_storage_table(&self.db, &catalog, def.oid) else {
+                        continue;
+                    };
                     if let Some(image) = self.images.remove(&t.id()).filter(|p| p.complete) {
                         for (row_id, data) in &image.rows {
                             t.load_row(*row_id, data);

@@ -811,10 +811,12 @@ pub fn register(state: &mut datafusion::execution::SessionState, scope: Arc<Plan
 fn relation_size(scope: &PlanScope, oid: Oid, which: &str) -> usize {
     let catalog = scope.engine.catalog.read();
     let table_oid = catalog.indexes.get(&oid).map(|i| i.table).unwrap_or(oid);
-    let Some(table) = scope.engine.db.table(table_oid as u64) else {
-        return 0;
+    let db = &scope.engine.db;
+    let total = match (db.table(table_oid as u64), db.column_table(table_oid as u64)) {
+        (Some(table), _) => table.memory_bytes(),
+        (None, Some(table)) => table.memory_bytes(),
+        (None, None) => return 0,
     };
-    let total = table.memory_bytes();
     match which {
         // Indexes are counted inside the table's memory; report the whole for the table sizes.
         "pg_indexes_size" => 0,

@@ -8,6 +8,7 @@ pub mod arithmetic;
 pub mod builtins;
 pub mod checks;
 pub mod column_names;
+pub mod column_provider;
 pub mod errors;
 pub mod functions;
 pub mod information_schema;

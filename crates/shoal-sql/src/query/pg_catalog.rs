@@ -9,7 +9,9 @@ use datafusion::arrow::datatypes::{DataType as ArrowType, Field, Schema};
 use datafusion::catalog::MemTable;
 use datafusion::common::ScalarValue;
 use datafusion::datasource::TableProvider;
-use shoal_storage::catalog::{Catalog, ConstraintKind, SequenceDef, PG_CATALOG_NAMESPACE_OID};
+use shoal_storage::catalog::{
+    AccessMethod, Catalog, ConstraintKind, SequenceDef, PG_CATALOG_NAMESPACE_OID,
+};
 
 use crate::query::scope::PlanScope;
 use crate::types::{format_type, oid, pg_type_of};
@@ -101,6 +103,8 @@ pub const SUPERUSER_OID: u32 = 10;
 pub const DATABASE_OID: u32 = 5;
 const HEAP_AM_OID: u32 = 2;
 const BTREE_AM_OID: u32 = 403;
+/// Shoal's column table access method (outside PostgreSQL's built-in OIDs, below user OIDs).
+const COLUMNAR_AM_OID: u32 = 9300;
 
 pub fn table(scope: &Arc<PlanScope>, name: &str) -> Option<Arc<dyn TableProvider>> {
     let catalog = scope.engine.catalog.read();
@@ -293,12 +297,20 @@ fn pg_class(scope: &Arc<PlanScope>, catalog: &Catalog) -> Arc<dyn TableProvider>
             .iter()
             .filter(|c| matches!(c.kind, ConstraintKind::Check { .. }))
             .count() as i16;
-        let rows = scope
-            .engine
-            .db
-            .table(table.oid as u64)
-            .map(|t| t.row_count_estimate() as f32)
-            .unwrap_or(0.0);
+        let db = &scope.engine.db;
+        let (rows, am) = match table.access_method {
+            AccessMethod::Heap => (
+                db.table(table.oid as u64)
+                    .map(|t| t.row_count_estimate() as f32),
+                HEAP_AM_OID,
+            ),
+            AccessMethod::Columnar => (
+                db.column_table(table.oid as u64)
+                    .map(|t| t.row_count_estimate() as f32),
+                COLUMNAR_AM_OID,
+            ),
+        };
+        let rows = rows.unwrap_or(0.0);
         let options = if table.options.is_empty() {
             null_text()
         } else {
@@ -309,7 +321,7 @@ fn pg_class(scope: &Arc<PlanScope>, catalog: &Catalog) -> Arc<dyn TableProvider>
             &table.name,
             namespace_oid(catalog, &table.schema),
             "r",
-            HEAP_AM_OID,
+            am,
             table.columns.len() as i16,
             has_index,
             checks,
@@ -836,6 +848,12 @@ fn pg_am() -> Arc<dyn TableProvider> {
         s("t"),
     ]);
     t.row(vec![o(BTREE_AM_OID), s("btree"), s("bthandler"), s("i")]);
+    t.row(vec![
+        o(COLUMNAR_AM_OID),
+        s("columnar"),
+        s("columnar_tableam_handler"),
+        s("t"),
+    ]);
     t.build()
 }
 

@@ -10,6 +10,7 @@ use datafusion::common::{DataFusionError, Result as DfResult};
 use datafusion::datasource::TableProvider;
 use shoal_storage::catalog::RelationKind;
 
+use crate::query::column_provider::ColumnTableProvider;
 use crate::query::provider::RowTableProvider;
 use crate::query::scope::PlanScope;
 use crate::query::{information_schema, pg_catalog};
@@ -145,6 +146,22 @@ fn table_in_schema(
             let def = catalog.tables.get(&oid).cloned().ok_or_else(|| {
                 DataFusionError::Plan(format!("relation \"{name}\" does not exist"))
             })?;
+            let capture = scope
+                .dml_capture
+                .lock()
+                .as_ref()
+                .is_some_and(|(t, _)| *t == oid);
+            if def.access_method == shoal_storage::catalog::AccessMethod::Columnar {
+                let table = scope.engine.db.column_table(oid as u64).ok_or_else(|| {
+                    DataFusionError::Plan(format!("relation \"{name}\" does not exist"))
+                })?;
+                return Ok(Some(Arc::new(ColumnTableProvider::new(
+                    def,
+                    table,
+                    scope.clone(),
+                    capture,
+                ))));
+            }
             let table = scope.engine.db.table(oid as u64).ok_or_else(|| {
                 DataFusionError::Plan(format!("relation \"{name}\" does not exist"))
             })?;
@@ -154,11 +171,6 @@ fn table_in_schema(
                 }
                 _ => None,
             });
-            let capture = scope
-                .dml_capture
-                .lock()
-                .as_ref()
-                .is_some_and(|(t, _)| *t == oid);
             Ok(Some(Arc::new(RowTableProvider::new(
                 def,
                 table,

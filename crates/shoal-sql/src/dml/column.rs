@@ -1,0 +1,242 @@
+//! Writes to column tables. Inserted rows become new segments of the statement's own (see
+//! `shoal_storage::column`); UPDATE and DELETE first take the table's write lock, then find their
+//! targets with DataFusion (the scan adds each row's id), then delete them and, for UPDATE,
+//! append the new versions as segments. Column tables have no indexes, so there is no unique
+//! or foreign-key checking to do; NOT NULL and CHECK constraints are checked per row.
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Array, ArrayRef, UInt64Array};
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::functions_aggregate::min_max::{MaxAccumulator, MinAccumulator};
+use datafusion::logical_expr::Accumulator;
+use datafusion::sql::sqlparser::ast;
+use shoal_storage::catalog::TableDef;
+use shoal_storage::column::SEGMENT_MAX_ROWS;
+use shoal_storage::types::Value;
+use shoal_storage::{ColumnStats, ColumnTable, StorageError, Transaction};
+
+use super::{
+    assignment_columns, batch_rows, finish_dml, qualified, quote_ident, run_sql_query, table_alias,
+};
+use crate::constraints;
+use crate::error::{SqlError, SqlResult};
+use crate::query::provider::{table_schema, ROW_POSITION_COLUMN};
+use crate::session::{Session, StatementResult};
+use crate::types::array_from_values;
+
+/// Min, max and null count of each column of a segment's batch, for scan pruning.
+pub fn segment_stats(batch: &RecordBatch) -> SqlResult<Vec<ColumnStats>> {
+    batch
+        .columns()
+        .iter()
+        .map(|array| {
+            let one = |acc: &mut dyn Accumulator| -> SqlResult<ArrayRef> {
+                acc.update_batch(std::slice::from_ref(array))?;
+                Ok(acc.evaluate()?.to_array()?)
+            };
+            let min = one(&mut MinAccumulator::try_new(array.data_type())?)?;
+            let max = one(&mut MaxAccumulator::try_new(array.data_type())?)?;
+            Ok(ColumnStats {
+                min,
+                max,
+                null_count: array.null_count(),
+            })
+        })
+        .collect()
+}
+
+/// Builds segments (at most `SEGMENT_MAX_ROWS` rows each) from rows of the table's types.
+pub fn segments_from_rows(
+    def: &TableDef,
+    rows: &[Vec<Value>],
+) -> SqlResult<Vec<(RecordBatch, Vec<ColumnStats>)>> {
+    let schema = table_schema(def);
+    rows.chunks(SEGMENT_MAX_ROWS)
+        .map(|chunk| {
+            let arrays: Vec<ArrayRef> = def
+                .columns
+                .iter()
+                .enumerate()
+                .map(|(c, col)| array_from_values(&col.data_type, chunk.iter().map(|r| &r[c])))
+                .collect();
+            let batch = RecordBatch::try_new(schema.clone(), arrays)?;
+            let stats = segment_stats(&batch)?;
+            Ok((batch, stats))
+        })
+        .collect()
+}
+
+/// Appends rows (already checked against the table's constraints) as new segments.
+pub fn append_rows(
+    txn: &mut Transaction,
+    def: &TableDef,
+    table: &Arc<ColumnTable>,
+    rows: &[Vec<Value>],
+) -> SqlResult<()> {
+    for (batch, stats) in segments_from_rows(def, rows)? {
+        table.append(txn, batch, stats)?;
+    }
+    Ok(())
+}
+
+/// Takes the table's write lock, waiting for the transaction that holds it, and then a fresh
+/// statement snapshot (READ COMMITTED; REPEATABLE READ keeps its own), so the statement sees
+/// every change the previous holder committed.
+async fn lock_for_write(
+    session: &Session,
+    txn: &mut Transaction,
+    table: &Arc<ColumnTable>,
+) -> SqlResult<shoal_storage::Snapshot> {
+    loop {
+        match table.lock_for_write(txn) {
+            Ok(()) => break,
+            Err(StorageError::WouldBlock { holder }) => {
+                session.engine.db.wait_for(txn, holder).await?
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    let snap = session.engine.db.statement_snapshot(txn);
+    *session.scope.snapshot.lock() = snap;
+    Ok(snap)
+}
+
+/// Runs the target query of an UPDATE/DELETE: row id first, then every column of the table
+/// (the old row), then `extra`.
+async fn targets(
+    session: &Session,
+    def: &TableDef,
+    alias: &str,
+    extra: &[String],
+    selection: Option<&ast::Expr>,
+) -> SqlResult<Vec<RecordBatch>> {
+    let mut sql = format!("SELECT {}.{}", quote_ident(alias), ROW_POSITION_COLUMN);
+    for c in &def.columns {
+        sql.push_str(&format!(", {}.{}", quote_ident(alias), quote_ident(&c.name)));
+    }
+    for (i, e) in extra.iter().enumerate() {
+        sql.push_str(&format!(", {e} AS \"__shoal_extra_{i}\""));
+    }
+    sql.push_str(&format!(" FROM {} AS {}", qualified(def), quote_ident(alias)));
+    if let Some(s) = selection {
+        sql.push_str(&format!(" WHERE {s}"));
+    }
+    let capture = Arc::new(parking_lot::Mutex::new(Vec::new()));
+    *session.scope.dml_capture.lock() = Some((def.oid, capture));
+    let result = run_sql_query(session, &sql).await;
+    *session.scope.dml_capture.lock() = None;
+    result
+}
+
+fn row_ids(b: &RecordBatch) -> &UInt64Array {
+    b.column(0)
+        .as_any()
+        .downcast_ref::<UInt64Array>()
+        .expect("row id column")
+}
+
+/// TRUNCATE of a column table: deletes every row visible to the statement (transactional, as
+/// TRUNCATE of a row table is in Shoal).
+pub async fn delete_all_rows(
+    session: &Session,
+    txn: &mut Transaction,
+    def: &TableDef,
+    table: &Arc<ColumnTable>,
+) -> SqlResult<()> {
+    let snap = lock_for_write(session, txn, table).await?;
+    let batches = targets(session, def, &def.name, &[], None).await?;
+    for b in &batches {
+        for r in 0..b.num_rows() {
+            table.delete(txn, &snap, row_ids(b).value(r))?;
+        }
+    }
+    Ok(())
+}
+
+pub async fn delete(
+    session: &mut Session,
+    txn: &mut Transaction,
+    del: &ast::Delete,
+    def: Arc<TableDef>,
+    table: Arc<ColumnTable>,
+    alias: Option<String>,
+) -> SqlResult<StatementResult> {
+    if del.using.is_some() {
+        return Err(SqlError::unsupported("DELETE ... USING on a column table"));
+    }
+    let alias = alias.unwrap_or_else(|| def.name.clone());
+    let snap = lock_for_write(session, txn, &table).await?;
+    let batches = targets(session, &def, &alias, &[], del.selection.as_ref()).await?;
+    let mut written = Vec::new();
+    for b in &batches {
+        let rows = batch_rows_from(b, &def, 1)?;
+        for (r, row) in rows.into_iter().enumerate() {
+            if table.delete(txn, &snap, row_ids(b).value(r))? {
+                written.push(row);
+            }
+        }
+    }
+    finish_dml(
+        session,
+        &def,
+        &alias,
+        "DELETE",
+        written,
+        del.returning.as_deref(),
+        None,
+    )
+    .await
+}
+
+pub async fn update(
+    session: &mut Session,
+    txn: &mut Transaction,
+    upd: &ast::Update,
+    def: Arc<TableDef>,
+    table: Arc<ColumnTable>,
+) -> SqlResult<StatementResult> {
+    if upd.from.is_some() {
+        return Err(SqlError::unsupported("UPDATE ... FROM on a column table"));
+    }
+    let (_, alias) = table_alias(&upd.table)?;
+    let alias = alias.unwrap_or_else(|| def.name.clone());
+    let assignments = assignment_columns(&def, &upd.assignments)?;
+    let snap = lock_for_write(session, txn, &table).await?;
+    let extra: Vec<String> = assignments.iter().map(|(_, e)| e.clone()).collect();
+    let batches = targets(session, &def, &alias, &extra, upd.selection.as_ref()).await?;
+    let width = def.columns.len();
+    let mut written = Vec::new();
+    for b in &batches {
+        let mut rows = batch_rows_from(b, &def, 1)?;
+        for (i, (col, _)) in assignments.iter().enumerate() {
+            let c = &def.columns[*col];
+            let values = super::column_values(b.column(1 + width + i), &c.data_type, &c.name)?;
+            for (row, v) in rows.iter_mut().zip(values) {
+                row[*col] = v;
+            }
+        }
+        for (r, row) in rows.into_iter().enumerate() {
+            constraints::check_row(session, &def, &row).await?;
+            if table.delete(txn, &snap, row_ids(b).value(r))? {
+                written.push(row);
+            }
+        }
+    }
+    append_rows(txn, &def, &table, &written)?;
+    finish_dml(
+        session,
+        &def,
+        &alias,
+        "UPDATE",
+        written,
+        upd.returning.as_deref(),
+        None,
+    )
+    .await
+}
+
+/// The table's columns of each row of `b`, starting at column `skip`.
+fn batch_rows_from(b: &RecordBatch, def: &TableDef, skip: usize) -> SqlResult<Vec<Vec<Value>>> {
+    batch_rows(std::slice::from_ref(b), def, skip)
+}

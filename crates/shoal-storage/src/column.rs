@@ -1,0 +1,422 @@
+//! Column tables: the column engine. A column table is a list of segments; a segment holds up
+//! to [`SEGMENT_MAX_ROWS`] rows as immutable Arrow arrays, with min/max per column (for scan
+//! pruning, computed by the SQL layer, which knows the types) and MVCC as one insert stamp per
+//! segment plus, once a row of it is deleted, one end stamp per row.
+//!
+//! Every inserting statement appends segments of its own, so all rows of a segment were written
+//! by one transaction and become visible together at its commit. UPDATE is a delete plus an
+//! insert. Writers that delete take the table's write lock (held to the end of the transaction),
+//! so two transactions never race on one row: a READ COMMITTED statement that takes the lock
+//! first and its snapshot after sees every earlier delete, and a REPEATABLE READ transaction
+//! that finds a row deleted after its snapshot fails with 40001, as it would on a row table.
+//!
+//! A row is named by its row id: segment number in the high 32 bits, offset in the low 32. The
+//! redo log names deleted rows that way, and logs inserted segments whole as Arrow IPC.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use arrow::array::{ArrayRef, BooleanArray};
+use arrow::datatypes::SchemaRef;
+use arrow::record_batch::RecordBatch;
+use parking_lot::{Mutex, RwLock};
+
+use crate::error::StorageError;
+use crate::txn::{
+    is_txn_stamp, txn_stamp, CommitTs, Snapshot, Transaction, TxnId, TxnShared, END_UNSET,
+};
+use crate::TableId;
+
+/// Rows per segment: large enough that per-segment work (stats, visibility, pruning) is noise
+/// next to the scan, small enough that a scan splits into many parallel pieces.
+pub const SEGMENT_MAX_ROWS: usize = 65_536;
+
+/// Insert stamp of a segment whose inserting transaction rolled back: never visible.
+const ABORTED_STAMP: u64 = u64::MAX;
+
+/// Min and max of one column of a segment, as one-element arrays of the column's type (null
+/// when the column holds no non-null value), and its null count.
+#[derive(Clone, Debug)]
+pub struct ColumnStats {
+    pub min: ArrayRef,
+    pub max: ArrayRef,
+    pub null_count: usize,
+}
+
+/// A segment: immutable arrays, their stats and the MVCC stamps.
+pub struct Segment {
+    pub no: u32,
+    pub batch: RecordBatch,
+    pub stats: Vec<ColumnStats>,
+    /// The inserting transaction's stamp until it commits, then the commit timestamp.
+    insert_stamp: AtomicU64,
+    /// Per-row end stamps (0 = live), allocated at the segment's first delete.
+    ends: OnceLock<Box<[AtomicU64]>>,
+}
+
+impl std::fmt::Debug for Segment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Segment")
+            .field("no", &self.no)
+            .field("rows", &self.batch.num_rows())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Segment {
+    pub fn rows(&self) -> usize {
+        self.batch.num_rows()
+    }
+
+    fn insert_stamp(&self) -> u64 {
+        self.insert_stamp.load(Ordering::Acquire)
+    }
+
+    /// Whether the segment's rows exist for `snap` at all (before row deletes).
+    pub fn visible_to(&self, snap: &Snapshot) -> bool {
+        let stamp = self.insert_stamp();
+        stamp != ABORTED_STAMP && snap.sees(stamp, END_UNSET)
+    }
+
+    /// The live rows for `snap` as a mask, or None when every row is live (the common case of
+    /// a segment nobody deleted from, which a scan then hands out without copying).
+    pub fn live_mask(&self, snap: &Snapshot) -> Option<BooleanArray> {
+        let ends = self.ends.get()?;
+        let begin = self.insert_stamp();
+        let mut all_live = true;
+        let mask: BooleanArray = ends
+            .iter()
+            .map(|e| {
+                let live = snap.sees(begin, e.load(Ordering::Acquire));
+                all_live &= live;
+                Some(live)
+            })
+            .collect();
+        (!all_live).then_some(mask)
+    }
+
+    /// Rows visible to `snap`.
+    pub fn live_rows(&self, snap: &Snapshot) -> usize {
+        match self.live_mask(snap) {
+            None => self.rows(),
+            Some(mask) => mask.true_count(),
+        }
+    }
+
+    fn ends(&self) -> &[AtomicU64] {
+        self.ends.get_or_init(|| {
+            (0..self.rows())
+                .map(|_| AtomicU64::new(END_UNSET))
+                .collect()
+        })
+    }
+
+    /// Bytes of the arrays plus the MVCC stamps.
+    pub fn memory_bytes(&self) -> usize {
+        let stamps = self.ends.get().map_or(0, |e| e.len() * 8);
+        self.batch.get_array_memory_size() + stamps + std::mem::size_of::<Segment>()
+    }
+}
+
+/// Packs a segment number and an offset into a row id.
+pub fn row_id(segment: u32, offset: u32) -> u64 {
+    (u64::from(segment) << 32) | u64::from(offset)
+}
+
+/// Splits a row id into segment number and offset.
+pub fn split_row_id(row_id: u64) -> (u32, u32) {
+    ((row_id >> 32) as u32, row_id as u32)
+}
+
+/// One column-table write of a transaction, for stamping at commit, undo and redo.
+pub(crate) enum ColumnWrite {
+    Insert {
+        table: Arc<ColumnTable>,
+        segment: Arc<Segment>,
+    },
+    Delete {
+        table: Arc<ColumnTable>,
+        segment: Arc<Segment>,
+        offset: u32,
+    },
+}
+
+impl ColumnWrite {
+    pub(crate) fn table_id(&self) -> TableId {
+        match self {
+            ColumnWrite::Insert { table, .. } | ColumnWrite::Delete { table, .. } => table.id,
+        }
+    }
+
+    pub(crate) fn stamp(&self, txn: TxnId, ts: CommitTs) {
+        match self {
+            ColumnWrite::Insert { segment, .. } => {
+                debug_assert_eq!(segment.insert_stamp(), txn_stamp(txn));
+                segment.insert_stamp.store(ts, Ordering::Release);
+            }
+            ColumnWrite::Delete {
+                segment, offset, ..
+            } => {
+                let end = &segment.ends()[*offset as usize];
+                debug_assert_eq!(end.load(Ordering::Relaxed), txn_stamp(txn));
+                end.store(ts, Ordering::Release);
+            }
+        }
+    }
+
+    pub(crate) fn undo(&self) {
+        match self {
+            ColumnWrite::Insert { table, segment } => {
+                segment.insert_stamp.store(ABORTED_STAMP, Ordering::Release);
+                table
+                    .segments
+                    .write()
+                    .retain(|s| !Arc::ptr_eq(s, segment));
+            }
+            ColumnWrite::Delete {
+                segment, offset, ..
+            } => segment.ends()[*offset as usize].store(END_UNSET, Ordering::Release),
+        }
+    }
+}
+
+pub struct ColumnTable {
+    id: TableId,
+    shared: Arc<TxnShared>,
+    schema: RwLock<SchemaRef>,
+    /// In segment-number order (appends take increasing numbers under this lock).
+    segments: RwLock<Vec<Arc<Segment>>>,
+    next_segment_no: Mutex<u32>,
+    /// The transaction holding the table's write lock (deletes and updates), or 0.
+    writer: Mutex<TxnId>,
+    dropped: AtomicBool,
+}
+
+impl std::fmt::Debug for ColumnTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ColumnTable")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ColumnTable {
+    pub(crate) fn new(id: TableId, schema: SchemaRef, shared: Arc<TxnShared>) -> ColumnTable {
+        ColumnTable {
+            id,
+            shared,
+            schema: RwLock::new(schema),
+            segments: RwLock::new(Vec::new()),
+            next_segment_no: Mutex::new(1),
+            writer: Mutex::new(0),
+            dropped: AtomicBool::new(false),
+        }
+    }
+
+    pub fn id(&self) -> TableId {
+        self.id
+    }
+
+    pub fn schema(&self) -> SchemaRef {
+        self.schema.read().clone()
+    }
+
+    pub(crate) fn mark_dropped(&self) {
+        self.dropped.store(true, Ordering::Release);
+    }
+
+    fn check_live(&self) -> Result<(), StorageError> {
+        if self.dropped.load(Ordering::Acquire) {
+            return Err(StorageError::TableDropped);
+        }
+        Ok(())
+    }
+
+    /// Appends `batch` (at most `SEGMENT_MAX_ROWS` rows, the table's schema) as a new segment
+    /// owned by `txn`: invisible to others until it commits. Returns the segment number.
+    pub fn append(
+        self: &Arc<Self>,
+        txn: &mut Transaction,
+        batch: RecordBatch,
+        stats: Vec<ColumnStats>,
+    ) -> Result<u32, StorageError> {
+        self.check_live()?;
+        assert!(batch.num_rows() <= SEGMENT_MAX_ROWS, "segment too large");
+        debug_assert_eq!(stats.len(), batch.num_columns());
+        self.shared.ensure_writer(txn);
+        let segment = self.push_segment(None, batch, stats, txn_stamp(txn.id()));
+        let no = segment.no;
+        txn.column_writes.push(ColumnWrite::Insert {
+            table: self.clone(),
+            segment,
+        });
+        Ok(no)
+    }
+
+    /// Adds a segment: numbered `no` (recovery) or the next number.
+    fn push_segment(
+        &self,
+        no: Option<u32>,
+        batch: RecordBatch,
+        stats: Vec<ColumnStats>,
+        insert_stamp: u64,
+    ) -> Arc<Segment> {
+        let mut next = self.next_segment_no.lock();
+        let no = no.unwrap_or(*next);
+        *next = (*next).max(no + 1);
+        let segment = Arc::new(Segment {
+            no,
+            batch,
+            stats,
+            insert_stamp: AtomicU64::new(insert_stamp),
+            ends: OnceLock::new(),
+        });
+        let mut segments = self.segments.write();
+        // Recovery may load segments out of order; keep the list sorted by number.
+        let at = segments.partition_point(|s| s.no < no);
+        segments.insert(at, segment.clone());
+        segment
+    }
+
+    /// Takes the table's write lock for `txn` (held until it ends). `WouldBlock` names the
+    /// holder to wait for.
+    pub fn lock_for_write(self: &Arc<Self>, txn: &mut Transaction) -> Result<(), StorageError> {
+        self.check_live()?;
+        let mut writer = self.writer.lock();
+        if *writer == txn.id() {
+            return Ok(());
+        }
+        if *writer != 0 {
+            return Err(StorageError::WouldBlock { holder: *writer });
+        }
+        self.shared.ensure_writer(txn);
+        *writer = txn.id();
+        txn.table_locks.push(self.clone());
+        Ok(())
+    }
+
+    pub(crate) fn unlock(&self, txn: TxnId) {
+        let mut writer = self.writer.lock();
+        debug_assert_eq!(*writer, txn);
+        *writer = 0;
+    }
+
+    /// Deletes a row visible to `snap`. The caller holds the write lock. Returns false when the
+    /// row was already deleted by `txn` itself (a second update of one row in a statement).
+    pub fn delete(
+        self: &Arc<Self>,
+        txn: &mut Transaction,
+        snap: &Snapshot,
+        row_id: u64,
+    ) -> Result<bool, StorageError> {
+        self.check_live()?;
+        debug_assert_eq!(*self.writer.lock(), txn.id(), "delete without the write lock");
+        let (no, offset) = split_row_id(row_id);
+        let segment = self
+            .segment(no)
+            .filter(|s| (offset as usize) < s.rows())
+            .ok_or(StorageError::TableDropped)?;
+        let end = &segment.ends()[offset as usize];
+        let current = end.load(Ordering::Acquire);
+        if current == txn_stamp(txn.id()) {
+            return Ok(false);
+        }
+        if current != END_UNSET {
+            // Another transaction's delete: it committed (we hold the lock it held), after our
+            // snapshot, since the row was visible to it. READ COMMITTED takes its snapshot after
+            // the lock, so only REPEATABLE READ gets here.
+            debug_assert!(!is_txn_stamp(current));
+            return Err(StorageError::SerializationFailure);
+        }
+        debug_assert!(snap.sees(segment.insert_stamp(), END_UNSET));
+        end.store(txn_stamp(txn.id()), Ordering::Release);
+        txn.column_writes.push(ColumnWrite::Delete {
+            table: self.clone(),
+            segment,
+            offset,
+        });
+        Ok(true)
+    }
+
+    pub fn segment(&self, no: u32) -> Option<Arc<Segment>> {
+        let segments = self.segments.read();
+        let at = segments.binary_search_by_key(&no, |s| s.no).ok()?;
+        Some(segments[at].clone())
+    }
+
+    /// Every segment, committed or not, in number order; use `Segment::visible_to` and
+    /// `live_mask` to read them at a snapshot.
+    pub fn segments(&self) -> Vec<Arc<Segment>> {
+        self.segments.read().clone()
+    }
+
+    /// Removes every segment at once; not transactional (see `RowTable::truncate`).
+    pub fn truncate(&self) {
+        self.segments.write().clear();
+    }
+
+    /// Rows visible to `snap`.
+    pub fn live_row_count(&self, snap: &Snapshot) -> usize {
+        self.segments()
+            .iter()
+            .filter(|s| s.visible_to(snap))
+            .map(|s| s.live_rows(snap))
+            .sum()
+    }
+
+    /// Rows in all segments, visible or not (cheap).
+    pub fn row_count_estimate(&self) -> usize {
+        self.segments.read().iter().map(|s| s.rows()).sum()
+    }
+
+    pub fn memory_bytes(&self) -> usize {
+        self.segments
+            .read()
+            .iter()
+            .map(|s| s.memory_bytes())
+            .sum::<usize>()
+            + std::mem::size_of::<ColumnTable>()
+    }
+
+    /// Recovery: adds a committed segment with number `no`, visible to every snapshot.
+    pub fn load_segment(&self, no: u32, batch: RecordBatch, stats: Vec<ColumnStats>) {
+        self.push_segment(Some(no), batch, stats, crate::recovery::RECOVERED_TS);
+    }
+
+    /// Recovery: marks a row deleted for every snapshot. Unknown rows are skipped (replay is
+    /// idempotent: the log after a checkpoint may repeat what the checkpoint holds).
+    pub fn load_delete(&self, row_id: u64) {
+        let (no, offset) = split_row_id(row_id);
+        if let Some(segment) = self.segment(no) {
+            if let Some(end) = segment.ends().get(offset as usize) {
+                end.store(crate::recovery::RECOVERED_TS, Ordering::Release);
+            }
+        }
+    }
+}
+
+/// Arrow IPC stream bytes of a batch: how inserted segments go to the redo log and checkpoints.
+pub fn batch_to_ipc(batch: &RecordBatch) -> Vec<u8> {
+    let mut out = Vec::with_capacity(batch.get_array_memory_size() + 1024);
+    {
+        let mut writer = arrow::ipc::writer::StreamWriter::try_new(&mut out, &batch.schema())
+            .expect("IPC writer on a Vec");
+        writer.write(batch).expect("IPC write to a Vec");
+        writer.finish().expect("IPC finish on a Vec");
+    }
+    out
+}
+
+/// The batch of `batch_to_ipc` bytes (the first batch of the stream).
+pub fn batch_from_ipc(bytes: &[u8]) -> Result<RecordBatch, String> {
+    let reader = arrow::ipc::reader::StreamReader::try_new(std::io::Cursor::new(bytes), None)
+        .map_err(|e| format!("bad column segment: {e}"))?;
+    let mut batches = Vec::new();
+    for b in reader {
+        batches.push(b.map_err(|e| format!("bad column segment: {e}"))?);
+    }
+    match batches.len() {
+        1 => Ok(batches.pop().expect("one batch")),
+        n => Err(format!("column segment holds {n} batches, expected 1")),
+    }
+}
