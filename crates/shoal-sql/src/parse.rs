@@ -141,14 +141,12 @@ fn normalize(tokens: Vec<TokenWithSpan>) -> Option<(Vec<TokenWithSpan>, Vec<(usi
             continue;
         }
         if segment.iter().any(|t| !is_space(&t.token)) {
-            let (new_segment, rewritten, note) =
+            let (new_segment, rewritten, statement_notes) =
                 normalize_statement(std::mem::take(&mut segment));
-            changed |= rewritten || note.is_some();
+            changed |= rewritten || !statement_notes.is_empty();
             // Unchanged statements are kept as they are, next to rewritten ones.
             out.extend(new_segment);
-            if let Some(note) = note {
-                notes.push((index, note));
-            }
+            notes.extend(statement_notes.into_iter().map(|n| (index, n)));
             index += 1;
         }
         out.append(&mut segment);
@@ -157,35 +155,37 @@ fn normalize(tokens: Vec<TokenWithSpan>) -> Option<(Vec<TokenWithSpan>, Vec<(usi
     changed.then_some((out, notes))
 }
 
-/// One statement's tokens (without the `;`): its tokens, whether they were rewritten, and a
-/// note.
-fn normalize_statement(mut seg: Vec<TokenWithSpan>) -> (Vec<TokenWithSpan>, bool, Option<Note>) {
+/// One statement's tokens (without the `;`): its tokens, whether they were rewritten, and the
+/// notes to apply after parsing.
+fn normalize_statement(mut seg: Vec<TokenWithSpan>) -> (Vec<TokenWithSpan>, bool, Vec<Note>) {
     let first = significant(&seg).first().map(|&i| keyword_of(&seg[i]));
-    let mut note = None;
+    let mut notes = Vec::new();
     let mut changed = false;
     match first {
         Some(Keyword::CREATE) => {
             changed |= reorder_create_sequence(&mut seg);
             if let Some(method) = strip_table_access_method(&mut seg) {
                 changed = true;
-                note = Some(Note::AccessMethod(method));
+                notes.push(Note::AccessMethod(method));
             }
             if let Some(no_data) = strip_with_data(&mut seg) {
                 changed = true;
-                note = no_data.then_some(Note::NoData);
+                notes.extend(no_data.then_some(Note::NoData));
             }
         }
         Some(Keyword::COPY) => changed |= copy_boolean_options(&mut seg),
         Some(Keyword::VACUUM) => changed |= strip_vacuum_options(&mut seg),
         Some(Keyword::INSERT) | Some(Keyword::WITH) => {
-            note = strip_overriding(&mut seg).map(Note::Overriding);
-            changed |= note.is_some();
+            if let Some(o) = strip_overriding(&mut seg) {
+                changed = true;
+                notes.push(Note::Overriding(o));
+            }
         }
         _ => {}
     }
     changed |= reorder_identity_options(&mut seg);
     seg.retain(|t| !is_marker(t));
-    (seg, changed, note)
+    (seg, changed, notes)
 }
 
 fn is_space(token: &Token) -> bool {
@@ -504,6 +504,19 @@ mod tests {
             "{storage:?}"
         );
         assert!(matches!(stmts[1], Statement::Insert(_)));
+    }
+
+    #[test]
+    fn access_method_and_no_data_both_apply() {
+        let stmts =
+            parse_statements("CREATE TABLE c USING columnar AS SELECT 1 AS a WITH NO DATA")
+                .expect("parses");
+        let Statement::CreateTable(ct) = &stmts[0] else {
+            panic!("not a CREATE TABLE");
+        };
+        assert!(ct.hive_formats.as_ref().and_then(|h| h.storage.as_ref()).is_some());
+        let limit = ct.query.as_ref().and_then(|q| q.limit_clause.as_ref());
+        assert!(limit.is_some(), "WITH NO DATA becomes LIMIT 0");
     }
 
     #[test]

@@ -155,11 +155,14 @@ impl ColumnWrite {
                 segment.insert_stamp.store(ts, Ordering::Release);
             }
             ColumnWrite::Delete {
-                segment, offset, ..
+                table,
+                segment,
+                offset,
             } => {
                 let end = &segment.ends()[*offset as usize];
                 debug_assert_eq!(end.load(Ordering::Relaxed), txn_stamp(txn));
                 end.store(ts, Ordering::Release);
+                table.last_delete_ts.fetch_max(ts, Ordering::AcqRel);
             }
         }
     }
@@ -189,6 +192,9 @@ pub struct ColumnTable {
     next_segment_no: Mutex<u32>,
     /// The transaction holding the table's write lock (deletes and updates), or 0.
     writer: Mutex<TxnId>,
+    /// Commit timestamp of the newest committed delete: a writer that takes the lock reads at
+    /// a snapshot at least this new (see `last_delete_ts`).
+    last_delete_ts: AtomicU64,
     dropped: AtomicBool,
 }
 
@@ -209,6 +215,7 @@ impl ColumnTable {
             segments: RwLock::new(Vec::new()),
             next_segment_no: Mutex::new(1),
             writer: Mutex::new(0),
+            last_delete_ts: AtomicU64::new(0),
             dropped: AtomicBool::new(false),
         }
     }
@@ -295,6 +302,15 @@ impl ColumnTable {
         Ok(())
     }
 
+    /// The newest commit timestamp of a delete on this table. The lock is released as soon as
+    /// its holder has stamped, which can be before the stable watermark passes its commit
+    /// (an earlier commit may still be stamping); a READ COMMITTED writer that just took the
+    /// lock waits for `Database::stable_ts` to reach this before taking its snapshot, so it
+    /// never finds a row deleted after its snapshot.
+    pub fn last_delete_ts(&self) -> CommitTs {
+        self.last_delete_ts.load(Ordering::Acquire)
+    }
+
     pub(crate) fn unlock(&self, txn: TxnId) {
         let mut writer = self.writer.lock();
         debug_assert_eq!(*writer, txn);
@@ -324,7 +340,7 @@ impl ColumnTable {
         if current != END_UNSET {
             // Another transaction's delete: it committed (we hold the lock it held), after our
             // snapshot, since the row was visible to it. READ COMMITTED takes its snapshot after
-            // the lock, so only REPEATABLE READ gets here.
+            // the lock and `last_delete_ts`, so only REPEATABLE READ gets here.
             debug_assert!(!is_txn_stamp(current));
             return Err(StorageError::SerializationFailure);
         }

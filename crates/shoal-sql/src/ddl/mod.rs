@@ -218,8 +218,11 @@ async fn truncate(
     if matches!(t.identity, Some(ast::TruncateIdentityOption::Restart)) {
         let catalog = session.engine.catalog.read();
         for seq in catalog.sequences.values() {
-            if matches!(seq.owned_by, Some((owner, _)) if tables.iter().any(|(d, _)| d.oid == owner))
-            {
+            let truncated = |owner: Oid| {
+                tables.iter().any(|(d, _)| d.oid == owner)
+                    || column_tables.iter().any(|(d, _)| d.oid == owner)
+            };
+            if matches!(seq.owned_by, Some((owner, _)) if truncated(owner)) {
                 seq.set_value(seq.start, false);
                 session.engine.log_sequence(seq);
             }

@@ -97,7 +97,13 @@ async fn lock_for_write(
             Err(e) => return Err(e.into()),
         }
     }
-    let snap = session.engine.db.statement_snapshot(txn);
+    // The previous holder released the lock once stamped; its commit may not be under the
+    // stable watermark yet (an earlier commit still stamping). Wait for it, briefly.
+    let db = &session.engine.db;
+    while db.stable_ts() < table.last_delete_ts() {
+        tokio::task::yield_now().await;
+    }
+    let snap = db.statement_snapshot(txn);
     *session.scope.snapshot.lock() = snap;
     Ok(snap)
 }
