@@ -90,10 +90,12 @@ pub fn insert_overriding(ins: &ast::Insert) -> Option<Overriding> {
 fn apply_note(stmt: &mut Statement, note: Note) {
     match (stmt, note) {
         (Statement::CreateTable(create), Note::AccessMethod(method)) => {
-            create.hive_formats.get_or_insert_with(Default::default).storage =
-                Some(ast::HiveIOFormat::Using {
-                    format: ast::Ident::new(method.as_str()),
-                });
+            create
+                .hive_formats
+                .get_or_insert_with(Default::default)
+                .storage = Some(ast::HiveIOFormat::Using {
+                format: ast::Ident::new(method.as_str()),
+            });
         }
         (Statement::CreateTable(create), Note::NoData) => {
             if let Some(query) = create.query.as_mut() {
@@ -508,26 +510,31 @@ mod tests {
 
     #[test]
     fn access_method_and_no_data_both_apply() {
-        let stmts =
-            parse_statements("CREATE TABLE c USING columnar AS SELECT 1 AS a WITH NO DATA")
-                .expect("parses");
+        let stmts = parse_statements("CREATE TABLE c USING columnar AS SELECT 1 AS a WITH NO DATA")
+            .expect("parses");
         let Statement::CreateTable(ct) = &stmts[0] else {
             panic!("not a CREATE TABLE");
         };
-        assert!(ct.hive_formats.as_ref().and_then(|h| h.storage.as_ref()).is_some());
+        assert!(ct
+            .hive_formats
+            .as_ref()
+            .and_then(|h| h.storage.as_ref())
+            .is_some());
         let limit = ct.query.as_ref().and_then(|q| q.limit_clause.as_ref());
         assert!(limit.is_some(), "WITH NO DATA becomes LIMIT 0");
     }
 
     #[test]
     fn using_inside_a_query_is_not_an_access_method() {
-        let stmts = parse_statements(
-            "CREATE TABLE j AS SELECT * FROM a JOIN b USING (id)",
-        )
-        .expect("parses");
+        let stmts = parse_statements("CREATE TABLE j AS SELECT * FROM a JOIN b USING (id)")
+            .expect("parses");
         let Statement::CreateTable(ct) = &stmts[0] else {
             panic!("not a CREATE TABLE");
         };
-        assert!(ct.hive_formats.as_ref().and_then(|h| h.storage.as_ref()).is_none());
+        assert!(ct
+            .hive_formats
+            .as_ref()
+            .and_then(|h| h.storage.as_ref())
+            .is_none());
     }
 }

@@ -171,10 +171,7 @@ impl ColumnWrite {
         match self {
             ColumnWrite::Insert { table, segment } => {
                 segment.insert_stamp.store(ABORTED_STAMP, Ordering::Release);
-                table
-                    .segments
-                    .write()
-                    .retain(|s| !Arc::ptr_eq(s, segment));
+                table.segments.write().retain(|s| !Arc::ptr_eq(s, segment));
             }
             ColumnWrite::Delete {
                 segment, offset, ..
@@ -326,7 +323,11 @@ impl ColumnTable {
         row_id: u64,
     ) -> Result<bool, StorageError> {
         self.check_live()?;
-        debug_assert_eq!(*self.writer.lock(), txn.id(), "delete without the write lock");
+        debug_assert_eq!(
+            *self.writer.lock(),
+            txn.id(),
+            "delete without the write lock"
+        );
         let (no, offset) = split_row_id(row_id);
         let segment = self
             .segment(no)

@@ -5,8 +5,8 @@
 //! and errors carrying PostgreSQL SQLSTATEs.
 
 pub mod catalog;
-pub mod column;
 pub mod catalog_image;
+pub mod column;
 pub mod database;
 pub mod error;
 pub mod gc;

@@ -462,22 +462,27 @@ impl TxnShared {
                 row: &w.row,
             })
             .collect();
-        changes.extend(txn.column_writes.iter().zip(&segment_images).map(|(w, image)| {
-            let (kind, row_id) = match w {
-                ColumnWrite::Insert { segment, .. } => {
-                    (ChangeKind::Insert, column::row_id(segment.no, 0))
-                }
-                ColumnWrite::Delete {
-                    segment, offset, ..
-                } => (ChangeKind::Delete, column::row_id(segment.no, *offset)),
-            };
-            RedoChange {
-                table: w.table_id(),
-                kind,
-                row_id,
-                row: image,
-            }
-        }));
+        changes.extend(
+            txn.column_writes
+                .iter()
+                .zip(&segment_images)
+                .map(|(w, image)| {
+                    let (kind, row_id) = match w {
+                        ColumnWrite::Insert { segment, .. } => {
+                            (ChangeKind::Insert, column::row_id(segment.no, 0))
+                        }
+                        ColumnWrite::Delete {
+                            segment, offset, ..
+                        } => (ChangeKind::Delete, column::row_id(segment.no, *offset)),
+                    };
+                    RedoChange {
+                        table: w.table_id(),
+                        kind,
+                        row_id,
+                        row: image,
+                    }
+                }),
+        );
         let mut ts = None;
         let logged = sink.log_commit(
             &mut |log_pos| *ts.insert(self.clock.begin_commit(log_pos)),

@@ -20,9 +20,13 @@ fn schema() -> SchemaRef {
 
 fn batch(ids: std::ops::Range<i64>) -> (RecordBatch, Vec<ColumnStats>) {
     let id: ArrayRef = Arc::new(Int64Array::from_iter_values(ids.clone()));
-    let cab: ArrayRef = Arc::new(StringArray::from_iter_values(
-        ids.clone().map(|i| if i % 2 == 0 { "yellow" } else { "green" }),
-    ));
+    let cab: ArrayRef = Arc::new(StringArray::from_iter_values(ids.clone().map(|i| {
+        if i % 2 == 0 {
+            "yellow"
+        } else {
+            "green"
+        }
+    })));
     let stats = vec![
         ColumnStats {
             min: Arc::new(Int64Array::from(vec![ids.start])),
@@ -96,7 +100,11 @@ fn old_snapshot_keeps_seeing_deleted_rows() {
     assert_eq!(visible_rows(&db, &t, &mut deleter), 9, "own delete");
     db.commit(deleter).unwrap();
 
-    assert_eq!(visible_rows(&db, &t, &mut reader), 10, "snapshot before delete");
+    assert_eq!(
+        visible_rows(&db, &t, &mut reader),
+        10,
+        "snapshot before delete"
+    );
     assert_eq!(count_now(&db, &t), 9);
     let segment = t.segment(no).unwrap();
     let mut now = db.begin(IsolationLevel::ReadCommitted);
@@ -195,7 +203,10 @@ fn commit_logs_segments_as_ipc_and_deletes_by_row_id() {
     let log = recorder.changes.lock().unwrap();
     assert_eq!(log.len(), 2);
     let (table, kind, id, bytes) = &log[0];
-    assert_eq!((*table, *kind, *id), (TRIPS, ChangeKind::Insert, row_id(no, 0)));
+    assert_eq!(
+        (*table, *kind, *id),
+        (TRIPS, ChangeKind::Insert, row_id(no, 0))
+    );
     assert_eq!(batch_from_ipc(bytes).unwrap(), b);
     assert_eq!(
         (log[1].0, log[1].1, log[1].2),

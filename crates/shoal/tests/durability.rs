@@ -383,7 +383,11 @@ async fn column_tables_survive_checkpoint_replay_and_kill_9() {
     let before = count(&server, sums).await;
     drop(c);
     let server = restart(server.crash(), &[]);
-    assert_eq!(count(&server, sums).await, before, "same rows after kill -9");
+    assert_eq!(
+        count(&server, sums).await,
+        before,
+        "same rows after kill -9"
+    );
     assert_eq!(
         count(&server, "SELECT count(*) FROM trips WHERE cab = 'lost'").await,
         0,

@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use datafusion::sql::sqlparser::ast;
 use shoal_storage::catalog::{
-    AccessMethod, ColumnDef, ConstraintDef, ConstraintKind, ForeignKeyAction, IndexDef, Oid, RelationKind,
-    TableDef,
+    AccessMethod, ColumnDef, ConstraintDef, ConstraintKind, ForeignKeyAction, IndexDef, Oid,
+    RelationKind, TableDef,
 };
 use shoal_storage::types::Value;
 use shoal_storage::Transaction;
@@ -115,8 +115,7 @@ pub(super) fn add_constraint(
         .get(&table_oid)
         .cloned()
         .ok_or_else(|| SqlError::internal("table vanished"))?;
-    if def.access_method == AccessMethod::Columnar
-        && !matches!(p, PendingConstraint::Check { .. })
+    if def.access_method == AccessMethod::Columnar && !matches!(p, PendingConstraint::Check { .. })
     {
         // Keys need indexes, and column tables have none yet.
         return Err(SqlError::new(

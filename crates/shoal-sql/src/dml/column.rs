@@ -119,12 +119,20 @@ async fn targets(
 ) -> SqlResult<Vec<RecordBatch>> {
     let mut sql = format!("SELECT {}.{}", quote_ident(alias), ROW_POSITION_COLUMN);
     for c in &def.columns {
-        sql.push_str(&format!(", {}.{}", quote_ident(alias), quote_ident(&c.name)));
+        sql.push_str(&format!(
+            ", {}.{}",
+            quote_ident(alias),
+            quote_ident(&c.name)
+        ));
     }
     for (i, e) in extra.iter().enumerate() {
         sql.push_str(&format!(", {e} AS \"__shoal_extra_{i}\""));
     }
-    sql.push_str(&format!(" FROM {} AS {}", qualified(def), quote_ident(alias)));
+    sql.push_str(&format!(
+        " FROM {} AS {}",
+        qualified(def),
+        quote_ident(alias)
+    ));
     if let Some(s) = selection {
         sql.push_str(&format!(" WHERE {s}"));
     }
@@ -176,7 +184,7 @@ pub async fn delete(
     let batches = targets(session, &def, &alias, &[], del.selection.as_ref()).await?;
     let mut written = Vec::new();
     for b in &batches {
-        let rows = batch_rows_from(b, &def, 1)?;
+        let rows = batch_rows(std::slice::from_ref(b), &def, 1)?;
         for (r, row) in rows.into_iter().enumerate() {
             if table.delete(txn, &snap, row_ids(b).value(r))? {
                 written.push(row);
@@ -214,7 +222,7 @@ pub async fn update(
     let width = def.columns.len();
     let mut written = Vec::new();
     for b in &batches {
-        let mut rows = batch_rows_from(b, &def, 1)?;
+        let mut rows = batch_rows(std::slice::from_ref(b), &def, 1)?;
         for (i, (col, _)) in assignments.iter().enumerate() {
             let c = &def.columns[*col];
             let values = super::column_values(b.column(1 + width + i), &c.data_type, &c.name)?;
@@ -240,9 +248,4 @@ pub async fn update(
         None,
     )
     .await
-}
-
-/// The table's columns of each row of `b`, starting at column `skip`.
-fn batch_rows_from(b: &RecordBatch, def: &TableDef, skip: usize) -> SqlResult<Vec<Vec<Value>>> {
-    batch_rows(std::slice::from_ref(b), def, skip)
 }

@@ -13,8 +13,8 @@ use shoal_storage::{Snapshot, StorageError, Transaction};
 
 use super::{
     assignment_columns, batch_rows, column_values, default_expr_sql, finish_dml, ident_name,
-    is_default_keyword, resolve_store, row_as_values_sql, TableStore, run_sql_query, unique_violation,
-    unique_violation_named,
+    is_default_keyword, resolve_store, row_as_values_sql, run_sql_query, unique_violation,
+    unique_violation_named, TableStore,
 };
 use crate::constraints;
 use crate::error::{code, SqlError, SqlResult};

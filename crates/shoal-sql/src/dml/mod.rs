@@ -94,46 +94,28 @@ pub fn resolve_table(
     session: &Session,
     name: &ast::ObjectName,
 ) -> SqlResult<(Arc<TableDef>, Arc<RowTable>)> {
-    let (schema, rel) = crate::ddl::split_name(name);
-    let (_, kind, oid) = session
-        .scope
-        .resolve_relation(schema.as_deref(), &rel)
-        .ok_or_else(|| SqlError::undefined_table(&rel))?;
-    if kind != shoal_storage::catalog::RelationKind::Table {
-        return Err(SqlError::new(
-            code::WRONG_OBJECT_TYPE,
-            format!("cannot change relation \"{rel}\""),
-        ));
-    }
-    table_by_oid(session, oid, &rel)
+    row_table_only(resolve_store(session, name)?)
 }
 
-/// A table's definition and its storage; `rel` names it in the error if it is gone.
+/// A row table's definition and its storage; `rel` names it in the error if it is gone.
 pub fn table_by_oid(
     session: &Session,
     oid: shoal_storage::catalog::Oid,
     rel: &str,
 ) -> SqlResult<(Arc<TableDef>, Arc<RowTable>)> {
-    let def = session
-        .engine
-        .catalog
-        .read()
-        .tables
-        .get(&oid)
-        .cloned()
-        .ok_or_else(|| SqlError::undefined_table(rel))?;
-    if def.access_method == shoal_storage::catalog::AccessMethod::Columnar {
-        return Err(SqlError::unsupported(format!(
+    row_table_only(store_by_oid(session, oid, rel)?)
+}
+
+fn row_table_only(
+    (def, store): (Arc<TableDef>, TableStore),
+) -> SqlResult<(Arc<TableDef>, Arc<RowTable>)> {
+    match store {
+        TableStore::Row(table) => Ok((def, table)),
+        TableStore::Column(_) => Err(SqlError::unsupported(format!(
             "this statement on column table \"{}\"",
             def.name
-        )));
+        ))),
     }
-    let table = session
-        .engine
-        .db
-        .table(oid as u64)
-        .ok_or_else(|| SqlError::undefined_table(rel))?;
-    Ok((def, table))
 }
 
 fn quote_ident(s: &str) -> String {

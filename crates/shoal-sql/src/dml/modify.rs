@@ -20,8 +20,7 @@ use shoal_storage::{Snapshot, StorageError, Transaction};
 
 use super::{
     assignment_columns, column_values, finish_dml, qualified, quote_ident, resolve_store,
-    TableStore,
-    returning, row_as_values_sql, run_sql_query, table_alias, unique_violation_named,
+    returning, row_as_values_sql, run_sql_query, table_alias, unique_violation_named, TableStore,
 };
 use crate::constraints;
 use crate::error::{SqlError, SqlResult};

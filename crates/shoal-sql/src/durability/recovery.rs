@@ -12,9 +12,7 @@ use parking_lot::Mutex;
 use shoal_storage::catalog::{AccessMethod, Catalog, IndexDef as CatalogIndexDef};
 use shoal_storage::column::{batch_from_ipc, split_row_id};
 use shoal_storage::recovery::RECOVERED_TS;
-use shoal_storage::{
-    ChangeKind, ColumnTable, Database, IsolationLevel, RowRef, RowTable, TableId,
-};
+use shoal_storage::{ChangeKind, ColumnTable, Database, IsolationLevel, RowRef, RowTable, TableId};
 use shoal_wal::{read_log, ReadError, Record, Wal};
 
 use super::{Durability, DurabilityOptions, WalSink};
@@ -83,8 +81,11 @@ pub(crate) fn recover(
     if let Some(m) = &manifest {
         let tables: HashMap<TableId, Arc<RowTable>> =
             db.tables().into_iter().map(|t| (t.id(), t)).collect();
-        let column_tables: HashMap<TableId, Arc<ColumnTable>> =
-            db.column_tables().into_iter().map(|t| (t.id(), t)).collect();
+        let column_tables: HashMap<TableId, Arc<ColumnTable>> = db
+            .column_tables()
+            .into_iter()
+            .map(|t| (t.id(), t))
+            .collect();
         let damage: Mutex<Option<String>> = Mutex::new(None);
         let summary = shoal_wal::load_checkpoint_parts(
             m,
@@ -175,9 +176,14 @@ fn load_column_entry(table: &ColumnTable, row_id: u64, data: &[u8]) -> Result<()
     }
     let batch = batch_from_ipc(data)?;
     if batch.schema().fields() != table.schema().fields() {
-        return Err(format!("column segment of table {} has the wrong columns", table.id()));
+        return Err(format!(
+            "column segment of table {} has the wrong columns",
+            table.id()
+        ));
     }
-    let batch = batch.with_schema(table.schema()).map_err(|e| e.to_string())?;
+    let batch = batch
+        .with_schema(table.schema())
+        .map_err(|e| e.to_string())?;
     let stats = crate::dml::column::segment_stats(&batch).map_err(|e| e.message)?;
     table.load_segment(split_row_id(row_id).0, batch, stats);
     Ok(())

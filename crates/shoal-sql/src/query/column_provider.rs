@@ -9,7 +9,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use datafusion::arrow::array::{Array, ArrayRef, BooleanArray, UInt64Array};
 use datafusion::arrow::compute::filter;
-use datafusion::arrow::datatypes::{DataType as ArrowType, Field, Schema, SchemaRef};
+use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
 use datafusion::catalog::memory::MemorySourceConfig;
 use datafusion::catalog::Session;
@@ -23,7 +23,7 @@ use shoal_storage::catalog::TableDef;
 use shoal_storage::column::row_id;
 use shoal_storage::{ColumnTable, Segment};
 
-use crate::query::provider::{table_schema, ROW_POSITION_COLUMN};
+use crate::query::provider::{scan_schema, table_schema};
 use crate::query::scope::PlanScope;
 
 pub struct ColumnTableProvider {
@@ -53,13 +53,7 @@ impl ColumnTableProvider {
         scope: Arc<PlanScope>,
         capture: bool,
     ) -> Self {
-        let mut schema = table_schema(&def);
-        if capture {
-            let mut fields: Vec<Field> =
-                schema.fields().iter().map(|f| f.as_ref().clone()).collect();
-            fields.push(Field::new(ROW_POSITION_COLUMN, ArrowType::UInt64, false));
-            schema = Arc::new(Schema::new(fields));
-        }
+        let schema = scan_schema(&def, capture);
         ColumnTableProvider {
             def,
             table,
@@ -219,9 +213,7 @@ impl TableProvider for ColumnTableProvider {
                     Some(mask) => filter(array.as_ref(), mask)?,
                 });
             }
-            let rows = mask
-                .as_ref()
-                .map_or(segment.rows(), |m| m.true_count());
+            let rows = mask.as_ref().map_or(segment.rows(), |m| m.true_count());
             if rows == 0 {
                 continue;
             }
@@ -233,7 +225,10 @@ impl TableProvider for ColumnTableProvider {
             )?);
             total += rows;
         }
-        let partitions = state.config().target_partitions().clamp(1, batches.len().max(1));
+        let partitions = state
+            .config()
+            .target_partitions()
+            .clamp(1, batches.len().max(1));
         let mut parts = vec![Vec::new(); partitions];
         for (i, b) in batches.into_iter().enumerate() {
             parts[i % partitions].push(b);

@@ -812,7 +812,10 @@ fn relation_size(scope: &PlanScope, oid: Oid, which: &str) -> usize {
     let catalog = scope.engine.catalog.read();
     let table_oid = catalog.indexes.get(&oid).map(|i| i.table).unwrap_or(oid);
     let db = &scope.engine.db;
-    let total = match (db.table(table_oid as u64), db.column_table(table_oid as u64)) {
+    let total = match (
+        db.table(table_oid as u64),
+        db.column_table(table_oid as u64),
+    ) {
         (Some(table), _) => table.memory_bytes(),
         (None, Some(table)) => table.memory_bytes(),
         (None, None) => return 0,

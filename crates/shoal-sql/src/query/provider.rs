@@ -52,6 +52,17 @@ pub fn table_schema(def: &TableDef) -> SchemaRef {
     Arc::new(Schema::new(fields))
 }
 
+/// The table's schema, plus the row position column for a DML target scan.
+pub fn scan_schema(def: &TableDef, capture: bool) -> SchemaRef {
+    let schema = table_schema(def);
+    if !capture {
+        return schema;
+    }
+    let mut fields: Vec<Field> = schema.fields().iter().map(|f| f.as_ref().clone()).collect();
+    fields.push(Field::new(ROW_POSITION_COLUMN, ArrowType::UInt64, false));
+    Arc::new(Schema::new(fields))
+}
+
 pub struct RowTableProvider {
     pub def: Arc<TableDef>,
     pub table: Arc<RowTable>,
@@ -83,13 +94,7 @@ impl RowTableProvider {
         key_index: Option<(u64, Vec<usize>)>,
         capture: bool,
     ) -> Self {
-        let mut schema = table_schema(&def);
-        if capture {
-            let mut fields: Vec<Field> =
-                schema.fields().iter().map(|f| f.as_ref().clone()).collect();
-            fields.push(Field::new(ROW_POSITION_COLUMN, ArrowType::UInt64, false));
-            schema = Arc::new(Schema::new(fields));
-        }
+        let schema = scan_schema(&def, capture);
         RowTableProvider {
             def,
             table,
