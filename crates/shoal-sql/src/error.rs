@@ -15,6 +15,8 @@ pub struct SqlError {
     pub message: String,
     pub detail: Option<String>,
     pub hint: Option<String>,
+    /// Where the error happened, as PostgreSQL's CONTEXT field (e.g. `COPY t, line 3`).
+    pub context: Option<String>,
 }
 
 pub type SqlResult<T> = Result<T, SqlError>;
@@ -32,6 +34,7 @@ pub mod code {
     pub const INVALID_PARAMETER_VALUE: &str = "22023";
     pub const INVALID_TEXT_REPRESENTATION: &str = "22P02";
     pub const BAD_COPY_FILE_FORMAT: &str = "22P04";
+    pub const CHARACTER_NOT_IN_REPERTOIRE: &str = "22021";
     pub const DATA_EXCEPTION: &str = "22000";
     pub const NOT_NULL_VIOLATION: &str = "23502";
     pub const FOREIGN_KEY_VIOLATION: &str = "23503";
@@ -47,6 +50,9 @@ pub mod code {
     pub const DEADLOCK_DETECTED: &str = "40P01";
     pub const SYNTAX_ERROR: &str = "42601";
     pub const INSUFFICIENT_PRIVILEGE: &str = "42501";
+    pub const INVALID_NAME: &str = "42602";
+    pub const UNDEFINED_FILE: &str = "58P01";
+    pub const IO_ERROR: &str = "58030";
     pub const UNDEFINED_COLUMN: &str = "42703";
     pub const UNDEFINED_FUNCTION: &str = "42883";
     pub const UNDEFINED_TABLE: &str = "42P01";
@@ -91,7 +97,13 @@ impl SqlError {
             message: message.into(),
             detail: None,
             hint: None,
+            context: None,
         }
+    }
+
+    pub fn with_context(mut self, context: impl Into<String>) -> Self {
+        self.context = Some(context.into());
+        self
     }
 
     pub fn with_detail(mut self, detail: impl Into<String>) -> Self {

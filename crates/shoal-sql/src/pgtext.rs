@@ -37,17 +37,11 @@ fn out_of_range(type_name: &str, s: &str) -> SqlError {
 pub fn parse_value(s: &str, t: &DataType) -> SqlResult<Value> {
     Ok(match t {
         DataType::Bool => Value::Bool(parse_bool(s)?),
-        DataType::Int16 => {
-            let v = parse_int(s, "smallint")?;
-            Value::Int16(i16::try_from(v).map_err(|_| out_of_range("smallint", s))?)
-        }
-        DataType::Int32 => {
-            let v = parse_int(s, "integer")?;
-            Value::Int32(i32::try_from(v).map_err(|_| out_of_range("integer", s))?)
-        }
-        DataType::Int64 => Value::Int64(parse_int(s, "bigint")?),
-        DataType::Float32 => Value::Float32(parse_float(s, "real")? as f32),
-        DataType::Float64 => Value::Float64(parse_float(s, "double precision")?),
+        DataType::Int16 => Value::Int16(parse_smallint(s)?),
+        DataType::Int32 => Value::Int32(parse_integer(s)?),
+        DataType::Int64 => Value::Int64(parse_bigint(s)?),
+        DataType::Float32 => Value::Float32(parse_real(s)?),
+        DataType::Float64 => Value::Float64(parse_double(s)?),
         DataType::Numeric { precision, scale } => {
             let target_scale = t.numeric_scale();
             let mantissa = parse_numeric(s, target_scale)?;
@@ -81,6 +75,26 @@ pub fn parse_bool(s: &str) -> SqlResult<bool> {
     }
 }
 
+pub fn parse_smallint(s: &str) -> SqlResult<i16> {
+    i16::try_from(parse_int(s, "smallint")?).map_err(|_| out_of_range("smallint", s))
+}
+
+pub fn parse_integer(s: &str) -> SqlResult<i32> {
+    i32::try_from(parse_int(s, "integer")?).map_err(|_| out_of_range("integer", s))
+}
+
+pub fn parse_bigint(s: &str) -> SqlResult<i64> {
+    parse_int(s, "bigint")
+}
+
+pub fn parse_real(s: &str) -> SqlResult<f32> {
+    Ok(parse_float(s, "real")? as f32)
+}
+
+pub fn parse_double(s: &str) -> SqlResult<f64> {
+    parse_float(s, "double precision")
+}
+
 fn parse_int(s: &str, type_name: &str) -> SqlResult<i64> {
     let t = s.trim();
     if t.is_empty()
@@ -96,6 +110,16 @@ fn parse_int(s: &str, type_name: &str) -> SqlResult<i64> {
 
 fn parse_float(s: &str, type_name: &str) -> SqlResult<f64> {
     let t = s.trim();
+    // Plain decimal numbers, the common case, need no lower-cased copy for the checks below.
+    if t.bytes()
+        .all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'-' | b'+' | b'e' | b'E'))
+    {
+        if let Ok(v) = t.parse::<f64>() {
+            if v.is_finite() {
+                return Ok(v);
+            }
+        }
+    }
     match t.to_ascii_lowercase().as_str() {
         "nan" => return Ok(f64::NAN),
         "infinity" | "inf" | "+infinity" | "+inf" => return Ok(f64::INFINITY),
@@ -276,6 +300,9 @@ fn date_out_of_range(s: &str) -> SqlError {
 }
 
 pub fn parse_date(s: &str) -> SqlResult<i32> {
+    if let Some(d) = plain_date(s.as_bytes()) {
+        return Ok(days_from_date(d));
+    }
     let t = s.trim();
     match t.to_ascii_lowercase().as_str() {
         "epoch" => return Ok(0),
@@ -319,6 +346,9 @@ pub fn parse_timestamp(s: &str, with_tz: bool) -> SqlResult<i64> {
     } else {
         "timestamp"
     };
+    if let Some(micros) = plain_timestamp(s.as_bytes()) {
+        return Ok(micros);
+    }
     let t = s.trim();
     match t.to_ascii_lowercase().as_str() {
         "epoch" => return Ok(0),
@@ -360,6 +390,39 @@ pub fn parse_timestamp(s: &str, with_tz: bool) -> SqlResult<i64> {
     } else {
         micros
     })
+}
+
+fn digits(b: &[u8]) -> Option<u32> {
+    b.iter().try_fold(0u32, |acc, d| {
+        d.is_ascii_digit().then(|| acc * 10 + u32::from(d - b'0'))
+    })
+}
+
+/// `YYYY-MM-DD`, the shape bulk loads are made of, without chrono's format parser.
+fn plain_date(b: &[u8]) -> Option<NaiveDate> {
+    if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
+        return None;
+    }
+    NaiveDate::from_ymd_opt(
+        digits(&b[0..4])? as i32,
+        digits(&b[5..7])?,
+        digits(&b[8..10])?,
+    )
+}
+
+/// `YYYY-MM-DD HH:MM:SS` as microseconds, likewise. Anything else (fractions, zones, other
+/// layouts) returns None and takes the general path.
+fn plain_timestamp(b: &[u8]) -> Option<i64> {
+    if b.len() != 19 || !(b[10] == b' ' || b[10] == b'T') || b[13] != b':' || b[16] != b':' {
+        return None;
+    }
+    let date = plain_date(&b[..10])?;
+    let time = NaiveTime::from_hms_opt(
+        digits(&b[11..13])?,
+        digits(&b[14..16])?,
+        digits(&b[17..19])?,
+    )?;
+    Some(date.and_time(time).and_utc().timestamp_micros())
 }
 
 fn split_zone(t: &str) -> Option<(&str, i32)> {

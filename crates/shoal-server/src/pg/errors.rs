@@ -7,6 +7,7 @@ pub fn error_info(e: &SqlError) -> ErrorInfo {
     let mut info = ErrorInfo::new("ERROR".to_string(), e.code.to_string(), e.message.clone());
     info.detail = e.detail.clone();
     info.hint = e.hint.clone();
+    info.where_context = e.context.clone();
     info
 }
 

@@ -34,7 +34,7 @@ use pgwire::messages::response::{EmptyQueryResponse, ReadyForQuery, TransactionS
 use pgwire::messages::simplequery::Query;
 use pgwire::messages::startup::ParameterStatus;
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
-use shoal_sql::copy::CopyRequest;
+use shoal_sql::copy::{CopyIn, CopyRequest};
 use shoal_sql::session::Prepared;
 use shoal_sql::{Engine, Session, SqlError, StatementResult};
 use tokio::sync::Mutex;
@@ -43,13 +43,9 @@ use super::encode::{encode_rows, field_infos};
 use super::errors::{error_info, to_pgwire};
 use super::extended;
 
-/// Upper bound on COPY FROM STDIN data buffered before loading, so a client cannot make the
-/// server hold unbounded memory for one statement.
-pub const COPY_BUFFER_MAX_BYTES: usize = 4 << 30;
-
 pub struct ConnectionHandler {
     pub session: Mutex<Session>,
-    copy: Mutex<Option<(CopyRequest, Vec<u8>)>>,
+    copy: Mutex<Option<CopyIn>>,
     connections: Arc<ConnectionManager>,
     parser: Arc<ShoalQueryParser>,
 }
@@ -206,10 +202,11 @@ impl ConnectionHandler {
     }
 
     /// Stashes a COPY FROM STDIN until its data arrives.
-    async fn begin_copy(&self, result: StatementResult) -> StatementResult {
+    async fn begin_copy(&self, session: &Session, result: StatementResult) -> StatementResult {
         if let StatementResult::CopyIn(req) = result {
-            let cols = req.column_count();
-            *self.copy.lock().await = Some((req, Vec::new()));
+            let copy = CopyIn::new(session, req);
+            let cols = copy.column_count();
+            *self.copy.lock().await = Some(copy);
             return StatementResult::CopyIn(CopyRequest::placeholder(cols));
         }
         result
@@ -242,7 +239,7 @@ impl SimpleQueryHandler for ConnectionHandler {
                 match r {
                     Ok(result) => {
                         let is_copy_in = matches!(result, StatementResult::CopyIn(_));
-                        let result = self.begin_copy(result).await;
+                        let result = self.begin_copy(&session, result).await;
                         match to_response(result, &|_| false, None) {
                             Response::Query(q) => send_query_response(client, q, true).await?,
                             Response::Execution(t)
@@ -464,7 +461,7 @@ impl ExtendedQueryHandler for ConnectionHandler {
         self.send_parameter_changes(client, &mut session).await?;
         match result {
             Ok(r) => {
-                let r = self.begin_copy(r).await;
+                let r = self.begin_copy(&session, r).await;
                 let binary = |i: usize| portal.result_column_format.is_binary(i);
                 Ok(to_response(r, &binary, None))
             }
@@ -542,15 +539,11 @@ impl CopyHandler for ConnectionHandler {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
+        // Errors wait for CopyDone: the client sends all its data before it reads replies.
         let mut copy = self.copy.lock().await;
-        if let Some((_, buf)) = copy.as_mut() {
-            if buf.len() + copy_data.data.len() > COPY_BUFFER_MAX_BYTES {
-                return Err(to_pgwire(SqlError::new(
-                    shoal_sql::error::code::PROGRAM_LIMIT_EXCEEDED,
-                    "COPY data exceeds the server's buffer limit",
-                )));
-            }
-            buf.extend_from_slice(&copy_data.data);
+        if let Some(copy) = copy.as_mut() {
+            let session = self.session.lock().await;
+            copy.data(&session, &copy_data.data).await;
         }
         Ok(())
     }
@@ -561,15 +554,11 @@ impl CopyHandler for ConnectionHandler {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        let Some((mut req, data)) = self.copy.lock().await.take() else {
+        let Some(copy) = self.copy.lock().await.take() else {
             return Ok(());
         };
         let mut session = self.session.lock().await;
-        let Some((mut txn, implicit)) = req.txn.take() else {
-            return Ok(());
-        };
-        let loaded = shoal_sql::copy::load(&session, &req, &mut txn, &data).await;
-        let result = session.finish_copy(txn, implicit, loaded).await;
+        let result = copy.done(&mut session).await;
         client.set_transaction_status(status_of(session.transaction_status()));
         match result {
             Ok(rows) => {
@@ -590,25 +579,15 @@ impl CopyHandler for ConnectionHandler {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        if let Some((mut req, _)) = self.copy.lock().await.take() {
-            let mut session = self.session.lock().await;
-            if let Some((txn, implicit)) = req.txn.take() {
-                let _ = session
-                    .finish_copy(
-                        txn,
-                        implicit,
-                        Err(SqlError::new(
-                            shoal_sql::error::code::QUERY_CANCELED,
-                            "COPY failed",
-                        )),
-                    )
-                    .await;
-                client.set_transaction_status(status_of(session.transaction_status()));
-            }
-        }
-        to_pgwire(SqlError::new(
+        let error = SqlError::new(
             shoal_sql::error::code::QUERY_CANCELED,
             format!("COPY from stdin failed: {}", fail.message),
-        ))
+        );
+        if let Some(copy) = self.copy.lock().await.take() {
+            let mut session = self.session.lock().await;
+            copy.fail(&mut session, error.clone()).await;
+            client.set_transaction_status(status_of(session.transaction_status()));
+        }
+        to_pgwire(error)
     }
 }

@@ -288,7 +288,7 @@ fn enforce_type_limits(v: Value, t: &DataType) -> SqlResult<Value> {
     })
 }
 
-fn batch_rows(
+pub(crate) fn batch_rows(
     batches: &[RecordBatch],
     def: &TableDef,
     first_col: usize,

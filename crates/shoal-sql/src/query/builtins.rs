@@ -6,6 +6,7 @@
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
+use datafusion::arrow::array::ArrayRef;
 use datafusion::arrow::datatypes::{DataType as ArrowType, FieldRef};
 use datafusion::common::{plan_err, Result as DfResult, ScalarValue};
 use datafusion::execution::FunctionRegistry;
@@ -43,6 +44,11 @@ pub fn register(state: &mut datafusion::execution::SessionState) {
     }
     state
         .register_udf(Arc::new(ScalarUDF::new_from_impl(PgTypeof {
+            signature: Signature::any(1, Volatility::Immutable),
+        })))
+        .expect("function registration cannot fail");
+    state
+        .register_udf(Arc::new(ScalarUDF::new_from_impl(PgTextOut {
             signature: Signature::any(1, Volatility::Immutable),
         })))
         .expect("function registration cannot fail");
@@ -222,5 +228,70 @@ impl ScalarUDFImpl for PgTypeof {
             }
         };
         Ok(ColumnarValue::Scalar(ScalarValue::Utf8(Some(name))))
+    }
+}
+
+/// `CAST(x AS text)`, which `rewrite.rs` turns into `pg_text_out(x)`: PostgreSQL casts to text
+/// with the type's output function, so a timestamp becomes `2024-01-02 03:04:05` (DataFusion's
+/// cast writes a `T`), a float its shortest exact digits, an interval `1 day 02:00:00`. The one
+/// exception is boolean, whose cast says `true` where its output says `t`.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct PgTextOut {
+    signature: Signature,
+}
+
+impl ScalarUDFImpl for PgTextOut {
+    fn name(&self) -> &str {
+        "pg_text_out"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[ArrowType]) -> DfResult<ArrowType> {
+        Ok(ArrowType::Utf8)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
+        use datafusion::arrow::array::{Array, BooleanArray, StringBuilder};
+        let scalar = matches!(args.args[0], ColumnarValue::Scalar(_));
+        let array = args.args[0].to_array(args.number_rows.max(1))?;
+        let out: ArrayRef = match array.data_type() {
+            ArrowType::Utf8 => array,
+            ArrowType::LargeUtf8 | ArrowType::Utf8View | ArrowType::Null => {
+                datafusion::arrow::compute::cast(&array, &ArrowType::Utf8)?
+            }
+            ArrowType::Boolean => {
+                let b = array
+                    .as_any()
+                    .downcast_ref::<BooleanArray>()
+                    .expect("boolean array");
+                Arc::new(
+                    b.iter()
+                        .map(|v| v.map(|v| if v { "true" } else { "false" }))
+                        .collect::<datafusion::arrow::array::StringArray>(),
+                )
+            }
+            _ => {
+                let mut builder = StringBuilder::with_capacity(array.len(), array.len() * 16);
+                let mut text = String::new();
+                for row in 0..array.len() {
+                    if array.is_null(row) {
+                        builder.append_null();
+                    } else {
+                        text.clear();
+                        crate::pgtext::format_array_value(array.as_ref(), row, &mut text);
+                        builder.append_value(&text);
+                    }
+                }
+                Arc::new(builder.finish())
+            }
+        };
+        Ok(if scalar {
+            ColumnarValue::Scalar(ScalarValue::try_from_array(&out, 0)?)
+        } else {
+            ColumnarValue::Array(out)
+        })
     }
 }

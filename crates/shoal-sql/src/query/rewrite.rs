@@ -231,6 +231,14 @@ impl VisitorMut for Rewriter<'_> {
                 {
                     // regclass and regtype print as the object's name, not its OID.
                     *expr = function_call(output, vec![(**inner).clone()]);
+                } else if matches!(
+                    data_type,
+                    DataType::Text | DataType::Varchar(None) | DataType::CharacterVarying(None)
+                ) && !matches!(inner.as_ref(), Expr::Value(_))
+                {
+                    // PostgreSQL casts to text with the type's output function. (Literals and
+                    // parameters keep the cast: it types a parameter, and literals print alike.)
+                    *expr = function_call("pg_text_out", vec![(**inner).clone()]);
                 } else if matches!(data_type, DataType::Uuid) {
                     *data_type = DataType::Text;
                 } else if let DataType::Char(_) | DataType::Character(_) = data_type {

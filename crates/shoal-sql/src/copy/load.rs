@@ -1,0 +1,337 @@
+//! COPY FROM as a stream: data arrives in pieces (CopyData messages or file reads), is cut into
+//! chunks of whole records, parsed on the blocking pool several chunks at a time, and written
+//! to the table in input order inside the COPY's transaction. Memory holds the parsed rows and
+//! a bounded number of chunks in flight, never the whole input. A bad line fails the COPY, and
+//! the transaction's rollback takes back whatever was written before it.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use datafusion::arrow::array::{new_null_array, Array, ArrayRef};
+use datafusion::arrow::compute::concat_batches;
+use datafusion::arrow::record_batch::RecordBatch;
+use shoal_storage::catalog::TableDef;
+use shoal_storage::column::SEGMENT_MAX_ROWS;
+use shoal_storage::table::InsertOutcome;
+use shoal_storage::{ColumnTable, StorageError, Transaction};
+use tokio::task::JoinHandle;
+
+use super::parse::{parse_chunk, ChunkLayout, ParsedChunk};
+use super::split::{RecordSplitter, CHUNK_BYTES};
+use super::CopyFormat;
+use crate::dml::TableStore;
+use crate::error::{SqlError, SqlResult};
+use crate::query::provider::table_schema;
+use crate::session::Session;
+use crate::types::array_from_values;
+
+/// Parse jobs in flight per COPY, beyond which the loader waits for the oldest: one per core
+/// keeps them all busy, and one more covers the hand-off.
+fn max_chunks_in_flight() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get()) + 1
+}
+
+pub struct CopyLoader {
+    def: Arc<TableDef>,
+    /// Table column of each COPY column.
+    columns: Vec<usize>,
+    layout: Arc<ChunkLayout>,
+    splitter: RecordSplitter,
+    /// Data received but not yet handed to a parse job; starts at a record.
+    pending: Vec<u8>,
+    /// The input line `pending` starts on.
+    next_line: usize,
+    header_pending: bool,
+    in_flight: VecDeque<JoinHandle<SqlResult<ParsedChunk>>>,
+    sink: Sink,
+    rows: usize,
+    /// The end-of-data marker was seen: the rest of the input is ignored.
+    ended: bool,
+}
+
+enum Sink {
+    Row(Arc<shoal_storage::RowTable>),
+    /// Parsed batches not yet sealed into a segment (fewer than SEGMENT_MAX_ROWS rows).
+    Column {
+        table: Arc<ColumnTable>,
+        batches: Vec<RecordBatch>,
+        rows: usize,
+    },
+}
+
+impl CopyLoader {
+    pub fn new(
+        session: &Session,
+        def: Arc<TableDef>,
+        columns: Vec<usize>,
+        format: CopyFormat,
+    ) -> SqlResult<Self> {
+        let sink = match crate::dml::store_by_oid(session, def.oid, &def.name)?.1 {
+            TableStore::Row(table) => Sink::Row(table),
+            TableStore::Column(table) => Sink::Column {
+                table,
+                batches: Vec::new(),
+                rows: 0,
+            },
+        };
+        let layout = Arc::new(ChunkLayout {
+            table: def.name.clone(),
+            columns: columns
+                .iter()
+                .map(|c| {
+                    (
+                        def.columns[*c].name.clone(),
+                        def.columns[*c].data_type.clone(),
+                    )
+                })
+                .collect(),
+            format: format.clone(),
+        });
+        Ok(CopyLoader {
+            splitter: RecordSplitter::new(&format, CHUNK_BYTES),
+            header_pending: format.header,
+            def,
+            columns,
+            layout,
+            pending: Vec::new(),
+            next_line: 1,
+            in_flight: VecDeque::new(),
+            sink,
+            rows: 0,
+            ended: false,
+        })
+    }
+
+    /// Takes the next piece of input; writes whatever chunks have been parsed so far.
+    pub async fn push(
+        &mut self,
+        session: &Session,
+        txn: &mut Transaction,
+        data: &[u8],
+    ) -> SqlResult<()> {
+        if self.ended {
+            return Ok(());
+        }
+        self.pending.extend_from_slice(data);
+        let cuts = self.splitter.cuts(&self.pending);
+        let Some(&last) = cuts.last() else {
+            return Ok(());
+        };
+        let mut start = 0;
+        for cut in cuts {
+            let chunk = self.pending[start..cut].to_vec();
+            start = cut;
+            self.spawn(chunk);
+            while self.in_flight.len() > max_chunks_in_flight() {
+                self.write_oldest(session, txn).await?;
+            }
+        }
+        self.pending.drain(..last);
+        self.splitter.consumed(last);
+        while self.in_flight.front().is_some_and(|h| h.is_finished()) {
+            self.write_oldest(session, txn).await?;
+        }
+        Ok(())
+    }
+
+    /// The input is complete: parses the rest, writes everything, returns the row count.
+    pub async fn finish(mut self, session: &Session, txn: &mut Transaction) -> SqlResult<usize> {
+        if !self.ended && !self.pending.is_empty() {
+            let rest = std::mem::take(&mut self.pending);
+            self.spawn(rest);
+        }
+        while !self.in_flight.is_empty() {
+            self.write_oldest(session, txn).await?;
+        }
+        if let Sink::Column { table, batches, .. } = &mut self.sink {
+            let batches = std::mem::take(batches);
+            seal_segments(&self.def, table, txn, batches, true)?;
+        }
+        Ok(self.rows)
+    }
+
+    fn spawn(&mut self, chunk: Vec<u8>) {
+        let first_line = self.next_line;
+        self.next_line += chunk.iter().filter(|b| **b == b'\n').count();
+        let skip_header = std::mem::take(&mut self.header_pending);
+        let layout = self.layout.clone();
+        self.in_flight
+            .push_back(tokio::task::spawn_blocking(move || {
+                parse_chunk(&layout, &chunk, first_line, skip_header)
+            }));
+    }
+
+    async fn write_oldest(&mut self, session: &Session, txn: &mut Transaction) -> SqlResult<()> {
+        let handle = self.in_flight.pop_front().expect("a chunk in flight");
+        let parsed = handle
+            .await
+            .map_err(|e| SqlError::internal(format!("COPY parse job failed: {e}")))??;
+        if self.ended {
+            return Ok(());
+        }
+        self.ended = parsed.saw_end_marker;
+        self.write(session, txn, parsed).await
+    }
+
+    /// Completes a parsed chunk into whole table rows (defaults, NULLs), checks constraints,
+    /// and writes it.
+    async fn write(
+        &mut self,
+        session: &Session,
+        txn: &mut Transaction,
+        parsed: ParsedChunk,
+    ) -> SqlResult<()> {
+        let rows = parsed.rows();
+        if rows == 0 {
+            return Ok(());
+        }
+        let def = self.def.clone();
+        let mut arrays: Vec<Option<ArrayRef>> = vec![None; def.columns.len()];
+        for (array, col) in parsed.arrays.into_iter().zip(&self.columns) {
+            arrays[*col] = Some(array);
+        }
+        let mut full = Vec::with_capacity(arrays.len());
+        for (c, array) in arrays.into_iter().enumerate() {
+            full.push(match array {
+                Some(a) => a,
+                None => default_array(session, &def, c, rows).await?,
+            });
+        }
+        let batch = RecordBatch::try_new(table_schema(&def), full)?;
+        check_constraints(session, &def, &batch, &parsed.lines).await?;
+        self.rows += rows;
+        match &mut self.sink {
+            Sink::Row(table) => {
+                let values = crate::dml::batch_rows(std::slice::from_ref(&batch), &def, 0)?;
+                for (row, line) in values.into_iter().zip(&parsed.lines) {
+                    loop {
+                        match table.insert_or_conflict(txn, &row) {
+                            Ok(InsertOutcome::Inserted(_)) => break,
+                            Ok(InsertOutcome::Conflict { index, .. }) => {
+                                return Err(crate::dml::unique_violation(
+                                    session, &def, index, &row,
+                                )
+                                .with_context(format!("COPY {}, line {line}", def.name)));
+                            }
+                            Err(StorageError::WouldBlock { holder }) => {
+                                session.engine.db.wait_for(txn, holder).await?
+                            }
+                            Err(e) => return Err(e.into()),
+                        }
+                    }
+                }
+            }
+            Sink::Column {
+                table,
+                batches,
+                rows: pending_rows,
+            } => {
+                batches.push(batch);
+                *pending_rows += rows;
+                if *pending_rows >= SEGMENT_MAX_ROWS {
+                    let full = std::mem::take(batches);
+                    let rest = seal_segments(&def, table, txn, full, false)?;
+                    *pending_rows = rest.as_ref().map_or(0, RecordBatch::num_rows);
+                    batches.extend(rest);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Appends `batches` to the table as segments of SEGMENT_MAX_ROWS rows. Unless `all`, a last
+/// partial segment is returned instead, to be filled by the next chunks.
+fn seal_segments(
+    def: &TableDef,
+    table: &Arc<ColumnTable>,
+    txn: &mut Transaction,
+    batches: Vec<RecordBatch>,
+    all: bool,
+) -> SqlResult<Option<RecordBatch>> {
+    if batches.is_empty() {
+        return Ok(None);
+    }
+    let joined = concat_batches(&table_schema(def), &batches)?;
+    drop(batches);
+    let mut offset = 0;
+    while offset < joined.num_rows() {
+        let len = SEGMENT_MAX_ROWS.min(joined.num_rows() - offset);
+        if len < SEGMENT_MAX_ROWS && !all {
+            return Ok(Some(joined.slice(offset, len)));
+        }
+        // A slice would keep the whole joined buffer alive; each segment owns its arrays.
+        let segment = concat_batches(&joined.schema(), [&joined.slice(offset, len)])?;
+        let stats = crate::dml::column::segment_stats(&segment)?;
+        table.append(txn, segment, stats)?;
+        offset += len;
+    }
+    Ok(None)
+}
+
+/// The column's default for `rows` rows, computed once per chunk rather than per row
+/// (`nextval` still advances once per row).
+async fn default_array(
+    session: &Session,
+    def: &TableDef,
+    col: usize,
+    rows: usize,
+) -> SqlResult<ArrayRef> {
+    let c = &def.columns[col];
+    let t = crate::types::arrow_type(&c.data_type);
+    let Some(default) = &c.default_sql else {
+        return Ok(new_null_array(&t, rows));
+    };
+    let sql = format!("SELECT {default} FROM generate_series(1, {rows})");
+    let batches = crate::query::run_generated_sql(session.state(), &session.scope, &sql).await?;
+    let mut values = Vec::with_capacity(rows);
+    for b in &batches {
+        values.extend(crate::dml::column_values(
+            b.column(0),
+            &c.data_type,
+            &c.name,
+        )?);
+    }
+    if values.len() != rows {
+        return Err(SqlError::internal(
+            "column default gave the wrong row count",
+        ));
+    }
+    Ok(array_from_values(&c.data_type, values.iter()))
+}
+
+/// NOT NULL and CHECK constraints of a chunk's rows. NOT NULL is checked on whole arrays; a
+/// violation (and every row of a table with CHECK constraints) goes through the per-row check
+/// for PostgreSQL's exact message.
+async fn check_constraints(
+    session: &Session,
+    def: &TableDef,
+    batch: &RecordBatch,
+    lines: &[usize],
+) -> SqlResult<()> {
+    let has_checks = def
+        .constraints
+        .iter()
+        .any(|c| matches!(c.kind, shoal_storage::catalog::ConstraintKind::Check { .. }));
+    let first_null = def
+        .columns
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.not_null)
+        .filter_map(|(i, _)| {
+            let a = batch.column(i);
+            (a.null_count() > 0).then(|| (0..a.len()).find(|r| a.is_null(*r)))?
+        })
+        .min();
+    if !has_checks && first_null.is_none() {
+        return Ok(());
+    }
+    let from = if has_checks { 0 } else { first_null.unwrap() };
+    let rows = crate::dml::batch_rows(&[batch.slice(from, batch.num_rows() - from)], def, 0)?;
+    for (row, line) in rows.iter().zip(&lines[from..]) {
+        crate::constraints::check_row(session, def, row)
+            .await
+            .map_err(|e| e.with_context(format!("COPY {}, line {line}", def.name)))?;
+    }
+    Ok(())
+}

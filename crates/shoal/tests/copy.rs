@@ -1,0 +1,372 @@
+//! COPY over the wire: FROM STDIN in text and CSV, into row and column tables, with the data
+//! cut into odd-sized CopyData messages and large enough to be parsed as several chunks in
+//! parallel; bad lines (named by line number, nothing loaded), COPY FROM and TO a server file,
+//! defaults and constraints, and a client that aborts the COPY.
+
+mod support;
+
+use std::io::Cursor;
+use std::pin::pin;
+
+use futures::SinkExt;
+use support::ShoalServer;
+use tokio_postgres::{Client, NoTls};
+
+async fn connect(server: &ShoalServer) -> Client {
+    let conn = format!(
+        "host=127.0.0.1 port={} user=postgres dbname=postgres",
+        server.port()
+    );
+    let (client, connection) = tokio_postgres::connect(&conn, NoTls)
+        .await
+        .expect("connect to shoal");
+    tokio::spawn(connection);
+    client
+}
+
+/// Sends `data` in CopyData messages of `piece_bytes` each; returns the row count or the
+/// server's error.
+async fn copy_in(
+    client: &Client,
+    sql: &str,
+    data: &[u8],
+    piece_bytes: usize,
+) -> Result<u64, tokio_postgres::Error> {
+    let mut sink = pin!(client.copy_in::<_, Cursor<Vec<u8>>>(sql).await?);
+    for piece in data.chunks(piece_bytes) {
+        sink.send(Cursor::new(piece.to_vec())).await?;
+    }
+    sink.as_mut().finish().await
+}
+
+async fn one_i64(client: &Client, sql: &str) -> i64 {
+    client.query_one(sql, &[]).await.expect(sql).get(0)
+}
+
+fn sqlstate(e: &tokio_postgres::Error) -> String {
+    e.code().map(|c| c.code().to_string()).unwrap_or_default()
+}
+
+fn context(e: &tokio_postgres::Error) -> String {
+    e.as_db_error()
+        .and_then(|d| d.where_().map(str::to_string))
+        .unwrap_or_default()
+}
+
+/// 200,000 rows of CSV (about 6 MB, several parse chunks) with quoted fields holding the
+/// delimiter, doubled quotes and newlines, and NULLs.
+fn csv_rows(rows: i64) -> Vec<u8> {
+    let mut out = String::new();
+    for i in 0..rows {
+        let name = match i % 4 {
+            0 => format!("\"name, {i}\""),
+            1 => format!("\"say \"\"{i}\"\"\nnext line\""),
+            2 => String::new(),
+            _ => format!("plain{i}"),
+        };
+        out.push_str(&format!("{i},{name},{}.5,2024-01-02 03:04:05\n", i % 1000));
+    }
+    out.into_bytes()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn csv_in_many_pieces_loads_row_and_column_tables_alike() {
+    let server = ShoalServer::start();
+    let client = connect(&server).await;
+    const ROWS: i64 = 200_000;
+    let data = csv_rows(ROWS);
+    for (table, method) in [("heap_t", "heap"), ("col_t", "columnar")] {
+        client
+            .batch_execute(&format!(
+                "CREATE TABLE {table} (id bigint, name text, price double precision, \
+                 at timestamp) USING {method}"
+            ))
+            .await
+            .unwrap();
+        // A prime piece size puts message boundaries everywhere: inside quotes, at "\r".
+        let loaded = copy_in(
+            &client,
+            &format!("COPY {table} FROM STDIN WITH (FORMAT csv)"),
+            &data,
+            65_521,
+        )
+        .await
+        .unwrap();
+        assert_eq!(loaded, ROWS as u64, "{table}");
+        assert_eq!(
+            one_i64(&client, &format!("SELECT count(*) FROM {table}")).await,
+            ROWS
+        );
+        assert_eq!(
+            one_i64(&client, &format!("SELECT sum(id)::bigint FROM {table}")).await,
+            ROWS * (ROWS - 1) / 2
+        );
+        assert_eq!(
+            one_i64(
+                &client,
+                &format!("SELECT count(*) FROM {table} WHERE name IS NULL")
+            )
+            .await,
+            ROWS / 4
+        );
+        let row = client
+            .query_one(
+                &format!("SELECT name, price, at::text FROM {table} WHERE id = 199997"),
+                &[],
+            )
+            .await
+            .unwrap();
+        assert_eq!(row.get::<_, String>(0), "say \"199997\"\nnext line");
+        assert_eq!(row.get::<_, f64>(1), 997.5);
+        assert_eq!(row.get::<_, String>(2), "2024-01-02 03:04:05");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bad_line_names_its_line_and_loads_nothing() {
+    let server = ShoalServer::start();
+    let client = connect(&server).await;
+    for method in ["heap", "columnar"] {
+        client
+            .batch_execute(&format!(
+                "DROP TABLE IF EXISTS t; CREATE TABLE t (id integer, v smallint) USING {method}"
+            ))
+            .await
+            .unwrap();
+        // The bad value sits far past the first chunk, so earlier chunks are already written
+        // when it is found: the rollback must take them back.
+        let mut data = String::new();
+        for i in 1..=150_000 {
+            let v = if i == 120_000 {
+                "99999".to_string()
+            } else {
+                (i % 100).to_string()
+            };
+            data.push_str(&format!("{i}\t{v}\n"));
+        }
+        let e = copy_in(&client, "COPY t FROM STDIN", data.as_bytes(), 8192)
+            .await
+            .unwrap_err();
+        assert_eq!(sqlstate(&e), "22003", "{e:?}");
+        assert!(
+            context(&e).contains("COPY t, line 120000, column v: \"99999\""),
+            "{}",
+            context(&e)
+        );
+        assert_eq!(one_i64(&client, "SELECT count(*) FROM t").await, 0);
+
+        let e = copy_in(&client, "COPY t FROM STDIN", b"1\t2\n3\n", 4)
+            .await
+            .unwrap_err();
+        assert_eq!(sqlstate(&e), "22P04");
+        assert!(context(&e).contains("line 2"), "{}", context(&e));
+
+        let e = copy_in(&client, "COPY t FROM STDIN (FORMAT csv)", b"1,\"2\n", 4)
+            .await
+            .unwrap_err();
+        assert_eq!(sqlstate(&e), "22P04");
+        assert_eq!(
+            e.as_db_error().unwrap().message(),
+            "unterminated CSV quoted field"
+        );
+
+        // Inside a transaction block, the failed COPY aborts the block.
+        client.batch_execute("BEGIN").await.unwrap();
+        copy_in(&client, "COPY t FROM STDIN", b"1\tx\n", 100)
+            .await
+            .unwrap_err();
+        let e = client.batch_execute("SELECT 1").await.unwrap_err();
+        assert_eq!(sqlstate(&e), "25P02");
+        client.batch_execute("ROLLBACK").await.unwrap();
+        assert_eq!(one_i64(&client, "SELECT count(*) FROM t").await, 0);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn options_defaults_and_constraints() {
+    let server = ShoalServer::start();
+    let client = connect(&server).await;
+    for method in ["heap", "columnar"] {
+        client
+            .batch_execute(&format!(
+                "DROP TABLE IF EXISTS o; DROP SEQUENCE IF EXISTS o_seq; \
+                 CREATE SEQUENCE o_seq; \
+                 CREATE TABLE o (id bigint DEFAULT nextval('o_seq'), name text NOT NULL, \
+                 qty integer DEFAULT 7 CHECK (qty > 0), note varchar(3)) USING {method}"
+            ))
+            .await
+            .unwrap();
+        let csv = b"name;qty;note\nann;1;a\n\"b;b\";NULL;\nc;3;\"\"\n\\.\nignored;1;x\n";
+        let loaded = copy_in(
+            &client,
+            "COPY o (name, qty, note) FROM STDIN \
+             WITH (FORMAT csv, HEADER true, DELIMITER ';', NULL 'NULL')",
+            csv,
+            3,
+        )
+        .await
+        .unwrap();
+        assert_eq!(loaded, 3);
+        let rows = client
+            .query("SELECT id, name, qty, note FROM o ORDER BY id", &[])
+            .await
+            .unwrap();
+        let got: Vec<(i64, String, Option<i32>, Option<String>)> = rows
+            .iter()
+            .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3)))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (1, "ann".into(), Some(1), Some("a".into())),
+                // With NULL 'NULL', an empty field is an empty string.
+                (2, "b;b".into(), None, Some(String::new())),
+                (3, "c".into(), Some(3), Some(String::new())),
+            ]
+        );
+        // Columns left out of the list take their defaults, one nextval per row.
+        copy_in(&client, "COPY o (name) FROM STDIN", b"d\ne\n", 1)
+            .await
+            .unwrap();
+        assert_eq!(
+            one_i64(
+                &client,
+                "SELECT sum(qty)::bigint FROM o WHERE name IN ('d', 'e')"
+            )
+            .await,
+            14
+        );
+        assert_eq!(one_i64(&client, "SELECT max(id) FROM o").await, 5);
+
+        let e = copy_in(
+            &client,
+            "COPY o (name, qty) FROM STDIN",
+            b"x\t1\n\\N\t2\n",
+            64,
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(sqlstate(&e), "23502");
+        assert!(context(&e).contains("line 2"), "{}", context(&e));
+        let e = copy_in(
+            &client,
+            "COPY o (name, qty) FROM STDIN",
+            b"x\t1\ny\t0\n",
+            64,
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(sqlstate(&e), "23514");
+        let e = copy_in(&client, "COPY o (name, note) FROM STDIN", b"x\tlong\n", 64)
+            .await
+            .unwrap_err();
+        assert_eq!(sqlstate(&e), "22001");
+        assert_eq!(one_i64(&client, "SELECT count(*) FROM o").await, 5);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unique_violation_in_a_row_table_names_the_line() {
+    let server = ShoalServer::start();
+    let client = connect(&server).await;
+    client
+        .batch_execute("CREATE TABLE k (id integer PRIMARY KEY, v text)")
+        .await
+        .unwrap();
+    let e = copy_in(&client, "COPY k FROM STDIN", b"1\ta\n2\tb\n1\tc\n", 5)
+        .await
+        .unwrap_err();
+    assert_eq!(sqlstate(&e), "23505");
+    assert!(context(&e).contains("COPY k, line 3"), "{}", context(&e));
+    assert_eq!(one_i64(&client, "SELECT count(*) FROM k").await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn copy_from_and_to_a_server_file() {
+    let server = ShoalServer::start();
+    let client = connect(&server).await;
+    let dir = server.data_dir().join("copy-files");
+    std::fs::create_dir_all(&dir).unwrap();
+    let input = dir.join("in.csv");
+    std::fs::write(&input, csv_rows(50_000)).unwrap();
+    client
+        .batch_execute(
+            "CREATE TABLE f (id bigint, name text, price float8, at timestamp) USING columnar",
+        )
+        .await
+        .unwrap();
+    let copied = client
+        .execute(
+            &format!("COPY f FROM '{}' WITH (FORMAT csv)", input.display()),
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(copied, 50_000);
+    let output = dir.join("out.csv");
+    let written = client
+        .execute(
+            &format!(
+                "COPY (SELECT * FROM f ORDER BY id) TO '{}' WITH (FORMAT csv)",
+                output.display()
+            ),
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(written, 50_000);
+    // What was written loads back to the same rows.
+    client
+        .batch_execute("CREATE TABLE g (id bigint, name text, price float8, at timestamp)")
+        .await
+        .unwrap();
+    client
+        .execute(
+            &format!("COPY g FROM '{}' (FORMAT csv)", output.display()),
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        one_i64(
+            &client,
+            "SELECT count(*) FROM f JOIN g USING (id) \
+             WHERE (f.name IS NOT DISTINCT FROM g.name) AND f.price = g.price AND f.at = g.at"
+        )
+        .await,
+        50_000
+    );
+    let e = client
+        .execute("COPY f FROM '/nonexistent/x.csv'", &[])
+        .await
+        .unwrap_err();
+    assert_eq!(sqlstate(&e), "58P01");
+    let e = client
+        .execute("COPY f TO 'relative.csv'", &[])
+        .await
+        .unwrap_err();
+    assert_eq!(sqlstate(&e), "42602");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn copy_fail_from_the_client_loads_nothing() {
+    let server = ShoalServer::start();
+    let client = connect(&server).await;
+    client
+        .batch_execute("CREATE TABLE a (id integer) USING columnar")
+        .await
+        .unwrap();
+    {
+        let mut sink = pin!(client
+            .copy_in::<_, Cursor<Vec<u8>>>("COPY a FROM STDIN")
+            .await
+            .unwrap());
+        sink.send(Cursor::new(b"1\n2\n".to_vec())).await.unwrap();
+        // Dropping an unfinished sink sends CopyFail.
+    }
+    assert_eq!(one_i64(&client, "SELECT count(*) FROM a").await, 0);
+    copy_in(&client, "COPY a FROM STDIN", b"1\n2\n", 2)
+        .await
+        .unwrap();
+    assert_eq!(one_i64(&client, "SELECT count(*) FROM a").await, 2);
+}
