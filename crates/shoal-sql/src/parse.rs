@@ -19,6 +19,11 @@
 //! - `VACUUM [(options)] [FREEZE] [VERBOSE] [ANALYZE] table, ...` (pgbench sends `vacuum analyze
 //!   pgbench_branches`): sqlparser knows only Redshift's VACUUM. The PostgreSQL options and all
 //!   tables after the first are removed; Shoal's VACUUM always works on the whole database.
+//!
+//! One fix applies to every parse: sqlparser reads the right side of `a IS [NOT] DISTINCT FROM
+//! b` as a whole expression, so `a IS DISTINCT FROM b AND c` comes out as `a IS DISTINCT FROM (b
+//! AND c)`. PostgreSQL's IS binds tighter than NOT, AND and OR; [`fix_is_distinct_from`] turns
+//! the tree back into `(a IS DISTINCT FROM b) AND c`.
 
 use datafusion::sql::sqlparser::ast::{self, Statement};
 use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
@@ -48,6 +53,52 @@ enum Note {
 
 /// Parses `sql` (one or more statements) as PostgreSQL.
 pub fn parse_statements(sql: &str) -> Result<Vec<Statement>, ParserError> {
+    let mut statements = parse_unfixed(sql)?;
+    for stmt in &mut statements {
+        let _ = ast::visit_expressions_mut(stmt, |e| {
+            fix_is_distinct_from(e);
+            std::ops::ControlFlow::<()>::Continue(())
+        });
+    }
+    Ok(statements)
+}
+
+/// Moves AND and OR that sqlparser put inside the right side of IS [NOT] DISTINCT FROM above
+/// it (a parenthesised right side is an `Expr::Nested` and stays).
+fn fix_is_distinct_from(e: &mut ast::Expr) {
+    use ast::{BinaryOperator, Expr};
+    let (Expr::IsDistinctFrom(_, right) | Expr::IsNotDistinctFrom(_, right)) = e else {
+        return;
+    };
+    let Expr::BinaryOp {
+        op: op @ (BinaryOperator::And | BinaryOperator::Or),
+        ..
+    } = right.as_ref()
+    else {
+        return;
+    };
+    let op = op.clone();
+    let placeholder = Expr::Value(ast::Value::Null.into());
+    let Expr::BinaryOp {
+        left: inner_left,
+        right: inner_right,
+        ..
+    } = std::mem::replace(right.as_mut(), placeholder)
+    else {
+        unreachable!("matched a binary operation above");
+    };
+    // e = a IS DISTINCT FROM (l op r)  becomes  (a IS DISTINCT FROM l) op r.
+    **right = *inner_left;
+    fix_is_distinct_from(e);
+    let is_distinct = std::mem::replace(e, Expr::Value(ast::Value::Null.into()));
+    *e = Expr::BinaryOp {
+        left: Box::new(is_distinct),
+        op,
+        right: inner_right,
+    };
+}
+
+fn parse_unfixed(sql: &str) -> Result<Vec<Statement>, ParserError> {
     let dialect = PostgreSqlDialect {};
     let first_error = match Parser::parse_sql(&dialect, sql) {
         Ok(statements) => return Ok(statements),
@@ -488,6 +539,42 @@ fn strip_vacuum_options(seg: &mut [TokenWithSpan]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn is_distinct_from_binds_tighter_than_and_or() {
+        let cases = [
+            (
+                "SELECT a IS NOT DISTINCT FROM b AND c AND d IS DISTINCT FROM e OR f",
+                "SELECT a IS NOT DISTINCT FROM b AND c AND d IS DISTINCT FROM e OR f",
+            ),
+            (
+                "SELECT a IS DISTINCT FROM (b AND c)",
+                "SELECT a IS DISTINCT FROM (b AND c)",
+            ),
+        ];
+        for (sql, printed) in cases {
+            let stmt = parse_statements(sql).expect("parses").remove(0);
+            assert_eq!(stmt.to_string(), printed);
+        }
+        let stmt = parse_statements("SELECT 1 WHERE x IS DISTINCT FROM y AND z")
+            .expect("parses")
+            .remove(0);
+        let Statement::Query(q) = stmt else { panic!() };
+        let ast::SetExpr::Select(sel) = q.body.as_ref() else {
+            panic!()
+        };
+        assert!(
+            matches!(
+                sel.selection,
+                Some(ast::Expr::BinaryOp {
+                    op: ast::BinaryOperator::And,
+                    ..
+                })
+            ),
+            "{:?}",
+            sel.selection
+        );
+    }
 
     #[test]
     fn access_method_is_moved_and_neighbours_are_kept() {
