@@ -133,6 +133,8 @@ pub(crate) enum ColumnWrite {
     Insert {
         table: Arc<ColumnTable>,
         segment: Arc<Segment>,
+        /// Its image is already in the log (`Database::log_segment_early`).
+        logged_early: bool,
     },
     Delete {
         table: Arc<ColumnTable>,
@@ -169,7 +171,7 @@ impl ColumnWrite {
 
     pub(crate) fn undo(&self) {
         match self {
-            ColumnWrite::Insert { table, segment } => {
+            ColumnWrite::Insert { table, segment, .. } => {
                 segment.insert_stamp.store(ABORTED_STAMP, Ordering::Release);
                 table.segments.write().retain(|s| !Arc::ptr_eq(s, segment));
             }
@@ -253,6 +255,7 @@ impl ColumnTable {
         txn.column_writes.push(ColumnWrite::Insert {
             table: self.clone(),
             segment,
+            logged_early: false,
         });
         Ok(no)
     }

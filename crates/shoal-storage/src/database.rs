@@ -181,6 +181,19 @@ impl Database {
         self.shared.replay_start(log_end)
     }
 
+    /// Writes the image of segment `segment_no`, which `txn` appended to `table`, to the redo
+    /// log now instead of inside the commit record. Bulk loads use it: the log write overlaps
+    /// the load, the commit record stays small, and a load of any size fits the log's record
+    /// limit. Until `txn` ends, checkpoints replay from before the record.
+    pub fn log_segment_early(
+        &self,
+        txn: &mut Transaction,
+        table: TableId,
+        segment_no: u32,
+    ) -> Result<(), StorageError> {
+        self.shared.log_segment_early(txn, table, segment_no)
+    }
+
     /// Recovery: after loading rows stamped with timestamps up to `ts`, new commits continue
     /// after it. Only before any transaction runs.
     pub fn restart_clock_at(&self, ts: CommitTs) {

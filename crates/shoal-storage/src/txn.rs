@@ -202,6 +202,20 @@ pub trait RedoSink: Send + Sync {
         take_ts: &mut dyn FnMut(u64) -> CommitTs,
         changes: &[RedoChange<'_>],
     ) -> Result<u64, String>;
+
+    /// Logs the image of a column segment a running transaction appended, ahead of its commit
+    /// (whose record then names the segment with an empty image). Calls `pin` with the position
+    /// the record starts at while no other record can be appended (so no checkpoint can start
+    /// in between). Returns false when this sink logs segments only inside commit records.
+    fn log_segment(
+        &self,
+        _table: TableId,
+        _row_id: u64,
+        _image: &[u8],
+        _pin: &mut dyn FnMut(u64),
+    ) -> Result<bool, String> {
+        Ok(false)
+    }
 }
 
 /// One write of a transaction, kept for stamping at commit, undo at rollback and redo.
@@ -257,6 +271,9 @@ pub(crate) struct TxnShared {
     snapshots: Box<[Mutex<HashMap<TxnId, CommitTs>>]>,
     waits: Mutex<WaitGraph>,
     pub(crate) redo_sink: RwLock<Option<Arc<dyn RedoSink>>>,
+    /// Running transactions that logged column segments ahead of their commit, with a log
+    /// position at or before their first such record: a checkpoint replays from there.
+    early_log_pins: Mutex<HashMap<TxnId, u64>>,
     /// Last horizon computed by GC. Writers prune versions dead below it while they hold a
     /// chain anyway; it only ever lags the true horizon, which keeps that safe.
     pub(crate) gc_horizon_ts: AtomicU64,
@@ -272,6 +289,7 @@ impl TxnShared {
                 .collect(),
             waits: Mutex::new(WaitGraph::default()),
             redo_sink: RwLock::new(None),
+            early_log_pins: Mutex::new(HashMap::new()),
             gc_horizon_ts: AtomicU64::new(0),
         }
     }
@@ -444,12 +462,17 @@ impl TxnShared {
             return Ok((self.clock.begin_commit(0), None));
         };
         // Column inserts are logged as whole segments (Arrow IPC), column deletes by row id.
+        // A segment logged ahead of the commit is named with an empty image.
         let segment_images: Vec<Vec<u8>> = txn
             .column_writes
             .iter()
             .map(|w| match w {
-                ColumnWrite::Insert { segment, .. } => column::batch_to_ipc(&segment.batch),
-                ColumnWrite::Delete { .. } => Vec::new(),
+                ColumnWrite::Insert {
+                    segment,
+                    logged_early: false,
+                    ..
+                } => column::batch_to_ipc(&segment.batch),
+                ColumnWrite::Insert { .. } | ColumnWrite::Delete { .. } => Vec::new(),
             })
             .collect();
         let mut changes: Vec<RedoChange<'_>> = txn
@@ -533,7 +556,50 @@ impl TxnShared {
     /// Where a checkpoint's log replay must start: the first record of a commit that has not
     /// finished stamping, or `log_end` when none is in flight.
     pub(crate) fn replay_start(&self, log_end: u64) -> u64 {
-        self.clock.first_unfinished_log_pos().unwrap_or(log_end)
+        let commits = self.clock.first_unfinished_log_pos().unwrap_or(log_end);
+        let early = self.early_log_pins.lock().values().min().copied();
+        early.map_or(commits, |e| e.min(commits))
+    }
+
+    /// See `Database::log_segment_early`.
+    pub(crate) fn log_segment_early(
+        &self,
+        txn: &mut Transaction,
+        table: TableId,
+        segment_no: u32,
+    ) -> Result<(), StorageError> {
+        let Some(sink) = self.redo_sink.read().clone() else {
+            return Ok(());
+        };
+        let write = txn.column_writes.iter_mut().rev().find(|w| {
+            matches!(w, ColumnWrite::Insert { table: t, segment, .. }
+                if t.id() == table && segment.no == segment_no)
+        });
+        let Some(ColumnWrite::Insert {
+            segment,
+            logged_early,
+            ..
+        }) = write
+        else {
+            panic!("segment {segment_no} of table {table} is not this transaction's");
+        };
+        if *logged_early {
+            return Ok(());
+        }
+        let image = column::batch_to_ipc(&segment.batch);
+        let row_id = column::row_id(segment_no, 0);
+        // The pin is taken under the log's append lock, as checkpoints read the pins.
+        let txn_id = txn.id;
+        let logged = sink.log_segment(table, row_id, &image, &mut |pos| {
+            self.early_log_pins.lock().entry(txn_id).or_insert(pos);
+        });
+        match logged {
+            Ok(logged) => {
+                *logged_early = logged;
+                Ok(())
+            }
+            Err(msg) => Err(StorageError::CommitFailed(msg)),
+        }
     }
 
     pub(crate) fn restart_clock_at(&self, ts: CommitTs) {
@@ -572,6 +638,7 @@ impl TxnShared {
     /// or undone, so a woken waiter sees the outcome.
     fn end(&self, txn: &mut Transaction) {
         self.release_locks(txn, 0);
+        self.early_log_pins.lock().remove(&txn.id);
         // Column-table write locks are held to the end, also past ROLLBACK TO SAVEPOINT.
         for table in txn.table_locks.drain(..) {
             table.unlock(txn.id);

@@ -165,10 +165,11 @@ fn rollback_to_savepoint_undoes_column_writes() {
     assert_eq!(count_now(&db, &t), 10);
 }
 
-/// Records what a commit logs.
+/// Records what a commit logs, and segments logged ahead of commits (at positions 100, 101 ...).
 #[derive(Default)]
 struct Recorder {
     changes: Mutex<Vec<(TableId, ChangeKind, u64, Vec<u8>)>>,
+    early: Mutex<Vec<(TableId, u64, Vec<u8>)>>,
 }
 
 impl RedoSink for Recorder {
@@ -184,6 +185,65 @@ impl RedoSink for Recorder {
         }
         Ok(0)
     }
+
+    fn log_segment(
+        &self,
+        table: TableId,
+        row_id: u64,
+        image: &[u8],
+        pin: &mut dyn FnMut(u64),
+    ) -> Result<bool, String> {
+        let mut early = self.early.lock().unwrap();
+        pin(100 + early.len() as u64);
+        early.push((table, row_id, image.to_vec()));
+        Ok(true)
+    }
+}
+
+#[test]
+fn segments_logged_ahead_of_commit_pin_the_replay_start() {
+    let db = Database::new();
+    let recorder = Arc::new(Recorder::default());
+    db.set_redo_sink(recorder.clone());
+    let t = db.create_column_table(TRIPS, schema());
+    let mut txn = db.begin(IsolationLevel::ReadCommitted);
+    let (b, s) = batch(0..5);
+    let first = t.append(&mut txn, b.clone(), s).unwrap();
+    db.log_segment_early(&mut txn, TRIPS, first).unwrap();
+    let (b2, s2) = batch(5..9);
+    let second = t.append(&mut txn, b2, s2).unwrap();
+    db.log_segment_early(&mut txn, TRIPS, second).unwrap();
+    assert_eq!(
+        db.replay_start(500),
+        100,
+        "the first early record pins the replay start"
+    );
+    db.commit(txn).unwrap();
+    assert_eq!(db.replay_start(500), 500, "released at commit");
+
+    let early = recorder.early.lock().unwrap();
+    assert_eq!(early.len(), 2);
+    assert_eq!((early[0].0, early[0].1), (TRIPS, row_id(first, 0)));
+    assert_eq!(batch_from_ipc(&early[0].2).unwrap(), b);
+    let log = recorder.changes.lock().unwrap();
+    assert_eq!(log.len(), 2);
+    for ((_, kind, id, bytes), no) in log.iter().zip([first, second]) {
+        assert_eq!((*kind, *id), (ChangeKind::Insert, row_id(no, 0)));
+        assert!(
+            bytes.is_empty(),
+            "the commit names an early segment without its image"
+        );
+    }
+    drop((early, log));
+
+    // A rolled-back transaction's pin goes too.
+    let mut txn = db.begin(IsolationLevel::ReadCommitted);
+    let (b, s) = batch(0..2);
+    let no = t.append(&mut txn, b, s).unwrap();
+    db.log_segment_early(&mut txn, TRIPS, no).unwrap();
+    assert_eq!(db.replay_start(500), 102);
+    db.rollback(txn);
+    assert_eq!(db.replay_start(500), 500);
 }
 
 #[test]

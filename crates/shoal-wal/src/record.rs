@@ -23,6 +23,7 @@ pub(crate) const KIND_TABLE_IMAGE_BEGIN: u8 = 3;
 pub(crate) const KIND_TABLE_IMAGE_ROWS: u8 = 4;
 pub(crate) const KIND_TABLE_IMAGE_END: u8 = 5;
 pub(crate) const KIND_SEQUENCE: u8 = 6;
+pub(crate) const KIND_COLUMN_SEGMENT: u8 = 7;
 
 /// Encoded size of one commit change before its row bytes: table u64, kind u8, row id u64, len u32.
 const CHANGE_FIXED_BYTES: usize = 8 + 1 + 8 + 4;
@@ -50,6 +51,14 @@ pub enum Record<'a> {
     TableImageRows { table: TableId, rows: ImageRows<'a> },
     /// Ends the image of `table`.
     TableImageEnd { table: TableId },
+    /// The image (Arrow IPC) of a column segment a transaction appended, logged before its
+    /// commit; the commit record names it with an `Insert` of `row_id` and an empty image.
+    /// Without such a commit later in the log, recovery discards it.
+    ColumnSegment {
+        table: TableId,
+        row_id: u64,
+        image: &'a [u8],
+    },
     /// The state of a sequence.
     Sequence {
         oid: u32,
@@ -163,6 +172,16 @@ impl<'a> Record<'a> {
                     rows: ImageRows { count, bytes: rest },
                 }
             }
+            KIND_COLUMN_SEGMENT => {
+                need(rest, 16)?;
+                let table = take_u64(&mut rest);
+                let row_id = take_u64(&mut rest);
+                Record::ColumnSegment {
+                    table,
+                    row_id,
+                    image: rest,
+                }
+            }
             KIND_SEQUENCE => {
                 need_exact(rest, 13)?;
                 let oid = take_u32(&mut rest);
@@ -192,6 +211,7 @@ impl<'a> Record<'a> {
             Record::TableImageRows { .. } => KIND_TABLE_IMAGE_ROWS,
             Record::TableImageEnd { .. } => KIND_TABLE_IMAGE_END,
             Record::Sequence { .. } => KIND_SEQUENCE,
+            Record::ColumnSegment { .. } => KIND_COLUMN_SEGMENT,
         }
     }
 
@@ -211,6 +231,15 @@ impl<'a> Record<'a> {
                 buf.extend_from_slice(&table.to_le_bytes());
                 buf.extend_from_slice(&(rows.count as u32).to_le_bytes());
                 buf.extend_from_slice(rows.bytes);
+            }
+            Record::ColumnSegment {
+                table,
+                row_id,
+                image,
+            } => {
+                buf.extend_from_slice(&table.to_le_bytes());
+                buf.extend_from_slice(&row_id.to_le_bytes());
+                buf.extend_from_slice(image);
             }
             Record::Sequence {
                 oid,
@@ -232,6 +261,7 @@ impl<'a> Record<'a> {
             Record::TableImageBegin { .. } | Record::TableImageEnd { .. } => 8,
             Record::TableImageRows { rows, .. } => 12 + rows.bytes.len(),
             Record::Sequence { .. } => 13,
+            Record::ColumnSegment { image, .. } => 16 + image.len(),
         }
     }
 }

@@ -270,6 +270,23 @@ impl Wal {
         })
     }
 
+    /// Appends a record like `append`, and calls `on_start` with the LSN it starts at while no
+    /// other record can be appended.
+    pub fn append_noting_start(
+        &self,
+        record: &Record<'_>,
+        on_start: impl FnOnce(Lsn),
+    ) -> Result<Lsn, WalError> {
+        assert!(
+            !matches!(record, Record::Commit { .. }),
+            "commits go through append_commit"
+        );
+        self.append_encoded(record.kind(), record.payload_bytes(), |lsn, buf| {
+            on_start(lsn);
+            record.encode_payload(buf)
+        })
+    }
+
     /// Appends the whole content of `table` as `TableImageBegin`, chunks of about 1 MiB of rows,
     /// and `TableImageEnd`. Returns the end LSN of the `TableImageEnd` record.
     pub fn append_table_image<'r>(

@@ -23,6 +23,7 @@ enum Owned {
     ImageRows(u64, Vec<(u64, Vec<u8>)>),
     ImageEnd(u64),
     Sequence(u32, i64, bool),
+    ColumnSegment(u64, u64, Vec<u8>),
 }
 
 fn to_owned(record: Record<'_>) -> Owned {
@@ -46,6 +47,11 @@ fn to_owned(record: Record<'_>) -> Owned {
             last_value,
             is_called,
         } => Owned::Sequence(oid, last_value, is_called),
+        Record::ColumnSegment {
+            table,
+            row_id,
+            image,
+        } => Owned::ColumnSegment(table, row_id, image.to_vec()),
     }
 }
 
@@ -583,4 +589,35 @@ fn disk_full_scenario(dir: &Path) {
     durable.push(2000);
     assert_eq!(commit_timestamps(&records), durable);
     assert_eq!(summary.end_lsn, lsn);
+}
+
+#[test]
+fn column_segment_records_round_trip_and_note_their_start() {
+    let dir = TestDir::new("column-segment");
+    let wal = Wal::open(dir.path(), 0, small_segments()).unwrap();
+    wal.append(&Record::Catalog { image: b"c" }).unwrap();
+    let mut start = None;
+    let end = wal
+        .append_noting_start(
+            &Record::ColumnSegment {
+                table: 7,
+                row_id: 3 << 32,
+                image: b"arrow ipc bytes",
+            },
+            |lsn| start = Some(lsn),
+        )
+        .unwrap();
+    wal.wait_flushed_blocking(end).unwrap();
+    wal.shutdown();
+    let (records, _) = read_all(dir.path(), 0);
+    assert_eq!(records.len(), 2);
+    assert_eq!(
+        Some(records[1].0),
+        start,
+        "on_start gets the record's own LSN"
+    );
+    assert_eq!(
+        records[1].1,
+        Owned::ColumnSegment(7, 3 << 32, b"arrow ipc bytes".to_vec())
+    );
 }

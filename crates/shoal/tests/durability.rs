@@ -409,3 +409,64 @@ async fn column_tables_survive_checkpoint_replay_and_kill_9() {
     let server = restart(dir, &[]);
     assert_eq!(count(&server, sums).await, before);
 }
+
+/// A COPY into a column table logs its segments ahead of the commit. A checkpoint taken while
+/// such a COPY is still open must keep the log it needs: after kill -9, the committed COPY is
+/// back whole and the one that never committed is gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn column_copy_logged_ahead_survives_a_checkpoint_in_between() {
+    use futures::SinkExt;
+    let server = ShoalServer::start();
+    let loader = connect(&server).await;
+    let other = connect(&server).await;
+    loader
+        .batch_execute("CREATE TABLE bulk (id bigint, tag text) USING columnar")
+        .await
+        .expect("create");
+    // 200,000 rows: three full segments and a partial one.
+    let copy = |from: i64, to: i64, tag: &'static str| {
+        let mut data = Vec::new();
+        for i in from..to {
+            data.extend_from_slice(format!("{i}\t{tag}\n").as_bytes());
+        }
+        std::io::Cursor::new(data)
+    };
+    loader.batch_execute("BEGIN").await.expect("begin");
+    {
+        let mut sink = std::pin::pin!(loader
+            .copy_in::<_, std::io::Cursor<Vec<u8>>>("COPY bulk FROM STDIN")
+            .await
+            .expect("copy"));
+        sink.send(copy(0, 200_000, "kept")).await.expect("send");
+        sink.as_mut().finish().await.expect("copy done");
+    }
+    other.batch_execute("CHECKPOINT").await.expect("checkpoint");
+    loader.batch_execute("COMMIT").await.expect("commit");
+    // A second COPY stays open when the server dies.
+    let open = connect(&server).await;
+    open.batch_execute("BEGIN").await.expect("begin");
+    {
+        let mut sink = std::pin::pin!(open
+            .copy_in::<_, std::io::Cursor<Vec<u8>>>("COPY bulk FROM STDIN")
+            .await
+            .expect("copy"));
+        sink.send(copy(0, 100_000, "open")).await.expect("send");
+        sink.as_mut().finish().await.expect("copy done");
+    }
+    drop((loader, other));
+    let server = restart(server.crash(), &[]);
+    assert_eq!(
+        count(&server, "SELECT count(*) FROM bulk WHERE tag = 'kept'").await,
+        200_000
+    );
+    assert_eq!(
+        count(&server, "SELECT sum(id)::bigint FROM bulk").await,
+        200_000 * 199_999 / 2
+    );
+    assert_eq!(
+        count(&server, "SELECT count(*) FROM bulk WHERE tag = 'open'").await,
+        0,
+        "an uncommitted COPY leaves nothing"
+    );
+    drop(open);
+}

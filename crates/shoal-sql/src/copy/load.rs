@@ -145,7 +145,7 @@ impl CopyLoader {
         }
         if let Sink::Column { table, batches, .. } = &mut self.sink {
             let batches = std::mem::take(batches);
-            seal_segments(&self.def, table, txn, batches, true)?;
+            seal_segments(&session.engine.db, &self.def, table, txn, batches, true)?;
         }
         Ok(self.rows)
     }
@@ -230,7 +230,7 @@ impl CopyLoader {
                 *pending_rows += rows;
                 if *pending_rows >= SEGMENT_MAX_ROWS {
                     let full = std::mem::take(batches);
-                    let rest = seal_segments(&def, table, txn, full, false)?;
+                    let rest = seal_segments(&session.engine.db, &def, table, txn, full, false)?;
                     *pending_rows = rest.as_ref().map_or(0, RecordBatch::num_rows);
                     batches.extend(rest);
                 }
@@ -243,6 +243,7 @@ impl CopyLoader {
 /// Appends `batches` to the table as segments of SEGMENT_MAX_ROWS rows. Unless `all`, a last
 /// partial segment is returned instead, to be filled by the next chunks.
 fn seal_segments(
+    db: &shoal_storage::Database,
     def: &TableDef,
     table: &Arc<ColumnTable>,
     txn: &mut Transaction,
@@ -263,7 +264,9 @@ fn seal_segments(
         // A slice would keep the whole joined buffer alive; each segment owns its arrays.
         let segment = concat_batches(&joined.schema(), [&joined.slice(offset, len)])?;
         let stats = crate::dml::column::segment_stats(&segment)?;
-        table.append(txn, segment, stats)?;
+        let no = table.append(txn, segment, stats)?;
+        // Logged now, not in the commit record: the log write overlaps the rest of the load.
+        db.log_segment_early(txn, table.id(), no)?;
         offset += len;
     }
     Ok(None)

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 use shoal_storage::catalog::SequenceDef;
-use shoal_storage::{CommitTs, RedoChange, RedoSink, RowTable};
+use shoal_storage::{CommitTs, RedoChange, RedoSink, RowTable, TableId};
 use shoal_wal::{Lsn, Record, Wal, WalError, WalOptions};
 
 use crate::error::SqlError;
@@ -134,6 +134,24 @@ impl RedoSink for WalSink {
         self.0
             .append_commit(take_ts, changes)
             .map_err(|e| e.to_string())
+    }
+
+    fn log_segment(
+        &self,
+        table: TableId,
+        row_id: u64,
+        image: &[u8],
+        pin: &mut dyn FnMut(u64),
+    ) -> Result<bool, String> {
+        let record = Record::ColumnSegment {
+            table,
+            row_id,
+            image,
+        };
+        self.0
+            .append_noting_start(&record, pin)
+            .map_err(|e| e.to_string())?;
+        Ok(true)
     }
 }
 

@@ -119,6 +119,7 @@ pub(crate) fn recover(
         catalog,
         rows_by_id: HashMap::new(),
         images: HashMap::new(),
+        early_segments: HashMap::new(),
     };
     let summary = read_log(data_dir, start_lsn, |_lsn, record| replay.apply(record)).map_err(
         |e| match e {
@@ -202,6 +203,9 @@ struct Replay {
     /// Row handles by hidden id for the tables the log touched so far.
     rows_by_id: HashMap<TableId, HashMap<u64, RowRef>>,
     images: HashMap<TableId, PendingImage>,
+    /// Column segments logged ahead of their commit, by table and row id, until the commit
+    /// record that names them (or the end of the log, for a transaction that never committed).
+    early_segments: HashMap<(TableId, u64), Vec<u8>>,
 }
 
 impl Replay {
@@ -231,6 +235,13 @@ impl Replay {
                     p.complete = true;
                 }
             }
+            Record::ColumnSegment {
+                table,
+                row_id,
+                image,
+            } => {
+                self.early_segments.insert((table, row_id), image.to_vec());
+            }
             Record::Sequence {
                 oid,
                 last_value,
@@ -250,9 +261,20 @@ impl Replay {
         c: shoal_storage::RedoChange<'_>,
     ) -> Result<(), String> {
         if let Some(table) = self.db.column_table(c.table) {
+            let early = (c.kind == ChangeKind::Insert && c.row.is_empty())
+                .then(|| self.early_segments.remove(&(c.table, c.row_id)));
             return match c.kind {
                 // A segment the checkpoint already holds is not loaded twice.
                 ChangeKind::Insert if table.segment(split_row_id(c.row_id).0).is_some() => Ok(()),
+                ChangeKind::Insert => match early {
+                    None => load_column_entry(&table, c.row_id, c.row),
+                    Some(Some(image)) => load_column_entry(&table, c.row_id, &image),
+                    Some(None) => Err(format!(
+                        "a commit names segment {} of table {}, which is not in the log",
+                        split_row_id(c.row_id).0,
+                        c.table
+                    )),
+                },
                 _ => load_column_entry(&table, c.row_id, c.row),
             };
         }
