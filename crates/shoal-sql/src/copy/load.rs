@@ -117,17 +117,18 @@ impl CopyLoader {
         let Some(&last) = cuts.last() else {
             return Ok(());
         };
+        // The parse jobs share the cut data; only the unfinished tail is copied.
+        let tail = self.pending.split_off(last);
+        let data = Arc::new(std::mem::replace(&mut self.pending, tail));
+        self.splitter.consumed(last);
         let mut start = 0;
         for cut in cuts {
-            let chunk = self.pending[start..cut].to_vec();
+            self.spawn(data.clone(), start..cut);
             start = cut;
-            self.spawn(chunk);
             while self.in_flight.len() > max_chunks_in_flight() {
                 self.write_oldest(session, txn).await?;
             }
         }
-        self.pending.drain(..last);
-        self.splitter.consumed(last);
         while self.in_flight.front().is_some_and(|h| h.is_finished()) {
             self.write_oldest(session, txn).await?;
         }
@@ -138,7 +139,8 @@ impl CopyLoader {
     pub async fn finish(mut self, session: &Session, txn: &mut Transaction) -> SqlResult<usize> {
         if !self.ended && !self.pending.is_empty() {
             let rest = std::mem::take(&mut self.pending);
-            self.spawn(rest);
+            let len = rest.len();
+            self.spawn(Arc::new(rest), 0..len);
         }
         while !self.in_flight.is_empty() {
             self.write_oldest(session, txn).await?;
@@ -150,14 +152,14 @@ impl CopyLoader {
         Ok(self.rows)
     }
 
-    fn spawn(&mut self, chunk: Vec<u8>) {
+    fn spawn(&mut self, data: Arc<Vec<u8>>, chunk: std::ops::Range<usize>) {
         let first_line = self.next_line;
-        self.next_line += chunk.iter().filter(|b| **b == b'\n').count();
+        self.next_line += memchr::memchr_iter(b'\n', &data[chunk.clone()]).count();
         let skip_header = std::mem::take(&mut self.header_pending);
         let layout = self.layout.clone();
         self.in_flight
             .push_back(tokio::task::spawn_blocking(move || {
-                parse_chunk(&layout, &chunk, first_line, skip_header)
+                parse_chunk(&layout, &data[chunk], first_line, skip_header)
             }));
     }
 
@@ -231,7 +233,7 @@ impl CopyLoader {
                 if *pending_rows >= SEGMENT_MAX_ROWS {
                     let full = std::mem::take(batches);
                     let rest = seal_segments(&session.engine.db, &def, table, txn, full, false)?;
-                    *pending_rows = rest.as_ref().map_or(0, RecordBatch::num_rows);
+                    *pending_rows = rest.iter().map(RecordBatch::num_rows).sum();
                     batches.extend(rest);
                 }
             }
@@ -241,7 +243,7 @@ impl CopyLoader {
 }
 
 /// Appends `batches` to the table as segments of SEGMENT_MAX_ROWS rows. Unless `all`, a last
-/// partial segment is returned instead, to be filled by the next chunks.
+/// partial segment's batches are returned instead, to be filled up by the next chunks.
 fn seal_segments(
     db: &shoal_storage::Database,
     def: &TableDef,
@@ -249,27 +251,33 @@ fn seal_segments(
     txn: &mut Transaction,
     batches: Vec<RecordBatch>,
     all: bool,
-) -> SqlResult<Option<RecordBatch>> {
-    if batches.is_empty() {
-        return Ok(None);
-    }
-    let joined = concat_batches(&table_schema(def), &batches)?;
-    drop(batches);
-    let mut offset = 0;
-    while offset < joined.num_rows() {
-        let len = SEGMENT_MAX_ROWS.min(joined.num_rows() - offset);
-        if len < SEGMENT_MAX_ROWS && !all {
-            return Ok(Some(joined.slice(offset, len)));
+) -> SqlResult<Vec<RecordBatch>> {
+    let schema = table_schema(def);
+    let mut rest: VecDeque<RecordBatch> = batches.into();
+    loop {
+        let available: usize = rest.iter().map(RecordBatch::num_rows).sum();
+        if available == 0 || (available < SEGMENT_MAX_ROWS && !all) {
+            return Ok(rest.into());
         }
-        // A slice would keep the whole joined buffer alive; each segment owns its arrays.
-        let segment = concat_batches(&joined.schema(), [&joined.slice(offset, len)])?;
+        // Gather slices for one segment, then copy them once into arrays of its own.
+        let mut parts = Vec::new();
+        let mut rows = 0;
+        while rows < SEGMENT_MAX_ROWS {
+            let Some(b) = rest.pop_front() else { break };
+            let take = (SEGMENT_MAX_ROWS - rows).min(b.num_rows());
+            if take < b.num_rows() {
+                rest.push_front(b.slice(take, b.num_rows() - take));
+            }
+            rows += take;
+            parts.push(b.slice(0, take));
+        }
+        let segment = concat_batches(&schema, &parts)?;
+        drop(parts);
         let stats = crate::dml::column::segment_stats(&segment)?;
         let no = table.append(txn, segment, stats)?;
         // Logged now, not in the commit record: the log write overlaps the rest of the load.
         db.log_segment_early(txn, table.id(), no)?;
-        offset += len;
     }
-    Ok(None)
 }
 
 /// The column's default for `rows` rows, computed once per chunk rather than per row
