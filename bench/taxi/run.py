@@ -7,10 +7,9 @@ times the load, runs the four queries of queries.sql best-of-N, checks that ever
 the same rows as PostgreSQL, and measures memory per row. Writes results.md and times.png next
 to this script and prints the table.
 
-- Shoal: a fresh server per row count; `COPY trips FROM STDIN WITH (FORMAT csv)` streamed over
-  the wire. If one COPY is too large for a transaction, the server is restarted empty and the
-  file is loaded in COPYs of at most 1M rows (the output says so). Memory: growth of the server's
-  resident set (VmRSS) from before CREATE TABLE to after the load, per row.
+- Shoal: a fresh server per row count; by default `COPY trips FROM 'file' WITH (FORMAT csv)`,
+  which the server reads itself as DuckDB does (`--shoal-load stdin` streams the file over the
+  wire in one COPY instead). Memory: growth of the server's resident set over the load.
 - DuckDB: in-memory, in a child process (so its resident set is its own), `COPY trips FROM
   'file'`. Memory: growth of the child's VmRSS over the load, per row (duckdb_memory() is noted).
 - PostgreSQL 15: a throw-away cluster; COPY FROM STDIN, then VACUUM ANALYZE (inside the load
@@ -47,10 +46,9 @@ PG_BIN = Path("/usr/lib/postgresql/15/bin")
 BENCH_DIRS = [OUT_DIR, Path("/work/shared/bench/taxi")]
 COPY_BLOCK_BYTES = 8 << 20
 ROWS_PER_COPY_FALLBACK = 1_000_000
-# Shoal's COPY FROM STDIN still buffers and parses a whole COPY in memory before it writes
-# (streaming it is the next step), so by default the runner loads Shoal in COPYs of this many
-# rows (--shoal-rows-per-copy 0 sends one COPY).
-SHOAL_ROWS_PER_COPY = 250_000
+# With --shoal-load stdin, the file goes over the wire in one COPY unless
+# --shoal-rows-per-copy asks for several.
+SHOAL_ROWS_PER_COPY = 0
 FLOAT_REL_TOLERANCE = 1e-9
 
 sys.dont_write_bytecode = True  # no __pycache__ in bench/pgbench from the import below
@@ -200,7 +198,9 @@ def run_queries(execute, queries, runs):
 # The systems. Each `measure` returns {"load_s", "queries", "bytes_per_row", "notes", "error"}.
 
 class Shoal:
-    def __init__(self, binary, workdir, access_method, rows_per_copy=SHOAL_ROWS_PER_COPY):
+    def __init__(self, binary, workdir, access_method, rows_per_copy=SHOAL_ROWS_PER_COPY,
+                 load_from="file"):
+        self.load_from = load_from
         self.binary = binary
         self.workdir = Path(workdir)
         self.access_method = access_method
@@ -244,7 +244,11 @@ class Shoal:
         rss_before = rss_bytes(self.proc.pid)
         notes += self.create_table(conn)
         started = time.perf_counter()
-        if not self.needs_chunks:
+        if self.load_from == "file":
+            # The server reads the file itself, as DuckDB does.
+            conn.execute(f"COPY trips FROM '{Path(csv_path).resolve()}' WITH (FORMAT csv)")
+            notes.append("server-side COPY FROM file")
+        elif not self.needs_chunks:
             try:
                 copy_file(conn, csv_path)
             except Exception as e:  # noqa: BLE001
@@ -599,6 +603,9 @@ def parse_args():
     ap.add_argument("--workdir", default=str(Path(tempfile.gettempdir()) / "shoal-taxi-bench"),
                     help="where the generated CSVs are cached and the servers keep their data")
     ap.add_argument("--skip-build", action="store_true")
+    ap.add_argument("--shoal-load", choices=["file", "stdin"], default="file",
+                    help="Shoal loads with COPY FROM 'file' (server-side, the default) or "
+                         "COPY FROM STDIN over the wire")
     ap.add_argument("--shoal-rows-per-copy", type=int, default=SHOAL_ROWS_PER_COPY,
                     help="load Shoal in COPYs of this many rows (0: one COPY)")
     ap.add_argument("--shoal-binary", help="use this shoal binary instead of building one")
@@ -617,9 +624,10 @@ def make_systems(args, shoal_binary, workdir):
     for s in args.system_list:
         if s == "shoal":
             systems.append(Shoal(shoal_binary, workdir, args.shoal_access_method,
-                                 args.shoal_rows_per_copy))
+                                 args.shoal_rows_per_copy, args.shoal_load))
             if args.also_heap and args.shoal_access_method != "heap":
-                systems.append(Shoal(shoal_binary, workdir, "heap", args.shoal_rows_per_copy))
+                systems.append(Shoal(shoal_binary, workdir, "heap", args.shoal_rows_per_copy,
+                                     args.shoal_load))
         elif s == "duckdb":
             systems.append(DuckDB())
         else:

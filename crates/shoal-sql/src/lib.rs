@@ -3,6 +3,7 @@
 //! bulk loads to `copy`, and queries to `query` (DataFusion over the storage engine). `types`
 //! and `pgtext` translate values between storage, Arrow and PostgreSQL's text formats.
 
+pub mod allocator;
 pub mod constraints;
 pub mod copy;
 pub mod ddl;

@@ -149,6 +149,8 @@ impl CopyLoader {
             let batches = std::mem::take(batches);
             seal_segments(&session.engine.db, &self.def, table, txn, batches, true)?;
         }
+        // The parse buffers and log images of a large load are free now; give them back.
+        crate::allocator::release_free_memory();
         Ok(self.rows)
     }
 

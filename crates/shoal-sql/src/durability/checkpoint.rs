@@ -39,6 +39,17 @@ impl Durability {
         db: &Arc<Database>,
         catalog: &CatalogLock,
     ) -> Result<CheckpointReport, SqlError> {
+        let report = self.checkpoint_now(db, catalog);
+        // Writing the checkpoint buffered every table's image; give that memory back.
+        crate::allocator::release_free_memory();
+        report
+    }
+
+    fn checkpoint_now(
+        &self,
+        db: &Arc<Database>,
+        catalog: &CatalogLock,
+    ) -> Result<CheckpointReport, SqlError> {
         let _one_at_a_time = self.checkpoint_running.lock();
         let started = Instant::now();
         let (start_lsn, mut txn) = self.wal.with_append_lock(|next_lsn| {
