@@ -181,6 +181,12 @@ impl Database {
         self.shared.replay_start(log_end)
     }
 
+    /// True while a running transaction holds back the checkpoints' replay start (a bulk load
+    /// that logs its segments ahead of its commit). A checkpoint then cannot shorten the log.
+    pub fn replay_start_pinned(&self) -> bool {
+        self.shared.has_early_log_pins()
+    }
+
     /// Writes the image of segment `segment_no`, which `txn` appended to `table`, to the redo
     /// log now instead of inside the commit record. Bulk loads use it: the log write overlaps
     /// the load, the commit record stays small, and a load of any size fits the log's record

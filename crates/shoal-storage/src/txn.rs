@@ -561,6 +561,10 @@ impl TxnShared {
         early.map_or(commits, |e| e.min(commits))
     }
 
+    pub(crate) fn has_early_log_pins(&self) -> bool {
+        !self.early_log_pins.lock().is_empty()
+    }
+
     /// See `Database::log_segment_early`.
     pub(crate) fn log_segment_early(
         &self,

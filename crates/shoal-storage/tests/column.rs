@@ -218,8 +218,10 @@ fn segments_logged_ahead_of_commit_pin_the_replay_start() {
         100,
         "the first early record pins the replay start"
     );
+    assert!(db.replay_start_pinned());
     db.commit(txn).unwrap();
     assert_eq!(db.replay_start(500), 500, "released at commit");
+    assert!(!db.replay_start_pinned());
 
     let early = recorder.early.lock().unwrap();
     assert_eq!(early.len(), 2);
