@@ -9,20 +9,8 @@ use std::io::Cursor;
 use std::pin::pin;
 
 use futures::SinkExt;
-use support::ShoalServer;
-use tokio_postgres::{Client, NoTls};
-
-async fn connect(server: &ShoalServer) -> Client {
-    let conn = format!(
-        "host=127.0.0.1 port={} user=postgres dbname=postgres",
-        server.port()
-    );
-    let (client, connection) = tokio_postgres::connect(&conn, NoTls)
-        .await
-        .expect("connect to shoal");
-    tokio::spawn(connection);
-    client
-}
+use support::{connect, ShoalServer};
+use tokio_postgres::Client;
 
 /// Sends `data` in CopyData messages of `piece_bytes` each; returns the row count or the
 /// server's error.

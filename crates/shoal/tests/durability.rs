@@ -12,25 +12,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rand::Rng;
-use support::ShoalServer;
+use support::{connect, ShoalServer};
 use tokio_postgres::{Client, NoTls};
 
 const ACCOUNTS: i64 = 20;
 const BALANCE_INITIAL: i64 = 1_000;
 const CLIENTS: usize = 4;
 const KILL_CYCLES: usize = 20;
-
-async fn connect(server: &ShoalServer) -> Client {
-    let conn = format!(
-        "host=127.0.0.1 port={} user=postgres dbname=postgres",
-        server.port()
-    );
-    let (client, connection) = tokio_postgres::connect(&conn, NoTls)
-        .await
-        .expect("connect to shoal");
-    tokio::spawn(connection);
-    client
-}
 
 async fn create_bank(server: &ShoalServer) {
     let c = connect(server).await;

@@ -43,6 +43,7 @@ pub struct CopyLoader {
     next_line: usize,
     header_pending: bool,
     in_flight: VecDeque<JoinHandle<SqlResult<ParsedChunk>>>,
+    in_flight_max: usize,
     sink: Sink,
     rows: usize,
     /// The end-of-data marker was seen: the rest of the input is ignored.
@@ -55,7 +56,6 @@ enum Sink {
     Column {
         table: Arc<ColumnTable>,
         batches: Vec<RecordBatch>,
-        rows: usize,
     },
 }
 
@@ -71,7 +71,6 @@ impl CopyLoader {
             TableStore::Column(table) => Sink::Column {
                 table,
                 batches: Vec::new(),
-                rows: 0,
             },
         };
         let layout = Arc::new(ChunkLayout {
@@ -96,6 +95,7 @@ impl CopyLoader {
             pending: Vec::new(),
             next_line: 1,
             in_flight: VecDeque::new(),
+            in_flight_max: max_chunks_in_flight(),
             sink,
             rows: 0,
             ended: false,
@@ -125,7 +125,7 @@ impl CopyLoader {
         for cut in cuts {
             self.spawn(data.clone(), start..cut);
             start = cut;
-            while self.in_flight.len() > max_chunks_in_flight() {
+            while self.in_flight.len() > self.in_flight_max {
                 self.write_oldest(session, txn).await?;
             }
         }
@@ -145,7 +145,7 @@ impl CopyLoader {
         while !self.in_flight.is_empty() {
             self.write_oldest(session, txn).await?;
         }
-        if let Sink::Column { table, batches, .. } = &mut self.sink {
+        if let Sink::Column { table, batches } = &mut self.sink {
             let batches = std::mem::take(batches);
             seal_segments(&session.engine.db, &self.def, table, txn, batches, true)?;
         }
@@ -225,18 +225,11 @@ impl CopyLoader {
                     }
                 }
             }
-            Sink::Column {
-                table,
-                batches,
-                rows: pending_rows,
-            } => {
+            Sink::Column { table, batches } => {
                 batches.push(batch);
-                *pending_rows += rows;
-                if *pending_rows >= SEGMENT_MAX_ROWS {
+                if batches.iter().map(RecordBatch::num_rows).sum::<usize>() >= SEGMENT_MAX_ROWS {
                     let full = std::mem::take(batches);
-                    let rest = seal_segments(&session.engine.db, &def, table, txn, full, false)?;
-                    *pending_rows = rest.iter().map(RecordBatch::num_rows).sum();
-                    batches.extend(rest);
+                    *batches = seal_segments(&session.engine.db, &def, table, txn, full, false)?;
                 }
             }
         }

@@ -183,3 +183,16 @@ fn unique_data_dir(port: u16) -> PathBuf {
     PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
         .join(format!("shoal-{}-{port}-{nanos}", std::process::id()))
 }
+
+/// A tokio-postgres client of `server` (its connection task runs on the current runtime).
+pub async fn connect(server: &ShoalServer) -> tokio_postgres::Client {
+    let conn = format!(
+        "host=127.0.0.1 port={} user=postgres dbname=postgres",
+        server.port()
+    );
+    let (client, connection) = tokio_postgres::connect(&conn, tokio_postgres::NoTls)
+        .await
+        .expect("connect to shoal");
+    tokio::spawn(connection);
+    client
+}
