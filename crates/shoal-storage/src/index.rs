@@ -9,6 +9,7 @@
 use std::borrow::Borrow;
 use std::cmp::Ordering;
 
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 
 use crossbeam_skiplist::SkipMap;
@@ -43,8 +44,12 @@ pub(crate) struct Index {
 
 /// Rows per full key, sharded so lookups on different keys rarely touch the same lock.
 struct PointMap {
-    shards: Box<[RwLock<HashMap<EntryKey, PointRows>>]>,
+    shards: Box<[RwLock<PointShard>]>,
 }
+
+/// foldhash rather than std's SipHash: hashing the key is a good part of a point lookup, and
+/// the per-map random seed still keeps crafted keys from colliding on purpose.
+type PointShard = HashMap<EntryKey, PointRows, foldhash::fast::RandomState>;
 
 /// Rows that have an entry under one key: almost always one.
 enum PointRows {
@@ -53,28 +58,28 @@ enum PointRows {
 }
 
 impl PointMap {
-    fn shard(&self, key: &[u8]) -> &RwLock<HashMap<EntryKey, PointRows>> {
+    fn shard(&self, key: &[u8]) -> &RwLock<PointShard> {
         &self.shards[(key_hash(key) >> 58) as usize % self.shards.len()]
     }
 
     fn add(&self, key: &[u8], row: &RowRef) {
         let mut shard = self.shard(key).write();
-        match shard.get_mut(key) {
-            None => {
-                shard.insert(EntryKey::new(key), PointRows::One(row.clone()));
+        match shard.entry(EntryKey::new(key)) {
+            Entry::Vacant(v) => {
+                v.insert(PointRows::One(row.clone()));
             }
-            Some(PointRows::One(r)) => {
-                if !std::sync::Arc::ptr_eq(r, row) {
-                    let first = r.clone();
-                    shard.insert(
-                        EntryKey::new(key),
-                        PointRows::Many(vec![first, row.clone()]),
-                    );
-                }
-            }
-            Some(PointRows::Many(v)) => {
-                if !v.iter().any(|r| std::sync::Arc::ptr_eq(r, row)) {
-                    v.push(row.clone());
+            Entry::Occupied(mut o) => {
+                let rows = o.get_mut();
+                match rows {
+                    PointRows::One(r) if !std::sync::Arc::ptr_eq(r, row) => {
+                        *rows = PointRows::Many(vec![r.clone(), row.clone()]);
+                    }
+                    PointRows::One(_) => {}
+                    PointRows::Many(v) => {
+                        if !v.iter().any(|r| std::sync::Arc::ptr_eq(r, row)) {
+                            v.push(row.clone());
+                        }
+                    }
                 }
             }
         }
@@ -119,7 +124,7 @@ impl Index {
     pub(crate) fn new(def: IndexDef) -> Index {
         let point = def.unique.then(|| PointMap {
             shards: (0..POINT_SHARDS)
-                .map(|_| RwLock::new(HashMap::new()))
+                .map(|_| RwLock::new(PointShard::default()))
                 .collect(),
         });
         Index {
@@ -142,6 +147,15 @@ impl Index {
             p.add(key, row);
         }
         Some(entry)
+    }
+
+    /// Adds the entry (key, row) of a row known to have none yet (loading a checkpoint):
+    /// no probe for an existing entry first.
+    pub(crate) fn load_entry(&self, key: &[u8], row: &RowRef) {
+        self.map.insert(entry_key(key, row.row_id()), row.clone());
+        if let Some(p) = &self.point {
+            p.add(key, row);
+        }
     }
 
     /// Removes the entry with this entry key (key + row id), if present.

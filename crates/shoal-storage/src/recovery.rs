@@ -20,23 +20,38 @@ impl RowTable {
     /// and every index. Checkpoint rows are known to be unique, so keys are not checked. Safe
     /// to call from several threads at once; not while transactions use the table.
     pub fn load_row(&self, row_id: u64, data: &[u8]) {
+        self.load_rows(&[(row_id, data)]);
+    }
+
+    /// `load_row` for many rows at once (a checkpoint block): the table's locks are taken once
+    /// per call, not once per row.
+    pub fn load_rows(&self, rows: &[(u64, &[u8])]) {
         let shape = self.shape.read_recursive();
-        let data: Arc<[u8]> = Arc::from(data);
-        let chain = Arc::new(RowChain::new(
-            row_id,
-            Version {
-                begin: RECOVERED_TS,
-                end: END_UNSET,
-                data: data.clone(),
-            },
-        ));
+        let chains: Vec<RowRef> = rows
+            .iter()
+            .map(|&(row_id, data)| {
+                Arc::new(RowChain::new(
+                    row_id,
+                    Version {
+                        begin: RECOVERED_TS,
+                        end: END_UNSET,
+                        data: Arc::from(data),
+                    },
+                ))
+            })
+            .collect();
         let (mut values, mut key) = (Vec::new(), Vec::new());
         for idx in &shape.indexes {
-            idx.row_key(&shape.types, &data, &mut values, &mut key);
-            idx.add_entry(&key, &chain);
+            for (chain, &(_, data)) in chains.iter().zip(rows) {
+                idx.row_key(&shape.types, data, &mut values, &mut key);
+                idx.load_entry(&key, chain);
+            }
         }
-        self.heap.append(chain);
-        self.next_row_id.fetch_max(row_id + 1, Ordering::Relaxed);
+        if let Some(max_row_id) = rows.iter().map(|&(row_id, _)| row_id).max() {
+            self.next_row_id
+                .fetch_max(max_row_id + 1, Ordering::Relaxed);
+        }
+        self.heap.append_many(chains);
     }
 
     /// Every row handle by its hidden id, for replay (built once per table that the log

@@ -268,6 +268,28 @@ impl Heap {
         chunks.push(Arc::new(Mutex::new(c)));
     }
 
+    /// Appends many rows, taking the chunk locks once per chunk rather than once per row.
+    pub(crate) fn append_many(&self, rows: Vec<RowRef>) {
+        let mut rows = rows.into_iter().peekable();
+        while rows.peek().is_some() {
+            if let Some(last) = self.chunks.read().last() {
+                let mut c = last.lock();
+                let room = HEAP_CHUNK_ROWS.saturating_sub(c.len());
+                if room > 0 {
+                    c.extend(rows.by_ref().take(room));
+                    continue;
+                }
+            }
+            let mut chunks = self.chunks.write();
+            if chunks
+                .last()
+                .is_none_or(|c| c.lock().len() >= HEAP_CHUNK_ROWS)
+            {
+                chunks.push(Arc::new(Mutex::new(Vec::with_capacity(HEAP_CHUNK_ROWS))));
+            }
+        }
+    }
+
     pub(crate) fn chunks(&self) -> Vec<HeapChunk> {
         self.chunks.read().clone()
     }

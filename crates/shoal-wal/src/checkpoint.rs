@@ -15,7 +15,7 @@ use parking_lot::Mutex;
 use shoal_storage::TableId;
 
 use crate::error::WalError;
-use crate::part_file::{self, PartWriter};
+use crate::part_file::{self, BlockRows, PartWriter};
 use crate::segment::sync_dir;
 use crate::Lsn;
 
@@ -386,13 +386,13 @@ fn read_catalog(path: &Path) -> Result<Vec<u8>, WalError> {
     Ok(data)
 }
 
-/// Loads every part of `manifest` on `threads` threads, calling `sink(table, row_id, row)` for
-/// each row (from several threads at once). Stops at the first damaged file with
+/// Loads every part of `manifest` on `threads` threads, calling `sink(table, rows)` for each
+/// block of rows (from several threads at once). Stops at the first damaged file with
 /// `WalError::Corrupt` naming it; rows of earlier blocks may already have been passed to `sink`.
 pub fn load_checkpoint_parts(
     manifest: &CheckpointManifest,
     threads: usize,
-    sink: &(dyn Fn(TableId, u64, &[u8]) + Sync),
+    sink: &(dyn Fn(TableId, &BlockRows) + Sync),
 ) -> Result<LoadSummary, WalError> {
     let started = Instant::now();
     let next = AtomicUsize::new(0);
@@ -404,7 +404,7 @@ pub fn load_checkpoint_parts(
             let Some(f) = manifest.parts.get(next.fetch_add(1, Ordering::Relaxed)) else {
                 break;
             };
-            let mut part_sink = |row_id: u64, row: &[u8]| sink(f.table, row_id, row);
+            let mut part_sink = |rows: &BlockRows| sink(f.table, rows);
             match part_file::load_part(&f.path, f.table, f.part, f.bytes, &mut buf, &mut part_sink)
             {
                 Ok(n) => rows += n,

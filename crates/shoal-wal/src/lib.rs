@@ -19,6 +19,7 @@ pub use checkpoint::{
     CheckpointManifest, LoadSummary, PartFile, RowSink, TablePart,
 };
 pub use error::{ReadError, WalError};
+pub use part_file::BlockRows;
 pub use reader::{read_log, LogReadSummary};
 pub use record::{CommitChanges, ImageRows, Record, RECORD_HEADER_BYTES, RECORD_PAYLOAD_MAX_BYTES};
 pub use writer::{Wal, WalOptions, WalStats};

@@ -115,7 +115,11 @@ fn footer_crc(f: &[u8]) -> u32 {
     crc32c::crc32c_append(crc32c::crc32c(&f[..12]), &f[16..])
 }
 
-/// Reads and checks one part file, calling `sink(row_id, row)` for every row. `expected_bytes`
+/// The rows of one checked block, `(row id, row bytes)`, handed to the loader's sink together
+/// so it can take its locks once per block rather than once per row.
+pub type BlockRows<'a> = [(u64, &'a [u8])];
+
+/// Reads and checks one part file, calling `sink(rows)` for every block's rows. `expected_bytes`
 /// is the size the manifest recorded. `buf` is the caller's reusable read buffer. Returns the
 /// number of rows.
 pub(crate) fn load_part(
@@ -124,7 +128,7 @@ pub(crate) fn load_part(
     part: u32,
     expected_bytes: u64,
     buf: &mut Vec<u8>,
-    sink: &mut dyn FnMut(u64, &[u8]),
+    sink: &mut dyn FnMut(&BlockRows),
 ) -> Result<u64, WalError> {
     let corrupt = |offset: u64, reason: String| WalError::corrupt(path, offset, reason);
     let file = File::open(path).map_err(|e| match e.kind() {
@@ -189,7 +193,7 @@ fn read_blocks(
     file: &File,
     data_bytes: u64,
     buf: &mut Vec<u8>,
-    sink: &mut dyn FnMut(u64, &[u8]),
+    sink: &mut dyn FnMut(&BlockRows),
 ) -> Result<u64, BlockError> {
     if buf.len() < READ_BUFFER_BYTES {
         buf.resize(READ_BUFFER_BYTES, 0);
@@ -243,13 +247,14 @@ fn read_blocks(
 }
 
 /// Checks one block and feeds its rows to `sink`; returns its row count.
-fn parse_block(block: &[u8], sink: &mut dyn FnMut(u64, &[u8])) -> Result<u64, String> {
+fn parse_block(block: &[u8], sink: &mut dyn FnMut(&BlockRows)) -> Result<u64, String> {
     let row_count = u32::from_le_bytes(block[0..4].try_into().unwrap());
     let crc = u32::from_le_bytes(block[8..12].try_into().unwrap());
     if crc32c::crc32c_append(crc32c::crc32c(&block[..8]), &block[BLOCK_HEADER_BYTES..]) != crc {
         return Err("block checksum mismatch".into());
     }
     let mut rest = &block[BLOCK_HEADER_BYTES..];
+    let mut rows = Vec::with_capacity(row_count as usize);
     for _ in 0..row_count {
         if rest.len() < ROW_FIXED_BYTES {
             return Err("row runs past the end of its block".into());
@@ -259,7 +264,7 @@ fn parse_block(block: &[u8], sink: &mut dyn FnMut(u64, &[u8])) -> Result<u64, St
         if rest.len() - ROW_FIXED_BYTES < len {
             return Err("row runs past the end of its block".into());
         }
-        sink(row_id, &rest[ROW_FIXED_BYTES..ROW_FIXED_BYTES + len]);
+        rows.push((row_id, &rest[ROW_FIXED_BYTES..ROW_FIXED_BYTES + len]));
         rest = &rest[ROW_FIXED_BYTES + len..];
     }
     if !rest.is_empty() {
@@ -268,5 +273,6 @@ fn parse_block(block: &[u8], sink: &mut dyn FnMut(u64, &[u8])) -> Result<u64, St
             rest.len()
         ));
     }
+    sink(&rows);
     Ok(row_count as u64)
 }

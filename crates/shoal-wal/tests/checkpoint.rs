@@ -57,14 +57,15 @@ fn sample_parts(rows_per_part: u64) -> (Vec<TablePart<'static>>, Rows) {
 
 fn load_all(manifest: &CheckpointManifest) -> Result<Rows, WalError> {
     let loaded = Mutex::new(Rows::new());
-    let summary = load_checkpoint_parts(manifest, 3, &|table, row_id, row| {
-        assert!(
-            loaded
-                .lock()
-                .insert((table, row_id), row.to_vec())
-                .is_none(),
-            "row loaded twice"
-        );
+    let summary = load_checkpoint_parts(manifest, 3, &|table, rows| {
+        assert!(!rows.is_empty(), "a block without rows");
+        let mut loaded = loaded.lock();
+        for &(row_id, row) in rows {
+            assert!(
+                loaded.insert((table, row_id), row.to_vec()).is_none(),
+                "row loaded twice"
+            );
+        }
     })?;
     let loaded = loaded.into_inner();
     assert_eq!(summary.rows, loaded.len() as u64);

@@ -87,22 +87,21 @@ pub(crate) fn recover(
             .map(|t| (t.id(), t))
             .collect();
         let damage: Mutex<Option<String>> = Mutex::new(None);
-        let summary = shoal_wal::load_checkpoint_parts(
-            m,
-            options.checkpoint_threads,
-            &|table, row_id, data| {
+        let summary =
+            shoal_wal::load_checkpoint_parts(m, options.checkpoint_threads, &|table, rows| {
                 if let Some(t) = tables.get(&table) {
-                    t.load_row(row_id, data)
+                    t.load_rows(rows)
                 } else if let Some(t) = column_tables.get(&table) {
-                    if let Err(e) = load_column_entry(t, row_id, data) {
-                        damage.lock().get_or_insert(e);
+                    for &(row_id, data) in rows {
+                        if let Err(e) = load_column_entry(t, row_id, data) {
+                            damage.lock().get_or_insert(e);
+                        }
                     }
                 } else {
                     tracing::warn!("checkpoint rows for unknown table {table} skipped")
                 }
-            },
-        )
-        .map_err(|e| e.to_string())?;
+            })
+            .map_err(|e| e.to_string())?;
         if let Some(e) = damage.into_inner() {
             return Err(format!("checkpoint {}: {e}", m.id));
         }
