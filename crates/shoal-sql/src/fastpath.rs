@@ -212,7 +212,7 @@ fn operand(def: &TableDef, col: usize, e: &Expr, params: &mut [Option<usize>]) -
 /// A numeric literal into an integer, float or numeric column. Anything that would need a
 /// rounding or a range decision (an int column given 1.5) goes to the general path so the
 /// error or result is exactly PostgreSQL's.
-fn literal(n: &str, t: &DataType, negative: bool) -> Option<Operand> {
+pub(crate) fn literal(n: &str, t: &DataType, negative: bool) -> Option<Operand> {
     let is_integer = n.bytes().all(|b| b.is_ascii_digit());
     let text = if negative {
         format!("-{n}")
@@ -586,8 +586,16 @@ fn plan_insert(
 /// Values of the statement's operands for one execution.
 struct Bindings<'a> {
     plan: &'a FastPlan,
-    params: &'a [ScalarValue],
+    params: Params<'a>,
     now_micros: i64,
+}
+
+#[derive(Clone, Copy)]
+enum Params<'a> {
+    /// From Bind: converted to the column's type when used.
+    Scalars(&'a [ScalarValue]),
+    /// Already of the column's type.
+    Values(&'a [Value]),
 }
 
 impl Bindings<'_> {
@@ -598,10 +606,13 @@ impl Bindings<'_> {
                 DataType::Timestamp => Value::Timestamp(self.now_micros),
                 _ => Value::TimestampTz(self.now_micros),
             }),
-            Operand::Param(i) => {
-                let c = &self.plan.def.columns[col];
-                scalar_to_value(&self.params[*i], &c.data_type, &c.name)
-            }
+            Operand::Param(i) => match self.params {
+                Params::Scalars(params) => {
+                    let c = &self.plan.def.columns[col];
+                    scalar_to_value(&params[*i], &c.data_type, &c.name)
+                }
+                Params::Values(params) => Ok(params[*i].clone()),
+            },
         }
     }
 }
@@ -672,12 +683,32 @@ fn add_checked(old: &Value, delta: &Value, negate: bool, t: &DataType) -> SqlRes
     }
 }
 
-/// Runs a fast plan inside `txn`.
+/// Runs a fast plan inside `txn` with bound parameters.
 pub async fn execute(
     session: &Session,
     txn: &mut Transaction,
     plan: &FastPlan,
     params: &[ScalarValue],
+) -> SqlResult<StatementResult> {
+    execute_with(session, txn, plan, Params::Scalars(params)).await
+}
+
+/// Runs a fast plan inside `txn` with parameters already converted to their columns' types
+/// (the literals of a cached statement shape).
+pub async fn execute_values(
+    session: &Session,
+    txn: &mut Transaction,
+    plan: &FastPlan,
+    params: &[Value],
+) -> SqlResult<StatementResult> {
+    execute_with(session, txn, plan, Params::Values(params)).await
+}
+
+async fn execute_with(
+    session: &Session,
+    txn: &mut Transaction,
+    plan: &FastPlan,
+    params: Params<'_>,
 ) -> SqlResult<StatementResult> {
     let now_micros = session.now_micros();
     let b = Bindings {

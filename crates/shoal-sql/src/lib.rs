@@ -18,6 +18,7 @@ pub mod pgtext;
 pub mod query;
 pub mod session;
 pub mod settings;
+mod shape_cache;
 pub mod types;
 
 pub use engine::Engine;

@@ -19,6 +19,7 @@ use crate::error::{code, SqlError, SqlResult};
 use crate::fastpath::{self, FastPlan};
 use crate::query::scope::PlanScope;
 use crate::settings::{serializable_unsupported, Settings};
+use crate::shape_cache::{self, ShapeCache};
 use crate::types::pg_oid_for_arrow;
 use crate::{ddl, dml, params, query};
 
@@ -121,6 +122,8 @@ pub struct Session {
     scope_settings_generation: Option<u64>,
     /// Settings changed by the last statements that the client must hear about.
     pub reported_changes: Vec<(String, String)>,
+    /// Fast plans of simple-protocol statement shapes (see `shape_cache`).
+    shapes: ShapeCache,
 }
 
 pub fn parse_sql(sql: &str) -> SqlResult<Vec<Statement>> {
@@ -174,6 +177,7 @@ impl Session {
             settings,
             scope_settings_generation,
             reported_changes: Vec::new(),
+            shapes: ShapeCache::default(),
         }
     }
 
@@ -201,6 +205,9 @@ impl Session {
         {
             return vec![self.checkpoint().await];
         }
+        if let Some(result) = self.execute_cached_shape(sql).await {
+            return vec![result];
+        }
         let statements = match parse_sql(sql) {
             Ok(s) => s,
             Err(e) => {
@@ -218,6 +225,44 @@ impl Session {
             }
         }
         results
+    }
+
+    /// The simple-protocol statement cache (see `shape_cache`): runs `sql` on the cached fast
+    /// plan of its shape, or returns None and leaves it to the ordinary path.
+    async fn execute_cached_shape(&mut self, sql: &str) -> Option<SqlResult<StatementResult>> {
+        if matches!(self.txn, TxnState::Failed(_)) {
+            return None;
+        }
+        let (shape, literals) = shape_cache::auto_parameterize(sql)?;
+        let catalog_version = self.engine.catalog.read().version;
+        let generation = self.settings.generation();
+        let plan = match self.shapes.get(&shape, catalog_version, generation) {
+            Some(plan) => plan?,
+            None => {
+                let plan = match parse_sql(&shape) {
+                    Ok(mut statements) if statements.len() == 1 => {
+                        let stmt = statements.pop().expect("one statement");
+                        fastpath::plan(self, &stmt, literals.len()).map(Arc::new)
+                    }
+                    _ => None,
+                };
+                self.shapes
+                    .insert(shape, catalog_version, generation, plan.clone());
+                plan?
+            }
+        };
+        if plan.columns().is_none() && self.read_only() {
+            return None; // the ordinary path reports the error
+        }
+        let values = shape_cache::bind_literals(&plan, &literals)?;
+        let (mut txn, implicit) = self.statement_transaction();
+        let result = fastpath::execute_values(self, &mut txn, &plan, &values).await;
+        Some(self.finish_statement(txn, implicit, result).await)
+    }
+
+    #[cfg(test)]
+    pub(crate) fn shape_cache(&self) -> &ShapeCache {
+        &self.shapes
     }
 
     /// CHECKPOINT: writes a checkpoint now, on a blocking thread.
@@ -270,11 +315,7 @@ impl Session {
     /// A READ ONLY transaction (or, outside a block, default_transaction_read_only) refuses
     /// statements that write.
     fn check_writable(&self, stmt: &Statement) -> SqlResult<()> {
-        let setting = match self.txn {
-            TxnState::Idle => "default_transaction_read_only",
-            _ => "transaction_read_only",
-        };
-        if self.settings.get(setting) != Some("on") {
+        if !self.read_only() {
             return Ok(());
         }
         match write_command_name(stmt) {
@@ -284,6 +325,14 @@ impl Session {
             )),
             None => Ok(()),
         }
+    }
+
+    fn read_only(&self) -> bool {
+        let setting = match self.txn {
+            TxnState::Idle => "default_transaction_read_only",
+            _ => "transaction_read_only",
+        };
+        self.settings.get(setting) == Some("on")
     }
 
     /// The transaction a statement runs in: the open block's, or a new implicit one (true).
