@@ -102,6 +102,18 @@ impl Engine {
         }
     }
 
+    /// See `Durability::log_table_image`.
+    pub fn log_table_image<'r>(
+        &self,
+        table: shoal_storage::TableId,
+        entries: impl IntoIterator<Item = (u64, &'r [u8])>,
+    ) -> SqlResult<()> {
+        match &self.durability {
+            Some(d) => d.log_table_image(table, entries),
+            None => Ok(()),
+        }
+    }
+
     /// Stops logging cleanly: flushes the log (SIGTERM).
     pub fn shutdown(&self) {
         if let Some(d) = &self.durability {

@@ -19,6 +19,9 @@
 //! - `VACUUM [(options)] [FREEZE] [VERBOSE] [ANALYZE] table, ...` (pgbench sends `vacuum analyze
 //!   pgbench_branches`): sqlparser knows only Redshift's VACUUM. The PostgreSQL options and all
 //!   tables after the first are removed; Shoal's VACUUM always works on the whole database.
+//! - `ALTER TABLE name SET ACCESS METHOD method`: sqlparser has no such operation. It is
+//!   rewritten to `ALTER TABLE name SET (shoal_access_method = method)` ([`ACCESS_METHOD_OPTION`]),
+//!   which the ALTER TABLE executor reads back.
 //!
 //! One fix applies to every parse: sqlparser reads the right side of `a IS [NOT] DISTINCT FROM
 //! b` as a whole expression, so `a IS DISTINCT FROM b AND c` comes out as `a IS DISTINCT FROM (b
@@ -33,6 +36,9 @@ use datafusion::sql::sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer, Whi
 
 /// The insert setting that carries OVERRIDING SYSTEM VALUE / OVERRIDING USER VALUE.
 pub const OVERRIDING_SETTING: &str = "shoal_overriding";
+
+/// The `ALTER TABLE ... SET (option)` that carries SET ACCESS METHOD.
+pub const ACCESS_METHOD_OPTION: &str = "shoal_access_method";
 
 /// Which values an INSERT's OVERRIDING clause lets win for identity columns.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -226,6 +232,7 @@ fn normalize_statement(mut seg: Vec<TokenWithSpan>) -> (Vec<TokenWithSpan>, bool
                 notes.extend(no_data.then_some(Note::NoData));
             }
         }
+        Some(Keyword::ALTER) => changed |= rewrite_set_access_method(&mut seg),
         Some(Keyword::COPY) => changed |= copy_boolean_options(&mut seg),
         Some(Keyword::VACUUM) => changed |= strip_vacuum_options(&mut seg),
         Some(Keyword::INSERT) | Some(Keyword::WITH) => {
@@ -274,6 +281,32 @@ fn strip_table_access_method(seg: &mut [TokenWithSpan]) -> Option<String> {
         }
     }
     None
+}
+
+/// `ALTER TABLE ... SET ACCESS METHOD m` (the statement's last four significant tokens) becomes
+/// `ALTER TABLE ... SET (shoal_access_method = m)`.
+fn rewrite_set_access_method(seg: &mut Vec<TokenWithSpan>) -> bool {
+    let sig = significant(seg);
+    if sig.len() < 6 || keyword_of(&seg[sig[1]]) != Keyword::TABLE {
+        return false;
+    }
+    let tail = &sig[sig.len() - 4..];
+    let kw = |i: usize| keyword_of(&seg[tail[i]]);
+    // METHOD is not one of sqlparser's keywords.
+    let is_method = matches!(&seg[tail[2]].token,
+        Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case("method"));
+    if kw(0) != Keyword::SET || kw(1) != Keyword::ACCESS || !is_method {
+        return false;
+    }
+    if !matches!(seg[tail[3]].token, Token::Word(_)) {
+        return false;
+    }
+    let (access_at, method_at, name_at) = (tail[1], tail[2], tail[3]);
+    seg[access_at] = TokenWithSpan::wrap(Token::LParen);
+    seg[method_at] = TokenWithSpan::wrap(Token::make_word(ACCESS_METHOD_OPTION, None));
+    seg.insert(name_at, TokenWithSpan::wrap(Token::Eq));
+    seg.insert(name_at + 2, TokenWithSpan::wrap(Token::RParen));
+    true
 }
 
 /// Removed tokens are first replaced by this marker (an empty-span space) and dropped at the
@@ -593,6 +626,24 @@ mod tests {
             "{storage:?}"
         );
         assert!(matches!(stmts[1], Statement::Insert(_)));
+    }
+
+    #[test]
+    fn set_access_method_becomes_a_set_option() {
+        let stmts =
+            parse_statements("ALTER TABLE IF EXISTS s.t SET ACCESS METHOD Columnar").unwrap();
+        let Statement::AlterTable(at) = &stmts[0] else {
+            panic!("{stmts:?}")
+        };
+        assert_eq!(at.name.to_string(), "s.t");
+        assert!(at.if_exists);
+        let [ast::AlterTableOperation::SetOptionsParens { options }] = &at.operations[..] else {
+            panic!("{:?}", at.operations)
+        };
+        assert_eq!(
+            options[0].to_string(),
+            format!("{ACCESS_METHOD_OPTION} = Columnar")
+        );
     }
 
     #[test]

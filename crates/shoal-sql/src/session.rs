@@ -124,6 +124,9 @@ pub struct Session {
     pub reported_changes: Vec<(String, String)>,
     /// Fast plans of simple-protocol statement shapes (see `shape_cache`).
     shapes: ShapeCache,
+    /// Whether the running statement belongs to a transaction block (rather than its own
+    /// implicit transaction): `self.txn` is taken out while a statement runs.
+    statement_in_block: bool,
 }
 
 pub fn parse_sql(sql: &str) -> SqlResult<Vec<Statement>> {
@@ -178,6 +181,7 @@ impl Session {
             scope_settings_generation,
             reported_changes: Vec::new(),
             shapes: ShapeCache::default(),
+            statement_in_block: false,
         }
     }
 
@@ -327,6 +331,11 @@ impl Session {
         }
     }
 
+    /// Whether the running statement is part of a transaction block.
+    pub(crate) fn statement_in_block(&self) -> bool {
+        self.statement_in_block
+    }
+
     fn read_only(&self) -> bool {
         let setting = match self.txn {
             TxnState::Idle => "default_transaction_read_only",
@@ -345,6 +354,7 @@ impl Session {
                 (self.engine.db.begin(self.default_isolation()), true)
             }
         };
+        self.statement_in_block = !result.1;
         self.mark_statement_start();
         result
     }

@@ -458,3 +458,53 @@ async fn column_copy_logged_ahead_survives_a_checkpoint_in_between() {
     );
     drop(open);
 }
+
+/// ALTER TABLE ... SET ACCESS METHOD logs the table's new image before the catalog change:
+/// after kill -9 the table is back in its new storage with all its rows, whether the log or a
+/// checkpoint holds the conversion.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn access_method_changes_survive_kill_9() {
+    let server = ShoalServer::start();
+    let c = connect(&server).await;
+    c.batch_execute(
+        "CREATE TABLE conv (id bigint, cab text, fare double precision);
+         INSERT INTO conv SELECT g, 'c' || (g % 3), g FROM generate_series(1, 70000) g;
+         ALTER TABLE conv SET ACCESS METHOD columnar;
+         INSERT INTO conv VALUES (0, 'after', 1);
+         CREATE TABLE back (id bigint, note text) USING columnar;
+         INSERT INTO back SELECT g, 'n' FROM generate_series(1, 1000) g;
+         ALTER TABLE back SET ACCESS METHOD heap;
+         DELETE FROM back WHERE id > 500;",
+    )
+    .await
+    .expect("convert both ways");
+    let sums = "SELECT (SELECT count(*) * 1000000 + sum(fare)::bigint FROM conv) \
+                + (SELECT count(*) * 1000 + sum(id)::bigint FROM back)";
+    let methods = "SELECT count(*) FROM pg_class c JOIN pg_am a ON a.oid = c.relam \
+                   WHERE (c.relname, a.amname) IN (('conv', 'columnar'), ('back', 'heap'))";
+    let before = count(&server, sums).await;
+    drop(c);
+    let server = restart(server.crash(), &[]);
+    assert_eq!(
+        count(&server, sums).await,
+        before,
+        "rows after replaying the log"
+    );
+    assert_eq!(
+        count(&server, methods).await,
+        2,
+        "both tables in their new storage"
+    );
+    connect(&server)
+        .await
+        .batch_execute("CHECKPOINT")
+        .await
+        .expect("checkpoint");
+    let server = restart(server.crash(), &[]);
+    assert_eq!(
+        count(&server, sums).await,
+        before,
+        "rows after loading the checkpoint"
+    );
+    assert_eq!(count(&server, methods).await, 2);
+}

@@ -334,10 +334,7 @@ async fn check_constraints(
     }
     let from = if has_checks { 0 } else { first_null.unwrap() };
     let rows = crate::dml::batch_rows(&[batch.slice(from, batch.num_rows() - from)], def, 0)?;
-    for (row, line) in rows.iter().zip(&lines[from..]) {
-        crate::constraints::check_row(session, def, row)
-            .await
-            .map_err(|e| e.with_context(format!("COPY {}, line {line}", def.name)))?;
-    }
-    Ok(())
+    crate::constraints::check_rows(session, def, &rows)
+        .await
+        .map_err(|(i, e)| e.with_context(format!("COPY {}, line {}", def.name, lines[from + i])))
 }

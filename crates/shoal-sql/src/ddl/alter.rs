@@ -381,6 +381,11 @@ pub(super) async fn alter_table(
             format!("\"{rel}\" is not a table"),
         ));
     }
+    if let Some(method) = set_access_method_of(&at.operations) {
+        let method = super::access_method::access_method_named(&method)?;
+        super::access_method::set_access_method(session, oid, method).await?;
+        return Ok(StatementResult::command("ALTER TABLE"));
+    }
     for op in at.operations {
         // Re-read for each operation: the previous one may have changed the definition.
         let (def, table) = crate::dml::table_by_oid(session, oid, &rel)?;
@@ -596,6 +601,24 @@ pub(super) async fn alter_table(
         }
     }
     Ok(StatementResult::command("ALTER TABLE"))
+}
+
+/// The method of `SET ACCESS METHOD`, which the parser turned into a SET option (see
+/// `parse::ACCESS_METHOD_OPTION`).
+fn set_access_method_of(operations: &[ast::AlterTableOperation]) -> Option<String> {
+    let [ast::AlterTableOperation::SetOptionsParens { options }] = operations else {
+        return None;
+    };
+    let [ast::SqlOption::KeyValue { key, value }] = &options[..] else {
+        return None;
+    };
+    if key.value != crate::parse::ACCESS_METHOD_OPTION {
+        return None;
+    }
+    match value {
+        ast::Expr::Identifier(method) => Some(method.value.clone()),
+        _ => None,
+    }
 }
 
 async fn run_scalar(

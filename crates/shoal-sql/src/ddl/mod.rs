@@ -3,6 +3,7 @@
 //! undone by ROLLBACK (a documented gap: PostgreSQL's DDL is transactional). Storage tables and
 //! indexes are created alongside their catalog entries under the same OIDs.
 
+mod access_method;
 mod alter;
 
 use std::sync::atomic::{AtomicBool, AtomicI64};

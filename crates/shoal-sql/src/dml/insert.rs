@@ -169,9 +169,9 @@ pub async fn insert(
     let table = match store {
         TableStore::Row(table) => table,
         TableStore::Column(table) => {
-            for row in &rows {
-                constraints::check_row(session, &def, row).await?;
-            }
+            constraints::check_rows(session, &def, &rows)
+                .await
+                .map_err(|(_, e)| e)?;
             super::column::append_rows(txn, &def, &table, &rows)?;
             let returning = ins.returning.as_deref();
             return finish_dml(session, &def, &alias, "INSERT", rows, returning, Some(0)).await;
@@ -184,9 +184,14 @@ pub async fn insert(
         on_conflict,
         affected: HashSet::new(),
     };
+    // CHECK constraints are evaluated for all rows at once; each row still gets its checks
+    // just before it is written, so errors come in the order PostgreSQL gives them.
+    let first_rejected = constraints::first_check_failure(session, &def, &rows).await?;
+    let single = rows.len() == 1;
     let mut written = Vec::new();
-    for row in rows {
-        constraints::check_row(session, &def, &row).await?;
+    for (i, row) in rows.into_iter().enumerate() {
+        let with_checks = single || first_rejected == Some(i);
+        constraints::check_row_with(session, &def, &row, with_checks).await?;
         if let Some(r) = insert_row(session, txn, &mut target, row).await? {
             written.push(r);
         }

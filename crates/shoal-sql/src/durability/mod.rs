@@ -85,6 +85,20 @@ impl Durability {
         }
     }
 
+    /// Logs a table's whole content in a new form (ALTER TABLE ... SET ACCESS METHOD): rows of a
+    /// row table, or segment images of a column table under their first row's id. As for
+    /// `log_table_rewrite`, the catalog change must follow.
+    pub fn log_table_image<'r>(
+        &self,
+        table: shoal_storage::TableId,
+        entries: impl IntoIterator<Item = (u64, &'r [u8])>,
+    ) -> Result<(), SqlError> {
+        self.wal
+            .append_table_image(table, entries)
+            .map(|_| ())
+            .map_err(wal_error)
+    }
+
     /// Logs a table's whole content after a rewrite (ALTER TABLE changing columns). Log it
     /// before the catalog change that goes with it: recovery installs the image when it meets
     /// that catalog record, and drops an image that no catalog record follows.

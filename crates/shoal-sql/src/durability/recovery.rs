@@ -219,7 +219,7 @@ impl Replay {
             }
             Record::Catalog { image } => {
                 let catalog = Catalog::from_image(image)?;
-                self.reconcile(catalog);
+                self.reconcile(catalog)?;
             }
             Record::TableImageBegin { table } => {
                 self.images.insert(table, PendingImage::default());
@@ -306,9 +306,12 @@ impl Replay {
 
     /// Brings storage in line with a logged catalog: creates and drops tables and indexes, and
     /// installs the rows of tables rewritten just before.
-    fn reconcile(&mut self, catalog: Catalog) {
+    fn reconcile(&mut self, catalog: Catalog) -> Result<(), String> {
+        // A table whose access method changed (ALTER TABLE ... SET ACCESS METHOD) is dropped
+        // here and comes back below in its new storage, from the image logged before.
+        let method_of = |id: TableId| catalog.tables.get(&(id as u32)).map(|d| d.access_method);
         for table in self.db.column_tables() {
-            if !catalog.tables.contains_key(&(table.id() as u32)) {
+            if method_of(table.id()) != Some(AccessMethod::Columnar) {
                 self.db.drop_table(table.id());
             }
         }
@@ -319,7 +322,7 @@ impl Replay {
                 .tables
                 .get(&oid)
                 .is_some_and(|d| d.column_types() == table.types());
-            if !same_types || rewritten {
+            if !same_types || rewritten || method_of(table.id()) != Some(AccessMethod::Heap) {
                 self.db.drop_table(table.id());
                 self.rows_by_id.remove(&table.id());
             }
@@ -328,6 +331,12 @@ impl Replay {
             if def.access_method == AccessMethod::Columnar {
                 if self.db.column_table(def.oid as u64).is_none() {
                     create_storage_table(&self.db, &catalog, def.oid);
+                    let table = self.db.column_table(def.oid as u64).expect("just created");
+                    if let Some(image) = self.images.remove(&table.id()).filter(|p| p.complete) {
+                        for (row_id, data) in &image.rows {
+                            load_column_entry(&table, *row_id, data)?;
+                        }
+                    }
                 }
                 continue;
             }
@@ -368,5 +377,6 @@ impl Replay {
         }
         self.images.retain(|_, p| !p.complete);
         self.catalog = catalog;
+        Ok(())
     }
 }
