@@ -17,6 +17,7 @@ use crate::copy::CopyRequest;
 use crate::engine::Engine;
 use crate::error::{code, SqlError, SqlResult};
 use crate::fastpath::{self, FastPlan};
+use crate::interrupt::{interruptible, CancelSignal};
 use crate::query::scope::PlanScope;
 use crate::settings::{serializable_unsupported, Settings};
 use crate::types::pg_oid_for_arrow;
@@ -121,6 +122,8 @@ pub struct Session {
     scope_settings_generation: Option<u64>,
     /// Settings changed by the last statements that the client must hear about.
     pub reported_changes: Vec<(String, String)>,
+    /// The client's CancelRequest for the query running now, if the protocol layer gave one.
+    cancel: Option<CancelSignal>,
 }
 
 pub fn parse_sql(sql: &str) -> SqlResult<Vec<Statement>> {
@@ -174,11 +177,18 @@ impl Session {
             settings,
             scope_settings_generation,
             reported_changes: Vec::new(),
+            cancel: None,
         }
     }
 
     pub fn backend_pid(&self) -> i32 {
         self.scope.backend_pid
+    }
+
+    /// Installs the signal a CancelRequest fires for the query about to run (None: the query
+    /// cannot be canceled); see `interrupt`.
+    pub fn set_cancel_signal(&mut self, signal: Option<CancelSignal>) {
+        self.cancel = signal;
     }
 
     /// 'I' idle, 'T' in a transaction block, 'E' in a failed block (ReadyForQuery status).
@@ -260,10 +270,16 @@ impl Session {
             return Err(e);
         }
         let (mut txn, implicit) = self.statement_transaction();
-        let result = match fastpath::plan(self, &stmt, 0) {
-            Some(plan) => fastpath::execute(self, &mut txn, &plan, &[]).await,
-            None => self.run_in_transaction(&mut txn, stmt).await,
+        let mut cancel = self.cancel.take();
+        let timeout_ms = self.settings.statement_timeout_ms();
+        let work = async {
+            match fastpath::plan(self, &stmt, 0) {
+                Some(plan) => fastpath::execute(self, &mut txn, &plan, &[]).await,
+                None => self.run_in_transaction(&mut txn, stmt).await,
+            }
         };
+        let result = interruptible(timeout_ms, &mut cancel, work).await;
+        self.cancel = cancel;
         self.finish_statement(txn, implicit, result).await
     }
 
@@ -1043,7 +1059,11 @@ impl Session {
                     return Err(e);
                 }
                 let (mut txn, implicit) = self.statement_transaction();
-                let result = fastpath::execute(self, &mut txn, &plan, &values).await;
+                let mut cancel = self.cancel.take();
+                let timeout_ms = self.settings.statement_timeout_ms();
+                let work = fastpath::execute(self, &mut txn, &plan, &values);
+                let result = interruptible(timeout_ms, &mut cancel, work).await;
+                self.cancel = cancel;
                 return self.finish_statement(txn, implicit, result).await;
             }
         }
@@ -1067,7 +1087,11 @@ impl Session {
                         values.into_iter().map(Into::into).collect(),
                     ))
                 };
-                let result = self.run_plan(plan, params).await;
+                let mut cancel = self.cancel.take();
+                let timeout_ms = self.settings.statement_timeout_ms();
+                let work = self.run_plan(plan, params);
+                let result = interruptible(timeout_ms, &mut cancel, work).await;
+                self.cancel = cancel;
                 return self.finish_statement(txn, implicit, result).await;
             }
         }

@@ -70,6 +70,10 @@ pub struct Settings {
     /// Bumped by every change to `values`, so the session copies them to its plan scope only
     /// when they moved (copying on every statement cost a quarter of a point select).
     generation: u64,
+    /// `statement_timeout` and `lock_timeout` in milliseconds (0: none), kept parsed because
+    /// every statement reads them.
+    statement_timeout_ms: u64,
+    lock_timeout_ms: u64,
 }
 
 /// How a setting changed inside a transaction block: the value it had before the block (what
@@ -90,6 +94,8 @@ impl Default for Settings {
                 .collect(),
             txn_changes: HashMap::new(),
             generation: 0,
+            statement_timeout_ms: 0,
+            lock_timeout_ms: 0,
         }
     }
 }
@@ -108,12 +114,28 @@ impl Settings {
         self.generation
     }
 
+    pub fn statement_timeout_ms(&self) -> u64 {
+        self.statement_timeout_ms
+    }
+
+    pub fn lock_timeout_ms(&self) -> u64 {
+        self.lock_timeout_ms
+    }
+
     /// Stores a value; bumps the generation only when it differs from the current one.
     fn put(&mut self, name: String, value: String) {
-        if self.values.get(&name) != Some(&value) {
-            self.values.insert(name, value);
-            self.generation += 1;
+        if self.values.get(&name) == Some(&value) {
+            return;
         }
+        // Values reach here normalized, so they parse.
+        let ms = || parse_duration_ms(&value).unwrap_or(0);
+        match name.as_str() {
+            "statement_timeout" => self.statement_timeout_ms = ms(),
+            "lock_timeout" => self.lock_timeout_ms = ms(),
+            _ => {}
+        }
+        self.values.insert(name, value);
+        self.generation += 1;
     }
 
     pub fn is_reported(name: &str) -> bool {
