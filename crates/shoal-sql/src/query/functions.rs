@@ -808,22 +808,31 @@ pub fn register(state: &mut datafusion::execution::SessionState, scope: Arc<Plan
     ));
 }
 
+/// The size functions over Shoal's memory estimates: a table's "relation" is its rows, its
+/// indexes are counted apart, as PostgreSQL counts the heap and the index files apart.
 fn relation_size(scope: &PlanScope, oid: Oid, which: &str) -> usize {
-    let catalog = scope.engine.catalog.read();
-    let table_oid = catalog.indexes.get(&oid).map(|i| i.table).unwrap_or(oid);
+    let index_table = scope
+        .engine
+        .catalog
+        .read()
+        .indexes
+        .get(&oid)
+        .map(|i| i.table);
     let db = &scope.engine.db;
-    let total = match (
-        db.table(table_oid as u64),
-        db.column_table(table_oid as u64),
-    ) {
-        (Some(table), _) => table.memory_bytes(),
-        (None, Some(table)) => table.memory_bytes(),
-        (None, None) => return 0,
+    if let Some(table_oid) = index_table {
+        let bytes = db
+            .table(table_oid as u64)
+            .and_then(|t| t.index_memory_bytes(oid as u64))
+            .unwrap_or(0);
+        return if which == "pg_indexes_size" { 0 } else { bytes };
+    }
+    let Some(memory) = crate::query::shoal_memory::table_memory(db, oid) else {
+        return 0;
     };
     match which {
-        // Indexes are counted inside the table's memory; report the whole for the table sizes.
-        "pg_indexes_size" => 0,
-        _ => total,
+        "pg_relation_size" | "pg_table_size" => memory.rows_bytes,
+        "pg_indexes_size" => memory.index_bytes,
+        _ => memory.total_bytes(),
     }
 }
 

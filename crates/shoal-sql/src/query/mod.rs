@@ -20,6 +20,7 @@ pub mod rewrite;
 pub mod scalar_subquery;
 pub mod schema;
 pub mod scope;
+pub mod shoal_memory;
 pub mod typecheck;
 
 use std::sync::Arc;
