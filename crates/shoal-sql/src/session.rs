@@ -134,6 +134,11 @@ pub fn parse_sql(sql: &str) -> SqlResult<Vec<Statement>> {
                 return Ok(statements);
             }
         }
+        if let Some(word) = crate::parse::reserved_word_as_name(sql) {
+            return Err(SqlError::syntax(format!(
+                "syntax error at or near \"{word}\""
+            )));
+        }
         let msg = e.to_string();
         let msg = msg.trim_start_matches("sql parser error: ");
         Err(SqlError::syntax(pg_syntax_message(msg)))
@@ -358,6 +363,7 @@ impl Session {
         result: SqlResult<StatementResult>,
     ) -> SqlResult<StatementResult> {
         *self.scope.dml_capture.lock() = None;
+        self.apply_set_config_calls(!implicit, result.is_ok());
         match (implicit, result) {
             (true, Ok(StatementResult::CopyIn(req))) => {
                 // COPY FROM STDIN keeps its transaction open until the data has arrived.
@@ -386,6 +392,29 @@ impl Session {
                 Err(e)
             }
         }
+    }
+
+    /// Keeps the statement's set_config() changes if it succeeded: like SET (or SET LOCAL when
+    /// is_local) inside a block; outside one, a local change ends with the statement.
+    fn apply_set_config_calls(&mut self, in_block: bool, succeeded: bool) {
+        let calls = std::mem::take(&mut *self.scope.set_config_calls.lock());
+        if calls.is_empty() {
+            return;
+        }
+        for (name, value, local) in calls.into_iter().filter(|_| succeeded) {
+            let set = match (in_block, local) {
+                (true, true) => self.settings.set(&name, &value, true),
+                (true, false) => self.settings.set_in_block(&name, &value),
+                (false, false) => self.settings.set(&name, &value, false),
+                (false, true) => continue,
+            };
+            if set.is_ok() {
+                self.setting_changed(&name);
+            }
+        }
+        // set_config wrote into the scope's copy directly: copy the session's back over it.
+        self.scope_settings_generation = None;
+        self.sync_scope_settings();
     }
 
     /// Completes a COPY FROM STDIN that `execute_statement` started.

@@ -183,27 +183,7 @@ impl Settings {
     }
 
     fn assign(&mut self, name: &str, value: &str) -> SqlResult<String> {
-        let name = name.to_lowercase();
-        let value = normalize(&name, value)?;
-        if !self.values.contains_key(&name) && !name.contains('.') {
-            return Err(SqlError::new(
-                code::UNDEFINED_OBJECT,
-                format!("unrecognized configuration parameter \"{name}\""),
-            ));
-        }
-        if matches!(
-            name.as_str(),
-            "server_version"
-                | "server_encoding"
-                | "integer_datetimes"
-                | "server_version_num"
-                | "max_identifier_length"
-        ) {
-            return Err(SqlError::new(
-                "55P02",
-                format!("parameter \"{name}\" cannot be changed"),
-            ));
-        }
+        let (name, value) = checked_assignment(name, value, |n| self.values.contains_key(n))?;
         self.put(name.clone(), value);
         Ok(name)
     }
@@ -257,6 +237,38 @@ impl Settings {
     pub fn search_path(&self) -> Vec<String> {
         parse_search_path(self.get("search_path").unwrap_or("public"))
     }
+}
+
+/// The canonical name and normalized value of `SET name = value`, or why it is refused:
+/// an unknown parameter (custom `a.b` names are accepted, as in PostgreSQL), a read-only one,
+/// or a bad value. `exists` says whether the session knows `name` (lowercased).
+pub fn checked_assignment(
+    name: &str,
+    value: &str,
+    exists: impl Fn(&str) -> bool,
+) -> SqlResult<(String, String)> {
+    let name = name.to_lowercase();
+    let value = normalize(&name, value)?;
+    if !exists(&name) && !name.contains('.') {
+        return Err(SqlError::new(
+            code::UNDEFINED_OBJECT,
+            format!("unrecognized configuration parameter \"{name}\""),
+        ));
+    }
+    if matches!(
+        name.as_str(),
+        "server_version"
+            | "server_encoding"
+            | "integer_datetimes"
+            | "server_version_num"
+            | "max_identifier_length"
+    ) {
+        return Err(SqlError::new(
+            "55P02",
+            format!("parameter \"{name}\" cannot be changed"),
+        ));
+    }
+    Ok((name, value))
 }
 
 pub fn parse_search_path(v: &str) -> Vec<String> {

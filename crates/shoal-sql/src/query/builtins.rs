@@ -1,7 +1,8 @@
 //! PostgreSQL's ordinary SQL functions where DataFusion lacks them or types them differently:
 //! `avg` and `sum` with PostgreSQL's result types (avg of integers is numeric, sum of bigints
-//! is numeric), `pg_typeof`, `pg_sleep`, and `format`. Functions that are only another name for a
-//! DataFusion function (`ceiling`, `mod`, `sign`) are renamed in `rewrite.rs` instead.
+//! is numeric), `pg_typeof`, `pg_sleep`, and `format` (in `format.rs`). Functions that are only
+//! another name for a DataFusion function (`ceiling`, `mod`, `sign`) are renamed in `rewrite.rs`
+//! instead.
 
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
@@ -47,6 +48,13 @@ pub fn register(state: &mut datafusion::execution::SessionState) {
         .register_udf(Arc::new(ScalarUDF::new_from_impl(PgTypeof {
             signature: Signature::any(1, Volatility::Immutable),
         })))
+        .expect("function registration cannot fail");
+    state
+        .register_udf(Arc::new(ScalarUDF::new_from_impl(
+            crate::query::format::PgFormat {
+                signature: Signature::variadic_any(Volatility::Stable),
+            },
+        )))
         .expect("function registration cannot fail");
     let sleep = AsyncScalarUDF::new(Arc::new(PgSleep {
         signature: Signature::uniform(1, vec![ArrowType::Float64], Volatility::Volatile),

@@ -231,7 +231,7 @@ fn regtype_text(oid: i64) -> String {
     format_type_oid(oid as u32, -1).unwrap_or_else(|| oid.to_string())
 }
 
-fn quote_ident_if_needed(name: &str) -> String {
+pub(crate) fn quote_ident_if_needed(name: &str) -> String {
     let plain = name
         .chars()
         .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
@@ -781,6 +781,30 @@ pub fn register(state: &mut datafusion::execution::SessionState, scope: Arc<Plan
                     format!("unrecognized configuration parameter \"{name}\""),
                 ))),
             }
+        },
+    ));
+    let sc = s.clone();
+    add(udf(
+        "set_config",
+        &[3],
+        text.clone(),
+        Volatility::Volatile,
+        move |a| {
+            let (Some(name), Some(value)) = (text_arg(&a[0]), text_arg(&a[1])) else {
+                return Ok(ScalarValue::Utf8(None));
+            };
+            let local = matches!(a[2], ScalarValue::Boolean(Some(true)));
+            let mut settings = sc.settings.lock();
+            let (name, value) =
+                crate::settings::checked_assignment(&name, &value, |n| settings.contains_key(n))
+                    .map_err(sql_error)?;
+            // Visible at once to current_setting() in the same statement; the session keeps
+            // the change only if the statement succeeds.
+            settings.insert(name.clone(), value.clone());
+            sc.set_config_calls
+                .lock()
+                .push((name, value.clone(), local));
+            Ok(ScalarValue::Utf8(Some(value)))
         },
     ));
     add(udf(

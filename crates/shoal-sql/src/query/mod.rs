@@ -10,6 +10,7 @@ pub mod checks;
 pub mod column_names;
 pub mod column_provider;
 pub mod errors;
+pub mod format;
 pub mod functions;
 pub mod information_schema;
 pub mod join_using;

@@ -63,8 +63,70 @@ fn check_expr(e: &Expr, schema: &DFSchemaRef) -> SqlResult<()> {
         Expr::ScalarFunction(ScalarFunction { func, args }) if func.name() == "coalesce" => {
             check_common_type("COALESCE", &args.iter().collect::<Vec<_>>(), schema)
         }
+        Expr::ScalarFunction(ScalarFunction { func, args })
+            if TEXT_FUNCTIONS.contains(&func.name()) =>
+        {
+            check_text_argument(func.name(), args, schema)
+        }
         _ => Ok(()),
     }
+}
+
+/// Functions whose first argument PostgreSQL takes only as a string (or bytea); DataFusion
+/// would turn a number into text for them.
+const TEXT_FUNCTIONS: &[&str] = &[
+    "length",
+    "char_length",
+    "character_length",
+    "octet_length",
+    "upper",
+    "lower",
+    "initcap",
+    "ltrim",
+    "rtrim",
+    "btrim",
+    "reverse",
+    "repeat",
+    "lpad",
+    "rpad",
+    "split_part",
+    "strpos",
+    "replace",
+    "translate",
+    "left",
+    "right",
+    "md5",
+    "starts_with",
+];
+
+/// `length(42)` names no function in PostgreSQL: no text function takes a number or boolean.
+fn check_text_argument(name: &str, args: &[Expr], schema: &DFSchema) -> SqlResult<()> {
+    let Some(first) = args.first().and_then(|a| typed(a, schema)) else {
+        return Ok(());
+    };
+    if !matches!(
+        category(&first.1),
+        Some(Category::Numeric | Category::Boolean)
+    ) {
+        return Ok(());
+    }
+    let types: Vec<String> = args
+        .iter()
+        .map(|a| typed(a, schema).map_or_else(|| "unknown".to_string(), |t| t.0))
+        .collect();
+    // DataFusion plans length and char_length as character_length; length is the usual spelling.
+    let name = if name == "character_length" {
+        "length"
+    } else {
+        name
+    };
+    Err(SqlError::new(
+        code::UNDEFINED_FUNCTION,
+        format!("function {name}({}) does not exist", types.join(", ")),
+    )
+    .with_hint(
+        "No function matches the given name and argument types. You might need to add explicit type casts.",
+    ))
 }
 
 /// PostgreSQL resolves a CASE's type from its ELSE branch first, then the THEN branches.
