@@ -21,6 +21,7 @@ pub mod rewrite;
 pub mod scalar_subquery;
 pub mod schema;
 pub mod scope;
+pub mod set_all;
 pub mod shoal_memory;
 pub mod typecheck;
 
@@ -95,6 +96,7 @@ pub async fn plan_statement(
         .map_err(pg_errors::from_datafusion)?;
     let plan = scalar_subquery::aggregate_correlated_scalar_subqueries(plan)
         .map_err(pg_errors::from_datafusion)?;
+    let plan = set_all::count_copies(plan).map_err(pg_errors::from_datafusion)?;
     typecheck::check_plan(&plan)?;
     let plan = arithmetic::type_for_postgres(plan).map_err(pg_errors::from_datafusion)?;
     // The analyzer's type coercion decides the final column types (a UNION of integer and
