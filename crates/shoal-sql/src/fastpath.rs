@@ -843,7 +843,7 @@ async fn execute_update(
             }
             // The holder's outcome is known after the wait; the retry reports a change.
             Err(StorageError::WouldBlock { holder }) => {
-                session.engine.db.wait_for(txn, holder).await?
+                session.wait_for_row_holder(txn, holder).await?
             }
             Err(e) => return Err(write_error(&plan.def, e)),
         }
@@ -875,7 +875,7 @@ async fn execute_delete(
                 snap = newest_snapshot;
             }
             Err(StorageError::WouldBlock { holder }) => {
-                session.engine.db.wait_for(txn, holder).await?
+                session.wait_for_row_holder(txn, holder).await?
             }
             Err(e) => return Err(e.into()),
         }
@@ -904,7 +904,7 @@ async fn execute_insert(
                 })
             }
             Err(StorageError::WouldBlock { holder }) => {
-                session.engine.db.wait_for(txn, holder).await?
+                session.wait_for_row_holder(txn, holder).await?
             }
             Err(e) => return Err(write_error(&plan.def, e)),
         }

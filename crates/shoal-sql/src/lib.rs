@@ -12,6 +12,7 @@ pub mod durability;
 pub mod engine;
 pub mod error;
 pub mod fastpath;
+pub mod interrupt;
 pub mod params;
 pub mod parse;
 pub mod pgtext;

@@ -23,6 +23,9 @@
 //!   rewritten to `ALTER TABLE name SET (shoal_access_method = method)` ([`ACCESS_METHOD_OPTION`]),
 //!   which the ALTER TABLE executor reads back.
 //!
+//! When the parse still fails, [`reserved_word_as_name`] finds the reserved word PostgreSQL
+//! would have stopped at (`CREATE TABLE TABLE t`), which sqlparser took as a name.
+//!
 //! One fix applies to every parse: sqlparser reads the right side of `a IS [NOT] DISTINCT FROM
 //! b` as a whole expression, so `a IS DISTINCT FROM b AND c` comes out as `a IS DISTINCT FROM (b
 //! AND c)`. PostgreSQL's IS binds tighter than NOT, AND and OR; [`fix_is_distinct_from`] turns
@@ -675,4 +678,35 @@ mod tests {
             .and_then(|h| h.storage.as_ref())
             .is_none());
     }
+}
+
+/// The first reserved word (unquoted) right after TABLE or INTO, where only a relation name
+/// may stand: PostgreSQL reports its syntax error there, sqlparser at the next token.
+pub fn reserved_word_as_name(sql: &str) -> Option<String> {
+    let tokens = Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize().ok()?;
+    let mut words = tokens
+        .iter()
+        .filter(|t| !matches!(t, Token::Whitespace(_)))
+        .map(|t| match t {
+            Token::Word(w) => Some(w),
+            _ => None,
+        });
+    let mut previous = words.next()?;
+    for word in words {
+        if let (Some(before), Some(name)) = (previous, word) {
+            let introduces_name = matches!(before.keyword, Keyword::TABLE | Keyword::INTO);
+            let reserved = crate::query::checks::RESERVED_KEYWORDS
+                .contains(&name.value.to_lowercase().as_str());
+            // ONLY is allowed there: ALTER TABLE ONLY t, TRUNCATE TABLE ONLY t.
+            if introduces_name
+                && reserved
+                && name.quote_style.is_none()
+                && name.keyword != Keyword::ONLY
+            {
+                return Some(name.value.clone());
+            }
+        }
+        previous = word;
+    }
+    None
 }

@@ -17,6 +17,7 @@ use crate::copy::CopyRequest;
 use crate::engine::Engine;
 use crate::error::{code, SqlError, SqlResult};
 use crate::fastpath::{self, FastPlan};
+use crate::interrupt::{interruptible, CancelSignal};
 use crate::query::scope::PlanScope;
 use crate::settings::{serializable_unsupported, Settings};
 use crate::shape_cache::{self, ShapeCache};
@@ -127,6 +128,8 @@ pub struct Session {
     /// Whether the running statement belongs to a transaction block (rather than its own
     /// implicit transaction): `self.txn` is taken out while a statement runs.
     statement_in_block: bool,
+    /// The client's CancelRequest for the query running now, if the protocol layer gave one.
+    cancel: Option<CancelSignal>,
 }
 
 pub fn parse_sql(sql: &str) -> SqlResult<Vec<Statement>> {
@@ -136,6 +139,11 @@ pub fn parse_sql(sql: &str) -> SqlResult<Vec<Statement>> {
             if let Ok(statements) = crate::parse::parse_statements(&rewritten) {
                 return Ok(statements);
             }
+        }
+        if let Some(word) = crate::parse::reserved_word_as_name(sql) {
+            return Err(SqlError::syntax(format!(
+                "syntax error at or near \"{word}\""
+            )));
         }
         let msg = e.to_string();
         let msg = msg.trim_start_matches("sql parser error: ");
@@ -182,11 +190,18 @@ impl Session {
             reported_changes: Vec::new(),
             shapes: ShapeCache::default(),
             statement_in_block: false,
+            cancel: None,
         }
     }
 
     pub fn backend_pid(&self) -> i32 {
         self.scope.backend_pid
+    }
+
+    /// Installs the signal a CancelRequest fires for the query about to run (None: the query
+    /// cannot be canceled); see `interrupt`.
+    pub fn set_cancel_signal(&mut self, signal: Option<CancelSignal>) {
+        self.cancel = signal;
     }
 
     /// 'I' idle, 'T' in a transaction block, 'E' in a failed block (ReadyForQuery status).
@@ -260,7 +275,11 @@ impl Session {
         }
         let values = shape_cache::bind_literals(&plan, &literals)?;
         let (mut txn, implicit) = self.statement_transaction();
-        let result = fastpath::execute_values(self, &mut txn, &plan, &values).await;
+        let mut cancel = self.cancel.take();
+        let timeout_ms = self.settings.statement_timeout_ms();
+        let work = fastpath::execute_values(self, &mut txn, &plan, &values);
+        let result = interruptible(timeout_ms, &mut cancel, work).await;
+        self.cancel = cancel;
         Some(self.finish_statement(txn, implicit, result).await)
     }
 
@@ -309,10 +328,16 @@ impl Session {
             return Err(e);
         }
         let (mut txn, implicit) = self.statement_transaction();
-        let result = match fastpath::plan(self, &stmt, 0) {
-            Some(plan) => fastpath::execute(self, &mut txn, &plan, &[]).await,
-            None => self.run_in_transaction(&mut txn, stmt).await,
+        let mut cancel = self.cancel.take();
+        let timeout_ms = self.settings.statement_timeout_ms();
+        let work = async {
+            match fastpath::plan(self, &stmt, 0) {
+                Some(plan) => fastpath::execute(self, &mut txn, &plan, &[]).await,
+                None => self.run_in_transaction(&mut txn, stmt).await,
+            }
         };
+        let result = interruptible(timeout_ms, &mut cancel, work).await;
+        self.cancel = cancel;
         self.finish_statement(txn, implicit, result).await
     }
 
@@ -401,6 +426,7 @@ impl Session {
         result: SqlResult<StatementResult>,
     ) -> SqlResult<StatementResult> {
         *self.scope.dml_capture.lock() = None;
+        self.apply_set_config_calls(!implicit, result.is_ok());
         match (implicit, result) {
             (true, Ok(StatementResult::CopyIn(req))) => {
                 // COPY FROM STDIN keeps its transaction open until the data has arrived.
@@ -429,6 +455,29 @@ impl Session {
                 Err(e)
             }
         }
+    }
+
+    /// Keeps the statement's set_config() changes if it succeeded: like SET (or SET LOCAL when
+    /// is_local) inside a block; outside one, a local change ends with the statement.
+    fn apply_set_config_calls(&mut self, in_block: bool, succeeded: bool) {
+        let calls = std::mem::take(&mut *self.scope.set_config_calls.lock());
+        if calls.is_empty() {
+            return;
+        }
+        for (name, value, local) in calls.into_iter().filter(|_| succeeded) {
+            let set = match (in_block, local) {
+                (true, true) => self.settings.set(&name, &value, true),
+                (true, false) => self.settings.set_in_block(&name, &value),
+                (false, false) => self.settings.set(&name, &value, false),
+                (false, true) => continue,
+            };
+            if set.is_ok() {
+                self.setting_changed(&name);
+            }
+        }
+        // set_config wrote into the scope's copy directly: copy the session's back over it.
+        self.scope_settings_generation = None;
+        self.sync_scope_settings();
     }
 
     /// Completes a COPY FROM STDIN that `execute_statement` started.
@@ -1102,7 +1151,11 @@ impl Session {
                     return Err(e);
                 }
                 let (mut txn, implicit) = self.statement_transaction();
-                let result = fastpath::execute(self, &mut txn, &plan, &values).await;
+                let mut cancel = self.cancel.take();
+                let timeout_ms = self.settings.statement_timeout_ms();
+                let work = fastpath::execute(self, &mut txn, &plan, &values);
+                let result = interruptible(timeout_ms, &mut cancel, work).await;
+                self.cancel = cancel;
                 return self.finish_statement(txn, implicit, result).await;
             }
         }
@@ -1126,7 +1179,11 @@ impl Session {
                         values.into_iter().map(Into::into).collect(),
                     ))
                 };
-                let result = self.run_plan(plan, params).await;
+                let mut cancel = self.cancel.take();
+                let timeout_ms = self.settings.statement_timeout_ms();
+                let work = self.run_plan(plan, params);
+                let result = interruptible(timeout_ms, &mut cancel, work).await;
+                self.cancel = cancel;
                 return self.finish_statement(txn, implicit, result).await;
             }
         }

@@ -70,6 +70,10 @@ pub struct Settings {
     /// Bumped by every change to `values`, so the session copies them to its plan scope only
     /// when they moved (copying on every statement cost a quarter of a point select).
     generation: u64,
+    /// `statement_timeout` and `lock_timeout` in milliseconds (0: none), kept parsed because
+    /// every statement reads them.
+    statement_timeout_ms: u64,
+    lock_timeout_ms: u64,
 }
 
 /// How a setting changed inside a transaction block: the value it had before the block (what
@@ -90,6 +94,8 @@ impl Default for Settings {
                 .collect(),
             txn_changes: HashMap::new(),
             generation: 0,
+            statement_timeout_ms: 0,
+            lock_timeout_ms: 0,
         }
     }
 }
@@ -108,12 +114,28 @@ impl Settings {
         self.generation
     }
 
+    pub fn statement_timeout_ms(&self) -> u64 {
+        self.statement_timeout_ms
+    }
+
+    pub fn lock_timeout_ms(&self) -> u64 {
+        self.lock_timeout_ms
+    }
+
     /// Stores a value; bumps the generation only when it differs from the current one.
     fn put(&mut self, name: String, value: String) {
-        if self.values.get(&name) != Some(&value) {
-            self.values.insert(name, value);
-            self.generation += 1;
+        if self.values.get(&name) == Some(&value) {
+            return;
         }
+        // Values reach here normalized, so they parse.
+        let ms = || parse_duration_ms(&value).unwrap_or(0);
+        match name.as_str() {
+            "statement_timeout" => self.statement_timeout_ms = ms(),
+            "lock_timeout" => self.lock_timeout_ms = ms(),
+            _ => {}
+        }
+        self.values.insert(name, value);
+        self.generation += 1;
     }
 
     pub fn is_reported(name: &str) -> bool {
@@ -161,27 +183,7 @@ impl Settings {
     }
 
     fn assign(&mut self, name: &str, value: &str) -> SqlResult<String> {
-        let name = name.to_lowercase();
-        let value = normalize(&name, value)?;
-        if !self.values.contains_key(&name) && !name.contains('.') {
-            return Err(SqlError::new(
-                code::UNDEFINED_OBJECT,
-                format!("unrecognized configuration parameter \"{name}\""),
-            ));
-        }
-        if matches!(
-            name.as_str(),
-            "server_version"
-                | "server_encoding"
-                | "integer_datetimes"
-                | "server_version_num"
-                | "max_identifier_length"
-        ) {
-            return Err(SqlError::new(
-                "55P02",
-                format!("parameter \"{name}\" cannot be changed"),
-            ));
-        }
+        let (name, value) = checked_assignment(name, value, |n| self.values.contains_key(n))?;
         self.put(name.clone(), value);
         Ok(name)
     }
@@ -235,6 +237,38 @@ impl Settings {
     pub fn search_path(&self) -> Vec<String> {
         parse_search_path(self.get("search_path").unwrap_or("public"))
     }
+}
+
+/// The canonical name and normalized value of `SET name = value`, or why it is refused:
+/// an unknown parameter (custom `a.b` names are accepted, as in PostgreSQL), a read-only one,
+/// or a bad value. `exists` says whether the session knows `name` (lowercased).
+pub fn checked_assignment(
+    name: &str,
+    value: &str,
+    exists: impl Fn(&str) -> bool,
+) -> SqlResult<(String, String)> {
+    let name = name.to_lowercase();
+    let value = normalize(&name, value)?;
+    if !exists(&name) && !name.contains('.') {
+        return Err(SqlError::new(
+            code::UNDEFINED_OBJECT,
+            format!("unrecognized configuration parameter \"{name}\""),
+        ));
+    }
+    if matches!(
+        name.as_str(),
+        "server_version"
+            | "server_encoding"
+            | "integer_datetimes"
+            | "server_version_num"
+            | "max_identifier_length"
+    ) {
+        return Err(SqlError::new(
+            "55P02",
+            format!("parameter \"{name}\" cannot be changed"),
+        ));
+    }
+    Ok((name, value))
 }
 
 pub fn parse_search_path(v: &str) -> Vec<String> {

@@ -26,7 +26,9 @@ pub use database::{Database, PreparedCommit};
 pub use error::StorageError;
 pub use gc::GcStats;
 pub use index::IndexDef;
-pub use table::{InsertOutcome, RowChain, RowLockMode, RowRef, RowTable, WriteOutcome};
+pub use table::{
+    InsertOutcome, RowChain, RowLockMode, RowRef, RowTable, TableMemory, WriteOutcome,
+};
 pub use txn::{
     ChangeKind, CommitTs, IsolationLevel, RedoChange, RedoSink, Snapshot, Transaction, TxnId,
 };

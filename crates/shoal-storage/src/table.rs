@@ -886,36 +886,69 @@ impl RowTable {
         n
     }
 
-    /// Estimate of the memory the table holds: heap slots, row chains, versions and their
-    /// bytes (with allocation headers), and index entries. Walks the table.
+    /// Estimate of the memory the table holds: its rows and its indexes (see `memory`).
     pub fn memory_bytes(&self) -> usize {
+        self.memory().total_bytes()
+    }
+
+    /// Estimate of the memory the table holds, split into rows (heap slots, row chains,
+    /// versions and their bytes, with allocation headers) and index entries. Walks the table.
+    pub fn memory(&self) -> TableMemory {
         const ARC_HEADER_BYTES: usize = 16;
         let shape = self.shape.read_recursive();
-        let mut bytes = std::mem::size_of::<RowTable>();
+        let mut rows_bytes = std::mem::size_of::<RowTable>();
         for chunk in self.heap.chunks() {
             let c = chunk.lock();
-            bytes += ARC_HEADER_BYTES + c.capacity() * std::mem::size_of::<RowRef>();
+            rows_bytes += ARC_HEADER_BYTES + c.capacity() * std::mem::size_of::<RowRef>();
             for chain in c.iter() {
-                bytes += ARC_HEADER_BYTES + std::mem::size_of::<RowChain>();
+                rows_bytes += ARC_HEADER_BYTES + std::mem::size_of::<RowChain>();
                 let st = chain.state.lock();
-                bytes += st.older.capacity() * std::mem::size_of::<Version>();
+                rows_bytes += st.older.capacity() * std::mem::size_of::<Version>();
                 for v in st.versions() {
-                    bytes += (ARC_HEADER_BYTES + v.data.len()).next_multiple_of(8);
+                    rows_bytes += (ARC_HEADER_BYTES + v.data.len()).next_multiple_of(8);
                 }
             }
         }
-        for idx in &shape.indexes {
-            bytes += idx
-                .map
-                .iter()
-                .map(|e| entry_memory_bytes(e.key().as_bytes().len()))
-                .sum::<usize>();
-            if idx.def.unique {
-                bytes += idx.map.len() * point_entry_memory_bytes();
-            }
+        let index_bytes = shape.indexes.iter().map(index_memory_bytes).sum();
+        TableMemory {
+            rows_bytes,
+            index_bytes,
         }
-        bytes
     }
+
+    /// Estimate of the memory index `id` holds; None if the table has no such index.
+    pub fn index_memory_bytes(&self, id: IndexId) -> Option<usize> {
+        let shape = self.shape.read_recursive();
+        let idx = shape.indexes.iter().find(|i| i.def.id == id)?;
+        Some(index_memory_bytes(idx))
+    }
+}
+
+/// The memory a table holds, as `pg_relation_size` (rows), `pg_indexes_size` (indexes) and
+/// `pg_total_relation_size` (both) report it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TableMemory {
+    pub rows_bytes: usize,
+    pub index_bytes: usize,
+}
+
+impl TableMemory {
+    pub fn total_bytes(&self) -> usize {
+        self.rows_bytes + self.index_bytes
+    }
+}
+
+/// Ordered entries with their keys, plus the hashed point entries of a unique index.
+fn index_memory_bytes(idx: &Index) -> usize {
+    let mut bytes = idx
+        .map
+        .iter()
+        .map(|e| entry_memory_bytes(e.key().as_bytes().len()))
+        .sum::<usize>();
+    if idx.def.unique {
+        bytes += idx.map.len() * point_entry_memory_bytes();
+    }
+    bytes
 }
 
 fn as_slice_bound(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {

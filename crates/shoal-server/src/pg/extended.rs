@@ -12,7 +12,6 @@ use std::fmt::Debug;
 use std::ops::Deref;
 use std::sync::Arc;
 
-use futures::future::{select, Either};
 use futures::sink::{Sink, SinkExt};
 use futures::stream::StreamExt;
 use pgwire::api::copy;
@@ -23,9 +22,7 @@ use pgwire::api::results::{
 };
 use pgwire::api::stmt::StoredStatement;
 use pgwire::api::store::{Entry, PortalStore};
-use pgwire::api::{
-    ClientInfo, ClientPortalStore, ConnectionHandle, PgWireConnectionState, DEFAULT_NAME,
-};
+use pgwire::api::{ClientInfo, ClientPortalStore, PgWireConnectionState, DEFAULT_NAME};
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult, SEVERITY_ERROR};
 use pgwire::messages::data::{NoData, ParameterDescription, RowDescription};
 use pgwire::messages::extendedquery::{
@@ -199,7 +196,7 @@ where
     );
     // A portal already started (suspended or finished) only has rows left to fetch.
     let has_rows = if not_started {
-        let response = run_portal(handler, client, &portal, max_rows).await?;
+        let response = handler.do_query(client, &portal, max_rows).await?;
         feed_start_response(client, &portal, response, &mut transaction_status).await?
     } else {
         true
@@ -213,32 +210,6 @@ where
         client.set_transaction_status(transaction_status);
     }
     Ok(())
-}
-
-/// Runs `do_query`, racing it against a CancelRequest for this connection. pgwire's
-/// `get_cancel_receiver` is private, so its two lines are repeated here.
-async fn run_portal<H, C>(
-    handler: &H,
-    client: &mut C,
-    portal: &Portal<H::Statement>,
-    max_rows: usize,
-) -> PgWireResult<Response>
-where
-    H: ExtendedQueryHandler + ?Sized,
-    C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
-    C::PortalStore: PortalStore<Statement = H::Statement>,
-    C::Error: Debug,
-    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
-{
-    let connection = client.session_extensions().get::<Arc<ConnectionHandle>>();
-    let Some(connection) = connection else {
-        return handler.do_query(client, portal, max_rows).await;
-    };
-    let cancel_rx = connection.start_query().await;
-    match select(handler.do_query(client, portal, max_rows), cancel_rx).await {
-        Either::Left((result, _)) => result,
-        Either::Right(_) => Err(PgWireError::QueryCanceled),
-    }
 }
 
 /// Queues the answer to a portal's first Execute; returns true when it produced rows, which

@@ -24,8 +24,8 @@ use pgwire::api::results::{
 use pgwire::api::stmt::{QueryParser, StoredStatement};
 use pgwire::api::store::PortalStore;
 use pgwire::api::{
-    ClientInfo, ClientPortalStore, ConnectionManager, PgWireConnectionState, PidSecretKeyGenerator,
-    RandomPidSecretKeyGenerator, Type,
+    ClientInfo, ClientPortalStore, ConnectionHandle, ConnectionManager, PgWireConnectionState,
+    PidSecretKeyGenerator, RandomPidSecretKeyGenerator, Type,
 };
 use pgwire::error::{PgWireError, PgWireResult};
 use pgwire::messages::copy::{CopyData, CopyDone, CopyFail};
@@ -35,6 +35,7 @@ use pgwire::messages::simplequery::Query;
 use pgwire::messages::startup::ParameterStatus;
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 use shoal_sql::copy::{CopyIn, CopyRequest};
+use shoal_sql::interrupt::{cancel_signal_from, CancelSignal};
 use shoal_sql::session::Prepared;
 use shoal_sql::{Engine, Session, SqlError, StatementResult};
 use tokio::sync::Mutex;
@@ -64,6 +65,14 @@ impl ConnectionHandler {
             },
         )
     }
+}
+
+/// The signal a CancelRequest for this connection fires during the query about to run. The
+/// session races it against the statement's work, so a canceled statement fails with 57014
+/// and leaves the transaction as any failed statement does.
+async fn cancel_signal<C: ClientInfo>(client: &C) -> Option<CancelSignal> {
+    let connection = client.session_extensions().get::<Arc<ConnectionHandle>>()?;
+    Some(cancel_signal_from(connection.start_query().await))
 }
 
 fn status_of(code: u8) -> TransactionStatus {
@@ -224,6 +233,7 @@ impl SimpleQueryHandler for ConnectionHandler {
     {
         client.set_state(PgWireConnectionState::QueryInProgress);
         let mut session = self.session.lock().await;
+        session.set_cancel_signal(cancel_signal(client).await);
         let sql = query.query;
         let mut copy_started = false;
         if sql.chars().all(|c| c == ';' || c.is_whitespace()) {
@@ -234,6 +244,7 @@ impl SimpleQueryHandler for ConnectionHandler {
                 .await?;
         } else {
             let results = session.execute_sql(&sql).await;
+            session.set_cancel_signal(None);
             self.send_parameter_changes(client, &mut session).await?;
             for r in results {
                 match r {
@@ -457,7 +468,9 @@ impl ExtendedQueryHandler for ConnectionHandler {
             Ok(v) => v,
             Err(e) => return Err(to_pgwire(e)),
         };
+        session.set_cancel_signal(cancel_signal(client).await);
         let result = session.execute_prepared(&prepared, values).await;
+        session.set_cancel_signal(None);
         self.send_parameter_changes(client, &mut session).await?;
         match result {
             Ok(r) => {

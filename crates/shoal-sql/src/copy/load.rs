@@ -218,7 +218,7 @@ impl CopyLoader {
                                 .with_context(format!("COPY {}, line {line}", def.name)));
                             }
                             Err(StorageError::WouldBlock { holder }) => {
-                                session.engine.db.wait_for(txn, holder).await?
+                                session.wait_for_row_holder(txn, holder).await?
                             }
                             Err(e) => return Err(e.into()),
                         }

@@ -254,7 +254,7 @@ async fn delete_all_rows(
                     newest_snapshot, ..
                 }) => row_snap = newest_snapshot,
                 Err(StorageError::WouldBlock { holder }) => {
-                    session.engine.db.wait_for(txn, holder).await?
+                    session.wait_for_row_holder(txn, holder).await?
                 }
                 Err(e) => return Err(e.into()),
             }

@@ -92,7 +92,7 @@ async fn lock_for_write(
         match table.lock_for_write(txn) {
             Ok(()) => break,
             Err(StorageError::WouldBlock { holder }) => {
-                session.engine.db.wait_for(txn, holder).await?
+                session.wait_for_row_holder(txn, holder).await?
             }
             Err(e) => return Err(e.into()),
         }

@@ -287,7 +287,7 @@ async fn insert_row(
                 return Ok(updated);
             }
             Err(StorageError::WouldBlock { holder }) => {
-                session.engine.db.wait_for(txn, holder).await?
+                session.wait_for_row_holder(txn, holder).await?
             }
             Err(StorageError::UniqueViolation {
                 index_name,
@@ -387,7 +387,7 @@ async fn on_conflict_update(
         let snap = session.engine.db.statement_snapshot(txn);
         match table.lock_row(txn, existing, &snap, RowLockMode::Exclusive) {
             Err(StorageError::WouldBlock { holder }) => {
-                session.engine.db.wait_for(txn, holder).await?;
+                session.wait_for_row_holder(txn, holder).await?;
                 continue;
             }
             Err(e) => return Err(e.into()),
@@ -456,7 +456,7 @@ async fn write_update(
             Ok(WriteOutcome::Done) => return Ok(true),
             Ok(WriteOutcome::Changed { .. }) => return Ok(false),
             Err(StorageError::WouldBlock { holder }) => {
-                session.engine.db.wait_for(txn, holder).await?
+                session.wait_for_row_holder(txn, holder).await?
             }
             Err(StorageError::UniqueViolation {
                 index_name,

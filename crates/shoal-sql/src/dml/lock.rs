@@ -170,7 +170,7 @@ async fn lock_one(
                     ))
                 }
                 Some(ast::NonBlock::SkipLocked) => return Ok(None),
-                None => session.engine.db.wait_for(txn, holder).await?,
+                None => session.wait_for_row_holder(txn, holder).await?,
             },
             Err(e) => return Err(e.into()),
         }

@@ -262,7 +262,7 @@ async fn update_one(
                 snap = newest_snapshot;
             }
             Err(StorageError::WouldBlock { holder }) => {
-                session.engine.db.wait_for(txn, holder).await?
+                session.wait_for_row_holder(txn, holder).await?
             }
             Err(StorageError::UniqueViolation {
                 index_name,
@@ -448,7 +448,7 @@ async fn delete_one(
                 snap = newest_snapshot;
             }
             Err(StorageError::WouldBlock { holder }) => {
-                session.engine.db.wait_for(txn, holder).await?
+                session.wait_for_row_holder(txn, holder).await?
             }
             Err(e) => return Err(e.into()),
         }

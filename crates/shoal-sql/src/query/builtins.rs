@@ -1,7 +1,8 @@
 //! PostgreSQL's ordinary SQL functions where DataFusion lacks them or types them differently:
 //! `avg` and `sum` with PostgreSQL's result types (avg of integers is numeric, sum of bigints
-//! is numeric), `pg_typeof`, and `format`. Functions that are only another name for a
-//! DataFusion function (`ceiling`, `mod`, `sign`) are renamed in `rewrite.rs` instead.
+//! is numeric), `pg_typeof`, `pg_sleep`, and `format` (in `format.rs`). Functions that are only
+//! another name for a DataFusion function (`ceiling`, `mod`, `sign`) are renamed in `rewrite.rs`
+//! instead.
 
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
@@ -10,12 +11,13 @@ use datafusion::arrow::array::ArrayRef;
 use datafusion::arrow::datatypes::{DataType as ArrowType, FieldRef};
 use datafusion::common::{plan_err, Result as DfResult, ScalarValue};
 use datafusion::execution::FunctionRegistry;
+use datafusion::logical_expr::async_udf::{AsyncScalarUDF, AsyncScalarUDFImpl};
 use datafusion::logical_expr::expr::AggregateFunctionParams;
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
 use datafusion::logical_expr::{
     udaf_default_schema_name, Accumulator, AggregateUDF, AggregateUDFImpl, ColumnarValue, Expr,
-    GroupsAccumulator, ReversedUDAF, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature,
-    Volatility,
+    GroupsAccumulator, ReturnFieldArgs, ReversedUDAF, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl,
+    Signature, Volatility,
 };
 
 use crate::query::pg_catalog::format_type_oid;
@@ -46,6 +48,19 @@ pub fn register(state: &mut datafusion::execution::SessionState) {
         .register_udf(Arc::new(ScalarUDF::new_from_impl(PgTypeof {
             signature: Signature::any(1, Volatility::Immutable),
         })))
+        .expect("function registration cannot fail");
+    state
+        .register_udf(Arc::new(ScalarUDF::new_from_impl(
+            crate::query::format::PgFormat {
+                signature: Signature::variadic_any(Volatility::Stable),
+            },
+        )))
+        .expect("function registration cannot fail");
+    let sleep = AsyncScalarUDF::new(Arc::new(PgSleep {
+        signature: Signature::uniform(1, vec![ArrowType::Float64], Volatility::Volatile),
+    }));
+    state
+        .register_udf(Arc::new(sleep.into_scalar_udf()))
         .expect("function registration cannot fail");
     state
         .register_udf(Arc::new(ScalarUDF::new_from_impl(PgTextOut {
@@ -293,5 +308,71 @@ impl ScalarUDFImpl for PgTextOut {
         } else {
             ColumnarValue::Array(out)
         })
+    }
+}
+
+/// `pg_sleep(seconds)`. It is async, so the sleep holds no thread and ends at once when the
+/// statement is canceled or times out (the session drops the statement's future).
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct PgSleep {
+    signature: Signature,
+}
+
+/// PostgreSQL's `void`, the type of functions that return nothing; its output is empty.
+const VOID_OID: u32 = 2278;
+
+impl ScalarUDFImpl for PgSleep {
+    fn name(&self) -> &str {
+        "pg_sleep"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[ArrowType]) -> DfResult<ArrowType> {
+        Ok(ArrowType::Utf8)
+    }
+
+    fn return_field_from_args(&self, _args: ReturnFieldArgs) -> DfResult<FieldRef> {
+        let field = datafusion::arrow::datatypes::Field::new(self.name(), ArrowType::Utf8, false)
+            .with_metadata(
+                [(PG_TYPE_METADATA_KEY.to_string(), VOID_OID.to_string())]
+                    .into_iter()
+                    .collect(),
+            );
+        Ok(Arc::new(field))
+    }
+
+    fn invoke_with_args(&self, _args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
+        // AsyncScalarUDF calls invoke_async_with_args instead.
+        datafusion::common::internal_err!("pg_sleep must be invoked asynchronously")
+    }
+}
+
+#[async_trait::async_trait]
+impl AsyncScalarUDFImpl for PgSleep {
+    async fn invoke_async_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
+        use datafusion::arrow::array::{Array, Float64Array, StringArray};
+        let rows = args.number_rows;
+        let seconds = args.args[0].to_array(rows)?;
+        let seconds = seconds
+            .as_any()
+            .downcast_ref::<Float64Array>()
+            .expect("the signature coerces the argument to float8");
+        // One sleep per row, as PostgreSQL evaluates a volatile function once per row.
+        for row in 0..seconds.len() {
+            if seconds.is_null(row) {
+                continue;
+            }
+            let s = seconds.value(row);
+            if s > 0.0 {
+                let duration = std::time::Duration::try_from_secs_f64(s)
+                    .unwrap_or(std::time::Duration::from_secs(u32::MAX as u64));
+                tokio::time::sleep(duration).await;
+            }
+        }
+        let empty: ArrayRef = Arc::new(StringArray::from(vec![""; rows]));
+        Ok(ColumnarValue::Array(empty))
     }
 }

@@ -154,18 +154,21 @@ impl Checker<'_> {
 
     fn collect_factor(&mut self, factor: &TableFactor, names: &mut Vec<FromName>) -> SqlResult<()> {
         let name = match factor {
-            TableFactor::Table { name, alias, .. } => FromName {
-                refname: alias
-                    .as_ref()
-                    .map(|a| normalize(&a.name))
-                    .unwrap_or_else(|| last_name_part(name)),
-                hidden_table: alias.as_ref().map(|_| last_name_part(name)),
-                qualified: if alias.is_some() {
-                    String::new()
-                } else {
-                    name.to_string().to_lowercase()
-                },
-            },
+            TableFactor::Table { name, alias, .. } => {
+                check_not_reserved(name)?;
+                FromName {
+                    refname: alias
+                        .as_ref()
+                        .map(|a| normalize(&a.name))
+                        .unwrap_or_else(|| last_name_part(name)),
+                    hidden_table: alias.as_ref().map(|_| last_name_part(name)),
+                    qualified: if alias.is_some() {
+                        String::new()
+                    } else {
+                        name.to_string().to_lowercase()
+                    },
+                }
+            }
             TableFactor::Derived {
                 subquery, alias, ..
             } => {
@@ -329,6 +332,7 @@ impl Visitor for ExprWalker<'_, '_> {
                 self.checker.check_qualifier(&normalize(&parts[0]))
             }
             Expr::Function(f) if f.over.is_some() => self.check_window_call(f),
+            Expr::Subquery(q) => check_scalar_subquery_width(q),
             _ => Ok(()),
         };
         match result {
@@ -360,4 +364,121 @@ impl ExprWalker<'_, '_> {
         }
         Ok(())
     }
+}
+
+/// A scalar subquery yields one column. (DataFusion says so too, but with the message
+/// PostgreSQL uses for IN subqueries.) Widths hidden behind `*` are left to DataFusion.
+fn check_scalar_subquery_width(q: &Query) -> SqlResult<()> {
+    let SetExpr::Select(select) = q.body.as_ref() else {
+        return Ok(());
+    };
+    let wildcard = select.projection.iter().any(|item| {
+        matches!(
+            item,
+            SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..)
+        )
+    });
+    if select.projection.len() > 1 && !wildcard {
+        return Err(SqlError::syntax("subquery must return only one column"));
+    }
+    Ok(())
+}
+
+/// PostgreSQL's reserved key words, which cannot name a table unless quoted. sqlparser
+/// accepts most of them as names, so `SELECT FROM FROM t` would otherwise read a table called
+/// "from".
+pub const RESERVED_KEYWORDS: &[&str] = &[
+    "all",
+    "analyse",
+    "analyze",
+    "and",
+    "any",
+    "array",
+    "as",
+    "asc",
+    "asymmetric",
+    "both",
+    "case",
+    "cast",
+    "check",
+    "collate",
+    "column",
+    "constraint",
+    "create",
+    "current_catalog",
+    "current_date",
+    "current_role",
+    "current_time",
+    "current_timestamp",
+    "current_user",
+    "default",
+    "deferrable",
+    "desc",
+    "distinct",
+    "do",
+    "else",
+    "end",
+    "except",
+    "false",
+    "fetch",
+    "for",
+    "foreign",
+    "from",
+    "grant",
+    "group",
+    "having",
+    "in",
+    "initially",
+    "intersect",
+    "into",
+    "lateral",
+    "leading",
+    "limit",
+    "localtime",
+    "localtimestamp",
+    "not",
+    "null",
+    "offset",
+    "on",
+    "only",
+    "or",
+    "order",
+    "placing",
+    "primary",
+    "references",
+    "returning",
+    "select",
+    "session_user",
+    "some",
+    "symmetric",
+    "table",
+    "then",
+    "to",
+    "trailing",
+    "true",
+    "union",
+    "unique",
+    "user",
+    "using",
+    "variadic",
+    "when",
+    "where",
+    "window",
+    "with",
+];
+
+/// An unquoted reserved word used as a table name is a syntax error at that word.
+fn check_not_reserved(name: &ObjectName) -> SqlResult<()> {
+    for part in &name.0 {
+        if let ObjectNamePart::Identifier(ident) = part {
+            let reserved = RESERVED_KEYWORDS.contains(&ident.value.to_lowercase().as_str());
+            if ident.quote_style.is_none() && reserved {
+                return Err(SqlError::syntax(format!(
+                    "syntax error at or near \"{}\"",
+                    ident.value
+                )));
+            }
+        }
+    }
+    Ok(())
 }

@@ -107,10 +107,33 @@ impl SqlError {
 }
 
 fn cast_error(msg: &str) -> SqlError {
+    // "Cannot cast value 'maybe' to value of Boolean type"
+    if let Some(rest) = msg.split("Cannot cast value '").nth(1) {
+        if msg.contains("Boolean") {
+            let value = rest.rsplit_once("' to value").map_or(rest, |(v, _)| v);
+            return SqlError::new(
+                code::INVALID_TEXT_REPRESENTATION,
+                format!("invalid input syntax for type boolean: \"{value}\""),
+            );
+        }
+    }
     // "Cannot cast string 'abc' to value of Int32 type"
     if let Some(rest) = msg.split("Cannot cast string '").nth(1) {
         let value = rest.split('\'').next().unwrap_or("");
-        let type_name = pg_name_of_arrow(msg.split("value of ").nth(1).unwrap_or(""));
+        let arrow_type = msg.split("value of ").nth(1).unwrap_or("");
+        // Dates and timestamps: PostgreSQL's own parser says what is wrong (bad syntax,
+        // 22007, or a field out of range, 22008).
+        let parsed = if arrow_type.starts_with("Date32") {
+            crate::pgtext::parse_date(value).err()
+        } else if arrow_type.starts_with("Timestamp") {
+            crate::pgtext::parse_timestamp(value, arrow_type.contains("Some")).err()
+        } else {
+            None
+        };
+        if let Some(e) = parsed {
+            return e;
+        }
+        let type_name = pg_name_of_arrow(arrow_type);
         return SqlError::new(
             code::INVALID_TEXT_REPRESENTATION,
             format!("invalid input syntax for type {type_name}: \"{value}\""),

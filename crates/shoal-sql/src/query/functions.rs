@@ -231,7 +231,7 @@ fn regtype_text(oid: i64) -> String {
     format_type_oid(oid as u32, -1).unwrap_or_else(|| oid.to_string())
 }
 
-fn quote_ident_if_needed(name: &str) -> String {
+pub(crate) fn quote_ident_if_needed(name: &str) -> String {
     let plain = name
         .chars()
         .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
@@ -783,6 +783,30 @@ pub fn register(state: &mut datafusion::execution::SessionState, scope: Arc<Plan
             }
         },
     ));
+    let sc = s.clone();
+    add(udf(
+        "set_config",
+        &[3],
+        text.clone(),
+        Volatility::Volatile,
+        move |a| {
+            let (Some(name), Some(value)) = (text_arg(&a[0]), text_arg(&a[1])) else {
+                return Ok(ScalarValue::Utf8(None));
+            };
+            let local = matches!(a[2], ScalarValue::Boolean(Some(true)));
+            let mut settings = sc.settings.lock();
+            let (name, value) =
+                crate::settings::checked_assignment(&name, &value, |n| settings.contains_key(n))
+                    .map_err(sql_error)?;
+            // Visible at once to current_setting() in the same statement; the session keeps
+            // the change only if the statement succeeds.
+            settings.insert(name.clone(), value.clone());
+            sc.set_config_calls
+                .lock()
+                .push((name, value.clone(), local));
+            Ok(ScalarValue::Utf8(Some(value)))
+        },
+    ));
     add(udf(
         "gen_random_uuid",
         &[0],
@@ -808,22 +832,31 @@ pub fn register(state: &mut datafusion::execution::SessionState, scope: Arc<Plan
     ));
 }
 
+/// The size functions over Shoal's memory estimates: a table's "relation" is its rows, its
+/// indexes are counted apart, as PostgreSQL counts the heap and the index files apart.
 fn relation_size(scope: &PlanScope, oid: Oid, which: &str) -> usize {
-    let catalog = scope.engine.catalog.read();
-    let table_oid = catalog.indexes.get(&oid).map(|i| i.table).unwrap_or(oid);
+    let index_table = scope
+        .engine
+        .catalog
+        .read()
+        .indexes
+        .get(&oid)
+        .map(|i| i.table);
     let db = &scope.engine.db;
-    let total = match (
-        db.table(table_oid as u64),
-        db.column_table(table_oid as u64),
-    ) {
-        (Some(table), _) => table.memory_bytes(),
-        (None, Some(table)) => table.memory_bytes(),
-        (None, None) => return 0,
+    if let Some(table_oid) = index_table {
+        let bytes = db
+            .table(table_oid as u64)
+            .and_then(|t| t.index_memory_bytes(oid as u64))
+            .unwrap_or(0);
+        return if which == "pg_indexes_size" { 0 } else { bytes };
+    }
+    let Some(memory) = crate::query::shoal_memory::table_memory(db, oid) else {
+        return 0;
     };
     match which {
-        // Indexes are counted inside the table's memory; report the whole for the table sizes.
-        "pg_indexes_size" => 0,
-        _ => total,
+        "pg_relation_size" | "pg_table_size" => memory.rows_bytes,
+        "pg_indexes_size" => memory.index_bytes,
+        _ => memory.total_bytes(),
     }
 }
 

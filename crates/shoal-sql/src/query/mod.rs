@@ -10,6 +10,7 @@ pub mod checks;
 pub mod column_names;
 pub mod column_provider;
 pub mod errors;
+pub mod format;
 pub mod functions;
 pub mod information_schema;
 pub mod join_using;
@@ -20,6 +21,8 @@ pub mod rewrite;
 pub mod scalar_subquery;
 pub mod schema;
 pub mod scope;
+pub mod set_all;
+pub mod shoal_memory;
 pub mod typecheck;
 
 use std::sync::Arc;
@@ -93,6 +96,7 @@ pub async fn plan_statement(
         .map_err(pg_errors::from_datafusion)?;
     let plan = scalar_subquery::aggregate_correlated_scalar_subqueries(plan)
         .map_err(pg_errors::from_datafusion)?;
+    let plan = set_all::count_copies(plan).map_err(pg_errors::from_datafusion)?;
     typecheck::check_plan(&plan)?;
     let plan = arithmetic::type_for_postgres(plan).map_err(pg_errors::from_datafusion)?;
     // The analyzer's type coercion decides the final column types (a UNION of integer and

@@ -124,6 +124,7 @@ pub fn table(scope: &Arc<PlanScope>, name: &str) -> Option<Arc<dyn TableProvider
         "pg_attrdef" => pg_attrdef(&catalog),
         "pg_sequence" => pg_sequence(&catalog),
         "pg_settings" => pg_settings(scope),
+        "shoal_memory" => crate::query::shoal_memory::shoal_memory(scope),
         "pg_description" => TableBuilder::new(&[
             ("objoid", OID),
             ("classoid", OID),

@@ -240,7 +240,28 @@ impl VisitorMut for Rewriter<'_> {
                     // parameters keep the cast: it types a parameter, and literals print alike.)
                     *expr = function_call("pg_text_out", vec![(**inner).clone()]);
                 } else if matches!(data_type, DataType::Uuid) {
+                    // A uuid is text to DataFusion: check a literal now, and write it the way
+                    // uuid output does (lower case, hyphenated).
+                    if let Some(text) = string_literal_mut(inner) {
+                        match crate::types::parse_uuid(text) {
+                            Ok(u) => *text = crate::types::format_uuid(u),
+                            Err(e) => {
+                                self.error = Some(e);
+                                return ControlFlow::Break(());
+                            }
+                        }
+                    }
                     *data_type = DataType::Text;
+                } else if let DataType::Varchar(Some(length))
+                | DataType::CharacterVarying(Some(length)) = data_type
+                {
+                    // An explicit cast to varchar(n) cuts a longer string to n characters.
+                    let limit = character_length_limit(length);
+                    if let (Some(text), Some(limit)) = (string_literal_mut(inner), limit) {
+                        if let Some((cut, _)) = text.char_indices().nth(limit) {
+                            text.truncate(cut);
+                        }
+                    }
                 } else if let DataType::Char(_) | DataType::Character(_) = data_type {
                     *data_type = DataType::Text;
                 }
@@ -492,5 +513,24 @@ fn name_scalar_function_column(factor: &mut TableFactor) {
         alias.columns = vec![ast::TableAliasColumnDef::from_name(
             alias.name.value.clone(),
         )];
+    }
+}
+
+/// The text of a string literal, to rewrite in place; None for anything else.
+fn string_literal_mut(e: &mut Expr) -> Option<&mut String> {
+    match e {
+        Expr::Value(v) => match &mut v.value {
+            ast::Value::SingleQuotedString(s) | ast::Value::EscapedStringLiteral(s) => Some(s),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// n of varchar(n), when it is a plain character count.
+fn character_length_limit(length: &ast::CharacterLength) -> Option<usize> {
+    match length {
+        ast::CharacterLength::IntegerLength { length, .. } => usize::try_from(*length).ok(),
+        ast::CharacterLength::Max => None,
     }
 }

@@ -21,6 +21,9 @@ pub struct PlanScope {
     pub dml_capture: Mutex<Option<(Oid, RowCapture)>>,
     /// Session settings, for current_setting() and SHOW.
     pub settings: Mutex<HashMap<String, String>>,
+    /// set_config() calls of the running statement, (name, value, is_local) in call order,
+    /// for the session to apply when the statement succeeds.
+    pub set_config_calls: Mutex<Vec<(String, String, bool)>>,
     /// currval() answers from here: the last value nextval returned per sequence in this session.
     pub sequence_last: Mutex<HashMap<Oid, i64>>,
     pub backend_pid: i32,
@@ -42,6 +45,7 @@ impl PlanScope {
             search_path: Mutex::new(vec!["public".to_string()]),
             dml_capture: Mutex::new(None),
             settings: Mutex::new(HashMap::new()),
+            set_config_calls: Mutex::new(Vec::new()),
             sequence_last: Mutex::new(HashMap::new()),
             backend_pid,
         }

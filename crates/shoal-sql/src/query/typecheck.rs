@@ -11,7 +11,7 @@ use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
 use datafusion::common::{DFSchema, DFSchemaRef, DataFusionError, ScalarValue};
 use datafusion::logical_expr::expr::{Case, ScalarFunction};
 use datafusion::logical_expr::planner::{ExprPlanner, PlannerResult, RawBinaryExpr};
-use datafusion::logical_expr::{Expr, ExprSchemable, LogicalPlan};
+use datafusion::logical_expr::{Expr, ExprSchemable, LogicalPlan, Union};
 use datafusion::sql::sqlparser::ast::BinaryOperator;
 
 use crate::error::{code, SqlError, SqlResult};
@@ -33,6 +33,12 @@ enum Category {
 pub fn check_plan(plan: &LogicalPlan) -> SqlResult<()> {
     let mut error = None;
     plan.apply_with_subqueries(|node| {
+        if let LogicalPlan::Union(union) = node {
+            error = check_union(union).err();
+            if error.is_some() {
+                return Ok(TreeNodeRecursion::Stop);
+            }
+        }
         let schema = input_schema(node);
         node.apply_expressions(|e| {
             e.apply(|sub| {
@@ -46,6 +52,48 @@ pub fn check_plan(plan: &LogicalPlan) -> SqlResult<()> {
     })
     .map_err(SqlError::from)?;
     error.map_or(Ok(()), Err)
+}
+
+/// PostgreSQL resolves each UNION column to one type and refuses to mix categories (integer
+/// and text) unless one side is an untyped literal; DataFusion would convert.
+fn check_union(union: &Union) -> SqlResult<()> {
+    for column in 0..union.schema.fields().len() {
+        let mut first: Option<(String, ArrowType)> = None;
+        for input in &union.inputs {
+            let Some(t) = output_type(input, column) else {
+                continue;
+            };
+            let Some(f) = &first else {
+                first = Some(t);
+                continue;
+            };
+            let (a, b) = (category(&f.1), category(&t.1));
+            if a.is_some() && b.is_some() && a != b {
+                return Err(SqlError::new(
+                    code::DATATYPE_MISMATCH,
+                    format!("UNION types {} and {} cannot be matched", f.0, t.0),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The type of a union input's column `i`, as `typed` sees it (None for untyped literals).
+fn output_type(input: &LogicalPlan, i: usize) -> Option<(String, ArrowType)> {
+    match input {
+        LogicalPlan::Projection(p) => {
+            let e = match p.expr.get(i)? {
+                Expr::Alias(alias) => alias.expr.as_ref(),
+                e => e,
+            };
+            typed(e, p.input.schema())
+        }
+        other => {
+            let t = other.schema().fields().get(i)?.data_type().clone();
+            Some((format_type_oid(pg_oid_for_arrow(&t), -1)?, t))
+        }
+    }
 }
 
 /// The schema a node's expressions refer to: its one input's, or for joins its own (the
@@ -63,8 +111,70 @@ fn check_expr(e: &Expr, schema: &DFSchemaRef) -> SqlResult<()> {
         Expr::ScalarFunction(ScalarFunction { func, args }) if func.name() == "coalesce" => {
             check_common_type("COALESCE", &args.iter().collect::<Vec<_>>(), schema)
         }
+        Expr::ScalarFunction(ScalarFunction { func, args })
+            if TEXT_FUNCTIONS.contains(&func.name()) =>
+        {
+            check_text_argument(func.name(), args, schema)
+        }
         _ => Ok(()),
     }
+}
+
+/// Functions whose first argument PostgreSQL takes only as a string (or bytea); DataFusion
+/// would turn a number into text for them.
+const TEXT_FUNCTIONS: &[&str] = &[
+    "length",
+    "char_length",
+    "character_length",
+    "octet_length",
+    "upper",
+    "lower",
+    "initcap",
+    "ltrim",
+    "rtrim",
+    "btrim",
+    "reverse",
+    "repeat",
+    "lpad",
+    "rpad",
+    "split_part",
+    "strpos",
+    "replace",
+    "translate",
+    "left",
+    "right",
+    "md5",
+    "starts_with",
+];
+
+/// `length(42)` names no function in PostgreSQL: no text function takes a number or boolean.
+fn check_text_argument(name: &str, args: &[Expr], schema: &DFSchema) -> SqlResult<()> {
+    let Some(first) = args.first().and_then(|a| typed(a, schema)) else {
+        return Ok(());
+    };
+    if !matches!(
+        category(&first.1),
+        Some(Category::Numeric | Category::Boolean)
+    ) {
+        return Ok(());
+    }
+    let types: Vec<String> = args
+        .iter()
+        .map(|a| typed(a, schema).map_or_else(|| "unknown".to_string(), |t| t.0))
+        .collect();
+    // DataFusion plans length and char_length as character_length; length is the usual spelling.
+    let name = if name == "character_length" {
+        "length"
+    } else {
+        name
+    };
+    Err(SqlError::new(
+        code::UNDEFINED_FUNCTION,
+        format!("function {name}({}) does not exist", types.join(", ")),
+    )
+    .with_hint(
+        "No function matches the given name and argument types. You might need to add explicit type casts.",
+    ))
 }
 
 /// PostgreSQL resolves a CASE's type from its ELSE branch first, then the THEN branches.
