@@ -297,6 +297,17 @@ mod tests {
     /// makes it plan again against the new table.
     #[test]
     fn a_session_reuses_the_plan_of_a_shape_until_the_catalog_changes() {
+        // Planning through DataFusion nests deep futures: a debug build needs more than a test
+        // thread's default stack, as the server's worker threads have.
+        std::thread::Builder::new()
+            .stack_size(64 << 20)
+            .spawn(run_session_scenario)
+            .unwrap()
+            .join()
+            .unwrap();
+    }
+
+    fn run_session_scenario() {
         use crate::session::{Session, StatementResult};
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()

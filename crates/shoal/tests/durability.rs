@@ -508,3 +508,66 @@ async fn access_method_changes_survive_kill_9() {
     );
     assert_eq!(count(&server, methods).await, 2);
 }
+
+/// A full disk (the data directory on a small tmpfs): commits fail with 53100 and change
+/// nothing, reads go on, and writes work again once space returns. Needs root to mount the
+/// tmpfs; skipped with a note otherwise.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_disk_fails_commits_with_53100_until_space_returns() {
+    let mount_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("shoal-enospc-{}", std::process::id()));
+    std::fs::create_dir_all(&mount_dir).unwrap();
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=4m", "tmpfs"])
+        .arg(&mount_dir)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        eprintln!("skipping the full-disk test: cannot mount a tmpfs (needs root)");
+        return;
+    }
+    let result = tokio::spawn(full_disk_scenario(mount_dir.clone())).await;
+    let _ = std::process::Command::new("umount")
+        .arg(&mount_dir)
+        .status();
+    let _ = std::fs::remove_dir(&mount_dir);
+    if let Err(e) = result {
+        std::panic::resume_unwind(e.into_panic());
+    }
+}
+
+async fn full_disk_scenario(mount_dir: PathBuf) {
+    let filler = mount_dir.join("filler");
+    std::fs::write(&filler, vec![0u8; 2 << 20]).unwrap();
+    let server = ShoalServer::start_in(mount_dir.join("data"), &[]).expect("start on the tmpfs");
+    let c = connect(&server).await;
+    c.batch_execute("CREATE TABLE f (id int PRIMARY KEY, pad text)")
+        .await
+        .unwrap();
+    let mut acknowledged = 0i64;
+    let error = loop {
+        let insert = format!("INSERT INTO f VALUES ({acknowledged}, repeat('x', 20000))");
+        match c.batch_execute(&insert).await {
+            Ok(()) => acknowledged += 1,
+            Err(e) => break e,
+        }
+        assert!(acknowledged < 1000, "a 4 MiB tmpfs must fill up");
+    };
+    assert_eq!(
+        error.code().map(|c| c.code()),
+        Some("53100"),
+        "a full disk fails the commit with 53100: {error:?}"
+    );
+    assert!(acknowledged > 0);
+    // Reads go on and see exactly the acknowledged rows.
+    assert_eq!(count(&server, "SELECT count(*) FROM f").await, acknowledged);
+    // Space returns: writes work again.
+    std::fs::remove_file(&filler).unwrap();
+    c.batch_execute(&format!("INSERT INTO f VALUES ({acknowledged}, 'after')"))
+        .await
+        .expect("a commit after space came back");
+    assert_eq!(
+        count(&server, "SELECT count(*) FROM f").await,
+        acknowledged + 1
+    );
+}
