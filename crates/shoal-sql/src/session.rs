@@ -1046,21 +1046,18 @@ impl Session {
             }
             _ => {}
         }
+        let cast_types = params::placeholder_cast_types(&stmt, count);
         for i in 0..count {
             let declared_oid = declared.get(i).copied().unwrap_or(0);
-            let t = if declared_oid != 0 {
-                params::arrow_type_for_oid(declared_oid)
-            } else {
-                inferred
-                    .get(i)
-                    .cloned()
-                    .flatten()
-                    .unwrap_or(ArrowType::Utf8)
-            };
-            let oid = if declared_oid != 0 {
-                declared_oid
-            } else {
-                pg_oid_for_arrow(&t)
+            let inferred_type = inferred.get(i).cloned().flatten();
+            let (t, oid) = match (declared_oid, inferred_type, &cast_types[i]) {
+                (0, Some(t), _) => {
+                    let oid = pg_oid_for_arrow(&t);
+                    (t, oid)
+                }
+                (0, None, Some((t, oid))) => (t.clone(), *oid),
+                (0, None, None) => (ArrowType::Utf8, pg_oid_for_arrow(&ArrowType::Utf8)),
+                (declared, _, _) => (params::arrow_type_for_oid(declared), declared),
             };
             prepared.param_types.push(t);
             prepared.param_oids.push(oid);
