@@ -911,8 +911,8 @@ pub fn format_interval(i: &Interval, out: &mut String) {
     let mut parts: Vec<String> = Vec::new();
     let years = i.months / 12;
     let months = i.months % 12;
-    let plural =
-        |n: i64, unit: &str| format!("{n} {unit}{}", if n == 1 || n == -1 { "" } else { "s" });
+    // Only exactly 1 is singular: PostgreSQL writes "-1 days".
+    let plural = |n: i64, unit: &str| format!("{n} {unit}{}", if n == 1 { "" } else { "s" });
     if years != 0 {
         parts.push(plural(years as i64, "year"));
     }

@@ -9,6 +9,7 @@ pub mod builtins;
 pub mod checks;
 pub mod column_names;
 pub mod column_provider;
+pub mod datetime;
 pub mod errors;
 pub mod format;
 pub mod functions;

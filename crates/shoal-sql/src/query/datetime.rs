@@ -1,0 +1,199 @@
+//! Date and time functions where PostgreSQL and DataFusion differ: `age` (a symbolic difference
+//! in years, months and days, which DataFusion lacks), `to_char` patterns (PostgreSQL's
+//! `YYYY-MM-DD HH24:MI:SS`, which `rewrite.rs` translates into the chrono patterns DataFusion's
+//! `to_char` takes), and interval literals in PostgreSQL's forms that DataFusion's parser
+//! refuses (`1 day 04:05:06`), which `rewrite.rs` restates in units it reads.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Datelike, NaiveDateTime, Timelike};
+use datafusion::arrow::array::{
+    Array, ArrayRef, IntervalMonthDayNanoArray, TimestampMicrosecondArray,
+};
+use datafusion::arrow::datatypes::{
+    DataType as ArrowType, IntervalMonthDayNano, IntervalUnit, TimeUnit,
+};
+use datafusion::common::{plan_err, Result as DfResult};
+use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature};
+
+/// An interval literal restated for DataFusion's parser, when it is in a form that parser
+/// does not read (a `hh:mm:ss` part) and Shoal's reads it; None otherwise.
+pub fn interval_literal_for_datafusion(text: &str) -> Option<String> {
+    if !text.contains(':') {
+        return None;
+    }
+    let i = crate::pgtext::parse_interval(text).ok()?;
+    Some(format!(
+        "{} months {} days {} microseconds",
+        i.months, i.days, i.micros
+    ))
+}
+
+/// A timestamp literal written out in full (`2024-01-10 10:00:00`, `+00` for timestamptz),
+/// when it starts with a date and Shoal's parser reads it; None otherwise (the special words
+/// such as `now` must stay words, to be evaluated when the statement runs).
+pub fn timestamp_literal_in_full(text: &str, with_tz: bool) -> Option<String> {
+    if !text.trim_start().starts_with(|c: char| c.is_ascii_digit()) {
+        return None;
+    }
+    let micros = crate::pgtext::parse_timestamp(text, with_tz).ok()?;
+    let t = DateTime::from_timestamp_micros(micros)?.naive_utc();
+    let zone = if with_tz { "+00" } else { "" };
+    Some(format!("{}{zone}", t.format("%Y-%m-%d %H:%M:%S%.6f")))
+}
+
+/// PostgreSQL's to_char template as a chrono format: the common date and time fields; other
+/// text is copied (with `%` escaped), as PostgreSQL copies what it does not recognise, and
+/// double-quoted text is copied without its quotes.
+pub fn to_char_pattern(template: &str) -> String {
+    const FIELDS: &[(&str, &str)] = &[
+        ("YYYY", "%Y"),
+        ("HH24", "%H"),
+        ("HH12", "%I"),
+        ("Month", "%B"),
+        ("Mon", "%b"),
+        ("Day", "%A"),
+        ("Dy", "%a"),
+        ("YY", "%y"),
+        ("MM", "%m"),
+        ("DD", "%d"),
+        ("HH", "%I"),
+        ("MI", "%M"),
+        ("SS", "%S"),
+        ("MS", "%3f"),
+        ("US", "%6f"),
+        ("AM", "%p"),
+        ("PM", "%p"),
+    ];
+    let mut out = String::new();
+    let mut rest = template;
+    'outer: while let Some(c) = rest.chars().next() {
+        if c == '"' {
+            let end = rest[1..].find('"').map_or(rest.len(), |e| e + 1);
+            out.push_str(&rest[1..end].replace('%', "%%"));
+            rest = rest.get(end + 1..).unwrap_or("");
+            continue;
+        }
+        for (field, chrono) in FIELDS {
+            if let Some(after) = rest.strip_prefix(field) {
+                out.push_str(chrono);
+                rest = after;
+                continue 'outer;
+            }
+        }
+        if c == '%' {
+            out.push('%');
+        }
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    out
+}
+
+/// `age(a, b)`: a - b in years, months and days plus a time, as PostgreSQL computes it
+/// (fields subtracted one by one, borrowing from the next larger field); `age(a)` is
+/// `age(current_date, a)`.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub struct Age {
+    pub signature: Signature,
+}
+
+impl ScalarUDFImpl for Age {
+    fn name(&self) -> &str {
+        "age"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn coerce_types(&self, arg_types: &[ArrowType]) -> DfResult<Vec<ArrowType>> {
+        if !(1..=2).contains(&arg_types.len()) {
+            return plan_err!("age takes one or two timestamps");
+        }
+        Ok(vec![
+            ArrowType::Timestamp(TimeUnit::Microsecond, None);
+            arg_types.len()
+        ])
+    }
+
+    fn return_type(&self, _arg_types: &[ArrowType]) -> DfResult<ArrowType> {
+        Ok(ArrowType::Interval(IntervalUnit::MonthDayNano))
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
+        let rows = args.number_rows;
+        let arrays = args
+            .args
+            .iter()
+            .map(|a| a.to_array(rows))
+            .collect::<DfResult<Vec<ArrayRef>>>()?;
+        let micros = |i: usize| {
+            arrays[i]
+                .as_any()
+                .downcast_ref::<TimestampMicrosecondArray>()
+                .expect("coerce_types makes timestamps")
+        };
+        let today = chrono::Utc::now()
+            .date_naive()
+            .and_hms_opt(0, 0, 0)
+            .expect("midnight exists");
+        let out: IntervalMonthDayNanoArray = (0..rows)
+            .map(|row| {
+                let (a, b) = if arrays.len() == 2 {
+                    (micros(0), Some(micros(1)))
+                } else {
+                    (micros(0), None)
+                };
+                let (newer, older) = match b {
+                    Some(b) if a.is_valid(row) && b.is_valid(row) => {
+                        (naive(a.value(row))?, naive(b.value(row))?)
+                    }
+                    None if a.is_valid(row) => (today, naive(a.value(row))?),
+                    _ => return None,
+                };
+                Some(age(newer, older))
+            })
+            .collect();
+        Ok(ColumnarValue::Array(Arc::new(out)))
+    }
+}
+
+fn naive(micros: i64) -> Option<NaiveDateTime> {
+    DateTime::from_timestamp_micros(micros).map(|d| d.naive_utc())
+}
+
+fn age(newer: NaiveDateTime, older: NaiveDateTime) -> IntervalMonthDayNano {
+    if newer < older {
+        let a = age(older, newer);
+        return IntervalMonthDayNano::new(-a.months, -a.days, -a.nanoseconds);
+    }
+    let time_of = |t: NaiveDateTime| {
+        t.num_seconds_from_midnight() as i64 * 1_000_000 + (t.nanosecond() / 1000) as i64
+    };
+    let mut micros = time_of(newer) - time_of(older);
+    let mut days = newer.day() as i32 - older.day() as i32;
+    let mut months = newer.month() as i32 - older.month() as i32;
+    let years = newer.year() - older.year();
+    if micros < 0 {
+        micros += 86_400_000_000;
+        days -= 1;
+    }
+    if days < 0 {
+        // Borrow the length of the older date's month, as PostgreSQL does.
+        days += days_in_month(older.year(), older.month());
+        months -= 1;
+    }
+    IntervalMonthDayNano::new(years * 12 + months, days, micros * 1000)
+}
+
+fn days_in_month(year: i32, month: u32) -> i32 {
+    let (next_year, next_month) = if month == 12 {
+        (year + 1, 1)
+    } else {
+        (year, month + 1)
+    };
+    let first = chrono::NaiveDate::from_ymd_opt(year, month, 1).expect("valid month");
+    let next = chrono::NaiveDate::from_ymd_opt(next_year, next_month, 1).expect("valid month");
+    (next - first).num_days() as i32
+}
