@@ -917,8 +917,11 @@ impl Session {
     async fn run_query(
         &mut self,
         txn: &mut Transaction,
-        q: ast::Query,
+        mut q: ast::Query,
     ) -> SqlResult<StatementResult> {
+        if dml::cte::has_modifying_cte(&q) {
+            dml::cte::run_modifying_ctes(self, txn, &mut q).await?;
+        }
         if !q.locks.is_empty() {
             return dml::select_for_update(self, txn, q).await;
         }
@@ -1014,7 +1017,16 @@ impl Session {
             }
             Statement::Query(_) | Statement::Explain { .. } => {
                 if matches!(self.txn, TxnState::Idle | TxnState::Block(_)) {
-                    let plan = self.plan_with_snapshot(stmt.clone()).await?;
+                    let modifying =
+                        matches!(&stmt, Statement::Query(q) if dml::cte::has_modifying_cte(q));
+                    let planned = match &stmt {
+                        // Planned only for Describe: execution runs the DML first.
+                        Statement::Query(q) if modifying => {
+                            Statement::Query(Box::new(dml::cte::describable(q)?))
+                        }
+                        _ => stmt.clone(),
+                    };
+                    let plan = self.plan_with_snapshot(planned).await?;
                     let types = plan.get_parameter_types()?;
                     for (name, t) in types {
                         if let Some(i) = params::placeholder_index(&name) {
@@ -1024,7 +1036,9 @@ impl Session {
                         }
                     }
                     prepared.columns = Some(columns_of_schema(&plan.schema().inner().clone()));
-                    *prepared.plan.lock() = Some((plan, self.engine.catalog.read().version));
+                    if !modifying {
+                        *prepared.plan.lock() = Some((plan, self.engine.catalog.read().version));
+                    }
                 }
             }
             Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_) => {
