@@ -648,27 +648,15 @@ pub fn format_array_value(array: &dyn Array, row: usize, out: &mut String) {
                 out,
             )
         }
+        // Durations come from subtracting timestamps, which PostgreSQL expresses in days and
+        // a time below a day ("64 days 01:00:00"), as justify_hours does.
         ArrowType::Duration(TimeUnit::Microsecond) => {
             let v = arr!(DurationMicrosecondArray).value(row);
-            format_interval(
-                &Interval {
-                    months: 0,
-                    days: 0,
-                    micros: v,
-                },
-                out,
-            )
+            format_interval(&days_and_time(v), out)
         }
         ArrowType::Duration(TimeUnit::Nanosecond) => {
             let v = arr!(DurationNanosecondArray).value(row);
-            format_interval(
-                &Interval {
-                    months: 0,
-                    days: 0,
-                    micros: v / 1000,
-                },
-                out,
-            )
+            format_interval(&days_and_time(v / 1000), out)
         }
         ArrowType::Time64(TimeUnit::Microsecond) => {
             let v = arr!(Time64MicrosecondArray).value(row);
@@ -903,6 +891,15 @@ pub fn format_timestamp(micros: i64, with_tz: bool, out: &mut String) {
     }
     if bc {
         out.push_str(" BC");
+    }
+}
+
+/// A length of time as whole days and the rest; both carry the sign of `micros`.
+fn days_and_time(micros: i64) -> Interval {
+    Interval {
+        months: 0,
+        days: (micros / MICROS_PER_DAY) as i32,
+        micros: micros % MICROS_PER_DAY,
     }
 }
 

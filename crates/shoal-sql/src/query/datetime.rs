@@ -2,7 +2,9 @@
 //! in years, months and days, which DataFusion lacks), `to_char` patterns (PostgreSQL's
 //! `YYYY-MM-DD HH24:MI:SS`, which `rewrite.rs` translates into the chrono patterns DataFusion's
 //! `to_char` takes), and interval literals in PostgreSQL's forms that DataFusion's parser
-//! refuses (`1 day 04:05:06`), which `rewrite.rs` restates in units it reads.
+//! refuses (`1 day 04:05:06`), which `rewrite.rs` restates in units it reads. Also
+//! `AT TIME ZONE` (as `pg_at_time_zone`), which turns a timestamptz into the zone's local
+//! timestamp and a timestamp into a timestamptz; only UTC is supported, as elsewhere.
 
 use std::sync::Arc;
 
@@ -196,4 +198,77 @@ fn days_in_month(year: i32, month: u32) -> i32 {
     let first = chrono::NaiveDate::from_ymd_opt(year, month, 1).expect("valid month");
     let next = chrono::NaiveDate::from_ymd_opt(next_year, next_month, 1).expect("valid month");
     (next - first).num_days() as i32
+}
+
+/// `ts AT TIME ZONE zone`: timestamptz to the zone's wall-clock timestamp, timestamp (taken as
+/// the zone's wall clock) to timestamptz. Shoal runs in UTC only, so the instant does not move;
+/// only the type changes. Other zones fail with 0A000.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub struct AtTimeZone {
+    pub signature: Signature,
+}
+
+impl ScalarUDFImpl for AtTimeZone {
+    fn name(&self) -> &str {
+        "pg_at_time_zone"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn coerce_types(&self, arg_types: &[ArrowType]) -> DfResult<Vec<ArrowType>> {
+        let [ts, _] = arg_types else {
+            return plan_err!("AT TIME ZONE takes a timestamp and a zone");
+        };
+        let ts = match ts {
+            ArrowType::Timestamp(_, Some(tz)) => {
+                ArrowType::Timestamp(TimeUnit::Microsecond, Some(tz.clone()))
+            }
+            _ => ArrowType::Timestamp(TimeUnit::Microsecond, None),
+        };
+        Ok(vec![ts, ArrowType::Utf8])
+    }
+
+    fn return_type(&self, arg_types: &[ArrowType]) -> DfResult<ArrowType> {
+        Ok(match arg_types.first() {
+            Some(ArrowType::Timestamp(_, Some(_))) => {
+                ArrowType::Timestamp(TimeUnit::Microsecond, None)
+            }
+            _ => ArrowType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
+        })
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
+        let rows = args.number_rows;
+        let zones = args.args[1].to_array(rows)?;
+        let zones = zones
+            .as_any()
+            .downcast_ref::<datafusion::arrow::array::StringArray>()
+            .expect("coerce_types makes the zone text");
+        for zone in zones.iter().flatten() {
+            if !matches!(
+                zone.to_ascii_lowercase().as_str(),
+                "utc" | "gmt" | "z" | "zulu" | "etc/utc" | "universal" | "+00" | "+00:00"
+            ) {
+                return Err(crate::query::functions::sql_error(
+                    crate::error::SqlError::new(
+                        crate::error::code::FEATURE_NOT_SUPPORTED,
+                        format!("time zone \"{zone}\" is not supported; Shoal runs in UTC for now"),
+                    ),
+                ));
+            }
+        }
+        let micros = args.args[0].to_array(rows)?;
+        let micros = micros
+            .as_any()
+            .downcast_ref::<TimestampMicrosecondArray>()
+            .expect("coerce_types makes microsecond timestamps");
+        let out = TimestampMicrosecondArray::new(micros.values().clone(), micros.nulls().cloned());
+        let out = match args.return_field.data_type() {
+            ArrowType::Timestamp(_, Some(tz)) => out.with_timezone(tz.clone()),
+            _ => out,
+        };
+        Ok(ColumnarValue::Array(Arc::new(out)))
+    }
 }

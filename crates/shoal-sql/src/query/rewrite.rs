@@ -289,6 +289,15 @@ impl VisitorMut for Rewriter<'_> {
                     }
                 }
             }
+            Expr::AtTimeZone {
+                timestamp,
+                time_zone,
+            } => {
+                *expr = function_call(
+                    "pg_at_time_zone",
+                    vec![(**timestamp).clone(), (**time_zone).clone()],
+                );
+            }
             Expr::Interval(interval) if interval.leading_field.is_none() => {
                 if let Some(text) = string_literal_mut(&mut interval.value) {
                     if let Some(restated) =
