@@ -281,13 +281,31 @@ impl ScalarUDFImpl for AtTimeZone {
 }
 
 /// Plans `interval * number`, `number * interval` and `interval / number` as
-/// `pg_interval_mul(interval, factor)`; every other operation is left to DataFusion.
+/// `pg_interval_mul(interval, factor)`, and makes `date ± interval` a timestamp; every other
+/// operation is left to DataFusion.
 pub fn plan_interval_scaling(
     expr: RawBinaryExpr,
     schema: &DFSchema,
 ) -> DfResult<PlannerResult<RawBinaryExpr>> {
     let is_interval = |e: &Expr| matches!(e.get_type(schema), Ok(ArrowType::Interval(_)));
     let is_number = |e: &Expr| e.get_type(schema).is_ok_and(|t| t.is_numeric());
+    let is_date = |e: &Expr| matches!(e.get_type(schema), Ok(ArrowType::Date32));
+    // date ± interval is a timestamp in PostgreSQL (the date at midnight, moved).
+    let date_shift = matches!(expr.op, BinaryOperator::Plus | BinaryOperator::Minus)
+        && is_date(&expr.left)
+        && is_interval(&expr.right);
+    if date_shift
+        || expr.op == BinaryOperator::Plus && is_interval(&expr.left) && is_date(&expr.right)
+    {
+        let timestamp = ArrowType::Timestamp(TimeUnit::Microsecond, None);
+        let mut expr = expr;
+        if date_shift {
+            expr.left = cast(expr.left, timestamp);
+        } else {
+            expr.right = cast(expr.right, timestamp);
+        }
+        return Ok(PlannerResult::Original(expr));
+    }
     let (interval, factor) = match expr.op {
         BinaryOperator::Multiply if is_interval(&expr.left) && is_number(&expr.right) => (
             expr.left.clone(),
