@@ -44,6 +44,42 @@ pub fn count_placeholders(stmt: &Statement) -> usize {
     c.0
 }
 
+/// The types explicit casts give parameters (`$1::timestamptz`), by parameter index, with their
+/// PostgreSQL type OID: PostgreSQL takes a parameter's type from such a cast, while DataFusion
+/// leaves it unknown. The first cast of a parameter wins; unknown type names are skipped.
+pub fn placeholder_cast_types(stmt: &Statement, count: usize) -> Vec<Option<(ArrowType, u32)>> {
+    struct Casts(Vec<Option<(ArrowType, u32)>>);
+    impl Visitor for Casts {
+        type Break = ();
+        fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
+            let Expr::Cast {
+                expr, data_type, ..
+            } = e
+            else {
+                return ControlFlow::Continue(());
+            };
+            let mut inner = expr.as_ref();
+            while let Expr::Nested(nested) = inner {
+                inner = nested;
+            }
+            let Expr::Value(v) = inner else {
+                return ControlFlow::Continue(());
+            };
+            let ast::Value::Placeholder(name) = &v.value else {
+                return ControlFlow::Continue(());
+            };
+            let slot = placeholder_index(name).and_then(|i| self.0.get_mut(i));
+            if let (Some(slot @ None), Ok(t)) = (slot, crate::types::from_sql_type(data_type)) {
+                *slot = Some((crate::types::arrow_type(&t), crate::types::pg_type_of(&t).0));
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let mut casts = Casts(vec![None; count]);
+    let _ = stmt.visit(&mut casts);
+    casts.0
+}
+
 pub fn arrow_type_for_oid(type_oid: u32) -> ArrowType {
     match type_oid {
         oid::BOOL => ArrowType::Boolean,
@@ -116,6 +152,13 @@ pub fn decode_binary(bytes: &[u8], type_oid: u32, t: &ArrowType) -> SqlResult<Sc
         }
         oid::TIMESTAMP => Value::Timestamp(be_i64(bytes)? + PG_EPOCH_MICROS),
         oid::TIMESTAMPTZ => Value::TimestampTz(be_i64(bytes)? + PG_EPOCH_MICROS),
+        // interval_send: microseconds, days, months.
+        oid::INTERVAL if bytes.len() == 16 => Value::Interval(shoal_storage::types::Interval {
+            micros: be_i64(&bytes[..8])?,
+            days: i32::from_be_bytes(bytes[8..12].try_into().map_err(|_| bad())?),
+            months: i32::from_be_bytes(bytes[12..].try_into().map_err(|_| bad())?),
+        }),
+        oid::INTERVAL => return Err(bad()),
         oid::UUID => Value::Text(crate::types::format_uuid(u128::from_be_bytes(
             bytes.try_into().map_err(|_| bad())?,
         ))),

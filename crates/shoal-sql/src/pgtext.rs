@@ -648,27 +648,15 @@ pub fn format_array_value(array: &dyn Array, row: usize, out: &mut String) {
                 out,
             )
         }
+        // Durations come from subtracting timestamps, which PostgreSQL expresses in days and
+        // a time below a day ("64 days 01:00:00"), as justify_hours does.
         ArrowType::Duration(TimeUnit::Microsecond) => {
             let v = arr!(DurationMicrosecondArray).value(row);
-            format_interval(
-                &Interval {
-                    months: 0,
-                    days: 0,
-                    micros: v,
-                },
-                out,
-            )
+            format_interval(&days_and_time(v), out)
         }
         ArrowType::Duration(TimeUnit::Nanosecond) => {
             let v = arr!(DurationNanosecondArray).value(row);
-            format_interval(
-                &Interval {
-                    months: 0,
-                    days: 0,
-                    micros: v / 1000,
-                },
-                out,
-            )
+            format_interval(&days_and_time(v / 1000), out)
         }
         ArrowType::Time64(TimeUnit::Microsecond) => {
             let v = arr!(Time64MicrosecondArray).value(row);
@@ -906,13 +894,22 @@ pub fn format_timestamp(micros: i64, with_tz: bool, out: &mut String) {
     }
 }
 
+/// A length of time as whole days and the rest; both carry the sign of `micros`.
+fn days_and_time(micros: i64) -> Interval {
+    Interval {
+        months: 0,
+        days: (micros / MICROS_PER_DAY) as i32,
+        micros: micros % MICROS_PER_DAY,
+    }
+}
+
 /// PostgreSQL's default IntervalStyle (postgres): "1 year 2 mons 3 days 04:05:06".
 pub fn format_interval(i: &Interval, out: &mut String) {
     let mut parts: Vec<String> = Vec::new();
     let years = i.months / 12;
     let months = i.months % 12;
-    let plural =
-        |n: i64, unit: &str| format!("{n} {unit}{}", if n == 1 || n == -1 { "" } else { "s" });
+    // Only exactly 1 is singular: PostgreSQL writes "-1 days".
+    let plural = |n: i64, unit: &str| format!("{n} {unit}{}", if n == 1 { "" } else { "s" });
     if years != 0 {
         parts.push(plural(years as i64, "year"));
     }

@@ -980,8 +980,11 @@ impl Session {
     async fn run_query(
         &mut self,
         txn: &mut Transaction,
-        q: ast::Query,
+        mut q: ast::Query,
     ) -> SqlResult<StatementResult> {
+        if dml::cte::has_modifying_cte(&q) {
+            dml::cte::run_modifying_ctes(self, txn, &mut q).await?;
+        }
         if !q.locks.is_empty() {
             return dml::select_for_update(self, txn, q).await;
         }
@@ -1077,7 +1080,16 @@ impl Session {
             }
             Statement::Query(_) | Statement::Explain { .. } => {
                 if matches!(self.txn, TxnState::Idle | TxnState::Block(_)) {
-                    let plan = self.plan_with_snapshot(stmt.clone()).await?;
+                    let modifying =
+                        matches!(&stmt, Statement::Query(q) if dml::cte::has_modifying_cte(q));
+                    let planned = match &stmt {
+                        // Planned only for Describe: execution runs the DML first.
+                        Statement::Query(q) if modifying => {
+                            Statement::Query(Box::new(dml::cte::describable(q)?))
+                        }
+                        _ => stmt.clone(),
+                    };
+                    let plan = self.plan_with_snapshot(planned).await?;
                     let types = plan.get_parameter_types()?;
                     for (name, t) in types {
                         if let Some(i) = params::placeholder_index(&name) {
@@ -1087,7 +1099,9 @@ impl Session {
                         }
                     }
                     prepared.columns = Some(columns_of_schema(&plan.schema().inner().clone()));
-                    *prepared.plan.lock() = Some((plan, self.engine.catalog.read().version));
+                    if !modifying {
+                        *prepared.plan.lock() = Some((plan, self.engine.catalog.read().version));
+                    }
                 }
             }
             Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_) => {
@@ -1109,21 +1123,18 @@ impl Session {
             }
             _ => {}
         }
+        let cast_types = params::placeholder_cast_types(&stmt, count);
         for i in 0..count {
             let declared_oid = declared.get(i).copied().unwrap_or(0);
-            let t = if declared_oid != 0 {
-                params::arrow_type_for_oid(declared_oid)
-            } else {
-                inferred
-                    .get(i)
-                    .cloned()
-                    .flatten()
-                    .unwrap_or(ArrowType::Utf8)
-            };
-            let oid = if declared_oid != 0 {
-                declared_oid
-            } else {
-                pg_oid_for_arrow(&t)
+            let inferred_type = inferred.get(i).cloned().flatten();
+            let (t, oid) = match (declared_oid, inferred_type, &cast_types[i]) {
+                (0, Some(t), _) => {
+                    let oid = pg_oid_for_arrow(&t);
+                    (t, oid)
+                }
+                (0, None, Some((t, oid))) => (t.clone(), *oid),
+                (0, None, None) => (ArrowType::Utf8, pg_oid_for_arrow(&ArrowType::Utf8)),
+                (declared, _, _) => (params::arrow_type_for_oid(declared), declared),
             };
             prepared.param_types.push(t);
             prepared.param_oids.push(oid);

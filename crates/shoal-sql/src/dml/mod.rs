@@ -9,10 +9,12 @@
 //! error messages and Describe.
 
 pub mod column;
+pub mod cte;
 mod insert;
 mod lock;
 mod modify;
 mod returning;
+mod view;
 
 use std::sync::Arc;
 
@@ -558,6 +560,8 @@ async fn describe_update(
     upd: &ast::Update,
     types: &mut [Option<ArrowType>],
 ) -> SqlResult<Option<Vec<ResultColumn>>> {
+    let rewritten = view::update_onto_table(session, upd.clone())?;
+    let upd = &rewritten;
     let (name, alias) = table_alias(&upd.table)?;
     let (def, _) = resolve_store(session, &name)?;
     let alias = alias.unwrap_or_else(|| def.name.clone());
@@ -587,6 +591,8 @@ async fn describe_delete(
     del: &ast::Delete,
     types: &mut [Option<ArrowType>],
 ) -> SqlResult<Option<Vec<ResultColumn>>> {
+    let rewritten = view::delete_onto_table(session, del.clone())?;
+    let del = &rewritten;
     let tables = match &del.from {
         ast::FromTable::WithFromKeyword(t) | ast::FromTable::WithoutKeyword(t) => t,
     };

@@ -170,6 +170,7 @@ pub async fn update(
     txn: &mut Transaction,
     upd: ast::Update,
 ) -> SqlResult<StatementResult> {
+    let upd = super::view::update_onto_table(session, upd)?;
     let (name, alias) = table_alias(&upd.table)?;
     let (def, table) = match resolve_store(session, &name)? {
         (def, TableStore::Row(table)) => (def, table),
@@ -312,6 +313,7 @@ pub async fn delete(
     txn: &mut Transaction,
     del: ast::Delete,
 ) -> SqlResult<StatementResult> {
+    let del = super::view::delete_onto_table(session, del)?;
     let tables = match &del.from {
         ast::FromTable::WithFromKeyword(t) | ast::FromTable::WithoutKeyword(t) => t,
     };

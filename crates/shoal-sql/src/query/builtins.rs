@@ -56,6 +56,20 @@ pub fn register(state: &mut datafusion::execution::SessionState) {
             },
         )))
         .expect("function registration cannot fail");
+    state
+        .register_udf(Arc::new(ScalarUDF::new_from_impl(
+            crate::query::datetime::Age {
+                signature: Signature::user_defined(Volatility::Stable),
+            },
+        )))
+        .expect("function registration cannot fail");
+    state
+        .register_udf(Arc::new(ScalarUDF::new_from_impl(
+            crate::query::datetime::AtTimeZone {
+                signature: Signature::user_defined(Volatility::Immutable),
+            },
+        )))
+        .expect("function registration cannot fail");
     let sleep = AsyncScalarUDF::new(Arc::new(PgSleep {
         signature: Signature::uniform(1, vec![ArrowType::Float64], Volatility::Volatile),
     }));

@@ -482,3 +482,57 @@ fn check_not_reserved(name: &ObjectName) -> SqlResult<()> {
     }
     Ok(())
 }
+
+/// Calls in `stmt` to functions `exists` does not know, with their argument types when every
+/// argument is a literal or a cast (PostgreSQL names them in "function f(integer) does not
+/// exist"; a string literal is "unknown"). Calls with other arguments are left out.
+pub fn unknown_function_signatures(
+    stmt: &ast::Statement,
+    exists: &dyn Fn(&str) -> bool,
+) -> Vec<String> {
+    let mut found = Vec::new();
+    let _ = ast::visit_expressions(stmt, |e| {
+        if let Expr::Function(f) = e {
+            let name = last_name_part(&f.name);
+            if f.name.0.len() == 1 && !exists(&name) {
+                if let Some(types) = literal_argument_types(f) {
+                    found.push(format!("{name}({})", types.join(", ")));
+                }
+            }
+        }
+        ControlFlow::<()>::Continue(())
+    });
+    found
+}
+
+fn literal_argument_types(f: &ast::Function) -> Option<Vec<String>> {
+    let ast::FunctionArguments::List(list) = &f.args else {
+        return matches!(f.args, ast::FunctionArguments::None).then(Vec::new);
+    };
+    list.args
+        .iter()
+        .map(|arg| match arg {
+            ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => literal_type(e),
+            _ => None,
+        })
+        .collect()
+}
+
+fn literal_type(e: &Expr) -> Option<String> {
+    match e {
+        Expr::Value(v) => Some(match &v.value {
+            ast::Value::Number(n, _) if n.parse::<i32>().is_ok() => "integer".into(),
+            ast::Value::Number(n, _) if n.parse::<i64>().is_ok() => "bigint".into(),
+            ast::Value::Number(..) => "numeric".into(),
+            ast::Value::Boolean(_) => "boolean".into(),
+            ast::Value::SingleQuotedString(_) | ast::Value::Null => "unknown".into(),
+            _ => return None,
+        }),
+        Expr::Cast { data_type, .. } => {
+            let t = crate::types::from_sql_type(data_type).ok()?;
+            Some(crate::types::format_type(&t))
+        }
+        Expr::Nested(inner) => literal_type(inner),
+        _ => None,
+    }
+}

@@ -107,6 +107,9 @@ impl SqlError {
 }
 
 fn cast_error(msg: &str) -> SqlError {
+    if let Some(e) = datetime_error(msg) {
+        return e;
+    }
     // "Cannot cast value 'maybe' to value of Boolean type"
     if let Some(rest) = msg.split("Cannot cast value '").nth(1) {
         if msg.contains("Boolean") {
@@ -193,6 +196,9 @@ fn classify(msg: String, default_code: &'static str) -> SqlError {
     if lower.contains("divide by zero") || lower.contains("division by zero") {
         return SqlError::new(code::DIVISION_BY_ZERO, "division by zero");
     }
+    if let Some(e) = datetime_error(&msg) {
+        return e;
+    }
     if let Some(rest) = msg
         .split("table '")
         .nth(1)
@@ -237,6 +243,22 @@ fn classify(msg: String, default_code: &'static str) -> SqlError {
         || lower.contains("does not support") && lower.contains("function")
     {
         return SqlError::new(code::UNDEFINED_FUNCTION, first_line(&msg));
+    }
+    // "Cannot coerce arithmetic expression Date32 + Date32 to valid types"
+    if let Some(rest) = msg.split("Cannot coerce arithmetic expression ").nth(1) {
+        let expr = rest.split(" to valid types").next().unwrap_or(rest);
+        let parts: Vec<&str> = expr.split_whitespace().collect();
+        if let [left, op, right] = parts.as_slice() {
+            return SqlError::new(
+                code::UNDEFINED_FUNCTION,
+                format!(
+                    "operator does not exist: {} {op} {}",
+                    pg_name_of_arrow(left),
+                    pg_name_of_arrow(right)
+                ),
+            )
+            .with_hint("No operator matches the given name and argument types. You might need to add explicit type casts.");
+        }
     }
     if lower.contains("cannot infer common")
         || lower.contains("there isn't a common type")
@@ -284,4 +306,35 @@ fn classify(msg: String, default_code: &'static str) -> SqlError {
 
 fn first_line(s: &str) -> String {
     s.lines().next().unwrap_or(s).to_string()
+}
+
+/// DataFusion's date and time errors in PostgreSQL's words.
+fn datetime_error(msg: &str) -> Option<SqlError> {
+    // "Invalid input syntax for type interval: \"abc\""
+    if let Some(rest) = msg.split("Invalid input syntax for type interval: ").nth(1) {
+        let value = rest.split('"').nth(1).unwrap_or(rest);
+        return Some(SqlError::new(
+            code::INVALID_DATETIME_FORMAT,
+            format!("invalid input syntax for type interval: \"{value}\""),
+        ));
+    }
+    // "Unable to parse date from 2024, 2, 30"
+    if let Some(rest) = msg.split("Unable to parse date from ").nth(1) {
+        let parts: Vec<&str> = rest.split(',').map(str::trim).collect();
+        if let [y, m, d] = parts.as_slice() {
+            return Some(SqlError::new(
+                code::DATETIME_FIELD_OVERFLOW,
+                format!("date field value out of range: {y}-{m:0>2}-{d:0>2}"),
+            ));
+        }
+    }
+    // "Unsupported date_trunc granularity: 'fortnight'. Supported values are: ..."
+    if let Some(rest) = msg.split("Unsupported date_trunc granularity: '").nth(1) {
+        let unit = rest.split('\'').next().unwrap_or(rest);
+        return Some(SqlError::new(
+            code::INVALID_PARAMETER_VALUE,
+            format!("unit \"{unit}\" not recognized for type timestamp without time zone"),
+        ));
+    }
+    None
 }

@@ -9,6 +9,7 @@ pub mod builtins;
 pub mod checks;
 pub mod column_names;
 pub mod column_provider;
+pub mod datetime;
 pub mod errors;
 pub mod format;
 pub mod functions;
@@ -90,10 +91,15 @@ pub async fn plan_statement(
     checks::check_statement(&stmt, &|name| {
         state.udaf(name).is_ok() || state.udwf(name).is_ok()
     })?;
+    let unknown_calls = checks::unknown_function_signatures(&stmt, &|name| {
+        state.scalar_functions().contains_key(name)
+            || state.aggregate_functions().contains_key(name)
+            || state.window_functions().contains_key(name)
+    });
     let plan = state
         .statement_to_plan(DfStatement::Statement(Box::new(stmt)))
         .await
-        .map_err(pg_errors::from_datafusion)?;
+        .map_err(|e| with_argument_types(pg_errors::from_datafusion(e), &unknown_calls))?;
     let plan = scalar_subquery::aggregate_correlated_scalar_subqueries(plan)
         .map_err(pg_errors::from_datafusion)?;
     let plan = set_all::count_copies(plan).map_err(pg_errors::from_datafusion)?;
@@ -139,4 +145,27 @@ pub async fn run_generated_sql(
         .ok_or_else(|| crate::error::SqlError::internal("empty generated query"))?;
     let plan = plan_statement(state, scope, stmt).await?;
     execute_plan(state, plan, None).await
+}
+
+/// "function f does not exist" names the argument types, as PostgreSQL's message does, when
+/// they are known from the call (see `checks::unknown_function_signatures`).
+fn with_argument_types(mut e: crate::error::SqlError, calls: &[String]) -> crate::error::SqlError {
+    if e.code != crate::error::code::UNDEFINED_FUNCTION {
+        return e;
+    }
+    let Some(name) = e
+        .message
+        .strip_prefix("function ")
+        .and_then(|m| m.strip_suffix(" does not exist"))
+    else {
+        return e;
+    };
+    if name.contains('(') {
+        return e;
+    }
+    let prefix = format!("{name}(");
+    if let Some(signature) = calls.iter().find(|c| c.starts_with(&prefix)) {
+        e.message = format!("function {signature} does not exist");
+    }
+    e
 }

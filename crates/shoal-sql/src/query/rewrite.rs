@@ -239,6 +239,14 @@ impl VisitorMut for Rewriter<'_> {
                     // PostgreSQL casts to text with the type's output function. (Literals and
                     // parameters keep the cast: it types a parameter, and literals print alike.)
                     *expr = function_call("pg_text_out", vec![(**inner).clone()]);
+                } else if matches!(data_type, DataType::Interval { .. }) {
+                    if let Some(text) = string_literal_mut(inner) {
+                        if let Some(restated) =
+                            crate::query::datetime::interval_literal_for_datafusion(text)
+                        {
+                            *text = restated;
+                        }
+                    }
                 } else if matches!(data_type, DataType::Uuid) {
                     // A uuid is text to DataFusion: check a literal now, and write it the way
                     // uuid output does (lower case, hyphenated).
@@ -266,12 +274,77 @@ impl VisitorMut for Rewriter<'_> {
                     *data_type = DataType::Text;
                 }
             }
+            // A timestamp literal in a form DataFusion's parser refuses ('2024-01-10 10:00'):
+            // restated from Shoal's PostgreSQL parser in full.
+            Expr::TypedString(ts) if matches!(ts.data_type, DataType::Timestamp(..)) => {
+                let with_tz = matches!(
+                    ts.data_type,
+                    DataType::Timestamp(_, ast::TimezoneInfo::WithTimeZone | ast::TimezoneInfo::Tz)
+                );
+                if let ast::Value::SingleQuotedString(text) = &mut ts.value.value {
+                    if let Some(full) =
+                        crate::query::datetime::timestamp_literal_in_full(text, with_tz)
+                    {
+                        *text = full;
+                    }
+                }
+            }
+            Expr::AtTimeZone {
+                timestamp,
+                time_zone,
+            } => {
+                *expr = function_call(
+                    "pg_at_time_zone",
+                    vec![(**timestamp).clone(), (**time_zone).clone()],
+                );
+            }
+            Expr::Interval(interval) if interval.leading_field.is_none() => {
+                if let Some(text) = string_literal_mut(&mut interval.value) {
+                    if let Some(restated) =
+                        crate::query::datetime::interval_literal_for_datafusion(text)
+                    {
+                        *text = restated;
+                    }
+                }
+            }
+            // LOCALTIMESTAMP / LOCALTIME: the transaction's start time without a time zone.
+            Expr::Identifier(ident)
+                if ident.quote_style.is_none()
+                    && matches!(
+                        ident.value.to_lowercase().as_str(),
+                        "localtimestamp" | "localtime"
+                    ) =>
+            {
+                *expr = local_time_expr(ident.value.eq_ignore_ascii_case("localtime"));
+            }
+            // sqlparser reads LOCALTIMESTAMP like CURRENT_TIMESTAMP, as a call without parentheses.
+            Expr::Function(f)
+                if matches!(f.args, FunctionArguments::None)
+                    && matches!(
+                        object_name_parts(&f.name).as_slice(),
+                        [n] if n == "localtimestamp" || n == "localtime"
+                    ) =>
+            {
+                let time_only = object_name_parts(&f.name)[0] == "localtime";
+                *expr = local_time_expr(time_only);
+            }
             Expr::Function(f) => {
                 let parts = object_name_parts(&f.name);
                 if parts.len() == 2 && parts[0] == "pg_catalog" {
                     f.name = ObjectName(vec![ObjectNamePart::Identifier(Ident::new(
                         parts[1].clone(),
                     ))]);
+                }
+                if object_name_parts(&f.name).as_slice() == ["to_char"] {
+                    if let FunctionArguments::List(list) = &mut f.args {
+                        if let Some(FunctionArg::Unnamed(FunctionArgExpr::Expr(pattern))) =
+                            list.args.get_mut(1)
+                        {
+                            if let Some(text) = string_literal_mut(pattern) {
+                                *text = crate::query::datetime::to_char_pattern(text);
+                            }
+                        }
+                    }
                 }
                 if let Some(renamed) = synonym_call(f) {
                     *expr = renamed;
@@ -532,5 +605,21 @@ fn character_length_limit(length: &ast::CharacterLength) -> Option<usize> {
     match length {
         ast::CharacterLength::IntegerLength { length, .. } => usize::try_from(*length).ok(),
         ast::CharacterLength::Max => None,
+    }
+}
+
+/// LOCALTIMESTAMP (or LOCALTIME): now() without its time zone (or date).
+fn local_time_expr(time_only: bool) -> Expr {
+    let data_type = if time_only {
+        DataType::Time(None, ast::TimezoneInfo::None)
+    } else {
+        DataType::Timestamp(None, ast::TimezoneInfo::None)
+    };
+    Expr::Cast {
+        kind: CastKind::Cast,
+        expr: Box::new(function_call("now", vec![])),
+        data_type,
+        array: false,
+        format: None,
     }
 }

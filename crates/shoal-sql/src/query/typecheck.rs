@@ -198,7 +198,7 @@ impl ExprPlanner for OperatorTypeCheck {
     ) -> datafusion::common::Result<PlannerResult<RawBinaryExpr>> {
         check_operator(&expr.op, &expr.left, &expr.right, schema)
             .map_err(|e| DataFusionError::External(Box::new(e)))?;
-        Ok(PlannerResult::Original(expr))
+        crate::query::datetime::plan_interval_scaling(expr, schema)
     }
 }
 

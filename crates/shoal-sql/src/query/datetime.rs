@@ -1,0 +1,481 @@
+//! Date and time functions where PostgreSQL and DataFusion differ: `age` (a symbolic difference
+//! in years, months and days, which DataFusion lacks), `to_char` patterns (PostgreSQL's
+//! `YYYY-MM-DD HH24:MI:SS`, which `rewrite.rs` translates into the chrono patterns DataFusion's
+//! `to_char` takes), and interval literals in PostgreSQL's forms that DataFusion's parser
+//! refuses (`1 day 04:05:06`), which `rewrite.rs` restates in units it reads. Also
+//! `AT TIME ZONE` (as `pg_at_time_zone`), which turns a timestamptz into the zone's local
+//! timestamp and a timestamp into a timestamptz; only UTC is supported, as elsewhere. And
+//! `interval * number` / `interval / number`, which DataFusion has no kernel for.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Datelike, NaiveDateTime, Timelike};
+use datafusion::arrow::array::{
+    Array, ArrayRef, IntervalMonthDayNanoArray, TimestampMicrosecondArray,
+};
+use datafusion::arrow::datatypes::{
+    DataType as ArrowType, IntervalMonthDayNano, IntervalUnit, TimeUnit,
+};
+use datafusion::common::{plan_err, DFSchema, Result as DfResult};
+use datafusion::logical_expr::expr::ScalarFunction;
+use datafusion::logical_expr::planner::{PlannerResult, RawBinaryExpr};
+use datafusion::logical_expr::{
+    ColumnarValue, Expr, ExprSchemable, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature,
+    Volatility,
+};
+use datafusion::sql::sqlparser::ast::BinaryOperator;
+
+/// An interval literal restated for DataFusion's parser, when it is in a form that parser
+/// does not read (a `hh:mm:ss` part) and Shoal's reads it; None otherwise.
+pub fn interval_literal_for_datafusion(text: &str) -> Option<String> {
+    if !text.contains(':') {
+        return None;
+    }
+    let i = crate::pgtext::parse_interval(text).ok()?;
+    Some(format!(
+        "{} months {} days {} microseconds",
+        i.months, i.days, i.micros
+    ))
+}
+
+/// A timestamp literal written out in full (`2024-01-10 10:00:00`, `+00` for timestamptz),
+/// when it starts with a date and Shoal's parser reads it; None otherwise (the special words
+/// such as `now` must stay words, to be evaluated when the statement runs).
+pub fn timestamp_literal_in_full(text: &str, with_tz: bool) -> Option<String> {
+    if !text.trim_start().starts_with(|c: char| c.is_ascii_digit()) {
+        return None;
+    }
+    let micros = crate::pgtext::parse_timestamp(text, with_tz).ok()?;
+    let t = DateTime::from_timestamp_micros(micros)?.naive_utc();
+    let zone = if with_tz { "+00" } else { "" };
+    Some(format!("{}{zone}", t.format("%Y-%m-%d %H:%M:%S%.6f")))
+}
+
+/// PostgreSQL's to_char template as a chrono format: the common date and time fields; other
+/// text is copied (with `%` escaped), as PostgreSQL copies what it does not recognise, and
+/// double-quoted text is copied without its quotes.
+pub fn to_char_pattern(template: &str) -> String {
+    const FIELDS: &[(&str, &str)] = &[
+        ("YYYY", "%Y"),
+        ("HH24", "%H"),
+        ("HH12", "%I"),
+        ("Month", "%B"),
+        ("Mon", "%b"),
+        ("Day", "%A"),
+        ("Dy", "%a"),
+        ("YY", "%y"),
+        ("MM", "%m"),
+        ("DD", "%d"),
+        ("HH", "%I"),
+        ("MI", "%M"),
+        ("SS", "%S"),
+        ("MS", "%3f"),
+        ("US", "%6f"),
+        ("AM", "%p"),
+        ("PM", "%p"),
+    ];
+    let mut out = String::new();
+    let mut rest = template;
+    'outer: while let Some(c) = rest.chars().next() {
+        if c == '"' {
+            let end = rest[1..].find('"').map_or(rest.len(), |e| e + 1);
+            out.push_str(&rest[1..end].replace('%', "%%"));
+            rest = rest.get(end + 1..).unwrap_or("");
+            continue;
+        }
+        for (field, chrono) in FIELDS {
+            if let Some(after) = rest.strip_prefix(field) {
+                out.push_str(chrono);
+                rest = after;
+                continue 'outer;
+            }
+        }
+        if c == '%' {
+            out.push('%');
+        }
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    out
+}
+
+/// `age(a, b)`: a - b in years, months and days plus a time, as PostgreSQL computes it
+/// (fields subtracted one by one, borrowing from the next larger field); `age(a)` is
+/// `age(current_date, a)`.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub struct Age {
+    pub signature: Signature,
+}
+
+impl ScalarUDFImpl for Age {
+    fn name(&self) -> &str {
+        "age"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn coerce_types(&self, arg_types: &[ArrowType]) -> DfResult<Vec<ArrowType>> {
+        if !(1..=2).contains(&arg_types.len()) {
+            return plan_err!("age takes one or two timestamps");
+        }
+        Ok(vec![
+            ArrowType::Timestamp(TimeUnit::Microsecond, None);
+            arg_types.len()
+        ])
+    }
+
+    fn return_type(&self, _arg_types: &[ArrowType]) -> DfResult<ArrowType> {
+        Ok(ArrowType::Interval(IntervalUnit::MonthDayNano))
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
+        let rows = args.number_rows;
+        let arrays = args
+            .args
+            .iter()
+            .map(|a| a.to_array(rows))
+            .collect::<DfResult<Vec<ArrayRef>>>()?;
+        let micros = |i: usize| {
+            arrays[i]
+                .as_any()
+                .downcast_ref::<TimestampMicrosecondArray>()
+                .expect("coerce_types makes timestamps")
+        };
+        let today = chrono::Utc::now()
+            .date_naive()
+            .and_hms_opt(0, 0, 0)
+            .expect("midnight exists");
+        let out: IntervalMonthDayNanoArray = (0..rows)
+            .map(|row| {
+                let (a, b) = if arrays.len() == 2 {
+                    (micros(0), Some(micros(1)))
+                } else {
+                    (micros(0), None)
+                };
+                let (newer, older) = match b {
+                    Some(b) if a.is_valid(row) && b.is_valid(row) => {
+                        (naive(a.value(row))?, naive(b.value(row))?)
+                    }
+                    None if a.is_valid(row) => (today, naive(a.value(row))?),
+                    _ => return None,
+                };
+                Some(age(newer, older))
+            })
+            .collect();
+        Ok(ColumnarValue::Array(Arc::new(out)))
+    }
+}
+
+fn naive(micros: i64) -> Option<NaiveDateTime> {
+    DateTime::from_timestamp_micros(micros).map(|d| d.naive_utc())
+}
+
+fn age(newer: NaiveDateTime, older: NaiveDateTime) -> IntervalMonthDayNano {
+    if newer < older {
+        let a = age(older, newer);
+        return IntervalMonthDayNano::new(-a.months, -a.days, -a.nanoseconds);
+    }
+    let time_of = |t: NaiveDateTime| {
+        t.num_seconds_from_midnight() as i64 * 1_000_000 + (t.nanosecond() / 1000) as i64
+    };
+    let mut micros = time_of(newer) - time_of(older);
+    let mut days = newer.day() as i32 - older.day() as i32;
+    let mut months = newer.month() as i32 - older.month() as i32;
+    let years = newer.year() - older.year();
+    if micros < 0 {
+        micros += 86_400_000_000;
+        days -= 1;
+    }
+    if days < 0 {
+        // Borrow the length of the older date's month, as PostgreSQL does.
+        days += days_in_month(older.year(), older.month());
+        months -= 1;
+    }
+    IntervalMonthDayNano::new(years * 12 + months, days, micros * 1000)
+}
+
+fn days_in_month(year: i32, month: u32) -> i32 {
+    let (next_year, next_month) = if month == 12 {
+        (year + 1, 1)
+    } else {
+        (year, month + 1)
+    };
+    let first = chrono::NaiveDate::from_ymd_opt(year, month, 1).expect("valid month");
+    let next = chrono::NaiveDate::from_ymd_opt(next_year, next_month, 1).expect("valid month");
+    (next - first).num_days() as i32
+}
+
+/// `ts AT TIME ZONE zone`: timestamptz to the zone's wall-clock timestamp, timestamp (taken as
+/// the zone's wall clock) to timestamptz. Shoal runs in UTC only, so the instant does not move;
+/// only the type changes. Other zones fail with 0A000.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub struct AtTimeZone {
+    pub signature: Signature,
+}
+
+impl ScalarUDFImpl for AtTimeZone {
+    fn name(&self) -> &str {
+        "pg_at_time_zone"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn coerce_types(&self, arg_types: &[ArrowType]) -> DfResult<Vec<ArrowType>> {
+        let [ts, _] = arg_types else {
+            return plan_err!("AT TIME ZONE takes a timestamp and a zone");
+        };
+        let ts = match ts {
+            ArrowType::Timestamp(_, Some(tz)) => {
+                ArrowType::Timestamp(TimeUnit::Microsecond, Some(tz.clone()))
+            }
+            _ => ArrowType::Timestamp(TimeUnit::Microsecond, None),
+        };
+        Ok(vec![ts, ArrowType::Utf8])
+    }
+
+    fn return_type(&self, arg_types: &[ArrowType]) -> DfResult<ArrowType> {
+        Ok(match arg_types.first() {
+            Some(ArrowType::Timestamp(_, Some(_))) => {
+                ArrowType::Timestamp(TimeUnit::Microsecond, None)
+            }
+            _ => ArrowType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
+        })
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
+        let rows = args.number_rows;
+        let zones = args.args[1].to_array(rows)?;
+        let zones = zones
+            .as_any()
+            .downcast_ref::<datafusion::arrow::array::StringArray>()
+            .expect("coerce_types makes the zone text");
+        for zone in zones.iter().flatten() {
+            if !matches!(
+                zone.to_ascii_lowercase().as_str(),
+                "utc" | "gmt" | "z" | "zulu" | "etc/utc" | "universal" | "+00" | "+00:00"
+            ) {
+                return Err(crate::query::functions::sql_error(
+                    crate::error::SqlError::new(
+                        crate::error::code::FEATURE_NOT_SUPPORTED,
+                        format!("time zone \"{zone}\" is not supported; Shoal runs in UTC for now"),
+                    ),
+                ));
+            }
+        }
+        let micros = args.args[0].to_array(rows)?;
+        let micros = micros
+            .as_any()
+            .downcast_ref::<TimestampMicrosecondArray>()
+            .expect("coerce_types makes microsecond timestamps");
+        let out = TimestampMicrosecondArray::new(micros.values().clone(), micros.nulls().cloned());
+        let out = match args.return_field.data_type() {
+            ArrowType::Timestamp(_, Some(tz)) => out.with_timezone(tz.clone()),
+            _ => out,
+        };
+        Ok(ColumnarValue::Array(Arc::new(out)))
+    }
+}
+
+/// Plans `interval * number`, `number * interval` and `interval / number` as
+/// `pg_interval_mul(interval, factor)`, and makes `date ± interval` a timestamp; every other
+/// operation is left to DataFusion.
+pub fn plan_interval_scaling(
+    expr: RawBinaryExpr,
+    schema: &DFSchema,
+) -> DfResult<PlannerResult<RawBinaryExpr>> {
+    let is_interval = |e: &Expr| matches!(e.get_type(schema), Ok(ArrowType::Interval(_)));
+    let is_number = |e: &Expr| e.get_type(schema).is_ok_and(|t| t.is_numeric());
+    let is_date = |e: &Expr| matches!(e.get_type(schema), Ok(ArrowType::Date32));
+    // date ± interval is a timestamp in PostgreSQL (the date at midnight, moved).
+    let date_shift = matches!(expr.op, BinaryOperator::Plus | BinaryOperator::Minus)
+        && is_date(&expr.left)
+        && is_interval(&expr.right);
+    if date_shift
+        || expr.op == BinaryOperator::Plus && is_interval(&expr.left) && is_date(&expr.right)
+    {
+        let timestamp = ArrowType::Timestamp(TimeUnit::Microsecond, None);
+        let mut expr = expr;
+        if date_shift {
+            expr.left = cast(expr.left, timestamp);
+        } else {
+            expr.right = cast(expr.right, timestamp);
+        }
+        return Ok(PlannerResult::Original(expr));
+    }
+    let (interval, factor) = match expr.op {
+        BinaryOperator::Multiply if is_interval(&expr.left) && is_number(&expr.right) => (
+            expr.left.clone(),
+            cast(expr.right.clone(), ArrowType::Float64),
+        ),
+        BinaryOperator::Multiply if is_number(&expr.left) && is_interval(&expr.right) => (
+            expr.right.clone(),
+            cast(expr.left.clone(), ArrowType::Float64),
+        ),
+        BinaryOperator::Divide if is_interval(&expr.left) && is_number(&expr.right) => {
+            let divisor = cast(expr.right.clone(), ArrowType::Float64);
+            let reciprocal = ScalarUDF::new_from_impl(IntervalReciprocal::default());
+            let factor = ScalarFunction::new_udf(Arc::new(reciprocal), vec![divisor]);
+            (expr.left.clone(), Expr::ScalarFunction(factor))
+        }
+        _ => return Ok(PlannerResult::Original(expr)),
+    };
+    let mul = ScalarUDF::new_from_impl(IntervalMul::default());
+    Ok(PlannerResult::Planned(Expr::ScalarFunction(
+        ScalarFunction::new_udf(Arc::new(mul), vec![interval, factor]),
+    )))
+}
+
+fn cast(e: Expr, t: ArrowType) -> Expr {
+    Expr::Cast(datafusion::logical_expr::Cast::new(Box::new(e), t))
+}
+
+/// `interval * factor` as PostgreSQL's interval_mul: fractional months spill into days (30 to
+/// a month) and fractional days into time. `interval / d` is `interval * (1 / d)`.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct IntervalMul {
+    signature: Signature,
+}
+
+impl Default for IntervalMul {
+    fn default() -> Self {
+        IntervalMul {
+            signature: Signature::exact(
+                vec![
+                    ArrowType::Interval(IntervalUnit::MonthDayNano),
+                    ArrowType::Float64,
+                ],
+                Volatility::Immutable,
+            ),
+        }
+    }
+}
+
+impl ScalarUDFImpl for IntervalMul {
+    fn name(&self) -> &str {
+        "pg_interval_mul"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[ArrowType]) -> DfResult<ArrowType> {
+        Ok(ArrowType::Interval(IntervalUnit::MonthDayNano))
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
+        let rows = args.number_rows;
+        let spans = args.args[0].to_array(rows)?;
+        let spans = spans
+            .as_any()
+            .downcast_ref::<IntervalMonthDayNanoArray>()
+            .expect("signature makes intervals");
+        let factors = args.args[1].to_array(rows)?;
+        let factors = factors
+            .as_any()
+            .downcast_ref::<datafusion::arrow::array::Float64Array>()
+            .expect("signature makes float8");
+        let out: IntervalMonthDayNanoArray = (0..rows)
+            .map(|row| {
+                if spans.is_null(row) || factors.is_null(row) {
+                    return Ok(None);
+                }
+                scale_interval(spans.value(row), factors.value(row)).map(Some)
+            })
+            .collect::<DfResult<_>>()?;
+        Ok(ColumnarValue::Array(Arc::new(out)))
+    }
+}
+
+fn scale_interval(span: IntervalMonthDayNano, factor: f64) -> DfResult<IntervalMonthDayNano> {
+    const DAYS_PER_MONTH: f64 = 30.0;
+    const SECS_PER_DAY: f64 = 86_400.0;
+    // PostgreSQL rounds the spilled fractions to microseconds (TSROUND) on the way.
+    let ts_round = |v: f64| (v * 1e6).round() / 1e6;
+    let months_f = span.months as f64 * factor;
+    let days_f = span.days as f64 * factor;
+    let micros_f = (span.nanoseconds / 1000) as f64 * factor;
+    let fits = months_f.abs() < i32::MAX as f64
+        && days_f.abs() < i32::MAX as f64
+        && micros_f.abs() < i64::MAX as f64;
+    if !fits || !factor.is_finite() {
+        return Err(crate::query::functions::sql_error(
+            crate::error::SqlError::new(
+                crate::error::code::DATETIME_FIELD_OVERFLOW,
+                "interval out of range",
+            ),
+        ));
+    }
+    let months = months_f.trunc();
+    let mut days = days_f.trunc();
+    let month_remainder_days = ts_round((months_f - months) * DAYS_PER_MONTH);
+    let mut sec_remainder = ts_round(
+        (days_f - days + month_remainder_days - month_remainder_days.trunc()) * SECS_PER_DAY,
+    );
+    if sec_remainder.abs() >= SECS_PER_DAY {
+        days += (sec_remainder / SECS_PER_DAY).trunc();
+        sec_remainder -= (sec_remainder / SECS_PER_DAY).trunc() * SECS_PER_DAY;
+    }
+    days += month_remainder_days.trunc();
+    let micros = (micros_f + sec_remainder * 1e6).round() as i64;
+    Ok(IntervalMonthDayNano::new(
+        months as i32,
+        days as i32,
+        micros * 1000,
+    ))
+}
+
+/// `1 / divisor` for `interval / divisor`, failing with 22012 on zero as PostgreSQL does.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct IntervalReciprocal {
+    signature: Signature,
+}
+
+impl Default for IntervalReciprocal {
+    fn default() -> Self {
+        IntervalReciprocal {
+            signature: Signature::exact(vec![ArrowType::Float64], Volatility::Immutable),
+        }
+    }
+}
+
+impl ScalarUDFImpl for IntervalReciprocal {
+    fn name(&self) -> &str {
+        "pg_interval_divisor"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[ArrowType]) -> DfResult<ArrowType> {
+        Ok(ArrowType::Float64)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
+        let rows = args.number_rows;
+        let divisors = args.args[0].to_array(rows)?;
+        let divisors = divisors
+            .as_any()
+            .downcast_ref::<datafusion::arrow::array::Float64Array>()
+            .expect("signature makes float8");
+        let out: datafusion::arrow::array::Float64Array = divisors
+            .iter()
+            .map(|d| match d {
+                Some(d) if d == 0.0 => Err(crate::query::functions::sql_error(
+                    crate::error::SqlError::new(
+                        crate::error::code::DIVISION_BY_ZERO,
+                        "division by zero",
+                    ),
+                )),
+                Some(d) => Ok(Some(1.0 / d)),
+                None => Ok(None),
+            })
+            .collect::<DfResult<_>>()?;
+        Ok(ColumnarValue::Array(Arc::new(out)))
+    }
+}
