@@ -1152,12 +1152,14 @@ impl Session {
         prepared: &Prepared,
         values: Vec<ScalarValue>,
     ) -> SqlResult<StatementResult> {
-        let Some(stmt) = prepared.stmt.clone() else {
+        // Borrowed, not cloned: only the general path below needs a copy of the statement to
+        // put the parameters into, and cloning an AST on every execution is not free.
+        let Some(stmt) = prepared.stmt.as_ref() else {
             return Ok(StatementResult::Empty);
         };
         if !matches!(self.txn, TxnState::Failed(_)) {
-            if let Some(plan) = self.fast_plan_of(prepared, &stmt) {
-                if let Err(e) = self.check_writable(&stmt) {
+            if let Some(plan) = self.fast_plan_of(prepared, stmt) {
+                if let Err(e) = self.check_writable(stmt) {
                     self.fail_block();
                     return Err(e);
                 }
@@ -1170,7 +1172,7 @@ impl Session {
                 return self.finish_statement(txn, implicit, result).await;
             }
         }
-        let is_query = matches!(stmt, Statement::Query(ref q) if q.locks.is_empty());
+        let is_query = matches!(stmt, Statement::Query(q) if q.locks.is_empty());
         if is_query && !matches!(self.txn, TxnState::Failed(_)) {
             let version = self.engine.catalog.read().version;
             let cached = prepared
@@ -1198,7 +1200,7 @@ impl Session {
                 return self.finish_statement(txn, implicit, result).await;
             }
         }
-        let mut stmt = stmt;
+        let mut stmt = stmt.clone();
         params::substitute(&mut stmt, &values)?;
         self.execute_statement(stmt).await
     }
