@@ -612,14 +612,7 @@ fn table_access_method(ct: &ast::CreateTable) -> SqlResult<AccessMethod> {
     else {
         return Ok(AccessMethod::Heap);
     };
-    match ident(format).as_str() {
-        "heap" => Ok(AccessMethod::Heap),
-        "columnar" => Ok(AccessMethod::Columnar),
-        other => Err(SqlError::new(
-            code::UNDEFINED_OBJECT,
-            format!("access method \"{other}\" does not exist"),
-        )),
-    }
+    access_method::access_method_named(&ident(format))
 }
 
 fn drop_table_by_oid(session: &Session, oid: Oid) {

@@ -112,10 +112,7 @@ impl Durability {
             rows.push((row.row_id(), Arc::from(data)));
             true
         });
-        self.wal
-            .append_table_image(table.id(), rows.iter().map(|(id, d)| (*id, &d[..])))
-            .map(|_| ())
-            .map_err(wal_error)
+        self.log_table_image(table.id(), rows.iter().map(|(id, d)| (*id, &d[..])))
     }
 
     /// Waits until the log is flushed to `lsn` (a commit or catalog record's end).
