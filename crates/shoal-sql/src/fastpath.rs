@@ -14,6 +14,7 @@
 //! prepared statements keep it and re-resolve when the catalog version changes.
 
 use datafusion::arrow::array::ArrayRef;
+use datafusion::arrow::datatypes::{Field, Schema, SchemaRef};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::common::ScalarValue;
 use datafusion::sql::sqlparser::ast::{self, Expr, Statement};
@@ -56,6 +57,8 @@ pub enum FastKind {
     Select {
         projection: Vec<usize>,
         columns: Vec<ResultColumn>,
+        /// The result batch's schema, built once: each execution only clones the Arc.
+        schema: SchemaRef,
     },
     Update {
         assignments: Vec<(usize, Assign)>,
@@ -366,6 +369,18 @@ fn plan_select(
         ));
     }
     let (key_index, key) = key_condition(&def, alias, s.selection.as_ref(), params)?;
+    let fields: Vec<Field> = projection
+        .iter()
+        .zip(&columns)
+        .map(|(col, c)| {
+            Field::new(
+                c.name.clone(),
+                arrow_type(&def.columns[*col].data_type),
+                true,
+            )
+        })
+        .collect();
+    let schema = Arc::new(Schema::new(fields));
     Some(FastPlan {
         def,
         table,
@@ -374,6 +389,7 @@ fn plan_select(
         kind: FastKind::Select {
             projection,
             columns,
+            schema,
         },
         param_columns: Vec::new(),
     })
@@ -734,7 +750,8 @@ async fn execute_with(
         FastKind::Select {
             projection,
             columns,
-        } => execute_select(session, txn, &point, projection, columns),
+            schema,
+        } => execute_select(session, txn, &point, projection, columns, schema),
         FastKind::Update { assignments } => {
             execute_update(session, txn, &point, &b, assignments).await
         }
@@ -767,25 +784,21 @@ fn execute_select(
     point: &Point<'_>,
     projection: &[usize],
     columns: &[ResultColumn],
+    schema: &SchemaRef,
 ) -> SqlResult<StatementResult> {
     let plan = point.plan;
     let snap = session.engine.db.statement_snapshot(txn);
     let found = plan.table.index_get(plan.key_index, &snap, point.key)?;
     let rows: Vec<Vec<Value>> = found.into_iter().map(|(_, row)| row).collect();
-    let mut arrays = Vec::with_capacity(projection.len());
-    let mut fields = Vec::with_capacity(projection.len());
-    for (i, col) in projection.iter().enumerate() {
-        let t = &plan.def.columns[*col].data_type;
-        arrays.push(array_from_values(t, rows.iter().map(|r| &r[*col])));
-        fields.push(datafusion::arrow::datatypes::Field::new(
-            columns[i].name.clone(),
-            arrow_type(t),
-            true,
-        ));
-    }
-    let schema = Arc::new(datafusion::arrow::datatypes::Schema::new(fields));
+    let arrays = projection
+        .iter()
+        .map(|col| {
+            let t = &plan.def.columns[*col].data_type;
+            array_from_values(t, rows.iter().map(|r| &r[*col]))
+        })
+        .collect();
     let batch = RecordBatch::try_new_with_options(
-        schema,
+        schema.clone(),
         arrays,
         &datafusion::arrow::record_batch::RecordBatchOptions::new()
             .with_row_count(Some(rows.len())),

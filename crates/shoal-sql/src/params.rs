@@ -120,12 +120,20 @@ pub fn storage_type_for_arrow(t: &ArrowType) -> DataType {
     }
 }
 
+/// The scalar cast to the parameter's type when it differs (`ScalarValue::cast_to` goes
+/// through one-element arrays even when nothing changes); left as it is if the cast fails.
+fn scalar_of_type(scalar: ScalarValue, t: &ArrowType) -> ScalarValue {
+    if scalar.data_type() == *t {
+        return scalar;
+    }
+    scalar.cast_to(t).unwrap_or(scalar)
+}
+
 /// Decodes a text-format parameter.
 pub fn decode_text(text: &str, t: &ArrowType) -> SqlResult<ScalarValue> {
     let st = storage_type_for_arrow(t);
     let v = pgtext::parse_value(text, &st)?;
-    let scalar = scalar_from_value(&v, &st);
-    Ok(scalar.cast_to(t).unwrap_or(scalar))
+    Ok(scalar_of_type(scalar_from_value(&v, &st), t))
 }
 
 /// Decodes a binary-format parameter of PostgreSQL type `type_oid`.
@@ -181,8 +189,7 @@ pub fn decode_binary(bytes: &[u8], type_oid: u32, t: &ArrowType) -> SqlResult<Sc
     } else {
         st
     };
-    let scalar = scalar_from_value(&v, &st);
-    Ok(scalar.cast_to(t).unwrap_or(scalar))
+    Ok(scalar_of_type(scalar_from_value(&v, &st), t))
 }
 
 /// Days and microseconds from 1970-01-01 to PostgreSQL's epoch, 2000-01-01.

@@ -236,7 +236,10 @@ impl Session {
         };
         let mut results = Vec::with_capacity(statements.len());
         for stmt in statements {
-            let r = self.execute_statement(stmt).await;
+            // Boxed: the general path's future (DataFusion planning included) is many
+            // kilobytes, and every caller's future would otherwise embed it and be copied
+            // whole into each `async_trait` box, fast path or not.
+            let r = Box::pin(self.execute_statement(stmt)).await;
             let failed = r.is_err();
             results.push(r);
             if failed {
@@ -509,21 +512,24 @@ impl Session {
         for name in self.settings.end_transaction(committed) {
             self.setting_changed(&name);
         }
-        let iso = self
-            .settings
-            .get("default_transaction_isolation")
-            .unwrap_or("read committed")
-            .to_string();
-        self.settings.set("transaction_isolation", &iso, false).ok();
-        let read_only = self
-            .settings
-            .get("default_transaction_read_only")
-            .unwrap_or("off")
-            .to_string();
-        self.settings
-            .set("transaction_read_only", &read_only, false)
-            .ok();
+        self.reset_to_default("transaction_isolation", "read committed");
+        self.reset_to_default("transaction_read_only", "off");
         self.sync_scope_settings();
+    }
+
+    /// Sets `name` back to `default_<name>` (or `fallback`) if it differs. This runs after
+    /// every autocommit statement, so the usual case, nothing to change, must not allocate.
+    fn reset_to_default(&mut self, name: &str, fallback: &str) {
+        let default_name = match name {
+            "transaction_isolation" => "default_transaction_isolation",
+            "transaction_read_only" => "default_transaction_read_only",
+            _ => unreachable!("no default_ setting for {name}"),
+        };
+        let wanted = self.settings.get(default_name).unwrap_or(fallback);
+        if self.settings.get(name) != Some(wanted) {
+            let wanted = wanted.to_string();
+            self.settings.set(name, &wanted, false).ok();
+        }
     }
 
     /// Publishes the settings to the plan scope (which DataFusion's catalog functions read),
@@ -1194,7 +1200,8 @@ impl Session {
                 };
                 let mut cancel = self.cancel.take();
                 let timeout_ms = self.settings.statement_timeout_ms();
-                let work = self.run_plan(plan, params);
+                // Boxed for the reason given in `execute_sql`.
+                let work = Box::pin(self.run_plan(plan, params));
                 let result = interruptible(timeout_ms, &mut cancel, work).await;
                 self.cancel = cancel;
                 return self.finish_statement(txn, implicit, result).await;
@@ -1202,7 +1209,7 @@ impl Session {
         }
         let mut stmt = stmt.clone();
         params::substitute(&mut stmt, &values)?;
-        self.execute_statement(stmt).await
+        Box::pin(self.execute_statement(stmt)).await
     }
 }
 

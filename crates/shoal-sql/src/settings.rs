@@ -102,7 +102,12 @@ impl Default for Settings {
 
 impl Settings {
     pub fn get(&self, name: &str) -> Option<&str> {
-        self.values.get(&name.to_lowercase()).map(|s| s.as_str())
+        let value = if name.bytes().any(|b| b.is_ascii_uppercase()) {
+            self.values.get(&name.to_lowercase())
+        } else {
+            self.values.get(name) // the common case, without allocating
+        };
+        value.map(|s| s.as_str())
     }
 
     pub fn all(&self) -> &HashMap<String, String> {

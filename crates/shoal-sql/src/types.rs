@@ -496,6 +496,24 @@ pub fn rescale(mantissa: i128, from: u8, to: u8) -> i128 {
 
 /// A storage value as a DataFusion scalar of the column's Arrow type.
 pub fn scalar_from_value(v: &Value, t: &DataType) -> ScalarValue {
+    // The common fixed-width types directly: a one-element array costs several allocations,
+    // and prepared statements decode every parameter through here.
+    match (v, t) {
+        (Value::Bool(x), DataType::Bool) => return ScalarValue::Boolean(Some(*x)),
+        (Value::Int16(x), DataType::Int16) => return ScalarValue::Int16(Some(*x)),
+        (Value::Int32(x), DataType::Int32) => return ScalarValue::Int32(Some(*x)),
+        (Value::Int64(x), DataType::Int64) => return ScalarValue::Int64(Some(*x)),
+        (Value::Float32(x), DataType::Float32) => return ScalarValue::Float32(Some(*x)),
+        (Value::Float64(x), DataType::Float64) => return ScalarValue::Float64(Some(*x)),
+        (Value::Date(x), DataType::Date) => return ScalarValue::Date32(Some(*x)),
+        (Value::Timestamp(x), DataType::Timestamp) => {
+            return ScalarValue::TimestampMicrosecond(Some(*x), None)
+        }
+        (Value::Text(x), DataType::Text | DataType::Varchar(_) | DataType::Char(_)) => {
+            return ScalarValue::Utf8(Some(x.clone()))
+        }
+        _ => {}
+    }
     let array = array_from_values(t, std::iter::once(v));
     ScalarValue::try_from_array(&array, 0).unwrap_or(ScalarValue::Null)
 }

@@ -197,7 +197,7 @@ where
     // A portal already started (suspended or finished) only has rows left to fetch.
     let has_rows = if not_started {
         let response = handler.do_query(client, &portal, max_rows).await?;
-        feed_start_response(client, &portal, response, &mut transaction_status).await?
+        feed_start_response(client, &portal, response, max_rows, &mut transaction_status).await?
     } else {
         true
     };
@@ -212,12 +212,13 @@ where
     Ok(())
 }
 
-/// Queues the answer to a portal's first Execute; returns true when it produced rows, which
-/// the portal now holds for `feed_portal_rows`.
+/// Queues the answer to a portal's first Execute; returns true when it produced rows that
+/// the portal now holds for `feed_portal_rows` (an Execute with a row limit).
 async fn feed_start_response<S, C>(
     client: &mut C,
     portal: &Portal<S>,
     response: Response,
+    max_rows: usize,
     transaction_status: &mut TransactionStatus,
 ) -> PgWireResult<bool>
 where
@@ -229,6 +230,21 @@ where
 {
     let command_complete = |tag: Tag| PgWireBackendMessage::CommandComplete(tag.into());
     match response {
+        // Without a row limit every row goes out now, so the rows skip the portal: pgwire's
+        // `Portal::fetch` collects them into a fresh 256-row vector and re-boxes the stream,
+        // per execution, which a one-row point select notices.
+        Response::Query(mut results) if max_rows == 0 => {
+            let tag = results.command_tag().to_owned();
+            let mut row_count = 0;
+            while let Some(row) = results.data_rows().next().await {
+                client.feed(PgWireBackendMessage::DataRow(row?)).await?;
+                row_count += 1;
+            }
+            *portal.state().lock().await = PortalExecutionState::Finished;
+            client
+                .feed(command_complete(Tag::new(&tag).with_rows(row_count)))
+                .await?;
+        }
         Response::Query(results) => {
             portal.start(results).await;
             return Ok(true);

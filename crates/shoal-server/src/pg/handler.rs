@@ -46,6 +46,9 @@ use super::extended;
 
 pub struct ConnectionHandler {
     pub session: Mutex<Session>,
+    /// This connection's entry in the cancel registry, set at startup; kept here because
+    /// looking it up in pgwire's session extensions per query takes a lock and a map probe.
+    connection: std::sync::OnceLock<Arc<ConnectionHandle>>,
     copy: Mutex<Option<CopyIn>>,
     connections: Arc<ConnectionManager>,
     parser: Arc<ShoalQueryParser>,
@@ -57,6 +60,7 @@ impl ConnectionHandler {
         Arc::new_cyclic(
             |weak: &std::sync::Weak<ConnectionHandler>| ConnectionHandler {
                 session: Mutex::new(session),
+                connection: std::sync::OnceLock::new(),
                 copy: Mutex::new(None),
                 connections,
                 parser: Arc::new(ShoalQueryParser {
@@ -65,14 +69,6 @@ impl ConnectionHandler {
             },
         )
     }
-}
-
-/// The signal a CancelRequest for this connection fires during the query about to run. The
-/// session races it against the statement's work, so a canceled statement fails with 57014
-/// and leaves the transaction as any failed statement does.
-async fn cancel_signal<C: ClientInfo>(client: &C) -> Option<CancelSignal> {
-    let connection = client.session_extensions().get::<Arc<ConnectionHandle>>()?;
-    Some(cancel_signal_from(connection.start_query().await))
 }
 
 fn status_of(code: u8) -> TransactionStatus {
@@ -130,7 +126,7 @@ impl StartupHandler for ConnectionHandler {
             let (_, secret) = RandomPidSecretKeyGenerator::default().generate(client);
             client.set_pid_and_secret_key(pid, secret.clone());
             let (handle, guard) = self.connections.register(pid, secret);
-            client.session_extensions().insert(handle);
+            self.connection.set(handle).ok();
             client.session_extensions().insert(guard);
             {
                 let mut session = self.session.lock().await;
@@ -190,6 +186,14 @@ fn to_response(
 }
 
 impl ConnectionHandler {
+    /// The signal a CancelRequest for this connection fires during the query about to run.
+    /// The session races it against the statement's work, so a canceled statement fails with
+    /// 57014 and leaves the transaction as any failed statement does.
+    async fn cancel_signal(&self) -> Option<CancelSignal> {
+        let connection = self.connection.get()?;
+        Some(cancel_signal_from(connection.start_query().await))
+    }
+
     async fn send_parameter_changes<C>(
         &self,
         client: &mut C,
@@ -233,7 +237,7 @@ impl SimpleQueryHandler for ConnectionHandler {
     {
         client.set_state(PgWireConnectionState::QueryInProgress);
         let mut session = self.session.lock().await;
-        session.set_cancel_signal(cancel_signal(client).await);
+        session.set_cancel_signal(self.cancel_signal().await);
         let sql = query.query;
         let mut copy_started = false;
         if sql.chars().all(|c| c == ';' || c.is_whitespace()) {
@@ -468,7 +472,7 @@ impl ExtendedQueryHandler for ConnectionHandler {
             Ok(v) => v,
             Err(e) => return Err(to_pgwire(e)),
         };
-        session.set_cancel_signal(cancel_signal(client).await);
+        session.set_cancel_signal(self.cancel_signal().await);
         let result = session.execute_prepared(&prepared, values).await;
         session.set_cancel_signal(None);
         self.send_parameter_changes(client, &mut session).await?;
