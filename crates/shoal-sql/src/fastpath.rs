@@ -374,7 +374,7 @@ fn plan_select(
         .zip(&columns)
         .map(|(col, c)| {
             Field::new(
-                c.name.clone(),
+                c.name.to_string(),
                 arrow_type(&def.columns[*col].data_type),
                 true,
             )
@@ -406,7 +406,7 @@ fn is_plain_wildcard(opts: &ast::WildcardAdditionalOptions) -> bool {
 fn result_column(name: &str, t: &DataType) -> ResultColumn {
     let (type_oid, typmod) = pg_type_of(t);
     ResultColumn {
-        name: name.to_string(),
+        name: name.into(),
         type_oid,
         typmod,
     }

@@ -27,7 +27,8 @@ use crate::{ddl, dml, params, query};
 /// A column of a result set as the client sees it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ResultColumn {
-    pub name: String,
+    /// Shared: a fast-path result hands out the same names on every execution.
+    pub name: Arc<str>,
     pub type_oid: u32,
     pub typmod: i32,
 }
@@ -43,7 +44,7 @@ pub fn columns_of_schema(schema: &SchemaRef) -> Vec<ResultColumn> {
                 .and_then(|v| v.parse().ok())
                 .unwrap_or_else(|| pg_oid_for_arrow(f.data_type()));
             ResultColumn {
-                name: crate::query::column_names::output_name(f.name()).to_string(),
+                name: crate::query::column_names::output_name(f.name()).into(),
                 type_oid,
                 typmod: -1,
             }
@@ -239,7 +240,10 @@ impl Session {
             // Boxed: the general path's future (DataFusion planning included) is many
             // kilobytes, and every caller's future would otherwise embed it and be copied
             // whole into each `async_trait` box, fast path or not.
-            let r = Box::pin(self.execute_statement(stmt)).await;
+            let r = match self.execute_transaction_control(&stmt).await {
+                Some(r) => r,
+                None => Box::pin(self.execute_statement(stmt)).await,
+            };
             let failed = r.is_err();
             results.push(r);
             if failed {
@@ -309,12 +313,22 @@ impl Session {
         }
     }
 
+    /// BEGIN, COMMIT, ROLLBACK and savepoints, which need no planning; None for any other
+    /// statement. Callers try this before boxing `execute_statement`, whose future is large
+    /// enough that building it costs more than these statements themselves.
+    async fn execute_transaction_control(
+        &mut self,
+        stmt: &Statement,
+    ) -> Option<SqlResult<StatementResult>> {
+        if matches!(stmt, Statement::Commit { .. }) {
+            return Some(self.commit_block().await);
+        }
+        self.transaction_control(stmt)
+    }
+
     /// Runs one statement with autocommit or inside the current block.
     pub async fn execute_statement(&mut self, stmt: Statement) -> SqlResult<StatementResult> {
-        if matches!(stmt, Statement::Commit { .. }) {
-            return self.commit_block().await;
-        }
-        if let Some(r) = self.transaction_control(&stmt) {
+        if let Some(r) = self.execute_transaction_control(&stmt).await {
             return r;
         }
         if matches!(self.txn, TxnState::Failed(_)) {
@@ -1122,7 +1136,7 @@ impl Session {
                     .collect::<Vec<_>>()
                     .join("_");
                 prepared.columns = Some(vec![ResultColumn {
-                    name,
+                    name: name.into(),
                     type_oid: crate::types::oid::TEXT,
                     typmod: -1,
                 }]);
@@ -1177,6 +1191,9 @@ impl Session {
                 self.cancel = cancel;
                 return self.finish_statement(txn, implicit, result).await;
             }
+        }
+        if let Some(r) = self.execute_transaction_control(stmt).await {
+            return r;
         }
         let is_query = matches!(stmt, Statement::Query(q) if q.locks.is_empty());
         if is_query && !matches!(self.txn, TxnState::Failed(_)) {

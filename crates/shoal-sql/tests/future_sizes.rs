@@ -5,8 +5,9 @@
 
 use shoal_sql::{Engine, Session};
 
-/// Generous for a debug build (about 4 KiB today); the general path inlined is 90 KiB.
-const MAX_ENTRY_FUTURE_BYTES: usize = 8192;
+/// Generous for a debug build, which lays futures out loosely (about 9 KiB today, the commit
+/// path included); the general path inlined is 90 KiB.
+const MAX_ENTRY_FUTURE_BYTES: usize = 16 * 1024;
 
 #[test]
 fn statement_entry_futures_are_small() {

@@ -32,7 +32,8 @@ pub fn field_infos(
                 } else {
                     FieldFormat::Text
                 };
-                FieldInfo::new(c.name.clone(), None, None, t, format).with_type_modifier(c.typmod)
+                FieldInfo::new(c.name.to_string(), None, None, t, format)
+                    .with_type_modifier(c.typmod)
             })
             .collect(),
     )

@@ -480,7 +480,11 @@ impl ExtendedQueryHandler for ConnectionHandler {
             Ok(r) => {
                 let r = self.begin_copy(&session, r).await;
                 let binary = |i: usize| portal.result_column_format.is_binary(i);
-                Ok(to_response(r, &binary, None))
+                // Execute sends no RowDescription (Describe does), so the response needs no
+                // field list: one shared empty list instead of building one per execution.
+                static NO_FIELDS: std::sync::LazyLock<Arc<Vec<FieldInfo>>> =
+                    std::sync::LazyLock::new(|| Arc::new(Vec::new()));
+                Ok(to_response(r, &binary, Some(NO_FIELDS.clone())))
             }
             Err(e) => Err(to_pgwire(e)),
         }

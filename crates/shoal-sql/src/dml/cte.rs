@@ -56,7 +56,7 @@ pub async fn run_modifying_ctes(
             *cte.query = empty_query(&["?column?"], &["text"])?;
             continue;
         };
-        let names: Vec<&str> = columns.iter().map(|c| c.name.as_str()).collect();
+        let names: Vec<&str> = columns.iter().map(|c| &*c.name).collect();
         if cte.alias.columns.is_empty() {
             cte.alias.columns = names
                 .iter()
