@@ -63,8 +63,9 @@ def as_postgres_user(cmd):
 class Shoal:
     name = "Shoal"
 
-    def __init__(self, workdir, synchronous_commit):
+    def __init__(self, workdir, synchronous_commit, extra_args=()):
         self.synchronous_commit = synchronous_commit
+        self.extra_args = list(extra_args)
         target = Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target"))
         subprocess.run(["cargo", "build", "--release", "-q"], cwd=REPO, check=True)
         self.binary = target / "release" / "shoal"
@@ -76,7 +77,7 @@ class Shoal:
         self.proc = subprocess.Popen(
             [str(self.binary), "serve", "--listen", f"127.0.0.1:{self.port}",
              "--data-dir", str(self.data_dir),
-             "--synchronous-commit", self.synchronous_commit],
+             "--synchronous-commit", self.synchronous_commit] + self.extra_args,
             stdout=subprocess.DEVNULL, stderr=open(self.data_dir.parent / "shoal.log", "w"))
         wait_for_port(self.port)
 

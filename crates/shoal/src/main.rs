@@ -33,6 +33,10 @@ enum Command {
         /// part of one.
         #[arg(long, default_value = "on", value_parser = ["on", "off"])]
         synchronous_commit: String,
+        /// `off` runs without a redo log or checkpoints: nothing survives a restart. Only for
+        /// measuring what the log costs (bench/pgbench `--log-overhead`); the default is `on`.
+        #[arg(long, default_value = "on", value_parser = ["on", "off"])]
+        redo_log: String,
         /// Start a checkpoint after this many MiB of redo log.
         #[arg(long, default_value_t = 256)]
         checkpoint_log_mb: u64,
@@ -54,6 +58,7 @@ fn main() {
             listen,
             data_dir,
             synchronous_commit,
+            redo_log,
             checkpoint_log_mb,
             checkpoint_interval_s,
         } => {
@@ -94,10 +99,17 @@ fn main() {
                     ..DurabilityOptions::default()
                 };
                 let dir = data_dir.clone();
-                let opened =
+                let opened = if redo_log == "off" {
+                    tracing::warn!(
+                        "--redo-log off: nothing is logged or checkpointed; every change is lost when the server stops"
+                    );
+                    Ok((shoal_sql::Engine::new(), "skipped (--redo-log off)".to_string()))
+                } else {
                     tokio::task::spawn_blocking(move || shoal_sql::Engine::open(&dir, options))
                         .await
-                        .expect("recovery thread");
+                        .expect("recovery thread")
+                        .map(|(engine, report)| (engine, report.to_string()))
+                };
                 let engine = match opened {
                     Ok((engine, report)) => {
                         tracing::info!("recovery: {report}");
