@@ -130,6 +130,102 @@ fn parse_unfixed(sql: &str) -> Result<Vec<Statement>, ParserError> {
     Ok(statements)
 }
 
+/// One statement of a query string split by [`split_at_checkpoints`].
+#[derive(Debug, PartialEq)]
+pub enum Piece {
+    /// PostgreSQL's CHECKPOINT, which sqlparser does not know.
+    Checkpoint,
+    /// Any other statements, as text for the parser.
+    Sql(String),
+}
+
+/// Splits a query string that holds a CHECKPOINT statement among others into CHECKPOINT and
+/// the text around it, in order; None when no statement is exactly CHECKPOINT (or the text does
+/// not tokenize), so the caller parses it as usual.
+pub fn split_at_checkpoints(sql: &str) -> Option<Vec<Piece>> {
+    let dialect = PostgreSqlDialect {};
+    let tokens = Tokenizer::new(&dialect, sql)
+        .tokenize_with_location()
+        .ok()?;
+    // Pieces are cut from the client's text by the tokens' spans (not re-printed from the
+    // tokens, which would lose quoting such as 'it''s').
+    let line_starts: Vec<usize> = std::iter::once(0)
+        .chain(sql.match_indices('\n').map(|(i, _)| i + 1))
+        .collect();
+    let offset = |loc: datafusion::sql::sqlparser::tokenizer::Location| -> Option<usize> {
+        let line_start = *line_starts.get((loc.line as usize).checked_sub(1)?)?;
+        let column = (loc.column as usize).checked_sub(1)?;
+        match sql[line_start..].char_indices().nth(column) {
+            Some((i, _)) => Some(line_start + i),
+            None => Some(sql.len()),
+        }
+    };
+    let mut pieces = Vec::new();
+    let mut pending: Option<usize> = None; // start of the text not yet in a piece
+    let mut found = false;
+    for segment in tokens.split(|t| matches!(t.token, Token::SemiColon)) {
+        let words: Vec<&TokenWithSpan> = segment
+            .iter()
+            .filter(|t| !is_space(&t.token) && t.token != Token::EOF)
+            .collect();
+        let is_checkpoint = matches!(
+            words.as_slice(),
+            [t] if matches!(&t.token, Token::Word(w)
+                if w.quote_style.is_none() && w.value.eq_ignore_ascii_case("checkpoint"))
+        );
+        if is_checkpoint {
+            found = true;
+            if let Some(start) = pending.take() {
+                let end = offset(words[0].span.start)?;
+                pieces.push(Piece::Sql(sql[start..end].to_string()));
+            }
+            pieces.push(Piece::Checkpoint);
+        } else if let (Some(first), None) = (words.first(), pending) {
+            pending = Some(offset(first.span.start)?);
+        }
+    }
+    if let Some(start) = pending {
+        pieces.push(Piece::Sql(sql[start..].to_string()));
+    }
+    found.then_some(pieces)
+}
+
+#[cfg(test)]
+mod checkpoint_split_tests {
+    use super::{split_at_checkpoints, Piece};
+
+    fn sql(s: &str) -> Piece {
+        Piece::Sql(s.to_string())
+    }
+
+    #[test]
+    fn checkpoint_statements_are_cut_out_in_order() {
+        assert_eq!(
+            split_at_checkpoints("checkpoint"),
+            Some(vec![Piece::Checkpoint])
+        );
+        assert_eq!(
+            split_at_checkpoints("SELECT 'it''s'; CHECKPOINT;\n SELECT 2; select 3"),
+            Some(vec![
+                sql("SELECT 'it''s'; "),
+                Piece::Checkpoint,
+                sql("SELECT 2; select 3")
+            ])
+        );
+        assert_eq!(
+            split_at_checkpoints("Checkpoint ; checkpoint"),
+            Some(vec![Piece::Checkpoint, Piece::Checkpoint])
+        );
+    }
+
+    #[test]
+    fn checkpoint_as_a_name_or_inside_text_is_not_a_statement() {
+        assert_eq!(split_at_checkpoints("SELECT 'checkpoint'"), None);
+        assert_eq!(split_at_checkpoints("SELECT checkpoint FROM t"), None);
+        assert_eq!(split_at_checkpoints("\"checkpoint\""), None);
+    }
+}
+
 /// The OVERRIDING clause the parser recorded on an INSERT, if any.
 pub fn insert_overriding(ins: &ast::Insert) -> Option<Overriding> {
     let setting = ins

@@ -216,14 +216,12 @@ impl Session {
 
     /// Runs every statement of a simple-protocol query string; stops at the first error.
     pub async fn execute_sql(&mut self, sql: &str) -> Vec<SqlResult<StatementResult>> {
-        // sqlparser does not know PostgreSQL's CHECKPOINT.
-        if sql
-            .trim()
-            .trim_end_matches(';')
-            .trim()
-            .eq_ignore_ascii_case("checkpoint")
-        {
-            return vec![self.checkpoint().await];
+        // sqlparser does not know PostgreSQL's CHECKPOINT: such strings run piece by piece.
+        // The substring test keeps the tokenizer off every other query.
+        if sql.to_ascii_lowercase().contains("checkpoint") {
+            if let Some(pieces) = crate::parse::split_at_checkpoints(sql) {
+                return Box::pin(self.execute_pieces(pieces)).await;
+            }
         }
         if let Some(result) = self.execute_cached_shape(sql).await {
             return vec![result];
@@ -246,6 +244,27 @@ impl Session {
             };
             let failed = r.is_err();
             results.push(r);
+            if failed {
+                break;
+            }
+        }
+        results
+    }
+
+    /// A query string with CHECKPOINT among its statements; stops at the first error, as
+    /// `execute_sql` does.
+    async fn execute_pieces(
+        &mut self,
+        pieces: Vec<crate::parse::Piece>,
+    ) -> Vec<SqlResult<StatementResult>> {
+        let mut results = Vec::new();
+        for piece in pieces {
+            let piece_results = match piece {
+                crate::parse::Piece::Checkpoint => vec![self.checkpoint().await],
+                crate::parse::Piece::Sql(text) => self.execute_sql(&text).await,
+            };
+            let failed = piece_results.iter().any(|r| r.is_err());
+            results.extend(piece_results);
             if failed {
                 break;
             }

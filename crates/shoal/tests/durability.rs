@@ -203,7 +203,24 @@ async fn checkpoint_then_log_replay_restores_everything() {
     )
     .await
     .expect("build the database");
-    c.batch_execute("CHECKPOINT").await.expect("checkpoint");
+    // CHECKPOINT among other statements of one query string, as psql -c or a script sends it.
+    let messages = c
+        .simple_query("SELECT 1; CHECKPOINT; SELECT count(*) FROM s.items")
+        .await
+        .expect("checkpoint inside a multi-statement query");
+    let counts: Vec<Option<u64>> = messages
+        .iter()
+        .filter_map(|m| match m {
+            tokio_postgres::SimpleQueryMessage::CommandComplete(n) => Some(Some(*n)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(counts.len(), 3, "three statements complete: {messages:?}");
+    let last_row = messages.iter().rev().find_map(|m| match m {
+        tokio_postgres::SimpleQueryMessage::Row(r) => r.get(0).map(str::to_string),
+        _ => None,
+    });
+    assert_eq!(last_row.as_deref(), Some("500"));
     c.batch_execute(
         "UPDATE s.items SET qty = qty + 1000 WHERE id <= 100;
          DELETE FROM s.items WHERE id > 400;
