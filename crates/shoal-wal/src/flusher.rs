@@ -28,6 +28,8 @@ pub(crate) struct SegmentWriter {
     /// End LSN of the last batch in this file: the base of the next segment.
     end_lsn: Lsn,
     segment_size_bytes: u64,
+    /// `WalOptions::fail_batch_sync_after`, counting down.
+    pub syncs_before_failure: Option<u64>,
 }
 
 /// What became of one batch.
@@ -75,6 +77,7 @@ impl SegmentWriter {
             len_bytes: SEGMENT_HEADER_BYTES as u64,
             end_lsn: base_lsn,
             segment_size_bytes,
+            syncs_before_failure: None,
         })
     }
 
@@ -120,9 +123,10 @@ impl SegmentWriter {
             }
             return BatchOutcome::DiskFull(format!("could not write to file \"{path}\": {e}"));
         }
-        if let Err(e) = self.file.sync_data() {
+        if let Err(e) = self.sync_batch() {
             return BatchOutcome::Broken(format!(
-                "could not fsync file \"{path}\": {e}; the server no longer accepts writes"
+                "could not fsync file \"{}\": {e}; the server no longer accepts writes",
+                self.path.display()
             ));
         }
         self.len_bytes += batch.len() as u64;
@@ -130,9 +134,21 @@ impl SegmentWriter {
         BatchOutcome::Written
     }
 
+    fn sync_batch(&mut self) -> io::Result<()> {
+        match self.syncs_before_failure.as_mut() {
+            Some(0) => Err(io::Error::other("injected fdatasync failure (test)")),
+            Some(left) => {
+                *left -= 1;
+                self.file.sync_data()
+            }
+            None => self.file.sync_data(),
+        }
+    }
+
     fn rotate(&mut self) -> Result<(), BatchOutcome> {
         match SegmentWriter::create(&self.wal_dir, self.end_lsn, self.segment_size_bytes) {
-            Ok(next) => {
+            Ok(mut next) => {
+                next.syncs_before_failure = self.syncs_before_failure;
                 *self = next;
                 Ok(())
             }

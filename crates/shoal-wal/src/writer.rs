@@ -34,6 +34,11 @@ pub struct WalOptions {
     /// Bound on appended but not yet taken bytes: appenders block until the writer has taken the
     /// buffer. Memory is at most about twice this (the buffer plus the batch being written).
     pub buffer_bytes_max: usize,
+    /// Fault injection for tests: after this many batches synced, the next batch's fdatasync
+    /// fails as if the device had returned EIO. There is no portable way to make a real file
+    /// system fail an fsync on demand; None (the default) everywhere else.
+    #[doc(hidden)]
+    pub fail_batch_sync_after: Option<u64>,
 }
 
 impl Default for WalOptions {
@@ -42,6 +47,7 @@ impl Default for WalOptions {
             segment_size_bytes: 64 << 20,
             flush_delay_ms_async: 10,
             buffer_bytes_max: 64 << 20,
+            fail_batch_sync_after: None,
         }
     }
 }
@@ -201,8 +207,9 @@ impl Wal {
                 path.display()
             )));
         }
-        let seg = SegmentWriter::create(&wal_dir, start_lsn, opts.segment_size_bytes)
+        let mut seg = SegmentWriter::create(&wal_dir, start_lsn, opts.segment_size_bytes)
             .map_err(|e| io_err("could not create a segment in", &e))?;
+        seg.syncs_before_failure = opts.fail_batch_sync_after;
         let mut buf = Vec::with_capacity(BATCH_HEADER_BYTES + (1 << 16));
         buf.resize(BATCH_HEADER_BYTES, 0);
         let shared = Arc::new(Shared {

@@ -1,7 +1,7 @@
 //! Tests of the log: every record kind round-trips, group commit batches concurrent committers,
 //! segments rotate and read back in order, torn tails are cut while other damage is reported as
-//! corruption, old segments are removed, and a full disk drops batches without leaving partial
-//! records behind.
+//! corruption, old segments are removed, a full disk drops batches without leaving partial
+//! records behind, and a failed fsync stops all further writes.
 
 mod common;
 
@@ -620,4 +620,50 @@ fn column_segment_records_round_trip_and_note_their_start() {
         records[1].1,
         Owned::ColumnSegment(7, 3 << 32, b"arrow ipc bytes".to_vec())
     );
+}
+
+#[test]
+fn failed_fsync_breaks_the_log_for_good_and_keeps_what_was_synced() {
+    let dir = TestDir::new("fsync-error");
+    let opts = WalOptions {
+        fail_batch_sync_after: Some(3),
+        ..WalOptions::default()
+    };
+    let wal = Wal::open(dir.path(), 0, opts).unwrap();
+    let synced: Vec<Lsn> = (1..=3).map(|ts| commit(&wal, ts, b"kept")).collect();
+
+    let change = RedoChange {
+        table: 7,
+        kind: ChangeKind::Insert,
+        row_id: 4,
+        row: b"lost",
+    };
+    let lsn = wal.append_commit(|_| 4, &[change]).unwrap();
+    let err = wal
+        .wait_flushed_blocking(lsn)
+        .expect_err("the fourth sync fails");
+    assert!(matches!(err, WalError::Broken(_)), "{err:?}");
+    assert_eq!(err.sqlstate(), "58030");
+    let text = err.to_string();
+    assert!(text.contains("could not fsync file"), "{text}");
+    assert!(text.contains("no longer accepts writes"), "{text}");
+
+    // Sticky: after a failed fsync nothing written later could be trusted to be on disk, so
+    // the log refuses every later commit rather than retrying.
+    let later = RedoChange {
+        table: 7,
+        kind: ChangeKind::Insert,
+        row_id: 5,
+        row: b"later",
+    };
+    let refused = wal
+        .append_commit(|_| 5, &[later])
+        .and_then(|lsn| wal.wait_flushed_blocking(lsn));
+    assert!(matches!(refused, Err(WalError::Broken(_))), "{refused:?}");
+    assert!(wal.flushed_lsn() >= *synced.last().unwrap());
+    drop(wal);
+
+    // What was synced before the failure is all there after a restart.
+    let (records, _) = read_all(dir.path(), 0);
+    assert_eq!(commit_timestamps(&records)[..3], [1, 2, 3]);
 }
