@@ -593,6 +593,19 @@ pub(super) async fn alter_table(
                     ast::AlterColumnOperation::DropDefault => {
                         new_def.columns[pos].default_sql = None
                     }
+                    ast::AlterColumnOperation::SetDataType {
+                        data_type, using, ..
+                    } => {
+                        super::alter_type::alter_column_type(
+                            session,
+                            &def,
+                            pos,
+                            &data_type,
+                            using.as_ref(),
+                        )
+                        .await?;
+                        continue;
+                    }
                     other => return Err(SqlError::unsupported(format!("ALTER COLUMN {other}"))),
                 }
                 session.engine.catalog.write().replace_table(new_def)?;

@@ -5,6 +5,7 @@
 
 mod access_method;
 mod alter;
+mod alter_type;
 pub(crate) mod index_predicate;
 
 use std::sync::atomic::{AtomicBool, AtomicI64};
