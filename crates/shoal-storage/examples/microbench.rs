@@ -120,6 +120,7 @@ fn main() {
         name: "pgbench_accounts_pkey".into(),
         columns: vec![0],
         unique: true,
+        predicate: None,
     })
     .unwrap();
 

@@ -11,6 +11,7 @@ use std::cmp::Ordering;
 
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use crossbeam_skiplist::SkipMap;
 use parking_lot::{Mutex, MutexGuard, RwLock};
@@ -30,7 +31,30 @@ pub struct IndexDef {
     /// Column positions in the table, in key order.
     pub columns: Vec<usize>,
     pub unique: bool,
+    /// Partial indexes only: the rows the index holds. A row outside it has no entry, so it
+    /// never conflicts in a unique index.
+    pub predicate: Option<RowPredicate>,
 }
+
+/// The WHERE clause of a partial index. Storage does not evaluate SQL: the SQL layer compiles
+/// the clause into this test of a whole decoded row.
+#[derive(Clone)]
+pub struct RowPredicate(pub Arc<dyn Fn(&[Value]) -> bool + Send + Sync>);
+
+impl std::fmt::Debug for RowPredicate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RowPredicate")
+    }
+}
+
+/// Two predicates are the same only if they are the same compiled clause.
+impl PartialEq for RowPredicate {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for RowPredicate {}
 
 pub(crate) struct Index {
     pub def: IndexDef,
@@ -213,12 +237,20 @@ impl Index {
         values.iter().any(Value::is_null)
     }
 
-    /// Whether the encoded row has exactly this key.
+    /// Whether the encoded row has exactly this key (and belongs in the index at all).
     pub(crate) fn row_has_key(&self, types: &[DataType], row: &[u8], key: &[u8]) -> bool {
         let mut values = Vec::with_capacity(self.def.columns.len());
         let mut buf = Vec::with_capacity(key.len());
         self.row_key(types, row, &mut values, &mut buf);
-        buf == key
+        buf == key && self.covers(types, row)
+    }
+
+    /// Whether the encoded row belongs in this index: always, unless the index is partial.
+    pub(crate) fn covers(&self, types: &[DataType], row: &[u8]) -> bool {
+        match &self.def.predicate {
+            None => true,
+            Some(p) => (p.0)(&row_codec::decode_all(types, row)),
+        }
     }
 }
 

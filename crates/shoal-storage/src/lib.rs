@@ -25,7 +25,7 @@ pub use column::{ColumnStats, ColumnTable, Segment};
 pub use database::{Database, PreparedCommit};
 pub use error::StorageError;
 pub use gc::GcStats;
-pub use index::IndexDef;
+pub use index::{IndexDef, RowPredicate};
 pub use table::{
     InsertOutcome, RowChain, RowLockMode, RowRef, RowTable, TableMemory, WriteOutcome,
 };

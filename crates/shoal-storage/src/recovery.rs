@@ -43,6 +43,9 @@ impl RowTable {
         let (mut values, mut key) = (Vec::new(), Vec::new());
         for idx in &shape.indexes {
             for (chain, &(_, data)) in chains.iter().zip(rows) {
+                if !idx.covers(&shape.types, data) {
+                    continue;
+                }
                 idx.row_key(&shape.types, data, &mut values, &mut key);
                 idx.load_entry(&key, chain);
             }

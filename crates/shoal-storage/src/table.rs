@@ -464,10 +464,13 @@ impl RowTable {
         let mut added: Vec<(usize, EntryKey)> = Vec::new();
         let (mut values, mut key, mut old_key) = (Vec::new(), Vec::new(), Vec::new());
         for (pos, idx) in shape.indexes.iter().enumerate() {
+            if !idx.covers(&shape.types, data) {
+                continue;
+            }
             let has_null = idx.row_key(&shape.types, data, &mut values, &mut key);
             if let Some(old) = old {
                 idx.row_key(&shape.types, old, &mut values, &mut old_key);
-                if old_key == key {
+                if old_key == key && idx.covers(&shape.types, old) {
                     continue;
                 }
             }
@@ -713,7 +716,7 @@ impl RowTable {
                             continue;
                         };
                         idx.row_key(&shape.types, &data, &mut values, &mut key);
-                        if key == point_key && !f(chain, &data) {
+                        if key == point_key && idx.covers(&shape.types, &data) && !f(chain, &data) {
                             break;
                         }
                     }
@@ -731,7 +734,7 @@ impl RowTable {
             // Entries of old versions stay until GC: use this entry only if the visible version
             // has its key (which also reports each row once).
             idx.row_key(&shape.types, &data, &mut values, &mut key);
-            if key[..] != *key_part(entry.key().as_bytes()) {
+            if key[..] != *key_part(entry.key().as_bytes()) || !idx.covers(&shape.types, &data) {
                 continue;
             }
             if !f(chain, &data) {
@@ -800,6 +803,9 @@ impl RowTable {
             for chain in chunk.lock().iter() {
                 let st = chain.state.lock();
                 for (i, v) in st.versions().enumerate() {
+                    if !idx.covers(&shape.types, &v.data) {
+                        continue;
+                    }
                     let has_null = idx.row_key(&shape.types, &v.data, &mut values, &mut key);
                     let live = i == 0 && (v.end == END_UNSET || is_txn_stamp(v.end));
                     if idx.def.unique && live && !has_null && !live_keys.insert(key.clone()) {

@@ -324,6 +324,7 @@ fn unique_index_allows_null_keys_and_key_reuse_after_delete() {
         name: "u".into(),
         columns: vec![1],
         unique: true,
+        predicate: None,
     })
     .unwrap();
     let mut x = db.begin(IsolationLevel::ReadCommitted);
@@ -340,6 +341,52 @@ fn unique_index_allows_null_keys_and_key_reuse_after_delete() {
     let mut y = db.begin(IsolationLevel::ReadCommitted);
     let s = db.statement_snapshot(&mut y);
     assert_eq!(t.live_row_count(&s), 3);
+}
+
+/// A partial unique index holds only the rows its predicate accepts: keys outside it repeat
+/// freely, and an update that moves a row into it is checked like an insert.
+#[test]
+fn partial_unique_index_constrains_only_its_rows() {
+    let db = Database::new();
+    let t = db.create_table(2, vec![DataType::Int32, DataType::Bool]);
+    let live = RowPredicate(Arc::new(|row: &[Value]| row[1] == Value::Bool(true)));
+    let mut x = db.begin(IsolationLevel::ReadCommitted);
+    t.insert(&mut x, &[Value::Int32(1), Value::Bool(true)])
+        .unwrap();
+    t.insert(&mut x, &[Value::Int32(1), Value::Bool(false)])
+        .unwrap();
+    t.insert(&mut x, &[Value::Int32(1), Value::Bool(false)])
+        .unwrap();
+    db.commit(x).unwrap();
+    t.add_index(IndexDef {
+        id: 1,
+        name: "u_live".into(),
+        columns: vec![0],
+        unique: true,
+        predicate: Some(live),
+    })
+    .expect("duplicates outside the predicate do not count");
+    let mut y = db.begin(IsolationLevel::ReadCommitted);
+    t.insert(&mut y, &[Value::Int32(1), Value::Bool(false)])
+        .unwrap();
+    assert!(matches!(
+        t.insert(&mut y, &[Value::Int32(1), Value::Bool(true)]),
+        Err(StorageError::UniqueViolation { .. })
+    ));
+    let s = db.statement_snapshot(&mut y);
+    let mut outside = None;
+    t.scan(&s, |r, bytes| {
+        if t.decode_row(bytes) == [Value::Int32(1), Value::Bool(false)] {
+            outside = Some(r.clone());
+        }
+        true
+    });
+    let outside = outside.expect("a row outside the index");
+    assert!(matches!(
+        t.update(&mut y, &outside, &s, &[Value::Int32(1), Value::Bool(true)]),
+        Err(StorageError::UniqueViolation { .. })
+    ));
+    db.commit(y).unwrap();
 }
 
 #[test]
@@ -378,6 +425,7 @@ fn composite_index_range_scans_by_prefix() {
         name: "ix".into(),
         columns: vec![0, 1],
         unique: false,
+        predicate: None,
     })
     .unwrap();
     let mut x = db.begin(IsolationLevel::ReadCommitted);
@@ -479,7 +527,8 @@ fn add_index_builds_from_rows_and_rejects_duplicates() {
             id: 1,
             name: "u2".into(),
             columns: vec![1],
-            unique: true
+            unique: true,
+            predicate: None,
         }),
         Err(StorageError::UniqueViolation { .. })
     ));
@@ -488,6 +537,7 @@ fn add_index_builds_from_rows_and_rejects_duplicates() {
         name: "n2".into(),
         columns: vec![1],
         unique: false,
+        predicate: None,
     })
     .unwrap();
     t.add_index(IndexDef {
@@ -495,6 +545,7 @@ fn add_index_builds_from_rows_and_rejects_duplicates() {
         name: "u1".into(),
         columns: vec![0],
         unique: true,
+        predicate: None,
     })
     .unwrap();
     assert_eq!(

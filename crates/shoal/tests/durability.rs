@@ -526,6 +526,50 @@ async fn access_method_changes_survive_kill_9() {
     assert_eq!(count(&server, methods).await, 2);
 }
 
+/// ALTER COLUMN TYPE rewrites the table and logs its image before the catalog change, and a
+/// partial unique index comes back with its WHERE clause: after kill -9 (log replay, then a
+/// checkpoint) the converted rows are there and the index still constrains only its rows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn column_type_changes_and_partial_indexes_survive_kill_9() {
+    let server = ShoalServer::start();
+    let c = connect(&server).await;
+    c.batch_execute(
+        "CREATE TABLE retyped (id integer PRIMARY KEY, code text, live boolean);
+         INSERT INTO retyped SELECT g, (g * 10)::text, g % 2 = 0 FROM generate_series(1, 5000) g;
+         CREATE UNIQUE INDEX retyped_live_code ON retyped (code) WHERE live;
+         ALTER TABLE retyped ALTER COLUMN code TYPE bigint USING code::bigint;
+         INSERT INTO retyped VALUES (5001, 10, false);",
+    )
+    .await
+    .expect("retype");
+    let sums = "SELECT (count(*) * 1000000000 + sum(code + id))::bigint FROM retyped";
+    let before = count(&server, sums).await;
+    drop(c);
+    let mut server = restart(server.crash(), &[]);
+    for place in ["the log", "the checkpoint"] {
+        assert_eq!(count(&server, sums).await, before, "rows from {place}");
+        let c = connect(&server).await;
+        let dup = c
+            .batch_execute("INSERT INTO retyped VALUES (6000, 20, true)")
+            .await
+            .expect_err("a live duplicate violates the partial index");
+        assert_eq!(dup.code().map(|s| s.code()), Some("23505"), "{dup:?}");
+        c.batch_execute(
+            "INSERT INTO retyped VALUES (6001, 20, false); DELETE FROM retyped WHERE id = 6001",
+        )
+        .await
+        .expect("rows outside the index do not conflict");
+        assert_eq!(
+            count(&server, "SELECT count(*) FROM retyped WHERE code = 20").await,
+            1,
+            "code converted to bigint in {place}"
+        );
+        c.batch_execute("CHECKPOINT").await.expect("checkpoint");
+        drop(c);
+        server = restart(server.crash(), &[]);
+    }
+}
+
 /// A full disk (the data directory on a small tmpfs): commits fail with 53100 and change
 /// nothing, reads go on, and writes work again once space returns. Needs root to mount the
 /// tmpfs; skipped with a note otherwise.

@@ -168,7 +168,7 @@ pub(super) fn add_constraint(
                     &format!("{}_pkey", def.name),
                 )
             });
-            let index = create_unique_index(session, &def, &name, &cols, true)?;
+            let index = create_unique_index(session, &def, &name, &cols, true, None)?;
             for c in &cols {
                 new_def.columns[*c].not_null = true;
             }
@@ -186,7 +186,7 @@ pub(super) fn add_constraint(
             let base = format!("{}_{}_key", def.name, columns.join("_"));
             let name = name
                 .unwrap_or_else(|| unique_name(&session.engine.catalog.read(), &def.schema, &base));
-            let index = create_unique_index(session, &def, &name, &cols, false)?;
+            let index = create_unique_index(session, &def, &name, &cols, false, None)?;
             ConstraintDef {
                 oid: index + 100_000,
                 name,
@@ -593,6 +593,19 @@ pub(super) async fn alter_table(
                     ast::AlterColumnOperation::DropDefault => {
                         new_def.columns[pos].default_sql = None
                     }
+                    ast::AlterColumnOperation::SetDataType {
+                        data_type, using, ..
+                    } => {
+                        super::alter_type::alter_column_type(
+                            session,
+                            &def,
+                            pos,
+                            &data_type,
+                            using.as_ref(),
+                        )
+                        .await?;
+                        continue;
+                    }
                     other => return Err(SqlError::unsupported(format!("ALTER COLUMN {other}"))),
                 }
                 session.engine.catalog.write().replace_table(new_def)?;
@@ -717,7 +730,7 @@ fn drop_column(session: &Session, def: &TableDef, pos: usize, cascade: bool) -> 
         .write()
         .replace_table(new_def.clone())?;
     for idx in indexes {
-        rebuild_index_without(session, &table, &idx, pos, &column)?;
+        rebuild_index_without(session, &table, &new_def, &idx, pos, &column)?;
     }
     Ok(())
 }
@@ -726,6 +739,7 @@ fn drop_column(session: &Session, def: &TableDef, pos: usize, cascade: bool) -> 
 fn rebuild_index_without(
     session: &Session,
     table: &shoal_storage::RowTable,
+    new_def: &TableDef,
     idx: &IndexDef,
     pos: usize,
     column: &str,
@@ -745,13 +759,8 @@ fn rebuild_index_without(
     let mut d = idx.clone();
     d.columns = shift_columns(&idx.columns, pos).expect("checked above");
     session.engine.catalog.write().insert_index(d.clone())?;
-    if !catalog_only {
-        table.add_index(shoal_storage::IndexDef {
-            id: idx.oid as u64,
-            name: idx.name.clone(),
-            columns: d.columns,
-            unique: idx.unique,
-        })?;
+    if let Some(storage) = super::index_predicate::storage_index(&d, new_def)? {
+        table.add_index(storage)?;
     }
     Ok(())
 }

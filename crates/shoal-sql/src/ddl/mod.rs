@@ -5,6 +5,8 @@
 
 mod access_method;
 mod alter;
+mod alter_type;
+pub(crate) mod index_predicate;
 
 use std::sync::atomic::{AtomicBool, AtomicI64};
 use std::sync::Arc;
@@ -630,44 +632,54 @@ pub(super) fn unique_name(catalog: &Catalog, schema: &str, base: &str) -> String
         .expect("some name is free")
 }
 
-/// Creates a unique index backing a PRIMARY KEY or UNIQUE constraint, checking existing rows.
+/// Creates a unique index (backing a PRIMARY KEY or UNIQUE constraint, or partial when
+/// `predicate_sql` is set), checking existing rows.
 pub(super) fn create_unique_index(
     session: &Session,
     def: &TableDef,
     name: &str,
     columns: &[usize],
     primary: bool,
+    predicate_sql: Option<String>,
 ) -> SqlResult<Oid> {
     let table = session
         .engine
         .db
         .table(def.oid as u64)
         .ok_or_else(|| SqlError::undefined_table(&def.name))?;
+    let index = IndexDef {
+        oid: 0,
+        schema: def.schema.clone(),
+        name: name.to_string(),
+        table: def.oid,
+        columns: columns.to_vec(),
+        key_sql: columns
+            .iter()
+            .map(|c| def.columns[*c].name.clone())
+            .collect(),
+        predicate_sql,
+        unique: true,
+        primary,
+    };
+    // Compiled before the catalog changes, so a clause that does not compile leaves no trace.
+    index_predicate::storage_index(&index, def)?;
     let index_oid = {
         let mut catalog = session.engine.catalog.write();
         let oid = catalog.allocate_oid();
         catalog.insert_index(IndexDef {
             oid,
-            schema: def.schema.clone(),
-            name: name.to_string(),
-            table: def.oid,
-            columns: columns.to_vec(),
-            key_sql: columns
-                .iter()
-                .map(|c| def.columns[*c].name.clone())
-                .collect(),
-            predicate_sql: None,
-            unique: true,
-            primary,
+            ..index.clone()
         })?;
         oid
     };
-    let storage_def = shoal_storage::IndexDef {
-        id: index_oid as u64,
-        name: name.to_string(),
-        columns: columns.to_vec(),
-        unique: true,
-    };
+    let storage_def = index_predicate::storage_index(
+        &IndexDef {
+            oid: index_oid,
+            ..index
+        },
+        def,
+    )?
+    .expect("a unique index on columns is kept by storage");
     if let Err(e) = table.add_index(storage_def) {
         session.engine.catalog.write().remove_index(index_oid);
         return Err(match e {
@@ -770,12 +782,11 @@ fn create_index(session: &mut Session, ci: ast::CreateIndex) -> SqlResult<Statem
     }
     let catalog_only = cols.len() < keys.len() || ci.predicate.is_some();
     if ci.unique {
-        if catalog_only {
-            return Err(SqlError::unsupported(
-                "unique indexes on expressions or with a WHERE clause",
-            ));
+        if cols.len() < keys.len() {
+            return Err(SqlError::unsupported("unique indexes on expressions"));
         }
-        create_unique_index(session, &def, &name, &cols, false)?;
+        let predicate_sql = ci.predicate.as_ref().map(|p| p.to_string());
+        create_unique_index(session, &def, &name, &cols, false, predicate_sql)?;
         return Ok(StatementResult::command("CREATE INDEX"));
     }
     let oid = {
@@ -800,6 +811,7 @@ fn create_index(session: &mut Session, ci: ast::CreateIndex) -> SqlResult<Statem
             name,
             columns: cols,
             unique: false,
+            predicate: None,
         })?;
     }
     Ok(StatementResult::command("CREATE INDEX"))

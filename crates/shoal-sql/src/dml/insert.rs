@@ -327,7 +327,9 @@ fn arbiter_indexes(
             let arbiters: Vec<u64> = catalog
                 .indexes
                 .values()
-                .filter(|idx| idx.table == def.oid && idx.unique)
+                // A partial index is an arbiter only when ON CONFLICT repeats its WHERE clause,
+                // which Shoal does not parse yet.
+                .filter(|idx| idx.table == def.oid && idx.unique && idx.predicate_sql.is_none())
                 .filter(|idx| {
                     let mut have = idx.columns.clone();
                     have.sort_unstable();

@@ -120,7 +120,7 @@ fn row_table_only(
     }
 }
 
-fn quote_ident(s: &str) -> String {
+pub(crate) fn quote_ident(s: &str) -> String {
     format!("\"{}\"", s.replace('"', "\"\""))
 }
 
@@ -247,7 +247,7 @@ fn check_assignable(from: &ArrowType, to: &DataType, column: &str) -> SqlResult<
 }
 
 /// The PostgreSQL name of the type a computed value of this Arrow type has.
-fn pg_type_name_of_arrow(t: &ArrowType) -> &'static str {
+pub(crate) fn pg_type_name_of_arrow(t: &ArrowType) -> &'static str {
     match t {
         ArrowType::Boolean => "boolean",
         ArrowType::Int8 | ArrowType::Int16 => "smallint",

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
-use shoal_storage::catalog::{AccessMethod, Catalog, IndexDef as CatalogIndexDef};
+use shoal_storage::catalog::{AccessMethod, Catalog, IndexDef as CatalogIndexDef, TableDef};
 use shoal_storage::column::{batch_from_ipc, split_row_id};
 use shoal_storage::recovery::RECOVERED_TS;
 use shoal_storage::{ChangeKind, ColumnTable, Database, IsolationLevel, RowRef, RowTable, TableId};
@@ -140,14 +140,13 @@ pub(crate) fn recover(
     Ok((catalog, durability, report))
 }
 
-/// The storage index for a catalog index, if storage keeps one (not for expression or partial
-/// indexes, which live in the catalog only).
-pub(crate) fn storage_index(def: &CatalogIndexDef) -> Option<shoal_storage::IndexDef> {
-    (!def.columns.is_empty() && def.predicate_sql.is_none()).then(|| shoal_storage::IndexDef {
-        id: def.oid as u64,
-        name: def.name.clone(),
-        columns: def.columns.clone(),
-        unique: def.unique,
+/// The storage index for a catalog index, if storage keeps one. A partial index's clause
+/// compiled when the index was created; should it no longer, the index stays in the catalog
+/// only rather than stopping recovery.
+fn storage_index(idx: &CatalogIndexDef, table: &TableDef) -> Option<shoal_storage::IndexDef> {
+    crate::ddl::index_predicate::storage_index(idx, table).unwrap_or_else(|e| {
+        tracing::warn!("index {} not rebuilt: {}", idx.name, e.message);
+        None
     })
 }
 
@@ -160,7 +159,7 @@ fn create_storage_table(db: &Database, catalog: &Catalog, oid: u32) -> Option<Ar
     }
     let table = db.create_table(oid as u64, def.column_types());
     for idx in catalog.table_indexes(oid) {
-        if let Some(def) = storage_index(&idx) {
+        if let Some(def) = storage_index(&idx, def) {
             table.add_index(def).expect("index on an empty table");
         }
     }
@@ -357,7 +356,7 @@ impl Replay {
             let wanted: Vec<_> = catalog
                 .table_indexes(def.oid)
                 .iter()
-                .filter_map(|i| storage_index(i))
+                .filter_map(|i| storage_index(i, &def))
                 .collect();
             for have in table.indexes() {
                 if !wanted.iter().any(|w| w.id == have.id) {

@@ -22,6 +22,7 @@ pub fn accounts(db: &Arc<Database>) -> Arc<RowTable> {
         name: "accounts_pkey".into(),
         columns: vec![0],
         unique: true,
+        predicate: None,
     })
     .unwrap();
     t
