@@ -22,7 +22,6 @@ use shoal_storage::{key_codec, row_codec};
 use super::index_predicate::storage_index;
 use crate::dml::{column_values, qualified};
 use crate::error::{code, SqlError, SqlResult};
-use crate::pgtext;
 use crate::session::Session;
 use crate::types::{format_type, from_sql_type};
 
@@ -134,24 +133,12 @@ fn check_unique_indexes(
                 continue;
             }
             if !seen.insert(key_codec::encode_key(&key)) {
-                let names: Vec<&str> = storage
-                    .columns
-                    .iter()
-                    .map(|c| new_def.columns[*c].name.as_str())
-                    .collect();
-                let values: Vec<String> = key
-                    .iter()
-                    .map(|v| pgtext::format_value(v).unwrap_or_else(|| "null".into()))
-                    .collect();
-                return Err(SqlError::new(
-                    code::UNIQUE_VIOLATION,
-                    format!("could not create unique index \"{}\"", idx.name),
-                )
-                .with_detail(format!(
-                    "Key ({})=({}) is duplicated.",
-                    names.join(", "),
-                    values.join(", ")
-                )));
+                return Err(crate::dml::duplicate_index_key(
+                    new_def,
+                    &idx.name,
+                    &storage.columns,
+                    &key,
+                ));
             }
         }
     }

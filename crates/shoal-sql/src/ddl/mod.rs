@@ -685,25 +685,7 @@ pub(super) fn create_unique_index(
         return Err(match e {
             StorageError::UniqueViolation {
                 key_columns, key, ..
-            } => {
-                let cols: Vec<&str> = key_columns
-                    .iter()
-                    .map(|c| def.columns[*c].name.as_str())
-                    .collect();
-                let vals: Vec<String> = key
-                    .iter()
-                    .map(|v| crate::pgtext::format_value(v).unwrap_or_else(|| "null".into()))
-                    .collect();
-                SqlError::new(
-                    code::UNIQUE_VIOLATION,
-                    format!("could not create unique index \"{name}\""),
-                )
-                .with_detail(format!(
-                    "Key ({})=({}) is duplicated.",
-                    cols.join(", "),
-                    vals.join(", ")
-                ))
-            }
+            } => crate::dml::duplicate_index_key(&def, &name, &key_columns, &key),
             other => other.into(),
         });
     }

@@ -345,6 +345,35 @@ pub fn unique_violation_named(
     key_columns: &[usize],
     key: &[Value],
 ) -> SqlError {
+    SqlError::new(
+        code::UNIQUE_VIOLATION,
+        format!("duplicate key value violates unique constraint \"{index_name}\""),
+    )
+    .with_detail(format!(
+        "Key {} already exists.",
+        key_text(def, key_columns, key)
+    ))
+}
+
+/// CREATE UNIQUE INDEX (or a rewrite rebuilding one) found two rows with the same key.
+pub fn duplicate_index_key(
+    def: &TableDef,
+    index_name: &str,
+    key_columns: &[usize],
+    key: &[Value],
+) -> SqlError {
+    SqlError::new(
+        code::UNIQUE_VIOLATION,
+        format!("could not create unique index \"{index_name}\""),
+    )
+    .with_detail(format!(
+        "Key {} is duplicated.",
+        key_text(def, key_columns, key)
+    ))
+}
+
+/// `(a, b)=(1, x)`, as PostgreSQL's unique-violation details show a key.
+fn key_text(def: &TableDef, key_columns: &[usize], key: &[Value]) -> String {
     let cols: Vec<&str> = key_columns
         .iter()
         .map(|c| def.columns[*c].name.as_str())
@@ -353,15 +382,7 @@ pub fn unique_violation_named(
         .iter()
         .map(|v| pgtext::format_value(v).unwrap_or_else(|| "null".into()))
         .collect();
-    SqlError::new(
-        code::UNIQUE_VIOLATION,
-        format!("duplicate key value violates unique constraint \"{index_name}\""),
-    )
-    .with_detail(format!(
-        "Key ({})=({}) already exists.",
-        cols.join(", "),
-        vals.join(", ")
-    ))
+    format!("({})=({})", cols.join(", "), vals.join(", "))
 }
 
 /// A one-row derived table holding `values` under the table's column names.
