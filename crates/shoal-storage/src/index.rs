@@ -9,11 +9,11 @@
 use std::borrow::Borrow;
 use std::cmp::Ordering;
 
-use std::collections::hash_map::Entry;
-use std::collections::HashMap;
+use std::hash::BuildHasher;
 use std::sync::Arc;
 
 use crossbeam_skiplist::SkipMap;
+use hashbrown::HashTable;
 use parking_lot::{Mutex, MutexGuard, RwLock};
 
 use crate::table::RowRef;
@@ -66,70 +66,96 @@ pub(crate) struct Index {
     point: Option<PointMap>,
 }
 
-/// Rows per full key, sharded so lookups on different keys rarely touch the same lock.
+/// Rows per full key, sharded so lookups on different keys rarely touch the same lock. An entry
+/// is the key's 64-bit hash and the row handle, not the key itself: 16 bytes instead of ~50, the
+/// difference between this map costing ~100 and ~20 bytes per row. The price is that a lookup
+/// returns candidates, which the caller must recheck against the row's key (it does anyway:
+/// entries of old versions stay until GC), and that two keys with the same hash share a probe.
 struct PointMap {
+    hasher: foldhash::fast::RandomState,
     shards: Box<[RwLock<PointShard>]>,
 }
 
 /// foldhash rather than std's SipHash: hashing the key is a good part of a point lookup, and
 /// the per-map random seed still keeps crafted keys from colliding on purpose.
-type PointShard = HashMap<EntryKey, PointRows, foldhash::fast::RandomState>;
+type PointShard = HashTable<PointEntry>;
 
-/// Rows that have an entry under one key: almost always one.
-enum PointRows {
-    One(RowRef),
-    Many(Vec<RowRef>),
+struct PointEntry {
+    key_hash: u64,
+    row: RowRef,
 }
 
 impl PointMap {
-    fn shard(&self, key: &[u8]) -> &RwLock<PointShard> {
-        &self.shards[(key_hash(key) >> 58) as usize % self.shards.len()]
+    fn new() -> PointMap {
+        PointMap {
+            hasher: foldhash::fast::RandomState::default(),
+            shards: (0..POINT_SHARDS)
+                .map(|_| RwLock::new(PointShard::new()))
+                .collect(),
+        }
+    }
+
+    fn hash(&self, key: &[u8]) -> u64 {
+        self.hasher.hash_one(key)
+    }
+
+    /// The table picks buckets with the hash's low bits and tags them with its top 7, so the
+    /// shard comes from bits in between, which neither uses.
+    fn shard(&self, key_hash: u64) -> &RwLock<PointShard> {
+        &self.shards[(key_hash >> 40) as usize % self.shards.len()]
     }
 
     fn add(&self, key: &[u8], row: &RowRef) {
-        let mut shard = self.shard(key).write();
-        match shard.entry(EntryKey::new(key)) {
-            Entry::Vacant(v) => {
-                v.insert(PointRows::One(row.clone()));
-            }
-            Entry::Occupied(mut o) => {
-                let rows = o.get_mut();
-                match rows {
-                    PointRows::One(r) if !std::sync::Arc::ptr_eq(r, row) => {
-                        *rows = PointRows::Many(vec![r.clone(), row.clone()]);
-                    }
-                    PointRows::One(_) => {}
-                    PointRows::Many(v) => {
-                        if !v.iter().any(|r| std::sync::Arc::ptr_eq(r, row)) {
-                            v.push(row.clone());
-                        }
-                    }
-                }
-            }
+        let key_hash = self.hash(key);
+        let mut shard = self.shard(key_hash).write();
+        let present = shard
+            .iter_hash(key_hash)
+            .any(|e| e.key_hash == key_hash && Arc::ptr_eq(&e.row, row));
+        if !present {
+            let entry = PointEntry {
+                key_hash,
+                row: row.clone(),
+            };
+            shard.insert_unique(key_hash, entry, |e| e.key_hash);
         }
     }
 
     fn remove(&self, key: &[u8], row: &RowRef) {
-        let mut shard = self.shard(key).write();
-        let now_empty = match shard.get_mut(key) {
-            None => false,
-            Some(PointRows::One(r)) => std::sync::Arc::ptr_eq(r, row),
-            Some(PointRows::Many(v)) => {
-                v.retain(|r| !std::sync::Arc::ptr_eq(r, row));
-                v.is_empty()
-            }
-        };
-        if now_empty {
-            shard.remove(key);
+        let key_hash = self.hash(key);
+        let mut shard = self.shard(key_hash).write();
+        if let Ok(entry) = shard.find_entry(key_hash, |e| {
+            e.key_hash == key_hash && Arc::ptr_eq(&e.row, row)
+        }) {
+            entry.remove();
+        }
+        // Give memory back once GC has emptied most of a shard; shrinking only at a quarter
+        // keeps a shard that shrinks and regrows from rehashing on every few removals.
+        let (len, capacity) = (shard.len(), shard.capacity());
+        if len < capacity / 4 {
+            shard.shrink_to(len * 2, |e| e.key_hash);
         }
     }
 
-    fn rows(&self, key: &[u8], out: &mut Vec<RowRef>) {
-        match self.shard(key).read().get(key) {
-            None => {}
-            Some(PointRows::One(r)) => out.push(r.clone()),
-            Some(PointRows::Many(v)) => out.extend(v.iter().cloned()),
+    /// Rows that may have an entry under `key`: every row that has one, and rarely others.
+    fn candidate_rows(&self, key: &[u8], out: &mut Vec<RowRef>) {
+        let key_hash = self.hash(key);
+        let shard = self.shard(key_hash).read();
+        out.extend(
+            shard
+                .iter_hash(key_hash)
+                .filter(|e| e.key_hash == key_hash)
+                .map(|e| e.row.clone()),
+        );
+    }
+
+    fn clear(&self) {
+        for shard in self.shards.iter() {
+            *shard.write() = PointShard::new();
         }
+    }
+
+    fn allocation_bytes(&self) -> usize {
+        self.shards.iter().map(|s| s.read().allocation_size()).sum()
     }
 }
 
@@ -146,11 +172,7 @@ fn key_hash(key: &[u8]) -> u64 {
 
 impl Index {
     pub(crate) fn new(def: IndexDef) -> Index {
-        let point = def.unique.then(|| PointMap {
-            shards: (0..POINT_SHARDS)
-                .map(|_| RwLock::new(PointShard::default()))
-                .collect(),
-        });
+        let point = def.unique.then(PointMap::new);
         Index {
             def,
             map: SkipMap::new(),
@@ -198,22 +220,25 @@ impl Index {
     pub(crate) fn clear(&self) {
         self.map.clear();
         if let Some(p) = &self.point {
-            for shard in p.shards.iter() {
-                shard.write().clear();
-            }
+            p.clear();
         }
     }
 
-    /// Rows with an entry under exactly `key` (unique indexes), or None if this index has no
-    /// point map.
-    pub(crate) fn point_rows(&self, key: &[u8], out: &mut Vec<RowRef>) -> bool {
+    /// Unique indexes: every row with an entry under exactly `key`, and rarely another row
+    /// whose key hashes the same (check each row's key). False if this index has no point map.
+    pub(crate) fn point_candidates(&self, key: &[u8], out: &mut Vec<RowRef>) -> bool {
         match &self.point {
             Some(p) => {
-                p.rows(key, out);
+                p.candidate_rows(key, out);
                 true
             }
             None => false,
         }
+    }
+
+    /// Bytes the point map's tables hold (0 without one).
+    pub(crate) fn point_map_bytes(&self) -> usize {
+        self.point.as_ref().map_or(0, PointMap::allocation_bytes)
     }
 
     /// The stripe lock for one key value (encoded, without row id).
@@ -353,10 +378,4 @@ pub(crate) fn entry_memory_bytes(entry_key_len: usize) -> usize {
         0
     };
     (NODE_BYTES + 8).next_multiple_of(16) + boxed
-}
-
-/// Estimate of one point-map entry (unique indexes): key, rows, hash-table control byte, at
-/// the table's typical load.
-pub(crate) fn point_entry_memory_bytes() -> usize {
-    (std::mem::size_of::<EntryKey>() + std::mem::size_of::<PointRows>() + 1) * 8 / 7
 }

@@ -15,9 +15,7 @@ use parking_lot::{Mutex, MutexGuard, RwLock};
 
 use crate::error::StorageError;
 use crate::gc::GcCursor;
-use crate::index::{
-    entry_memory_bytes, key_part, point_entry_memory_bytes, EntryKey, Index, IndexDef,
-};
+use crate::index::{entry_memory_bytes, key_part, EntryKey, Index, IndexDef};
 use crate::key_codec::{self, prefix_successor};
 use crate::row_codec;
 use crate::txn::{
@@ -709,7 +707,7 @@ impl RowTable {
             if lo.len() == idx.def.columns.len() && lo == hi {
                 let point_key = key_codec::encode_key(lo);
                 let mut rows = Vec::new();
-                if idx.point_rows(&point_key, &mut rows) {
+                if idx.point_candidates(&point_key, &mut rows) {
                     rows.sort_by_key(|r| r.row_id);
                     for chain in &rows {
                         let Some(data) = chain.visible_data(snap) else {
@@ -946,15 +944,12 @@ impl TableMemory {
 
 /// Ordered entries with their keys, plus the hashed point entries of a unique index.
 fn index_memory_bytes(idx: &Index) -> usize {
-    let mut bytes = idx
+    let ordered_bytes = idx
         .map
         .iter()
         .map(|e| entry_memory_bytes(e.key().as_bytes().len()))
         .sum::<usize>();
-    if idx.def.unique {
-        bytes += idx.map.len() * point_entry_memory_bytes();
-    }
-    bytes
+    ordered_bytes + idx.point_map_bytes()
 }
 
 fn as_slice_bound(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
