@@ -2,7 +2,8 @@
 //! LSN onwards, in order across segments, validating each batch completely before handing out any
 //! of its records. Only the last batch of the log can legitimately be torn (the writer syncs
 //! each batch before writing the next), so damage there with nothing valid after it is cut off;
-//! damage anywhere else, and any gap in the chain of segments, is reported as corruption.
+//! damage anywhere else, and any gap in the chain of segments, is reported as corruption. A
+//! segment's content ends where only zeros follow: the writer zero-fills segments ahead.
 
 use std::fs;
 use std::ops::Range;
@@ -154,6 +155,7 @@ fn read_segment<E>(
                 pos += BATCH_HEADER_BYTES + header.record_bytes as usize;
                 end_lsn = header.end_lsn;
             }
+            Err(_) if segment::is_zero_tail(&data[pos..]) => break,
             Err((reason, header)) => {
                 // Look for a later batch past this one's records (or, if even its header is bad,
                 // anywhere after it). Finding one proves this batch had been synced.

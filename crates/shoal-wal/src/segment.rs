@@ -153,6 +153,12 @@ pub(crate) fn find_batch_header(data: &[u8], from: usize) -> Option<usize> {
     None
 }
 
+/// Whether everything from a batch boundary on is zeros: the zero-filled rest of a segment,
+/// where the log ends cleanly.
+pub(crate) fn is_zero_tail(data: &[u8]) -> bool {
+    data.iter().all(|&b| b == 0)
+}
+
 /// Fsyncs a directory so that file creations, renames and deletions in it are durable.
 pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()

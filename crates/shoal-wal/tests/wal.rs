@@ -367,6 +367,55 @@ fn segments_rotate_and_read_back_in_order_across_reopen() {
     assert!(records.windows(2).all(|w| w[0].0 < w[1].0), "LSNs increase");
 }
 
+/// Bytes of a segment up to its last non-zero byte: where its records end.
+fn written_bytes(segment: &Path) -> u64 {
+    let bytes = std::fs::read(segment).unwrap();
+    bytes
+        .iter()
+        .rposition(|&b| b != 0)
+        .map_or(0, |i| i as u64 + 1)
+}
+
+#[test]
+fn zero_filled_segments_end_cleanly_and_appends_overwrite_the_zeros() {
+    let dir = TestDir::new("zero-fill");
+    let wal = Wal::open(dir.path(), 0, WalOptions::default()).unwrap();
+    let lsns: Vec<Lsn> = (1..=3).map(|ts| commit(&wal, ts, &[7; 64])).collect();
+    drop(wal);
+    let segment = segment_files(dir.path()).pop().unwrap();
+    let file_bytes = std::fs::metadata(&segment).unwrap().len();
+    assert!(
+        file_bytes > written_bytes(&segment) + (1 << 20),
+        "the segment is zero-filled ahead of its records ({file_bytes} bytes)"
+    );
+    let (records, summary) = read_all(dir.path(), 0);
+    assert_eq!(records.len(), 3);
+    assert_eq!(summary.end_lsn, lsns[2]);
+    assert_eq!(
+        summary.torn_tail_cut_bytes, 0,
+        "zeros are the log's clean end"
+    );
+    assert_eq!(std::fs::metadata(&segment).unwrap().len(), file_bytes);
+    // A segment created and zero-filled, with no batch yet (a crash right after rotating), is
+    // replaced when the log reopens at its base.
+    let wal = Wal::open(dir.path(), summary.end_lsn, WalOptions::default()).unwrap();
+    drop(wal);
+    let empty = segment_files(dir.path()).pop().unwrap();
+    assert!(empty.ends_with(format!("{:016x}.wal", summary.end_lsn)));
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&empty)
+        .unwrap();
+    file.set_len(1 << 20).unwrap();
+    drop(file);
+    let wal = Wal::open(dir.path(), summary.end_lsn, WalOptions::default()).unwrap();
+    commit(&wal, 4, b"after two reopens");
+    drop(wal);
+    let (records, summary) = read_all(dir.path(), 0);
+    assert_eq!(records.len(), 4);
+    assert_eq!(summary.torn_tail_cut_bytes, 0);
+}
+
 #[test]
 fn torn_tail_is_cut_and_appends_continue_after_reopen() {
     let dir = TestDir::new("torn");
@@ -374,7 +423,8 @@ fn torn_tail_is_cut_and_appends_continue_after_reopen() {
     let lsns: Vec<Lsn> = (1..=5).map(|ts| commit(&wal, ts, &[1; 64])).collect();
     drop(wal);
     let segment = segment_files(dir.path()).pop().unwrap();
-    let len = std::fs::metadata(&segment).unwrap().len();
+    // Segments are zero-filled ahead: the records end where the zeros start.
+    let len = written_bytes(&segment);
     // Cut the last record in half, then add garbage as a crash might leave behind.
     let file = std::fs::OpenOptions::new()
         .write(true)
