@@ -788,13 +788,16 @@ fn execute_select(
 ) -> SqlResult<StatementResult> {
     let plan = point.plan;
     let snap = session.engine.db.statement_snapshot(txn);
-    let found = plan.table.index_get(plan.key_index, &snap, point.key)?;
-    let rows: Vec<Vec<Value>> = found.into_iter().map(|(_, row)| row).collect();
+    let found = plan
+        .table
+        .index_get_columns(plan.key_index, &snap, point.key, projection)?;
+    let rows: Vec<Vec<Value>> = found.into_iter().collect();
     let arrays = projection
         .iter()
-        .map(|col| {
+        .enumerate()
+        .map(|(i, col)| {
             let t = &plan.def.columns[*col].data_type;
-            array_from_values(t, rows.iter().map(|r| &r[*col]))
+            array_from_values(t, rows.iter().map(|r| &r[i]))
         })
         .collect();
     let batch = RecordBatch::try_new_with_options(
