@@ -197,7 +197,8 @@ impl From<StorageError> for SqlError {
                 code::INVALID_SAVEPOINT_SPECIFICATION,
                 format!("savepoint \"{name}\" does not exist"),
             ),
-            other => SqlError::internal(other.to_string()),
+            // Each storage error knows its SQLSTATE (a commit the redo log refused is 58030).
+            other => SqlError::new(other.sqlstate(), other.to_string()),
         }
     }
 }

@@ -366,20 +366,21 @@ impl Wal {
         Ok(p.next_lsn)
     }
 
+    /// Fails once a write or sync failed and the log can no longer be trusted: callers that
+    /// change state before they log it (DDL) check first.
+    pub fn check_healthy(&self) -> Result<(), WalError> {
+        if !self.shared.broken.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let message = self.shared.progress.lock().broken.clone();
+        Err(WalError::Broken(message.unwrap_or_default()))
+    }
+
     /// Takes the buffer lock, blocking while the buffer is over its bound (backpressure).
     fn lock_for_append(&self) -> Result<MutexGuard<'_, Pending>, WalError> {
         let mut p = self.shared.pending.lock();
         loop {
-            if self.shared.broken.load(Ordering::Acquire) {
-                let message = self
-                    .shared
-                    .progress
-                    .lock()
-                    .broken
-                    .clone()
-                    .unwrap_or_default();
-                return Err(WalError::Broken(message));
-            }
+            self.check_healthy()?;
             if p.shutdown {
                 return Err(WalError::Broken("the write-ahead log is shut down".into()));
             }

@@ -43,6 +43,10 @@ enum Command {
         /// Start a checkpoint after this many seconds if anything was logged.
         #[arg(long, default_value_t = 300)]
         checkpoint_interval_s: u64,
+        /// Tests only: the redo log's fdatasync fails after this many batches, as a failing
+        /// disk's would, to check the server stops taking writes and loses nothing acknowledged.
+        #[arg(long, hide = true)]
+        fail_log_sync_after: Option<u64>,
     },
 }
 
@@ -61,6 +65,7 @@ fn main() {
             redo_log,
             checkpoint_log_mb,
             checkpoint_interval_s,
+            fail_log_sync_after,
         } => {
             if !listen.ip().is_loopback() {
                 eprintln!(
@@ -92,12 +97,13 @@ fn main() {
                     env!("CARGO_PKG_VERSION"),
                     data_dir.display()
                 );
-                let options = DurabilityOptions {
+                let mut options = DurabilityOptions {
                     synchronous_commit: synchronous_commit == "on",
                     checkpoint_log_bytes: checkpoint_log_mb << 20,
                     checkpoint_interval_s,
                     ..DurabilityOptions::default()
                 };
+                options.wal.fail_batch_sync_after = fail_log_sync_after;
                 let dir = data_dir.clone();
                 let opened = if redo_log == "off" {
                     tracing::warn!(

@@ -634,3 +634,58 @@ async fn full_disk_scenario(mount_dir: PathBuf) {
         acknowledged + 1
     );
 }
+
+/// A failed fdatasync of the redo log (injected after a few batches with a hidden test flag):
+/// the commit fails with 58030 and says writes stopped, every later write fails the same way,
+/// reads go on, and after a restart every acknowledged commit is there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_log_sync_stops_writes_and_keeps_what_was_acknowledged() {
+    let dir = std::env::temp_dir().join(format!("shoal-fsync-fail-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let server =
+        ShoalServer::start_in(dir, &["--fail-log-sync-after", "40"]).expect("start the server");
+    let c = connect(&server).await;
+    c.batch_execute("CREATE TABLE s (id int PRIMARY KEY)")
+        .await
+        .unwrap();
+    let mut acknowledged = Vec::new();
+    let error = loop {
+        let id = acknowledged.len() as i32;
+        match c.execute("INSERT INTO s VALUES ($1)", &[&id]).await {
+            Ok(_) => acknowledged.push(id),
+            Err(e) => break e,
+        }
+        assert!(acknowledged.len() < 100, "the sync failure was injected");
+    };
+    assert_eq!(error.code().map(|c| c.code()), Some("58030"), "{error:?}");
+    let message = error.as_db_error().map(|e| e.message().to_string());
+    assert!(
+        message.as_deref().is_some_and(|m| m.contains("fsync")),
+        "the error says the log sync failed: {message:?}"
+    );
+    assert!(!acknowledged.is_empty());
+    // The log can no longer be trusted: no write is acknowledged from now on.
+    for sql in [
+        "INSERT INTO s VALUES (1000)",
+        "CREATE TABLE t2 (x int)",
+        "DELETE FROM s",
+    ] {
+        let e = c.batch_execute(sql).await.expect_err(sql);
+        assert_eq!(e.code().map(|c| c.code()), Some("58030"), "{sql}: {e:?}");
+    }
+    // Reads go on.
+    let seen = count(&server, "SELECT count(*) FROM s").await;
+    assert!(seen >= acknowledged.len() as i64, "{seen} rows visible");
+    let dir = server.crash();
+    let server = restart(dir, &[]);
+    let c = connect(&server).await;
+    let rows = c.query("SELECT id FROM s ORDER BY id", &[]).await.unwrap();
+    let ids: HashSet<i32> = rows.iter().map(|r| r.get(0)).collect();
+    for id in &acknowledged {
+        assert!(ids.contains(id), "acknowledged row {id} lost");
+    }
+    assert!(
+        !ids.contains(&1000),
+        "a write after the failure was not acknowledged"
+    );
+}

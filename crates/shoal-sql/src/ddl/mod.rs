@@ -87,6 +87,9 @@ pub async fn execute(
     txn: &mut Transaction,
     stmt: Statement,
 ) -> SqlResult<StatementResult> {
+    if let Some(d) = &session.engine.durability {
+        d.check_writable()?;
+    }
     match stmt {
         Statement::CreateTable(ct) => create_table(session, txn, ct).await,
         Statement::CreateIndex(ci) => create_index(session, ci),

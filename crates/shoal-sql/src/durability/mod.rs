@@ -115,6 +115,12 @@ impl Durability {
         self.log_table_image(table.id(), rows.iter().map(|(id, d)| (*id, &d[..])))
     }
 
+    /// Fails (58030) once the log is broken. DDL changes the catalog in memory before its image
+    /// is logged, so it must ask first rather than find out after.
+    pub fn check_writable(&self) -> Result<(), SqlError> {
+        self.wal.check_healthy().map_err(wal_error)
+    }
+
     /// Waits until the log is flushed to `lsn` (a commit or catalog record's end).
     pub async fn wait_flushed(&self, lsn: Lsn) -> Result<(), SqlError> {
         if self.wal.flushed_lsn() >= lsn {
