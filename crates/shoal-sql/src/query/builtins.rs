@@ -321,7 +321,25 @@ impl ScalarUDFImpl for PgTextOut {
         use datafusion::arrow::array::{Array, BooleanArray, StringBuilder};
         let scalar = matches!(args.args[0], ColumnarValue::Scalar(_));
         let array = args.args[0].to_array(args.number_rows.max(1))?;
+        // char(n) loses its padding on the way to text.
+        let bpchar = args.arg_fields[0]
+            .metadata()
+            .get(PG_TYPE_METADATA_KEY)
+            .and_then(|t| t.parse::<u32>().ok())
+            == Some(crate::types::oid::BPCHAR);
         let out: ArrayRef = match array.data_type() {
+            ArrowType::Utf8 if bpchar => {
+                let padded = array
+                    .as_any()
+                    .downcast_ref::<datafusion::arrow::array::StringArray>()
+                    .expect("utf8 array");
+                Arc::new(
+                    padded
+                        .iter()
+                        .map(|v| v.map(|v| v.trim_end_matches(' ')))
+                        .collect::<datafusion::arrow::array::StringArray>(),
+                )
+            }
             ArrowType::Utf8 => array,
             ArrowType::LargeUtf8 | ArrowType::Utf8View | ArrowType::Null => {
                 datafusion::arrow::compute::cast(&array, &ArrowType::Utf8)?
