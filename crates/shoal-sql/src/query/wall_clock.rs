@@ -5,6 +5,8 @@
 //! only the zone written in the Arrow type, so the analyzer rule here rewrites those
 //! operations to go through `pg_timestamptz_to_local` / `pg_local_to_timestamptz`, which read
 //! the session's zone (from the plan scope) when they run. In UTC both are the identity.
+//! `timestamptz ± interval` moves months and days on the wall clock too (a day across a DST
+//! change is 23 or 25 hours), and the time part in absolute time, as PostgreSQL does.
 
 use std::sync::Arc;
 
@@ -17,13 +19,13 @@ use datafusion::common::{plan_err, DFSchema, Result as DfResult, ScalarValue};
 use datafusion::logical_expr::expr::ScalarFunction;
 use datafusion::logical_expr::utils::merge_schema;
 use datafusion::logical_expr::{
-    Cast, ColumnarValue, Expr, ExprSchemable, LogicalPlan, ScalarFunctionArgs, ScalarUDF,
-    ScalarUDFImpl, Signature, Volatility,
+    BinaryExpr, Cast, ColumnarValue, Expr, ExprSchemable, LogicalPlan, Operator,
+    ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
 use datafusion::optimizer::analyzer::AnalyzerRule;
 use datafusion::optimizer::utils::NamePreserver;
 
-use crate::timezone::SessionZone;
+use crate::timezone::{SessionZone, TimeZone};
 
 /// The Arrow zone of the timestamptz values these functions return (any zone tag means "an
 /// instant" to Shoal; this one is what DataFusion's now() carries).
@@ -40,6 +42,7 @@ pub struct WallClock {
     to_local: Arc<ScalarUDF>,
     to_instant: Arc<ScalarUDF>,
     text_to_instant: Arc<ScalarUDF>,
+    add_interval: Arc<ScalarUDF>,
 }
 
 impl WallClock {
@@ -55,6 +58,10 @@ impl WallClock {
             to_local: udf(Kind::ToLocal),
             to_instant: udf(Kind::ToInstant),
             text_to_instant: udf(Kind::TextToInstant),
+            add_interval: Arc::new(ScalarUDF::new_from_impl(IntervalOnWallClock {
+                zone: zone.clone(),
+                signature: Signature::user_defined(Volatility::Stable),
+            })),
         }
     }
 
@@ -123,6 +130,29 @@ impl WallClock {
     ) -> DfResult<Transformed<Expr>> {
         let type_of = |e: &Expr| e.get_type(schema).ok();
         let replacement = match &e {
+            Expr::BinaryExpr(BinaryExpr { left, op, right })
+                if matches!(op, Operator::Plus | Operator::Minus) =>
+            {
+                let (lt, rt) = (type_of(left), type_of(right));
+                let is_interval = |t: &Option<ArrowType>| matches!(t, Some(ArrowType::Interval(_)));
+                let (instant, span, instant_type) = match (&lt, &rt) {
+                    (Some(t), _) if is_zoned(t) && is_interval(&rt) => (left, right, t),
+                    (_, Some(t)) if is_zoned(t) && is_interval(&lt) && *op == Operator::Plus => {
+                        (right, left, t)
+                    }
+                    _ => return Ok(Transformed::no(e)),
+                };
+                let span = if *op == Operator::Minus {
+                    Expr::Negative(span.clone())
+                } else {
+                    (**span).clone()
+                };
+                let sum = Expr::ScalarFunction(ScalarFunction::new_udf(
+                    self.add_interval.clone(),
+                    vec![(**instant).clone(), span],
+                ));
+                Some(retyped(sum, &micros_type(Some(INSTANT_ZONE)), instant_type))
+            }
             Expr::Cast(Cast { expr, field }) => {
                 let to = field.data_type();
                 type_of(expr).and_then(|from| self.cast(expr, &from, to))
@@ -302,4 +332,97 @@ impl ScalarUDFImpl for ZoneConversion {
             ColumnarValue::Array(out)
         })
     }
+}
+
+/// `timestamptz + interval` as PostgreSQL's timestamptz_pl_interval: the months (clamped to the
+/// month's last day) and then the days are added on the session's wall clock, the time part to
+/// the instant. `timestamptz - interval` adds the negated interval.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct IntervalOnWallClock {
+    zone: SessionZone,
+    signature: Signature,
+}
+
+impl ScalarUDFImpl for IntervalOnWallClock {
+    fn name(&self) -> &str {
+        "pg_timestamptz_pl_interval"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn coerce_types(&self, arg_types: &[ArrowType]) -> DfResult<Vec<ArrowType>> {
+        let [t, _] = arg_types else {
+            return plan_err!("{} takes a timestamptz and an interval", self.name());
+        };
+        let zone = match t {
+            ArrowType::Timestamp(_, Some(zone)) => zone.clone(),
+            _ => Arc::from(INSTANT_ZONE),
+        };
+        Ok(vec![
+            ArrowType::Timestamp(TimeUnit::Microsecond, Some(zone)),
+            ArrowType::Interval(datafusion::arrow::datatypes::IntervalUnit::MonthDayNano),
+        ])
+    }
+
+    fn return_type(&self, _arg_types: &[ArrowType]) -> DfResult<ArrowType> {
+        Ok(micros_type(Some(INSTANT_ZONE)))
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
+        use datafusion::arrow::array::{Array, IntervalMonthDayNanoArray};
+        let rows = args.number_rows;
+        let scalar = args
+            .args
+            .iter()
+            .all(|a| matches!(a, ColumnarValue::Scalar(_)));
+        let instants = args.args[0].to_array(rows.max(1))?;
+        let instants = cast(&instants, &micros_type(None))?;
+        let instants = instants
+            .as_any()
+            .downcast_ref::<TimestampMicrosecondArray>()
+            .expect("cast to microsecond timestamps");
+        let spans = args.args[1].to_array(rows.max(1))?;
+        let spans = spans
+            .as_any()
+            .downcast_ref::<IntervalMonthDayNanoArray>()
+            .expect("coerce_types makes intervals");
+        let zone = self.zone.get();
+        let out: TimestampMicrosecondArray = (0..instants.len())
+            .map(|row| {
+                if instants.is_null(row) || spans.is_null(row) {
+                    return None;
+                }
+                let span = spans.value(row);
+                add_on_wall_clock(instants.value(row), span.months, span.days, &zone)
+                    .map(|t| t.saturating_add(span.nanoseconds / 1000))
+            })
+            .collect();
+        let out: ArrayRef = Arc::new(out.with_timezone(INSTANT_ZONE));
+        Ok(if scalar {
+            ColumnarValue::Scalar(ScalarValue::try_from_array(&out, 0)?)
+        } else {
+            ColumnarValue::Array(out)
+        })
+    }
+}
+
+/// The instant `months` and `days` later on `zone`'s wall clock; None when out of range.
+fn add_on_wall_clock(utc_micros: i64, months: i32, days: i32, zone: &TimeZone) -> Option<i64> {
+    use chrono::{DateTime, Months};
+    if months == 0 && days == 0 {
+        return Some(utc_micros);
+    }
+    let mut local = DateTime::from_timestamp_micros(zone.utc_to_local(utc_micros))?.naive_utc();
+    if months != 0 {
+        // chrono clamps the day to the month's last day, as PostgreSQL does.
+        local = if months > 0 {
+            local.checked_add_months(Months::new(months as u32))?
+        } else {
+            local.checked_sub_months(Months::new(months.unsigned_abs()))?
+        };
+    }
+    local = local.checked_add_signed(chrono::TimeDelta::days(days as i64))?;
+    Some(zone.naive_to_utc(local))
 }
