@@ -77,8 +77,9 @@ pub fn register(state: &mut datafusion::execution::SessionState, zone: &SessionZ
         .udf("date_part")
         .expect("DataFusion provides date_part");
     let extract = Arc::new(ScalarUDF::new_from_impl(crate::query::datetime::Extract {
-        signature: Signature::user_defined(Volatility::Immutable),
+        signature: Signature::user_defined(Volatility::Stable),
         date_part,
+        zone: zone.clone(),
     }));
     state
         .register_udf(extract.clone())

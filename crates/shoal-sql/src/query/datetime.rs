@@ -513,6 +513,8 @@ impl ScalarUDFImpl for IntervalReciprocal {
 pub struct Extract {
     pub signature: Signature,
     pub date_part: Arc<ScalarUDF>,
+    /// For the `timezone` fields of a timestamptz: the session zone's offset at the instant.
+    pub zone: crate::timezone::SessionZone,
 }
 
 /// What an EXTRACT field needs beyond date_part's whole numbers.
@@ -608,7 +610,32 @@ impl ScalarUDFImpl for Extract {
         let rows = args.number_rows.max(1);
         let values = args.args[1].to_array(rows)?;
         let is_timestamp = matches!(value_type, ArrowType::Timestamp(..));
-        let out: ArrayRef = if is_timestamp && field == ExtractField::Epoch {
+        let zone_field = matches!(
+            field_name.to_ascii_lowercase().as_str(),
+            "timezone" | "timezone_hour" | "timezone_minute"
+        );
+        let out: ArrayRef = if zone_field && matches!(value_type, ArrowType::Timestamp(_, Some(_)))
+        {
+            let micros = datafusion::arrow::compute::cast(
+                &values,
+                &ArrowType::Timestamp(TimeUnit::Microsecond, None),
+            )?;
+            let micros = micros
+                .as_any()
+                .downcast_ref::<TimestampMicrosecondArray>()
+                .expect("cast to microsecond timestamps");
+            let zone = self.zone.get();
+            let lower = field_name.to_ascii_lowercase();
+            let out: Decimal128Array = micros.unary(|v| {
+                let offset = zone.offset_at_utc(v) as i128;
+                match lower.as_str() {
+                    "timezone_hour" => offset / 3600,
+                    "timezone_minute" => offset / 60 % 60,
+                    _ => offset,
+                }
+            });
+            Arc::new(out.with_precision_and_scale(precision, 0)?)
+        } else if is_timestamp && field == ExtractField::Epoch {
             // The timestamp's own microseconds, exactly.
             let micros = datafusion::arrow::compute::cast(
                 &values,
