@@ -133,74 +133,14 @@ impl WallClock {
             Expr::BinaryExpr(BinaryExpr { left, op, right })
                 if matches!(op, Operator::Plus | Operator::Minus) =>
             {
-                let (lt, rt) = (type_of(left), type_of(right));
-                let is_interval = |t: &Option<ArrowType>| matches!(t, Some(ArrowType::Interval(_)));
-                let (instant, span, instant_type) = match (&lt, &rt) {
-                    (Some(t), _) if is_zoned(t) && is_interval(&rt) => (left, right, t),
-                    (_, Some(t)) if is_zoned(t) && is_interval(&lt) && *op == Operator::Plus => {
-                        (right, left, t)
-                    }
-                    _ => return Ok(Transformed::no(e)),
-                };
-                let span = if *op == Operator::Minus {
-                    Expr::Negative(span.clone())
-                } else {
-                    (**span).clone()
-                };
-                let sum = Expr::ScalarFunction(ScalarFunction::new_udf(
-                    self.add_interval.clone(),
-                    vec![(**instant).clone(), span],
-                ));
-                Some(retyped(sum, &micros_type(Some(INSTANT_ZONE)), instant_type))
+                self.interval_sum(left, *op, right, schema)
             }
             Expr::Cast(Cast { expr, field }) => {
                 let to = field.data_type();
                 type_of(expr).and_then(|from| self.cast(expr, &from, to))
             }
             Expr::ScalarFunction(ScalarFunction { func, args }) => {
-                match (func.name(), args.as_slice()) {
-                    ("date_part" | "pg_extract", [field, value])
-                        if type_of(value).is_some_and(|t| is_zoned(&t)) =>
-                    {
-                        let zone_free = matches!(
-                            field,
-                            Expr::Literal(ScalarValue::Utf8(Some(f)), _)
-                                if f.eq_ignore_ascii_case("epoch")
-                                    || f.to_ascii_lowercase().starts_with("timezone")
-                        );
-                        (!zone_free).then(|| {
-                            Expr::ScalarFunction(ScalarFunction::new_udf(
-                                func.clone(),
-                                vec![field.clone(), self.local(value.clone())],
-                            ))
-                        })
-                    }
-                    ("to_char", [value, format])
-                        if type_of(value).is_some_and(|t| is_zoned(&t)) =>
-                    {
-                        Some(Expr::ScalarFunction(ScalarFunction::new_udf(
-                            func.clone(),
-                            vec![self.local(value.clone()), format.clone()],
-                        )))
-                    }
-                    ("date_trunc", [unit, value]) => match type_of(value) {
-                        Some(t) if is_zoned(&t) => {
-                            let truncated = Expr::ScalarFunction(ScalarFunction::new_udf(
-                                func.clone(),
-                                vec![unit.clone(), self.local(value.clone())],
-                            ));
-                            let instant = self.instant(truncated);
-                            Some(retyped(instant, &micros_type(Some(INSTANT_ZONE)), &t))
-                        }
-                        _ => None,
-                    },
-                    ("current_date", []) => {
-                        let now = datafusion::functions::datetime::now(config);
-                        let now = Expr::ScalarFunction(ScalarFunction::new_udf(now, vec![]));
-                        Some(cast_to(self.local(now), &ArrowType::Date32))
-                    }
-                    _ => None,
-                }
+                self.function(func, args, schema, config)
             }
             _ => None,
         };
@@ -208,6 +148,88 @@ impl WallClock {
             Some(r) => Transformed::yes(r),
             None => Transformed::no(e),
         })
+    }
+
+    /// `timestamptz ± interval` (or `interval + timestamptz`) as `pg_timestamptz_pl_interval`.
+    fn interval_sum(
+        &self,
+        left: &Expr,
+        op: Operator,
+        right: &Expr,
+        schema: &DFSchema,
+    ) -> Option<Expr> {
+        let type_of = |e: &Expr| e.get_type(schema).ok();
+        let (lt, rt) = (type_of(left), type_of(right));
+        let is_interval = |t: &Option<ArrowType>| matches!(t, Some(ArrowType::Interval(_)));
+        let (instant, span, instant_type) = match (&lt, &rt) {
+            (Some(t), _) if is_zoned(t) && is_interval(&rt) => (left, right, t),
+            (_, Some(t)) if is_zoned(t) && is_interval(&lt) && op == Operator::Plus => {
+                (right, left, t)
+            }
+            _ => return None,
+        };
+        let span = if op == Operator::Minus {
+            Expr::Negative(Box::new(span.clone()))
+        } else {
+            span.clone()
+        };
+        let sum = Expr::ScalarFunction(ScalarFunction::new_udf(
+            self.add_interval.clone(),
+            vec![instant.clone(), span],
+        ));
+        Some(retyped(sum, &micros_type(Some(INSTANT_ZONE)), instant_type))
+    }
+
+    /// The date/time functions that work on the wall clock, given a timestamptz.
+    fn function(
+        &self,
+        func: &Arc<ScalarUDF>,
+        args: &[Expr],
+        schema: &DFSchema,
+        config: &ConfigOptions,
+    ) -> Option<Expr> {
+        let type_of = |e: &Expr| e.get_type(schema).ok();
+        match (func.name(), args) {
+            ("date_part" | "pg_extract", [field, value])
+                if type_of(value).is_some_and(|t| is_zoned(&t)) =>
+            {
+                let zone_free = matches!(
+                    field,
+                    Expr::Literal(ScalarValue::Utf8(Some(f)), _)
+                        if f.eq_ignore_ascii_case("epoch")
+                            || f.to_ascii_lowercase().starts_with("timezone")
+                );
+                (!zone_free).then(|| {
+                    Expr::ScalarFunction(ScalarFunction::new_udf(
+                        func.clone(),
+                        vec![field.clone(), self.local(value.clone())],
+                    ))
+                })
+            }
+            ("to_char", [value, format]) if type_of(value).is_some_and(|t| is_zoned(&t)) => {
+                Some(Expr::ScalarFunction(ScalarFunction::new_udf(
+                    func.clone(),
+                    vec![self.local(value.clone()), format.clone()],
+                )))
+            }
+            ("date_trunc", [unit, value]) => match type_of(value) {
+                Some(t) if is_zoned(&t) => {
+                    let truncated = Expr::ScalarFunction(ScalarFunction::new_udf(
+                        func.clone(),
+                        vec![unit.clone(), self.local(value.clone())],
+                    ));
+                    let instant = self.instant(truncated);
+                    Some(retyped(instant, &micros_type(Some(INSTANT_ZONE)), &t))
+                }
+                _ => None,
+            },
+            ("current_date", []) => {
+                let now = datafusion::functions::datetime::now(config);
+                let now = Expr::ScalarFunction(ScalarFunction::new_udf(now, vec![]));
+                Some(cast_to(self.local(now), &ArrowType::Date32))
+            }
+            _ => None,
+        }
     }
 
     /// A cast between timestamptz and timestamp, date or text, made to go through the wall
