@@ -82,7 +82,7 @@ pub fn new_session_state(scope: Arc<PlanScope>) -> SessionState {
     // Appended, so it runs after DataFusion's type coercion.
     state.add_analyzer_rule(Arc::new(arithmetic::PgArithmetic));
     state.add_analyzer_rule(Arc::new(wall_clock::WallClock::new(zone)));
-    state.add_analyzer_rule(Arc::new(text_types::BpcharLength));
+    state.add_analyzer_rule(Arc::new(text_types::BpcharAsText));
     state
 }
 

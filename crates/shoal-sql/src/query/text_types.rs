@@ -1,8 +1,8 @@
 //! The string-like types that DataFusion sees as plain text but PostgreSQL does not:
 //! `char(n)` (bpchar) and `uuid`. A char(n) value is stored blank-padded to n, but its
 //! trailing blanks are insignificant: comparisons between bpchar values (or with an untyped
-//! literal, which becomes bpchar) ignore them, as do `||` (which casts to text), `length` and
-//! the casts to text. A uuid compares as a uuid, so an untyped literal against one is read by
+//! literal, which becomes bpchar) ignore them, as do `||` (which casts to text), the
+//! functions that take text (`length`, `upper`, ...) and the casts to text. A uuid compares as a uuid, so an untyped literal against one is read by
 //! uuid's input function (any case, braces, missing hyphens) before comparing. Columns carry
 //! their PostgreSQL type in the Arrow field's metadata (`PG_TYPE_METADATA_KEY`).
 
@@ -100,14 +100,40 @@ pub fn plan_operands(mut expr: RawBinaryExpr, schema: &DFSchema) -> SqlResult<Ra
     Ok(expr)
 }
 
-/// `length(c)` (and `char_length`) of a char(n) value ignores its trailing blanks; its
-/// `octet_length` counts them.
-#[derive(Debug)]
-pub struct BpcharLength;
+/// Functions that take text see a char(n) value without its trailing blanks (PostgreSQL casts
+/// bpchar to text on the way in): `length(c)` ignores the padding, `upper(c)` drops it.
+/// Functions with a bpchar or "any" signature keep it: `octet_length(c)` counts it and
+/// `concat(c, ...)` shows it, so they are not listed.
+const TEXT_FUNCTIONS: &[&str] = &[
+    "length",
+    "char_length",
+    "character_length",
+    "upper",
+    "lower",
+    "initcap",
+    "substr",
+    "substring",
+    "left",
+    "right",
+    "replace",
+    "strpos",
+    "starts_with",
+    "split_part",
+    "reverse",
+    "repeat",
+    "lpad",
+    "rpad",
+    "translate",
+    "md5",
+    "ascii",
+];
 
-impl AnalyzerRule for BpcharLength {
+#[derive(Debug)]
+pub struct BpcharAsText;
+
+impl AnalyzerRule for BpcharAsText {
     fn name(&self) -> &str {
-        "pg_bpchar_length"
+        "pg_bpchar_as_text"
     }
 
     fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> DfResult<LogicalPlan> {
@@ -116,7 +142,7 @@ impl AnalyzerRule for BpcharLength {
             let names = NamePreserver::new(&node);
             node.map_expressions(|e| {
                 let saved = names.save(&e);
-                e.transform_up(|sub| Ok(unpadded_length(sub, &schema)))
+                e.transform_up(|sub| Ok(unpadded_arguments(sub, &schema)))
                     .map(|t| t.update_data(|e| saved.restore(e)))
             })
         })
@@ -124,18 +150,22 @@ impl AnalyzerRule for BpcharLength {
     }
 }
 
-fn unpadded_length(e: Expr, schema: &DFSchema) -> Transformed<Expr> {
-    if let Expr::ScalarFunction(ScalarFunction { func, args }) = &e {
-        let counts_characters =
-            matches!(func.name(), "length" | "char_length" | "character_length");
-        if let [arg] = args.as_slice() {
-            if counts_characters && is_bpchar(arg, schema) {
-                return Transformed::yes(Expr::ScalarFunction(ScalarFunction::new_udf(
-                    Arc::clone(func),
-                    vec![without_padding(arg.clone())],
-                )));
-            }
-        }
+fn unpadded_arguments(e: Expr, schema: &DFSchema) -> Transformed<Expr> {
+    let Expr::ScalarFunction(ScalarFunction { func, args }) = &e else {
+        return Transformed::no(e);
+    };
+    if !TEXT_FUNCTIONS.contains(&func.name()) || !args.iter().any(|a| is_bpchar(a, schema)) {
+        return Transformed::no(e);
     }
-    Transformed::no(e)
+    let args = args
+        .iter()
+        .map(|a| match is_bpchar(a, schema) {
+            true => without_padding(a.clone()),
+            false => a.clone(),
+        })
+        .collect();
+    Transformed::yes(Expr::ScalarFunction(ScalarFunction::new_udf(
+        Arc::clone(func),
+        args,
+    )))
 }
