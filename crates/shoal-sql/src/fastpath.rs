@@ -881,7 +881,7 @@ async fn execute_update(
             Err(StorageError::WouldBlock { holder }) => {
                 session.wait_for_row_holder(txn, holder).await?
             }
-            Err(e) => return Err(write_error(&plan.def, e)),
+            Err(e) => return Err(write_error(&plan.def, e, b.zone)),
         }
     }
 }
@@ -942,20 +942,20 @@ async fn execute_insert(
             Err(StorageError::WouldBlock { holder }) => {
                 session.wait_for_row_holder(txn, holder).await?
             }
-            Err(e) => return Err(write_error(&plan.def, e)),
+            Err(e) => return Err(write_error(&plan.def, e, b.zone)),
         }
     }
 }
 
 /// A storage error of a write as the client sees it; unique violations name the constraint
 /// and the key as PostgreSQL does.
-fn write_error(def: &TableDef, e: StorageError) -> SqlError {
+fn write_error(def: &TableDef, e: StorageError, zone: &TimeZone) -> SqlError {
     match e {
         StorageError::UniqueViolation {
             index_name,
             key_columns,
             key,
-        } => unique_violation_named(def, &index_name, &key_columns, &key),
+        } => unique_violation_named(def, &index_name, &key_columns, &key, zone),
         other => other.into(),
     }
 }

@@ -140,6 +140,7 @@ fn check_unique_indexes(
                     &idx.name,
                     &storage.columns,
                     &key,
+                    session.settings.time_zone(),
                 ));
             }
         }

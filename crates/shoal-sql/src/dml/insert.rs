@@ -293,7 +293,11 @@ async fn insert_row(
                 index_name,
                 key_columns,
                 key,
-            }) => return Err(unique_violation_named(def, &index_name, &key_columns, &key)),
+            }) => {
+                let zone = session.settings.time_zone();
+                let e = unique_violation_named(def, &index_name, &key_columns, &key, zone);
+                return Err(e);
+            }
             Err(e) => return Err(e.into()),
         }
     }
@@ -465,7 +469,11 @@ async fn write_update(
                 index_name,
                 key_columns,
                 key,
-            }) => return Err(unique_violation_named(def, &index_name, &key_columns, &key)),
+            }) => {
+                let zone = session.settings.time_zone();
+                let e = unique_violation_named(def, &index_name, &key_columns, &key, zone);
+                return Err(e);
+            }
             Err(e) => return Err(e.into()),
         }
     }

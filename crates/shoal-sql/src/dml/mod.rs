@@ -382,7 +382,8 @@ pub fn unique_violation(session: &Session, def: &TableDef, index: u64, row: &[Va
     match catalog.indexes.get(&(index as u32)) {
         Some(idx) => {
             let key: Vec<Value> = idx.columns.iter().map(|c| row[*c].clone()).collect();
-            unique_violation_named(def, &idx.name, &idx.columns, &key)
+            let zone = session.settings.time_zone();
+            unique_violation_named(def, &idx.name, &idx.columns, &key, zone)
         }
         None => SqlError::new(
             code::UNIQUE_VIOLATION,
@@ -396,6 +397,7 @@ pub fn unique_violation_named(
     index_name: &str,
     key_columns: &[usize],
     key: &[Value],
+    zone: &TimeZone,
 ) -> SqlError {
     SqlError::new(
         code::UNIQUE_VIOLATION,
@@ -403,7 +405,7 @@ pub fn unique_violation_named(
     )
     .with_detail(format!(
         "Key {} already exists.",
-        key_text(def, key_columns, key)
+        key_text(def, key_columns, key, zone)
     ))
 }
 
@@ -413,6 +415,7 @@ pub fn duplicate_index_key(
     index_name: &str,
     key_columns: &[usize],
     key: &[Value],
+    zone: &TimeZone,
 ) -> SqlError {
     SqlError::new(
         code::UNIQUE_VIOLATION,
@@ -420,15 +423,13 @@ pub fn duplicate_index_key(
     )
     .with_detail(format!(
         "Key {} is duplicated.",
-        key_text(def, key_columns, key)
+        key_text(def, key_columns, key, zone)
     ))
 }
 
 /// `(a, b)=(1, x)`, as PostgreSQL's unique-violation details show a key.
-/// A timestamptz in a key shows in UTC, not in the session's zone as PostgreSQL's would: these
-/// errors are built where the session is not at hand.
-fn key_text(def: &TableDef, key_columns: &[usize], key: &[Value]) -> String {
-    let zone = &TimeZone::utc();
+/// A timestamptz in a key shows in `zone`, the session's time zone.
+fn key_text(def: &TableDef, key_columns: &[usize], key: &[Value], zone: &TimeZone) -> String {
     let cols: Vec<&str> = key_columns
         .iter()
         .map(|c| def.columns[*c].name.as_str())

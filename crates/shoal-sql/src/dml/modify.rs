@@ -278,7 +278,11 @@ async fn update_one(
                 index_name,
                 key_columns,
                 key,
-            }) => return Err(unique_violation_named(def, &index_name, &key_columns, &key)),
+            }) => {
+                let zone = session.settings.time_zone();
+                let e = unique_violation_named(def, &index_name, &key_columns, &key, zone);
+                return Err(e);
+            }
             Err(e) => return Err(e.into()),
         }
     }
