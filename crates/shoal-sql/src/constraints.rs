@@ -12,22 +12,24 @@ use crate::error::{code, SqlError, SqlResult};
 use crate::params::literal_expr;
 use crate::pgtext;
 use crate::session::{parse_sql, Session};
+use crate::timezone::TimeZone;
 use crate::types::scalar_from_value;
 
-/// The DETAIL of a constraint violation: the row that was to be written.
-pub fn failing_row(row: &[Value]) -> String {
+/// The DETAIL of a constraint violation: the row that was to be written (a timestamptz in
+/// `zone`, the session's time zone).
+pub fn failing_row(row: &[Value], zone: &TimeZone) -> String {
     let vals: Vec<String> = row
         .iter()
-        .map(|v| pgtext::format_value(v).unwrap_or_else(|| "null".into()))
+        .map(|v| pgtext::format_value(v, zone).unwrap_or_else(|| "null".into()))
         .collect();
     format!("Failing row contains ({}).", vals.join(", "))
 }
 
-fn key_text(def: &TableDef, cols: &[usize], row: &[Value]) -> (String, String) {
+fn key_text(def: &TableDef, cols: &[usize], row: &[Value], zone: &TimeZone) -> (String, String) {
     let names: Vec<&str> = cols.iter().map(|c| def.columns[*c].name.as_str()).collect();
     let vals: Vec<String> = cols
         .iter()
-        .map(|c| pgtext::format_value(&row[*c]).unwrap_or_else(|| "null".into()))
+        .map(|c| pgtext::format_value(&row[*c], zone).unwrap_or_else(|| "null".into()))
         .collect();
     (names.join(", "), vals.join(", "))
 }
@@ -163,7 +165,7 @@ pub async fn check_row_with(
                     c.name, def.name
                 ),
             )
-            .with_detail(failing_row(row)));
+            .with_detail(failing_row(row, session.settings.time_zone())));
         }
     }
     for constraint in &def.constraints {
@@ -191,7 +193,7 @@ pub async fn check_row_with(
                             def.name, constraint.name
                         ),
                     )
-                    .with_detail(failing_row(row)));
+                    .with_detail(failing_row(row, session.settings.time_zone())));
                 }
             }
             ConstraintKind::ForeignKey {
@@ -224,7 +226,7 @@ pub async fn check_row_with(
                     conds.join(" AND ")
                 );
                 if query_bool(session, &sql).await? != Some(true) {
-                    let (names, vals) = key_text(def, columns, row);
+                    let (names, vals) = key_text(def, columns, row, session.settings.time_zone());
                     return Err(SqlError::new(
                         code::FOREIGN_KEY_VIOLATION,
                         format!("insert or update on table \"{}\" violates foreign key constraint \"{}\"", def.name, constraint.name),
@@ -317,7 +319,7 @@ async fn check_references(
                     continue;
                 }
             }
-            let (names, vals) = key_text(def, ref_columns, old);
+            let (names, vals) = key_text(def, ref_columns, old, session.settings.time_zone());
             return Err(SqlError::new(
                 code::FOREIGN_KEY_VIOLATION,
                 format!(

@@ -28,6 +28,7 @@ use crate::dml::{column_values, resolve_table, unique_violation_named};
 use crate::error::{code, SqlError, SqlResult};
 use crate::pgtext;
 use crate::session::{ResultColumn, Session, StatementResult};
+use crate::timezone::TimeZone;
 use crate::types::{array_from_values, arrow_type, pg_type_of};
 
 /// Where a value in a fast statement comes from.
@@ -188,7 +189,7 @@ fn operand(def: &TableDef, col: usize, e: &Expr, params: &mut [Option<usize>]) -
                 Some(Operand::Param(i))
             }
             ast::Value::Number(n, _) => literal(n, t, false),
-            ast::Value::SingleQuotedString(s) => pgtext::parse_value(s, t).ok().map(Operand::Const),
+            ast::Value::SingleQuotedString(s) => string_literal(s, t).map(Operand::Const),
             ast::Value::Null => Some(Operand::Const(Value::Null)),
             ast::Value::Boolean(b) if *t == DataType::Bool => Some(Operand::Const(Value::Bool(*b))),
             _ => None,
@@ -212,6 +213,15 @@ fn operand(def: &TableDef, col: usize, e: &Expr, params: &mut [Option<usize>]) -
     }
 }
 
+/// A string literal as a value of `t`, by the type's input function. A timestamptz is left to
+/// the general path, which reads a time without an offset in the session's time zone.
+pub(crate) fn string_literal(s: &str, t: &DataType) -> Option<Value> {
+    if *t == DataType::TimestampTz {
+        return None;
+    }
+    pgtext::parse_value(s, t, &TimeZone::utc()).ok()
+}
+
 /// A numeric literal into an integer, float or numeric column. Anything that would need a
 /// rounding or a range decision (an int column given 1.5) goes to the general path so the
 /// error or result is exactly PostgreSQL's.
@@ -224,10 +234,14 @@ pub(crate) fn literal(n: &str, t: &DataType, negative: bool) -> Option<Operand> 
     };
     match t {
         DataType::Int16 | DataType::Int32 | DataType::Int64 if is_integer => {
-            pgtext::parse_value(&text, t).ok().map(Operand::Const)
+            pgtext::parse_value(&text, t, &TimeZone::utc())
+                .ok()
+                .map(Operand::Const)
         }
         DataType::Float32 | DataType::Float64 | DataType::Numeric { .. } => {
-            pgtext::parse_value(&text, t).ok().map(Operand::Const)
+            pgtext::parse_value(&text, t, &TimeZone::utc())
+                .ok()
+                .map(Operand::Const)
         }
         _ => None,
     }
@@ -604,6 +618,9 @@ struct Bindings<'a> {
     plan: &'a FastPlan,
     params: Params<'a>,
     now_micros: i64,
+    /// The session's time zone: now() into a timestamp column is its wall clock, and a
+    /// parameter's text is read in it.
+    zone: &'a TimeZone,
 }
 
 #[derive(Clone, Copy)]
@@ -619,13 +636,13 @@ impl Bindings<'_> {
         match op {
             Operand::Const(v) => Ok(v.clone()),
             Operand::Now => Ok(match self.plan.def.columns[col].data_type {
-                DataType::Timestamp => Value::Timestamp(self.now_micros),
+                DataType::Timestamp => Value::Timestamp(self.zone.utc_to_local(self.now_micros)),
                 _ => Value::TimestampTz(self.now_micros),
             }),
             Operand::Param(i) => match self.params {
                 Params::Scalars(params) => {
                     let c = &self.plan.def.columns[col];
-                    scalar_to_value(&params[*i], &c.data_type, &c.name)
+                    scalar_to_value(&params[*i], &c.data_type, &c.name, self.zone)
                 }
                 Params::Values(params) => Ok(params[*i].clone()),
             },
@@ -635,7 +652,12 @@ impl Bindings<'_> {
 
 /// A bound parameter in the column's type. The common cases are converted directly; the rest
 /// go through the general conversion (casts and PostgreSQL's input functions).
-fn scalar_to_value(v: &ScalarValue, t: &DataType, column: &str) -> SqlResult<Value> {
+fn scalar_to_value(
+    v: &ScalarValue,
+    t: &DataType,
+    column: &str,
+    zone: &TimeZone,
+) -> SqlResult<Value> {
     match (v, t) {
         (v, _) if v.is_null() => Ok(Value::Null),
         (ScalarValue::Int64(Some(x)), DataType::Int64) => Ok(Value::Int64(*x)),
@@ -644,12 +666,12 @@ fn scalar_to_value(v: &ScalarValue, t: &DataType, column: &str) -> SqlResult<Val
         (ScalarValue::Utf8(Some(s)), DataType::Text) => Ok(Value::Text(s.clone())),
         _ => {
             let array: ArrayRef = v.to_array().map_err(SqlError::from)?;
-            Ok(column_values(&array, t, column)?.remove(0))
+            Ok(column_values(&array, t, column, zone)?.remove(0))
         }
     }
 }
 
-fn not_null_check(def: &TableDef, row: &[Value]) -> SqlResult<()> {
+fn not_null_check(def: &TableDef, row: &[Value], zone: &TimeZone) -> SqlResult<()> {
     for (c, v) in def.columns.iter().zip(row) {
         if c.not_null && matches!(v, Value::Null) {
             return Err(SqlError::new(
@@ -659,7 +681,7 @@ fn not_null_check(def: &TableDef, row: &[Value]) -> SqlResult<()> {
                     c.name, def.name
                 ),
             )
-            .with_detail(crate::constraints::failing_row(row)));
+            .with_detail(crate::constraints::failing_row(row, zone)));
         }
     }
     Ok(())
@@ -731,6 +753,7 @@ async fn execute_with(
         plan,
         params,
         now_micros,
+        zone: session.settings.time_zone(),
     };
     let pk_cols: Vec<usize> = plan
         .def
@@ -842,7 +865,7 @@ async fn execute_update(
                 }
             };
         }
-        not_null_check(&plan.def, &row)?;
+        not_null_check(&plan.def, &row, b.zone)?;
         match plan.table.update(txn, &handle, &snap, &row) {
             Ok(WriteOutcome::Done) => return Ok(command("UPDATE", 1)),
             Ok(WriteOutcome::Changed { newest: None, .. }) => return Ok(command("UPDATE", 0)),
@@ -861,7 +884,7 @@ async fn execute_update(
             Err(StorageError::WouldBlock { holder }) => {
                 session.wait_for_row_holder(txn, holder).await?
             }
-            Err(e) => return Err(write_error(&plan.def, e)),
+            Err(e) => return Err(write_error(&plan.def, e, b.zone)),
         }
     }
 }
@@ -909,7 +932,7 @@ async fn execute_insert(
     for (col, op) in ops.iter().enumerate() {
         row.push(b.value(op, col)?);
     }
-    not_null_check(&plan.def, &row)?;
+    not_null_check(&plan.def, &row, b.zone)?;
     loop {
         match plan.table.insert(txn, &row) {
             Ok(_) => {
@@ -922,20 +945,20 @@ async fn execute_insert(
             Err(StorageError::WouldBlock { holder }) => {
                 session.wait_for_row_holder(txn, holder).await?
             }
-            Err(e) => return Err(write_error(&plan.def, e)),
+            Err(e) => return Err(write_error(&plan.def, e, b.zone)),
         }
     }
 }
 
 /// A storage error of a write as the client sees it; unique violations name the constraint
 /// and the key as PostgreSQL does.
-fn write_error(def: &TableDef, e: StorageError) -> SqlError {
+fn write_error(def: &TableDef, e: StorageError, zone: &TimeZone) -> SqlError {
     match e {
         StorageError::UniqueViolation {
             index_name,
             key_columns,
             key,
-        } => unique_violation_named(def, &index_name, &key_columns, &key),
+        } => unique_violation_named(def, &index_name, &key_columns, &key, zone),
         other => other.into(),
     }
 }

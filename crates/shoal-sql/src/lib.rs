@@ -20,6 +20,7 @@ pub mod query;
 pub mod session;
 pub mod settings;
 mod shape_cache;
+pub mod timezone;
 pub mod types;
 
 pub use engine::Engine;

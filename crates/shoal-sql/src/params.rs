@@ -13,6 +13,7 @@ use shoal_storage::types::{DataType, Value};
 
 use crate::error::{code, SqlError, SqlResult};
 use crate::pgtext;
+use crate::timezone::TimeZone;
 use crate::types::{oid, scalar_from_value};
 
 /// "$3" → 2.
@@ -129,10 +130,11 @@ fn scalar_of_type(scalar: ScalarValue, t: &ArrowType) -> ScalarValue {
     scalar.cast_to(t).unwrap_or(scalar)
 }
 
-/// Decodes a text-format parameter.
-pub fn decode_text(text: &str, t: &ArrowType) -> SqlResult<ScalarValue> {
+/// Decodes a text-format parameter; a timestamptz without an offset is read in `zone`, the
+/// session's time zone.
+pub fn decode_text(text: &str, t: &ArrowType, zone: &TimeZone) -> SqlResult<ScalarValue> {
     let st = storage_type_for_arrow(t);
-    let v = pgtext::parse_value(text, &st)?;
+    let v = pgtext::parse_value(text, &st, zone)?;
     Ok(scalar_of_type(scalar_from_value(&v, &st), t))
 }
 
@@ -279,7 +281,8 @@ pub fn literal_expr(v: &ScalarValue) -> Expr {
     } else {
         let array = v.to_array().expect("scalar to array");
         let mut s = String::new();
-        pgtext::format_array_value(array.as_ref(), 0, &mut s);
+        // A timestamptz is written with its offset, so it reads back the same in any zone.
+        pgtext::format_array_value(array.as_ref(), 0, &TimeZone::utc(), &mut s);
         Some(s)
     };
     let dt = v.data_type();

@@ -13,6 +13,7 @@ use shoal_storage::types::{
 };
 
 use crate::error::{code, SqlError, SqlResult};
+use crate::timezone::TimeZone;
 use crate::types::{format_type, pad_char, parse_uuid};
 
 const UNIX_EPOCH_DAYS_FROM_CE: i32 = 719_163;
@@ -33,8 +34,9 @@ fn out_of_range(type_name: &str, s: &str) -> SqlError {
     )
 }
 
-/// Parses PostgreSQL input text for a column of type `t`.
-pub fn parse_value(s: &str, t: &DataType) -> SqlResult<Value> {
+/// Parses PostgreSQL input text for a column of type `t`; a timestamptz written without an
+/// offset is read in `zone`, the session's time zone.
+pub fn parse_value(s: &str, t: &DataType, zone: &TimeZone) -> SqlResult<Value> {
     Ok(match t {
         DataType::Bool => Value::Bool(parse_bool(s)?),
         DataType::Int16 => Value::Int16(parse_smallint(s)?),
@@ -60,8 +62,8 @@ pub fn parse_value(s: &str, t: &DataType) -> SqlResult<Value> {
         DataType::Char(n) => Value::Text(check_char(s, *n)?),
         DataType::Bytea => Value::Bytea(parse_bytea(s)?),
         DataType::Date => Value::Date(parse_date(s)?),
-        DataType::Timestamp => Value::Timestamp(parse_timestamp(s, false)?),
-        DataType::TimestampTz => Value::TimestampTz(parse_timestamp(s, true)?),
+        DataType::Timestamp => Value::Timestamp(parse_timestamp(s)?),
+        DataType::TimestampTz => Value::TimestampTz(parse_timestamptz(s, zone)?),
         DataType::Interval => Value::Interval(parse_interval(s)?),
         DataType::Uuid => Value::Uuid(parse_uuid(s)?),
     })
@@ -338,16 +340,29 @@ pub fn date_from_days(days: i32) -> Option<NaiveDate> {
     NaiveDate::from_num_days_from_ce_opt(days + UNIX_EPOCH_DAYS_FROM_CE)
 }
 
-/// Parses a timestamp; for timestamptz an explicit offset is honoured, otherwise UTC (the
-/// session time zone, which Shoal fixes at UTC for now). Returns microseconds since the epoch.
-pub fn parse_timestamp(s: &str, with_tz: bool) -> SqlResult<i64> {
-    let type_name = if with_tz {
+/// Parses a timestamp (without time zone; a zone in the text is ignored, as in PostgreSQL).
+/// Returns microseconds since the epoch.
+pub fn parse_timestamp(s: &str) -> SqlResult<i64> {
+    parse_timestamp_in(s, None)
+}
+
+/// Parses a timestamptz: an explicit offset or zone name in the text is honoured, otherwise
+/// the time is read in `zone` (the session's). Returns UTC microseconds since the epoch.
+pub fn parse_timestamptz(s: &str, zone: &TimeZone) -> SqlResult<i64> {
+    parse_timestamp_in(s, Some(zone))
+}
+
+fn parse_timestamp_in(s: &str, session_zone: Option<&TimeZone>) -> SqlResult<i64> {
+    let type_name = if session_zone.is_some() {
         "timestamp with time zone"
     } else {
         "timestamp"
     };
     if let Some(micros) = plain_timestamp(s.as_bytes()) {
-        return Ok(micros);
+        return Ok(match session_zone {
+            Some(zone) => zone.local_to_utc(micros),
+            None => micros,
+        });
     }
     let t = s.trim();
     match t.to_ascii_lowercase().as_str() {
@@ -363,8 +378,8 @@ pub fn parse_timestamp(s: &str, with_tz: bool) -> SqlResult<i64> {
             format!("invalid input syntax for type {type_name}: \"{s}\""),
         )
     };
-    // Split off a trailing zone: "Z", "+hh", "+hh:mm", "+hhmm", " UTC".
-    let (body, offset_secs) = split_zone(t).ok_or_else(bad)?;
+    // Split off a trailing zone: "Z", "+hh", "+hh:mm", "+hhmm", " UTC", " Europe/Berlin".
+    let (body, input_zone) = split_zone(t).ok_or_else(bad)?;
     let body = body.trim();
     let naive = if body.len() <= 10 && !body.contains(':') {
         let d = NaiveDate::parse_from_str(body, "%Y-%m-%d").map_err(|_| bad())?;
@@ -385,11 +400,22 @@ pub fn parse_timestamp(s: &str, with_tz: bool) -> SqlResult<i64> {
             })?
     };
     let micros = naive.and_utc().timestamp_micros();
-    Ok(if with_tz {
-        micros - offset_secs as i64 * MICROS_PER_SECOND
-    } else {
-        micros
+    let Some(session_zone) = session_zone else {
+        return Ok(micros);
+    };
+    Ok(match input_zone {
+        InputZone::Offset(seconds_east) => micros - seconds_east as i64 * MICROS_PER_SECOND,
+        InputZone::Named(zone) => zone.local_to_utc(micros),
+        InputZone::Session => session_zone.local_to_utc(micros),
     })
+}
+
+/// The zone written at the end of a timestamp's text, if any.
+enum InputZone {
+    /// Seconds east of Greenwich.
+    Offset(i32),
+    Named(TimeZone),
+    Session,
 }
 
 fn digits(b: &[u8]) -> Option<u32> {
@@ -425,15 +451,22 @@ fn plain_timestamp(b: &[u8]) -> Option<i64> {
     Some(date.and_time(time).and_utc().timestamp_micros())
 }
 
-fn split_zone(t: &str) -> Option<(&str, i32)> {
+fn split_zone(t: &str) -> Option<(&str, InputZone)> {
     if let Some(b) = t.strip_suffix('Z').or_else(|| t.strip_suffix('z')) {
-        return Some((b, 0));
+        return Some((b, InputZone::Offset(0)));
     }
     for suffix in [" UTC", " utc", " GMT", "+00", "-00"] {
         if let Some(b) = t.strip_suffix(suffix) {
             if suffix.starts_with(' ') || b.contains(':') {
-                return Some((b, 0));
+                return Some((b, InputZone::Offset(0)));
             }
+        }
+    }
+    // A zone name after the time: "2024-03-31 02:30 Europe/Berlin".
+    if let Some((body, name)) = t.rsplit_once(' ') {
+        if name.starts_with(|c: char| c.is_ascii_alphabetic()) && body.contains(':') {
+            let zone = TimeZone::from_name(name)?;
+            return Some((body, InputZone::Named(zone)));
         }
     }
     // A sign after the time part (position > 10 so a date's dashes are not taken for it).
@@ -445,18 +478,25 @@ fn split_zone(t: &str) -> Option<(&str, i32)> {
             if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
                 return None;
             }
-            let (h, m) = match digits.len() {
-                1 | 2 => (digits.parse::<i32>().ok()?, 0),
+            let (h, m, sec) = match digits.len() {
+                1 | 2 => (digits.parse::<i32>().ok()?, 0, 0),
                 4 => (
                     digits[..2].parse::<i32>().ok()?,
                     digits[2..].parse::<i32>().ok()?,
+                    0,
+                ),
+                6 => (
+                    digits[..2].parse::<i32>().ok()?,
+                    digits[2..4].parse::<i32>().ok()?,
+                    digits[4..].parse::<i32>().ok()?,
                 ),
                 _ => return None,
             };
-            return Some((&t[..pos], sign * (h * 3600 + m * 60)));
+            let offset = sign * (h * 3600 + m * 60 + sec);
+            return Some((&t[..pos], InputZone::Offset(offset)));
         }
     }
-    Some((t, 0))
+    Some((t, InputZone::Session))
 }
 
 /// Parses PostgreSQL interval input: unit words ("1 year 2 mons 3 days 04:05:06"), a bare
@@ -569,8 +609,9 @@ fn add_interval_unit(
 // ---------------------------------------------------------------------------------------------
 // Output
 
-/// Formats element `row` of `array` as PostgreSQL text. The caller has checked it is not null.
-pub fn format_array_value(array: &dyn Array, row: usize, out: &mut String) {
+/// Formats element `row` of `array` as PostgreSQL text, timestamptz in `zone` (the session's).
+/// The caller has checked it is not null.
+pub fn format_array_value(array: &dyn Array, row: usize, zone: &TimeZone, out: &mut String) {
     macro_rules! arr {
         ($t:ty) => {
             array
@@ -613,7 +654,7 @@ pub fn format_array_value(array: &dyn Array, row: usize, out: &mut String) {
                 TimeUnit::Microsecond => arr!(TimestampMicrosecondArray).value(row),
                 TimeUnit::Nanosecond => arr!(TimestampNanosecondArray).value(row) / 1000,
             };
-            format_timestamp(micros, tz.is_some(), out)
+            format_timestamp(micros, tz.is_some().then_some(zone), out)
         }
         ArrowType::Interval(IntervalUnit::MonthDayNano) => {
             let v = arr!(IntervalMonthDayNanoArray).value(row);
@@ -668,7 +709,7 @@ pub fn format_array_value(array: &dyn Array, row: usize, out: &mut String) {
         }
         ArrowType::List(_) => {
             let list = arr!(ListArray).value(row);
-            format_pg_array(list.as_ref(), out)
+            format_pg_array(list.as_ref(), zone, out)
         }
         ArrowType::Dictionary(_, _) => {
             let formatter = datafusion::arrow::util::display::ArrayFormatter::try_new(
@@ -692,7 +733,7 @@ pub fn format_array_value(array: &dyn Array, row: usize, out: &mut String) {
 }
 
 /// PostgreSQL array literal output: {1,2,NULL}; strings quoted when needed.
-fn format_pg_array(values: &dyn Array, out: &mut String) {
+fn format_pg_array(values: &dyn Array, zone: &TimeZone, out: &mut String) {
     out.push('{');
     for i in 0..values.len() {
         if i > 0 {
@@ -703,7 +744,7 @@ fn format_pg_array(values: &dyn Array, out: &mut String) {
             continue;
         }
         let mut item = String::new();
-        format_array_value(values, i, &mut item);
+        format_array_value(values, i, zone, &mut item);
         let needs_quotes = item.is_empty()
             || item.eq_ignore_ascii_case("null")
             || item
@@ -852,8 +893,9 @@ fn format_fraction(frac_micros: i64, out: &mut String) {
     }
 }
 
-/// Timestamps print as ISO with a space; timestamptz adds the session offset (UTC: "+00").
-pub fn format_timestamp(micros: i64, with_tz: bool, out: &mut String) {
+/// Timestamps print as ISO with a space; a timestamptz (`zone` given) prints as the wall clock
+/// of the session's zone followed by that zone's offset at the instant ("+01", "+05:30").
+pub fn format_timestamp(micros: i64, zone: Option<&TimeZone>, out: &mut String) {
     if micros == i64::MAX {
         out.push_str("infinity");
         return;
@@ -862,8 +904,10 @@ pub fn format_timestamp(micros: i64, with_tz: bool, out: &mut String) {
         out.push_str("-infinity");
         return;
     }
-    let secs = micros.div_euclid(MICROS_PER_SECOND);
-    let frac = micros.rem_euclid(MICROS_PER_SECOND);
+    let offset_seconds = zone.map_or(0, |z| z.offset_at_utc(micros));
+    let local = micros.saturating_add(offset_seconds as i64 * MICROS_PER_SECOND);
+    let secs = local.div_euclid(MICROS_PER_SECOND);
+    let frac = local.rem_euclid(MICROS_PER_SECOND);
     let Some(dt) = DateTime::from_timestamp(secs, 0) else {
         out.push_str("infinity");
         return;
@@ -886,8 +930,8 @@ pub fn format_timestamp(micros: i64, with_tz: bool, out: &mut String) {
     )
     .unwrap();
     format_fraction(frac, out);
-    if with_tz {
-        out.push_str("+00");
+    if zone.is_some() {
+        crate::timezone::push_offset(offset_seconds, out);
     }
     if bc {
         out.push_str(" BC");
@@ -943,8 +987,9 @@ pub fn format_interval(i: &Interval, out: &mut String) {
     out.push_str(&parts.join(" "));
 }
 
-/// A storage value as PostgreSQL text (for COPY TO and errors' Key (...)=(...) details).
-pub fn format_value(v: &Value) -> Option<String> {
+/// A storage value as PostgreSQL text (for COPY TO and errors' Key (...)=(...) details),
+/// timestamptz in `zone`.
+pub fn format_value(v: &Value, zone: &TimeZone) -> Option<String> {
     let mut out = String::new();
     match v {
         Value::Null => return None,
@@ -963,8 +1008,8 @@ pub fn format_value(v: &Value) -> Option<String> {
         Value::Text(s) => out.push_str(s),
         Value::Bytea(b) => format_bytea(b, &mut out),
         Value::Date(d) => format_date(*d, &mut out),
-        Value::Timestamp(t) => format_timestamp(*t, false, &mut out),
-        Value::TimestampTz(t) => format_timestamp(*t, true, &mut out),
+        Value::Timestamp(t) => format_timestamp(*t, None, &mut out),
+        Value::TimestampTz(t) => format_timestamp(*t, Some(zone), &mut out),
         Value::Interval(i) => format_interval(i, &mut out),
         Value::Uuid(u) => out.push_str(&crate::types::format_uuid(*u)),
     }
@@ -1012,14 +1057,20 @@ mod tests {
 
     #[test]
     fn timestamps_and_intervals_round_trip_text() {
-        let t = parse_timestamp("2024-02-29 13:14:15.25", false).unwrap();
+        let t = parse_timestamp("2024-02-29 13:14:15.25").unwrap();
         let mut s = String::new();
-        format_timestamp(t, false, &mut s);
+        format_timestamp(t, None, &mut s);
         assert_eq!(s, "2024-02-29 13:14:15.25");
-        let tz = parse_timestamp("2024-01-01 02:00:00+02", true).unwrap();
+        let utc = TimeZone::utc();
+        let tz = parse_timestamptz("2024-01-01 02:00:00+02", &utc).unwrap();
         let mut s = String::new();
-        format_timestamp(tz, true, &mut s);
+        format_timestamp(tz, Some(&utc), &mut s);
         assert_eq!(s, "2024-01-01 00:00:00+00");
+        let kolkata = TimeZone::from_setting("Asia/Kolkata").unwrap();
+        let tz = parse_timestamptz("2024-01-01 12:00:00", &kolkata).unwrap();
+        let mut s = String::new();
+        format_timestamp(tz, Some(&kolkata), &mut s);
+        assert_eq!(s, "2024-01-01 12:00:00+05:30");
         let i = parse_interval("1 year 2 mons 3 days 04:05:06").unwrap();
         let mut s = String::new();
         format_interval(&i, &mut s);
@@ -1038,11 +1089,15 @@ mod tests {
         );
         assert_eq!(check_char("ab", 4).unwrap(), "ab  ");
         assert_eq!(
-            parse_value("40000", &DataType::Int16).unwrap_err().code,
+            parse_value("40000", &DataType::Int16, &TimeZone::utc())
+                .unwrap_err()
+                .code,
             code::NUMERIC_VALUE_OUT_OF_RANGE
         );
         assert_eq!(
-            parse_value("4x", &DataType::Int32).unwrap_err().code,
+            parse_value("4x", &DataType::Int32, &TimeZone::utc())
+                .unwrap_err()
+                .code,
             code::INVALID_TEXT_REPRESENTATION
         );
     }

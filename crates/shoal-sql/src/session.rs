@@ -574,6 +574,7 @@ impl Session {
         }
         *self.scope.settings.lock() = self.settings.all().clone();
         *self.scope.search_path.lock() = self.settings.search_path();
+        self.scope.time_zone.set(self.settings.time_zone().clone());
         self.scope_settings_generation = Some(generation);
     }
 
@@ -831,11 +832,15 @@ impl Session {
                 Ok(StatementResult::command("SET"))
             }
             ast::Set::SetTimeZone { local, value } => {
-                let name = self.settings.set(
-                    "timezone",
-                    &setting_value_text(value),
-                    *local && in_block,
-                )?;
+                if *local && !in_block {
+                    return Ok(StatementResult::command("SET"));
+                }
+                let value = setting_value_text(value);
+                let name = if in_block && !*local {
+                    self.settings.set_in_block("timezone", &value)?
+                } else {
+                    self.settings.set("timezone", &value, *local)?
+                };
                 self.setting_changed(&name);
                 self.sync_scope_settings();
                 Ok(StatementResult::command("SET"))
@@ -1061,12 +1066,13 @@ impl Session {
         Ok(match result {
             StatementResult::Rows { batches, .. } => {
                 // PostgreSQL returns one text column named "QUERY PLAN".
+                let zone = self.settings.time_zone().clone();
                 let mut lines = Vec::new();
                 for b in &batches {
                     let col = b.column(b.num_columns() - 1);
                     for row in 0..b.num_rows() {
                         let mut s = String::new();
-                        crate::pgtext::format_array_value(col.as_ref(), row, &mut s);
+                        crate::pgtext::format_array_value(col.as_ref(), row, &zone, &mut s);
                         lines.extend(s.lines().map(|l| vec![l.to_string()]));
                     }
                 }

@@ -5,9 +5,8 @@
 
 use std::collections::HashMap;
 
-use datafusion::arrow::array::timezone::Tz;
-
 use crate::error::{code, SqlError, SqlResult};
+use crate::timezone::TimeZone;
 
 /// (name, default value, reported to the client on change)
 const KNOWN_SETTINGS: &[(&str, &str, bool)] = &[
@@ -74,6 +73,8 @@ pub struct Settings {
     /// every statement reads them.
     statement_timeout_ms: u64,
     lock_timeout_ms: u64,
+    /// `timezone`, kept parsed for the same reason.
+    time_zone: TimeZone,
 }
 
 /// How a setting changed inside a transaction block: the value it had before the block (what
@@ -96,6 +97,7 @@ impl Default for Settings {
             generation: 0,
             statement_timeout_ms: 0,
             lock_timeout_ms: 0,
+            time_zone: TimeZone::utc(),
         }
     }
 }
@@ -127,6 +129,10 @@ impl Settings {
         self.lock_timeout_ms
     }
 
+    pub fn time_zone(&self) -> &TimeZone {
+        &self.time_zone
+    }
+
     /// Stores a value; bumps the generation only when it differs from the current one.
     fn put(&mut self, name: String, value: String) {
         if self.values.get(&name) == Some(&value) {
@@ -137,6 +143,7 @@ impl Settings {
         match name.as_str() {
             "statement_timeout" => self.statement_timeout_ms = ms(),
             "lock_timeout" => self.lock_timeout_ms = ms(),
+            "timezone" => self.time_zone = TimeZone::from_setting(&value).unwrap_or_default(),
             _ => {}
         }
         self.values.insert(name, value);
@@ -301,19 +308,15 @@ fn normalize(name: &str, value: &str) -> SqlResult<String> {
     Ok(match name {
         "timezone" => {
             let v = value.trim();
-            match v.to_lowercase().as_str() {
-                "utc" | "gmt" | "z" | "zulu" | "etc/utc" | "universal" | "0" | "+00:00"
-                | "default" | "local" => "UTC".to_string(),
-                _ if v.parse::<Tz>().is_err() => {
+            if v.eq_ignore_ascii_case("local") || v.eq_ignore_ascii_case("default") {
+                return Ok("UTC".to_string());
+            }
+            match TimeZone::from_setting(v) {
+                Some(zone) => zone.name().to_string(),
+                None => {
                     return Err(SqlError::new(
                         code::INVALID_PARAMETER_VALUE,
                         format!("invalid value for parameter \"TimeZone\": \"{v}\""),
-                    ))
-                }
-                _ => {
-                    return Err(SqlError::new(
-                        code::FEATURE_NOT_SUPPORTED,
-                        format!("time zone \"{v}\" is not supported; Shoal runs in UTC for now"),
                     ))
                 }
             }

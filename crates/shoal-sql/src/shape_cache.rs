@@ -17,7 +17,6 @@ use std::sync::Arc;
 use shoal_storage::types::Value;
 
 use crate::fastpath::{self, FastPlan, Operand};
-use crate::pgtext;
 
 /// Shapes remembered per session. When full, the cache starts over: the shapes a client repeats
 /// come back at once, and a client that never repeats one costs no more than this.
@@ -230,7 +229,7 @@ pub(crate) fn bind_literals(plan: &FastPlan, literals: &[Literal<'_>]) -> Option
             let t = plan.param_type(i)?;
             let operand = match literal {
                 Literal::Number { digits, negative } => fastpath::literal(digits, t, *negative)?,
-                Literal::String(s) => Operand::Const(pgtext::parse_value(s, t).ok()?),
+                Literal::String(s) => Operand::Const(fastpath::string_literal(s, t)?),
             };
             match operand {
                 Operand::Const(v) => Some(v),

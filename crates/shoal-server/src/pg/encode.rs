@@ -14,6 +14,7 @@ use pgwire::api::Type;
 use pgwire::messages::data::DataRow;
 use shoal_sql::params::{PG_EPOCH_DAYS, PG_EPOCH_MICROS};
 use shoal_sql::pgtext;
+use shoal_sql::timezone::TimeZone;
 use shoal_sql::types::oid;
 use shoal_sql::ResultColumn;
 
@@ -39,11 +40,13 @@ pub fn field_infos(
     )
 }
 
-/// Encodes every row of the batches. `binary(i)` says whether column i is sent in binary.
+/// Encodes every row of the batches. `binary(i)` says whether column i is sent in binary; in
+/// text, a timestamptz shows in `zone` (in binary it is UTC microseconds whatever the zone).
 pub fn encode_rows(
     batches: &[RecordBatch],
     columns: &[ResultColumn],
     binary: &dyn Fn(usize) -> bool,
+    zone: &TimeZone,
 ) -> Vec<DataRow> {
     let mut rows = Vec::new();
     let mut text = String::new();
@@ -66,7 +69,7 @@ pub fn encode_rows(
                     put_binary_value(array.as_ref(), r, type_oids[c], &mut data);
                 } else {
                     text.clear();
-                    pgtext::format_array_value(array.as_ref(), r, &mut text);
+                    pgtext::format_array_value(array.as_ref(), r, zone, &mut text);
                     data.put_i32(text.len() as i32);
                     data.put_slice(text.as_bytes());
                 }
@@ -158,7 +161,7 @@ fn encode_binary(array: &dyn Array, row: usize, type_oid: u32, out: &mut BytesMu
         (oid::BYTEA, ArrowType::Binary) => out.put_slice(arr!(BinaryArray).value(row)),
         (oid::UUID, _) => {
             let mut s = String::new();
-            pgtext::format_array_value(array, row, &mut s);
+            pgtext::format_array_value(array, row, &TimeZone::utc(), &mut s);
             match shoal_sql::types::parse_uuid(&s) {
                 Ok(u) => out.put_u128(u),
                 Err(_) => out.put_slice(s.as_bytes()),
@@ -168,7 +171,7 @@ fn encode_binary(array: &dyn Array, row: usize, type_oid: u32, out: &mut BytesMu
             // The text form already carries PostgreSQL's display scale, so both formats show
             // the same digits.
             let mut s = String::new();
-            pgtext::format_array_value(array, row, &mut s);
+            pgtext::format_array_value(array, row, &TimeZone::utc(), &mut s);
             numeric_binary(&s, out);
         }
         (_, ArrowType::List(_)) => match shoal_sql::types::array_element_oid(type_oid) {
@@ -181,7 +184,7 @@ fn encode_binary(array: &dyn Array, row: usize, type_oid: u32, out: &mut BytesMu
 
 fn put_text(array: &dyn Array, row: usize, out: &mut BytesMut) {
     let mut s = String::new();
-    pgtext::format_array_value(array, row, &mut s);
+    pgtext::format_array_value(array, row, &TimeZone::utc(), &mut s);
     out.put_slice(s.as_bytes());
 }
 

@@ -37,6 +37,7 @@ use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 use shoal_sql::copy::{CopyIn, CopyRequest};
 use shoal_sql::interrupt::{cancel_signal_from, CancelSignal};
 use shoal_sql::session::Prepared;
+use shoal_sql::timezone::TimeZone;
 use shoal_sql::{Engine, Session, SqlError, StatementResult};
 use tokio::sync::Mutex;
 
@@ -141,10 +142,12 @@ impl StartupHandler for ConnectionHandler {
 }
 
 /// Converts one statement result to a pgwire response (text format for simple queries).
+/// A timestamptz in text format shows in `zone`, the session's time zone.
 fn to_response(
     result: StatementResult,
     binary: &dyn Fn(usize) -> bool,
     fields_override: Option<Arc<Vec<FieldInfo>>>,
+    zone: &TimeZone,
 ) -> Response {
     match result {
         StatementResult::Rows {
@@ -153,7 +156,7 @@ fn to_response(
             tag,
         } => {
             let fields = fields_override.unwrap_or_else(|| field_infos(&columns, binary));
-            let rows = encode_rows(&batches, &columns, binary);
+            let rows = encode_rows(&batches, &columns, binary, zone);
             let mut resp = QueryResponse::new(fields, stream::iter(rows.into_iter().map(Ok)));
             resp.set_command_tag(tag);
             Response::Query(resp)
@@ -255,7 +258,8 @@ impl SimpleQueryHandler for ConnectionHandler {
                     Ok(result) => {
                         let is_copy_in = matches!(result, StatementResult::CopyIn(_));
                         let result = self.begin_copy(&session, result).await;
-                        match to_response(result, &|_| false, None) {
+                        let zone = session.settings.time_zone();
+                        match to_response(result, &|_| false, None, zone) {
                             Response::Query(q) => send_query_response(client, q, true).await?,
                             Response::Execution(t)
                             | Response::TransactionStart(t)
@@ -372,6 +376,7 @@ impl QueryParser for ShoalQueryParser {
 fn decode_parameters(
     prepared: &Prepared,
     portal: &Portal<Arc<Prepared>>,
+    zone: &TimeZone,
 ) -> Result<Vec<ScalarValue>, SqlError> {
     let mut values = Vec::with_capacity(prepared.param_types.len());
     if portal.parameters.len() != prepared.param_types.len() {
@@ -394,7 +399,7 @@ fn decode_parameters(
                 let text = std::str::from_utf8(bytes).map_err(|_| {
                     SqlError::new("22021", "invalid byte sequence for encoding \"UTF8\"")
                 })?;
-                shoal_sql::params::decode_text(text, t)?
+                shoal_sql::params::decode_text(text, t, zone)?
             }
         };
         values.push(v);
@@ -468,7 +473,7 @@ impl ExtendedQueryHandler for ConnectionHandler {
     {
         let prepared = portal.statement.statement.clone();
         let mut session = self.session.lock().await;
-        let values = match decode_parameters(&prepared, portal) {
+        let values = match decode_parameters(&prepared, portal, session.settings.time_zone()) {
             Ok(v) => v,
             Err(e) => return Err(to_pgwire(e)),
         };
@@ -484,7 +489,8 @@ impl ExtendedQueryHandler for ConnectionHandler {
                 // field list: one shared empty list instead of building one per execution.
                 static NO_FIELDS: std::sync::LazyLock<Arc<Vec<FieldInfo>>> =
                     std::sync::LazyLock::new(|| Arc::new(Vec::new()));
-                Ok(to_response(r, &binary, Some(NO_FIELDS.clone())))
+                let zone = session.settings.time_zone();
+                Ok(to_response(r, &binary, Some(NO_FIELDS.clone()), zone))
             }
             Err(e) => Err(to_pgwire(e)),
         }

@@ -85,6 +85,7 @@ impl CopyLoader {
                 })
                 .collect(),
             format: format.clone(),
+            zone: session.settings.time_zone().clone(),
         });
         Ok(CopyLoader {
             splitter: RecordSplitter::new(&format, CHUNK_BYTES),
@@ -206,7 +207,8 @@ impl CopyLoader {
         self.rows += rows;
         match &mut self.sink {
             Sink::Row(table) => {
-                let values = crate::dml::batch_rows(std::slice::from_ref(&batch), &def, 0)?;
+                let zone = session.settings.time_zone();
+                let values = crate::dml::batch_rows(std::slice::from_ref(&batch), &def, 0, zone)?;
                 for (row, line) in values.into_iter().zip(&parsed.lines) {
                     loop {
                         match table.insert_or_conflict(txn, &row) {
@@ -296,6 +298,7 @@ async fn default_array(
             b.column(0),
             &c.data_type,
             &c.name,
+            session.settings.time_zone(),
         )?);
     }
     if values.len() != rows {
@@ -333,7 +336,12 @@ async fn check_constraints(
         return Ok(());
     }
     let from = if has_checks { 0 } else { first_null.unwrap() };
-    let rows = crate::dml::batch_rows(&[batch.slice(from, batch.num_rows() - from)], def, 0)?;
+    let rows = crate::dml::batch_rows(
+        &[batch.slice(from, batch.num_rows() - from)],
+        def,
+        0,
+        session.settings.time_zone(),
+    )?;
     crate::constraints::check_rows(session, def, &rows)
         .await
         .map_err(|(i, e)| e.with_context(format!("COPY {}, line {}", def.name, lines[from + i])))

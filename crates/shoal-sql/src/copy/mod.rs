@@ -259,6 +259,7 @@ pub async fn start(
                 .map(|f| f.name().clone())
                 .collect();
             let batches = crate::query::execute_plan(session.state(), plan, None).await?;
+            let zone = session.settings.time_zone().clone();
             let mut data = Vec::new();
             let mut rows = 0;
             if format.header && format.csv {
@@ -275,7 +276,7 @@ pub async fn start(
                             fields.push(format.null.clone());
                         } else {
                             let mut s = String::new();
-                            pgtext::format_array_value(col.as_ref(), r, &mut s);
+                            pgtext::format_array_value(col.as_ref(), r, &zone, &mut s);
                             fields.push(if format.csv {
                                 csv_field(&s, &format)
                             } else {

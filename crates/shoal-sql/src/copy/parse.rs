@@ -12,6 +12,7 @@ use shoal_storage::types::{DataType, Value};
 use super::CopyFormat;
 use crate::error::{code, SqlError, SqlResult};
 use crate::pgtext;
+use crate::timezone::TimeZone;
 use crate::types::{array_from_values, arrow_type};
 
 /// What a parse worker needs to know about the COPY; shared by all its chunks.
@@ -21,6 +22,8 @@ pub struct ChunkLayout {
     pub table: String,
     /// Name and type of each column in the COPY's column list, in order.
     pub columns: Vec<(String, DataType)>,
+    /// The session's time zone, in which a timestamptz without an offset is read.
+    pub zone: TimeZone,
 }
 
 /// The rows of one chunk, column by column.
@@ -63,7 +66,7 @@ pub fn parse_chunk(
     let mut builders: Vec<ColumnBuilder> = layout
         .columns
         .iter()
-        .map(|(_, t)| ColumnBuilder::new(t))
+        .map(|(_, t)| ColumnBuilder::new(t, &layout.zone))
         .collect();
     let mut lines = Vec::new();
     let mut fields: Vec<Option<Cow<str>>> = Vec::with_capacity(layout.columns.len());
@@ -324,13 +327,15 @@ enum ColumnBuilder {
     Float32(Float32Builder),
     Float64(Float64Builder),
     Date(Date32Builder),
-    Timestamp(TimestampMicrosecondBuilder, bool),
+    Timestamp(TimestampMicrosecondBuilder),
+    /// The session's zone, for values without an offset.
+    TimestampTz(TimestampMicrosecondBuilder, TimeZone),
     Text(StringBuilder, DataType),
-    Other(DataType, Vec<Value>),
+    Other(DataType, Vec<Value>, TimeZone),
 }
 
 impl ColumnBuilder {
-    fn new(t: &DataType) -> Self {
+    fn new(t: &DataType, zone: &TimeZone) -> Self {
         match t {
             DataType::Bool => ColumnBuilder::Bool(BooleanBuilder::new()),
             DataType::Int16 => ColumnBuilder::Int16(Int16Builder::new()),
@@ -339,17 +344,15 @@ impl ColumnBuilder {
             DataType::Float32 => ColumnBuilder::Float32(Float32Builder::new()),
             DataType::Float64 => ColumnBuilder::Float64(Float64Builder::new()),
             DataType::Date => ColumnBuilder::Date(Date32Builder::new()),
-            DataType::Timestamp => {
-                ColumnBuilder::Timestamp(TimestampMicrosecondBuilder::new(), false)
-            }
-            DataType::TimestampTz => ColumnBuilder::Timestamp(
+            DataType::Timestamp => ColumnBuilder::Timestamp(TimestampMicrosecondBuilder::new()),
+            DataType::TimestampTz => ColumnBuilder::TimestampTz(
                 TimestampMicrosecondBuilder::new().with_timezone("UTC"),
-                true,
+                zone.clone(),
             ),
             DataType::Text | DataType::Varchar(_) => {
                 ColumnBuilder::Text(StringBuilder::new(), t.clone())
             }
-            _ => ColumnBuilder::Other(t.clone(), Vec::new()),
+            _ => ColumnBuilder::Other(t.clone(), Vec::new(), zone.clone()),
         }
     }
 
@@ -363,9 +366,10 @@ impl ColumnBuilder {
                 ColumnBuilder::Float32(b) => b.append_null(),
                 ColumnBuilder::Float64(b) => b.append_null(),
                 ColumnBuilder::Date(b) => b.append_null(),
-                ColumnBuilder::Timestamp(b, _) => b.append_null(),
+                ColumnBuilder::Timestamp(b) => b.append_null(),
+                ColumnBuilder::TimestampTz(b, _) => b.append_null(),
                 ColumnBuilder::Text(b, _) => b.append_null(),
-                ColumnBuilder::Other(_, v) => v.push(Value::Null),
+                ColumnBuilder::Other(_, v, _) => v.push(Value::Null),
             }
             return Ok(());
         };
@@ -377,7 +381,10 @@ impl ColumnBuilder {
             ColumnBuilder::Float32(b) => b.append_value(pgtext::parse_real(s)?),
             ColumnBuilder::Float64(b) => b.append_value(pgtext::parse_double(s)?),
             ColumnBuilder::Date(b) => b.append_value(pgtext::parse_date(s)?),
-            ColumnBuilder::Timestamp(b, tz) => b.append_value(pgtext::parse_timestamp(s, *tz)?),
+            ColumnBuilder::Timestamp(b) => b.append_value(pgtext::parse_timestamp(s)?),
+            ColumnBuilder::TimestampTz(b, zone) => {
+                b.append_value(pgtext::parse_timestamptz(s, zone)?)
+            }
             ColumnBuilder::Text(b, t) => match t {
                 // Fewer bytes than the limit means fewer characters: no need to count.
                 DataType::Varchar(Some(n)) if s.len() > *n as usize => {
@@ -385,7 +392,7 @@ impl ColumnBuilder {
                 }
                 _ => b.append_value(s),
             },
-            ColumnBuilder::Other(t, v) => v.push(pgtext::parse_value(s, t)?),
+            ColumnBuilder::Other(t, v, zone) => v.push(pgtext::parse_value(s, t, zone)?),
         }
         Ok(())
     }
@@ -399,9 +406,10 @@ impl ColumnBuilder {
             ColumnBuilder::Float32(mut b) => (Arc::new(b.finish()), None),
             ColumnBuilder::Float64(mut b) => (Arc::new(b.finish()), None),
             ColumnBuilder::Date(mut b) => (Arc::new(b.finish()), None),
-            ColumnBuilder::Timestamp(mut b, _) => (Arc::new(b.finish()), None),
+            ColumnBuilder::Timestamp(mut b) => (Arc::new(b.finish()), None),
+            ColumnBuilder::TimestampTz(mut b, _) => (Arc::new(b.finish()), None),
             ColumnBuilder::Text(mut b, t) => (Arc::new(b.finish()), Some(t)),
-            ColumnBuilder::Other(t, v) => (array_from_values(&t, v.iter()), Some(t)),
+            ColumnBuilder::Other(t, v, _) => (array_from_values(&t, v.iter()), Some(t)),
         };
         if let Some(t) = t {
             debug_assert_eq!(array.data_type(), &arrow_type(&t));
@@ -434,6 +442,7 @@ mod tests {
                 .enumerate()
                 .map(|(i, t)| (format!("c{i}"), t.clone()))
                 .collect(),
+            zone: TimeZone::utc(),
         }
     }
 

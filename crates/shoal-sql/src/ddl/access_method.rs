@@ -22,6 +22,7 @@ use crate::dml::{column_values, qualified};
 use crate::error::{code, SqlError, SqlResult};
 use crate::query::provider::table_schema;
 use crate::session::Session;
+use crate::timezone::TimeZone;
 
 /// Parses the method name of `SET ACCESS METHOD`.
 pub(super) fn access_method_named(name: &str) -> SqlResult<AccessMethod> {
@@ -171,7 +172,8 @@ fn encoded_rows(def: &TableDef, batches: &[RecordBatch]) -> SqlResult<Vec<(u64, 
             .columns
             .iter()
             .enumerate()
-            .map(|(i, c)| column_values(batch.column(i), &c.data_type, &c.name))
+            // Every column keeps its type, so no value goes through a zone.
+            .map(|(i, c)| column_values(batch.column(i), &c.data_type, &c.name, &TimeZone::utc()))
             .collect::<SqlResult<_>>()?;
         for r in 0..batch.num_rows() {
             let values: Vec<Value> = columns.iter().map(|c| c[r].clone()).collect();

@@ -442,7 +442,8 @@ pub(super) async fn alter_table(
                         let batches = run_scalar(session, d).await?;
                         let array = batches
                             .ok_or_else(|| SqlError::internal("default produced no value"))?;
-                        crate::dml::column_values(&array, &data_type, &name)?.remove(0)
+                        let zone = session.settings.time_zone();
+                        crate::dml::column_values(&array, &data_type, &name, zone)?.remove(0)
                     }
                     None => Value::Null,
                 };

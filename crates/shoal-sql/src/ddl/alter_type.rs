@@ -82,18 +82,20 @@ async fn converted_rows(
         qualified(def)
     );
     let batches = crate::query::run_generated_sql(session.state(), &session.scope, &sql).await?;
+    let zone = session.settings.time_zone();
     let mut rows = Vec::new();
     for batch in &batches {
         let mut columns: Vec<Vec<Value>> = def
             .columns
             .iter()
             .enumerate()
-            .map(|(i, c)| column_values(batch.column(i), &c.data_type, &c.name))
+            .map(|(i, c)| column_values(batch.column(i), &c.data_type, &c.name, zone))
             .collect::<SqlResult<_>>()?;
         columns[pos] = column_values(
             batch.column(def.columns.len()),
             &column.data_type,
             &column.name,
+            zone,
         )?;
         for r in 0..batch.num_rows() {
             let row: Vec<Value> = columns.iter().map(|c| c[r].clone()).collect();
@@ -138,6 +140,7 @@ fn check_unique_indexes(
                     &idx.name,
                     &storage.columns,
                     &key,
+                    session.settings.time_zone(),
                 ));
             }
         }

@@ -27,7 +27,9 @@ pub fn compile(def: &TableDef, sql: &str) -> SqlResult<RowPredicate> {
     let mut state = SessionStateBuilder::new().with_default_features().build();
     state.config_mut().options_mut().sql_parser.dialect =
         datafusion::common::config::Dialect::PostgreSQL;
-    crate::query::builtins::register(&mut state);
+    // PostgreSQL allows only immutable functions in an index predicate, so no session zone.
+    let zone = crate::timezone::SessionZone::default();
+    crate::query::builtins::register(&mut state, &zone);
     let expr = state
         .create_logical_expr(sql, &df_schema)
         .map_err(from_datafusion)?;

@@ -688,7 +688,10 @@ pub(super) fn create_unique_index(
         return Err(match e {
             StorageError::UniqueViolation {
                 key_columns, key, ..
-            } => crate::dml::duplicate_index_key(&def, &name, &key_columns, &key),
+            } => {
+                let zone = session.settings.time_zone();
+                crate::dml::duplicate_index_key(&def, &name, &key_columns, &key, zone)
+            }
             other => other.into(),
         });
     }

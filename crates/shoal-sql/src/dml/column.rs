@@ -184,7 +184,12 @@ pub async fn delete(
     let batches = targets(session, &def, &alias, &[], del.selection.as_ref()).await?;
     let mut written = Vec::new();
     for b in &batches {
-        let rows = batch_rows(std::slice::from_ref(b), &def, 1)?;
+        let rows = batch_rows(
+            std::slice::from_ref(b),
+            &def,
+            1,
+            session.settings.time_zone(),
+        )?;
         for (r, row) in rows.into_iter().enumerate() {
             if table.delete(txn, &snap, row_ids(b).value(r))? {
                 written.push(row);
@@ -222,10 +227,12 @@ pub async fn update(
     let width = def.columns.len();
     let mut written = Vec::new();
     for b in &batches {
-        let mut rows = batch_rows(std::slice::from_ref(b), &def, 1)?;
+        let zone = session.settings.time_zone();
+        let mut rows = batch_rows(std::slice::from_ref(b), &def, 1, zone)?;
         for (i, (col, _)) in assignments.iter().enumerate() {
             let c = &def.columns[*col];
-            let values = super::column_values(b.column(1 + width + i), &c.data_type, &c.name)?;
+            let values =
+                super::column_values(b.column(1 + width + i), &c.data_type, &c.name, zone)?;
             for (row, v) in rows.iter_mut().zip(values) {
                 row[*col] = v;
             }

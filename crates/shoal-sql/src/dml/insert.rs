@@ -160,7 +160,7 @@ pub async fn insert(
     let overriding = crate::parse::insert_overriding(&ins);
     let sql = insert_source_sql(&def, &targets, ins.source.as_deref(), overriding)?;
     let batches = run_sql_query(session, &sql).await?;
-    let rows = batch_rows(&batches, &def, 0)?;
+    let rows = batch_rows(&batches, &def, 0, session.settings.time_zone())?;
     let alias = ins
         .table_alias
         .as_ref()
@@ -293,7 +293,11 @@ async fn insert_row(
                 index_name,
                 key_columns,
                 key,
-            }) => return Err(unique_violation_named(def, &index_name, &key_columns, &key)),
+            }) => {
+                let zone = session.settings.time_zone();
+                let e = unique_violation_named(def, &index_name, &key_columns, &key, zone);
+                return Err(e);
+            }
             Err(e) => return Err(e.into()),
         }
     }
@@ -432,8 +436,9 @@ async fn on_conflict_update(
         let mut new_row = current.clone();
         for (i, (col, _)) in assignments.iter().enumerate() {
             let c = &def.columns[*col];
+            let zone = session.settings.time_zone();
             new_row[*col] =
-                column_values(&b.column(i).slice(0, 1), &c.data_type, &c.name)?.remove(0);
+                column_values(&b.column(i).slice(0, 1), &c.data_type, &c.name, zone)?.remove(0);
         }
         constraints::check_row(session, def, &new_row).await?;
         match write_update(session, txn, table, def, existing, &snap, &new_row).await? {
@@ -464,7 +469,11 @@ async fn write_update(
                 index_name,
                 key_columns,
                 key,
-            }) => return Err(unique_violation_named(def, &index_name, &key_columns, &key)),
+            }) => {
+                let zone = session.settings.time_zone();
+                let e = unique_violation_named(def, &index_name, &key_columns, &key, zone);
+                return Err(e);
+            }
             Err(e) => return Err(e.into()),
         }
     }

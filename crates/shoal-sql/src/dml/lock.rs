@@ -46,6 +46,7 @@ pub async fn select_for_update(
     let single_table = select.from.len() == 1 && select.from[0].joins.is_empty();
     let projection: Vec<String> = select.projection.iter().map(|i| i.to_string()).collect();
     let m = Modification {
+        zone: session.settings.time_zone().clone(),
         def: &def,
         table: &table,
         alias: &alias,

@@ -32,6 +32,7 @@ use crate::error::{code, SqlError, SqlResult};
 use crate::params::literal_expr;
 use crate::pgtext;
 use crate::session::{parse_sql, ResultColumn, Session};
+use crate::timezone::TimeZone;
 use crate::types::{arrow_type, scalar_from_value, value_from_array};
 
 pub use insert::insert;
@@ -135,7 +136,12 @@ async fn run_sql_query(session: &Session, sql: &str) -> SqlResult<Vec<RecordBatc
 
 /// Converts one result column into values of a table column's type, with PostgreSQL's input
 /// rules: text is parsed by the column type's input function; other types are cast.
-pub fn column_values(array: &ArrayRef, t: &DataType, column: &str) -> SqlResult<Vec<Value>> {
+pub fn column_values(
+    array: &ArrayRef,
+    t: &DataType,
+    column: &str,
+    zone: &TimeZone,
+) -> SqlResult<Vec<Value>> {
     let textual = matches!(
         array.data_type(),
         ArrowType::Utf8 | ArrowType::LargeUtf8 | ArrowType::Utf8View
@@ -159,12 +165,14 @@ pub fn column_values(array: &ArrayRef, t: &DataType, column: &str) -> SqlResult<
             out.push(if strings.is_null(i) {
                 Value::Null
             } else {
-                pgtext::parse_value(strings.value(i), t)?
+                pgtext::parse_value(strings.value(i), t, zone)?
             });
         }
         return Ok(out);
     }
     check_assignable(array.data_type(), t, column)?;
+    let through_clock = through_wall_clock(array, t, zone)?;
+    let array = through_clock.as_ref().unwrap_or(array);
     let target = match arrow_type(t) {
         // Cast to the widest precision at the column's scale: a value too big for the
         // column's precision is then reported by `enforce_type_limits` as PostgreSQL does
@@ -203,6 +211,48 @@ pub fn column_values(array: &ArrayRef, t: &DataType, column: &str) -> SqlResult<
         out.push(enforce_type_limits(v, t)?);
     }
     Ok(out)
+}
+
+/// Between timestamptz and timestamp or date, PostgreSQL's assignment casts go through the
+/// session's wall clock, which Arrow's casts do not know: a timestamp or date stored in a
+/// timestamptz column is read in `zone`, a timestamptz stored in a timestamp or date column
+/// becomes `zone`'s wall clock. None when no such conversion applies (UTC needs none).
+fn through_wall_clock(
+    array: &ArrayRef,
+    t: &DataType,
+    zone: &TimeZone,
+) -> SqlResult<Option<ArrayRef>> {
+    use datafusion::arrow::array::TimestampMicrosecondArray;
+    use datafusion::arrow::datatypes::TimeUnit;
+    let zoned = matches!(array.data_type(), ArrowType::Timestamp(_, Some(_)));
+    let local = matches!(
+        array.data_type(),
+        ArrowType::Timestamp(_, None) | ArrowType::Date32
+    );
+    let to_zoned = matches!(t, DataType::TimestampTz);
+    let to_local = matches!(t, DataType::Timestamp | DataType::Date);
+    if zone.is_utc() || !(local && to_zoned || zoned && to_local) {
+        return Ok(None);
+    }
+    let micros = cast_with_options(
+        array,
+        &ArrowType::Timestamp(TimeUnit::Microsecond, None),
+        &CastOptions {
+            safe: false,
+            ..Default::default()
+        },
+    )?;
+    let micros = micros
+        .as_any()
+        .downcast_ref::<TimestampMicrosecondArray>()
+        .expect("cast to microsecond timestamps");
+    Ok(Some(if to_zoned {
+        let utc: TimestampMicrosecondArray = micros.unary(|v| zone.local_to_utc(v));
+        Arc::new(utc.with_timezone("UTC"))
+    } else {
+        let wall: TimestampMicrosecondArray = micros.unary(|v| zone.utc_to_local(v));
+        Arc::new(wall)
+    }))
 }
 
 /// PostgreSQL stores a value of another type in a column only through an assignment cast:
@@ -294,6 +344,7 @@ pub(crate) fn batch_rows(
     batches: &[RecordBatch],
     def: &TableDef,
     first_col: usize,
+    zone: &TimeZone,
 ) -> SqlResult<Vec<Vec<Value>>> {
     let mut rows = Vec::new();
     for b in batches {
@@ -303,6 +354,7 @@ pub(crate) fn batch_rows(
                 b.column(first_col + i),
                 &c.data_type,
                 &c.name,
+                zone,
             )?);
         }
         for r in 0..b.num_rows() {
@@ -330,7 +382,8 @@ pub fn unique_violation(session: &Session, def: &TableDef, index: u64, row: &[Va
     match catalog.indexes.get(&(index as u32)) {
         Some(idx) => {
             let key: Vec<Value> = idx.columns.iter().map(|c| row[*c].clone()).collect();
-            unique_violation_named(def, &idx.name, &idx.columns, &key)
+            let zone = session.settings.time_zone();
+            unique_violation_named(def, &idx.name, &idx.columns, &key, zone)
         }
         None => SqlError::new(
             code::UNIQUE_VIOLATION,
@@ -344,6 +397,7 @@ pub fn unique_violation_named(
     index_name: &str,
     key_columns: &[usize],
     key: &[Value],
+    zone: &TimeZone,
 ) -> SqlError {
     SqlError::new(
         code::UNIQUE_VIOLATION,
@@ -351,7 +405,7 @@ pub fn unique_violation_named(
     )
     .with_detail(format!(
         "Key {} already exists.",
-        key_text(def, key_columns, key)
+        key_text(def, key_columns, key, zone)
     ))
 }
 
@@ -361,6 +415,7 @@ pub fn duplicate_index_key(
     index_name: &str,
     key_columns: &[usize],
     key: &[Value],
+    zone: &TimeZone,
 ) -> SqlError {
     SqlError::new(
         code::UNIQUE_VIOLATION,
@@ -368,19 +423,20 @@ pub fn duplicate_index_key(
     )
     .with_detail(format!(
         "Key {} is duplicated.",
-        key_text(def, key_columns, key)
+        key_text(def, key_columns, key, zone)
     ))
 }
 
 /// `(a, b)=(1, x)`, as PostgreSQL's unique-violation details show a key.
-fn key_text(def: &TableDef, key_columns: &[usize], key: &[Value]) -> String {
+/// A timestamptz in a key shows in `zone`, the session's time zone.
+fn key_text(def: &TableDef, key_columns: &[usize], key: &[Value], zone: &TimeZone) -> String {
     let cols: Vec<&str> = key_columns
         .iter()
         .map(|c| def.columns[*c].name.as_str())
         .collect();
     let vals: Vec<String> = key
         .iter()
-        .map(|v| pgtext::format_value(v).unwrap_or_else(|| "null".into()))
+        .map(|v| pgtext::format_value(v, zone).unwrap_or_else(|| "null".into()))
         .collect();
     format!("({})=({})", cols.join(", "), vals.join(", "))
 }

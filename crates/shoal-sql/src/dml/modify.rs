@@ -26,6 +26,7 @@ use crate::constraints;
 use crate::error::{SqlError, SqlResult};
 use crate::query::provider::ROW_POSITION_COLUMN;
 use crate::session::{Session, StatementResult};
+use crate::timezone::TimeZone;
 
 /// The SELECT that finds an UPDATE/DELETE's target rows: row position first, then `extra`.
 pub(super) fn target_query_sql(
@@ -93,6 +94,8 @@ pub(super) struct Modification<'a> {
     /// With FROM/USING, the RETURNING items as computed in the target query (see
     /// `returning::over_join`); empty otherwise.
     pub returning: &'a [String],
+    /// The session's time zone, for the new values' conversions.
+    pub zone: TimeZone,
 }
 
 impl Modification<'_> {
@@ -109,7 +112,12 @@ impl Modification<'_> {
         let mut out = Vec::with_capacity(self.assignments.len());
         for (i, (col, _)) in self.assignments.iter().enumerate() {
             let c = &self.def.columns[*col];
-            out.push(column_values(b.column(skip + i), &c.data_type, &c.name)?);
+            out.push(column_values(
+                b.column(skip + i),
+                &c.data_type,
+                &c.name,
+                &self.zone,
+            )?);
         }
         Ok(out)
     }
@@ -188,6 +196,7 @@ pub async fn update(
         _ => Vec::new(),
     };
     let m = Modification {
+        zone: session.settings.time_zone().clone(),
         def: &def,
         table: &table,
         alias: &alias,
@@ -269,7 +278,11 @@ async fn update_one(
                 index_name,
                 key_columns,
                 key,
-            }) => return Err(unique_violation_named(def, &index_name, &key_columns, &key)),
+            }) => {
+                let zone = session.settings.time_zone();
+                let e = unique_violation_named(def, &index_name, &key_columns, &key, zone);
+                return Err(e);
+            }
             Err(e) => return Err(e.into()),
         }
     }
@@ -334,6 +347,7 @@ pub async fn delete(
         _ => Vec::new(),
     };
     let m = Modification {
+        zone: session.settings.time_zone().clone(),
         def: &def,
         table: &table,
         alias: &alias,
@@ -389,6 +403,7 @@ pub async fn referential_action(
         .and_then(|mut p| p.parse_expr())
         .map_err(|e| SqlError::internal(format!("referential action condition: {e}")))?;
     let m = Modification {
+        zone: session.settings.time_zone().clone(),
         def,
         table: &table,
         alias: &def.name,

@@ -21,6 +21,7 @@ use datafusion::logical_expr::{
 };
 
 use crate::query::pg_catalog::format_type_oid;
+use crate::timezone::SessionZone;
 use crate::types::{pg_oid_for_arrow, PG_TYPE_METADATA_KEY};
 
 /// Scale of numeric averages: PostgreSQL divides to at least 16 significant digits, which for
@@ -29,7 +30,7 @@ const AVG_SCALE_MIN: i8 = 16;
 /// Decimal scale the built-in average adds to its input's.
 const AVG_SCALE_ADDED: i8 = 4;
 
-pub fn register(state: &mut datafusion::execution::SessionState) {
+pub fn register(state: &mut datafusion::execution::SessionState, zone: &SessionZone) {
     for (name, coerce) in [
         ("avg", avg_input_type as fn(&ArrowType) -> Option<ArrowType>),
         ("sum", sum_input_type),
@@ -53,6 +54,7 @@ pub fn register(state: &mut datafusion::execution::SessionState) {
         .register_udf(Arc::new(ScalarUDF::new_from_impl(
             crate::query::format::PgFormat {
                 signature: Signature::variadic_any(Volatility::Stable),
+                zone: zone.clone(),
             },
         )))
         .expect("function registration cannot fail");
@@ -66,7 +68,38 @@ pub fn register(state: &mut datafusion::execution::SessionState) {
     state
         .register_udf(Arc::new(ScalarUDF::new_from_impl(
             crate::query::datetime::AtTimeZone {
+                signature: Signature::user_defined(Volatility::Stable),
+                zone: zone.clone(),
+            },
+        )))
+        .expect("function registration cannot fail");
+    let date_part = state
+        .udf("date_part")
+        .expect("DataFusion provides date_part");
+    let extract = Arc::new(ScalarUDF::new_from_impl(crate::query::datetime::Extract {
+        signature: Signature::user_defined(Volatility::Stable),
+        date_part,
+        zone: zone.clone(),
+    }));
+    state
+        .register_udf(extract.clone())
+        .expect("function registration cannot fail");
+    state
+        .register_udf(Arc::new(ScalarUDF::new_from_impl(
+            crate::query::datetime::DatePart {
                 signature: Signature::user_defined(Volatility::Immutable),
+                extract,
+            },
+        )))
+        .expect("function registration cannot fail");
+    let date_trunc = state
+        .udf("date_trunc")
+        .expect("DataFusion provides date_trunc");
+    state
+        .register_udf(Arc::new(ScalarUDF::new_from_impl(
+            crate::query::datetime::DateTrunc {
+                signature: Signature::user_defined(Volatility::Immutable),
+                inner: date_trunc,
             },
         )))
         .expect("function registration cannot fail");
@@ -78,7 +111,8 @@ pub fn register(state: &mut datafusion::execution::SessionState) {
         .expect("function registration cannot fail");
     state
         .register_udf(Arc::new(ScalarUDF::new_from_impl(PgTextOut {
-            signature: Signature::any(1, Volatility::Immutable),
+            signature: Signature::any(1, Volatility::Stable),
+            zone: zone.clone(),
         })))
         .expect("function registration cannot fail");
 }
@@ -267,6 +301,8 @@ impl ScalarUDFImpl for PgTypeof {
 #[derive(Debug, PartialEq, Eq, Hash)]
 struct PgTextOut {
     signature: Signature,
+    /// A timestamptz shows in the session's zone.
+    zone: SessionZone,
 }
 
 impl ScalarUDFImpl for PgTextOut {
@@ -286,7 +322,25 @@ impl ScalarUDFImpl for PgTextOut {
         use datafusion::arrow::array::{Array, BooleanArray, StringBuilder};
         let scalar = matches!(args.args[0], ColumnarValue::Scalar(_));
         let array = args.args[0].to_array(args.number_rows.max(1))?;
+        // char(n) loses its padding on the way to text.
+        let bpchar = args.arg_fields[0]
+            .metadata()
+            .get(PG_TYPE_METADATA_KEY)
+            .and_then(|t| t.parse::<u32>().ok())
+            == Some(crate::types::oid::BPCHAR);
         let out: ArrayRef = match array.data_type() {
+            ArrowType::Utf8 if bpchar => {
+                let padded = array
+                    .as_any()
+                    .downcast_ref::<datafusion::arrow::array::StringArray>()
+                    .expect("utf8 array");
+                Arc::new(
+                    padded
+                        .iter()
+                        .map(|v| v.map(|v| v.trim_end_matches(' ')))
+                        .collect::<datafusion::arrow::array::StringArray>(),
+                )
+            }
             ArrowType::Utf8 => array,
             ArrowType::LargeUtf8 | ArrowType::Utf8View | ArrowType::Null => {
                 datafusion::arrow::compute::cast(&array, &ArrowType::Utf8)?
@@ -303,6 +357,7 @@ impl ScalarUDFImpl for PgTextOut {
                 )
             }
             _ => {
+                let zone = self.zone.get();
                 let mut builder = StringBuilder::with_capacity(array.len(), array.len() * 16);
                 let mut text = String::new();
                 for row in 0..array.len() {
@@ -310,7 +365,7 @@ impl ScalarUDFImpl for PgTextOut {
                         builder.append_null();
                     } else {
                         text.clear();
-                        crate::pgtext::format_array_value(array.as_ref(), row, &mut text);
+                        crate::pgtext::format_array_value(array.as_ref(), row, &zone, &mut text);
                         builder.append_value(&text);
                     }
                 }

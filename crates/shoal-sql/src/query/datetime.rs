@@ -4,7 +4,7 @@
 //! `to_char` takes), and interval literals in PostgreSQL's forms that DataFusion's parser
 //! refuses (`1 day 04:05:06`), which `rewrite.rs` restates in units it reads. Also
 //! `AT TIME ZONE` (as `pg_at_time_zone`), which turns a timestamptz into the zone's local
-//! timestamp and a timestamp into a timestamptz; only UTC is supported, as elsewhere. And
+//! timestamp and a timestamp into a timestamptz. And
 //! `interval * number` / `interval / number`, which DataFusion has no kernel for.
 
 use std::sync::Arc;
@@ -38,16 +38,23 @@ pub fn interval_literal_for_datafusion(text: &str) -> Option<String> {
     ))
 }
 
-/// A timestamp literal written out in full (`2024-01-10 10:00:00`, `+00` for timestamptz),
-/// when it starts with a date and Shoal's parser reads it; None otherwise (the special words
-/// such as `now` must stay words, to be evaluated when the statement runs).
-pub fn timestamp_literal_in_full(text: &str, with_tz: bool) -> Option<String> {
+/// A timestamp literal written out in full (`2024-01-10 10:00:00`; for timestamptz the UTC
+/// instant with `+00`, a time without an offset read in `zone`, the session's), when it
+/// starts with a date and Shoal's parser reads it; None otherwise (the special words such as
+/// `now` must stay words, to be evaluated when the statement runs).
+pub fn timestamp_literal_in_full(
+    text: &str,
+    zone: Option<&crate::timezone::TimeZone>,
+) -> Option<String> {
     if !text.trim_start().starts_with(|c: char| c.is_ascii_digit()) {
         return None;
     }
-    let micros = crate::pgtext::parse_timestamp(text, with_tz).ok()?;
+    let micros = match zone {
+        Some(zone) => crate::pgtext::parse_timestamptz(text, zone).ok()?,
+        None => crate::pgtext::parse_timestamp(text).ok()?,
+    };
     let t = DateTime::from_timestamp_micros(micros)?.naive_utc();
-    let zone = if with_tz { "+00" } else { "" };
+    let zone = if zone.is_some() { "+00" } else { "" };
     Some(format!("{}{zone}", t.format("%Y-%m-%d %H:%M:%S%.6f")))
 }
 
@@ -208,11 +215,14 @@ fn days_in_month(year: i32, month: u32) -> i32 {
 }
 
 /// `ts AT TIME ZONE zone`: timestamptz to the zone's wall-clock timestamp, timestamp (taken as
-/// the zone's wall clock) to timestamptz. Shoal runs in UTC only, so the instant does not move;
-/// only the type changes. Other zones fail with 0A000.
+/// the zone's wall clock) to timestamptz. The zone is an IANA name or a POSIX specification,
+/// as PostgreSQL reads it; an unknown one fails with 22023.
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub struct AtTimeZone {
     pub signature: Signature,
+    /// Unused by the conversion itself, which names its zone; kept so the function is tied to
+    /// the session like the other zone-aware functions.
+    pub zone: crate::timezone::SessionZone,
 }
 
 impl ScalarUDFImpl for AtTimeZone {
@@ -253,25 +263,39 @@ impl ScalarUDFImpl for AtTimeZone {
             .as_any()
             .downcast_ref::<datafusion::arrow::array::StringArray>()
             .expect("coerce_types makes the zone text");
-        for zone in zones.iter().flatten() {
-            if !matches!(
-                zone.to_ascii_lowercase().as_str(),
-                "utc" | "gmt" | "z" | "zulu" | "etc/utc" | "universal" | "+00" | "+00:00"
-            ) {
-                return Err(crate::query::functions::sql_error(
-                    crate::error::SqlError::new(
-                        crate::error::code::FEATURE_NOT_SUPPORTED,
-                        format!("time zone \"{zone}\" is not supported; Shoal runs in UTC for now"),
-                    ),
-                ));
-            }
-        }
         let micros = args.args[0].to_array(rows)?;
         let micros = micros
             .as_any()
             .downcast_ref::<TimestampMicrosecondArray>()
             .expect("coerce_types makes microsecond timestamps");
-        let out = TimestampMicrosecondArray::new(micros.values().clone(), micros.nulls().cloned());
+        let to_local = matches!(micros.data_type(), ArrowType::Timestamp(_, Some(_)));
+        // Zones repeat (usually one constant): parse each distinct text once in a row.
+        let mut last: Option<(String, crate::timezone::TimeZone)> = None;
+        let mut out = Vec::with_capacity(rows);
+        for row in 0..rows {
+            if micros.is_null(row) || zones.is_null(row) {
+                out.push(None);
+                continue;
+            }
+            let text = zones.value(row);
+            if last.as_ref().is_none_or(|(t, _)| t != text) {
+                let zone = crate::timezone::TimeZone::from_zone_text(text).ok_or_else(|| {
+                    crate::query::functions::sql_error(crate::error::SqlError::new(
+                        crate::error::code::INVALID_PARAMETER_VALUE,
+                        format!("time zone \"{text}\" not recognized"),
+                    ))
+                })?;
+                last = Some((text.to_string(), zone));
+            }
+            let zone = &last.as_ref().expect("set above").1;
+            let v = micros.value(row);
+            out.push(Some(if to_local {
+                zone.utc_to_local(v)
+            } else {
+                zone.local_to_utc(v)
+            }));
+        }
+        let out = TimestampMicrosecondArray::from(out);
         let out = match args.return_field.data_type() {
             ArrowType::Timestamp(_, Some(tz)) => out.with_timezone(tz.clone()),
             _ => out,
@@ -477,5 +501,282 @@ impl ScalarUDFImpl for IntervalReciprocal {
             })
             .collect::<DfResult<_>>()?;
         Ok(ColumnarValue::Array(Arc::new(out)))
+    }
+}
+
+/// `EXTRACT(field FROM value)`, which `rewrite.rs` turns into `pg_extract('field', value)`: a
+/// numeric, as in PostgreSQL 14 and later. Seconds, milliseconds and the epoch of a timestamp
+/// keep their microseconds (`30.500000`, `30500.000`, `1704067200.000000`); whole fields are
+/// numerics without decimals. The fields themselves come from DataFusion's date_part (on the
+/// session's wall clock for a timestamptz, see `wall_clock.rs`).
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub struct Extract {
+    pub signature: Signature,
+    pub date_part: Arc<ScalarUDF>,
+    /// For the `timezone` fields of a timestamptz: the session zone's offset at the instant.
+    pub zone: crate::timezone::SessionZone,
+}
+
+/// What an EXTRACT field needs beyond date_part's whole numbers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ExtractField {
+    /// Seconds with microseconds: scale 6.
+    Second,
+    /// Milliseconds with microseconds: scale 3.
+    Millisecond,
+    Epoch,
+    Whole,
+}
+
+impl ExtractField {
+    fn of(field: &str) -> Self {
+        match field.to_ascii_lowercase().as_str() {
+            "second" | "seconds" | "sec" | "secs" | "s" => ExtractField::Second,
+            "millisecond" | "milliseconds" | "ms" | "msec" | "msecs" => ExtractField::Millisecond,
+            "epoch" => ExtractField::Epoch,
+            _ => ExtractField::Whole,
+        }
+    }
+
+    /// The numeric scale PostgreSQL gives the field of a value of type `t`.
+    fn scale(self, t: &ArrowType) -> i8 {
+        match (self, t) {
+            (_, ArrowType::Date32) | (ExtractField::Whole, _) => 0,
+            (ExtractField::Millisecond, _) => 3,
+            (ExtractField::Second | ExtractField::Epoch, _) => 6,
+        }
+    }
+}
+
+fn extract_field_name(field: Option<&datafusion::common::ScalarValue>) -> DfResult<String> {
+    match field.and_then(|f| f.try_as_str().flatten()) {
+        Some(name) if !name.is_empty() => Ok(name.to_string()),
+        _ => plan_err!("EXTRACT needs a constant field name"),
+    }
+}
+
+impl ScalarUDFImpl for Extract {
+    fn name(&self) -> &str {
+        "pg_extract"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn coerce_types(&self, arg_types: &[ArrowType]) -> DfResult<Vec<ArrowType>> {
+        let [_, value] = arg_types else {
+            return plan_err!("EXTRACT takes a field and a value");
+        };
+        let value = match value {
+            ArrowType::Utf8 | ArrowType::LargeUtf8 | ArrowType::Utf8View | ArrowType::Null => {
+                ArrowType::Timestamp(TimeUnit::Microsecond, None)
+            }
+            other => other.clone(),
+        };
+        Ok(vec![ArrowType::Utf8, value])
+    }
+
+    fn return_type(&self, _arg_types: &[ArrowType]) -> DfResult<ArrowType> {
+        plan_err!("pg_extract's type depends on its field: return_field_from_args is used")
+    }
+
+    fn return_field_from_args(
+        &self,
+        args: datafusion::logical_expr::ReturnFieldArgs,
+    ) -> DfResult<datafusion::arrow::datatypes::FieldRef> {
+        let field = extract_field_name(args.scalar_arguments.first().copied().flatten())?;
+        let value = &args.arg_fields[1];
+        let scale = ExtractField::of(&field).scale(value.data_type());
+        Ok(Arc::new(datafusion::arrow::datatypes::Field::new(
+            self.name(),
+            ArrowType::Decimal128(shoal_storage::types::NUMERIC_MAX_PRECISION, scale),
+            value.is_nullable(),
+        )))
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
+        use datafusion::arrow::array::{Decimal128Array, Int32Array};
+        use datafusion::common::ScalarValue;
+        let ColumnarValue::Scalar(field) = &args.args[0] else {
+            return plan_err!("EXTRACT needs a constant field name");
+        };
+        let field_name = extract_field_name(Some(field))?;
+        let field = ExtractField::of(&field_name);
+        let value_type = args.arg_fields[1].data_type().clone();
+        let scale = field.scale(&value_type);
+        let precision = shoal_storage::types::NUMERIC_MAX_PRECISION;
+        let scalar = matches!(args.args[1], ColumnarValue::Scalar(_));
+        let rows = args.number_rows.max(1);
+        let values = args.args[1].to_array(rows)?;
+        let is_timestamp = matches!(value_type, ArrowType::Timestamp(..));
+        let zone_field = matches!(
+            field_name.to_ascii_lowercase().as_str(),
+            "timezone" | "timezone_hour" | "timezone_minute"
+        );
+        let out: ArrayRef = if zone_field && matches!(value_type, ArrowType::Timestamp(_, Some(_)))
+        {
+            let micros = datafusion::arrow::compute::cast(
+                &values,
+                &ArrowType::Timestamp(TimeUnit::Microsecond, None),
+            )?;
+            let micros = micros
+                .as_any()
+                .downcast_ref::<TimestampMicrosecondArray>()
+                .expect("cast to microsecond timestamps");
+            let zone = self.zone.get();
+            let lower = field_name.to_ascii_lowercase();
+            let out: Decimal128Array = micros.unary(|v| {
+                let offset = zone.offset_at_utc(v) as i128;
+                match lower.as_str() {
+                    "timezone_hour" => offset / 3600,
+                    "timezone_minute" => offset / 60 % 60,
+                    _ => offset,
+                }
+            });
+            Arc::new(out.with_precision_and_scale(precision, 0)?)
+        } else if is_timestamp && field == ExtractField::Epoch {
+            // The timestamp's own microseconds, exactly.
+            let micros = datafusion::arrow::compute::cast(
+                &values,
+                &ArrowType::Timestamp(TimeUnit::Microsecond, None),
+            )?;
+            let micros = micros
+                .as_any()
+                .downcast_ref::<TimestampMicrosecondArray>()
+                .expect("cast to microsecond timestamps");
+            let out: Decimal128Array = micros.unary(|v| v as i128);
+            Arc::new(out.with_precision_and_scale(precision, scale)?)
+        } else {
+            // Seconds and milliseconds of a timestamp from date_part's microseconds (seconds
+            // times a million plus the fraction), read at the field's scale.
+            let exact_fraction = is_timestamp && field != ExtractField::Whole;
+            let part = if exact_fraction {
+                "microsecond"
+            } else {
+                &field_name
+            };
+            let part = ScalarValue::Utf8(Some(part.to_string()));
+            let return_field = self.date_part.return_field_from_args(
+                datafusion::logical_expr::ReturnFieldArgs {
+                    arg_fields: &args.arg_fields,
+                    scalar_arguments: &[Some(&part), None],
+                },
+            )?;
+            let inner = ScalarFunctionArgs {
+                args: vec![ColumnarValue::Scalar(part), ColumnarValue::Array(values)],
+                arg_fields: args.arg_fields.clone(),
+                number_rows: rows,
+                return_field,
+                config_options: args.config_options.clone(),
+            };
+            let part_values = self.date_part.invoke_with_args(inner)?.to_array(rows)?;
+            if exact_fraction {
+                let micros = part_values
+                    .as_any()
+                    .downcast_ref::<Int32Array>()
+                    .expect("date_part gives microseconds as int4");
+                let out: Decimal128Array = micros.unary(|v| v as i128);
+                Arc::new(out.with_precision_and_scale(precision, scale)?)
+            } else {
+                datafusion::arrow::compute::cast(
+                    &part_values,
+                    &ArrowType::Decimal128(precision, scale),
+                )?
+            }
+        };
+        Ok(if scalar {
+            ColumnarValue::Scalar(ScalarValue::try_from_array(&out, 0)?)
+        } else {
+            ColumnarValue::Array(out)
+        })
+    }
+}
+
+/// `date_trunc(unit, value)` as DataFusion's, except that a date is truncated as a
+/// timestamptz (PostgreSQL has no date_trunc for date: the date becomes a timestamptz at the
+/// session's midnight) rather than as a timestamp.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub struct DateTrunc {
+    pub signature: Signature,
+    pub inner: Arc<ScalarUDF>,
+}
+
+impl ScalarUDFImpl for DateTrunc {
+    fn name(&self) -> &str {
+        "date_trunc"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn coerce_types(&self, arg_types: &[ArrowType]) -> DfResult<Vec<ArrowType>> {
+        let [_, value] = arg_types else {
+            return plan_err!("date_trunc takes a unit and a value");
+        };
+        let value = match value {
+            ArrowType::Date32 | ArrowType::Date64 => {
+                ArrowType::Timestamp(TimeUnit::Microsecond, Some("+00:00".into()))
+            }
+            ArrowType::Utf8 | ArrowType::LargeUtf8 | ArrowType::Utf8View | ArrowType::Null => {
+                ArrowType::Timestamp(TimeUnit::Microsecond, None)
+            }
+            other => other.clone(),
+        };
+        Ok(vec![ArrowType::Utf8, value])
+    }
+
+    fn return_type(&self, arg_types: &[ArrowType]) -> DfResult<ArrowType> {
+        Ok(arg_types[1].clone())
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
+        self.inner.invoke_with_args(args)
+    }
+}
+
+/// `date_part(field, value)`: double precision, as in PostgreSQL (DataFusion's gives integers
+/// for most fields); seconds and milliseconds of a timestamp keep their fraction.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub struct DatePart {
+    pub signature: Signature,
+    /// `pg_extract`, whose exact numeric this converts.
+    pub extract: Arc<ScalarUDF>,
+}
+
+impl ScalarUDFImpl for DatePart {
+    fn name(&self) -> &str {
+        "date_part"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn coerce_types(&self, arg_types: &[ArrowType]) -> DfResult<Vec<ArrowType>> {
+        self.extract.coerce_types(arg_types)
+    }
+
+    fn return_type(&self, _arg_types: &[ArrowType]) -> DfResult<ArrowType> {
+        Ok(ArrowType::Float64)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
+        let field = match &args.args[0] {
+            ColumnarValue::Scalar(f) => extract_field_name(Some(f))?,
+            _ => return plan_err!("date_part needs a constant field name"),
+        };
+        let scale = ExtractField::of(&field).scale(args.arg_fields[1].data_type());
+        let return_field = Arc::new(datafusion::arrow::datatypes::Field::new(
+            "pg_extract",
+            ArrowType::Decimal128(shoal_storage::types::NUMERIC_MAX_PRECISION, scale),
+            true,
+        ));
+        let exact = self.extract.invoke_with_args(ScalarFunctionArgs {
+            return_field,
+            ..args
+        })?;
+        exact.cast_to(&ArrowType::Float64, None)
     }
 }

@@ -129,7 +129,12 @@ fn cast_error(msg: &str) -> SqlError {
         let parsed = if arrow_type.starts_with("Date32") {
             crate::pgtext::parse_date(value).err()
         } else if arrow_type.starts_with("Timestamp") {
-            crate::pgtext::parse_timestamp(value, arrow_type.contains("Some")).err()
+            // Only whether it parses matters here, so the zone does not.
+            let utc = crate::timezone::TimeZone::utc();
+            match arrow_type.contains("Some") {
+                true => crate::pgtext::parse_timestamptz(value, &utc).err(),
+                false => crate::pgtext::parse_timestamp(value).err(),
+            }
         } else {
             None
         };

@@ -12,10 +12,13 @@ use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl,
 
 use crate::error::{code, SqlError, SqlResult};
 use crate::query::functions::{quote_ident_if_needed, sql_error};
+use crate::timezone::{SessionZone, TimeZone};
 
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub struct PgFormat {
     pub signature: Signature,
+    /// A timestamptz argument shows in the session's zone.
+    pub zone: SessionZone,
 }
 
 impl ScalarUDFImpl for PgFormat {
@@ -38,6 +41,7 @@ impl ScalarUDFImpl for PgFormat {
             .iter()
             .map(|a| a.to_array(rows))
             .collect::<DfResult<Vec<ArrayRef>>>()?;
+        let zone = self.zone.get();
         let mut out = StringBuilder::with_capacity(rows, rows * 16);
         let mut text = String::new();
         for row in 0..rows {
@@ -46,9 +50,9 @@ impl ScalarUDFImpl for PgFormat {
                 continue;
             }
             let mut template = String::new();
-            crate::pgtext::format_array_value(arrays[0].as_ref(), row, &mut template);
+            crate::pgtext::format_array_value(arrays[0].as_ref(), row, &zone, &mut template);
             text.clear();
-            format_row(&template, &arrays[1..], row, &mut text).map_err(sql_error)?;
+            format_row(&template, &arrays[1..], row, &zone, &mut text).map_err(sql_error)?;
             out.append_value(&text);
         }
         Ok(ColumnarValue::Array(Arc::new(out.finish())))
@@ -56,7 +60,13 @@ impl ScalarUDFImpl for PgFormat {
 }
 
 /// Expands `template` with row `row` of `values` into `out`.
-fn format_row(template: &str, values: &[ArrayRef], row: usize, out: &mut String) -> SqlResult<()> {
+fn format_row(
+    template: &str,
+    values: &[ArrayRef],
+    row: usize,
+    zone: &TimeZone,
+    out: &mut String,
+) -> SqlResult<()> {
     let mut chars = template.chars().peekable();
     let mut next_arg = 0usize;
     while let Some(c) = chars.next() {
@@ -101,16 +111,22 @@ fn format_row(template: &str, values: &[ArrayRef], row: usize, out: &mut String)
             )
         })?;
         next_arg += 1;
-        append_value(spec, array.as_ref(), row, out)?;
+        append_value(spec, array.as_ref(), row, zone, out)?;
     }
     Ok(())
 }
 
-fn append_value(spec: char, array: &dyn Array, row: usize, out: &mut String) -> SqlResult<()> {
+fn append_value(
+    spec: char,
+    array: &dyn Array,
+    row: usize,
+    zone: &TimeZone,
+    out: &mut String,
+) -> SqlResult<()> {
     let mut value = String::new();
     let is_null = array.is_null(row);
     if !is_null {
-        crate::pgtext::format_array_value(array, row, &mut value);
+        crate::pgtext::format_array_value(array, row, zone, &mut value);
     }
     match spec {
         's' => out.push_str(&value),

@@ -24,7 +24,9 @@ pub mod schema;
 pub mod scope;
 pub mod set_all;
 pub mod shoal_memory;
+pub mod text_types;
 pub mod typecheck;
+pub mod wall_clock;
 
 use std::sync::Arc;
 
@@ -71,13 +73,16 @@ pub fn new_session_state(scope: Arc<PlanScope>) -> SessionState {
         .with_default_features()
         .with_catalog_list(Arc::new(ShoalCatalogList::new(scope.clone())))
         .build();
+    let zone = scope.time_zone.clone();
     functions::register(&mut state, scope);
-    builtins::register(&mut state);
+    builtins::register(&mut state, &zone);
     state
         .register_expr_planner(Arc::new(typecheck::OperatorTypeCheck))
         .expect("registering an expression planner cannot fail");
     // Appended, so it runs after DataFusion's type coercion.
     state.add_analyzer_rule(Arc::new(arithmetic::PgArithmetic));
+    state.add_analyzer_rule(Arc::new(wall_clock::WallClock::new(zone)));
+    state.add_analyzer_rule(Arc::new(text_types::BpcharAsText));
     state
 }
 

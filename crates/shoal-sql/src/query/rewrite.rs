@@ -282,12 +282,22 @@ impl VisitorMut for Rewriter<'_> {
                     DataType::Timestamp(_, ast::TimezoneInfo::WithTimeZone | ast::TimezoneInfo::Tz)
                 );
                 if let ast::Value::SingleQuotedString(text) = &mut ts.value.value {
+                    let zone = with_tz.then(|| self.scope.time_zone());
                     if let Some(full) =
-                        crate::query::datetime::timestamp_literal_in_full(text, with_tz)
+                        crate::query::datetime::timestamp_literal_in_full(text, zone.as_ref())
                     {
                         *text = full;
                     }
                 }
+            }
+            // EXTRACT is numeric in PostgreSQL (see `datetime::Extract`).
+            Expr::Extract {
+                field, expr: value, ..
+            } => {
+                let name = Expr::value(ast::Value::SingleQuotedString(
+                    field.to_string().to_lowercase(),
+                ));
+                *expr = function_call("pg_extract", vec![name, (**value).clone()]);
             }
             Expr::AtTimeZone {
                 timestamp,

@@ -12,6 +12,7 @@ use shoal_storage::Snapshot;
 
 use crate::engine::Engine;
 use crate::query::provider::RowCapture;
+use crate::timezone::{SessionZone, TimeZone};
 
 pub struct PlanScope {
     pub engine: Arc<Engine>,
@@ -26,6 +27,8 @@ pub struct PlanScope {
     pub set_config_calls: Mutex<Vec<(String, String, bool)>>,
     /// currval() answers from here: the last value nextval returned per sequence in this session.
     pub sequence_last: Mutex<HashMap<Oid, i64>>,
+    /// The session time zone, for the functions that show or read local time.
+    pub time_zone: SessionZone,
     pub backend_pid: i32,
 }
 
@@ -47,8 +50,13 @@ impl PlanScope {
             settings: Mutex::new(HashMap::new()),
             set_config_calls: Mutex::new(Vec::new()),
             sequence_last: Mutex::new(HashMap::new()),
+            time_zone: SessionZone::default(),
             backend_pid,
         }
+    }
+
+    pub fn time_zone(&self) -> TimeZone {
+        self.time_zone.get()
     }
 
     pub fn snapshot(&self) -> Snapshot {

@@ -198,6 +198,8 @@ impl ExprPlanner for OperatorTypeCheck {
     ) -> datafusion::common::Result<PlannerResult<RawBinaryExpr>> {
         check_operator(&expr.op, &expr.left, &expr.right, schema)
             .map_err(|e| DataFusionError::External(Box::new(e)))?;
+        let expr = crate::query::text_types::plan_operands(expr, schema)
+            .map_err(|e| DataFusionError::External(Box::new(e)))?;
         crate::query::datetime::plan_interval_scaling(expr, schema)
     }
 }

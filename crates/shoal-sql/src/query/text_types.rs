@@ -1,0 +1,171 @@
+//! The string-like types that DataFusion sees as plain text but PostgreSQL does not:
+//! `char(n)` (bpchar) and `uuid`. A char(n) value is stored blank-padded to n, but its
+//! trailing blanks are insignificant: comparisons between bpchar values (or with an untyped
+//! literal, which becomes bpchar) ignore them, as do `||` (which casts to text), the
+//! functions that take text (`length`, `upper`, ...) and the casts to text. A uuid compares as a uuid, so an untyped literal against one is read by
+//! uuid's input function (any case, braces, missing hyphens) before comparing. Columns carry
+//! their PostgreSQL type in the Arrow field's metadata (`PG_TYPE_METADATA_KEY`).
+
+use std::sync::Arc;
+
+use datafusion::common::config::ConfigOptions;
+use datafusion::common::tree_node::{Transformed, TransformedResult, TreeNode};
+use datafusion::common::{DFSchema, Result as DfResult, ScalarValue};
+use datafusion::logical_expr::expr::ScalarFunction;
+use datafusion::logical_expr::planner::RawBinaryExpr;
+use datafusion::logical_expr::utils::merge_schema;
+use datafusion::logical_expr::{Expr, ExprSchemable, LogicalPlan};
+use datafusion::optimizer::analyzer::AnalyzerRule;
+use datafusion::optimizer::utils::NamePreserver;
+use datafusion::sql::sqlparser::ast::BinaryOperator;
+
+use crate::error::SqlResult;
+use crate::types::{oid, PG_TYPE_METADATA_KEY};
+
+/// The PostgreSQL type an expression's field declares, if it declares one.
+fn declared_type_oid(e: &Expr, schema: &DFSchema) -> Option<u32> {
+    let metadata = e.metadata(schema).ok()?;
+    metadata.inner().get(PG_TYPE_METADATA_KEY)?.parse().ok()
+}
+
+fn is_bpchar(e: &Expr, schema: &DFSchema) -> bool {
+    declared_type_oid(e, schema) == Some(oid::BPCHAR)
+}
+
+/// An untyped string literal's text (a literal written with a cast is not one: the cast is
+/// still there when operators are planned).
+fn untyped_string(e: &mut Expr) -> Option<&mut String> {
+    match e {
+        Expr::Literal(
+            ScalarValue::Utf8(Some(s))
+            | ScalarValue::LargeUtf8(Some(s))
+            | ScalarValue::Utf8View(Some(s)),
+            _,
+        ) => Some(s),
+        _ => None,
+    }
+}
+
+/// bpchar's value without its insignificant trailing blanks (PostgreSQL's bpchar-to-text cast).
+pub fn without_padding(e: Expr) -> Expr {
+    Expr::ScalarFunction(ScalarFunction::new_udf(
+        datafusion::functions::string::rtrim(),
+        vec![e],
+    ))
+}
+
+/// Rewrites the operands of a comparison or `||` for char(n) and uuid, while the operator is
+/// planned (untyped literals can still be told apart from typed ones there).
+pub fn plan_operands(mut expr: RawBinaryExpr, schema: &DFSchema) -> SqlResult<RawBinaryExpr> {
+    let comparison = matches!(
+        expr.op,
+        BinaryOperator::Eq
+            | BinaryOperator::NotEq
+            | BinaryOperator::Lt
+            | BinaryOperator::LtEq
+            | BinaryOperator::Gt
+            | BinaryOperator::GtEq
+    );
+    let concat = matches!(expr.op, BinaryOperator::StringConcat);
+    if !comparison && !concat {
+        return Ok(expr);
+    }
+    let left_oid = declared_type_oid(&expr.left, schema);
+    let right_oid = declared_type_oid(&expr.right, schema);
+    if concat {
+        for (side, t) in [(&mut expr.left, left_oid), (&mut expr.right, right_oid)] {
+            if t == Some(oid::BPCHAR) {
+                *side = without_padding(side.clone());
+            }
+        }
+        return Ok(expr);
+    }
+    if left_oid == Some(oid::BPCHAR) || right_oid == Some(oid::BPCHAR) {
+        for (side, t) in [(&mut expr.left, left_oid), (&mut expr.right, right_oid)] {
+            if let Some(text) = untyped_string(side) {
+                let trimmed = text.trim_end_matches(' ').len();
+                text.truncate(trimmed);
+            } else if t == Some(oid::BPCHAR) {
+                *side = without_padding(side.clone());
+            }
+        }
+    }
+    if left_oid == Some(oid::UUID) || right_oid == Some(oid::UUID) {
+        for side in [&mut expr.left, &mut expr.right] {
+            if let Some(text) = untyped_string(side) {
+                *text = crate::types::format_uuid(crate::types::parse_uuid(text)?);
+            }
+        }
+    }
+    Ok(expr)
+}
+
+/// Functions that take text see a char(n) value without its trailing blanks (PostgreSQL casts
+/// bpchar to text on the way in): `length(c)` ignores the padding, `upper(c)` drops it.
+/// Functions with a bpchar or "any" signature keep it: `octet_length(c)` counts it and
+/// `concat(c, ...)` shows it, so they are not listed.
+const TEXT_FUNCTIONS: &[&str] = &[
+    "length",
+    "char_length",
+    "character_length",
+    "upper",
+    "lower",
+    "initcap",
+    "substr",
+    "substring",
+    "left",
+    "right",
+    "replace",
+    "strpos",
+    "starts_with",
+    "split_part",
+    "reverse",
+    "repeat",
+    "lpad",
+    "rpad",
+    "translate",
+    "md5",
+    "ascii",
+];
+
+#[derive(Debug)]
+pub struct BpcharAsText;
+
+impl AnalyzerRule for BpcharAsText {
+    fn name(&self) -> &str {
+        "pg_bpchar_as_text"
+    }
+
+    fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> DfResult<LogicalPlan> {
+        plan.transform_up_with_subqueries(|node| {
+            let schema = merge_schema(&node.inputs());
+            let names = NamePreserver::new(&node);
+            node.map_expressions(|e| {
+                let saved = names.save(&e);
+                e.transform_up(|sub| Ok(unpadded_arguments(sub, &schema)))
+                    .map(|t| t.update_data(|e| saved.restore(e)))
+            })
+        })
+        .data()
+    }
+}
+
+fn unpadded_arguments(e: Expr, schema: &DFSchema) -> Transformed<Expr> {
+    let Expr::ScalarFunction(ScalarFunction { func, args }) = &e else {
+        return Transformed::no(e);
+    };
+    if !TEXT_FUNCTIONS.contains(&func.name()) || !args.iter().any(|a| is_bpchar(a, schema)) {
+        return Transformed::no(e);
+    }
+    let args = args
+        .iter()
+        .map(|a| match is_bpchar(a, schema) {
+            true => without_padding(a.clone()),
+            false => a.clone(),
+        })
+        .collect();
+    Transformed::yes(Expr::ScalarFunction(ScalarFunction::new_udf(
+        Arc::clone(func),
+        args,
+    )))
+}
