@@ -749,17 +749,7 @@ impl RowTable {
         snap: &Snapshot,
         key: &[Value],
     ) -> Result<Option<(RowRef, Vec<Value>)>, StorageError> {
-        let mut found = None;
-        self.index_scan(
-            index,
-            snap,
-            Bound::Included(key),
-            Bound::Included(key),
-            |r, bytes| {
-                found = Some((r.clone(), bytes.to_vec()));
-                false
-            },
-        )?;
+        let found = self.index_first(index, snap, key, |r, bytes| (r.clone(), bytes.to_vec()))?;
         Ok(found.map(|(r, bytes)| (r, self.decode_row(&bytes))))
     }
 
@@ -772,24 +762,28 @@ impl RowTable {
         key: &[Value],
         cols: &[usize],
     ) -> Result<Option<Vec<Value>>, StorageError> {
+        self.index_first(index, snap, key, |_, bytes| {
+            let mut values = Vec::with_capacity(cols.len());
+            let types = &self.shape.read_recursive().types;
+            row_codec::decode_into(types, bytes, cols, &mut values);
+            values
+        })
+    }
+
+    /// `take` of the first visible row with exactly `key` in `index`.
+    fn index_first<T>(
+        &self,
+        index: IndexId,
+        snap: &Snapshot,
+        key: &[Value],
+        mut take: impl FnMut(&RowRef, &[u8]) -> T,
+    ) -> Result<Option<T>, StorageError> {
         let mut found = None;
-        self.index_scan(
-            index,
-            snap,
-            Bound::Included(key),
-            Bound::Included(key),
-            |_, bytes| {
-                let mut values = Vec::with_capacity(cols.len());
-                row_codec::decode_into(
-                    &self.shape.read_recursive().types,
-                    bytes,
-                    cols,
-                    &mut values,
-                );
-                found = Some(values);
-                false
-            },
-        )?;
+        let (lower, upper) = (Bound::Included(key), Bound::Included(key));
+        self.index_scan(index, snap, lower, upper, |r, bytes| {
+            found = Some(take(r, bytes));
+            false
+        })?;
         Ok(found)
     }
 

@@ -32,6 +32,7 @@ use datafusion::optimizer::AnalyzerRule;
 
 use crate::error::{code, SqlError};
 use crate::pgtext::{check_numeric_precision, parse_numeric};
+use crate::query::expr_pass::rewrite_expressions_up;
 use shoal_storage::types::{NUMERIC_DEFAULT_SCALE, NUMERIC_MAX_PRECISION};
 
 /// Gives integer literals PostgreSQL's type (integer when the value fits in four bytes, bigint
@@ -205,16 +206,7 @@ impl AnalyzerRule for PgArithmetic {
     }
 
     fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> DfResult<LogicalPlan> {
-        plan.transform_up_with_subqueries(|node| {
-            let schema = merge_schema(&node.inputs());
-            let names = NamePreserver::new(&node);
-            node.map_expressions(|e| {
-                let saved = names.save(&e);
-                e.transform_up(|sub| Ok(pg_expr(sub, &schema)))
-                    .map(|t| t.update_data(|e| saved.restore(e)))
-            })
-        })
-        .map(|t| t.data)
+        rewrite_expressions_up(plan, |e, schema| Ok(pg_expr(e, schema)))
     }
 }
 

@@ -11,6 +11,7 @@ pub mod column_names;
 pub mod column_provider;
 pub mod datetime;
 pub mod errors;
+pub mod expr_pass;
 pub mod format;
 pub mod functions;
 pub mod information_schema;

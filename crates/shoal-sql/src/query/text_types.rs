@@ -9,17 +9,16 @@
 use std::sync::Arc;
 
 use datafusion::common::config::ConfigOptions;
-use datafusion::common::tree_node::{Transformed, TransformedResult, TreeNode};
+use datafusion::common::tree_node::Transformed;
 use datafusion::common::{DFSchema, Result as DfResult, ScalarValue};
 use datafusion::logical_expr::expr::ScalarFunction;
 use datafusion::logical_expr::planner::RawBinaryExpr;
-use datafusion::logical_expr::utils::merge_schema;
 use datafusion::logical_expr::{Expr, ExprSchemable, LogicalPlan};
 use datafusion::optimizer::analyzer::AnalyzerRule;
-use datafusion::optimizer::utils::NamePreserver;
 use datafusion::sql::sqlparser::ast::BinaryOperator;
 
 use crate::error::SqlResult;
+use crate::query::expr_pass::rewrite_expressions_up;
 use crate::types::{oid, PG_TYPE_METADATA_KEY};
 
 /// The PostgreSQL type an expression's field declares, if it declares one.
@@ -137,16 +136,7 @@ impl AnalyzerRule for BpcharAsText {
     }
 
     fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> DfResult<LogicalPlan> {
-        plan.transform_up_with_subqueries(|node| {
-            let schema = merge_schema(&node.inputs());
-            let names = NamePreserver::new(&node);
-            node.map_expressions(|e| {
-                let saved = names.save(&e);
-                e.transform_up(|sub| Ok(unpadded_arguments(sub, &schema)))
-                    .map(|t| t.update_data(|e| saved.restore(e)))
-            })
-        })
-        .data()
+        rewrite_expressions_up(plan, |e, schema| Ok(unpadded_arguments(e, schema)))
     }
 }
 

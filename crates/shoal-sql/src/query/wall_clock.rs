@@ -14,17 +14,16 @@ use datafusion::arrow::array::{ArrayRef, StringArray, TimestampMicrosecondArray}
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType as ArrowType, TimeUnit};
 use datafusion::common::config::ConfigOptions;
-use datafusion::common::tree_node::{Transformed, TransformedResult, TreeNode};
+use datafusion::common::tree_node::Transformed;
 use datafusion::common::{plan_err, DFSchema, Result as DfResult, ScalarValue};
 use datafusion::logical_expr::expr::ScalarFunction;
-use datafusion::logical_expr::utils::merge_schema;
 use datafusion::logical_expr::{
     BinaryExpr, Cast, ColumnarValue, Expr, ExprSchemable, LogicalPlan, Operator,
     ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
 use datafusion::optimizer::analyzer::AnalyzerRule;
-use datafusion::optimizer::utils::NamePreserver;
 
+use crate::query::expr_pass::rewrite_expressions_up;
 use crate::timezone::{SessionZone, TimeZone};
 
 /// The Arrow zone of the timestamptz values these functions return (any zone tag means "an
@@ -84,16 +83,7 @@ impl AnalyzerRule for WallClock {
     }
 
     fn analyze(&self, plan: LogicalPlan, config: &ConfigOptions) -> DfResult<LogicalPlan> {
-        plan.transform_up_with_subqueries(|node| {
-            let schema = merge_schema(&node.inputs());
-            let names = NamePreserver::new(&node);
-            node.map_expressions(|e| {
-                let saved = names.save(&e);
-                e.transform_up(|sub| self.rewrite(sub, &schema, config))
-                    .map(|t| t.update_data(|e| saved.restore(e)))
-            })
-        })
-        .data()
+        rewrite_expressions_up(plan, |e, schema| self.rewrite(e, schema, config))
     }
 }
 

@@ -1,0 +1,27 @@
+//! The walk shared by Shoal's expression-rewriting analyzer rules (PostgreSQL arithmetic,
+//! char(n) arguments, the session's wall clock): every expression of every plan node, subqueries
+//! included, rewritten bottom-up against the schema of the node's inputs, keeping the names the
+//! expressions had so column names in results do not change.
+
+use datafusion::common::tree_node::{Transformed, TransformedResult, TreeNode};
+use datafusion::common::{DFSchema, Result as DfResult};
+use datafusion::logical_expr::expr_rewriter::NamePreserver;
+use datafusion::logical_expr::utils::merge_schema;
+use datafusion::logical_expr::{Expr, LogicalPlan};
+
+/// Applies `rewrite` to every sub-expression of `plan`, bottom-up.
+pub fn rewrite_expressions_up(
+    plan: LogicalPlan,
+    rewrite: impl Fn(Expr, &DFSchema) -> DfResult<Transformed<Expr>>,
+) -> DfResult<LogicalPlan> {
+    plan.transform_up_with_subqueries(|node| {
+        let schema = merge_schema(&node.inputs());
+        let names = NamePreserver::new(&node);
+        node.map_expressions(|e| {
+            let saved = names.save(&e);
+            e.transform_up(|sub| rewrite(sub, &schema))
+                .map(|t| t.update_data(|e| saved.restore(e)))
+        })
+    })
+    .data()
+}
