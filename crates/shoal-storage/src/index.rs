@@ -102,7 +102,11 @@ impl PointMap {
     /// The table picks buckets with the hash's low bits and tags them with its top 7, so the
     /// shard comes from bits in between, which neither uses.
     fn shard(&self, key_hash: u64) -> &RwLock<PointShard> {
-        &self.shards[(key_hash >> 40) as usize % self.shards.len()]
+        &self.shards[self.shard_no(key_hash)]
+    }
+
+    fn shard_no(&self, key_hash: u64) -> usize {
+        (key_hash >> 40) as usize % self.shards.len()
     }
 
     fn add(&self, key: &[u8], row: &RowRef) {
@@ -133,6 +137,34 @@ impl PointMap {
         let (len, capacity) = (shard.len(), shard.capacity());
         if len < capacity / 4 {
             shard.shrink_to(len * 2, |e| e.key_hash);
+        }
+    }
+
+    /// Adds entries known to be absent (a checkpoint's rows), grouped by shard so each shard's
+    /// lock is taken once per block instead of once per row, and with no probe for a present
+    /// entry. `entries` holds (key hash, row) and is left empty.
+    fn load(&self, entries: &mut Vec<(u64, RowRef)>) {
+        entries.sort_unstable_by_key(|&(key_hash, _)| self.shard_no(key_hash));
+        for group in entries.chunk_by(|a, b| self.shard_no(a.0) == self.shard_no(b.0)) {
+            let mut shard = self.shard(group[0].0).write();
+            shard.reserve(group.len(), |e| e.key_hash);
+            for (key_hash, row) in group {
+                let entry = PointEntry {
+                    key_hash: *key_hash,
+                    row: row.clone(),
+                };
+                shard.insert_unique(*key_hash, entry, |e| e.key_hash);
+            }
+        }
+        entries.clear();
+    }
+
+    /// Makes room for `entries` more entries spread evenly over the shards, so that loading a
+    /// checkpoint does not rehash every shard a dozen times on the way up.
+    fn reserve(&self, entries: usize) {
+        let per_shard = entries.div_ceil(self.shards.len());
+        for shard in self.shards.iter() {
+            shard.write().reserve(per_shard, |e| e.key_hash);
         }
     }
 
@@ -196,11 +228,30 @@ impl Index {
     }
 
     /// Adds the entry (key, row) of a row known to have none yet (loading a checkpoint):
-    /// no probe for an existing entry first.
-    pub(crate) fn load_entry(&self, key: &[u8], row: &RowRef) {
+    /// no probe for an existing entry first. The point-map half waits in `pending` (key hash,
+    /// row) for `flush_loaded`, which adds a whole block per shard lock.
+    pub(crate) fn load_entry(&self, key: &[u8], row: &RowRef, pending: &mut Vec<(u64, RowRef)>) {
         self.map.insert(entry_key(key, row.row_id()), row.clone());
         if let Some(p) = &self.point {
-            p.add(key, row);
+            pending.push((p.hash(key), row.clone()));
+        }
+    }
+
+    /// Adds the point-map entries `load_entry` left in `pending`.
+    pub(crate) fn flush_loaded(&self, pending: &mut Vec<(u64, RowRef)>) {
+        if let Some(p) = &self.point {
+            p.load(pending);
+        }
+        debug_assert!(
+            pending.is_empty(),
+            "point entries of an index without a point map"
+        );
+    }
+
+    /// Makes room for `rows` more entries before a checkpoint load.
+    pub(crate) fn reserve(&self, rows: usize) {
+        if let Some(p) = &self.point {
+            p.reserve(rows);
         }
     }
 

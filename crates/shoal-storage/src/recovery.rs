@@ -40,21 +40,29 @@ impl RowTable {
                 ))
             })
             .collect();
-        let (mut values, mut key) = (Vec::new(), Vec::new());
+        let (mut values, mut key, mut pending) = (Vec::new(), Vec::new(), Vec::new());
         for idx in &shape.indexes {
             for (chain, &(_, data)) in chains.iter().zip(rows) {
                 if !idx.covers(&shape.types, data) {
                     continue;
                 }
                 idx.row_key(&shape.types, data, &mut values, &mut key);
-                idx.load_entry(&key, chain);
+                idx.load_entry(&key, chain, &mut pending);
             }
+            idx.flush_loaded(&mut pending);
         }
         if let Some(max_row_id) = rows.iter().map(|&(row_id, _)| row_id).max() {
             self.next_row_id
                 .fetch_max(max_row_id + 1, Ordering::Relaxed);
         }
         self.heap.append_many(chains);
+    }
+
+    /// Makes room in the indexes for `rows` rows that a checkpoint load is about to add.
+    pub fn reserve_for_load(&self, rows: usize) {
+        for idx in &self.shape.read_recursive().indexes {
+            idx.reserve(rows);
+        }
     }
 
     /// Every row handle by its hidden id, for replay (built once per table that the log

@@ -471,7 +471,7 @@ impl TxnShared {
                     segment,
                     logged_early: false,
                     ..
-                } => column::batch_to_ipc(&segment.batch),
+                } => column::segment_to_ipc(&segment.batch, &segment.stats),
                 ColumnWrite::Insert { .. } | ColumnWrite::Delete { .. } => Vec::new(),
             })
             .collect();
@@ -590,7 +590,7 @@ impl TxnShared {
         if *logged_early {
             return Ok(());
         }
-        let image = column::batch_to_ipc(&segment.batch);
+        let image = column::segment_to_ipc(&segment.batch, &segment.stats);
         let row_id = column::row_id(segment_no, 0);
         // The pin is taken under the log's append lock, as checkpoints read the pins.
         let txn_id = txn.id;

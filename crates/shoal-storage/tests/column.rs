@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use arrow::array::{Array, ArrayRef, Int64Array, StringArray};
 use arrow::datatypes::{DataType as ArrowType, Field, Schema, SchemaRef};
 use arrow::record_batch::RecordBatch;
-use shoal_storage::column::{batch_from_ipc, batch_to_ipc, row_id};
+use shoal_storage::column::{row_id, segment_from_ipc, segment_to_ipc};
 use shoal_storage::*;
 
 const TRIPS: TableId = 7;
@@ -226,7 +226,7 @@ fn segments_logged_ahead_of_commit_pin_the_replay_start() {
     let early = recorder.early.lock().unwrap();
     assert_eq!(early.len(), 2);
     assert_eq!((early[0].0, early[0].1), (TRIPS, row_id(first, 0)));
-    assert_eq!(batch_from_ipc(&early[0].2).unwrap(), b);
+    assert_eq!(segment_from_ipc(&early[0].2).unwrap().0, b);
     let log = recorder.changes.lock().unwrap();
     assert_eq!(log.len(), 2);
     for ((_, kind, id, bytes), no) in log.iter().zip([first, second]) {
@@ -269,7 +269,7 @@ fn commit_logs_segments_as_ipc_and_deletes_by_row_id() {
         (*table, *kind, *id),
         (TRIPS, ChangeKind::Insert, row_id(no, 0))
     );
-    assert_eq!(batch_from_ipc(bytes).unwrap(), b);
+    assert_eq!(segment_from_ipc(bytes).unwrap().0, b);
     assert_eq!(
         (log[1].0, log[1].1, log[1].2),
         (TRIPS, ChangeKind::Delete, row_id(no, 2))
@@ -278,8 +278,8 @@ fn commit_logs_segments_as_ipc_and_deletes_by_row_id() {
     // Replaying the log into a fresh table gives the same rows.
     let db2 = Database::new();
     let t2 = db2.create_column_table(TRIPS, schema());
-    let (_, s) = batch(0..5);
-    t2.load_segment(no, batch_from_ipc(bytes).unwrap(), s);
+    let (logged, logged_stats) = segment_from_ipc(bytes).unwrap();
+    t2.load_segment(no, logged, logged_stats.expect("the log stores the stats"));
     t2.load_delete(log[1].2);
     t2.load_delete(row_id(no + 5, 0)); // unknown rows are skipped
     db2.restart_clock_at(shoal_storage::recovery::RECOVERED_TS);
@@ -291,8 +291,42 @@ fn ipc_round_trip_keeps_nulls() {
     let cab: ArrayRef = Arc::new(StringArray::from(vec![Some("a"), None]));
     let id: ArrayRef = Arc::new(Int64Array::from(vec![None, Some(2)]));
     let b = RecordBatch::try_new(schema(), vec![id, cab]).unwrap();
-    let back = batch_from_ipc(&batch_to_ipc(&b)).unwrap();
+    let stats = vec![
+        ColumnStats {
+            min: Arc::new(Int64Array::from(vec![2])),
+            max: Arc::new(Int64Array::from(vec![2])),
+            null_count: 1,
+        },
+        ColumnStats {
+            min: Arc::new(StringArray::from(vec!["a"])),
+            max: Arc::new(StringArray::from(vec!["a"])),
+            null_count: 1,
+        },
+    ];
+    let (back, back_stats) = segment_from_ipc(&segment_to_ipc(&b, &stats)).unwrap();
     assert_eq!(back, b);
     assert!(back.column(0).is_null(0));
-    assert!(batch_from_ipc(b"garbage").is_err());
+    let back_stats = back_stats.expect("stats stored with the segment");
+    for (got, want) in back_stats.iter().zip(&stats) {
+        assert_eq!(got.min.as_ref(), want.min.as_ref());
+        assert_eq!(got.max.as_ref(), want.max.as_ref());
+        assert_eq!(got.null_count, want.null_count);
+    }
+    assert!(segment_from_ipc(b"garbage").is_err());
+}
+
+#[test]
+fn stats_that_do_not_fit_the_schema_are_left_out_of_the_image() {
+    // A NOT NULL column cannot hold a null minimum; such a segment goes out without stats,
+    // and loading it recomputes them.
+    let (b, mut stats) = batch(0..3);
+    stats[0].min = Arc::new(Int64Array::from(vec![None::<i64>]));
+    let strict = Arc::new(Schema::new(vec![
+        Field::new("id", ArrowType::Int64, false),
+        Field::new("cab", ArrowType::Utf8, true),
+    ]));
+    let b = RecordBatch::try_new(strict, b.columns().to_vec()).unwrap();
+    let (back, back_stats) = segment_from_ipc(&segment_to_ipc(&b, &stats)).unwrap();
+    assert_eq!(back, b);
+    assert!(back_stats.is_none());
 }

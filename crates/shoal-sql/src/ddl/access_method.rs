@@ -13,7 +13,7 @@ use std::sync::Arc;
 use datafusion::arrow::compute::concat_batches;
 use datafusion::arrow::record_batch::RecordBatch;
 use shoal_storage::catalog::{AccessMethod, ConstraintKind, Oid, TableDef};
-use shoal_storage::column::{batch_to_ipc, row_id as segment_row_id, SEGMENT_MAX_ROWS};
+use shoal_storage::column::{row_id as segment_row_id, segment_to_ipc, SEGMENT_MAX_ROWS};
 use shoal_storage::row_codec;
 use shoal_storage::types::Value;
 
@@ -66,7 +66,9 @@ pub(super) async fn set_access_method(
             let images: Vec<(u64, Vec<u8>)> = segments
                 .iter()
                 .enumerate()
-                .map(|(no, (batch, _))| (segment_row_id(no as u32, 0), batch_to_ipc(batch)))
+                .map(|(no, (batch, stats))| {
+                    (segment_row_id(no as u32, 0), segment_to_ipc(batch, stats))
+                })
                 .collect();
             engine.log_table_image(oid as u64, images.iter().map(|(id, b)| (*id, &b[..])))?;
             // Storage and catalog change together under the catalog lock, so no statement sees

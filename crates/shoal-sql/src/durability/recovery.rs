@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use shoal_storage::catalog::{AccessMethod, Catalog, IndexDef as CatalogIndexDef, TableDef};
-use shoal_storage::column::{batch_from_ipc, split_row_id};
+use shoal_storage::column::{segment_from_ipc, split_row_id};
 use shoal_storage::recovery::RECOVERED_TS;
 use shoal_storage::{ChangeKind, ColumnTable, Database, IsolationLevel, RowRef, RowTable, TableId};
 use shoal_wal::{read_log, ReadError, Record, Wal};
@@ -86,6 +86,15 @@ pub(crate) fn recover(
             .into_iter()
             .map(|t| (t.id(), t))
             .collect();
+        let mut rows_per_table: HashMap<TableId, u64> = HashMap::new();
+        for part in &m.parts {
+            *rows_per_table.entry(part.table).or_default() += part.rows;
+        }
+        for (id, rows) in rows_per_table {
+            if let Some(t) = tables.get(&id) {
+                t.reserve_for_load(rows as usize);
+            }
+        }
         let damage: Mutex<Option<String>> = Mutex::new(None);
         let summary =
             shoal_wal::load_checkpoint_parts(m, options.checkpoint_threads, &|table, rows| {
@@ -173,7 +182,7 @@ fn load_column_entry(table: &ColumnTable, row_id: u64, data: &[u8]) -> Result<()
         table.load_delete(row_id);
         return Ok(());
     }
-    let batch = batch_from_ipc(data)?;
+    let (batch, stored_stats) = segment_from_ipc(data)?;
     if batch.schema().fields() != table.schema().fields() {
         return Err(format!(
             "column segment of table {} has the wrong columns",
@@ -183,7 +192,11 @@ fn load_column_entry(table: &ColumnTable, row_id: u64, data: &[u8]) -> Result<()
     let batch = batch
         .with_schema(table.schema())
         .map_err(|e| e.to_string())?;
-    let stats = crate::dml::column::segment_stats(&batch).map_err(|e| e.message)?;
+    // Images written before the stats were stored carry none.
+    let stats = match stored_stats {
+        Some(stats) => stats,
+        None => crate::dml::column::segment_stats(&batch).map_err(|e| e.message)?,
+    };
     table.load_segment(split_row_id(row_id).0, batch, stats);
     Ok(())
 }
