@@ -13,7 +13,8 @@ use shoal_storage::catalog::{
 use shoal_storage::types::Value;
 use shoal_storage::Transaction;
 
-use super::{create_unique_index, ident, ident_of, split_name, unique_name};
+use super::index::{create_unique_index, unique_name};
+use super::{ident, ident_of, split_name};
 use crate::error::{code, SqlError, SqlResult};
 use crate::session::{Session, StatementResult};
 use crate::types::from_sql_type;

@@ -1,0 +1,217 @@
+//! pg_catalog: the system tables psql, pgbench and drivers query, generated on demand from
+//! Shoal's catalog as small in-memory Arrow tables. Only what clients ask for is filled in;
+//! columns that have no meaning in Shoal carry PostgreSQL's defaults. This module has the
+//! table builder and `table`, which picks a table by name; the tables themselves are grouped
+//! by what they describe: relations (`relations`), their columns (`columns`), indexes
+//! (`indexes`), constraints (`constraints`), types (`types`) and the server's database, role,
+//! access methods and settings (`server`).
+
+mod columns;
+mod constraints;
+mod indexes;
+mod relations;
+mod server;
+mod types;
+
+pub use constraints::constraint_definition;
+pub use indexes::index_definition;
+pub use relations::sequence_relation;
+pub use types::{format_type_oid, BUILTIN_TYPES};
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{ArrayRef, RecordBatch};
+use datafusion::arrow::datatypes::{DataType as ArrowType, Field, Schema};
+use datafusion::catalog::MemTable;
+use datafusion::common::ScalarValue;
+use datafusion::datasource::TableProvider;
+use shoal_storage::catalog::Catalog;
+
+use crate::query::scope::PlanScope;
+use crate::types::format_type;
+use columns::{pg_attrdef, pg_attribute};
+use constraints::pg_constraint;
+use indexes::{pg_index, pg_indexes};
+use relations::{pg_class, pg_namespace, pg_sequence, pg_tables, pg_views};
+use server::{pg_am, pg_database, pg_roles, pg_settings};
+use types::pg_type;
+
+/// Builds a table from column definitions and rows of scalars.
+pub struct TableBuilder {
+    fields: Vec<Field>,
+    rows: Vec<Vec<ScalarValue>>,
+}
+
+impl TableBuilder {
+    pub fn new(columns: &[(&str, ArrowType)]) -> Self {
+        TableBuilder {
+            fields: columns
+                .iter()
+                .map(|(n, t)| Field::new(*n, t.clone(), true))
+                .collect(),
+            rows: Vec::new(),
+        }
+    }
+
+    pub fn row(&mut self, values: Vec<ScalarValue>) {
+        debug_assert_eq!(
+            values.len(),
+            self.fields.len(),
+            "row width matches the table"
+        );
+        self.rows.push(values);
+    }
+
+    pub fn build(self) -> Arc<dyn TableProvider> {
+        let schema = Arc::new(Schema::new(self.fields));
+        let columns: Vec<ArrayRef> = schema
+            .fields()
+            .iter()
+            .enumerate()
+            .map(|(i, f)| {
+                if self.rows.is_empty() {
+                    datafusion::arrow::array::new_empty_array(f.data_type())
+                } else {
+                    let scalars = self.rows.iter().map(|r| {
+                        r[i].cast_to(f.data_type())
+                            .unwrap_or_else(|_| ScalarValue::try_from(f.data_type()).unwrap())
+                    });
+                    ScalarValue::iter_to_array(scalars).expect("scalars of one type")
+                }
+            })
+            .collect();
+        let batch = RecordBatch::try_new(schema.clone(), columns).expect("columns match schema");
+        Arc::new(MemTable::try_new(schema, vec![vec![batch]]).expect("batch matches schema"))
+    }
+}
+
+pub fn s(v: &str) -> ScalarValue {
+    ScalarValue::Utf8(Some(v.to_string()))
+}
+pub fn o(v: u32) -> ScalarValue {
+    ScalarValue::UInt32(Some(v))
+}
+pub fn i16v(v: i16) -> ScalarValue {
+    ScalarValue::Int16(Some(v))
+}
+pub fn i32v(v: i32) -> ScalarValue {
+    ScalarValue::Int32(Some(v))
+}
+pub fn i64v(v: i64) -> ScalarValue {
+    ScalarValue::Int64(Some(v))
+}
+pub fn b(v: bool) -> ScalarValue {
+    ScalarValue::Boolean(Some(v))
+}
+pub fn null_text() -> ScalarValue {
+    ScalarValue::Utf8(None)
+}
+pub fn f32v(v: f32) -> ScalarValue {
+    ScalarValue::Float32(Some(v))
+}
+
+const T: ArrowType = ArrowType::Utf8;
+const OID: ArrowType = ArrowType::UInt32;
+const BOOL: ArrowType = ArrowType::Boolean;
+const I16: ArrowType = ArrowType::Int16;
+const I32: ArrowType = ArrowType::Int32;
+const I64: ArrowType = ArrowType::Int64;
+const F32: ArrowType = ArrowType::Float32;
+
+/// The owner role of every object (Shoal has one role for now).
+pub const SUPERUSER_OID: u32 = 10;
+pub const DATABASE_OID: u32 = 5;
+const HEAP_AM_OID: u32 = 2;
+const BTREE_AM_OID: u32 = 403;
+/// Shoal's column table access method (outside PostgreSQL's built-in OIDs, below user OIDs).
+const COLUMNAR_AM_OID: u32 = 9300;
+
+pub fn table(scope: &Arc<PlanScope>, name: &str) -> Option<Arc<dyn TableProvider>> {
+    let catalog = scope.engine.catalog.read();
+    Some(match name {
+        "pg_namespace" => pg_namespace(&catalog),
+        "pg_class" => pg_class(scope, &catalog),
+        "pg_attribute" => pg_attribute(&catalog),
+        "pg_type" => pg_type(),
+        "pg_index" => pg_index(&catalog),
+        "pg_constraint" => pg_constraint(&catalog),
+        "pg_database" => pg_database(),
+        "pg_roles" | "pg_user" | "pg_authid" => pg_roles(name),
+        "pg_am" => pg_am(),
+        "pg_tables" => pg_tables(&catalog),
+        "pg_views" => pg_views(&catalog),
+        "pg_indexes" => pg_indexes(&catalog),
+        "pg_attrdef" => pg_attrdef(&catalog),
+        "pg_sequence" => pg_sequence(&catalog),
+        "pg_settings" => pg_settings(scope),
+        "shoal_memory" => crate::query::shoal_memory::shoal_memory(scope),
+        "pg_description" => TableBuilder::new(&[
+            ("objoid", OID),
+            ("classoid", OID),
+            ("objsubid", I32),
+            ("description", T),
+        ])
+        .build(),
+        "pg_inherits" => TableBuilder::new(&[
+            ("inhrelid", OID),
+            ("inhparent", OID),
+            ("inhseqno", I32),
+            ("inhdetachpending", BOOL),
+        ])
+        .build(),
+        "pg_tablespace" => {
+            let mut t = TableBuilder::new(&[("oid", OID), ("spcname", T), ("spcowner", OID)]);
+            t.row(vec![o(1663), s("pg_default"), o(SUPERUSER_OID)]);
+            t.row(vec![o(1664), s("pg_global"), o(SUPERUSER_OID)]);
+            t.build()
+        }
+        "pg_collation" => {
+            TableBuilder::new(&[("oid", OID), ("collname", T), ("collnamespace", OID)]).build()
+        }
+        "pg_extension" => TableBuilder::new(&[
+            ("oid", OID),
+            ("extname", T),
+            ("extversion", T),
+            ("extnamespace", OID),
+        ])
+        .build(),
+        "pg_proc" => TableBuilder::new(&[
+            ("oid", OID),
+            ("proname", T),
+            ("pronamespace", OID),
+            ("prokind", T),
+            ("prorettype", OID),
+            ("proargtypes", T),
+        ])
+        .build(),
+        "pg_trigger" => TableBuilder::new(&[
+            ("oid", OID),
+            ("tgrelid", OID),
+            ("tgname", T),
+            ("tgisinternal", BOOL),
+            ("tgenabled", T),
+        ])
+        .build(),
+        "pg_policy" => {
+            TableBuilder::new(&[("oid", OID), ("polname", T), ("polrelid", OID)]).build()
+        }
+        "pg_rewrite" => {
+            TableBuilder::new(&[("oid", OID), ("rulename", T), ("ev_class", OID)]).build()
+        }
+        "pg_statistic_ext" => {
+            TableBuilder::new(&[("oid", OID), ("stxrelid", OID), ("stxname", T)]).build()
+        }
+        "pg_publication" => TableBuilder::new(&[("oid", OID), ("pubname", T)]).build(),
+        "pg_foreign_table" => TableBuilder::new(&[("ftrelid", OID), ("ftserver", OID)]).build(),
+        _ => return None,
+    })
+}
+
+fn namespace_oid(catalog: &Catalog, schema: &str) -> u32 {
+    catalog.schemas.get(schema).map(|s| s.oid).unwrap_or(0)
+}
+
+#[allow(dead_code)]
+fn _uses(t: &shoal_storage::types::DataType) -> String {
+    format_type(t)
+}

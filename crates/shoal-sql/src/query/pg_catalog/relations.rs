@@ -1,0 +1,283 @@
+//! The catalog tables of relations: pg_namespace (schemas), pg_class (tables, indexes,
+//! sequences and views), the pg_tables and pg_views views over them, pg_sequence, and a
+//! sequence read as a relation of its own.
+
+use std::sync::Arc;
+
+use datafusion::common::ScalarValue;
+use datafusion::datasource::TableProvider;
+use shoal_storage::catalog::{AccessMethod, Catalog, ConstraintKind, SequenceDef};
+
+use super::{
+    b, f32v, i16v, i32v, i64v, namespace_oid, null_text, o, s, TableBuilder, BOOL, BTREE_AM_OID,
+    COLUMNAR_AM_OID, F32, HEAP_AM_OID, I16, I32, I64, OID, SUPERUSER_OID, T,
+};
+use crate::query::scope::PlanScope;
+use crate::types::pg_type_of;
+
+pub(super) fn pg_namespace(catalog: &Catalog) -> Arc<dyn TableProvider> {
+    let mut t = TableBuilder::new(&[
+        ("oid", OID),
+        ("nspname", T),
+        ("nspowner", OID),
+        ("nspacl", T),
+    ]);
+    for sch in catalog.schemas.values() {
+        t.row(vec![
+            o(sch.oid),
+            s(&sch.name),
+            o(SUPERUSER_OID),
+            null_text(),
+        ]);
+    }
+    t.build()
+}
+
+pub(super) fn pg_class(scope: &Arc<PlanScope>, catalog: &Catalog) -> Arc<dyn TableProvider> {
+    let mut t = TableBuilder::new(&[
+        ("oid", OID),
+        ("relname", T),
+        ("relnamespace", OID),
+        ("reltype", OID),
+        ("reloftype", OID),
+        ("relowner", OID),
+        ("relam", OID),
+        ("relfilenode", OID),
+        ("reltablespace", OID),
+        ("relpages", I32),
+        ("reltuples", F32),
+        ("relallvisible", I32),
+        ("reltoastrelid", OID),
+        ("relhasindex", BOOL),
+        ("relisshared", BOOL),
+        ("relpersistence", T),
+        ("relkind", T),
+        ("relnatts", I16),
+        ("relchecks", I16),
+        ("relhasrules", BOOL),
+        ("relhastriggers", BOOL),
+        ("relhassubclass", BOOL),
+        ("relrowsecurity", BOOL),
+        ("relforcerowsecurity", BOOL),
+        ("relispopulated", BOOL),
+        ("relreplident", T),
+        ("relispartition", BOOL),
+        ("relrewrite", OID),
+        ("relfrozenxid", OID),
+        ("relminmxid", OID),
+        ("relacl", T),
+        ("reloptions", T),
+        ("relpartbound", T),
+    ]);
+    let mut add = |oid_: u32,
+                   name: &str,
+                   ns: u32,
+                   kind: &str,
+                   am: u32,
+                   natts: i16,
+                   has_index: bool,
+                   checks: i16,
+                   tuples: f32,
+                   options: ScalarValue| {
+        t.row(vec![
+            o(oid_),
+            s(name),
+            o(ns),
+            o(0),
+            o(0),
+            o(SUPERUSER_OID),
+            o(am),
+            o(oid_),
+            o(0),
+            i32v(0),
+            f32v(tuples),
+            i32v(0),
+            o(0),
+            b(has_index),
+            b(false),
+            s("p"),
+            s(kind),
+            i16v(natts),
+            i16v(checks),
+            b(false),
+            b(false),
+            b(false),
+            b(false),
+            b(false),
+            b(true),
+            s("d"),
+            b(false),
+            o(0),
+            o(0),
+            o(0),
+            null_text(),
+            options,
+            null_text(),
+        ]);
+    };
+    for table in catalog.tables.values() {
+        let has_index = catalog.indexes.values().any(|i| i.table == table.oid);
+        let checks = table
+            .constraints
+            .iter()
+            .filter(|c| matches!(c.kind, ConstraintKind::Check { .. }))
+            .count() as i16;
+        let db = &scope.engine.db;
+        let (rows, am) = match table.access_method {
+            AccessMethod::Heap => (
+                db.table(table.oid as u64)
+                    .map(|t| t.row_count_estimate() as f32),
+                HEAP_AM_OID,
+            ),
+            AccessMethod::Columnar => (
+                db.column_table(table.oid as u64)
+                    .map(|t| t.row_count_estimate() as f32),
+                COLUMNAR_AM_OID,
+            ),
+        };
+        let rows = rows.unwrap_or(0.0);
+        let options = if table.options.is_empty() {
+            null_text()
+        } else {
+            s(&format!("{{{}}}", table.options.join(",")))
+        };
+        add(
+            table.oid,
+            &table.name,
+            namespace_oid(catalog, &table.schema),
+            "r",
+            am,
+            table.columns.len() as i16,
+            has_index,
+            checks,
+            rows,
+            options,
+        );
+    }
+    for index in catalog.indexes.values() {
+        add(
+            index.oid,
+            &index.name,
+            namespace_oid(catalog, &index.schema),
+            "i",
+            BTREE_AM_OID,
+            index.columns.len() as i16,
+            false,
+            0,
+            0.0,
+            null_text(),
+        );
+    }
+    for seq in catalog.sequences.values() {
+        add(
+            seq.oid,
+            &seq.name,
+            namespace_oid(catalog, &seq.schema),
+            "S",
+            0,
+            3,
+            false,
+            0,
+            1.0,
+            null_text(),
+        );
+    }
+    for view in catalog.views.values() {
+        add(
+            view.oid,
+            &view.name,
+            namespace_oid(catalog, &view.schema),
+            "v",
+            0,
+            view.column_names.len() as i16,
+            false,
+            0,
+            0.0,
+            null_text(),
+        );
+    }
+    t.build()
+}
+
+pub(super) fn pg_tables(catalog: &Catalog) -> Arc<dyn TableProvider> {
+    let mut t = TableBuilder::new(&[
+        ("schemaname", T),
+        ("tablename", T),
+        ("tableowner", T),
+        ("tablespace", T),
+        ("hasindexes", BOOL),
+        ("hasrules", BOOL),
+        ("hastriggers", BOOL),
+        ("rowsecurity", BOOL),
+    ]);
+    for table in catalog.tables.values() {
+        let has_index = catalog.indexes.values().any(|i| i.table == table.oid);
+        t.row(vec![
+            s(&table.schema),
+            s(&table.name),
+            s("postgres"),
+            null_text(),
+            b(has_index),
+            b(false),
+            b(false),
+            b(false),
+        ]);
+    }
+    t.build()
+}
+
+pub(super) fn pg_views(catalog: &Catalog) -> Arc<dyn TableProvider> {
+    let mut t = TableBuilder::new(&[
+        ("schemaname", T),
+        ("viewname", T),
+        ("viewowner", T),
+        ("definition", T),
+    ]);
+    for v in catalog.views.values() {
+        t.row(vec![
+            s(&v.schema),
+            s(&v.name),
+            s("postgres"),
+            s(&v.query_sql),
+        ]);
+    }
+    t.build()
+}
+
+pub(super) fn pg_sequence(catalog: &Catalog) -> Arc<dyn TableProvider> {
+    let mut t = TableBuilder::new(&[
+        ("seqrelid", OID),
+        ("seqtypid", OID),
+        ("seqstart", I64),
+        ("seqincrement", I64),
+        ("seqmax", I64),
+        ("seqmin", I64),
+        ("seqcache", I64),
+        ("seqcycle", BOOL),
+    ]);
+    for seq in catalog.sequences.values() {
+        t.row(vec![
+            o(seq.oid),
+            o(pg_type_of(&seq.data_type).0),
+            i64v(seq.start),
+            i64v(seq.increment),
+            i64v(seq.max_value),
+            i64v(seq.min_value),
+            i64v(1),
+            b(seq.cycle),
+        ]);
+    }
+    t.build()
+}
+
+/// A sequence read as a relation (`SELECT * FROM seq`): last_value, log_cnt, is_called.
+pub fn sequence_relation(seq: &Arc<SequenceDef>) -> Arc<dyn TableProvider> {
+    use std::sync::atomic::Ordering;
+    let mut t = TableBuilder::new(&[("last_value", I64), ("log_cnt", I64), ("is_called", BOOL)]);
+    t.row(vec![
+        i64v(seq.state.last_value.load(Ordering::Acquire)),
+        i64v(0),
+        b(seq.state.is_called.load(Ordering::Acquire)),
+    ]);
+    t.build()
+}

@@ -1,0 +1,152 @@
+//! The types Shoal has, as PostgreSQL names and numbers them: the pg_type table and
+//! `format_type_oid`, the text of format_type(oid, typmod).
+
+use std::sync::Arc;
+
+use datafusion::datasource::TableProvider;
+use shoal_storage::catalog::PG_CATALOG_NAMESPACE_OID;
+
+use super::{b, i16v, i32v, null_text, o, s, TableBuilder, BOOL, I16, I32, OID, SUPERUSER_OID, T};
+use crate::types::oid;
+
+/// The built-in types Shoal has, with PostgreSQL's OIDs and names.
+pub const BUILTIN_TYPES: &[(u32, &str, i16, &str)] = &[
+    (oid::BOOL, "bool", 1, "B"),
+    (oid::BYTEA, "bytea", -1, "U"),
+    (oid::CHAR, "char", 1, "S"),
+    (oid::NAME, "name", 64, "S"),
+    (oid::INT8, "int8", 8, "N"),
+    (oid::INT2, "int2", 2, "N"),
+    (oid::INT4, "int4", 4, "N"),
+    (oid::REGPROC, "regproc", 4, "N"),
+    (oid::TEXT, "text", -1, "S"),
+    (oid::OID, "oid", 4, "N"),
+    (oid::FLOAT4, "float4", 4, "N"),
+    (oid::FLOAT8, "float8", 8, "N"),
+    (oid::UNKNOWN, "unknown", -2, "X"),
+    (oid::BPCHAR, "bpchar", -1, "S"),
+    (oid::VARCHAR, "varchar", -1, "S"),
+    (oid::DATE, "date", 4, "D"),
+    (oid::TIME, "time", 8, "D"),
+    (oid::TIMESTAMP, "timestamp", 8, "D"),
+    (oid::TIMESTAMPTZ, "timestamptz", 8, "D"),
+    (oid::INTERVAL, "interval", 16, "T"),
+    (oid::NUMERIC, "numeric", -1, "N"),
+    (oid::REGCLASS, "regclass", 4, "N"),
+    (oid::REGTYPE, "regtype", 4, "N"),
+    (oid::UUID, "uuid", 16, "U"),
+    (oid::BOOL_ARRAY, "_bool", -1, "A"),
+    (oid::INT2_ARRAY, "_int2", -1, "A"),
+    (oid::INT4_ARRAY, "_int4", -1, "A"),
+    (oid::INT8_ARRAY, "_int8", -1, "A"),
+    (oid::TEXT_ARRAY, "_text", -1, "A"),
+    (oid::FLOAT8_ARRAY, "_float8", -1, "A"),
+];
+
+pub(super) fn pg_type() -> Arc<dyn TableProvider> {
+    let mut t = TableBuilder::new(&[
+        ("oid", OID),
+        ("typname", T),
+        ("typnamespace", OID),
+        ("typowner", OID),
+        ("typlen", I16),
+        ("typbyval", BOOL),
+        ("typtype", T),
+        ("typcategory", T),
+        ("typispreferred", BOOL),
+        ("typisdefined", BOOL),
+        ("typdelim", T),
+        ("typrelid", OID),
+        ("typsubscript", T),
+        ("typelem", OID),
+        ("typarray", OID),
+        ("typinput", T),
+        ("typoutput", T),
+        ("typreceive", T),
+        ("typsend", T),
+        ("typnotnull", BOOL),
+        ("typbasetype", OID),
+        ("typtypmod", I32),
+        ("typndims", I32),
+        ("typcollation", OID),
+        ("typdefault", T),
+    ]);
+    for (type_oid, name, len, category) in BUILTIN_TYPES {
+        let elem = match *type_oid {
+            oid::BOOL_ARRAY => oid::BOOL,
+            oid::INT2_ARRAY => oid::INT2,
+            oid::INT4_ARRAY => oid::INT4,
+            oid::INT8_ARRAY => oid::INT8,
+            oid::TEXT_ARRAY => oid::TEXT,
+            oid::FLOAT8_ARRAY => oid::FLOAT8,
+            _ => 0,
+        };
+        t.row(vec![
+            o(*type_oid),
+            s(name),
+            o(PG_CATALOG_NAMESPACE_OID),
+            o(SUPERUSER_OID),
+            i16v(*len),
+            b(*len > 0 && *len <= 8),
+            s("b"),
+            s(category),
+            b(false),
+            b(true),
+            s(","),
+            o(0),
+            s("-"),
+            o(elem),
+            o(0),
+            s(&format!("{name}in")),
+            s(&format!("{name}out")),
+            s(&format!("{name}recv")),
+            s(&format!("{name}send")),
+            b(false),
+            o(0),
+            i32v(-1),
+            i32v(0),
+            o(if *category == "S" { 100 } else { 0 }),
+            null_text(),
+        ]);
+    }
+    t.build()
+}
+
+/// `format_type(oid, typmod)` for the types Shoal knows.
+pub fn format_type_oid(type_oid: u32, typmod: i32) -> Option<String> {
+    let base = match type_oid {
+        oid::NUMERIC if typmod >= 4 => {
+            let m = typmod - 4;
+            return Some(format!("numeric({},{})", (m >> 16) & 0xffff, m & 0xffff));
+        }
+        oid::VARCHAR if typmod >= 4 => return Some(format!("character varying({})", typmod - 4)),
+        oid::BPCHAR if typmod >= 4 => return Some(format!("character({})", typmod - 4)),
+        oid::BOOL => "boolean",
+        oid::INT2 => "smallint",
+        oid::INT4 => "integer",
+        oid::INT8 => "bigint",
+        oid::FLOAT4 => "real",
+        oid::FLOAT8 => "double precision",
+        oid::NUMERIC => "numeric",
+        oid::TEXT => "text",
+        oid::VARCHAR => "character varying",
+        oid::BPCHAR => "character",
+        oid::BYTEA => "bytea",
+        oid::DATE => "date",
+        oid::TIME => "time without time zone",
+        oid::TIMESTAMP => "timestamp without time zone",
+        oid::TIMESTAMPTZ => "timestamp with time zone",
+        oid::INTERVAL => "interval",
+        oid::UUID => "uuid",
+        oid::OID => "oid",
+        oid::NAME => "name",
+        oid::CHAR => "\"char\"",
+        oid::REGCLASS => "regclass",
+        oid::REGTYPE => "regtype",
+        _ => BUILTIN_TYPES
+            .iter()
+            .find(|t| t.0 == type_oid)
+            .map(|t| t.1)?,
+    };
+    Some(base.to_string())
+}

@@ -1,0 +1,245 @@
+//! The extended query protocol's side of a session: Parse analyzes a statement once (and plans
+//! queries, so Describe can answer with parameter and result types), and Execute runs it with
+//! bound values, on the fast path or the cached plan when the catalog has not changed since.
+
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::DataType as ArrowType;
+use datafusion::common::{ParamValues, ScalarValue};
+use datafusion::logical_expr::LogicalPlan;
+use datafusion::sql::sqlparser::ast::Statement;
+
+use super::{columns_of_schema, parse_sql, ResultColumn, Session, StatementResult, TxnState};
+use crate::error::{SqlError, SqlResult};
+use crate::fastpath::{self, FastPlan};
+use crate::interrupt::interruptible;
+use crate::types::pg_oid_for_arrow;
+use crate::{dml, params, query};
+
+/// A statement parsed (and, for queries, planned) once by the extended protocol's Parse.
+#[derive(Debug)]
+pub struct Prepared {
+    pub sql: String,
+    pub stmt: Option<Statement>,
+    /// Parameter types, as declared by the client or inferred from the statement.
+    pub param_types: Vec<ArrowType>,
+    pub param_oids: Vec<u32>,
+    /// Result columns; None when the statement returns no rows.
+    pub columns: Option<Vec<ResultColumn>>,
+    plan: parking_lot::Mutex<Option<(LogicalPlan, u64)>>,
+    /// The fast-path plan and the catalog version it was resolved against.
+    fast: parking_lot::Mutex<Option<(Arc<FastPlan>, u64)>>,
+}
+
+impl Session {
+    /// Parse: analyzes the statement once; queries are planned so Describe can answer.
+    pub async fn prepare(&mut self, sql: &str, declared: &[u32]) -> SqlResult<Prepared> {
+        let mut statements = parse_sql(sql)?;
+        if statements.len() > 1 {
+            return Err(SqlError::syntax(
+                "cannot insert multiple commands into a prepared statement",
+            ));
+        }
+        let stmt = statements.pop();
+        let mut prepared = Prepared {
+            sql: sql.to_string(),
+            stmt: stmt.clone(),
+            param_types: Vec::new(),
+            param_oids: Vec::new(),
+            columns: None,
+            plan: parking_lot::Mutex::new(None),
+            fast: parking_lot::Mutex::new(None),
+        };
+        let Some(stmt) = stmt else {
+            return Ok(prepared);
+        };
+        let count = params::count_placeholders(&stmt);
+        let inferred = self.describe_prepared(&stmt, count, &mut prepared).await?;
+        resolve_parameter_types(&mut prepared, &stmt, count, declared, &inferred);
+        Ok(prepared)
+    }
+
+    /// What Describe reports, found at Parse: the parameter types the statement implies (None
+    /// where it implies none) and, in `prepared`, its result columns and its fast or general
+    /// plan when it has one.
+    async fn describe_prepared(
+        &mut self,
+        stmt: &Statement,
+        count: usize,
+        prepared: &mut Prepared,
+    ) -> SqlResult<Vec<Option<ArrowType>>> {
+        let mut inferred: Vec<Option<ArrowType>> = vec![None; count];
+        let fast = fastpath::plan(self, stmt, count);
+        match stmt {
+            _ if fast.is_some() => {
+                let plan = fast.expect("checked");
+                for (i, slot) in inferred.iter_mut().enumerate() {
+                    *slot = plan.param_type(i).map(crate::types::arrow_type);
+                }
+                prepared.columns = plan.columns().map(<[ResultColumn]>::to_vec);
+                *prepared.fast.lock() = Some((Arc::new(plan), self.engine.catalog.read().version));
+            }
+            Statement::Query(_) | Statement::Explain { .. } => {
+                if matches!(self.txn, TxnState::Idle | TxnState::Block(_)) {
+                    let modifying =
+                        matches!(stmt, Statement::Query(q) if dml::cte::has_modifying_cte(q));
+                    let planned = match stmt {
+                        // Planned only for Describe: execution runs the DML first.
+                        Statement::Query(q) if modifying => {
+                            Statement::Query(Box::new(dml::cte::describable(q)?))
+                        }
+                        _ => stmt.clone(),
+                    };
+                    let plan = self.plan_with_snapshot(planned).await?;
+                    let types = plan.get_parameter_types()?;
+                    for (name, t) in types {
+                        if let Some(i) = params::placeholder_index(&name) {
+                            if i < inferred.len() {
+                                inferred[i] = t;
+                            }
+                        }
+                    }
+                    prepared.columns = Some(columns_of_schema(&plan.schema().inner().clone()));
+                    if !modifying {
+                        *prepared.plan.lock() = Some((plan, self.engine.catalog.read().version));
+                    }
+                }
+            }
+            Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_) => {
+                let (types, columns) = dml::describe(self, stmt, count).await?;
+                inferred = types;
+                prepared.columns = columns;
+            }
+            Statement::ShowVariable { variable } => {
+                let name = variable
+                    .iter()
+                    .map(|i| i.value.to_lowercase())
+                    .collect::<Vec<_>>()
+                    .join("_");
+                prepared.columns = Some(vec![ResultColumn {
+                    name: name.into(),
+                    type_oid: crate::types::oid::TEXT,
+                    typmod: -1,
+                }]);
+            }
+            _ => {}
+        }
+        Ok(inferred)
+    }
+
+    async fn plan_with_snapshot(&mut self, stmt: Statement) -> SqlResult<LogicalPlan> {
+        query::plan_statement(&self.state, &self.scope, stmt).await
+    }
+
+    /// Execute: runs a prepared statement with bound parameter values.
+    pub async fn execute_prepared(
+        &mut self,
+        prepared: &Prepared,
+        values: Vec<ScalarValue>,
+    ) -> SqlResult<StatementResult> {
+        // Borrowed, not cloned: only the general path below needs a copy of the statement to
+        // put the parameters into, and cloning an AST on every execution is not free.
+        let Some(stmt) = prepared.stmt.as_ref() else {
+            return Ok(StatementResult::Empty);
+        };
+        if !matches!(self.txn, TxnState::Failed(_)) {
+            if let Some(plan) = self.fast_plan_of(prepared, stmt) {
+                if let Err(e) = self.check_writable(stmt) {
+                    self.fail_block();
+                    return Err(e);
+                }
+                let (mut txn, implicit) = self.statement_transaction();
+                let mut cancel = self.cancel.take();
+                let timeout_ms = self.settings.statement_timeout_ms();
+                let work = fastpath::execute(self, &mut txn, &plan, &values);
+                let result = interruptible(timeout_ms, &mut cancel, work).await;
+                self.cancel = cancel;
+                return self.finish_statement(txn, implicit, result).await;
+            }
+        }
+        if let Some(r) = self.execute_transaction_control(stmt).await {
+            return r;
+        }
+        let is_query = matches!(stmt, Statement::Query(q) if q.locks.is_empty());
+        if is_query && !matches!(self.txn, TxnState::Failed(_)) {
+            let version = self.engine.catalog.read().version;
+            let cached = prepared
+                .plan
+                .lock()
+                .as_ref()
+                .filter(|(_, v)| *v == version)
+                .map(|(p, _)| p.clone());
+            if let Some(plan) = cached {
+                let (mut txn, implicit) = self.statement_transaction();
+                let snapshot = self.engine.db.statement_snapshot(&mut txn);
+                *self.scope.snapshot.lock() = snapshot;
+                let params = if values.is_empty() {
+                    None
+                } else {
+                    Some(ParamValues::List(
+                        values.into_iter().map(Into::into).collect(),
+                    ))
+                };
+                let mut cancel = self.cancel.take();
+                let timeout_ms = self.settings.statement_timeout_ms();
+                // Boxed for the reason given in `execute_sql`.
+                let work = Box::pin(self.run_plan(plan, params));
+                let result = interruptible(timeout_ms, &mut cancel, work).await;
+                self.cancel = cancel;
+                return self.finish_statement(txn, implicit, result).await;
+            }
+        }
+        let mut stmt = stmt.clone();
+        params::substitute(&mut stmt, &values)?;
+        Box::pin(self.execute_statement(stmt)).await
+    }
+
+    /// The prepared statement's fast plan, re-resolved if the catalog changed since.
+    fn fast_plan_of(&self, prepared: &Prepared, stmt: &Statement) -> Option<Arc<FastPlan>> {
+        let version = self.engine.catalog.read().version;
+        let mut fast = prepared.fast.lock();
+        match fast.as_ref() {
+            Some((plan, v)) if *v == version => return Some(plan.clone()),
+            None => return None,
+            Some(_) => {}
+        }
+        // The catalog changed: resolve again; the parameter types must still match.
+        let plan = fastpath::plan(self, stmt, prepared.param_types.len())
+            .filter(|p| {
+                (0..prepared.param_types.len()).all(|i| {
+                    p.param_type(i).map(crate::types::arrow_type).as_ref()
+                        == Some(&prepared.param_types[i])
+                })
+            })
+            .map(Arc::new);
+        *fast = plan.clone().map(|p| (p, version));
+        plan
+    }
+}
+
+/// The parameter types Parse reports: as the client declared them, else as inferred from the
+/// statement, else from a cast written on the placeholder, else text.
+fn resolve_parameter_types(
+    prepared: &mut Prepared,
+    stmt: &Statement,
+    count: usize,
+    declared: &[u32],
+    inferred: &[Option<ArrowType>],
+) {
+    let cast_types = params::placeholder_cast_types(stmt, count);
+    for i in 0..count {
+        let declared_oid = declared.get(i).copied().unwrap_or(0);
+        let inferred_type = inferred.get(i).cloned().flatten();
+        let (t, oid) = match (declared_oid, inferred_type, &cast_types[i]) {
+            (0, Some(t), _) => {
+                let oid = pg_oid_for_arrow(&t);
+                (t, oid)
+            }
+            (0, None, Some((t, oid))) => (t.clone(), *oid),
+            (0, None, None) => (ArrowType::Utf8, pg_oid_for_arrow(&ArrowType::Utf8)),
+            (declared, _, _) => (params::arrow_type_for_oid(declared), declared),
+        };
+        prepared.param_types.push(t);
+        prepared.param_oids.push(oid);
+    }
+}

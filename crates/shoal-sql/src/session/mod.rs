@@ -1,0 +1,372 @@
+//! A session: one client connection's state — its transaction (none, an explicit block, or a
+//! failed block waiting for ROLLBACK), its settings, and its DataFusion planning state. Every
+//! statement enters here; transaction control (`transaction`) and settings (`set_show`) are
+//! handled in place, everything else is routed (`route`) to DDL, DML, COPY or the general query
+//! path inside the right transaction. The extended protocol's Parse and Execute are in
+//! `extended`.
+
+mod extended;
+mod route;
+mod set_show;
+mod transaction;
+
+pub use extended::Prepared;
+
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::{DataType as ArrowType, SchemaRef};
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::execution::SessionState;
+use datafusion::sql::sqlparser::ast::Statement;
+use shoal_storage::Transaction;
+
+use crate::copy::CopyRequest;
+use crate::engine::Engine;
+use crate::error::{code, SqlError, SqlResult};
+use crate::fastpath;
+use crate::interrupt::{interruptible, CancelSignal};
+use crate::query::scope::PlanScope;
+use crate::settings::Settings;
+use crate::shape_cache::{self, ShapeCache};
+use crate::types::pg_oid_for_arrow;
+use crate::{dml, query};
+
+/// A column of a result set as the client sees it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ResultColumn {
+    /// Shared: a fast-path result hands out the same names on every execution.
+    pub name: Arc<str>,
+    pub type_oid: u32,
+    pub typmod: i32,
+}
+
+pub fn columns_of_schema(schema: &SchemaRef) -> Vec<ResultColumn> {
+    schema
+        .fields()
+        .iter()
+        .map(|f| {
+            let type_oid = f
+                .metadata()
+                .get(crate::types::PG_TYPE_METADATA_KEY)
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_else(|| pg_oid_for_arrow(f.data_type()));
+            ResultColumn {
+                name: crate::query::column_names::output_name(f.name()).into(),
+                type_oid,
+                typmod: -1,
+            }
+        })
+        .collect()
+}
+
+/// What one statement produced.
+#[derive(Debug)]
+pub enum StatementResult {
+    Rows {
+        columns: Vec<ResultColumn>,
+        batches: Vec<RecordBatch>,
+        tag: &'static str,
+    },
+    /// A command tag such as "CREATE TABLE"; `rows` adds the count ("INSERT 0 5" has oid 0).
+    Command {
+        tag: String,
+        rows: Option<usize>,
+        oid: Option<u32>,
+    },
+    TransactionStart(String),
+    TransactionEnd(String),
+    CopyIn(CopyRequest),
+    CopyOut {
+        columns: usize,
+        data: Vec<u8>,
+        rows: usize,
+        csv: bool,
+    },
+    Empty,
+}
+
+impl StatementResult {
+    pub fn command(tag: &str) -> Self {
+        StatementResult::Command {
+            tag: tag.to_string(),
+            rows: None,
+            oid: None,
+        }
+    }
+}
+
+enum TxnState {
+    Idle,
+    /// Inside BEGIN ... COMMIT.
+    Block(Transaction),
+    /// A statement in the block failed: only ROLLBACK (or ROLLBACK TO SAVEPOINT) is accepted.
+    Failed(Transaction),
+}
+
+pub struct Session {
+    pub engine: Arc<Engine>,
+    pub scope: Arc<PlanScope>,
+    state: SessionState,
+    txn: TxnState,
+    /// When the current transaction (block or single statement) started. PostgreSQL's now()
+    /// and CURRENT_TIMESTAMP return this time, so they agree across a whole transaction.
+    txn_started_at: chrono::DateTime<chrono::Utc>,
+    pub settings: Settings,
+    /// The settings generation last copied to `scope` (None: never).
+    scope_settings_generation: Option<u64>,
+    /// Settings changed by the last statements that the client must hear about.
+    pub reported_changes: Vec<(String, String)>,
+    /// Fast plans of simple-protocol statement shapes (see `shape_cache`).
+    shapes: ShapeCache,
+    /// Whether the running statement belongs to a transaction block (rather than its own
+    /// implicit transaction): `self.txn` is taken out while a statement runs.
+    statement_in_block: bool,
+    /// The client's CancelRequest for the query running now, if the protocol layer gave one.
+    cancel: Option<CancelSignal>,
+}
+
+pub fn parse_sql(sql: &str) -> SqlResult<Vec<Statement>> {
+    crate::parse::parse_statements(sql).or_else(|e| {
+        // The parser lacks some of PostgreSQL's locking clauses; retry with them rewritten.
+        if let Some(rewritten) = dml::rewrite_locking_syntax(sql) {
+            if let Ok(statements) = crate::parse::parse_statements(&rewritten) {
+                return Ok(statements);
+            }
+        }
+        if let Some(word) = crate::parse::reserved_word_as_name(sql) {
+            return Err(SqlError::syntax(format!(
+                "syntax error at or near \"{word}\""
+            )));
+        }
+        let msg = e.to_string();
+        let msg = msg.trim_start_matches("sql parser error: ");
+        Err(SqlError::syntax(pg_syntax_message(msg)))
+    })
+}
+
+/// PostgreSQL names the token where parsing failed ("syntax error at or near \"FROM\"", or
+/// "at end of input"); sqlparser says "Expected: ..., found: FROM at Line: 1, Column: 17".
+fn pg_syntax_message(msg: &str) -> String {
+    let Some(found) = msg.split("found: ").nth(1) else {
+        return format!("syntax error: {msg}");
+    };
+    let token = found.split(" at Line: ").next().unwrap_or(found).trim();
+    if token == "EOF" {
+        "syntax error at end of input".to_string()
+    } else {
+        format!("syntax error at or near \"{token}\"")
+    }
+}
+
+impl Session {
+    pub fn new(engine: Arc<Engine>) -> Session {
+        let pid = engine.allocate_backend_pid();
+        let scope = Arc::new(PlanScope::new(engine.clone(), pid));
+        let state = query::new_session_state(scope.clone());
+        let mut settings = Settings::default();
+        if !engine.synchronous_commit_default() {
+            settings
+                .set("synchronous_commit", "off", false)
+                .expect("synchronous_commit accepts off");
+        }
+        *scope.settings.lock() = settings.all().clone();
+        *scope.search_path.lock() = settings.search_path();
+        let scope_settings_generation = Some(settings.generation());
+        Session {
+            engine,
+            scope,
+            state,
+            txn: TxnState::Idle,
+            txn_started_at: chrono::Utc::now(),
+            settings,
+            scope_settings_generation,
+            reported_changes: Vec::new(),
+            shapes: ShapeCache::default(),
+            statement_in_block: false,
+            cancel: None,
+        }
+    }
+
+    pub fn backend_pid(&self) -> i32 {
+        self.scope.backend_pid
+    }
+
+    /// Installs the signal a CancelRequest fires for the query about to run (None: the query
+    /// cannot be canceled); see `interrupt`.
+    pub fn set_cancel_signal(&mut self, signal: Option<CancelSignal>) {
+        self.cancel = signal;
+    }
+
+    /// 'I' idle, 'T' in a transaction block, 'E' in a failed block (ReadyForQuery status).
+    pub fn transaction_status(&self) -> u8 {
+        match self.txn {
+            TxnState::Idle => b'I',
+            TxnState::Block(_) => b'T',
+            TxnState::Failed(_) => b'E',
+        }
+    }
+
+    /// Runs every statement of a simple-protocol query string; stops at the first error.
+    pub async fn execute_sql(&mut self, sql: &str) -> Vec<SqlResult<StatementResult>> {
+        // sqlparser does not know PostgreSQL's CHECKPOINT: such strings run piece by piece.
+        // The substring test keeps the tokenizer off every other query.
+        if sql.to_ascii_lowercase().contains("checkpoint") {
+            if let Some(pieces) = crate::parse::split_at_checkpoints(sql) {
+                return Box::pin(self.execute_pieces(pieces)).await;
+            }
+        }
+        if let Some(result) = self.execute_cached_shape(sql).await {
+            return vec![result];
+        }
+        let statements = match parse_sql(sql) {
+            Ok(s) => s,
+            Err(e) => {
+                self.fail_block();
+                return vec![Err(e)];
+            }
+        };
+        let mut results = Vec::with_capacity(statements.len());
+        for stmt in statements {
+            // Boxed: the general path's future (DataFusion planning included) is many
+            // kilobytes, and every caller's future would otherwise embed it and be copied
+            // whole into each `async_trait` box, fast path or not.
+            let r = match self.execute_transaction_control(&stmt).await {
+                Some(r) => r,
+                None => Box::pin(self.execute_statement(stmt)).await,
+            };
+            let failed = r.is_err();
+            results.push(r);
+            if failed {
+                break;
+            }
+        }
+        results
+    }
+
+    /// A query string with CHECKPOINT among its statements; stops at the first error, as
+    /// `execute_sql` does.
+    async fn execute_pieces(
+        &mut self,
+        pieces: Vec<crate::parse::Piece>,
+    ) -> Vec<SqlResult<StatementResult>> {
+        let mut results = Vec::new();
+        for piece in pieces {
+            let piece_results = match piece {
+                crate::parse::Piece::Checkpoint => vec![self.checkpoint().await],
+                crate::parse::Piece::Sql(text) => self.execute_sql(&text).await,
+            };
+            let failed = piece_results.iter().any(|r| r.is_err());
+            results.extend(piece_results);
+            if failed {
+                break;
+            }
+        }
+        results
+    }
+
+    /// The simple-protocol statement cache (see `shape_cache`): runs `sql` on the cached fast
+    /// plan of its shape, or returns None and leaves it to the ordinary path.
+    async fn execute_cached_shape(&mut self, sql: &str) -> Option<SqlResult<StatementResult>> {
+        if matches!(self.txn, TxnState::Failed(_)) {
+            return None;
+        }
+        let (shape, literals) = shape_cache::auto_parameterize(sql)?;
+        let catalog_version = self.engine.catalog.read().version;
+        let generation = self.settings.generation();
+        let plan = match self.shapes.get(&shape, catalog_version, generation) {
+            Some(plan) => plan?,
+            None => {
+                let plan = match parse_sql(&shape) {
+                    Ok(mut statements) if statements.len() == 1 => {
+                        let stmt = statements.pop().expect("one statement");
+                        fastpath::plan(self, &stmt, literals.len()).map(Arc::new)
+                    }
+                    _ => None,
+                };
+                self.shapes
+                    .insert(shape, catalog_version, generation, plan.clone());
+                plan?
+            }
+        };
+        if plan.columns().is_none() && self.read_only() {
+            return None; // the ordinary path reports the error
+        }
+        let values = shape_cache::bind_literals(&plan, &literals)?;
+        let (mut txn, implicit) = self.statement_transaction();
+        let mut cancel = self.cancel.take();
+        let timeout_ms = self.settings.statement_timeout_ms();
+        let work = fastpath::execute_values(self, &mut txn, &plan, &values);
+        let result = interruptible(timeout_ms, &mut cancel, work).await;
+        self.cancel = cancel;
+        Some(self.finish_statement(txn, implicit, result).await)
+    }
+
+    #[cfg(test)]
+    pub(crate) fn shape_cache(&self) -> &ShapeCache {
+        &self.shapes
+    }
+
+    /// CHECKPOINT: writes a checkpoint now, on a blocking thread.
+    async fn checkpoint(&mut self) -> SqlResult<StatementResult> {
+        if matches!(self.txn, TxnState::Failed(_)) {
+            return Err(SqlError::in_failed_transaction());
+        }
+        let engine = self.engine.clone();
+        tokio::task::spawn_blocking(move || engine.checkpoint())
+            .await
+            .map_err(|e| SqlError::new(code::INTERNAL_ERROR, format!("checkpoint: {e}")))??;
+        Ok(StatementResult::command("CHECKPOINT"))
+    }
+
+    /// Runs one statement with autocommit or inside the current block.
+    pub async fn execute_statement(&mut self, stmt: Statement) -> SqlResult<StatementResult> {
+        if let Some(r) = self.execute_transaction_control(&stmt).await {
+            return r;
+        }
+        if matches!(self.txn, TxnState::Failed(_)) {
+            return Err(SqlError::in_failed_transaction());
+        }
+        if let Some(r) = self.session_command(&stmt) {
+            if r.is_err() {
+                self.fail_block();
+            }
+            return r;
+        }
+        if let Err(e) = self.check_writable(&stmt) {
+            self.fail_block();
+            return Err(e);
+        }
+        let (mut txn, implicit) = self.statement_transaction();
+        let mut cancel = self.cancel.take();
+        let timeout_ms = self.settings.statement_timeout_ms();
+        let work = async {
+            match fastpath::plan(self, &stmt, 0) {
+                Some(plan) => fastpath::execute(self, &mut txn, &plan, &[]).await,
+                None => self.run_in_transaction(&mut txn, stmt).await,
+            }
+        };
+        let result = interruptible(timeout_ms, &mut cancel, work).await;
+        self.cancel = cancel;
+        self.finish_statement(txn, implicit, result).await
+    }
+}
+
+/// A batch of text columns, for SHOW and EXPLAIN.
+pub fn rows_batch(names: &[&str], rows: Vec<Vec<String>>) -> RecordBatch {
+    use datafusion::arrow::array::{ArrayRef, StringArray};
+    use datafusion::arrow::datatypes::{Field, Schema};
+    let schema = Arc::new(Schema::new(
+        names
+            .iter()
+            .map(|n| Field::new(*n, ArrowType::Utf8, true))
+            .collect::<Vec<_>>(),
+    ));
+    let columns: Vec<ArrayRef> = (0..names.len())
+        .map(|i| {
+            Arc::new(StringArray::from(
+                rows.iter().map(|r| r[i].clone()).collect::<Vec<_>>(),
+            )) as ArrayRef
+        })
+        .collect();
+    RecordBatch::try_new(schema, columns).expect("text columns match schema")
+}

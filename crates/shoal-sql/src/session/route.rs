@@ -1,0 +1,131 @@
+//! The statements that need a transaction, routed to the code that runs them: queries (with
+//! their data-modifying CTEs and row locks), INSERT/UPDATE/DELETE, COPY, EXPLAIN and
+//! maintenance commands here, everything else to `ddl`. Before routing, the statement's
+//! snapshot is installed in the plan scope, where the table providers read it.
+
+use datafusion::common::ParamValues;
+use datafusion::execution::SessionState;
+use datafusion::logical_expr::LogicalPlan;
+use datafusion::sql::sqlparser::ast::{self, Statement};
+use shoal_storage::Transaction;
+
+use super::{columns_of_schema, rows_batch, Session, StatementResult};
+use crate::error::SqlResult;
+use crate::{ddl, dml, query};
+
+impl Session {
+    /// Everything that needs a transaction: queries, DML, DDL, COPY.
+    pub(super) async fn run_in_transaction(
+        &mut self,
+        txn: &mut Transaction,
+        stmt: Statement,
+    ) -> SqlResult<StatementResult> {
+        let snapshot = self.engine.db.statement_snapshot(txn);
+        *self.scope.snapshot.lock() = snapshot;
+        match stmt {
+            Statement::Query(q) => self.run_query(txn, *q).await,
+            Statement::Insert(insert) => dml::insert(self, txn, insert).await,
+            Statement::Update(update) => dml::update(self, txn, update).await,
+            Statement::Delete(delete) => dml::delete(self, txn, delete).await,
+            Statement::Copy {
+                source,
+                to,
+                target,
+                options,
+                legacy_options,
+                values,
+            } => {
+                crate::copy::start(
+                    self,
+                    txn,
+                    source,
+                    to,
+                    target,
+                    options,
+                    legacy_options,
+                    values,
+                )
+                .await
+            }
+            Statement::Explain {
+                statement, analyze, ..
+            } => self.explain(*statement, analyze).await,
+            Statement::Vacuum(_) => {
+                self.engine.db.vacuum();
+                Ok(StatementResult::command("VACUUM"))
+            }
+            Statement::Analyze(_) => Ok(StatementResult::command("ANALYZE")),
+            other => ddl::execute(self, txn, other).await,
+        }
+    }
+
+    pub fn state(&self) -> &SessionState {
+        &self.state
+    }
+
+    async fn run_query(
+        &mut self,
+        txn: &mut Transaction,
+        mut q: ast::Query,
+    ) -> SqlResult<StatementResult> {
+        if dml::cte::has_modifying_cte(&q) {
+            dml::cte::run_modifying_ctes(self, txn, &mut q).await?;
+        }
+        if !q.locks.is_empty() {
+            return dml::select_for_update(self, txn, q).await;
+        }
+        let plan =
+            query::plan_statement(&self.state, &self.scope, Statement::Query(Box::new(q))).await?;
+        self.run_plan(plan, None).await
+    }
+
+    pub async fn run_plan(
+        &self,
+        plan: LogicalPlan,
+        params: Option<ParamValues>,
+    ) -> SqlResult<StatementResult> {
+        let schema = plan.schema().inner().clone();
+        let batches = query::execute_plan(&self.state, plan, params).await?;
+        Ok(StatementResult::Rows {
+            columns: columns_of_schema(&schema),
+            batches,
+            tag: "SELECT",
+        })
+    }
+
+    async fn explain(&mut self, stmt: Statement, analyze: bool) -> SqlResult<StatementResult> {
+        let plan = query::plan_statement(&self.state, &self.scope, stmt).await?;
+        let builder = datafusion::logical_expr::LogicalPlanBuilder::from(plan);
+        let explained = if analyze {
+            builder.explain_option_format(
+                datafusion::logical_expr::ExplainOption::default().with_analyze(true),
+            )?
+        } else {
+            builder.explain(false, false)?
+        }
+        .build()?;
+        let result = self.run_plan(explained, None).await?;
+        Ok(match result {
+            StatementResult::Rows { batches, .. } => {
+                // PostgreSQL returns one text column named "QUERY PLAN".
+                let zone = self.settings.time_zone().clone();
+                let mut lines = Vec::new();
+                for b in &batches {
+                    let col = b.column(b.num_columns() - 1);
+                    for row in 0..b.num_rows() {
+                        let mut s = String::new();
+                        crate::pgtext::format_array_value(col.as_ref(), row, &zone, &mut s);
+                        lines.extend(s.lines().map(|l| vec![l.to_string()]));
+                    }
+                }
+                let batch = rows_batch(&["QUERY PLAN"], lines);
+                StatementResult::Rows {
+                    columns: columns_of_schema(&batch.schema()),
+                    batches: vec![batch],
+                    tag: "EXPLAIN",
+                }
+            }
+            other => other,
+        })
+    }
+}

@@ -1,0 +1,316 @@
+//! SET, SHOW, RESET and the other statements that touch only the session, and the bookkeeping
+//! behind them: which changed settings the client must be told about, what a transaction's end
+//! undoes, and the copy of the settings that DataFusion's catalog functions read from the plan
+//! scope. The settings themselves (names, defaults, validation) live in `crate::settings`.
+
+use datafusion::sql::sqlparser::ast::{self, Statement};
+use shoal_storage::IsolationLevel;
+
+use super::transaction::isolation_of;
+use super::{columns_of_schema, rows_batch, Session, StatementResult, TxnState};
+use crate::error::{code, SqlError, SqlResult};
+use crate::settings::Settings;
+
+impl Session {
+    /// SET, SHOW, RESET and other statements that touch only the session.
+    pub(super) fn session_command(
+        &mut self,
+        stmt: &Statement,
+    ) -> Option<SqlResult<StatementResult>> {
+        Some(match stmt {
+            Statement::Set(set) => self.set(set),
+            Statement::ShowVariable { variable } => self.show(variable),
+            Statement::Reset(r) => {
+                let changed = match &r.reset {
+                    ast::Reset::ALL => self.settings.reset_all(),
+                    ast::Reset::ConfigurationParameter(name) => {
+                        match self.settings.reset(&name.to_string()) {
+                            Ok(n) => vec![n],
+                            Err(e) => return Some(Err(e)),
+                        }
+                    }
+                };
+                for n in changed {
+                    self.setting_changed(&n);
+                }
+                self.sync_scope_settings();
+                Ok(StatementResult::command("RESET"))
+            }
+            Statement::Discard { .. } => Ok(StatementResult::command("DISCARD ALL")),
+            Statement::Deallocate { .. } => Ok(StatementResult::command("DEALLOCATE")),
+            Statement::Comment { .. } => Ok(StatementResult::command("COMMENT")),
+            Statement::LISTEN { .. } => Ok(StatementResult::command("LISTEN")),
+            Statement::UNLISTEN { .. } => Ok(StatementResult::command("UNLISTEN")),
+            _ => return None,
+        })
+    }
+
+    fn set(&mut self, set: &ast::Set) -> SqlResult<StatementResult> {
+        let in_block = !matches!(self.txn, TxnState::Idle);
+        match set {
+            ast::Set::SingleAssignment {
+                scope,
+                variable,
+                values,
+                ..
+            } => {
+                let local = matches!(scope, Some(ast::ContextModifier::Local));
+                self.set_variable(variable, values, local, in_block)
+            }
+            ast::Set::SetTimeZone { local, value } => {
+                if *local && !in_block {
+                    return Ok(StatementResult::command("SET"));
+                }
+                let value = setting_value_text(value);
+                let name = if in_block && !*local {
+                    self.settings.set_in_block("timezone", &value)?
+                } else {
+                    self.settings.set("timezone", &value, *local)?
+                };
+                self.setting_changed(&name);
+                self.sync_scope_settings();
+                Ok(StatementResult::command("SET"))
+            }
+            ast::Set::SetNames { charset_name, .. } => {
+                let name = self
+                    .settings
+                    .set("client_encoding", &charset_name.value, false)?;
+                self.setting_changed(&name);
+                Ok(StatementResult::command("SET"))
+            }
+            ast::Set::SetTransaction { modes, session, .. } => {
+                self.set_transaction(modes, *session, in_block)
+            }
+            _ => Ok(StatementResult::command("SET")),
+        }
+    }
+
+    /// SET [LOCAL] name = value (or DEFAULT).
+    fn set_variable(
+        &mut self,
+        variable: &ast::ObjectName,
+        values: &[ast::Expr],
+        local: bool,
+        in_block: bool,
+    ) -> SqlResult<StatementResult> {
+        let name = variable.to_string().to_lowercase();
+        let value = values
+            .iter()
+            .map(setting_value_text)
+            .collect::<Vec<_>>()
+            .join(", ");
+        if local && !in_block {
+            // PostgreSQL warns that SET LOCAL outside a block has no effect.
+            return Ok(StatementResult::command("SET"));
+        }
+        let value = if value.eq_ignore_ascii_case("default") {
+            return self.settings.reset(&name).map(|n| {
+                self.setting_changed(&n);
+                self.sync_scope_settings();
+                StatementResult::command("SET")
+            });
+        } else {
+            value
+        };
+        if name == "transaction_isolation" && in_block {
+            self.set_block_isolation(&value)?;
+        }
+        let name = if in_block && !local {
+            self.settings.set_in_block(&name, &value)?
+        } else {
+            self.settings.set(&name, &value, local)?
+        };
+        self.setting_changed(&name);
+        self.sync_scope_settings();
+        Ok(StatementResult::command("SET"))
+    }
+
+    /// SET [SESSION CHARACTERISTICS AS] TRANSACTION: access mode and isolation level.
+    fn set_transaction(
+        &mut self,
+        modes: &[ast::TransactionMode],
+        session: bool,
+        in_block: bool,
+    ) -> SqlResult<StatementResult> {
+        for m in modes {
+            if let ast::TransactionMode::AccessMode(mode) = m {
+                let on = matches!(mode, ast::TransactionAccessMode::ReadOnly);
+                let name = if session {
+                    "default_transaction_read_only"
+                } else {
+                    "transaction_read_only"
+                };
+                if session || in_block {
+                    self.settings
+                        .set(name, if on { "on" } else { "off" }, false)?;
+                }
+            }
+            if let ast::TransactionMode::IsolationLevel(level) = m {
+                let iso = isolation_of(level)?;
+                let text = if iso == IsolationLevel::RepeatableRead {
+                    "repeatable read"
+                } else {
+                    "read committed"
+                };
+                if session {
+                    self.settings
+                        .set("default_transaction_isolation", text, false)?;
+                } else if in_block {
+                    self.set_block_isolation(text)?;
+                    self.settings.set("transaction_isolation", text, false)?;
+                }
+            }
+        }
+        self.sync_scope_settings();
+        Ok(StatementResult::command("SET"))
+    }
+
+    fn show(&mut self, variable: &[ast::Ident]) -> SqlResult<StatementResult> {
+        let name = variable
+            .iter()
+            .map(|i| i.value.to_lowercase())
+            .collect::<Vec<_>>()
+            .join(" ");
+        let name = match name.as_str() {
+            "time zone" => "timezone".to_string(),
+            "transaction isolation level" => "transaction_isolation".to_string(),
+            n => n.to_string(),
+        };
+        if name == "all" {
+            let mut names: Vec<(&String, &String)> = self.settings.all().iter().collect();
+            names.sort();
+            let batch = rows_batch(
+                &["name", "setting", "description"],
+                names
+                    .iter()
+                    .map(|(n, v)| vec![n.to_string(), v.to_string(), String::new()])
+                    .collect(),
+            );
+            return Ok(StatementResult::Rows {
+                columns: columns_of_schema(&batch.schema()),
+                batches: vec![batch],
+                tag: "SHOW",
+            });
+        }
+        let value = self
+            .settings
+            .get(&name)
+            .map(|s| s.to_string())
+            .ok_or_else(|| {
+                SqlError::new(
+                    code::UNDEFINED_OBJECT,
+                    format!("unrecognized configuration parameter \"{name}\""),
+                )
+            })?;
+        let column = variable
+            .iter()
+            .map(|i| i.value.to_lowercase())
+            .collect::<Vec<_>>()
+            .join("_");
+        let column = if column == "time_zone" {
+            "TimeZone".to_string()
+        } else if column == "datestyle" {
+            "DateStyle".to_string()
+        } else {
+            column
+        };
+        let batch = rows_batch(&[column.as_str()], vec![vec![value]]);
+        Ok(StatementResult::Rows {
+            columns: columns_of_schema(&batch.schema()),
+            batches: vec![batch],
+            tag: "SHOW",
+        })
+    }
+
+    /// Keeps the statement's set_config() changes if it succeeded: like SET (or SET LOCAL when
+    /// is_local) inside a block; outside one, a local change ends with the statement.
+    pub(super) fn apply_set_config_calls(&mut self, in_block: bool, succeeded: bool) {
+        let calls = std::mem::take(&mut *self.scope.set_config_calls.lock());
+        if calls.is_empty() {
+            return;
+        }
+        for (name, value, local) in calls.into_iter().filter(|_| succeeded) {
+            let set = match (in_block, local) {
+                (true, true) => self.settings.set(&name, &value, true),
+                (true, false) => self.settings.set_in_block(&name, &value),
+                (false, false) => self.settings.set(&name, &value, false),
+                (false, true) => continue,
+            };
+            if set.is_ok() {
+                self.setting_changed(&name);
+            }
+        }
+        // set_config wrote into the scope's copy directly: copy the session's back over it.
+        self.scope_settings_generation = None;
+        self.sync_scope_settings();
+    }
+
+    pub(super) fn end_transaction_settings(&mut self, committed: bool) {
+        for name in self.settings.end_transaction(committed) {
+            self.setting_changed(&name);
+        }
+        self.reset_to_default("transaction_isolation", "read committed");
+        self.reset_to_default("transaction_read_only", "off");
+        self.sync_scope_settings();
+    }
+
+    /// Sets `name` back to `default_<name>` (or `fallback`) if it differs. This runs after
+    /// every autocommit statement, so the usual case, nothing to change, must not allocate.
+    fn reset_to_default(&mut self, name: &str, fallback: &str) {
+        let default_name = match name {
+            "transaction_isolation" => "default_transaction_isolation",
+            "transaction_read_only" => "default_transaction_read_only",
+            _ => unreachable!("no default_ setting for {name}"),
+        };
+        let wanted = self.settings.get(default_name).unwrap_or(fallback);
+        if self.settings.get(name) != Some(wanted) {
+            let wanted = wanted.to_string();
+            self.settings.set(name, &wanted, false).ok();
+        }
+    }
+
+    /// Publishes the settings to the plan scope (which DataFusion's catalog functions read),
+    /// if they changed since the last time.
+    pub(super) fn sync_scope_settings(&mut self) {
+        let generation = self.settings.generation();
+        if self.scope_settings_generation == Some(generation) {
+            return;
+        }
+        *self.scope.settings.lock() = self.settings.all().clone();
+        *self.scope.search_path.lock() = self.settings.search_path();
+        self.scope.time_zone.set(self.settings.time_zone().clone());
+        self.scope_settings_generation = Some(generation);
+    }
+
+    fn setting_changed(&mut self, name: &str) {
+        if Settings::is_reported(name) {
+            let value = self.settings.get(name).unwrap_or("").to_string();
+            self.reported_changes
+                .push((crate::settings::reported_name(name).to_string(), value));
+        }
+    }
+}
+
+/// The text of a SET value: identifiers and strings unquoted, numbers as written.
+fn setting_value_text(e: &ast::Expr) -> String {
+    match e {
+        ast::Expr::Value(v) => match &v.value {
+            ast::Value::SingleQuotedString(s) | ast::Value::DoubleQuotedString(s) => s.clone(),
+            ast::Value::Number(n, _) => n.clone(),
+            ast::Value::Boolean(b) => {
+                if *b {
+                    "on".into()
+                } else {
+                    "off".into()
+                }
+            }
+            other => other.to_string(),
+        },
+        ast::Expr::Identifier(i) => i.value.clone(),
+        ast::Expr::UnaryOp {
+            op: ast::UnaryOperator::Minus,
+            expr,
+        } => format!("-{}", setting_value_text(expr)),
+        other => other.to_string(),
+    }
+}

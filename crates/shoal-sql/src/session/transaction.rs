@@ -1,0 +1,385 @@
+//! A session's transactions: the implicit one a statement runs in when no block is open, the
+//! explicit block of BEGIN ... COMMIT with its savepoints, and the failed block that waits for
+//! ROLLBACK. Commit waits for the log here, and a READ ONLY transaction refuses writes here,
+//! because both depend on which transaction the statement belongs to.
+
+use datafusion::sql::sqlparser::ast::{self, Statement};
+use shoal_storage::{IsolationLevel, Transaction};
+
+use super::{Session, StatementResult, TxnState};
+use crate::error::{code, SqlError, SqlResult};
+use crate::settings::serializable_unsupported;
+
+impl Session {
+    /// The transaction a statement runs in: the open block's, or a new implicit one (true).
+    /// Also fixes the time now() returns for the statement (see `mark_statement_start`).
+    pub(super) fn statement_transaction(&mut self) -> (Transaction, bool) {
+        let result = match std::mem::replace(&mut self.txn, TxnState::Idle) {
+            TxnState::Block(t) => (t, false),
+            _ => {
+                self.txn_started_at = chrono::Utc::now();
+                (self.engine.db.begin(self.default_isolation()), true)
+            }
+        };
+        self.statement_in_block = !result.1;
+        self.mark_statement_start();
+        result
+    }
+
+    /// DataFusion's optimizer replaces now() with the execution start time it finds in the
+    /// session state, and now() fails if none was set. Shoal sets it to the transaction's start
+    /// time before each statement, which also gives PostgreSQL's meaning of now().
+    fn mark_statement_start(&mut self) {
+        self.state.mark_start_execution();
+        self.state.execution_props_mut().query_execution_start_time = Some(self.txn_started_at);
+    }
+
+    /// The time now() returns in the current statement, in microseconds since the epoch.
+    pub fn now_micros(&self) -> i64 {
+        self.txn_started_at.timestamp_micros()
+    }
+
+    /// Whether the running statement is part of a transaction block.
+    pub(crate) fn statement_in_block(&self) -> bool {
+        self.statement_in_block
+    }
+
+    pub(super) async fn finish_statement(
+        &mut self,
+        txn: Transaction,
+        implicit: bool,
+        result: SqlResult<StatementResult>,
+    ) -> SqlResult<StatementResult> {
+        *self.scope.dml_capture.lock() = None;
+        self.apply_set_config_calls(!implicit, result.is_ok());
+        match (implicit, result) {
+            (true, Ok(StatementResult::CopyIn(req))) => {
+                // COPY FROM STDIN keeps its transaction open until the data has arrived.
+                self.txn = TxnState::Idle;
+                Ok(StatementResult::CopyIn(req.with_transaction(txn, true)))
+            }
+            (false, Ok(StatementResult::CopyIn(req))) => {
+                Ok(StatementResult::CopyIn(req.with_transaction(txn, false)))
+            }
+            (true, Ok(r)) => {
+                let committed = self.commit_txn(txn).await;
+                self.end_transaction_settings(committed.is_ok());
+                committed.map(|_| r)
+            }
+            (true, Err(e)) => {
+                self.engine.db.rollback(txn);
+                self.end_transaction_settings(false);
+                Err(e)
+            }
+            (false, Ok(r)) => {
+                self.txn = TxnState::Block(txn);
+                Ok(r)
+            }
+            (false, Err(e)) => {
+                self.txn = TxnState::Failed(txn);
+                Err(e)
+            }
+        }
+    }
+
+    /// Completes a COPY FROM STDIN that `execute_statement` started.
+    pub async fn finish_copy(
+        &mut self,
+        txn: Transaction,
+        implicit: bool,
+        result: SqlResult<usize>,
+    ) -> SqlResult<usize> {
+        let r = result.map(|rows| StatementResult::Command {
+            tag: "COPY".into(),
+            rows: Some(rows),
+            oid: None,
+        });
+        match self.finish_statement(txn, implicit, r).await? {
+            StatementResult::Command { rows, .. } => Ok(rows.unwrap_or(0)),
+            _ => Ok(0),
+        }
+    }
+
+    /// A READ ONLY transaction (or, outside a block, default_transaction_read_only) refuses
+    /// statements that write.
+    pub(super) fn check_writable(&self, stmt: &Statement) -> SqlResult<()> {
+        if !self.read_only() {
+            return Ok(());
+        }
+        match write_command_name(stmt) {
+            Some(command) => Err(SqlError::new(
+                code::READ_ONLY_SQL_TRANSACTION,
+                format!("cannot execute {command} in a read-only transaction"),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    pub(super) fn read_only(&self) -> bool {
+        let setting = match self.txn {
+            TxnState::Idle => "default_transaction_read_only",
+            _ => "transaction_read_only",
+        };
+        self.settings.get(setting) == Some("on")
+    }
+
+    pub(super) fn fail_block(&mut self) {
+        if let TxnState::Block(t) = std::mem::replace(&mut self.txn, TxnState::Idle) {
+            self.txn = TxnState::Failed(t);
+        }
+    }
+
+    /// BEGIN, COMMIT, ROLLBACK and savepoints, which need no planning; None for any other
+    /// statement. Callers try this before boxing `execute_statement`, whose future is large
+    /// enough that building it costs more than these statements themselves.
+    pub(super) async fn execute_transaction_control(
+        &mut self,
+        stmt: &Statement,
+    ) -> Option<SqlResult<StatementResult>> {
+        if matches!(stmt, Statement::Commit { .. }) {
+            return Some(self.commit_block().await);
+        }
+        self.transaction_control(stmt)
+    }
+
+    /// BEGIN, COMMIT, ROLLBACK and savepoints. None for every other statement.
+    fn transaction_control(&mut self, stmt: &Statement) -> Option<SqlResult<StatementResult>> {
+        Some(match stmt {
+            Statement::StartTransaction { modes, begin, .. } => {
+                // The tag repeats the command's spelling: BEGIN or START TRANSACTION.
+                let tag = if *begin { "BEGIN" } else { "START TRANSACTION" };
+                self.begin_block(modes, tag)
+            }
+            // COMMIT waits for the log: see execute_statement.
+            Statement::Commit { .. } => return None,
+            Statement::Rollback {
+                savepoint: None, ..
+            } => Ok(self.rollback_block()),
+            Statement::Rollback {
+                savepoint: Some(name),
+                ..
+            } => self.rollback_to(&name.value),
+            Statement::Savepoint { name } => self.savepoint(&name.value),
+            Statement::ReleaseSavepoint { name } => self.release(&name.value),
+            _ => return None,
+        })
+    }
+
+    fn begin_block(
+        &mut self,
+        modes: &[ast::TransactionMode],
+        tag: &str,
+    ) -> SqlResult<StatementResult> {
+        match self.txn {
+            TxnState::Idle => {}
+            TxnState::Block(_) => {
+                // PostgreSQL warns and carries on.
+                return Ok(StatementResult::TransactionStart(tag.into()));
+            }
+            TxnState::Failed(_) => return Err(SqlError::in_failed_transaction()),
+        }
+        let mut isolation = self.default_isolation();
+        let mut read_only = self.settings.get("default_transaction_read_only") == Some("on");
+        for m in modes {
+            match m {
+                ast::TransactionMode::IsolationLevel(level) => isolation = isolation_of(level)?,
+                ast::TransactionMode::AccessMode(mode) => {
+                    read_only = matches!(mode, ast::TransactionAccessMode::ReadOnly)
+                }
+            }
+        }
+        let access = if read_only { "on" } else { "off" };
+        self.settings
+            .set("transaction_read_only", access, false)
+            .ok();
+        self.settings
+            .set(
+                "transaction_isolation",
+                if isolation == IsolationLevel::RepeatableRead {
+                    "repeatable read"
+                } else {
+                    "read committed"
+                },
+                false,
+            )
+            .ok();
+        self.sync_scope_settings();
+        self.txn_started_at = chrono::Utc::now();
+        self.txn = TxnState::Block(self.engine.db.begin(isolation));
+        Ok(StatementResult::TransactionStart(tag.into()))
+    }
+
+    fn default_isolation(&self) -> IsolationLevel {
+        match self.settings.get("default_transaction_isolation") {
+            Some("repeatable read") => IsolationLevel::RepeatableRead,
+            _ => IsolationLevel::ReadCommitted,
+        }
+    }
+
+    /// SET TRANSACTION ISOLATION LEVEL inside a block: allowed before its first query only.
+    pub(super) fn set_block_isolation(&mut self, level: &str) -> SqlResult<()> {
+        let iso = if level.contains("repeatable") {
+            IsolationLevel::RepeatableRead
+        } else {
+            IsolationLevel::ReadCommitted
+        };
+        if let TxnState::Block(t) = &self.txn {
+            if t.isolation() == iso {
+                return Ok(());
+            }
+            if !t.is_read_only_so_far() || t.current_snapshot().is_some() {
+                return Err(SqlError::new(
+                    code::ACTIVE_SQL_TRANSACTION,
+                    "SET TRANSACTION ISOLATION LEVEL must be called before any query",
+                ));
+            }
+            let old = std::mem::replace(&mut self.txn, TxnState::Idle);
+            if let TxnState::Block(t) = old {
+                self.engine.db.rollback(t);
+            }
+            self.txn = TxnState::Block(self.engine.db.begin(iso));
+        }
+        Ok(())
+    }
+
+    /// COMMIT: a failed block rolls back instead, as in PostgreSQL; a commit the log refuses
+    /// (disk full, broken log) is an error, and its changes are gone.
+    async fn commit_block(&mut self) -> SqlResult<StatementResult> {
+        let committed = match std::mem::replace(&mut self.txn, TxnState::Idle) {
+            TxnState::Idle => Ok(true),
+            TxnState::Block(t) => self.commit_txn(t).await.map(|_| true),
+            TxnState::Failed(t) => {
+                self.engine.db.rollback(t);
+                Ok(false)
+            }
+        };
+        self.end_transaction_settings(committed == Ok(true));
+        let tag = if committed.clone()? {
+            "COMMIT"
+        } else {
+            "ROLLBACK"
+        };
+        Ok(StatementResult::TransactionEnd(tag.into()))
+    }
+
+    /// Commits `txn`, first waiting until its redo record (and any catalog change logged
+    /// before it) is flushed, unless synchronous_commit is off. If the log cannot take it, the
+    /// transaction's changes are undone and the error says why.
+    async fn commit_txn(&mut self, txn: Transaction) -> SqlResult<()> {
+        let prepared = self.engine.db.prepare_commit(txn)?;
+        if let Some(d) = &self.engine.durability {
+            let wait = !matches!(
+                self.settings.get("synchronous_commit"),
+                Some("off" | "false" | "no" | "0")
+            );
+            if wait {
+                let lsn = prepared
+                    .durable_at()
+                    .unwrap_or(0)
+                    .max(self.engine.catalog.last_logged_lsn());
+                if let Err(e) = d.wait_flushed(lsn).await {
+                    prepared.abort();
+                    return Err(e);
+                }
+            }
+        }
+        prepared.finish();
+        Ok(())
+    }
+
+    fn rollback_block(&mut self) -> StatementResult {
+        match std::mem::replace(&mut self.txn, TxnState::Idle) {
+            TxnState::Block(t) | TxnState::Failed(t) => self.engine.db.rollback(t),
+            TxnState::Idle => {}
+        }
+        self.end_transaction_settings(false);
+        StatementResult::TransactionEnd("ROLLBACK".into())
+    }
+
+    fn savepoint(&mut self, name: &str) -> SqlResult<StatementResult> {
+        match &mut self.txn {
+            TxnState::Block(t) => {
+                self.engine.db.savepoint(t, name);
+                Ok(StatementResult::command("SAVEPOINT"))
+            }
+            TxnState::Failed(_) => Err(SqlError::in_failed_transaction()),
+            TxnState::Idle => Err(SqlError::new(
+                code::NO_ACTIVE_SQL_TRANSACTION,
+                "SAVEPOINT can only be used in transaction blocks",
+            )),
+        }
+    }
+
+    fn release(&mut self, name: &str) -> SqlResult<StatementResult> {
+        match &mut self.txn {
+            TxnState::Block(t) => {
+                let r = self.engine.db.release_savepoint(t, name);
+                if let Err(e) = r {
+                    self.fail_block();
+                    return Err(e.into());
+                }
+                Ok(StatementResult::command("RELEASE"))
+            }
+            TxnState::Failed(_) => Err(SqlError::in_failed_transaction()),
+            TxnState::Idle => Err(SqlError::new(
+                code::NO_ACTIVE_SQL_TRANSACTION,
+                "RELEASE SAVEPOINT can only be used in transaction blocks",
+            )),
+        }
+    }
+
+    fn rollback_to(&mut self, name: &str) -> SqlResult<StatementResult> {
+        match std::mem::replace(&mut self.txn, TxnState::Idle) {
+            TxnState::Block(mut t) | TxnState::Failed(mut t) => {
+                match self.engine.db.rollback_to_savepoint(&mut t, name) {
+                    Ok(()) => {
+                        self.txn = TxnState::Block(t);
+                        Ok(StatementResult::command("ROLLBACK"))
+                    }
+                    Err(e) => {
+                        self.txn = TxnState::Failed(t);
+                        Err(e.into())
+                    }
+                }
+            }
+            TxnState::Idle => Err(SqlError::new(
+                code::NO_ACTIVE_SQL_TRANSACTION,
+                "ROLLBACK TO SAVEPOINT can only be used in transaction blocks",
+            )),
+        }
+    }
+}
+
+/// The name PostgreSQL gives a statement that writes, for the read-only transaction error.
+fn write_command_name(stmt: &Statement) -> Option<String> {
+    Some(match stmt {
+        Statement::Insert(_) => "INSERT".into(),
+        Statement::Update(_) => "UPDATE".into(),
+        Statement::Delete(_) => "DELETE".into(),
+        Statement::Merge { .. } => "MERGE".into(),
+        Statement::Query(q) => match q.locks.first()?.lock_type {
+            ast::LockType::Update => "SELECT FOR UPDATE".into(),
+            ast::LockType::Share => "SELECT FOR SHARE".into(),
+        },
+        Statement::Copy { to: false, .. } => "COPY FROM".into(),
+        Statement::Truncate { .. } => "TRUNCATE TABLE".into(),
+        Statement::CreateTable(_) => "CREATE TABLE".into(),
+        Statement::CreateIndex(_) => "CREATE INDEX".into(),
+        Statement::CreateView { .. } => "CREATE VIEW".into(),
+        Statement::CreateSequence { .. } => "CREATE SEQUENCE".into(),
+        Statement::CreateSchema { .. } => "CREATE SCHEMA".into(),
+        Statement::AlterTable { .. } => "ALTER TABLE".into(),
+        Statement::Drop { object_type, .. } => format!("DROP {object_type}"),
+        _ => return None,
+    })
+}
+
+pub(super) fn isolation_of(level: &ast::TransactionIsolationLevel) -> SqlResult<IsolationLevel> {
+    match level {
+        ast::TransactionIsolationLevel::ReadCommitted
+        | ast::TransactionIsolationLevel::ReadUncommitted => Ok(IsolationLevel::ReadCommitted),
+        ast::TransactionIsolationLevel::RepeatableRead
+        | ast::TransactionIsolationLevel::Snapshot => Ok(IsolationLevel::RepeatableRead),
+        ast::TransactionIsolationLevel::Serializable => Err(serializable_unsupported()),
+    }
+}
