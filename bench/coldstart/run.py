@@ -230,14 +230,17 @@ class PgbenchDataset:
 class GbDataset:
     """`big (id bigint PRIMARY KEY, a bigint, b double precision, c text)`, ~150 bytes a row in
     a checkpoint, filled with INSERT ... SELECT FROM generate_series until the checkpoint on disk
-    reaches the target (estimated from a first small batch), or with exactly `rows` rows."""
+    reaches the target (estimated from a first small batch), or with exactly `rows` rows.
+    As a column table (`USING columnar`, no primary key: column tables have no indexes) its
+    checkpoint is the segments' Arrow IPC images."""
 
     PROBE_ROWS = 100_000
 
-    def __init__(self, gb, batch_rows):
+    def __init__(self, gb, batch_rows, access_method):
         self.gb = gb
         self.batch_rows = batch_rows
-        self.name = f"big table, {gb:g} GB checkpoint"
+        self.access_method = access_method
+        self.name = f"big {access_method} table, {gb:g} GB checkpoint"
         self.tables = ["big"]
         self.rows = None  # fixed by the first (checkpointed) load, reused by --replay
 
@@ -248,8 +251,12 @@ class GbDataset:
 
     def load(self, server, checkpoint):
         with server.connect() as conn:
-            conn.execute("CREATE TABLE big (id bigint PRIMARY KEY, a bigint, "
-                         "b double precision, c text)")
+            if self.access_method == "columnar":
+                conn.execute("CREATE TABLE big (id bigint, a bigint, b double precision, "
+                             "c text) USING columnar")
+            else:
+                conn.execute("CREATE TABLE big (id bigint PRIMARY KEY, a bigint, "
+                             "b double precision, c text)")
             done = 0
             target_rows = self.rows
             if target_rows is None:
@@ -420,6 +427,8 @@ def main():
                     help="checkpoint size of the generated table in GB; 0 skips it")
     ap.add_argument("--batch-rows", type=int, default=1_000_000,
                     help="rows per INSERT ... SELECT statement of the generated table")
+    ap.add_argument("--big-access-method", default="heap",
+                    help="heap, columnar, or heap,columnar: the kind of table of the big dataset")
     ap.add_argument("--runs", type=int, default=3, help="restarts per dataset; median reported")
     ap.add_argument("--replay", action="store_true",
                     help="also load each dataset without any checkpoint and time log replay")
@@ -446,7 +455,8 @@ def main():
     datasets = [PgbenchDataset(int(s)) for s in args.scales.split(",") if s.strip()
                 and int(s) > 0]
     if args.gb > 0:
-        datasets.append(GbDataset(args.gb, args.batch_rows))
+        for access_method in args.big_access_method.split(","):
+            datasets.append(GbDataset(args.gb, args.batch_rows, access_method.strip()))
     variants = ["checkpoint"] + (["log replay"] if args.replay else [])
 
     Path(args.workdir).mkdir(parents=True, exist_ok=True)

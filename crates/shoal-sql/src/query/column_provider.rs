@@ -25,6 +25,7 @@ use shoal_storage::{ColumnTable, Segment};
 
 use crate::query::provider::{scan_schema, table_schema};
 use crate::query::scope::PlanScope;
+use crate::query::BATCH_SIZE_ROWS;
 
 pub struct ColumnTableProvider {
     pub def: Arc<TableDef>,
@@ -218,11 +219,13 @@ impl TableProvider for ColumnTableProvider {
                 continue;
             }
             let options = RecordBatchOptions::new().with_row_count(Some(rows));
-            batches.push(RecordBatch::try_new_with_options(
-                out_schema.clone(),
-                arrays,
-                &options,
-            )?);
+            let batch = RecordBatch::try_new_with_options(out_schema.clone(), arrays, &options)?;
+            // Operators work a batch at a time: slices of BATCH_SIZE_ROWS (zero-copy) keep a
+            // hash aggregation's per-batch hashes and group ids in cache, where a whole
+            // segment's would not fit.
+            for offset in (0..rows).step_by(BATCH_SIZE_ROWS) {
+                batches.push(batch.slice(offset, BATCH_SIZE_ROWS.min(rows - offset)));
+            }
             total += rows;
         }
         let partitions = state

@@ -25,6 +25,8 @@ use datafusion::logical_expr::{
 };
 use datafusion::sql::sqlparser::ast::BinaryOperator;
 
+use crate::query::civil_time::{civil_field, CivilField};
+
 /// An interval literal restated for DataFusion's parser, when it is in a form that parser
 /// does not read (a `hh:mm:ss` part) and Shoal's reads it; None otherwise.
 pub fn interval_literal_for_datafusion(text: &str) -> Option<String> {
@@ -646,6 +648,11 @@ impl ScalarUDFImpl for Extract {
                 .downcast_ref::<TimestampMicrosecondArray>()
                 .expect("cast to microsecond timestamps");
             let out: Decimal128Array = micros.unary(|v| v as i128);
+            Arc::new(out.with_precision_and_scale(precision, scale)?)
+        } else if let Some(out) = CivilField::of(&field_name)
+            .filter(|_| field == ExtractField::Whole)
+            .and_then(|civil| civil_field(&values, civil))
+        {
             Arc::new(out.with_precision_and_scale(precision, scale)?)
         } else {
             // Seconds and milliseconds of a timestamp from date_part's microseconds (seconds

@@ -7,6 +7,7 @@
 pub mod arithmetic;
 pub mod builtins;
 pub mod checks;
+pub mod civil_time;
 pub mod column_names;
 pub mod column_provider;
 pub mod datetime;
