@@ -13,11 +13,11 @@ use datafusion::arrow::record_batch::RecordBatch;
 use shoal_storage::catalog::TableDef;
 use shoal_storage::column::SEGMENT_MAX_ROWS;
 use shoal_storage::table::InsertOutcome;
-use shoal_storage::{ColumnTable, StorageError, Transaction};
+use shoal_storage::{ColumnStats, ColumnTable, StorageError, Transaction};
 use tokio::task::JoinHandle;
 
 use super::parse::{parse_chunk, ChunkLayout, ParsedChunk};
-use super::split::{RecordSplitter, CHUNK_BYTES};
+use super::split::{RecordSplitter, CHUNK_BYTES, SEGMENT_CHUNK_BYTES_MAX};
 use super::CopyFormat;
 use crate::dml::TableStore;
 use crate::error::{SqlError, SqlResult};
@@ -73,9 +73,20 @@ impl CopyLoader {
                 batches: Vec::new(),
             },
         };
-        let layout = Arc::new(ChunkLayout {
-            table: def.name.clone(),
-            columns: columns
+        // A column table gets a chunk per segment: each parse job then builds a whole
+        // segment, stats included, and nothing is copied together afterwards.
+        let (chunk_bytes, chunk_records, stats_rows) = match &sink {
+            Sink::Row(_) => (CHUNK_BYTES, usize::MAX, None),
+            Sink::Column { .. } => (
+                SEGMENT_CHUNK_BYTES_MAX,
+                SEGMENT_MAX_ROWS,
+                Some(SEGMENT_MAX_ROWS),
+            ),
+        };
+        let layout = Arc::new(ChunkLayout::new(
+            format.clone(),
+            def.name.clone(),
+            columns
                 .iter()
                 .map(|c| {
                     (
@@ -84,11 +95,11 @@ impl CopyLoader {
                     )
                 })
                 .collect(),
-            format: format.clone(),
-            zone: session.settings.time_zone().clone(),
-        });
+            session.settings.time_zone().clone(),
+            stats_rows,
+        ));
         Ok(CopyLoader {
-            splitter: RecordSplitter::new(&format, CHUNK_BYTES),
+            splitter: RecordSplitter::new(&format, chunk_bytes, chunk_records, format.header),
             header_pending: format.header,
             def,
             columns,
@@ -157,12 +168,14 @@ impl CopyLoader {
 
     fn spawn(&mut self, data: Arc<Vec<u8>>, chunk: std::ops::Range<usize>) {
         let first_line = self.next_line;
-        self.next_line += memchr::memchr_iter(b'\n', &data[chunk.clone()]).count();
+        let newlines = memchr::memchr_iter(b'\n', &data[chunk.clone()]).count();
+        self.next_line += newlines;
+        let rows_hint = newlines + usize::from(!data[chunk.clone()].ends_with(b"\n"));
         let skip_header = std::mem::take(&mut self.header_pending);
         let layout = self.layout.clone();
         self.in_flight
             .push_back(tokio::task::spawn_blocking(move || {
-                parse_chunk(&layout, &data[chunk], first_line, skip_header)
+                parse_chunk(&layout, &data[chunk], first_line, rows_hint, skip_header)
             }));
     }
 
@@ -191,9 +204,20 @@ impl CopyLoader {
             return Ok(());
         }
         let def = self.def.clone();
+        let ParsedChunk {
+            arrays: parsed_arrays,
+            stats: parsed_stats,
+            lines,
+            ..
+        } = parsed;
         let mut arrays: Vec<Option<ArrayRef>> = vec![None; def.columns.len()];
-        for (array, col) in parsed.arrays.into_iter().zip(&self.columns) {
+        let mut stats: Vec<Option<ColumnStats>> = vec![None; def.columns.len()];
+        for (array, col) in parsed_arrays.into_iter().zip(&self.columns) {
             arrays[*col] = Some(array);
+        }
+        let parsed_with_stats = parsed_stats.is_some();
+        for (s, col) in parsed_stats.into_iter().flatten().zip(&self.columns) {
+            stats[*col] = Some(s);
         }
         let mut full = Vec::with_capacity(arrays.len());
         for (c, array) in arrays.into_iter().enumerate() {
@@ -203,13 +227,13 @@ impl CopyLoader {
             });
         }
         let batch = RecordBatch::try_new(table_schema(&def), full)?;
-        check_constraints(session, &def, &batch, &parsed.lines).await?;
+        check_constraints(session, &def, &batch, &lines).await?;
         self.rows += rows;
         match &mut self.sink {
             Sink::Row(table) => {
                 let zone = session.settings.time_zone();
                 let values = crate::dml::batch_rows(std::slice::from_ref(&batch), &def, 0, zone)?;
-                for (row, line) in values.into_iter().zip(&parsed.lines) {
+                for (row, line) in values.into_iter().zip(&lines) {
                     loop {
                         match table.insert_or_conflict(txn, &row) {
                             Ok(InsertOutcome::Inserted(_)) => break,
@@ -228,6 +252,12 @@ impl CopyLoader {
                 }
             }
             Sink::Column { table, batches } => {
+                if batches.is_empty() && rows == SEGMENT_MAX_ROWS && parsed_with_stats {
+                    // The parse job made a whole segment: append it as it is.
+                    let stats = complete_stats(&batch, stats)?;
+                    append_segment(&session.engine.db, table, txn, batch, stats)?;
+                    return Ok(());
+                }
                 batches.push(batch);
                 if batches.iter().map(RecordBatch::num_rows).sum::<usize>() >= SEGMENT_MAX_ROWS {
                     let full = std::mem::take(batches);
@@ -271,10 +301,37 @@ fn seal_segments(
         let segment = concat_batches(&schema, &parts)?;
         drop(parts);
         let stats = crate::dml::column::segment_stats(&segment)?;
-        let no = table.append(txn, segment, stats)?;
-        // Logged now, not in the commit record: the log write overlaps the rest of the load.
-        db.log_segment_early(txn, table.id(), no)?;
+        append_segment(db, table, txn, segment, stats)?;
     }
+}
+
+/// The stats of every column of `batch`: those the parse job computed, and the rest (columns
+/// filled with their defaults) computed here.
+fn complete_stats(
+    batch: &RecordBatch,
+    stats: Vec<Option<ColumnStats>>,
+) -> SqlResult<Vec<ColumnStats>> {
+    stats
+        .into_iter()
+        .zip(batch.columns())
+        .map(|(s, array)| match s {
+            Some(s) => Ok(s),
+            None => crate::dml::column::column_stats(array),
+        })
+        .collect()
+}
+
+fn append_segment(
+    db: &shoal_storage::Database,
+    table: &Arc<ColumnTable>,
+    txn: &mut Transaction,
+    segment: RecordBatch,
+    stats: Vec<ColumnStats>,
+) -> SqlResult<()> {
+    let no = table.append(txn, segment, stats)?;
+    // Logged now, not in the commit record: the log write overlaps the rest of the load.
+    db.log_segment_early(txn, table.id(), no)?;
+    Ok(())
 }
 
 /// The column's default for `rows` rows, computed once per chunk rather than per row

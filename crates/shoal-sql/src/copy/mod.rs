@@ -4,8 +4,10 @@
 //! `parse` turns each into Arrow arrays. A bad line fails the whole COPY with its line number,
 //! and the transaction's rollback leaves nothing loaded.
 
+mod decimal;
 mod load;
 mod parse;
+mod scan;
 mod split;
 
 use std::path::PathBuf;

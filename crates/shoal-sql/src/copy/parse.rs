@@ -1,19 +1,27 @@
 //! Parses one chunk of COPY FROM data (whole records, see `split`) straight into Arrow arrays,
 //! one per COPY column. This runs on a parse worker, many chunks at once; it touches no
-//! session or table state, so a bad line found here changes nothing.
+//! session or table state, so a bad line found here changes nothing. A chunk that makes a
+//! whole column segment also gets its columns' min/max here, on the worker, rather than on
+//! the one task that appends segments.
 
 use std::borrow::Cow;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use datafusion::arrow::array::NullBufferBuilder;
 use datafusion::arrow::array::*;
+use datafusion::arrow::buffer::{Buffer, OffsetBuffer, ScalarBuffer};
 use datafusion::arrow::datatypes::DataType as ArrowType;
 use shoal_storage::types::{DataType, Value};
+use shoal_storage::ColumnStats;
 
+use super::decimal::{plain_float, plain_integer};
+use super::scan::ByteScanner;
 use super::CopyFormat;
 use crate::error::{code, SqlError, SqlResult};
 use crate::pgtext;
 use crate::timezone::TimeZone;
-use crate::types::{array_from_values, arrow_type};
+use crate::types::array_from_values;
 
 /// What a parse worker needs to know about the COPY; shared by all its chunks.
 #[derive(Debug)]
@@ -24,12 +32,39 @@ pub struct ChunkLayout {
     pub columns: Vec<(String, DataType)>,
     /// The session's time zone, in which a timestamptz without an offset is read.
     pub zone: TimeZone,
+    /// A chunk of exactly this many rows is a whole column segment: its columns' min/max are
+    /// computed with the parse.
+    pub stats_rows: Option<usize>,
+    /// Per column, text bytes per 1,000 rows in the latest chunk: sizes the next chunk's text
+    /// buffers, so they seldom grow while filling.
+    pub text_bytes_per_1000_rows: Vec<AtomicUsize>,
+}
+
+impl ChunkLayout {
+    pub fn new(
+        format: CopyFormat,
+        table: String,
+        columns: Vec<(String, DataType)>,
+        zone: TimeZone,
+        stats_rows: Option<usize>,
+    ) -> Self {
+        ChunkLayout {
+            text_bytes_per_1000_rows: columns.iter().map(|_| AtomicUsize::new(0)).collect(),
+            format,
+            table,
+            columns,
+            zone,
+            stats_rows,
+        }
+    }
 }
 
 /// The rows of one chunk, column by column.
 #[derive(Debug)]
 pub struct ParsedChunk {
     pub arrays: Vec<ArrayRef>,
+    /// Min/max of each array, when the chunk is a whole segment (`ChunkLayout::stats_rows`).
+    pub stats: Option<Vec<ColumnStats>>,
     /// The input line each row starts on (CSV rows may span lines).
     pub lines: Vec<usize>,
     /// The chunk held the end-of-data marker `\.`: rows after it are not data.
@@ -43,11 +78,13 @@ impl ParsedChunk {
 }
 
 /// Parses `data` (whole records; the last may lack its newline) whose first line is
-/// `first_line`. `skip_header` drops the first record.
+/// `first_line`; `rows_hint` (its newline count) sizes the arrays. `skip_header` drops the
+/// first record.
 pub fn parse_chunk(
     layout: &ChunkLayout,
     data: &[u8],
     first_line: usize,
+    rows_hint: usize,
     skip_header: bool,
 ) -> SqlResult<ParsedChunk> {
     let context = |line: usize| format!("COPY {}, line {line}", layout.table);
@@ -66,16 +103,15 @@ pub fn parse_chunk(
     let mut builders: Vec<ColumnBuilder> = layout
         .columns
         .iter()
-        .map(|(_, t)| ColumnBuilder::new(t, &layout.zone))
+        .zip(&layout.text_bytes_per_1000_rows)
+        .map(|((_, t), hint)| {
+            let text_bytes = hint.load(Ordering::Relaxed) * rows_hint / 1000;
+            ColumnBuilder::new(t, &layout.zone, rows_hint, text_bytes)
+        })
         .collect();
-    let mut lines = Vec::new();
+    let mut lines = Vec::with_capacity(rows_hint);
     let mut fields: Vec<Option<Cow<str>>> = Vec::with_capacity(layout.columns.len());
-    let mut records = Records {
-        text,
-        pos: 0,
-        line: first_line,
-        format: &layout.format,
-    };
+    let mut records = Records::new(text, first_line, &layout.format);
     let mut skip = skip_header;
     let mut saw_end_marker = false;
     loop {
@@ -116,9 +152,29 @@ pub fn parse_chunk(
         }
         lines.push(line);
     }
-    let arrays = builders.into_iter().map(ColumnBuilder::finish).collect();
+    let rows = lines.len();
+    let arrays: Vec<ArrayRef> = builders
+        .into_iter()
+        .zip(&layout.text_bytes_per_1000_rows)
+        .map(|(b, hint)| {
+            if let Some(bytes) = b.text_bytes() {
+                hint.store(bytes * 1000 / rows.max(1), Ordering::Relaxed);
+            }
+            b.finish()
+        })
+        .collect::<SqlResult<_>>()?;
+    let stats = match layout.stats_rows {
+        Some(n) if n == rows => Some(
+            arrays
+                .iter()
+                .map(crate::dml::column::column_stats)
+                .collect::<SqlResult<_>>()?,
+        ),
+        _ => None,
+    };
     Ok(ParsedChunk {
         arrays,
+        stats,
         lines,
         saw_end_marker,
     })
@@ -131,9 +187,22 @@ struct Records<'a> {
     /// The line the next record starts on.
     line: usize,
     format: &'a CopyFormat,
+    /// CSV: where the delimiters, newlines and quotes are.
+    scanner: ByteScanner<'a>,
 }
 
 impl<'a> Records<'a> {
+    fn new(text: &'a str, first_line: usize, format: &'a CopyFormat) -> Self {
+        let wanted = [format.delimiter as u8, b'\n', format.quote as u8];
+        Records {
+            text,
+            pos: 0,
+            line: first_line,
+            format,
+            scanner: ByteScanner::new(text.as_bytes(), wanted),
+        }
+    }
+
     /// Fills `fields` with the next record's fields and returns the record's raw text.
     fn next_record(
         &mut self,
@@ -167,9 +236,7 @@ impl<'a> Records<'a> {
         loop {
             // One field: an unquoted run is borrowed; any quote switches to building it.
             let field_start = i;
-            let stop = memchr::memchr3(delim, b'\n', quote, &bytes[i..])
-                .map(|o| i + o)
-                .unwrap_or(bytes.len());
+            let stop = self.scanner.find(i);
             if stop == bytes.len() || bytes[stop] != quote {
                 let mut raw = &self.text[field_start..stop];
                 let at_end = stop == bytes.len() || bytes[stop] == b'\n';
@@ -317,106 +384,177 @@ fn unescape_text(raw: &str) -> String {
     String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
-/// Appends parsed fields to an Arrow builder of the column's type. The common types parse
-/// straight into their builder; the rest go through `Value`.
-enum ColumnBuilder {
+/// Collects one column's parsed fields. The common types parse straight into a vector of
+/// their Arrow type, which becomes the array's buffer without a copy; the rest go through
+/// `Value`. Plain decimal numbers take a fast path; anything else (and every error) goes
+/// through the PostgreSQL input functions.
+struct ColumnBuilder {
+    values: ColumnValues,
+    /// Unmaterialized until the first NULL, so a column without NULLs costs nothing here.
+    nulls: NullBufferBuilder,
+}
+
+enum ColumnValues {
     Bool(BooleanBuilder),
-    Int16(Int16Builder),
-    Int32(Int32Builder),
-    Int64(Int64Builder),
-    Float32(Float32Builder),
-    Float64(Float64Builder),
-    Date(Date32Builder),
-    Timestamp(TimestampMicrosecondBuilder),
+    Int16(Vec<i16>),
+    Int32(Vec<i32>),
+    Int64(Vec<i64>),
+    Float32(Vec<f32>),
+    Float64(Vec<f64>),
+    Date(Vec<i32>),
+    Timestamp(Vec<i64>),
     /// The session's zone, for values without an offset.
-    TimestampTz(TimestampMicrosecondBuilder, TimeZone),
-    Text(StringBuilder, DataType),
+    TimestampTz(Vec<i64>, TimeZone),
+    /// Value i is `bytes[offsets[i]..offsets[i + 1]]`.
+    Text {
+        offsets: Vec<i32>,
+        bytes: Vec<u8>,
+        t: DataType,
+    },
     Other(DataType, Vec<Value>, TimeZone),
 }
 
 impl ColumnBuilder {
-    fn new(t: &DataType, zone: &TimeZone) -> Self {
-        match t {
-            DataType::Bool => ColumnBuilder::Bool(BooleanBuilder::new()),
-            DataType::Int16 => ColumnBuilder::Int16(Int16Builder::new()),
-            DataType::Int32 => ColumnBuilder::Int32(Int32Builder::new()),
-            DataType::Int64 => ColumnBuilder::Int64(Int64Builder::new()),
-            DataType::Float32 => ColumnBuilder::Float32(Float32Builder::new()),
-            DataType::Float64 => ColumnBuilder::Float64(Float64Builder::new()),
-            DataType::Date => ColumnBuilder::Date(Date32Builder::new()),
-            DataType::Timestamp => ColumnBuilder::Timestamp(TimestampMicrosecondBuilder::new()),
-            DataType::TimestampTz => ColumnBuilder::TimestampTz(
-                TimestampMicrosecondBuilder::new().with_timezone("UTC"),
-                zone.clone(),
-            ),
-            DataType::Text | DataType::Varchar(_) => {
-                ColumnBuilder::Text(StringBuilder::new(), t.clone())
+    fn new(t: &DataType, zone: &TimeZone, rows: usize, text_bytes: usize) -> Self {
+        let values = match t {
+            DataType::Bool => ColumnValues::Bool(BooleanBuilder::with_capacity(rows)),
+            DataType::Int16 => ColumnValues::Int16(Vec::with_capacity(rows)),
+            DataType::Int32 => ColumnValues::Int32(Vec::with_capacity(rows)),
+            DataType::Int64 => ColumnValues::Int64(Vec::with_capacity(rows)),
+            DataType::Float32 => ColumnValues::Float32(Vec::with_capacity(rows)),
+            DataType::Float64 => ColumnValues::Float64(Vec::with_capacity(rows)),
+            DataType::Date => ColumnValues::Date(Vec::with_capacity(rows)),
+            DataType::Timestamp => ColumnValues::Timestamp(Vec::with_capacity(rows)),
+            DataType::TimestampTz => {
+                ColumnValues::TimestampTz(Vec::with_capacity(rows), zone.clone())
             }
-            _ => ColumnBuilder::Other(t.clone(), Vec::new(), zone.clone()),
+            DataType::Text | DataType::Varchar(_) => {
+                let mut offsets = Vec::with_capacity(rows + 1);
+                offsets.push(0);
+                ColumnValues::Text {
+                    offsets,
+                    bytes: Vec::with_capacity(text_bytes + text_bytes / 8),
+                    t: t.clone(),
+                }
+            }
+            _ => ColumnValues::Other(t.clone(), Vec::with_capacity(rows), zone.clone()),
+        };
+        ColumnBuilder {
+            values,
+            nulls: NullBufferBuilder::new(rows),
         }
     }
 
     fn append(&mut self, field: Option<&str>) -> SqlResult<()> {
         let Some(s) = field else {
-            match self {
-                ColumnBuilder::Bool(b) => b.append_null(),
-                ColumnBuilder::Int16(b) => b.append_null(),
-                ColumnBuilder::Int32(b) => b.append_null(),
-                ColumnBuilder::Int64(b) => b.append_null(),
-                ColumnBuilder::Float32(b) => b.append_null(),
-                ColumnBuilder::Float64(b) => b.append_null(),
-                ColumnBuilder::Date(b) => b.append_null(),
-                ColumnBuilder::Timestamp(b) => b.append_null(),
-                ColumnBuilder::TimestampTz(b, _) => b.append_null(),
-                ColumnBuilder::Text(b, _) => b.append_null(),
-                ColumnBuilder::Other(_, v, _) => v.push(Value::Null),
+            self.nulls.append_null();
+            match &mut self.values {
+                ColumnValues::Bool(b) => b.append_null(),
+                ColumnValues::Int16(v) => v.push(0),
+                ColumnValues::Int32(v) | ColumnValues::Date(v) => v.push(0),
+                ColumnValues::Int64(v)
+                | ColumnValues::Timestamp(v)
+                | ColumnValues::TimestampTz(v, _) => v.push(0),
+                ColumnValues::Float32(v) => v.push(0.0),
+                ColumnValues::Float64(v) => v.push(0.0),
+                ColumnValues::Text { offsets, bytes, .. } => offsets.push(text_offset(bytes)),
+                ColumnValues::Other(_, v, _) => v.push(Value::Null),
             }
             return Ok(());
         };
-        match self {
-            ColumnBuilder::Bool(b) => b.append_value(pgtext::parse_bool(s)?),
-            ColumnBuilder::Int16(b) => b.append_value(pgtext::parse_smallint(s)?),
-            ColumnBuilder::Int32(b) => b.append_value(pgtext::parse_integer(s)?),
-            ColumnBuilder::Int64(b) => b.append_value(pgtext::parse_bigint(s)?),
-            ColumnBuilder::Float32(b) => b.append_value(pgtext::parse_real(s)?),
-            ColumnBuilder::Float64(b) => b.append_value(pgtext::parse_double(s)?),
-            ColumnBuilder::Date(b) => b.append_value(pgtext::parse_date(s)?),
-            ColumnBuilder::Timestamp(b) => b.append_value(pgtext::parse_timestamp(s)?),
-            ColumnBuilder::TimestampTz(b, zone) => {
-                b.append_value(pgtext::parse_timestamptz(s, zone)?)
-            }
-            ColumnBuilder::Text(b, t) => match t {
-                // Fewer bytes than the limit means fewer characters: no need to count.
-                DataType::Varchar(Some(n)) if s.len() > *n as usize => {
-                    b.append_value(pgtext::check_varchar(s, Some(*n), t)?)
+        self.nulls.append_non_null();
+        match &mut self.values {
+            ColumnValues::Bool(b) => b.append_value(pgtext::parse_bool(s)?),
+            ColumnValues::Int16(v) => v.push(
+                match plain_integer(s.as_bytes()).and_then(|i| i16::try_from(i).ok()) {
+                    Some(i) => i,
+                    None => pgtext::parse_smallint(s)?,
+                },
+            ),
+            ColumnValues::Int32(v) => v.push(
+                match plain_integer(s.as_bytes()).and_then(|i| i32::try_from(i).ok()) {
+                    Some(i) => i,
+                    None => pgtext::parse_integer(s)?,
+                },
+            ),
+            ColumnValues::Int64(v) => v.push(match plain_integer(s.as_bytes()) {
+                Some(i) => i,
+                None => pgtext::parse_bigint(s)?,
+            }),
+            ColumnValues::Float32(v) => v.push(pgtext::parse_real(s)?),
+            ColumnValues::Float64(v) => v.push(match plain_float(s.as_bytes()) {
+                Some(f) => f,
+                None => pgtext::parse_double(s)?,
+            }),
+            ColumnValues::Date(v) => v.push(pgtext::parse_date(s)?),
+            ColumnValues::Timestamp(v) => v.push(pgtext::parse_timestamp(s)?),
+            ColumnValues::TimestampTz(v, zone) => v.push(pgtext::parse_timestamptz(s, zone)?),
+            ColumnValues::Text { offsets, bytes, t } => {
+                match t {
+                    // Fewer bytes than the limit means fewer characters: no need to count.
+                    DataType::Varchar(Some(n)) if s.len() > *n as usize => {
+                        bytes.extend_from_slice(pgtext::check_varchar(s, Some(*n), t)?.as_bytes())
+                    }
+                    _ => bytes.extend_from_slice(s.as_bytes()),
                 }
-                _ => b.append_value(s),
-            },
-            ColumnBuilder::Other(t, v, zone) => v.push(pgtext::parse_value(s, t, zone)?),
+                offsets.push(text_offset(bytes));
+            }
+            ColumnValues::Other(t, v, zone) => v.push(pgtext::parse_value(s, t, zone)?),
         }
         Ok(())
     }
 
-    fn finish(self) -> ArrayRef {
-        let (array, t): (ArrayRef, Option<DataType>) = match self {
-            ColumnBuilder::Bool(mut b) => (Arc::new(b.finish()), None),
-            ColumnBuilder::Int16(mut b) => (Arc::new(b.finish()), None),
-            ColumnBuilder::Int32(mut b) => (Arc::new(b.finish()), None),
-            ColumnBuilder::Int64(mut b) => (Arc::new(b.finish()), None),
-            ColumnBuilder::Float32(mut b) => (Arc::new(b.finish()), None),
-            ColumnBuilder::Float64(mut b) => (Arc::new(b.finish()), None),
-            ColumnBuilder::Date(mut b) => (Arc::new(b.finish()), None),
-            ColumnBuilder::Timestamp(mut b) => (Arc::new(b.finish()), None),
-            ColumnBuilder::TimestampTz(mut b, _) => (Arc::new(b.finish()), None),
-            ColumnBuilder::Text(mut b, t) => (Arc::new(b.finish()), Some(t)),
-            ColumnBuilder::Other(t, v, _) => (array_from_values(&t, v.iter()), Some(t)),
-        };
-        if let Some(t) = t {
-            debug_assert_eq!(array.data_type(), &arrow_type(&t));
+    /// Bytes of text collected, for a text column.
+    fn text_bytes(&self) -> Option<usize> {
+        match &self.values {
+            ColumnValues::Text { bytes, .. } => Some(bytes.len()),
+            _ => None,
         }
-        debug_assert!(!matches!(array.data_type(), ArrowType::Null));
-        array
     }
+
+    fn finish(mut self) -> SqlResult<ArrayRef> {
+        let nulls = self.nulls.finish();
+        let array: ArrayRef = match self.values {
+            ColumnValues::Bool(mut b) => Arc::new(b.finish()),
+            ColumnValues::Int16(v) => Arc::new(Int16Array::new(exact(v), nulls)),
+            ColumnValues::Int32(v) => Arc::new(Int32Array::new(exact(v), nulls)),
+            ColumnValues::Int64(v) => Arc::new(Int64Array::new(exact(v), nulls)),
+            ColumnValues::Float32(v) => Arc::new(Float32Array::new(exact(v), nulls)),
+            ColumnValues::Float64(v) => Arc::new(Float64Array::new(exact(v), nulls)),
+            ColumnValues::Date(v) => Arc::new(Date32Array::new(exact(v), nulls)),
+            ColumnValues::Timestamp(v) => Arc::new(TimestampMicrosecondArray::new(exact(v), nulls)),
+            ColumnValues::TimestampTz(v, _) => {
+                Arc::new(TimestampMicrosecondArray::new(exact(v), nulls).with_timezone("UTC"))
+            }
+            ColumnValues::Text {
+                offsets, mut bytes, ..
+            } => {
+                bytes.shrink_to_fit();
+                // Fields are cut from UTF-8 text at ASCII bytes, so the check cannot fail.
+                Arc::new(StringArray::try_new(
+                    OffsetBuffer::new(exact(offsets)),
+                    Buffer::from_vec(bytes),
+                    nulls,
+                )?)
+            }
+            ColumnValues::Other(t, v, _) => array_from_values(&t, v.iter()),
+        };
+        debug_assert!(!matches!(array.data_type(), ArrowType::Null));
+        Ok(array)
+    }
+}
+
+/// The vector as an Arrow buffer of its length, without copying. `shrink_to_fit` goes
+/// through `realloc`, which shrinks in place.
+fn exact<T: datafusion::arrow::datatypes::ArrowNativeType>(mut v: Vec<T>) -> ScalarBuffer<T> {
+    v.shrink_to_fit();
+    ScalarBuffer::from(v)
+}
+
+/// The end of the text so far as an Arrow offset. A chunk is far smaller than 2 GiB (see
+/// `split::SEGMENT_CHUNK_BYTES_MAX`), and a value never grows when it is unquoted.
+fn text_offset(bytes: &[u8]) -> i32 {
+    i32::try_from(bytes.len()).expect("a chunk's text fits 32-bit offsets")
 }
 
 #[cfg(test)]
@@ -434,16 +572,17 @@ mod tests {
         } else {
             CopyFormat::default()
         };
-        ChunkLayout {
+        ChunkLayout::new(
             format,
-            table: "t".into(),
-            columns: types
+            "t".into(),
+            types
                 .iter()
                 .enumerate()
                 .map(|(i, t)| (format!("c{i}"), t.clone()))
                 .collect(),
-            zone: TimeZone::utc(),
-        }
+            TimeZone::utc(),
+            None,
+        )
     }
 
     fn texts(a: &ArrayRef) -> Vec<Option<String>> {
@@ -455,7 +594,7 @@ mod tests {
     fn csv_quotes_nulls_and_multiline_fields() {
         let l = layout(true, &[DataType::Int32, DataType::Text]);
         let data = b"1,\"a,b\"\n2,\n3,\"\"\n4,\"x\ny\"\"z\"\n5,plain\r\n";
-        let p = parse_chunk(&l, data, 10, false).unwrap();
+        let p = parse_chunk(&l, data, 10, 4, false).unwrap();
         assert_eq!(p.lines, vec![10, 11, 12, 13, 15]);
         assert_eq!(
             texts(&p.arrays[1]),
@@ -473,7 +612,7 @@ mod tests {
     fn text_escapes_and_end_marker() {
         let l = layout(false, &[DataType::Text, DataType::Int64]);
         let data = b"a\\tb\\\\\t1\n\\N\t\\N\n\\101\\x42\t3\n\\.\nignored\n";
-        let p = parse_chunk(&l, data, 1, false).unwrap();
+        let p = parse_chunk(&l, data, 1, 4, false).unwrap();
         assert!(p.saw_end_marker);
         assert_eq!(
             texts(&p.arrays[0]),
@@ -485,22 +624,22 @@ mod tests {
     #[test]
     fn bad_lines_name_their_line_and_column() {
         let l = layout(true, &[DataType::Int16, DataType::Text]);
-        let e = parse_chunk(&l, b"1,a\n2,b\n70000,c\n", 7, false).unwrap_err();
+        let e = parse_chunk(&l, b"1,a\n2,b\n70000,c\n", 7, 4, false).unwrap_err();
         assert_eq!(e.code, code::NUMERIC_VALUE_OUT_OF_RANGE);
         assert!(e.context.as_deref().unwrap().contains("line 9, column c0"));
-        let e = parse_chunk(&l, b"1,a\n2\n", 1, false).unwrap_err();
+        let e = parse_chunk(&l, b"1,a\n2\n", 1, 4, false).unwrap_err();
         assert_eq!(e.code, code::BAD_COPY_FILE_FORMAT);
         assert_eq!(e.message, "missing data for column \"c1\"");
-        let e = parse_chunk(&l, b"1,a,x\n", 1, false).unwrap_err();
+        let e = parse_chunk(&l, b"1,a,x\n", 1, 4, false).unwrap_err();
         assert_eq!(e.message, "extra data after last expected column");
     }
 
     #[test]
     fn header_is_skipped_and_invalid_utf8_is_refused() {
         let l = layout(true, &[DataType::Int64]);
-        let p = parse_chunk(&l, b"id\n1\n2", 1, true).unwrap();
+        let p = parse_chunk(&l, b"id\n1\n2", 1, 4, true).unwrap();
         assert_eq!(p.lines, vec![2, 3]);
-        let e = parse_chunk(&l, b"1\n\xff\n", 1, false).unwrap_err();
+        let e = parse_chunk(&l, b"1\n\xff\n", 1, 4, false).unwrap_err();
         assert_eq!(e.code, code::CHARACTER_NOT_IN_REPERTOIRE);
         assert!(e.context.unwrap().contains("line 2"));
     }

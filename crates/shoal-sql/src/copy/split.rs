@@ -2,13 +2,20 @@
 //! on its own thread. A record ends at a newline; in CSV, only at a newline outside quotes,
 //! since a quoted field may hold newlines. The splitter looks at each byte once, and keeps
 //! its quoting state between calls because a CopyData message may end anywhere, even inside
-//! a quoted field.
+//! a quoted field. A chunk ends once it holds `chunk_bytes` bytes or `chunk_records` records:
+//! a load into a column table cuts a chunk per segment, so a parse job builds a whole
+//! segment and nothing has to be copied together afterwards.
 
 use super::CopyFormat;
 
-/// How much data a parse job gets: large enough that the hand-off costs nothing next to the
-/// parsing, small enough that the parse workers all have work while the client sends.
+/// How much data a parse job gets when only its size bounds it (row tables): large enough
+/// that the hand-off costs nothing next to the parsing, small enough that the parse workers
+/// all have work while the client sends.
 pub const CHUNK_BYTES: usize = 1 << 20;
+
+/// The bound on a chunk cut per segment (column tables), in case records are so long that a
+/// segment's worth would hold too much input at once; such a chunk makes a partial segment.
+pub const SEGMENT_CHUNK_BYTES_MAX: usize = 64 << 20;
 
 #[derive(Debug)]
 pub struct RecordSplitter {
@@ -19,11 +26,24 @@ pub struct RecordSplitter {
     /// Bytes of the unconsumed data already looked at.
     scanned: usize,
     chunk_bytes: usize,
+    chunk_records: usize,
+    /// Records the current chunk (the one after the last cut) may hold: `chunk_records`, plus
+    /// one for the first chunk when it starts with a header line.
+    quota: usize,
+    /// Records ended in the scanned data after the last cut.
+    records: usize,
 }
 
 impl RecordSplitter {
-    pub fn new(format: &CopyFormat, chunk_bytes: usize) -> Self {
+    /// `header` counts the first record outside the first chunk's `chunk_records`.
+    pub fn new(
+        format: &CopyFormat,
+        chunk_bytes: usize,
+        chunk_records: usize,
+        header: bool,
+    ) -> Self {
         assert!(chunk_bytes > 0, "a chunk holds at least one byte");
+        assert!(chunk_records > 0, "a chunk holds at least one record");
         RecordSplitter {
             csv: format.csv,
             quote: format.quote as u8,
@@ -31,40 +51,69 @@ impl RecordSplitter {
             in_quotes: false,
             scanned: 0,
             chunk_bytes,
+            chunk_records,
+            quota: chunk_records.saturating_add(usize::from(header)),
+            records: 0,
         }
     }
 
     /// Offsets in `data` (the unconsumed data, which starts at a record) just past a record's
-    /// end, at least `chunk_bytes` apart. The caller consumes up to the last one it takes and
-    /// reports that with [`RecordSplitter::consumed`].
+    /// end where chunks end. The caller consumes up to the last one and reports that with
+    /// [`RecordSplitter::consumed`].
     pub fn cuts(&mut self, data: &[u8]) -> Vec<usize> {
         let mut cuts = Vec::new();
-        let mut chunk_start = 0;
-        let mut i = self.scanned;
-        if !self.csv {
-            // Text format escapes newlines inside values, so every newline ends a record.
+        let i = if self.csv {
+            self.csv_cuts(data, &mut cuts)
+        } else {
+            self.text_cuts(data, &mut cuts)
+        };
+        self.scanned = i;
+        cuts
+    }
+
+    /// A record ended just before `end`: cuts there if the chunk is full.
+    #[inline]
+    fn record_ended(&mut self, end: usize, cuts: &mut Vec<usize>) {
+        self.records += 1;
+        let chunk_start = cuts.last().copied().unwrap_or(0);
+        if self.records >= self.quota || end - chunk_start >= self.chunk_bytes {
+            cuts.push(end);
+            self.records = 0;
+            self.quota = self.chunk_records;
+        }
+    }
+
+    /// Text format escapes newlines inside values, so every newline ends a record.
+    fn text_cuts(&mut self, data: &[u8], cuts: &mut Vec<usize>) -> usize {
+        let from = self.scanned;
+        if self.chunk_records == usize::MAX {
+            // Only the size bounds a chunk: jump a chunk ahead instead of visiting each
+            // newline.
+            let mut i = from;
             loop {
-                let from = i.max(chunk_start + self.chunk_bytes - 1);
-                if from >= data.len() {
-                    break;
+                let chunk_start = cuts.last().copied().unwrap_or(0);
+                let at = i.max(chunk_start + self.chunk_bytes - 1);
+                if at >= data.len() {
+                    return i;
                 }
-                match memchr::memchr(b'\n', &data[from..]) {
+                match memchr::memchr(b'\n', &data[at..]) {
                     Some(off) => {
-                        let cut = from + off + 1;
-                        cuts.push(cut);
-                        chunk_start = cut;
-                        i = cut;
+                        cuts.push(at + off + 1);
+                        i = at + off + 1;
                     }
-                    None => {
-                        i = data.len();
-                        break;
-                    }
+                    None => return data.len(),
                 }
             }
-            self.scanned = i.min(data.len());
-            return cuts;
         }
+        for off in memchr::memchr_iter(b'\n', &data[from..]) {
+            self.record_ended(from + off + 1, cuts);
+        }
+        data.len()
+    }
+
+    fn csv_cuts(&mut self, data: &[u8], cuts: &mut Vec<usize>) -> usize {
         let (quote, escape) = (self.quote, self.escape);
+        let mut i = self.scanned;
         while i < data.len() {
             let next = if quote == escape {
                 memchr::memchr2(quote, b'\n', &data[i..])
@@ -72,8 +121,7 @@ impl RecordSplitter {
                 memchr::memchr3(quote, escape, b'\n', &data[i..])
             };
             let Some(off) = next else {
-                i = data.len();
-                break;
+                return data.len();
             };
             let j = i + off;
             let b = data[j];
@@ -82,8 +130,7 @@ impl RecordSplitter {
                     // An escape counts only before a quote or another escape; it may be the
                     // last byte so far, so wait for the next one.
                     if j + 1 >= data.len() {
-                        i = j;
-                        break;
+                        return j;
                     }
                     let after = data[j + 1];
                     i = if after == quote || after == escape {
@@ -99,17 +146,15 @@ impl RecordSplitter {
                 }
             } else if b == quote {
                 self.in_quotes = true;
-            } else if b == b'\n' && j + 1 - chunk_start >= self.chunk_bytes {
-                cuts.push(j + 1);
-                chunk_start = j + 1;
+            } else if b == b'\n' {
+                self.record_ended(j + 1, cuts);
             }
             i = j + 1;
         }
-        self.scanned = i;
-        cuts
+        i
     }
 
-    /// The caller dropped the first `n` bytes of the data (`n` is one of the cuts).
+    /// The caller dropped the first `n` bytes of the data, `n` being the last cut.
     pub fn consumed(&mut self, n: usize) {
         assert!(n <= self.scanned, "consumed data that was not scanned");
         self.scanned -= n;
@@ -131,7 +176,18 @@ mod tests {
 
     /// Feeds `data` in pieces of `step` bytes and returns the chunks cut.
     fn split(format: &CopyFormat, data: &[u8], step: usize, chunk: usize) -> Vec<Vec<u8>> {
-        let mut s = RecordSplitter::new(format, chunk);
+        split_records(format, data, step, chunk, usize::MAX, false)
+    }
+
+    fn split_records(
+        format: &CopyFormat,
+        data: &[u8],
+        step: usize,
+        chunk: usize,
+        records: usize,
+        header: bool,
+    ) -> Vec<Vec<u8>> {
+        let mut s = RecordSplitter::new(format, chunk, records, header);
         let mut pending = Vec::new();
         let mut out = Vec::new();
         for piece in data.chunks(step) {
@@ -193,5 +249,33 @@ mod tests {
         for c in &chunks[..chunks.len() - 1] {
             assert!(c.len() >= 8 && c.ends_with(b"\n"), "{c:?}");
         }
+    }
+
+    #[test]
+    fn record_quota_cuts_whole_segments() {
+        let csv_data = b"1,\"a\nb\"\n2,x\n3,y\n4,z\n5,w\n";
+        let text_data = b"1\ta\n2\tx\n3\ty\n4\tz\n5\tw\n";
+        for step in 1..csv_data.len() {
+            let chunks = split_records(&csv(), csv_data, step, 1 << 20, 2, false);
+            let texts: Vec<&[u8]> = chunks.iter().map(Vec::as_slice).collect();
+            assert_eq!(
+                texts,
+                vec![&b"1,\"a\nb\"\n2,x\n"[..], b"3,y\n4,z\n", b"5,w\n"],
+                "step {step}"
+            );
+            // A header line comes on top of the first chunk's records.
+            let chunks = split_records(&csv(), csv_data, step, 1 << 20, 2, true);
+            assert_eq!(chunks[0], b"1,\"a\nb\"\n2,x\n3,y\n".to_vec(), "step {step}");
+            assert_eq!(chunks[1], b"4,z\n5,w\n".to_vec(), "step {step}");
+        }
+        for step in 1..text_data.len() {
+            let chunks = split_records(&CopyFormat::default(), text_data, step, 1 << 20, 2, false);
+            assert_eq!(chunks.len(), 3, "step {step}");
+            assert_eq!(chunks[1], b"3\ty\n4\tz\n".to_vec(), "step {step}");
+        }
+        // The byte bound still holds when records are long.
+        let chunks = split_records(&csv(), csv_data, 5, 8, 1000, false);
+        assert_eq!(chunks.concat(), csv_data.to_vec());
+        assert!(chunks.len() > 1);
     }
 }

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, ArrayRef, UInt64Array};
+use datafusion::arrow::array::{Array, ArrayRef, StringArray, UInt64Array};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::functions_aggregate::min_max::{MaxAccumulator, MinAccumulator};
 use datafusion::logical_expr::Accumulator;
@@ -27,23 +27,75 @@ use crate::types::array_from_values;
 
 /// Min, max and null count of each column of a segment's batch, for scan pruning.
 pub fn segment_stats(batch: &RecordBatch) -> SqlResult<Vec<ColumnStats>> {
-    batch
-        .columns()
-        .iter()
-        .map(|array| {
-            let one = |acc: &mut dyn Accumulator| -> SqlResult<ArrayRef> {
-                acc.update_batch(std::slice::from_ref(array))?;
-                Ok(acc.evaluate()?.to_array()?)
-            };
-            let min = one(&mut MinAccumulator::try_new(array.data_type())?)?;
-            let max = one(&mut MaxAccumulator::try_new(array.data_type())?)?;
-            Ok(ColumnStats {
-                min,
-                max,
-                null_count: array.null_count(),
+    batch.columns().iter().map(column_stats).collect()
+}
+
+/// Min, max and null count of one column of a segment. Text takes a path of its own: the
+/// general one compares every value with a call to `memcmp`, which costs more than anything
+/// else in a bulk load of a wide table.
+pub fn column_stats(array: &ArrayRef) -> SqlResult<ColumnStats> {
+    if let Some(text) = array.as_any().downcast_ref::<StringArray>() {
+        let (min, max) = text_min_max(text);
+        return Ok(ColumnStats {
+            min: Arc::new(StringArray::from(vec![min])),
+            max: Arc::new(StringArray::from(vec![max])),
+            null_count: array.null_count(),
+        });
+    }
+    let one = |acc: &mut dyn Accumulator| -> SqlResult<ArrayRef> {
+        acc.update_batch(std::slice::from_ref(array))?;
+        Ok(acc.evaluate()?.to_array()?)
+    };
+    let min = one(&mut MinAccumulator::try_new(array.data_type())?)?;
+    let max = one(&mut MaxAccumulator::try_new(array.data_type())?)?;
+    Ok(ColumnStats {
+        min,
+        max,
+        null_count: array.null_count(),
+    })
+}
+
+/// The smallest and largest value in byte order (PostgreSQL's "C" collation, and what the
+/// general min/max gives), None when all are NULL. Values are compared by their first eight
+/// bytes as a big-endian number first, which settles most comparisons without a call.
+fn text_min_max(text: &StringArray) -> (Option<&str>, Option<&str>) {
+    let mut values = text.iter().flatten().map(|v| (PrefixKey::of(v), v));
+    let Some(first) = values.next() else {
+        return (None, None);
+    };
+    let (mut min, mut max) = (first, first);
+    for v in values {
+        if PrefixKey::order(v, min).is_lt() {
+            min = v;
+        }
+        if PrefixKey::order(v, max).is_gt() {
+            max = v;
+        }
+    }
+    (Some(min.1), Some(max.1))
+}
+
+/// A text value's first eight bytes as a big-endian number (zero-padded): a smaller key
+/// means a smaller value, and for values of up to eight bytes the key and the length decide.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct PrefixKey(u64);
+
+impl PrefixKey {
+    fn of(s: &str) -> Self {
+        let mut prefix = [0u8; 8];
+        let n = s.len().min(8);
+        prefix[..n].copy_from_slice(&s.as_bytes()[..n]);
+        PrefixKey(u64::from_be_bytes(prefix))
+    }
+
+    fn order((ka, a): (PrefixKey, &str), (kb, b): (PrefixKey, &str)) -> std::cmp::Ordering {
+        // Equal keys of short values: one is the other plus NUL bytes, so the shorter is less.
+        ka.cmp(&kb)
+            .then_with(|| match a.len() <= 8 && b.len() <= 8 {
+                true => a.len().cmp(&b.len()),
+                false => a.cmp(b),
             })
-        })
-        .collect()
+    }
 }
 
 /// Builds segments (at most `SEGMENT_MAX_ROWS` rows each) from rows of the table's types.
@@ -255,4 +307,50 @@ pub async fn update(
         None,
     )
     .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The text path gives what the general min/max accumulators give.
+    #[test]
+    fn text_stats_match_the_general_path() {
+        let general = |a: &ArrayRef| -> (ArrayRef, ArrayRef) {
+            let one = |acc: &mut dyn Accumulator| {
+                acc.update_batch(std::slice::from_ref(a)).unwrap();
+                acc.evaluate().unwrap().to_array().unwrap()
+            };
+            (
+                one(&mut MinAccumulator::try_new(a.data_type()).unwrap()),
+                one(&mut MaxAccumulator::try_new(a.data_type()).unwrap()),
+            )
+        };
+        let cases: Vec<Vec<Option<&str>>> = vec![
+            vec![None, None],
+            vec![Some("")],
+            vec![Some("b"), None, Some("a"), Some("a\0"), Some("")],
+            vec![Some("a\0"), Some("a"), Some("a\0\0")],
+            vec![
+                Some("Manhattan"),
+                Some("Manhattam"),
+                Some("Manhattan!"),
+                Some("Bronx"),
+            ],
+            vec![
+                Some("0101000020E61000AB"),
+                Some("0101000020E61000AA"),
+                Some("0101000020E6"),
+            ],
+            vec![Some("ü"), Some("z"), Some("zz"), Some("\u{7f}")],
+        ];
+        for values in cases {
+            let a: ArrayRef = Arc::new(StringArray::from(values.clone()));
+            let stats = column_stats(&a).unwrap();
+            let (min, max) = general(&a);
+            assert_eq!(stats.min.as_ref(), min.as_ref(), "min of {values:?}");
+            assert_eq!(stats.max.as_ref(), max.as_ref(), "max of {values:?}");
+            assert_eq!(stats.null_count, a.null_count());
+        }
+    }
 }
