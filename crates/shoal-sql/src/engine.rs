@@ -140,8 +140,9 @@ fn start_checkpointer(engine: Weak<Engine>) {
                 if !d.checkpoint_due(last.elapsed()) || engine.db.replay_start_pinned() {
                     continue;
                 }
-                match d.checkpoint(&engine.db, &engine.catalog) {
-                    Ok(r) => tracing::info!(
+                match d.checkpoint_if_due(&engine.db, &engine.catalog, last.elapsed()) {
+                    Ok(None) => {}
+                    Ok(Some(r)) => tracing::info!(
                         "checkpoint {}: {} rows, {:.1} MB in {:.2} s, {} log segments removed",
                         r.id,
                         r.rows,

@@ -57,9 +57,8 @@ pub enum Assign {
 pub enum FastKind {
     Select {
         projection: Vec<usize>,
-        columns: Vec<ResultColumn>,
-        /// The result batch's schema, built once: each execution only clones the Arc.
-        schema: SchemaRef,
+        /// Built once: each execution only clones the Arc.
+        shape: Arc<SelectShape>,
     },
     Update {
         assignments: Vec<(usize, Assign)>,
@@ -69,6 +68,85 @@ pub enum FastKind {
         /// One operand per table column, in table order.
         row: Vec<Operand>,
     },
+}
+
+/// What a point SELECT returns, shared by all executions of its plan.
+#[derive(Debug)]
+pub struct SelectShape {
+    pub columns: Vec<ResultColumn>,
+    /// The projected columns' types, one per result column.
+    pub types: Vec<DataType>,
+    /// The result batch's schema, when the rows are wanted as a batch.
+    pub schema: SchemaRef,
+    /// Every result type prints the same from a storage value as from an Arrow array, so the
+    /// rows can go to the wire as values (see `StatementResult::PointRows`).
+    pub text_from_values: bool,
+}
+
+impl SelectShape {
+    /// The shape of result columns `columns` of types `types`.
+    pub fn new(columns: Vec<ResultColumn>, types: Vec<DataType>) -> Self {
+        assert_eq!(columns.len(), types.len(), "a type per result column");
+        let fields: Vec<Field> = columns
+            .iter()
+            .zip(&types)
+            .map(|(c, t)| Field::new(c.name.to_string(), arrow_type(t), true))
+            .collect();
+        SelectShape {
+            text_from_values: types.iter().all(Self::prints_from_values),
+            schema: Arc::new(Schema::new(fields)),
+            columns,
+            types,
+        }
+    }
+
+    /// The types whose text output `pgtext::write_value` gives exactly as
+    /// `pgtext::format_array_value` does. Others (char(n), whose stored value lacks its
+    /// padding; numeric, whose array type decides trailing zeros; times, ...) take the batch.
+    pub fn prints_from_values(t: &DataType) -> bool {
+        matches!(
+            t,
+            DataType::Bool
+                | DataType::Int16
+                | DataType::Int32
+                | DataType::Int64
+                | DataType::Float32
+                | DataType::Float64
+                | DataType::Text
+                | DataType::Varchar(_)
+        )
+    }
+}
+
+/// The rows a point SELECT found, as storage values (at most one row: the key is unique).
+#[derive(Debug)]
+pub struct PointRows {
+    pub shape: Arc<SelectShape>,
+    pub rows: Vec<Vec<Value>>,
+}
+
+impl PointRows {
+    /// The rows as a one-batch `StatementResult::Rows`.
+    pub fn into_rows(self) -> SqlResult<StatementResult> {
+        let shape = &self.shape;
+        let arrays = shape
+            .types
+            .iter()
+            .enumerate()
+            .map(|(i, t)| array_from_values(t, self.rows.iter().map(|r| &r[i])))
+            .collect();
+        let batch = RecordBatch::try_new_with_options(
+            shape.schema.clone(),
+            arrays,
+            &datafusion::arrow::record_batch::RecordBatchOptions::new()
+                .with_row_count(Some(self.rows.len())),
+        )?;
+        Ok(StatementResult::Rows {
+            columns: shape.columns.clone(),
+            batches: vec![batch],
+            tag: "SELECT",
+        })
+    }
 }
 
 /// A point statement resolved against the catalog.
@@ -88,7 +166,7 @@ impl FastPlan {
     /// Result columns when the statement returns rows.
     pub fn columns(&self) -> Option<&[ResultColumn]> {
         match &self.kind {
-            FastKind::Select { columns, .. } => Some(columns),
+            FastKind::Select { shape, .. } => Some(&shape.columns),
             _ => None,
         }
     }
@@ -383,28 +461,17 @@ fn plan_select(
         ));
     }
     let (key_index, key) = key_condition(&def, alias, s.selection.as_ref(), params)?;
-    let fields: Vec<Field> = projection
+    let types = projection
         .iter()
-        .zip(&columns)
-        .map(|(col, c)| {
-            Field::new(
-                c.name.to_string(),
-                arrow_type(&def.columns[*col].data_type),
-                true,
-            )
-        })
+        .map(|col| def.columns[*col].data_type.clone())
         .collect();
-    let schema = Arc::new(Schema::new(fields));
+    let shape = Arc::new(SelectShape::new(columns, types));
     Some(FastPlan {
         def,
         table,
         key_index,
         key,
-        kind: FastKind::Select {
-            projection,
-            columns,
-            schema,
-        },
+        kind: FastKind::Select { projection, shape },
         param_columns: Vec::new(),
     })
 }
@@ -770,11 +837,9 @@ async fn execute_with(
         key: &key,
     };
     match &plan.kind {
-        FastKind::Select {
-            projection,
-            columns,
-            schema,
-        } => execute_select(session, txn, &point, projection, columns, schema),
+        FastKind::Select { projection, shape } => {
+            execute_select(session, txn, &point, projection, shape)
+        }
         FastKind::Update { assignments } => {
             execute_update(session, txn, &point, &b, assignments).await
         }
@@ -806,34 +871,22 @@ fn execute_select(
     txn: &mut Transaction,
     point: &Point<'_>,
     projection: &[usize],
-    columns: &[ResultColumn],
-    schema: &SchemaRef,
+    shape: &Arc<SelectShape>,
 ) -> SqlResult<StatementResult> {
     let plan = point.plan;
     let snap = session.engine.db.statement_snapshot(txn);
     let found = plan
         .table
         .index_get_columns(plan.key_index, &snap, point.key, projection)?;
-    let rows: Vec<Vec<Value>> = found.into_iter().collect();
-    let arrays = projection
-        .iter()
-        .enumerate()
-        .map(|(i, col)| {
-            let t = &plan.def.columns[*col].data_type;
-            array_from_values(t, rows.iter().map(|r| &r[i]))
-        })
-        .collect();
-    let batch = RecordBatch::try_new_with_options(
-        schema.clone(),
-        arrays,
-        &datafusion::arrow::record_batch::RecordBatchOptions::new()
-            .with_row_count(Some(rows.len())),
-    )?;
-    Ok(StatementResult::Rows {
-        columns: columns.to_vec(),
-        batches: vec![batch],
-        tag: "SELECT",
-    })
+    let rows = PointRows {
+        shape: shape.clone(),
+        rows: found.into_iter().collect(),
+    };
+    if shape.text_from_values {
+        Ok(StatementResult::PointRows(Box::new(rows)))
+    } else {
+        rows.into_rows()
+    }
 }
 
 async fn execute_update(

@@ -323,6 +323,7 @@ mod tests {
                 StatementResult::Rows { batches, .. } => {
                     batches.iter().map(|b| b.num_rows()).sum::<usize>()
                 }
+                StatementResult::PointRows(p) => p.rows.len(),
                 other => panic!("not rows: {other:?}"),
             };
             run(&mut s, "CREATE TABLE t (k int PRIMARY KEY, v text)").await;

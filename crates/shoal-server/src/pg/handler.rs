@@ -41,7 +41,7 @@ use shoal_sql::timezone::TimeZone;
 use shoal_sql::{Engine, Session, SqlError, StatementResult};
 use tokio::sync::Mutex;
 
-use super::encode::{encode_rows, field_infos};
+use super::encode::{encode_point_rows, encode_rows, field_infos};
 use super::errors::{error_info, to_pgwire};
 use super::extended;
 
@@ -159,6 +159,20 @@ fn to_response(
             let rows = encode_rows(&batches, &columns, binary, zone);
             let mut resp = QueryResponse::new(fields, stream::iter(rows.into_iter().map(Ok)));
             resp.set_command_tag(tag);
+            Response::Query(resp)
+        }
+        StatementResult::PointRows(point) => {
+            let columns = &point.shape.columns;
+            if (0..columns.len()).any(binary) {
+                return match point.into_rows() {
+                    Ok(rows) => to_response(rows, binary, fields_override, zone),
+                    Err(e) => Response::Error(Box::new(error_info(&e))),
+                };
+            }
+            let fields = fields_override.unwrap_or_else(|| field_infos(columns, binary));
+            let rows = encode_point_rows(&point, zone);
+            let mut resp = QueryResponse::new(fields, stream::iter(rows.into_iter().map(Ok)));
+            resp.set_command_tag("SELECT");
             Response::Query(resp)
         }
         StatementResult::Command { tag, rows, oid } => {

@@ -39,6 +39,33 @@ impl Durability {
         db: &Arc<Database>,
         catalog: &CatalogLock,
     ) -> Result<CheckpointReport, SqlError> {
+        let _one_at_a_time = self.checkpoint_running.lock();
+        self.checkpoint_locked(db, catalog)
+    }
+
+    /// The automatic checkpoint: writes one only if it is still due once no other checkpoint
+    /// runs. A CHECKPOINT command that ran meanwhile (say, right after a bulk load) has
+    /// covered the log that made it due, and a second full image would only take the cores
+    /// from the queries.
+    pub fn checkpoint_if_due(
+        &self,
+        db: &Arc<Database>,
+        catalog: &CatalogLock,
+        since_last: Duration,
+    ) -> Result<Option<CheckpointReport>, SqlError> {
+        let _one_at_a_time = self.checkpoint_running.lock();
+        if !self.checkpoint_due(since_last) {
+            return Ok(None);
+        }
+        self.checkpoint_locked(db, catalog).map(Some)
+    }
+
+    /// Under `checkpoint_running`.
+    fn checkpoint_locked(
+        &self,
+        db: &Arc<Database>,
+        catalog: &CatalogLock,
+    ) -> Result<CheckpointReport, SqlError> {
         let report = self.checkpoint_now(db, catalog);
         // Writing the checkpoint buffered every table's image; give that memory back.
         crate::allocator::release_free_memory();
@@ -50,7 +77,6 @@ impl Durability {
         db: &Arc<Database>,
         catalog: &CatalogLock,
     ) -> Result<CheckpointReport, SqlError> {
-        let _one_at_a_time = self.checkpoint_running.lock();
         let started = Instant::now();
         let (start_lsn, mut txn) = self.wal.with_append_lock(|next_lsn| {
             let start = db.replay_start(next_lsn);

@@ -395,29 +395,34 @@ pub fn format_interval(i: &Interval, out: &mut String) {
 /// timestamptz in `zone`.
 pub fn format_value(v: &Value, zone: &TimeZone) -> Option<String> {
     let mut out = String::new();
+    write_value(v, zone, &mut out).then_some(out)
+}
+
+/// Appends a storage value's PostgreSQL text to `out`; false (and nothing appended) for NULL.
+pub fn write_value(v: &Value, zone: &TimeZone, out: &mut String) -> bool {
     match v {
-        Value::Null => return None,
+        Value::Null => return false,
         Value::Bool(b) => out.push(if *b { 't' } else { 'f' }),
         Value::Int16(x) => write!(out, "{x}").unwrap(),
         Value::Int32(x) => write!(out, "{x}").unwrap(),
         Value::Int64(x) => write!(out, "{x}").unwrap(),
-        Value::Float32(x) => format_float(*x as f64, 6, &mut out),
-        Value::Float64(x) => format_float(*x, 15, &mut out),
+        Value::Float32(x) => format_float(*x as f64, 6, out),
+        Value::Float64(x) => format_float(*x, 15, out),
         Value::Numeric { mantissa, scale } => format_decimal(
             *mantissa,
             *scale as i8,
             *scale == NUMERIC_DEFAULT_SCALE,
-            &mut out,
+            out,
         ),
         Value::Text(s) => out.push_str(s),
-        Value::Bytea(b) => format_bytea(b, &mut out),
-        Value::Date(d) => format_date(*d, &mut out),
-        Value::Timestamp(t) => format_timestamp(*t, None, &mut out),
-        Value::TimestampTz(t) => format_timestamp(*t, Some(zone), &mut out),
-        Value::Interval(i) => format_interval(i, &mut out),
+        Value::Bytea(b) => format_bytea(b, out),
+        Value::Date(d) => format_date(*d, out),
+        Value::Timestamp(t) => format_timestamp(*t, None, out),
+        Value::TimestampTz(t) => format_timestamp(*t, Some(zone), out),
+        Value::Interval(i) => format_interval(i, out),
         Value::Uuid(u) => out.push_str(&crate::types::format_uuid(*u)),
     }
-    Some(out)
+    true
 }
 
 #[cfg(test)]

@@ -67,6 +67,12 @@ pub enum StatementResult {
         batches: Vec<RecordBatch>,
         tag: &'static str,
     },
+    /// The rows of a fast-path point SELECT as storage values, which the wire encoder writes
+    /// straight into DataRows: a one-row answer skips building Arrow arrays and a batch only to
+    /// read them back. `fastpath` returns these only for column types whose text output is the
+    /// same from a value as from an array; [`StatementResult::into_batches`] turns them into
+    /// `Rows` for everything else (binary format, internal callers).
+    PointRows(Box<crate::fastpath::PointRows>),
     /// A command tag such as "CREATE TABLE"; `rows` adds the count ("INSERT 0 5" has oid 0).
     Command {
         tag: String,
@@ -91,6 +97,14 @@ impl StatementResult {
             tag: tag.to_string(),
             rows: None,
             oid: None,
+        }
+    }
+
+    /// The result with `PointRows` turned into an Arrow batch (`Rows`); others unchanged.
+    pub fn into_batches(self) -> SqlResult<Self> {
+        match self {
+            StatementResult::PointRows(p) => p.into_rows(),
+            other => Ok(other),
         }
     }
 }
