@@ -244,28 +244,22 @@ class Shoal:
         rss_before = rss_bytes(self.proc.pid)
         notes += self.create_table(conn)
         started = time.perf_counter()
-        if self.load_from == "file" and not self.needs_chunks:
-            # The server reads the file itself, as DuckDB does.
+        if not self.needs_chunks:
             try:
-                conn.execute(f"COPY trips FROM '{Path(csv_path).resolve()}' WITH (FORMAT csv)")
+                if self.load_from == "file":
+                    # The server reads the file itself, as DuckDB does.
+                    conn.execute(
+                        f"COPY trips FROM '{Path(csv_path).resolve()}' WITH (FORMAT csv)")
+                    notes.append("server-side COPY FROM file")
+                else:
+                    copy_file(conn, csv_path)
             except Exception as e:  # noqa: BLE001
-                # One transaction's redo must fit one log record (1 GiB): a row table of
-                # millions of wide rows is loaded in several COPYs instead.
+                # One transaction's row-table redo must fit one log record (1 GiB): millions
+                # of wide rows are loaded in several COPYs instead.
                 if not too_large_for_one_copy(e) or self.proc.poll() is not None:
                     raise
-                notes.append(f"one COPY FROM file of {rows} rows failed ({short_error(e)})")
-                self.needs_chunks = True
-                conn.close()
-                self.stop()
-                return self._load_again(csv_path, rows, notes)
-            notes.append("server-side COPY FROM file")
-        elif not self.needs_chunks:
-            try:
-                copy_file(conn, csv_path)
-            except Exception as e:  # noqa: BLE001
-                if not too_large_for_one_copy(e) or self.proc.poll() is not None:
-                    raise
-                notes.append(f"one COPY of {rows} rows failed ({short_error(e)})")
+                how = "COPY FROM file" if self.load_from == "file" else "COPY"
+                notes.append(f"one {how} of {rows} rows failed ({short_error(e)})")
                 self.needs_chunks = True
                 conn.close()
                 self.stop()

@@ -211,13 +211,8 @@ impl CopyLoader {
             ..
         } = parsed;
         let mut arrays: Vec<Option<ArrayRef>> = vec![None; def.columns.len()];
-        let mut stats: Vec<Option<ColumnStats>> = vec![None; def.columns.len()];
         for (array, col) in parsed_arrays.into_iter().zip(&self.columns) {
             arrays[*col] = Some(array);
-        }
-        let parsed_with_stats = parsed_stats.is_some();
-        for (s, col) in parsed_stats.into_iter().flatten().zip(&self.columns) {
-            stats[*col] = Some(s);
         }
         let mut full = Vec::with_capacity(arrays.len());
         for (c, array) in arrays.into_iter().enumerate() {
@@ -252,9 +247,10 @@ impl CopyLoader {
                 }
             }
             Sink::Column { table, batches } => {
-                if batches.is_empty() && rows == SEGMENT_MAX_ROWS && parsed_with_stats {
+                if let (true, Some(parsed_stats)) = (batches.is_empty(), parsed_stats) {
                     // The parse job made a whole segment: append it as it is.
-                    let stats = complete_stats(&batch, stats)?;
+                    debug_assert_eq!(rows, SEGMENT_MAX_ROWS, "stats come with whole segments");
+                    let stats = complete_stats(&batch, &self.columns, parsed_stats)?;
                     append_segment(&session.engine.db, table, txn, batch, stats)?;
                     return Ok(());
                 }
@@ -305,12 +301,18 @@ fn seal_segments(
     }
 }
 
-/// The stats of every column of `batch`: those the parse job computed, and the rest (columns
-/// filled with their defaults) computed here.
+/// The stats of every column of `batch`: those the parse job computed for the COPY columns
+/// (`parsed[i]` is table column `copy_columns[i]`), and the rest (columns filled with their
+/// defaults) computed here.
 fn complete_stats(
     batch: &RecordBatch,
-    stats: Vec<Option<ColumnStats>>,
+    copy_columns: &[usize],
+    parsed: Vec<ColumnStats>,
 ) -> SqlResult<Vec<ColumnStats>> {
+    let mut stats: Vec<Option<ColumnStats>> = vec![None; batch.num_columns()];
+    for (s, col) in parsed.into_iter().zip(copy_columns) {
+        stats[*col] = Some(s);
+    }
     stats
         .into_iter()
         .zip(batch.columns())
