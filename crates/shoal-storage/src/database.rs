@@ -119,6 +119,14 @@ impl Database {
         *self.shared.redo_sink.write() = Some(sink);
     }
 
+    /// Sets how much row redo a transaction may gather before it logs it ahead of its commit
+    /// (see `early_redo`; tests set it low to exercise the chain).
+    pub fn set_early_redo_bytes(&self, bytes: usize) {
+        self.shared
+            .early_redo_bytes
+            .store(bytes, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// Registers a new row table. The catalog never reuses ids; an existing table with this id
     /// is replaced.
     pub fn create_table(&self, id: TableId, types: Vec<DataType>) -> Arc<RowTable> {

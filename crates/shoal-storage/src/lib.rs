@@ -8,6 +8,7 @@ pub mod catalog;
 pub mod catalog_image;
 pub mod column;
 pub mod database;
+pub mod early_redo;
 pub mod error;
 pub mod gc;
 pub mod index;
@@ -23,6 +24,7 @@ pub type IndexId = u64;
 
 pub use column::{ColumnStats, ColumnTable, Segment};
 pub use database::{Database, PreparedCommit};
+pub use early_redo::EarlyRedo;
 pub use error::StorageError;
 pub use gc::GcStats;
 pub use index::{IndexDef, RowPredicate};

@@ -418,7 +418,7 @@ impl RowTable {
         row_id: u64,
         data: Arc<[u8]>,
     ) -> Result<InsertOutcome, StorageError> {
-        self.shared.ensure_writer(txn);
+        self.shared.before_row_write(txn)?;
         let version = Version {
             begin: txn_stamp(txn.id()),
             end: END_UNSET,
@@ -440,7 +440,7 @@ impl RowTable {
             };
         }
         self.heap.append(chain.clone());
-        txn.writes.push(WriteEntry {
+        txn.push_write(WriteEntry {
             table: self.id,
             chain: chain.clone(),
             kind: ChangeKind::Insert,
@@ -559,7 +559,7 @@ impl RowTable {
         self.check_alive()?;
         row_codec::check_row(&shape.types, new_row)?;
         let data: Arc<[u8]> = Arc::from(row_codec::encode_vec(&shape.types, new_row));
-        self.shared.ensure_writer(txn);
+        self.shared.before_row_write(txn)?;
         let me = txn_stamp(txn.id());
         let old_data = {
             let mut st = row.state.lock();
@@ -587,7 +587,7 @@ impl RowTable {
                 KeyConflict::Pending(holder) => StorageError::WouldBlock { holder },
             });
         }
-        txn.writes.push(WriteEntry {
+        txn.push_write(WriteEntry {
             table: self.id,
             chain: row.clone(),
             kind: ChangeKind::Update,
@@ -606,7 +606,7 @@ impl RowTable {
         debug_assert_eq!(snap.txn, txn.id(), "snapshot of another transaction");
         let shape = self.shape.read_recursive();
         self.check_alive()?;
-        self.shared.ensure_writer(txn);
+        self.shared.before_row_write(txn)?;
         let old = {
             let mut st = row.state.lock();
             if let WriteCheck::Outcome(o) = self.check_write(&st, txn, snap, &shape.types)? {
@@ -616,7 +616,7 @@ impl RowTable {
             head.end = txn_stamp(txn.id());
             head.data.clone()
         };
-        txn.writes.push(WriteEntry {
+        txn.push_write(WriteEntry {
             table: self.id,
             chain: row.clone(),
             kind: ChangeKind::Delete,

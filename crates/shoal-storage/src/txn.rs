@@ -6,12 +6,13 @@
 //! per-transaction write set, lock set and savepoints that commit stamps and rollback undoes.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Condvar, Mutex, RwLock};
 
 use crate::column::{self, ColumnTable, ColumnWrite};
+use crate::early_redo::{redo_change, EarlyRedo, EarlyRowRedo, EARLY_REDO_BYTES_DEFAULT};
 use crate::error::StorageError;
 use crate::table::RowRef;
 use crate::TableId;
@@ -197,11 +198,29 @@ pub trait RedoSink: Send + Sync {
     /// starts at, while no other record can be appended: log order is then commit-timestamp
     /// order, which recovery and checkpoints rely on. Returns the log position the commit is
     /// durable at once the log is flushed that far.
+    /// With `early`, the transaction's first `early.writes` row changes are already in the log
+    /// (see `log_row_changes`) and `changes` holds the rest.
     fn log_commit(
         &self,
         take_ts: &mut dyn FnMut(u64) -> CommitTs,
         changes: &[RedoChange<'_>],
+        early: Option<EarlyRedo>,
     ) -> Result<u64, String>;
+
+    /// Logs row changes of a running transaction ahead of its commit (its writes from number
+    /// `first_write` on), as the next record of the transaction's chain: `chain` is None for its
+    /// first record. Calls `pin` with the position the record starts at while no other record
+    /// can be appended. Returns the chain's position, which the commit then names, or None when
+    /// this sink logs row changes only inside commit records.
+    fn log_row_changes(
+        &self,
+        _chain: Option<u64>,
+        _first_write: u64,
+        _changes: &[RedoChange<'_>],
+        _pin: &mut dyn FnMut(u64),
+    ) -> Result<Option<u64>, String> {
+        Ok(None)
+    }
 
     /// Logs the image of a column segment a running transaction appended, ahead of its commit
     /// (whose record then names the segment with an empty image). Calls `pin` with the position
@@ -271,9 +290,12 @@ pub(crate) struct TxnShared {
     snapshots: Box<[Mutex<HashMap<TxnId, CommitTs>>]>,
     waits: Mutex<WaitGraph>,
     pub(crate) redo_sink: RwLock<Option<Arc<dyn RedoSink>>>,
-    /// Running transactions that logged column segments ahead of their commit, with a log
-    /// position at or before their first such record: a checkpoint replays from there.
+    /// Running transactions that logged column segments or row changes ahead of their commit,
+    /// with a log position at or before their first such record: a checkpoint replays from
+    /// there.
     early_log_pins: Mutex<HashMap<TxnId, u64>>,
+    /// Unlogged row redo after which a transaction logs it ahead of its commit.
+    pub(crate) early_redo_bytes: AtomicUsize,
     /// Last horizon computed by GC. Writers prune versions dead below it while they hold a
     /// chain anyway; it only ever lags the true horizon, which keeps that safe.
     pub(crate) gc_horizon_ts: AtomicU64,
@@ -290,6 +312,7 @@ impl TxnShared {
             waits: Mutex::new(WaitGraph::default()),
             redo_sink: RwLock::new(None),
             early_log_pins: Mutex::new(HashMap::new()),
+            early_redo_bytes: AtomicUsize::new(EARLY_REDO_BYTES_DEFAULT),
             gc_horizon_ts: AtomicU64::new(0),
         }
     }
@@ -306,6 +329,7 @@ impl TxnShared {
             locks: Vec::new(),
             table_locks: Vec::new(),
             savepoints: Vec::new(),
+            early: EarlyRowRedo::default(),
             finished: false,
         }
     }
@@ -475,15 +499,11 @@ impl TxnShared {
                 ColumnWrite::Insert { .. } | ColumnWrite::Delete { .. } => Vec::new(),
             })
             .collect();
-        let mut changes: Vec<RedoChange<'_>> = txn
-            .writes
+        // Row writes logged ahead of the commit are named, not repeated.
+        let (early, first_unlogged) = txn.early.for_commit();
+        let mut changes: Vec<RedoChange<'_>> = txn.writes[first_unlogged..]
             .iter()
-            .map(|w| RedoChange {
-                table: w.table,
-                kind: w.kind,
-                row_id: w.chain.row_id(),
-                row: &w.row,
-            })
+            .map(redo_change)
             .collect();
         changes.extend(
             txn.column_writes
@@ -510,6 +530,7 @@ impl TxnShared {
         let logged = sink.log_commit(
             &mut |log_pos| *ts.insert(self.clock.begin_commit(log_pos)),
             &changes,
+            early,
         );
         drop(changes);
         match (logged, ts) {
@@ -561,6 +582,12 @@ impl TxnShared {
         early.map_or(commits, |e| e.min(commits))
     }
 
+    /// Keeps the log from `pos` on for a checkpoint's replay until `txn` ends (a no-op if the
+    /// transaction pinned an earlier position already).
+    pub(crate) fn pin_log(&self, txn: TxnId, pos: u64) {
+        self.early_log_pins.lock().entry(txn).or_insert(pos);
+    }
+
     pub(crate) fn has_early_log_pins(&self) -> bool {
         !self.early_log_pins.lock().is_empty()
     }
@@ -594,9 +621,7 @@ impl TxnShared {
         let row_id = column::row_id(segment_no, 0);
         // The pin is taken under the log's append lock, as checkpoints read the pins.
         let txn_id = txn.id;
-        let logged = sink.log_segment(table, row_id, &image, &mut |pos| {
-            self.early_log_pins.lock().entry(txn_id).or_insert(pos);
-        });
+        let logged = sink.log_segment(table, row_id, &image, &mut |pos| self.pin_log(txn_id, pos));
         match logged {
             Ok(logged) => {
                 *logged_early = logged;
@@ -678,6 +703,7 @@ impl TxnShared {
             (mark.writes_len, mark.column_writes_len, mark.locks_len);
         txn.savepoints.truncate(at + 1);
         self.undo_writes_to(txn, writes_len, column_writes_len);
+        txn.early.rolled_back(&txn.writes);
         self.release_locks(txn, locks_len);
         Ok(())
     }
@@ -720,6 +746,8 @@ pub struct Transaction {
     /// Column tables whose write lock this transaction holds.
     pub(crate) table_locks: Vec<Arc<ColumnTable>>,
     savepoints: Vec<SavepointMark>,
+    /// How much of `writes` is logged ahead of the commit.
+    pub(crate) early: EarlyRowRedo,
     finished: bool,
 }
 
@@ -746,6 +774,12 @@ impl Transaction {
     /// if one was taken.
     pub fn current_snapshot(&self) -> Option<Snapshot> {
         self.snapshot
+    }
+
+    /// Records a row write (for stamping, undo and redo).
+    pub(crate) fn push_write(&mut self, write: WriteEntry) {
+        self.early.wrote(&write);
+        self.writes.push(write);
     }
 
     pub(crate) fn shared(&self) -> &Arc<TxnShared> {

@@ -177,6 +177,7 @@ impl RedoSink for Recorder {
         &self,
         take_ts: &mut dyn FnMut(u64) -> CommitTs,
         changes: &[RedoChange<'_>],
+        _early: Option<EarlyRedo>,
     ) -> Result<u64, String> {
         take_ts(0);
         let mut log = self.changes.lock().unwrap();

@@ -656,6 +656,7 @@ impl RedoSink for RecordingSink {
         &self,
         take_ts: &mut dyn FnMut(u64) -> CommitTs,
         changes: &[RedoChange<'_>],
+        _early: Option<EarlyRedo>,
     ) -> Result<u64, String> {
         if *self.fail.lock().unwrap() {
             return Err("disk full".into());

@@ -3,7 +3,7 @@
 //! straight into the writer's buffer; decoding borrows from the segment bytes, so recovery never
 //! allocates per record or per row. All integers are little-endian.
 
-use shoal_storage::{ChangeKind, CommitTs, RedoChange, TableId};
+use shoal_storage::{ChangeKind, CommitTs, EarlyRedo, RedoChange, TableId};
 
 use crate::Lsn;
 
@@ -11,7 +11,8 @@ use crate::Lsn;
 pub(crate) const RECORD_MAGIC: u32 = 0x5357_4852;
 /// Size of the record header: magic u32, payload length u32, crc u32, lsn u64, kind u8, 3 zero bytes.
 pub const RECORD_HEADER_BYTES: usize = 24;
-/// Largest payload of one record. A commit is one record, so this also bounds one transaction.
+/// Largest payload of one record. A transaction's row changes beyond what one record holds go
+/// into `RowChanges` records ahead of its commit, so this bounds one row, not one transaction.
 pub const RECORD_PAYLOAD_MAX_BYTES: usize = 1 << 30;
 /// Target payload size of one `TableImageRows` chunk, so a table image of any size is written as
 /// bounded records.
@@ -24,6 +25,10 @@ pub(crate) const KIND_TABLE_IMAGE_ROWS: u8 = 4;
 pub(crate) const KIND_TABLE_IMAGE_END: u8 = 5;
 pub(crate) const KIND_SEQUENCE: u8 = 6;
 pub(crate) const KIND_COLUMN_SEGMENT: u8 = 7;
+pub(crate) const KIND_ROW_CHANGES: u8 = 8;
+/// A commit whose transaction logged `RowChanges` first: the commit payload after the chain's
+/// LSN and its number of valid early writes.
+pub(crate) const KIND_COMMIT_AFTER_EARLY: u8 = 9;
 
 /// Encoded size of one commit change before its row bytes: table u64, kind u8, row id u64, len u32.
 const CHANGE_FIXED_BYTES: usize = 8 + 1 + 8 + 4;
@@ -38,9 +43,23 @@ const IMAGE_ROW_FIXED_BYTES: usize = 8 + 4;
 /// log was never acknowledged to anyone, and recovery should discard it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Record<'a> {
-    /// The redo of one committed transaction.
+    /// The redo of one committed transaction. With `early`, the transaction's first
+    /// `early.writes` changes are in the `RowChanges` records of chain `early.chain`, and
+    /// `changes` holds the rest.
     Commit {
         commit_ts: CommitTs,
+        changes: CommitChanges<'a>,
+        early: Option<EarlyRedo>,
+    },
+    /// Row changes of a running transaction, logged ahead of its commit when they grow large:
+    /// its writes number `first_write` onwards. `chain` is the LSN of the transaction's first
+    /// such record (so unique in the log, unlike transaction ids, which restart with the server).
+    /// A later record of the chain starting at an earlier write replaces what followed it (a
+    /// ROLLBACK TO SAVEPOINT undid those writes). Without a commit naming the chain later in the
+    /// log, recovery discards it.
+    RowChanges {
+        chain: u64,
+        first_write: u64,
         changes: CommitChanges<'a>,
     },
     /// An opaque serialized catalog image.
@@ -142,13 +161,34 @@ impl<'a> Record<'a> {
     pub(crate) fn decode(kind: u8, payload: &'a [u8]) -> Result<Record<'a>, String> {
         let mut rest = payload;
         let record = match kind {
-            KIND_COMMIT => {
+            KIND_COMMIT | KIND_COMMIT_AFTER_EARLY => {
+                let early = if kind == KIND_COMMIT_AFTER_EARLY {
+                    need(rest, 16)?;
+                    let chain = take_u64(&mut rest);
+                    let writes = take_u64(&mut rest);
+                    Some(EarlyRedo { chain, writes })
+                } else {
+                    None
+                };
                 need(rest, 12)?;
                 let commit_ts = take_u64(&mut rest);
                 let count = take_u32(&mut rest) as usize;
                 validate_rows(rest, count, CHANGE_FIXED_BYTES, true)?;
                 Record::Commit {
                     commit_ts,
+                    changes: CommitChanges { count, bytes: rest },
+                    early,
+                }
+            }
+            KIND_ROW_CHANGES => {
+                need(rest, 20)?;
+                let chain = take_u64(&mut rest);
+                let first_write = take_u64(&mut rest);
+                let count = take_u32(&mut rest) as usize;
+                validate_rows(rest, count, CHANGE_FIXED_BYTES, true)?;
+                Record::RowChanges {
+                    chain,
+                    first_write,
                     changes: CommitChanges { count, bytes: rest },
                 }
             }
@@ -205,7 +245,9 @@ impl<'a> Record<'a> {
     /// The kind byte of this record.
     pub(crate) fn kind(&self) -> u8 {
         match self {
-            Record::Commit { .. } => KIND_COMMIT,
+            Record::Commit { early: None, .. } => KIND_COMMIT,
+            Record::Commit { early: Some(_), .. } => KIND_COMMIT_AFTER_EARLY,
+            Record::RowChanges { .. } => KIND_ROW_CHANGES,
             Record::Catalog { .. } => KIND_CATALOG,
             Record::TableImageBegin { .. } => KIND_TABLE_IMAGE_BEGIN,
             Record::TableImageRows { .. } => KIND_TABLE_IMAGE_ROWS,
@@ -218,8 +260,26 @@ impl<'a> Record<'a> {
     /// Appends this record's payload to `buf`.
     pub(crate) fn encode_payload(&self, buf: &mut Vec<u8>) {
         match *self {
-            Record::Commit { commit_ts, changes } => {
+            Record::Commit {
+                commit_ts,
+                changes,
+                early,
+            } => {
+                if let Some(early) = early {
+                    buf.extend_from_slice(&early.chain.to_le_bytes());
+                    buf.extend_from_slice(&early.writes.to_le_bytes());
+                }
                 buf.extend_from_slice(&commit_ts.to_le_bytes());
+                buf.extend_from_slice(&(changes.count as u32).to_le_bytes());
+                buf.extend_from_slice(changes.bytes);
+            }
+            Record::RowChanges {
+                chain,
+                first_write,
+                changes,
+            } => {
+                buf.extend_from_slice(&chain.to_le_bytes());
+                buf.extend_from_slice(&first_write.to_le_bytes());
                 buf.extend_from_slice(&(changes.count as u32).to_le_bytes());
                 buf.extend_from_slice(changes.bytes);
             }
@@ -256,7 +316,10 @@ impl<'a> Record<'a> {
     /// Encoded payload size, known before encoding so size limits are checked up front.
     pub(crate) fn payload_bytes(&self) -> usize {
         match self {
-            Record::Commit { changes, .. } => 12 + changes.bytes.len(),
+            Record::Commit { changes, early, .. } => {
+                early.map_or(0, |_| 16) + 12 + changes.bytes.len()
+            }
+            Record::RowChanges { changes, .. } => 20 + changes.bytes.len(),
             Record::Catalog { image } => image.len(),
             Record::TableImageBegin { .. } | Record::TableImageEnd { .. } => 8,
             Record::TableImageRows { rows, .. } => 12 + rows.bytes.len(),
@@ -267,8 +330,17 @@ impl<'a> Record<'a> {
 }
 
 /// Payload size of a commit record for these changes.
-pub(crate) fn commit_payload_bytes(changes: &[RedoChange<'_>]) -> usize {
-    12 + changes
+pub(crate) fn commit_payload_bytes(changes: &[RedoChange<'_>], early: Option<EarlyRedo>) -> usize {
+    early.map_or(0, |_| 16) + 12 + changes_bytes(changes)
+}
+
+/// Payload size of a `RowChanges` record for these changes.
+pub(crate) fn row_changes_payload_bytes(changes: &[RedoChange<'_>]) -> usize {
+    20 + changes_bytes(changes)
+}
+
+fn changes_bytes(changes: &[RedoChange<'_>]) -> usize {
+    changes
         .iter()
         .map(|c| CHANGE_FIXED_BYTES + c.row.len())
         .sum::<usize>()
@@ -279,8 +351,30 @@ pub(crate) fn encode_commit_payload(
     buf: &mut Vec<u8>,
     commit_ts: CommitTs,
     changes: &[RedoChange<'_>],
+    early: Option<EarlyRedo>,
 ) {
+    if let Some(early) = early {
+        buf.extend_from_slice(&early.chain.to_le_bytes());
+        buf.extend_from_slice(&early.writes.to_le_bytes());
+    }
     buf.extend_from_slice(&commit_ts.to_le_bytes());
+    encode_changes(buf, changes);
+}
+
+/// Appends the payload of a `RowChanges` record to `buf`.
+pub(crate) fn encode_row_changes_payload(
+    buf: &mut Vec<u8>,
+    chain: u64,
+    first_write: u64,
+    changes: &[RedoChange<'_>],
+) {
+    buf.extend_from_slice(&chain.to_le_bytes());
+    buf.extend_from_slice(&first_write.to_le_bytes());
+    encode_changes(buf, changes);
+}
+
+/// The change count and the changes, as commit and `RowChanges` payloads end.
+fn encode_changes(buf: &mut Vec<u8>, changes: &[RedoChange<'_>]) {
     buf.extend_from_slice(&(changes.len() as u32).to_le_bytes());
     for c in changes {
         debug_assert!(c.row.len() <= u32::MAX as usize);

@@ -13,7 +13,7 @@ use std::thread::JoinHandle;
 use std::time::Instant;
 
 use parking_lot::{Condvar, Mutex, MutexGuard};
-use shoal_storage::{CommitTs, RedoChange, TableId};
+use shoal_storage::{CommitTs, EarlyRedo, RedoChange, TableId};
 use tokio::sync::watch;
 
 use crate::error::WalError;
@@ -258,19 +258,45 @@ impl Wal {
         &self,
         take_ts: impl FnOnce(Lsn) -> CommitTs,
         changes: &[RedoChange<'_>],
+        early: Option<EarlyRedo>,
     ) -> Result<Lsn, WalError> {
-        let payload_bytes = record::commit_payload_bytes(changes);
-        self.append_encoded(record::KIND_COMMIT, payload_bytes, |lsn, buf| {
-            record::encode_commit_payload(buf, take_ts(lsn), changes)
+        let payload_bytes = record::commit_payload_bytes(changes, early);
+        let kind = match early {
+            None => record::KIND_COMMIT,
+            Some(_) => record::KIND_COMMIT_AFTER_EARLY,
+        };
+        self.append_encoded(kind, payload_bytes, |lsn, buf| {
+            record::encode_commit_payload(buf, take_ts(lsn), changes, early)
         })
+    }
+
+    /// Appends a `RowChanges` record: writes `first_write..` of a running transaction, ahead of
+    /// its commit. `chain` is the LSN of the transaction's first such record, None for the
+    /// first one, which then starts the chain at its own LSN. Calls `on_start` with the record's
+    /// start LSN while no other record can be appended. Returns the chain's LSN.
+    pub fn append_row_changes(
+        &self,
+        chain: Option<Lsn>,
+        first_write: u64,
+        changes: &[RedoChange<'_>],
+        on_start: impl FnOnce(Lsn),
+    ) -> Result<Lsn, WalError> {
+        let payload_bytes = record::row_changes_payload_bytes(changes);
+        let mut chain_lsn = chain;
+        self.append_encoded(record::KIND_ROW_CHANGES, payload_bytes, |lsn, buf| {
+            on_start(lsn);
+            let chain = *chain_lsn.get_or_insert(lsn);
+            record::encode_row_changes_payload(buf, chain, first_write, changes)
+        })?;
+        Ok(chain_lsn.expect("the record was encoded"))
     }
 
     /// Appends a record of any kind but `Commit` (which goes through `append_commit`) and returns
     /// its end LSN. Whole table images go through `append_table_image`.
     pub fn append(&self, record: &Record<'_>) -> Result<Lsn, WalError> {
         assert!(
-            !matches!(record, Record::Commit { .. }),
-            "commits go through append_commit"
+            !matches!(record, Record::Commit { .. } | Record::RowChanges { .. }),
+            "commits and row changes go through append_commit and append_row_changes"
         );
         self.append_encoded(record.kind(), record.payload_bytes(), |_, buf| {
             record.encode_payload(buf)
@@ -285,8 +311,8 @@ impl Wal {
         on_start: impl FnOnce(Lsn),
     ) -> Result<Lsn, WalError> {
         assert!(
-            !matches!(record, Record::Commit { .. }),
-            "commits go through append_commit"
+            !matches!(record, Record::Commit { .. } | Record::RowChanges { .. }),
+            "commits and row changes go through append_commit and append_row_changes"
         );
         self.append_encoded(record.kind(), record.payload_bytes(), |lsn, buf| {
             on_start(lsn);

@@ -11,8 +11,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use common::{segment_files, TestDir};
-use shoal_storage::{ChangeKind, RedoChange};
-use shoal_wal::{read_log, LogReadSummary, Lsn, ReadError, Record, Wal, WalError, WalOptions};
+use shoal_storage::{ChangeKind, EarlyRedo, RedoChange};
+use shoal_wal::{
+    read_log, CommitChanges, LogReadSummary, Lsn, ReadError, Record, Wal, WalError, WalOptions,
+};
 
 /// A record copied out of the log, for comparisons.
 #[derive(Clone, Debug, PartialEq)]
@@ -24,17 +26,38 @@ enum Owned {
     ImageEnd(u64),
     Sequence(u32, i64, bool),
     ColumnSegment(u64, u64, Vec<u8>),
+    /// A commit after row changes logged ahead of it: ts, changes, chain, early writes.
+    CommitAfterEarly(u64, Vec<LoggedChange>, u64, u64),
+    /// chain, first write, changes.
+    RowChanges(u64, u64, Vec<LoggedChange>),
+}
+
+type LoggedChange = (u64, ChangeKind, u64, Vec<u8>);
+
+fn owned_changes(changes: CommitChanges<'_>) -> Vec<LoggedChange> {
+    changes
+        .iter()
+        .map(|c| (c.table, c.kind, c.row_id, c.row.to_vec()))
+        .collect()
 }
 
 fn to_owned(record: Record<'_>) -> Owned {
     match record {
-        Record::Commit { commit_ts, changes } => Owned::Commit(
+        Record::Commit {
             commit_ts,
-            changes
-                .iter()
-                .map(|c| (c.table, c.kind, c.row_id, c.row.to_vec()))
-                .collect(),
-        ),
+            changes,
+            early: None,
+        } => Owned::Commit(commit_ts, owned_changes(changes)),
+        Record::Commit {
+            commit_ts,
+            changes,
+            early: Some(early),
+        } => Owned::CommitAfterEarly(commit_ts, owned_changes(changes), early.chain, early.writes),
+        Record::RowChanges {
+            chain,
+            first_write,
+            changes,
+        } => Owned::RowChanges(chain, first_write, owned_changes(changes)),
         Record::Catalog { image } => Owned::Catalog(image.to_vec()),
         Record::TableImageBegin { table } => Owned::ImageBegin(table),
         Record::TableImageRows { table, rows } => Owned::ImageRows(
@@ -87,7 +110,7 @@ fn commit(wal: &Wal, ts: u64, row: &[u8]) -> Lsn {
         row_id: ts,
         row,
     };
-    let lsn = wal.append_commit(|_| ts, &[change]).unwrap();
+    let lsn = wal.append_commit(|_| ts, &[change], None).unwrap();
     wal.wait_flushed_blocking(lsn).unwrap();
     lsn
 }
@@ -146,6 +169,7 @@ fn every_record_kind_round_trips() {
                 42
             },
             &changes,
+            None,
         )
         .unwrap();
     wal.append(&Record::Catalog {
@@ -210,6 +234,63 @@ fn every_record_kind_round_trips() {
     assert_eq!(later[0].0, commit_end);
 }
 
+/// A transaction's row changes logged ahead of its commit form a chain named by the LSN of its
+/// first record; later records name the same chain, and the commit names it with the count of
+/// early writes that still count.
+#[test]
+fn row_changes_chain_round_trips() {
+    let dir = TestDir::new("row-changes");
+    let wal = Wal::open(dir.path(), 0, WalOptions::default()).unwrap();
+    let change = |row_id: u64, row: &'static [u8]| RedoChange {
+        table: 7,
+        kind: ChangeKind::Insert,
+        row_id,
+        row,
+    };
+    let first = [change(1, b"one"), change(2, b"two")];
+    let mut pinned = Vec::new();
+    let chain = wal
+        .append_row_changes(None, 0, &first, |lsn| pinned.push(lsn))
+        .unwrap();
+    wal.append(&Record::Catalog { image: b"between" }).unwrap();
+    let second = [change(3, b"three")];
+    let again = wal
+        .append_row_changes(Some(chain), 1, &second, |lsn| pinned.push(lsn))
+        .unwrap();
+    assert_eq!(again, chain, "a chain keeps the LSN of its first record");
+    let last = [change(4, b"four")];
+    let early = EarlyRedo { chain, writes: 2 };
+    let end = wal.append_commit(|_| 9, &last, Some(early)).unwrap();
+    wal.wait_flushed_blocking(end).unwrap();
+    wal.shutdown();
+
+    let (records, _) = read_all(dir.path(), 0);
+    assert_eq!(
+        records[0].0, chain,
+        "the chain is named by its first record's LSN"
+    );
+    assert_eq!(
+        pinned,
+        vec![chain, records[2].0],
+        "each record's start LSN is pinned"
+    );
+    let owned = |cs: &[RedoChange<'_>]| -> Vec<LoggedChange> {
+        cs.iter()
+            .map(|c| (c.table, c.kind, c.row_id, c.row.to_vec()))
+            .collect()
+    };
+    let kinds: Vec<Owned> = records.into_iter().map(|(_, r)| r).collect();
+    assert_eq!(
+        kinds,
+        vec![
+            Owned::RowChanges(chain, 0, owned(&first)),
+            Owned::Catalog(b"between".to_vec()),
+            Owned::RowChanges(chain, 1, owned(&second)),
+            Owned::CommitAfterEarly(9, owned(&last), chain, 2),
+        ]
+    );
+}
+
 #[test]
 fn group_commit_batches_concurrent_committers() {
     let dir = TestDir::new("group");
@@ -229,7 +310,11 @@ fn group_commit_batches_concurrent_committers() {
                         row: row.as_bytes(),
                     };
                     let lsn = wal
-                        .append_commit(|_| clock.fetch_add(1, Ordering::SeqCst) + 1, &[change])
+                        .append_commit(
+                            |_| clock.fetch_add(1, Ordering::SeqCst) + 1,
+                            &[change],
+                            None,
+                        )
                         .unwrap();
                     wal.wait_flushed_blocking(lsn).unwrap();
                     assert!(
@@ -280,7 +365,7 @@ fn async_waiters_and_unwaited_records_are_flushed() {
                         row_id: i,
                         row: b"r",
                     };
-                    let lsn = wal.append_commit(|_| i + 1, &[change]).unwrap();
+                    let lsn = wal.append_commit(|_| i + 1, &[change], None).unwrap();
                     wal.wait_flushed(lsn).await.unwrap();
                     assert!(wal.flushed_lsn() >= lsn);
                 })
@@ -327,7 +412,7 @@ fn backpressure_bounds_the_buffer_without_losing_records() {
             row_id: ts,
             row: &row,
         };
-        last = wal.append_commit(|_| ts, &[change]).unwrap();
+        last = wal.append_commit(|_| ts, &[change], None).unwrap();
     }
     wal.shutdown();
     assert!(wal.stats().batches > 1);
@@ -599,7 +684,7 @@ fn disk_full_scenario(dir: &Path) {
             row_id: ts,
             row: &row,
         };
-        let lsn = wal.append_commit(|_| ts, &[change]).unwrap();
+        let lsn = wal.append_commit(|_| ts, &[change], None).unwrap();
         match wal.wait_flushed_blocking(lsn) {
             Ok(()) => durable.push(ts),
             Err(e) => {
@@ -619,7 +704,7 @@ fn disk_full_scenario(dir: &Path) {
         row_id: 0,
         row: &row,
     };
-    let lsn = wal.append_commit(|_| 1000, &[change]).unwrap();
+    let lsn = wal.append_commit(|_| 1000, &[change], None).unwrap();
     assert!(matches!(
         wal.wait_flushed_blocking(lsn),
         Err(WalError::DiskFull(_))
@@ -688,7 +773,7 @@ fn failed_fsync_breaks_the_log_for_good_and_keeps_what_was_synced() {
         row_id: 4,
         row: b"lost",
     };
-    let lsn = wal.append_commit(|_| 4, &[change]).unwrap();
+    let lsn = wal.append_commit(|_| 4, &[change], None).unwrap();
     let err = wal
         .wait_flushed_blocking(lsn)
         .expect_err("the fourth sync fails");
@@ -707,7 +792,7 @@ fn failed_fsync_breaks_the_log_for_good_and_keeps_what_was_synced() {
         row: b"later",
     };
     let refused = wal
-        .append_commit(|_| 5, &[later])
+        .append_commit(|_| 5, &[later], None)
         .and_then(|lsn| wal.wait_flushed_blocking(lsn));
     assert!(matches!(refused, Err(WalError::Broken(_))), "{refused:?}");
     assert!(wal.flushed_lsn() >= *synced.last().unwrap());

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 use shoal_storage::catalog::SequenceDef;
-use shoal_storage::{CommitTs, RedoChange, RedoSink, RowTable, TableId};
+use shoal_storage::{CommitTs, EarlyRedo, RedoChange, RedoSink, RowTable, TableId};
 use shoal_wal::{Lsn, Record, Wal, WalError, WalOptions};
 
 use crate::error::SqlError;
@@ -35,6 +35,8 @@ pub struct DurabilityOptions {
     pub checkpoint_interval_s: u64,
     /// Threads that write and load checkpoint files.
     pub checkpoint_threads: usize,
+    /// Row redo a transaction gathers before it logs it ahead of its commit (`early_redo`).
+    pub early_redo_bytes: usize,
     pub wal: WalOptions,
 }
 
@@ -45,6 +47,7 @@ impl Default for DurabilityOptions {
             checkpoint_log_bytes: 256 << 20,
             checkpoint_interval_s: 300,
             checkpoint_threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            early_redo_bytes: shoal_storage::early_redo::EARLY_REDO_BYTES_DEFAULT,
             wal: WalOptions::default(),
         }
     }
@@ -147,9 +150,23 @@ impl RedoSink for WalSink {
         &self,
         take_ts: &mut dyn FnMut(u64) -> CommitTs,
         changes: &[RedoChange<'_>],
+        early: Option<EarlyRedo>,
     ) -> Result<u64, String> {
         self.0
-            .append_commit(take_ts, changes)
+            .append_commit(take_ts, changes, early)
+            .map_err(|e| e.to_string())
+    }
+
+    fn log_row_changes(
+        &self,
+        chain: Option<u64>,
+        first_write: u64,
+        changes: &[RedoChange<'_>],
+        pin: &mut dyn FnMut(u64),
+    ) -> Result<Option<u64>, String> {
+        self.0
+            .append_row_changes(chain, first_write, changes, pin)
+            .map(Some)
             .map_err(|e| e.to_string())
     }
 

@@ -12,7 +12,9 @@ use parking_lot::Mutex;
 use shoal_storage::catalog::{AccessMethod, Catalog, IndexDef as CatalogIndexDef, TableDef};
 use shoal_storage::column::{segment_from_ipc, split_row_id};
 use shoal_storage::recovery::RECOVERED_TS;
-use shoal_storage::{ChangeKind, ColumnTable, Database, IsolationLevel, RowRef, RowTable, TableId};
+use shoal_storage::{
+    ChangeKind, ColumnTable, Database, IsolationLevel, RedoChange, RowRef, RowTable, TableId,
+};
 use shoal_wal::{read_log, ReadError, Record, Wal};
 
 use super::{Durability, DurabilityOptions, WalSink};
@@ -128,6 +130,7 @@ pub(crate) fn recover(
         rows_by_id: HashMap::new(),
         images: HashMap::new(),
         early_segments: HashMap::new(),
+        early_rows: HashMap::new(),
     };
     let summary = read_log(data_dir, start_lsn, |_lsn, record| replay.apply(record)).map_err(
         |e| match e {
@@ -145,6 +148,7 @@ pub(crate) fn recover(
         Wal::open(data_dir, summary.end_lsn, options.wal.clone()).map_err(|e| e.to_string())?,
     );
     db.set_redo_sink(Arc::new(WalSink(wal.clone())));
+    db.set_early_redo_bytes(options.early_redo_bytes);
     let durability = Durability::new(data_dir, wal, options, start_lsn);
     Ok((catalog, durability, report))
 }
@@ -217,13 +221,51 @@ struct Replay {
     /// Column segments logged ahead of their commit, by table and row id, until the commit
     /// record that names them (or the end of the log, for a transaction that never committed).
     early_segments: HashMap<(TableId, u64), Vec<u8>>,
+    /// Row changes logged ahead of their commit, by chain (see `shoal_storage::early_redo`),
+    /// until the commit record that names the chain. A chain no commit names is dropped.
+    early_rows: HashMap<u64, Vec<OwnedChange>>,
+}
+
+/// A row change copied out of a `RowChanges` record (the log's bytes do not outlive the record).
+struct OwnedChange {
+    table: TableId,
+    kind: ChangeKind,
+    row_id: u64,
+    row: Vec<u8>,
+}
+
+impl OwnedChange {
+    fn borrow(&self) -> RedoChange<'_> {
+        RedoChange {
+            table: self.table,
+            kind: self.kind,
+            row_id: self.row_id,
+            row: &self.row,
+        }
+    }
 }
 
 impl Replay {
     fn apply(&mut self, record: Record<'_>) -> Result<(), String> {
         match record {
-            Record::Commit { changes, .. } => {
+            Record::Commit { changes, early, .. } => {
                 let mut txn = self.db.begin(IsolationLevel::ReadCommitted);
+                if let Some(early) = early {
+                    let mut logged = self.early_rows.remove(&early.chain).unwrap_or_default();
+                    if (logged.len() as u64) < early.writes {
+                        return Err(format!(
+                            "a commit names {} row changes logged ahead of it at LSN {:X}, \
+                             but the log holds {}",
+                            early.writes,
+                            early.chain,
+                            logged.len()
+                        ));
+                    }
+                    logged.truncate(early.writes as usize);
+                    for c in &logged {
+                        self.apply_change(&mut txn, c.borrow())?;
+                    }
+                }
                 for c in changes.iter() {
                     self.apply_change(&mut txn, c)?;
                 }
@@ -252,6 +294,28 @@ impl Replay {
                 image,
             } => {
                 self.early_segments.insert((table, row_id), image.to_vec());
+            }
+            Record::RowChanges {
+                chain,
+                first_write,
+                changes,
+            } => {
+                let logged = self.early_rows.entry(chain).or_default();
+                if first_write > logged.len() as u64 {
+                    return Err(format!(
+                        "row changes logged ahead of a commit at LSN {chain:X} continue at \
+                         change {first_write}, but the log holds {}",
+                        logged.len()
+                    ));
+                }
+                // A later record from an earlier write: a ROLLBACK TO SAVEPOINT undid the rest.
+                logged.truncate(first_write as usize);
+                logged.extend(changes.iter().map(|c| OwnedChange {
+                    table: c.table,
+                    kind: c.kind,
+                    row_id: c.row_id,
+                    row: c.row.to_vec(),
+                }));
             }
             Record::Sequence {
                 oid,
