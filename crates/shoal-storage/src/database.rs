@@ -12,7 +12,9 @@ use arrow::datatypes::SchemaRef;
 use crate::column::ColumnTable;
 use crate::error::StorageError;
 use crate::table::RowTable;
-use crate::txn::{CommitTs, IsolationLevel, RedoSink, Snapshot, Transaction, TxnId, TxnShared};
+use crate::txn::{
+    CommitTs, IsolationLevel, RedoSink, ReplayBounds, Snapshot, Transaction, TxnId, TxnShared,
+};
 use crate::types::DataType;
 use crate::TableId;
 
@@ -182,11 +184,11 @@ impl Database {
         self.shared.oldest_active_snapshot()
     }
 
-    /// Where a checkpoint taken now must start replaying the log: the first record of a commit
-    /// still in flight, else `log_end`. Call it while no record can be appended, then take the
-    /// checkpoint's snapshot: every record before the returned position is visible to it.
-    pub fn replay_start(&self, log_end: u64) -> u64 {
-        self.shared.replay_start(log_end)
+    /// Where a checkpoint taken now stands in the log (see [`ReplayBounds`]). Call it while no
+    /// record can be appended, then take the checkpoint's snapshot: every commit record before
+    /// `covered` is visible to it.
+    pub fn replay_bounds(&self, log_end: u64) -> ReplayBounds {
+        self.shared.replay_bounds(log_end)
     }
 
     /// True while a running transaction holds back the checkpoints' replay start (a bulk load

@@ -105,13 +105,14 @@ impl TxnShared {
             .map_err(StorageError::CommitFailed)?;
         drop(changes);
         match chain {
-            Some(chain) => {
+            Some((chain, end)) => {
                 debug_assert!(txn.early.chain.is_none_or(|c| c == chain));
                 txn.early = EarlyRowRedo {
                     chain: Some(chain),
                     logged: txn.writes.len(),
                     unlogged_bytes: 0,
                 };
+                txn.early_log_end = txn.early_log_end.max(end);
             }
             // This sink logs rows only in commit records; ask again a threshold later.
             None => txn.early.unlogged_bytes = 0,

@@ -32,6 +32,7 @@ pub use table::{
     InsertOutcome, RowChain, RowLockMode, RowRef, RowTable, TableMemory, WriteOutcome,
 };
 pub use txn::{
-    ChangeKind, CommitTs, IsolationLevel, RedoChange, RedoSink, Snapshot, Transaction, TxnId,
+    ChangeKind, CommitTs, IsolationLevel, RedoChange, RedoSink, ReplayBounds, Snapshot,
+    Transaction, TxnId,
 };
 pub use types::{DataType, Interval, Value};

@@ -92,6 +92,10 @@ struct CommitQueue {
 struct InFlightCommit {
     ts: CommitTs,
     log_pos: u64,
+    /// Where replay must start for this commit: its record, or its first record logged ahead
+    /// of the commit. Kept after the commit finishes stamping until the watermark passes it
+    /// (a checkpoint cut while an earlier commit still stamps does not see this one).
+    replay_from: u64,
     finished: bool,
 }
 
@@ -111,8 +115,8 @@ impl CommitClock {
     }
 
     /// Takes the next timestamp for a commit whose redo record starts at `log_pos` (0 when
-    /// nothing is logged).
-    fn begin_commit(&self, log_pos: u64) -> CommitTs {
+    /// nothing is logged), and whose records logged ahead of it start at `early_from`.
+    fn begin_commit(&self, log_pos: u64, early_from: Option<u64>) -> CommitTs {
         let mut q = self.queue.lock();
         let ts = q.next_ts;
         q.next_ts += 1;
@@ -123,16 +127,22 @@ impl CommitClock {
         q.in_flight.push_back(InFlightCommit {
             ts,
             log_pos,
+            replay_from: early_from.map_or(log_pos, |e| e.min(log_pos)),
             finished: false,
         });
         ts
     }
 
-    /// Where the oldest commit that has not finished stamping starts in the log: every record
-    /// before it belongs to a commit a new snapshot sees.
-    fn first_unfinished_log_pos(&self) -> Option<u64> {
+    /// Where the oldest commit that has not finished stamping starts in the log (every commit
+    /// record before it belongs to a commit a new snapshot sees), and where replay must start
+    /// for the commits a new snapshot does not see (earlier when one logged records ahead).
+    fn unfinished_log_bounds(&self) -> Option<(u64, u64)> {
         let q = self.queue.lock();
-        q.in_flight.iter().find(|c| !c.finished).map(|c| c.log_pos)
+        // Finished commits leave the front at once, so the front is the oldest unfinished.
+        let first = q.in_flight.front()?;
+        debug_assert!(!first.finished);
+        let replay_from = q.in_flight.iter().map(|c| c.replay_from).min();
+        Some((first.log_pos, replay_from.unwrap_or(first.log_pos)))
     }
 
     /// Recovery: the next commit takes `ts + 1`, and snapshots see everything up to `ts`.
@@ -170,6 +180,16 @@ impl CommitClock {
         );
         self.stable_ts.store(stable, Ordering::Release);
     }
+}
+
+/// Log positions of a checkpoint cut: every commit, catalog and sequence record before
+/// `covered` is in the state a snapshot taken now sees; replay must still read from `start`
+/// (at or before `covered`) for the records running or stamping transactions logged ahead of
+/// their commits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReplayBounds {
+    pub covered: u64,
+    pub start: u64,
 }
 
 /// One change handed to the redo sink at commit, in the order the transaction made them.
@@ -210,30 +230,39 @@ pub trait RedoSink: Send + Sync {
     /// Logs row changes of a running transaction ahead of its commit (its writes from number
     /// `first_write` on), as the next record of the transaction's chain: `chain` is None for its
     /// first record. Calls `pin` with the position the record starts at while no other record
-    /// can be appended. Returns the chain's position, which the commit then names, or None when
-    /// this sink logs row changes only inside commit records.
+    /// can be appended. Returns the chain's position, which the commit then names, and the
+    /// record's end position, or None when this sink logs row changes only inside commit
+    /// records.
     fn log_row_changes(
         &self,
         _chain: Option<u64>,
         _first_write: u64,
         _changes: &[RedoChange<'_>],
         _pin: &mut dyn FnMut(u64),
-    ) -> Result<Option<u64>, String> {
+    ) -> Result<Option<(u64, u64)>, String> {
         Ok(None)
     }
 
     /// Logs the image of a column segment a running transaction appended, ahead of its commit
     /// (whose record then names the segment with an empty image). Calls `pin` with the position
     /// the record starts at while no other record can be appended (so no checkpoint can start
-    /// in between). Returns false when this sink logs segments only inside commit records.
+    /// in between). Returns the record's end position, or None when this sink logs segments
+    /// only inside commit records.
     fn log_segment(
         &self,
         _table: TableId,
         _row_id: u64,
         _image: &[u8],
         _pin: &mut dyn FnMut(u64),
-    ) -> Result<bool, String> {
-        Ok(false)
+    ) -> Result<Option<u64>, String> {
+        Ok(None)
+    }
+
+    /// Waits until the log from `from` to `end` is durable, and fails if any of it was lost
+    /// (a write dropped for a full disk): checked for a transaction's records logged ahead of
+    /// its commit before the commit record names them.
+    fn wait_durable(&self, _from: u64, _end: u64) -> Result<(), String> {
+        Ok(())
     }
 }
 
@@ -330,6 +359,7 @@ impl TxnShared {
             table_locks: Vec::new(),
             savepoints: Vec::new(),
             early: EarlyRowRedo::default(),
+            early_log_end: 0,
             finished: false,
         }
     }
@@ -483,7 +513,7 @@ impl TxnShared {
         }
         let sink = self.redo_sink.read().clone();
         let Some(sink) = sink else {
-            return Ok((self.clock.begin_commit(0), None));
+            return Ok((self.clock.begin_commit(0, None), None));
         };
         // Column inserts are logged as whole segments (Arrow IPC), column deletes by row id.
         // A segment logged ahead of the commit is named with an empty image.
@@ -526,12 +556,21 @@ impl TxnShared {
                     }
                 }),
         );
+        // Records logged ahead of the commit must all be in the log before the commit record
+        // that names them: a batch dropped for a full disk would leave the commit naming a hole.
+        let early_from = self.early_log_pins.lock().get(&txn.id).copied();
+        let early_checked = match early_from {
+            Some(from) if txn.early_log_end > from => sink.wait_durable(from, txn.early_log_end),
+            _ => Ok(()),
+        };
         let mut ts = None;
-        let logged = sink.log_commit(
-            &mut |log_pos| *ts.insert(self.clock.begin_commit(log_pos)),
-            &changes,
-            early,
-        );
+        let logged = early_checked.and_then(|()| {
+            sink.log_commit(
+                &mut |log_pos| *ts.insert(self.clock.begin_commit(log_pos, early_from)),
+                &changes,
+                early,
+            )
+        });
         drop(changes);
         match (logged, ts) {
             (Ok(pos), Some(ts)) => Ok((ts, Some(pos))),
@@ -574,12 +613,16 @@ impl TxnShared {
         self.end(txn);
     }
 
-    /// Where a checkpoint's log replay must start: the first record of a commit that has not
-    /// finished stamping, or `log_end` when none is in flight.
-    pub(crate) fn replay_start(&self, log_end: u64) -> u64 {
-        let commits = self.clock.first_unfinished_log_pos().unwrap_or(log_end);
+    /// What a checkpoint cut now covers, as log positions: see [`ReplayBounds`].
+    pub(crate) fn replay_bounds(&self, log_end: u64) -> ReplayBounds {
+        let (covered, commits_from) = self
+            .clock
+            .unfinished_log_bounds()
+            .unwrap_or((log_end, log_end));
         let early = self.early_log_pins.lock().values().min().copied();
-        early.map_or(commits, |e| e.min(commits))
+        let start = early.map_or(commits_from, |e| e.min(commits_from));
+        debug_assert!(start <= covered);
+        ReplayBounds { covered, start }
     }
 
     /// Keeps the log from `pos` on for a checkpoint's replay until `txn` ends (a no-op if the
@@ -623,8 +666,9 @@ impl TxnShared {
         let txn_id = txn.id;
         let logged = sink.log_segment(table, row_id, &image, &mut |pos| self.pin_log(txn_id, pos));
         match logged {
-            Ok(logged) => {
-                *logged_early = logged;
+            Ok(end) => {
+                *logged_early = end.is_some();
+                txn.early_log_end = txn.early_log_end.max(end.unwrap_or(0));
                 Ok(())
             }
             Err(msg) => Err(StorageError::CommitFailed(msg)),
@@ -748,6 +792,9 @@ pub struct Transaction {
     savepoints: Vec<SavepointMark>,
     /// How much of `writes` is logged ahead of the commit.
     pub(crate) early: EarlyRowRedo,
+    /// End position of the last record this transaction logged ahead of its commit (row
+    /// changes or a column segment), 0 if none.
+    pub(crate) early_log_end: u64,
     finished: bool,
 }
 
@@ -843,8 +890,8 @@ mod tests {
     #[test]
     fn watermark_waits_for_earlier_commits() {
         let c = CommitClock::new();
-        let a = c.begin_commit(0);
-        let b = c.begin_commit(0);
+        let a = c.begin_commit(0, None);
+        let b = c.begin_commit(0, None);
         c.finish_commit(b);
         assert_eq!(
             c.stable(),

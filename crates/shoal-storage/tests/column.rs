@@ -193,11 +193,11 @@ impl RedoSink for Recorder {
         row_id: u64,
         image: &[u8],
         pin: &mut dyn FnMut(u64),
-    ) -> Result<bool, String> {
+    ) -> Result<Option<u64>, String> {
         let mut early = self.early.lock().unwrap();
         pin(100 + early.len() as u64);
         early.push((table, row_id, image.to_vec()));
-        Ok(true)
+        Ok(Some(100 + early.len() as u64))
     }
 }
 
@@ -215,13 +215,13 @@ fn segments_logged_ahead_of_commit_pin_the_replay_start() {
     let second = t.append(&mut txn, b2, s2).unwrap();
     db.log_segment_early(&mut txn, TRIPS, second).unwrap();
     assert_eq!(
-        db.replay_start(500),
+        db.replay_bounds(500).start,
         100,
         "the first early record pins the replay start"
     );
     assert!(db.replay_start_pinned());
     db.commit(txn).unwrap();
-    assert_eq!(db.replay_start(500), 500, "released at commit");
+    assert_eq!(db.replay_bounds(500).start, 500, "released at commit");
     assert!(!db.replay_start_pinned());
 
     let early = recorder.early.lock().unwrap();
@@ -244,9 +244,9 @@ fn segments_logged_ahead_of_commit_pin_the_replay_start() {
     let (b, s) = batch(0..2);
     let no = t.append(&mut txn, b, s).unwrap();
     db.log_segment_early(&mut txn, TRIPS, no).unwrap();
-    assert_eq!(db.replay_start(500), 102);
+    assert_eq!(db.replay_bounds(500).start, 102);
     db.rollback(txn);
-    assert_eq!(db.replay_start(500), 500);
+    assert_eq!(db.replay_bounds(500).start, 500);
 }
 
 #[test]

@@ -32,6 +32,10 @@ enum Rec {
 struct ChainSink {
     records: Mutex<Vec<Rec>>,
     pins: Mutex<Vec<u64>>,
+    /// Ranges `wait_durable` was asked about.
+    waits: Mutex<Vec<(u64, u64)>>,
+    /// Whether `wait_durable` reports a lost record.
+    lose_records: Mutex<bool>,
 }
 
 fn logged(changes: &[RedoChange<'_>]) -> Vec<Logged> {
@@ -63,7 +67,7 @@ impl RedoSink for ChainSink {
         first_write: u64,
         changes: &[RedoChange<'_>],
         pin: &mut dyn FnMut(u64),
-    ) -> Result<Option<u64>, String> {
+    ) -> Result<Option<(u64, u64)>, String> {
         let mut records = self.records.lock().unwrap();
         let pos = 1000 + records.len() as u64;
         pin(pos);
@@ -74,7 +78,15 @@ impl RedoSink for ChainSink {
             first_write,
             changes: logged(changes),
         });
-        Ok(Some(chain))
+        Ok(Some((chain, pos + 1)))
+    }
+
+    fn wait_durable(&self, from: u64, end: u64) -> Result<(), String> {
+        self.waits.lock().unwrap().push((from, end));
+        match *self.lose_records.lock().unwrap() {
+            true => Err("no space left on device".into()),
+            false => Ok(()),
+        }
     }
 }
 
@@ -152,7 +164,7 @@ fn a_large_transaction_logs_its_rows_ahead_and_the_commit_names_them() {
     assert!(sink.early_records() >= 2, "{:?}", sink.records);
     assert!(db.replay_start_pinned(), "the chain pins the log");
     let pinned = *sink.pins.lock().unwrap().first().unwrap();
-    assert_eq!(db.replay_start(u64::MAX), pinned);
+    assert_eq!(db.replay_bounds(u64::MAX).start, pinned);
     db.commit(x).unwrap();
     assert!(!db.replay_start_pinned(), "the commit released the pin");
 
@@ -231,4 +243,66 @@ fn a_rolled_back_transaction_leaves_a_chain_nobody_names() {
     db.rollback(x);
     assert!(!db.replay_start_pinned(), "the rollback released the pin");
     assert!(sink.replay().is_empty(), "no commit");
+}
+
+#[test]
+fn the_commit_checks_its_early_records_reached_the_log() {
+    let (db, t, sink) = setup(100);
+    let mut x = db.begin(IsolationLevel::ReadCommitted);
+    for id in 1..=10 {
+        t.insert(&mut x, &row(id, 0, "a note")).unwrap();
+    }
+    let pins = sink.pins.lock().unwrap().clone();
+    db.commit(x).unwrap();
+    assert_eq!(
+        *sink.waits.lock().unwrap(),
+        vec![(pins[0], pins.last().unwrap() + 1)],
+        "the commit waited for its records logged ahead, first to last"
+    );
+
+    // A record lost on the way (a batch dropped for a full disk): the commit fails and its
+    // writes are undone, instead of a commit record naming a hole.
+    *sink.lose_records.lock().unwrap() = true;
+    let mut y = db.begin(IsolationLevel::ReadCommitted);
+    for id in 100..=110 {
+        t.insert(&mut y, &row(id, 0, "a note")).unwrap();
+    }
+    let commits_before = sink.replay().len();
+    assert!(matches!(db.commit(y), Err(StorageError::CommitFailed(_))));
+    assert_eq!(sink.replay().len(), commits_before, "no commit record");
+    assert!(!db.replay_start_pinned());
+    let mut r = db.begin(IsolationLevel::ReadCommitted);
+    let s = db.statement_snapshot(&mut r);
+    assert_eq!(ids(&t, &s), (1..=10).collect::<Vec<_>>());
+}
+
+/// A checkpoint cut while an earlier commit still stamps does not see a later one that has
+/// finished; if that one logged rows ahead of its commit, replay must start at its first
+/// record even though the transaction has ended.
+#[test]
+fn a_finished_commit_keeps_its_early_records_in_replay_until_the_watermark_passes_it() {
+    let (db, t, sink) = setup(100);
+    let mut big = db.begin(IsolationLevel::ReadCommitted);
+    for id in 1..=10 {
+        t.insert(&mut big, &row(id, 0, "a note")).unwrap();
+    }
+    let first_early = sink.pins.lock().unwrap()[0];
+    let mut small = db.begin(IsolationLevel::ReadCommitted);
+    t.insert(&mut small, &row(50, 0, "")).unwrap();
+    // `small` takes the earlier timestamp and logs its record, but has not finished stamping.
+    let small = db.prepare_commit(small).unwrap();
+    let small_record = sink.records.lock().unwrap().len() as u64 - 1 + 1000;
+    db.commit(big).unwrap();
+    let bounds = db.replay_bounds(u64::MAX);
+    assert_eq!(
+        bounds.covered, small_record,
+        "covered up to the stamping commit"
+    );
+    assert_eq!(
+        bounds.start, first_early,
+        "replay from the big commit's first record"
+    );
+    small.finish();
+    let bounds = db.replay_bounds(u64::MAX);
+    assert_eq!((bounds.covered, bounds.start), (u64::MAX, u64::MAX));
 }

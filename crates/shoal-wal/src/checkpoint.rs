@@ -67,6 +67,10 @@ pub struct CheckpointManifest {
     pub id: u64,
     /// Replay the log from here (`read_log`'s `from_lsn`).
     pub start_lsn: Lsn,
+    /// Records before this LSN other than those logged ahead of a commit (row changes, column
+    /// segments) are in the checkpoint already; replay skips them. Equal to `start_lsn` unless
+    /// a transaction had logged records ahead of its commit when the checkpoint was cut.
+    pub covered_lsn: Lsn,
     pub catalog_image: Vec<u8>,
     pub parts: Vec<PartFile>,
 }
@@ -81,10 +85,12 @@ pub struct LoadSummary {
 
 /// Writes a checkpoint under `dir/checkpoints/`, running the `parts` on `threads` threads, and
 /// makes it current; older checkpoint directories are then deleted. `start_lsn` is where replay
-/// must begin: the next LSN at the moment the snapshot was taken (see `Wal::with_append_lock`).
+/// must begin and `covered_lsn` what the snapshot covers (see `CheckpointManifest`), both taken
+/// while no record could be appended (see `Wal::with_append_lock`).
 pub fn write_checkpoint(
     dir: &Path,
     start_lsn: Lsn,
+    covered_lsn: Lsn,
     catalog_image: &[u8],
     parts: Vec<TablePart<'_>>,
     threads: usize,
@@ -99,7 +105,12 @@ pub fn write_checkpoint(
     let id = next_checkpoint_id(&root).map_err(|e| io_err("could not list directory", &root, e))?;
     let ckpt_dir = root.join(format!("{id:016x}"));
     fs::create_dir(&ckpt_dir).map_err(|e| io_err("could not create directory", &ckpt_dir, e))?;
-    let written = write_checkpoint_files(&ckpt_dir, id, start_lsn, catalog_image, parts, threads);
+    assert!(
+        start_lsn <= covered_lsn,
+        "replay starts after what it covers"
+    );
+    let lsns = (start_lsn, covered_lsn);
+    let written = write_checkpoint_files(&ckpt_dir, id, lsns, catalog_image, parts, threads);
     let files = match written {
         Ok(files) => files,
         Err(e) => {
@@ -135,7 +146,7 @@ fn next_checkpoint_id(root: &Path) -> io::Result<u64> {
 fn write_checkpoint_files(
     ckpt_dir: &Path,
     id: u64,
-    start_lsn: Lsn,
+    (start_lsn, covered_lsn): (Lsn, Lsn),
     catalog_image: &[u8],
     parts: Vec<TablePart<'_>>,
     threads: usize,
@@ -150,7 +161,9 @@ fn write_checkpoint_files(
     catalog.extend_from_slice(&[0; 4]);
     catalog.extend_from_slice(catalog_image);
     write_synced(&catalog_path, &catalog)?;
-    let mut manifest = format!("{MANIFEST_FIRST_LINE}\nid {id}\nstart_lsn {start_lsn}\n");
+    let mut manifest = format!(
+        "{MANIFEST_FIRST_LINE}\nid {id}\nstart_lsn {start_lsn}\ncovered_lsn {covered_lsn}\n"
+    );
     for f in &files {
         let name = f
             .path
@@ -321,18 +334,23 @@ fn parse_manifest(ckpt_dir: &Path, id: u64) -> Result<CheckpointManifest, WalErr
     if crc32c::crc32c(body.as_bytes()) != crc {
         return Err(bad("manifest checksum mismatch"));
     }
-    let mut lines = body.lines();
+    let mut lines = body.lines().peekable();
     if lines.next() != Some(MANIFEST_FIRST_LINE) {
         return Err(bad("not a version 1 checkpoint manifest"));
     }
-    let mut field = |name: &str| -> Result<u64, WalError> {
-        let line = lines.next().unwrap_or_default();
-        line.strip_prefix(name)
+    let field = |line: Option<&str>, name: &str| -> Result<u64, WalError> {
+        line.unwrap_or_default()
+            .strip_prefix(name)
             .and_then(|v| v.trim().parse().ok())
             .ok_or_else(|| bad(&format!("bad {name} line")))
     };
-    let manifest_id = field("id ")?;
-    let start_lsn = field("start_lsn ")?;
+    let manifest_id = field(lines.next(), "id ")?;
+    let start_lsn = field(lines.next(), "start_lsn ")?;
+    // Manifests written before `covered_lsn` existed cover exactly what they replay from.
+    let covered_lsn = match lines.next_if(|l| l.starts_with("covered_lsn ")) {
+        Some(line) => field(Some(line), "covered_lsn ")?,
+        None => start_lsn,
+    };
     if manifest_id != id {
         return Err(bad(&format!(
             "manifest is of checkpoint {manifest_id}, CURRENT says {id}"
@@ -358,6 +376,7 @@ fn parse_manifest(ckpt_dir: &Path, id: u64) -> Result<CheckpointManifest, WalErr
     Ok(CheckpointManifest {
         id,
         start_lsn,
+        covered_lsn,
         catalog_image: Vec::new(),
         parts,
     })

@@ -146,10 +146,12 @@ pub(crate) struct FailedRange {
 const FAILED_RANGES_MAX: usize = 1024;
 
 impl Progress {
-    /// The result for a waiter on end LSN `lsn`, or `None` if it must keep waiting.
-    fn outcome(&self, lsn: Lsn) -> Option<Result<(), WalError>> {
+    /// The result for a waiter on the records from `from` to end LSN `lsn` (a record lies
+    /// within one batch, so `from = lsn - 1` asks about the record ending at `lsn`), or `None`
+    /// if it must keep waiting.
+    fn outcome(&self, from: Lsn, lsn: Lsn) -> Option<Result<(), WalError>> {
         if self.processed_lsn >= lsn {
-            let failed = self.failed.iter().rev().take_while(|f| f.end_lsn >= lsn);
+            let failed = self.failed.iter().rev().take_while(|f| f.end_lsn > from);
             return Some(match failed.into_iter().find(|f| f.first_lsn < lsn) {
                 Some(f) => Err(WalError::DiskFull(f.message.clone())),
                 None => Ok(()),
@@ -273,22 +275,23 @@ impl Wal {
     /// Appends a `RowChanges` record: writes `first_write..` of a running transaction, ahead of
     /// its commit. `chain` is the LSN of the transaction's first such record, None for the
     /// first one, which then starts the chain at its own LSN. Calls `on_start` with the record's
-    /// start LSN while no other record can be appended. Returns the chain's LSN.
+    /// start LSN while no other record can be appended. Returns the chain's LSN and the
+    /// record's end LSN.
     pub fn append_row_changes(
         &self,
         chain: Option<Lsn>,
         first_write: u64,
         changes: &[RedoChange<'_>],
         on_start: impl FnOnce(Lsn),
-    ) -> Result<Lsn, WalError> {
+    ) -> Result<(Lsn, Lsn), WalError> {
         let payload_bytes = record::row_changes_payload_bytes(changes);
         let mut chain_lsn = chain;
-        self.append_encoded(record::KIND_ROW_CHANGES, payload_bytes, |lsn, buf| {
+        let end = self.append_encoded(record::KIND_ROW_CHANGES, payload_bytes, |lsn, buf| {
             on_start(lsn);
             let chain = *chain_lsn.get_or_insert(lsn);
             record::encode_row_changes_payload(buf, chain, first_write, changes)
         })?;
-        Ok(chain_lsn.expect("the record was encoded"))
+        Ok((chain_lsn.expect("the record was encoded"), end))
     }
 
     /// Appends a record of any kind but `Commit` (which goes through `append_commit`) and returns
@@ -422,13 +425,14 @@ impl Wal {
     /// Waits without blocking the thread until the record ending at `lsn` is durable. Errors:
     /// `DiskFull` if its batch was dropped, `Broken` if the log broke before it was synced.
     pub async fn wait_flushed(&self, lsn: Lsn) -> Result<(), WalError> {
+        let from = lsn.saturating_sub(1);
         let mut bell = self.shared.progress_bell.subscribe();
-        if let Some(result) = self.shared.progress.lock().outcome(lsn) {
+        if let Some(result) = self.shared.progress.lock().outcome(from, lsn) {
             return result;
         }
         self.request_flush(lsn);
         loop {
-            if let Some(result) = self.shared.progress.lock().outcome(lsn) {
+            if let Some(result) = self.shared.progress.lock().outcome(from, lsn) {
                 return result;
             }
             // The sender lives in `self.shared`, so it cannot be dropped while we wait.
@@ -440,13 +444,20 @@ impl Wal {
 
     /// Blocks the calling thread until the record ending at `lsn` is durable; see `wait_flushed`.
     pub fn wait_flushed_blocking(&self, lsn: Lsn) -> Result<(), WalError> {
-        if let Some(result) = self.shared.progress.lock().outcome(lsn) {
+        self.wait_range_flushed_blocking(lsn.saturating_sub(1), lsn)
+    }
+
+    /// Blocks until the log up to `lsn` is durable, and fails if any batch between `from` and
+    /// `lsn` was dropped (a full disk), not only the one holding the last record: a transaction
+    /// checks its records logged ahead of its commit this way.
+    pub fn wait_range_flushed_blocking(&self, from: Lsn, lsn: Lsn) -> Result<(), WalError> {
+        if let Some(result) = self.shared.progress.lock().outcome(from, lsn) {
             return result;
         }
         self.request_flush(lsn);
         let mut progress = self.shared.progress.lock();
         loop {
-            if let Some(result) = progress.outcome(lsn) {
+            if let Some(result) = progress.outcome(from, lsn) {
                 return result;
             }
             self.shared.progress_changed.wait(&mut progress);

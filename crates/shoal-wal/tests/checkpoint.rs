@@ -95,7 +95,7 @@ fn checkpoint_round_trips_tables_and_parts_in_parallel() {
     let dir = TestDir::new("ckpt");
     assert!(read_current_checkpoint(dir.path()).unwrap().is_none());
     let (parts, expected) = sample_parts(3000);
-    let info = write_checkpoint(dir.path(), 777, b"the catalog", parts, 3).unwrap();
+    let info = write_checkpoint(dir.path(), 777, 777, b"the catalog", parts, 3).unwrap();
     assert_eq!(info.rows, expected.len() as u64);
 
     let manifest = current(dir.path());
@@ -118,7 +118,7 @@ fn empty_tables_and_empty_catalog_round_trip() {
         part: 0,
         produce: Box::new(|_| Ok(())),
     }];
-    write_checkpoint(dir.path(), 0, b"", parts, 4).unwrap();
+    write_checkpoint(dir.path(), 0, 0, b"", parts, 4).unwrap();
     let manifest = current(dir.path());
     assert!(manifest.catalog_image.is_empty());
     assert_eq!(manifest.parts.len(), 1);
@@ -129,7 +129,7 @@ fn empty_tables_and_empty_catalog_round_trip() {
 fn damaged_checkpoint_files_are_corruption_naming_the_file() {
     let dir = TestDir::new("ckpt-damage");
     let (parts, _) = sample_parts(500);
-    write_checkpoint(dir.path(), 1, b"cat", parts, 2).unwrap();
+    write_checkpoint(dir.path(), 1, 1, b"cat", parts, 2).unwrap();
     let manifest = current(dir.path());
     let (first, second) = (&manifest.parts[0].path, &manifest.parts[1].path);
 
@@ -180,9 +180,9 @@ fn current_switches_to_the_newest_complete_checkpoint() {
     let dir = TestDir::new("ckpt-current");
     let root = dir.path().join("checkpoints");
     let (parts, _) = sample_parts(10);
-    let first = write_checkpoint(dir.path(), 10, b"one", parts, 2).unwrap();
+    let first = write_checkpoint(dir.path(), 10, 10, b"one", parts, 2).unwrap();
     let (parts, expected) = sample_parts(20);
-    let second = write_checkpoint(dir.path(), 20, b"two", parts, 2).unwrap();
+    let second = write_checkpoint(dir.path(), 20, 20, b"two", parts, 2).unwrap();
     assert!(second.id > first.id);
     assert!(!first.dir.exists(), "the replaced checkpoint is deleted");
     let manifest = current(dir.path());
@@ -212,12 +212,12 @@ fn current_switches_to_the_newest_complete_checkpoint() {
         part: 0,
         produce: Box::new(|_| Err(io::Error::other("scan failed"))),
     }];
-    assert!(write_checkpoint(dir.path(), 30, b"three", failing, 1).is_err());
+    assert!(write_checkpoint(dir.path(), 30, 30, b"three", failing, 1).is_err());
     assert_eq!(current(dir.path()).id, second.id);
 
     // The next successful checkpoint gets a fresh id and removes the leftovers.
     let (parts, _) = sample_parts(5);
-    let third = write_checkpoint(dir.path(), 40, b"four", parts, 2).unwrap();
+    let third = write_checkpoint(dir.path(), 40, 40, b"four", parts, 2).unwrap();
     assert!(third.id > second.id + 1);
     assert!(!interrupted.exists() && !second.dir.exists());
     let dirs: Vec<_> = std::fs::read_dir(&root)

@@ -249,14 +249,15 @@ fn row_changes_chain_round_trips() {
     };
     let first = [change(1, b"one"), change(2, b"two")];
     let mut pinned = Vec::new();
-    let chain = wal
+    let (chain, first_end) = wal
         .append_row_changes(None, 0, &first, |lsn| pinned.push(lsn))
         .unwrap();
     wal.append(&Record::Catalog { image: b"between" }).unwrap();
     let second = [change(3, b"three")];
-    let again = wal
+    let (again, second_end) = wal
         .append_row_changes(Some(chain), 1, &second, |lsn| pinned.push(lsn))
         .unwrap();
+    assert!(first_end < second_end);
     assert_eq!(again, chain, "a chain keeps the LSN of its first record");
     let last = [change(4, b"four")];
     let early = EarlyRedo { chain, writes: 2 };
@@ -704,9 +705,9 @@ fn disk_full_scenario(dir: &Path) {
         row_id: 0,
         row: &row,
     };
-    let lsn = wal.append_commit(|_| 1000, &[change], None).unwrap();
+    let dropped_end = wal.append_commit(|_| 1000, &[change], None).unwrap();
     assert!(matches!(
-        wal.wait_flushed_blocking(lsn),
+        wal.wait_flushed_blocking(dropped_end),
         Err(WalError::DiskFull(_))
     ));
     assert!(wal.stats().dropped_batches >= 2);
@@ -719,6 +720,12 @@ fn disk_full_scenario(dir: &Path) {
     std::fs::remove_file(&filler).unwrap();
     let lsn = commit(&wal, 2000, &row);
     assert!(wal.flushed_lsn() >= lsn);
+    // A range check over both sees the dropped batch in between; one after it does not.
+    assert!(matches!(
+        wal.wait_range_flushed_blocking(dropped_end - 1, lsn),
+        Err(WalError::DiskFull(_))
+    ));
+    wal.wait_range_flushed_blocking(dropped_end, lsn).unwrap();
     drop(wal);
     let (records, summary) = read_all(dir, 0);
     durable.push(2000);

@@ -2,10 +2,12 @@
 //! so recovery loads them instead of replaying the whole log, and the log before them can go.
 //!
 //! The cut: while no record can be appended, take the log position of the oldest commit that is
-//! still stamping (or the log's end) as the replay start P, then take the snapshot. Every
-//! record before P belongs to a commit the snapshot sees; records after P are replayed, and
-//! replay is idempotent per row, so the few commits both in the snapshot and after P are
-//! harmless. The catalog image is read after P, so it holds every DDL logged before P.
+//! still stamping (or the log's end) as P, then take the snapshot. Every commit record before
+//! P belongs to a commit the snapshot sees; records after P are replayed. The catalog image is
+//! read after P, so it holds every DDL logged before P. Replay starts earlier than P when a
+//! transaction not in the snapshot logged records ahead of its commit (column segments, row
+//! changes of a large transaction): from the first of them, with every other record before P
+//! skipped, as the checkpoint holds its effect (the manifest keeps both positions).
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -78,12 +80,13 @@ impl Durability {
         catalog: &CatalogLock,
     ) -> Result<CheckpointReport, SqlError> {
         let started = Instant::now();
-        let (start_lsn, mut txn) = self.wal.with_append_lock(|next_lsn| {
-            let start = db.replay_start(next_lsn);
+        let (bounds, mut txn) = self.wal.with_append_lock(|next_lsn| {
+            let bounds = db.replay_bounds(next_lsn);
             let mut txn = db.begin(IsolationLevel::RepeatableRead);
             db.statement_snapshot(&mut txn);
-            (start, txn)
+            (bounds, txn)
         });
+        let start_lsn = bounds.start;
         let snapshot = db.statement_snapshot(&mut txn);
         let (image, tables, column_tables) = {
             let c = catalog.read();
@@ -126,8 +129,15 @@ impl Durability {
         for table in &column_tables {
             parts.extend(column_table_parts(table, snapshot, threads));
         }
-        let info = shoal_wal::write_checkpoint(&self.data_dir, start_lsn, &image, parts, threads)
-            .map_err(wal_error)?;
+        let info = shoal_wal::write_checkpoint(
+            &self.data_dir,
+            start_lsn,
+            bounds.covered,
+            &image,
+            parts,
+            threads,
+        )
+        .map_err(wal_error)?;
         db.rollback(txn);
         self.last_checkpoint_lsn.store(start_lsn, Ordering::Release);
         let removed_segments = self.wal.remove_segments_before(start_lsn).map_err(|e| {

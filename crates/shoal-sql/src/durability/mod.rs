@@ -163,10 +163,16 @@ impl RedoSink for WalSink {
         first_write: u64,
         changes: &[RedoChange<'_>],
         pin: &mut dyn FnMut(u64),
-    ) -> Result<Option<u64>, String> {
+    ) -> Result<Option<(u64, u64)>, String> {
         self.0
             .append_row_changes(chain, first_write, changes, pin)
             .map(Some)
+            .map_err(|e| e.to_string())
+    }
+
+    fn wait_durable(&self, from: u64, end: u64) -> Result<(), String> {
+        self.0
+            .wait_range_flushed_blocking(from, end)
             .map_err(|e| e.to_string())
     }
 
@@ -176,7 +182,7 @@ impl RedoSink for WalSink {
         row_id: u64,
         image: &[u8],
         pin: &mut dyn FnMut(u64),
-    ) -> Result<bool, String> {
+    ) -> Result<Option<u64>, String> {
         let record = Record::ColumnSegment {
             table,
             row_id,
@@ -184,8 +190,8 @@ impl RedoSink for WalSink {
         };
         self.0
             .append_noting_start(&record, pin)
-            .map_err(|e| e.to_string())?;
-        Ok(true)
+            .map(Some)
+            .map_err(|e| e.to_string())
     }
 }
 

@@ -132,12 +132,22 @@ pub(crate) fn recover(
         early_segments: HashMap::new(),
         early_rows: HashMap::new(),
     };
-    let summary = read_log(data_dir, start_lsn, |_lsn, record| replay.apply(record)).map_err(
-        |e| match e {
-            ReadError::Wal(e) => e.to_string(),
-            ReadError::Visitor(e) => format!("replaying the redo log: {e}"),
-        },
-    )?;
+    let covered_lsn = manifest.as_ref().map_or(0, |m| m.covered_lsn);
+    let summary = read_log(data_dir, start_lsn, |lsn, record| {
+        // Before the checkpoint's cut only records logged ahead of a commit are new to it.
+        let ahead_of_commit = matches!(
+            record,
+            Record::RowChanges { .. } | Record::ColumnSegment { .. }
+        );
+        if lsn < covered_lsn && !ahead_of_commit {
+            return Ok(());
+        }
+        replay.apply(record)
+    })
+    .map_err(|e| match e {
+        ReadError::Wal(e) => e.to_string(),
+        ReadError::Visitor(e) => format!("replaying the redo log: {e}"),
+    })?;
     report.log_records = summary.records;
     report.log_bytes = summary.bytes;
     report.torn_tail_cut_bytes = summary.torn_tail_cut_bytes;
