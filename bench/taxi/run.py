@@ -28,7 +28,6 @@ import argparse
 import json
 import math
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -45,9 +44,8 @@ PG_BIN = Path("/usr/lib/postgresql/15/bin")
 # copy of the benchmark's facts.
 BENCH_DIRS = [OUT_DIR, Path("/work/shared/bench/taxi")]
 COPY_BLOCK_BYTES = 8 << 20
-ROWS_PER_COPY_FALLBACK = 1_000_000
-# With --shoal-load stdin, the file goes over the wire in one COPY unless
-# --shoal-rows-per-copy asks for several.
+# Shoal loads the file in one COPY (from the file, or over the wire with --shoal-load stdin)
+# unless --shoal-rows-per-copy asks for several.
 SHOAL_ROWS_PER_COPY = 0
 FLOAT_REL_TOLERANCE = 1e-9
 
@@ -170,12 +168,6 @@ def copy_file(conn, path, rows_per_copy=None):
     return copies
 
 
-def too_large_for_one_copy(error):
-    sqlstate = getattr(error, "sqlstate", None) or ""
-    return sqlstate.startswith(("53", "54")) or re.search(
-        r"too large|exceed|limit|out of memory", str(error), re.IGNORECASE) is not None
-
-
 def run_queries(execute, queries, runs):
     """Best-of-`runs` seconds and the result rows of each query, or the error's text."""
     out = []
@@ -205,9 +197,7 @@ class Shoal:
         self.workdir = Path(workdir)
         self.access_method = access_method
         self.name = f"Shoal ({access_method})"
-        self.rows_per_copy = rows_per_copy or ROWS_PER_COPY_FALLBACK
-        # Learned on the first row count that needs them, or set from the start.
-        self.needs_chunks = bool(rows_per_copy)
+        self.rows_per_copy = rows_per_copy
         self.proc = None
 
     def start(self):
@@ -244,29 +234,15 @@ class Shoal:
         rss_before = rss_bytes(self.proc.pid)
         notes += self.create_table(conn)
         started = time.perf_counter()
-        if not self.needs_chunks:
-            try:
-                if self.load_from == "file":
-                    # The server reads the file itself, as DuckDB does.
-                    conn.execute(
-                        f"COPY trips FROM '{Path(csv_path).resolve()}' WITH (FORMAT csv)")
-                    notes.append("server-side COPY FROM file")
-                else:
-                    copy_file(conn, csv_path)
-            except Exception as e:  # noqa: BLE001
-                # One transaction's row-table redo must fit one log record (1 GiB): millions
-                # of wide rows are loaded in several COPYs instead.
-                if not too_large_for_one_copy(e) or self.proc.poll() is not None:
-                    raise
-                how = "COPY FROM file" if self.load_from == "file" else "COPY"
-                notes.append(f"one {how} of {rows} rows failed ({short_error(e)})")
-                self.needs_chunks = True
-                conn.close()
-                self.stop()
-                return self._load_again(csv_path, rows, notes)
-        else:
+        if self.rows_per_copy:
             copies = copy_file(conn, csv_path, self.rows_per_copy)
             notes.append(f"loaded in {copies} COPYs of at most {self.rows_per_copy} rows")
+        elif self.load_from == "file":
+            # The server reads the file itself, as DuckDB does.
+            conn.execute(f"COPY trips FROM '{Path(csv_path).resolve()}' WITH (FORMAT csv)")
+            notes.append("server-side COPY FROM file")
+        else:
+            copy_file(conn, csv_path)
         load_s = time.perf_counter() - started
         grown = rss_bytes(self.proc.pid) - rss_before
         # The load filled the redo log, so an automatic checkpoint would start now and run
@@ -293,11 +269,6 @@ class Shoal:
             return [f"`USING heap` rejected ({short_error(e)}); created without USING "
                     "(heap is the default access method)"]
 
-    def _load_again(self, csv_path, rows, notes):
-        """After a failed single COPY: an empty server, so that neither the time nor the
-        memory of the failed attempt is counted."""
-        load_s, grown, more = self.load(csv_path, rows)
-        return load_s, grown, list(dict.fromkeys(notes + more))
 
     def measure(self, csv_path, rows, queries, runs):
         try:
