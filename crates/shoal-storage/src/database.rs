@@ -210,6 +210,13 @@ impl Database {
         self.shared.log_segment_early(txn, table, segment_no)
     }
 
+    /// The log range `txn` wrote ahead of its commit (its first such record's start, its last
+    /// one's end), if any. `prepare_commit` makes sure that range is durable before it logs the
+    /// commit record, blocking if it is not; a caller on an async runtime waits for it first.
+    pub fn early_log_range(&self, txn: &Transaction) -> Option<(u64, u64)> {
+        self.shared.early_log_range(txn)
+    }
+
     /// Recovery: after loading rows stamped with timestamps up to `ts`, new commits continue
     /// after it. Only before any transaction runs.
     pub fn restart_clock_at(&self, ts: CommitTs) {

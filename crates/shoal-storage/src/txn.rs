@@ -558,11 +558,12 @@ impl TxnShared {
         );
         // Records logged ahead of the commit must all be in the log before the commit record
         // that names them: a batch dropped for a full disk would leave the commit naming a hole.
-        let early_from = self.early_log_pins.lock().get(&txn.id).copied();
-        let early_checked = match early_from {
-            Some(from) if txn.early_log_end > from => sink.wait_durable(from, txn.early_log_end),
-            _ => Ok(()),
+        let early_range = self.early_log_range(txn);
+        let early_checked = match early_range {
+            Some((from, end)) => sink.wait_durable(from, end),
+            None => Ok(()),
         };
+        let early_from = early_range.map(|(from, _)| from);
         let mut ts = None;
         let logged = early_checked.and_then(|()| {
             sink.log_commit(
@@ -623,6 +624,12 @@ impl TxnShared {
         let start = early.map_or(commits_from, |e| e.min(commits_from));
         debug_assert!(start <= covered);
         ReplayBounds { covered, start }
+    }
+
+    /// See `Database::early_log_range`.
+    pub(crate) fn early_log_range(&self, txn: &Transaction) -> Option<(u64, u64)> {
+        let from = self.early_log_pins.lock().get(&txn.id).copied()?;
+        (txn.early_log_end > from).then_some((from, txn.early_log_end))
     }
 
     /// Keeps the log from `pos` on for a checkpoint's replay until `txn` ends (a no-op if the

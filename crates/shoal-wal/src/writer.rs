@@ -425,7 +425,12 @@ impl Wal {
     /// Waits without blocking the thread until the record ending at `lsn` is durable. Errors:
     /// `DiskFull` if its batch was dropped, `Broken` if the log broke before it was synced.
     pub async fn wait_flushed(&self, lsn: Lsn) -> Result<(), WalError> {
-        let from = lsn.saturating_sub(1);
+        self.wait_range_flushed(lsn.saturating_sub(1), lsn).await
+    }
+
+    /// Waits until the log up to `lsn` is durable, and fails if any batch between `from` and
+    /// `lsn` was dropped; the async form of `wait_range_flushed_blocking`.
+    pub async fn wait_range_flushed(&self, from: Lsn, lsn: Lsn) -> Result<(), WalError> {
         let mut bell = self.shared.progress_bell.subscribe();
         if let Some(result) = self.shared.progress.lock().outcome(from, lsn) {
             return result;

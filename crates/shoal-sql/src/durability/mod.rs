@@ -132,6 +132,15 @@ impl Durability {
         self.wal.wait_flushed(lsn).await.map_err(wal_error)
     }
 
+    /// Waits until the log from `from` to `lsn` is durable, failing if any of it was dropped
+    /// (records a transaction logged ahead of its commit).
+    pub async fn wait_range_flushed(&self, from: Lsn, lsn: Lsn) -> Result<(), SqlError> {
+        self.wal
+            .wait_range_flushed(from, lsn)
+            .await
+            .map_err(wal_error)
+    }
+
     /// Whether enough log has piled up since the last checkpoint to start one.
     pub(crate) fn checkpoint_due(&self, since_last: Duration) -> bool {
         let bytes = self

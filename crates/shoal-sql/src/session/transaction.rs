@@ -266,6 +266,18 @@ impl Session {
     /// before it) is flushed, unless synchronous_commit is off. If the log cannot take it, the
     /// transaction's changes are undone and the error says why.
     async fn commit_txn(&mut self, txn: Transaction) -> SqlResult<()> {
+        // A large transaction's records logged ahead of its commit must be durable before the
+        // commit record names them; waiting here keeps `prepare_commit` from blocking a worker
+        // thread on that flush (it checks again, and finds it done).
+        if let (Some(d), Some((from, end))) = (
+            &self.engine.durability,
+            self.engine.db.early_log_range(&txn),
+        ) {
+            if let Err(e) = d.wait_range_flushed(from, end).await {
+                self.engine.db.rollback(txn);
+                return Err(e);
+            }
+        }
         let prepared = self.engine.db.prepare_commit(txn)?;
         if let Some(d) = &self.engine.durability {
             let wait = !matches!(
