@@ -11,6 +11,8 @@ use std::time::{Duration, Instant};
 const SERVER_START_TIMEOUT: Duration = Duration::from_secs(30);
 const SERVER_START_ATTEMPTS_MAX: u32 = 3;
 const SERVER_STDERR_TAIL_LINES: usize = 30;
+/// What the server prints when it cannot bind its port.
+const BIND_FAILURE: &str = "cannot listen on";
 
 /// A `shoal serve` child process with its own data directory, killed and cleaned up on drop.
 pub struct ShoalServer {
@@ -58,9 +60,18 @@ impl ShoalServer {
         ShoalServer::start_in(data_dir, args).unwrap_or_else(|e| panic!("{e}"))
     }
 
-    /// Starts a server on a data directory that may hold a database already (restarts).
+    /// Starts a server on a data directory that may hold a database already (restarts),
+    /// retrying on a new port when the free port found was taken meanwhile.
     pub fn start_in(data_dir: PathBuf, args: &[&str]) -> Result<ShoalServer, String> {
-        ShoalServer::spawn(free_port(), data_dir, args)
+        let mut failure = String::new();
+        for _ in 0..SERVER_START_ATTEMPTS_MAX {
+            match ShoalServer::spawn(free_port(), data_dir.clone(), args) {
+                Ok(server) => return Ok(server),
+                Err(e) if e.contains(BIND_FAILURE) => failure = e,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(failure)
     }
 
     pub fn data_dir(&self) -> &std::path::Path {
@@ -103,12 +114,15 @@ impl ShoalServer {
             .append(true)
             .open(&stderr_path)
             .expect("create shoal stderr file");
+        // The server's log (stdout) goes to the same file: it says when the server listens.
+        let log = stderr.try_clone().expect("clone the stderr file");
         let child = Command::new(env!("CARGO_BIN_EXE_shoal"))
             .args(["serve", "--listen", &addr, "--data-dir"])
             .arg(&data_dir)
             .args(args)
+            .env("NO_COLOR", "1")
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
+            .stdout(log)
             .stderr(stderr)
             .spawn()
             .expect("spawn shoal binary");
@@ -118,12 +132,17 @@ impl ShoalServer {
             data_dir,
         };
         let started = Instant::now();
+        // Another test's server may hold the port (free ports are found by binding port 0 and
+        // letting go): a connection counts only once this child said it listens there.
+        let listening = format!("listening on {}", server.addr);
         loop {
+            let stderr_text = || std::fs::read_to_string(&stderr_path).unwrap_or_default();
             let socket: SocketAddr = server.addr.parse().expect("socket address");
-            if TcpStream::connect_timeout(&socket, Duration::from_millis(200)).is_ok() {
+            if stderr_text().contains(&listening)
+                && TcpStream::connect_timeout(&socket, Duration::from_millis(200)).is_ok()
+            {
                 return Ok(server);
             }
-            let stderr_text = || std::fs::read_to_string(&stderr_path).unwrap_or_default();
             if let Some(status) = server.child.try_wait().expect("poll shoal process") {
                 return Err(format!(
                     "shoal exited with {status}; stderr:\n{}",
