@@ -25,6 +25,8 @@ pub const SERVER_VERSION: &str = "15.0";
 /// How often the background garbage collector looks for dead versions.
 pub const GC_INTERVAL_MS: u64 = 200;
 /// How often the checkpointer checks whether a checkpoint is due.
+/// How often the background looks for column tables with many small segments.
+const SEGMENT_MERGE_POLL_MS: u64 = 1000;
 const CHECKPOINT_POLL_MS: u64 = 1000;
 
 pub struct Engine {
@@ -40,12 +42,14 @@ impl Engine {
     pub fn new() -> Arc<Engine> {
         let db = Database::new();
         db.start_background_gc(GC_INTERVAL_MS);
-        Arc::new(Engine {
+        let engine = Arc::new(Engine {
             db,
             catalog: CatalogLock::new(Catalog::default()),
             durability: None,
             next_backend_pid: AtomicI32::new(1000),
-        })
+        });
+        start_segment_merger(Arc::downgrade(&engine));
+        engine
     }
 
     /// Opens (recovering) the database in `data_dir` and starts logging to it.
@@ -66,6 +70,7 @@ impl Engine {
             next_backend_pid: AtomicI32::new(1000),
         });
         start_checkpointer(Arc::downgrade(&engine));
+        start_segment_merger(Arc::downgrade(&engine));
         Ok((engine, report))
     }
 
@@ -120,6 +125,32 @@ impl Engine {
             d.wal.shutdown();
         }
     }
+}
+
+/// Merges the small segments of column tables fed by small INSERTs (`dml::compact`).
+fn start_segment_merger(engine: Weak<Engine>) {
+    std::thread::Builder::new()
+        .name("shoal-segment-merger".into())
+        .spawn(move || loop {
+            std::thread::sleep(Duration::from_millis(SEGMENT_MERGE_POLL_MS));
+            let Some(engine) = engine.upgrade() else {
+                return;
+            };
+            let merged = crate::dml::compact::merge_small_segments(
+                &engine.db,
+                crate::dml::compact::BACKGROUND_MERGE_SEGMENTS,
+            );
+            match merged {
+                Ok(r) if r.segments_merged > 0 => tracing::debug!(
+                    "merged {} small column segments ({} rows)",
+                    r.segments_merged,
+                    r.rows_moved
+                ),
+                Ok(_) => {}
+                Err(e) => tracing::warn!("merging small column segments: {}", e.message),
+            }
+        })
+        .expect("spawn the segment merger thread");
 }
 
 fn start_checkpointer(engine: Weak<Engine>) {

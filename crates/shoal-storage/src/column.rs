@@ -111,6 +111,25 @@ impl Segment {
         })
     }
 
+    /// Whether no snapshot at or after `horizon` (the oldest any running or future snapshot
+    /// reads at) can see any of its rows: its insert rolled back, or every row was deleted by a
+    /// commit at or before `horizon`.
+    fn is_dead(&self, horizon: CommitTs) -> bool {
+        let stamp = self.insert_stamp();
+        if stamp == ABORTED_STAMP {
+            return true;
+        }
+        if is_txn_stamp(stamp) {
+            return false;
+        }
+        self.ends.get().is_some_and(|ends| {
+            ends.iter().all(|e| {
+                let end = e.load(Ordering::Acquire);
+                end != END_UNSET && !is_txn_stamp(end) && end <= horizon
+            })
+        })
+    }
+
     /// Bytes of the arrays plus the MVCC stamps.
     pub fn memory_bytes(&self) -> usize {
         let stamps = self.ends.get().map_or(0, |e| e.len() * 8);
@@ -368,6 +387,20 @@ impl ColumnTable {
     /// `live_mask` to read them at a snapshot.
     pub fn segments(&self) -> Vec<Arc<Segment>> {
         self.segments.read().clone()
+    }
+
+    /// GC: drops the segments no snapshot at or after `horizon` can see (rolled-back inserts,
+    /// and segments whose rows were all deleted, as a merge of small segments leaves them).
+    /// Scans that hold a segment keep it alive until they finish. Returns how many it dropped.
+    pub fn remove_dead_segments(&self, horizon: CommitTs) -> usize {
+        let dead = |s: &Arc<Segment>| s.is_dead(horizon);
+        if !self.segments.read().iter().any(dead) {
+            return 0;
+        }
+        let mut segments = self.segments.write();
+        let before = segments.len();
+        segments.retain(|s| !dead(s));
+        before - segments.len()
     }
 
     /// Removes every segment at once; not transactional (see `RowTable::truncate`).

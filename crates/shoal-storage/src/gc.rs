@@ -23,6 +23,8 @@ pub struct GcStats {
     pub versions_freed: usize,
     pub rows_freed: usize,
     pub index_entries_freed: usize,
+    /// Column-table segments dropped whole (see `ColumnTable::remove_dead_segments`).
+    pub segments_freed: usize,
 }
 
 /// Where the next GC step of a table resumes: heap chunk, then each index from a key.
@@ -134,7 +136,14 @@ impl Database {
             table.reset_gc_cursor();
             while !table.gc_step(horizon, usize::MAX, &mut stats) {}
         }
+        self.remove_dead_segments(horizon, &mut stats);
         stats
+    }
+
+    fn remove_dead_segments(&self, horizon: CommitTs, stats: &mut GcStats) {
+        for table in self.column_tables() {
+            stats.segments_freed += table.remove_dead_segments(horizon);
+        }
     }
 
     /// One bounded background step over every table.
@@ -144,6 +153,7 @@ impl Database {
         for table in self.tables() {
             table.gc_step(horizon, BACKGROUND_BUDGET_PER_TABLE, &mut stats);
         }
+        self.remove_dead_segments(horizon, &mut stats);
         stats
     }
 

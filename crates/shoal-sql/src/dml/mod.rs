@@ -9,6 +9,7 @@
 //! error messages and Describe.
 
 pub mod column;
+pub mod compact;
 pub mod cte;
 mod insert;
 mod lock;

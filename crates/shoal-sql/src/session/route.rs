@@ -51,6 +51,11 @@ impl Session {
                 statement, analyze, ..
             } => self.explain(*statement, analyze).await,
             Statement::Vacuum(_) => {
+                // Column tables: merge small segments first, so that GC drops the old ones.
+                crate::dml::compact::merge_small_segments(
+                    &self.engine.db,
+                    crate::dml::compact::VACUUM_MERGE_SEGMENTS,
+                )?;
                 self.engine.db.vacuum();
                 Ok(StatementResult::command("VACUUM"))
             }
