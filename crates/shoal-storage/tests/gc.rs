@@ -95,7 +95,8 @@ fn versions_visible_to_an_open_snapshot_survive() {
         GcStats {
             versions_freed: 9 * 10 + 11,
             rows_freed: 1,
-            index_entries_freed: 1
+            index_entries_freed: 1,
+            segments_freed: 0,
         }
     );
 }
