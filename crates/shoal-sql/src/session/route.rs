@@ -57,6 +57,7 @@ impl Session {
                     crate::dml::compact::VACUUM_MERGE_SEGMENTS,
                 )?;
                 self.engine.db.vacuum();
+                crate::allocator::release_free_memory();
                 Ok(StatementResult::command("VACUUM"))
             }
             Statement::Analyze(_) => Ok(StatementResult::command("ANALYZE")),
