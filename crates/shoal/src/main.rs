@@ -50,6 +50,9 @@ enum Command {
     },
 }
 
+/// Logged once recovery is done and connections are served.
+const READY_MESSAGE: &str = "database system is ready to accept connections";
+
 fn main() {
     tracing_subscriber::fmt()
         .with_env_filter(
@@ -119,6 +122,8 @@ fn main() {
                 let engine = match opened {
                     Ok((engine, report)) => {
                         tracing::info!("recovery: {report}");
+                        // As PostgreSQL says it: tools (and the tests) wait for this line.
+                        tracing::info!("{READY_MESSAGE} on {listen}");
                         engine
                     }
                     Err(e) => {

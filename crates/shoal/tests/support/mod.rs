@@ -133,8 +133,9 @@ impl ShoalServer {
         };
         let started = Instant::now();
         // Another test's server may hold the port (free ports are found by binding port 0 and
-        // letting go): a connection counts only once this child said it listens there.
-        let listening = format!("listening on {}", server.addr);
+        // letting go), and a server binds its port before recovery, which may still fail: a
+        // connection counts only once this child said it is ready on that address.
+        let listening = format!("ready to accept connections on {}", server.addr);
         loop {
             let stderr_text = || std::fs::read_to_string(&stderr_path).unwrap_or_default();
             let socket: SocketAddr = server.addr.parse().expect("socket address");
