@@ -4,21 +4,18 @@
 //! checkpointer wait for the lock and then write the same multi-gigabyte image a second time,
 //! beside the queries that followed.
 
+mod common;
+
 use std::time::Duration;
 
 use shoal_sql::durability::DurabilityOptions;
 use shoal_sql::{Engine, Session};
 
+use common::temp_dir;
+
 #[test]
 fn automatic_checkpoint_is_skipped_when_a_command_covered_the_log() {
-    let dir = std::env::temp_dir().join(format!(
-        "shoal-checkpoint-trigger-{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos()
-    ));
+    let dir = temp_dir("checkpoint-trigger");
     let options = DurabilityOptions {
         // Never due by size, and by time only an hour after the last: the background
         // checkpointer stays out of the test, which passes its own "time since the last".

@@ -6,13 +6,15 @@
 //! checkpoint, and must skip the commits the checkpoint already holds. (A commit record is limited to
 //! 1 GiB; without this, a COPY of a few million rows into a row table could not commit.)
 
-use std::path::{Path, PathBuf};
+mod common;
 
-use datafusion::arrow::util::display::array_value_to_string;
+use std::path::Path;
+
 use shoal_sql::durability::DurabilityOptions;
-use shoal_sql::session::StatementResult;
 use shoal_sql::{Engine, Session};
 use shoal_wal::Record;
+
+use common::{run, scalar, temp_dir};
 
 const EARLY_REDO_BYTES: usize = 4096;
 
@@ -24,37 +26,6 @@ fn options() -> DurabilityOptions {
         early_redo_bytes: EARLY_REDO_BYTES,
         ..DurabilityOptions::default()
     }
-}
-
-fn temp_dir() -> PathBuf {
-    std::env::temp_dir().join(format!(
-        "shoal-early-redo-{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos()
-    ))
-}
-
-async fn run(session: &mut Session, sql: &str) -> Vec<StatementResult> {
-    session
-        .execute_sql(sql)
-        .await
-        .into_iter()
-        .map(|r| r.unwrap_or_else(|e| panic!("{sql}: {e:?}")))
-        .collect()
-}
-
-/// The first column of the first row of a query's result, as text.
-async fn scalar(session: &mut Session, sql: &str) -> String {
-    let mut results = run(session, sql).await;
-    let batches = match results.pop().map(|r| r.into_batches().expect("rows")) {
-        Some(StatementResult::Rows { batches, .. }) => batches,
-        other => panic!("{sql}: not rows: {other:?}"),
-    };
-    let batch = batches.iter().find(|b| b.num_rows() > 0).expect("one row");
-    array_value_to_string(batch.column(0), 0).unwrap()
 }
 
 /// Row count, key sum and a digest of the values: any lost, extra or stale row changes it.
@@ -75,7 +46,7 @@ fn count_row_change_records(dir: &Path) -> u64 {
 
 #[test]
 fn transactions_logged_ahead_of_their_commit_recover_exactly() {
-    let dir = temp_dir();
+    let dir = temp_dir("early-redo");
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -3,49 +3,19 @@
 //! taken before the merge still reads the old segments, GC drops them once no snapshot can see
 //! them, and the merged table survives a restart with the same rows.
 
-use std::path::PathBuf;
+mod common;
 
-use datafusion::arrow::util::display::array_value_to_string;
 use shoal_sql::durability::DurabilityOptions;
-use shoal_sql::session::StatementResult;
 use shoal_sql::{Engine, Session};
 
-fn temp_dir() -> PathBuf {
-    std::env::temp_dir().join(format!(
-        "shoal-segment-merge-{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos()
-    ))
-}
-
-async fn run(session: &mut Session, sql: &str) -> Vec<StatementResult> {
-    session
-        .execute_sql(sql)
-        .await
-        .into_iter()
-        .map(|r| r.unwrap_or_else(|e| panic!("{sql}: {e:?}")))
-        .collect()
-}
-
-async fn scalar(session: &mut Session, sql: &str) -> String {
-    let mut results = run(session, sql).await;
-    let batches = match results.pop().map(|r| r.into_batches().expect("rows")) {
-        Some(StatementResult::Rows { batches, .. }) => batches,
-        other => panic!("{sql}: not rows: {other:?}"),
-    };
-    let batch = batches.iter().find(|b| b.num_rows() > 0).expect("one row");
-    array_value_to_string(batch.column(0), 0).unwrap()
-}
+use common::{run, scalar, temp_dir};
 
 const SIGNATURE: &str = "SELECT count(*)::text || ' ' || sum(id)::text || ' ' || \
      count(*) FILTER (WHERE v = 'updated')::text FROM t";
 
 #[test]
 fn vacuum_merges_small_segments_and_gc_drops_the_old_ones() {
-    let dir = temp_dir();
+    let dir = temp_dir("segment-merge");
     let options = DurabilityOptions {
         checkpoint_log_bytes: u64::MAX,
         checkpoint_interval_s: 3600,

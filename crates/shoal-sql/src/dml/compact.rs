@@ -17,37 +17,12 @@ use std::time::{Duration, Instant};
 
 use datafusion::arrow::array::BooleanArray;
 use datafusion::arrow::compute::{concat_batches, filter_record_batch};
-use datafusion::arrow::error::ArrowError;
 use datafusion::arrow::record_batch::RecordBatch;
 use shoal_storage::column::{row_id, SEGMENT_MAX_ROWS};
 use shoal_storage::{ColumnTable, Database, IsolationLevel, Segment, StorageError};
 
 use super::column::segment_stats;
-use crate::error::{SqlError, SqlResult};
-
-/// Why a merge stopped: storage (a dropped table is skipped) or building the batch.
-enum MergeError {
-    Storage(StorageError),
-    Sql(SqlError),
-}
-
-impl From<StorageError> for MergeError {
-    fn from(e: StorageError) -> Self {
-        MergeError::Storage(e)
-    }
-}
-
-impl From<SqlError> for MergeError {
-    fn from(e: SqlError) -> Self {
-        MergeError::Sql(e)
-    }
-}
-
-impl From<ArrowError> for MergeError {
-    fn from(e: ArrowError) -> Self {
-        MergeError::Sql(e.into())
-    }
-}
+use crate::error::SqlResult;
 
 /// Segments with fewer rows than this are merged.
 pub const SMALL_SEGMENT_ROWS: usize = 4096;
@@ -72,10 +47,9 @@ pub fn merge_small_segments(db: &Arc<Database>, min_segments: usize) -> SqlResul
     let mut total = MergeReport::default();
     for table in db.column_tables() {
         let r = match merge_table(db, &table, min_segments) {
-            Ok(r) => r,
-            Err(MergeError::Storage(StorageError::TableDropped)) => MergeReport::default(),
-            Err(MergeError::Storage(e)) => return Err(e.into()),
-            Err(MergeError::Sql(e)) => return Err(e),
+            // Dropped meanwhile (StorageError::TableDropped): nothing left to merge.
+            Err(e) if e.code == "42P01" => MergeReport::default(),
+            other => other?,
         };
         total.segments_merged += r.segments_merged;
         total.rows_moved += r.rows_moved;
@@ -89,7 +63,7 @@ fn merge_table(
     db: &Arc<Database>,
     table: &Arc<ColumnTable>,
     min_segments: usize,
-) -> Result<MergeReport, MergeError> {
+) -> SqlResult<MergeReport> {
     let small_count = |segments: &[Arc<Segment>]| {
         segments
             .iter()
