@@ -98,27 +98,30 @@ fn sweep_index(
     stats: &mut GcStats,
 ) -> Option<Box<[u8]>> {
     let lower = start.as_deref().map_or(Bound::Unbounded, Bound::Included);
-    for (visited, entry) in idx
-        .map
-        .range::<[u8], _>((lower, Bound::Unbounded))
-        .enumerate()
-    {
+    let (mut visited, mut resume) = (0, None);
+    idx.for_each_entry(lower, Bound::Unbounded, |entry, row| {
         if visited >= budget {
-            return Some(entry.key().as_bytes().into());
+            resume = Some(entry.into());
+            return false;
         }
-        let key = key_part(entry.key().as_bytes());
-        if entry_is_used(idx, types, entry.value(), key) {
-            continue;
+        visited += 1;
+        let key = key_part(entry);
+        if entry_is_used(idx, types, row, key) {
+            return true;
         }
         // Recheck under the key's stripe: a writer adds a version and its entry under it.
         let _stripe = idx.lock_key(key);
-        if !entry_is_used(idx, types, entry.value(), key)
-            && idx.remove_entry(entry.key().as_bytes())
-        {
+        if !entry_is_used(idx, types, row, key) && idx.remove_entry(entry) {
             stats.index_entries_freed += 1;
         }
+        true
+    });
+    if resume.is_none() {
+        // A whole pass over this index is done: a good moment to fold its recent entries
+        // into the sorted run (and drop the entries this pass removed from it).
+        idx.entries.merge_if_due();
     }
-    None
+    resume
 }
 
 fn entry_is_used(idx: &Index, types: &[DataType], chain: &RowRef, key: &[u8]) -> bool {

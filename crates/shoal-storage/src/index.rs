@@ -10,12 +10,13 @@ use std::borrow::Borrow;
 use std::cmp::Ordering;
 
 use std::hash::BuildHasher;
+use std::ops::Bound;
 use std::sync::Arc;
 
-use crossbeam_skiplist::SkipMap;
 use hashbrown::HashTable;
 use parking_lot::{Mutex, MutexGuard, RwLock};
 
+use crate::ordered_entries::{OrderedEntries, RunBuilder};
 use crate::table::RowRef;
 use crate::types::{DataType, Value};
 use crate::{key_codec, row_codec, IndexId};
@@ -59,7 +60,7 @@ impl Eq for RowPredicate {}
 pub(crate) struct Index {
     pub def: IndexDef,
     /// Every entry, ordered: range scans, unique checks, GC.
-    pub map: SkipMap<EntryKey, RowRef>,
+    pub entries: OrderedEntries,
     stripes: Box<[Mutex<()>]>,
     /// Unique indexes only: the same entries hashed by key, for point lookups. A skiplist
     /// lookup over a million keys chases ~20 pointers (a cache miss each); this takes ~2.
@@ -207,7 +208,7 @@ impl Index {
         let point = def.unique.then(PointMap::new);
         Index {
             def,
-            map: SkipMap::new(),
+            entries: OrderedEntries::new(),
             stripes: (0..KEY_STRIPES).map(|_| Mutex::new(())).collect(),
             point,
         }
@@ -217,33 +218,35 @@ impl Index {
     /// key's stripe lock.
     pub(crate) fn add_entry(&self, key: &[u8], row: &RowRef) -> Option<EntryKey> {
         let entry = entry_key(key, row.row_id());
-        if self.map.contains_key(entry.as_bytes()) {
+        if self.entries.contains(entry.as_bytes()) {
             return None;
         }
-        self.map.insert(entry.clone(), row.clone());
+        self.entries.insert(entry.clone(), row.clone());
         if let Some(p) = &self.point {
             p.add(key, row);
         }
         Some(entry)
     }
 
-    /// Adds the entry (key, row) of a row known to have none yet (loading a checkpoint):
-    /// no probe for an existing entry first. The point-map half waits in `pending` (key hash,
-    /// row) for `flush_loaded`, which adds a whole block per shard lock.
-    pub(crate) fn load_entry(&self, key: &[u8], row: &RowRef, pending: &mut Vec<(u64, RowRef)>) {
-        self.map.insert(entry_key(key, row.row_id()), row.clone());
+    /// Adds the entry (key, row) of a row known to have no entry with this key yet (a bulk
+    /// load): no probe for an existing entry. It waits in `pending` for `flush_loaded`, which
+    /// sorts a whole block into the ordered entries and adds it to the point map shard by shard.
+    pub(crate) fn load_entry(&self, key: &[u8], row: &RowRef, pending: &mut LoadBuffer) {
+        pending.ordered.push(key, row.clone());
         if let Some(p) = &self.point {
-            pending.push((p.hash(key), row.clone()));
+            pending.point.push((p.hash(key), row.clone()));
         }
     }
 
-    /// Adds the point-map entries `load_entry` left in `pending`.
-    pub(crate) fn flush_loaded(&self, pending: &mut Vec<(u64, RowRef)>) {
+    /// Adds the entries `load_entry` left in `pending`, which it leaves empty.
+    pub(crate) fn flush_loaded(&self, pending: &mut LoadBuffer) {
+        let ordered = std::mem::replace(&mut pending.ordered, RunBuilder::with_capacity(0, 0));
+        self.entries.stage(ordered);
         if let Some(p) = &self.point {
-            p.load(pending);
+            p.load(&mut pending.point);
         }
         debug_assert!(
-            pending.is_empty(),
+            pending.point.is_empty(),
             "point entries of an index without a point map"
         );
     }
@@ -257,10 +260,10 @@ impl Index {
 
     /// Removes the entry with this entry key (key + row id), if present.
     pub(crate) fn remove_entry(&self, entry: &[u8]) -> bool {
-        match self.map.remove(entry) {
-            Some(e) => {
+        match self.entries.remove(entry) {
+            Some(row) => {
                 if let Some(p) = &self.point {
-                    p.remove(key_part(entry), e.value());
+                    p.remove(key_part(entry), &row);
                 }
                 true
             }
@@ -268,8 +271,19 @@ impl Index {
         }
     }
 
+    /// Calls `f` with each entry (key + row id, row) within the bounds, in key order, until it
+    /// returns false.
+    pub(crate) fn for_each_entry(
+        &self,
+        lower: Bound<&[u8]>,
+        upper: Bound<&[u8]>,
+        f: impl FnMut(&[u8], &RowRef) -> bool,
+    ) {
+        self.entries.for_each(lower, upper, f)
+    }
+
     pub(crate) fn clear(&self) {
-        self.map.clear();
+        self.entries.clear();
         if let Some(p) = &self.point {
             p.clear();
         }
@@ -326,6 +340,21 @@ impl Index {
         match &self.def.predicate {
             None => true,
             Some(p) => (p.0)(&row_codec::decode_all(types, row)),
+        }
+    }
+}
+
+/// Index entries of a bulk load on their way in (see `Index::load_entry`).
+pub(crate) struct LoadBuffer {
+    ordered: RunBuilder,
+    point: Vec<(u64, RowRef)>,
+}
+
+impl LoadBuffer {
+    pub(crate) fn new() -> LoadBuffer {
+        LoadBuffer {
+            ordered: RunBuilder::with_capacity(0, 0),
+            point: Vec::new(),
         }
     }
 }

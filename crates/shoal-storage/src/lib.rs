@@ -13,6 +13,7 @@ pub mod error;
 pub mod gc;
 pub mod index;
 pub mod key_codec;
+mod ordered_entries;
 pub mod recovery;
 pub mod row_codec;
 pub mod table;

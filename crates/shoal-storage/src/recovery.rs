@@ -9,6 +9,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use crate::error::StorageError;
+use crate::index::LoadBuffer;
 use crate::table::{InsertOutcome, RowChain, RowRef, RowTable, Version, WriteOutcome};
 use crate::txn::{CommitTs, Transaction, END_UNSET};
 
@@ -40,7 +41,7 @@ impl RowTable {
                 ))
             })
             .collect();
-        let (mut values, mut key, mut pending) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut values, mut key, mut pending) = (Vec::new(), Vec::new(), LoadBuffer::new());
         for idx in &shape.indexes {
             for (chain, &(_, data)) in chains.iter().zip(rows) {
                 if !idx.covers(&shape.types, data) {
@@ -56,6 +57,14 @@ impl RowTable {
                 .fetch_max(max_row_id + 1, Ordering::Relaxed);
         }
         self.heap.append_many(chains);
+    }
+
+    /// Sorts what `load_rows` handed the indexes into their ordered runs now, rather than at
+    /// the first lookup (call once a load is done, so recovery's time includes it).
+    pub fn finish_load(&self) {
+        for idx in &self.shape.read_recursive().indexes {
+            idx.entries.fold_staged();
+        }
     }
 
     /// Makes room in the indexes for `rows` rows that a checkpoint load is about to add.

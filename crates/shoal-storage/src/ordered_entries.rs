@@ -1,0 +1,767 @@
+//! The ordered half of an index: every entry (encoded key + row id) in key order. Most entries
+//! live in a sorted run: the keys packed end to end in one byte array, the row handles in a
+//! parallel array, no per-entry allocation, ~13 bytes per entry of a one-integer key against
+//! ~80 for a skiplist node. Recent inserts go to a concurrent skiplist (the delta), which a
+//! merge folds into a new run once it is a fair fraction of the run's size (GC steps call
+//! `merge_if_due`). Bulk paths (building an index over a table, loading a checkpoint) sort
+//! their entries and build the run directly, which is much faster than a skiplist insert per
+//! row.
+//!
+//! Concurrency. Readers take a consistent view — the run, the delta being merged (if any) and
+//! the current delta — as one `Arc`, and walk the three in key order. A merge first freezes the
+//! current delta (new inserts go to a fresh one), builds the new run from the old run and the
+//! frozen delta, then publishes it. Inserts hold the view's read lock, so none lands in a delta
+//! after it froze. Removing an entry of the run only sets its tombstone bit; removals of run
+//! entries and merges take `merge_lock`, so a merge never copies an entry being removed.
+
+use std::cmp::Ordering;
+use std::ops::Bound;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
+use std::sync::Arc;
+
+use crossbeam_skiplist::SkipMap;
+use parking_lot::{Mutex, RwLock};
+
+use crate::index::{entry_memory_bytes, EntryKey, ROW_ID_BYTES};
+use crate::table::RowRef;
+
+/// A delta smaller than this is never merged: merging copies the whole run.
+const MERGE_MIN_DELTA_ENTRIES: usize = 16_384;
+/// A delta is merged once it holds 1/MERGE_DELTA_FRACTION of the run's entries, so each entry
+/// is copied about this many times per doubling of the index: cheap, and the delta stays small.
+const MERGE_DELTA_FRACTION: usize = 8;
+
+/// Entries in key order, with their row handles.
+pub(crate) struct OrderedEntries {
+    view: RwLock<Arc<View>>,
+    merge_lock: Mutex<()>,
+    /// Entries a bulk load handed over and no run holds yet (see `stage`).
+    staged: Mutex<Vec<SortedRun>>,
+    has_staged: AtomicBool,
+}
+
+struct View {
+    run: Arc<SortedRun>,
+    /// The delta a merge is folding into the next run.
+    frozen: Option<Arc<SkipMap<EntryKey, RowRef>>>,
+    delta: Arc<SkipMap<EntryKey, RowRef>>,
+}
+
+impl View {
+    fn empty() -> View {
+        View {
+            run: Arc::new(SortedRun::default()),
+            frozen: None,
+            delta: Arc::new(SkipMap::new()),
+        }
+    }
+}
+
+/// Sorted, immutable entries: entry `i` is key `key(i)` (the index key, without the row id)
+/// and row `rows[i]`, ordered by (key, row id). Removed entries keep their slot with a
+/// tombstone bit set until the next merge drops them.
+#[derive(Default)]
+pub(crate) struct SortedRun {
+    key_bytes: Vec<u8>,
+    layout: KeyLayout,
+    rows: Vec<RowRef>,
+    tombstones: Vec<AtomicU64>,
+    removed: AtomicUsize,
+}
+
+/// Where each key lies in `key_bytes`. Indexes on fixed-width types (integers, uuid, dates)
+/// have keys of one length, which need no offsets at all.
+enum KeyLayout {
+    Fixed(usize),
+    /// `ends[i]` is where key `i` ends.
+    Varying(Vec<u64>),
+}
+
+impl Default for KeyLayout {
+    fn default() -> Self {
+        KeyLayout::Fixed(0)
+    }
+}
+
+impl SortedRun {
+    fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    fn key(&self, i: usize) -> &[u8] {
+        match &self.layout {
+            KeyLayout::Fixed(w) => &self.key_bytes[i * w..(i + 1) * w],
+            KeyLayout::Varying(ends) => {
+                let start = if i == 0 { 0 } else { ends[i - 1] as usize };
+                &self.key_bytes[start..ends[i] as usize]
+            }
+        }
+    }
+
+    fn is_removed(&self, i: usize) -> bool {
+        self.tombstones[i / 64].load(AtomicOrdering::Relaxed) & (1 << (i % 64)) != 0
+    }
+
+    fn live_len(&self) -> usize {
+        self.len() - self.removed.load(AtomicOrdering::Relaxed)
+    }
+
+    /// Order of entry `i` against the entry-key bytes `probe` (key + row id, or any prefix).
+    fn cmp_at(&self, i: usize, probe: &[u8]) -> Ordering {
+        cmp_entry(self.key(i), || self.rows[i].row_id(), probe)
+    }
+
+    /// Index of the first entry at or after the bound.
+    fn lower_index(&self, lower: Bound<&[u8]>) -> usize {
+        match lower {
+            Bound::Unbounded => 0,
+            Bound::Included(p) => self.partition_point(|i| self.cmp_at(i, p) == Ordering::Less),
+            Bound::Excluded(p) => self.partition_point(|i| self.cmp_at(i, p) != Ordering::Greater),
+        }
+    }
+
+    fn partition_point(&self, before: impl Fn(usize) -> bool) -> usize {
+        let (mut lo, mut hi) = (0, self.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if before(mid) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+
+    fn find(&self, entry: &[u8]) -> Option<usize> {
+        let i = self.lower_index(Bound::Included(entry));
+        (i < self.len() && self.cmp_at(i, entry) == Ordering::Equal).then_some(i)
+    }
+
+    fn memory_bytes(&self) -> usize {
+        let offsets = match &self.layout {
+            KeyLayout::Fixed(_) => 0,
+            KeyLayout::Varying(ends) => ends.capacity() * 8,
+        };
+        self.key_bytes.capacity()
+            + offsets
+            + self.rows.capacity() * std::mem::size_of::<RowRef>()
+            + self.tombstones.capacity() * 8
+    }
+}
+
+/// Collects entries (key without row id, row) and turns them into a run: a bulk load's
+/// staging buffer, and the output of a merge (which pushes in order).
+pub(crate) struct RunBuilder {
+    key_bytes: Vec<u8>,
+    ends: Vec<u64>,
+    rows: Vec<RowRef>,
+}
+
+impl RunBuilder {
+    pub(crate) fn with_capacity(entries: usize, key_bytes: usize) -> RunBuilder {
+        RunBuilder {
+            key_bytes: Vec::with_capacity(key_bytes),
+            ends: Vec::with_capacity(entries),
+            rows: Vec::with_capacity(entries),
+        }
+    }
+
+    pub(crate) fn push(&mut self, key: &[u8], row: RowRef) {
+        self.key_bytes.extend_from_slice(key);
+        self.ends.push(self.key_bytes.len() as u64);
+        self.rows.push(row);
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    fn key(&self, i: usize) -> &[u8] {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
+        &self.key_bytes[start..self.ends[i] as usize]
+    }
+
+    fn entry_cmp(&self, a: usize, b: usize) -> Ordering {
+        cmp_entries(
+            self.key(a),
+            self.rows[a].row_id(),
+            self.key(b),
+            self.rows[b].row_id(),
+        )
+    }
+
+    /// The run of the entries pushed in any order. Loads usually come in key order or in a few
+    /// sorted stretches: an ordered input is only checked, and the stable sort's run detection
+    /// makes the rest cheap.
+    fn sorted(self) -> SortedRun {
+        let n = self.rows.len();
+        if (1..n).all(|i| self.entry_cmp(i - 1, i) != Ordering::Greater) {
+            return self.finish();
+        }
+        let mut order: Vec<u32> = (0..n as u32).collect();
+        order.sort_by(|&a, &b| self.entry_cmp(a as usize, b as usize));
+        let mut b = RunBuilder::with_capacity(n, self.key_bytes.len());
+        for &i in &order {
+            b.push(self.key(i as usize), self.rows[i as usize].clone());
+        }
+        b.finish()
+    }
+
+    /// The run of the entries, pushed in order.
+    fn finish(self) -> SortedRun {
+        let n = self.rows.len();
+        let width = self.ends.first().map_or(0, |&e| e as usize);
+        let fixed = self
+            .ends
+            .iter()
+            .enumerate()
+            .all(|(i, &end)| end as usize == (i + 1) * width);
+        let layout = if fixed {
+            KeyLayout::Fixed(width)
+        } else {
+            let mut ends = self.ends;
+            ends.shrink_to_fit();
+            KeyLayout::Varying(ends)
+        };
+        let mut key_bytes = self.key_bytes;
+        key_bytes.shrink_to_fit();
+        let mut rows = self.rows;
+        rows.shrink_to_fit();
+        SortedRun {
+            key_bytes,
+            layout,
+            tombstones: (0..n.div_ceil(64)).map(|_| AtomicU64::new(0)).collect(),
+            rows,
+            removed: AtomicUsize::new(0),
+        }
+    }
+}
+
+/// Order of two entries (key, row id) as their entry-key bytes `key ++ row id (big-endian)`
+/// compare, which is the skiplist's order.
+fn cmp_entries(key_a: &[u8], id_a: u64, key_b: &[u8], id_b: u64) -> Ordering {
+    if key_a.len() == key_b.len() {
+        return key_a.cmp(key_b).then(id_a.cmp(&id_b));
+    }
+    let (a, b) = (id_a.to_be_bytes(), id_b.to_be_bytes());
+    key_a.iter().chain(&a).cmp(key_b.iter().chain(&b))
+}
+
+/// Lexicographic order of the entry key `key ++ row_id (big-endian)` against `probe`, reading
+/// the row id (a pointer chase) only when the key alone does not decide.
+fn cmp_entry(key: &[u8], row_id: impl Fn() -> u64, probe: &[u8]) -> Ordering {
+    let n = key.len().min(probe.len());
+    match key[..n].cmp(&probe[..n]) {
+        Ordering::Equal => {}
+        other => return other,
+    }
+    if probe.len() <= key.len() {
+        // The probe is a prefix of the key (or the key itself, without row id).
+        return if probe.len() == key.len() + ROW_ID_BYTES {
+            Ordering::Equal
+        } else {
+            Ordering::Greater
+        };
+    }
+    let rest = &probe[key.len()..];
+    let id = row_id().to_be_bytes();
+    let m = rest.len().min(ROW_ID_BYTES);
+    id[..m].cmp(&rest[..m]).then(ROW_ID_BYTES.cmp(&rest.len()))
+}
+
+fn in_upper(entry: &[u8], upper: Bound<&[u8]>) -> bool {
+    match upper {
+        Bound::Unbounded => true,
+        Bound::Included(u) => entry <= u,
+        Bound::Excluded(u) => entry < u,
+    }
+}
+
+/// One source of the merged walk: yields (entry key, row) in order.
+struct Cursor<'a, 'b> {
+    source: Source<'a, 'b>,
+    /// The entry at the cursor, materialized (key + row id).
+    current: Option<(Vec<u8>, RowRef)>,
+}
+
+type DeltaRange<'a, 'b> =
+    crossbeam_skiplist::map::Range<'a, [u8], (Bound<&'b [u8]>, Bound<&'b [u8]>), EntryKey, RowRef>;
+
+enum Source<'a, 'b> {
+    Run { run: &'a SortedRun, next: usize },
+    Delta(DeltaRange<'a, 'b>),
+}
+
+impl Cursor<'_, '_> {
+    fn advance(&mut self, upper: Bound<&[u8]>) {
+        let mut buf = self.current.take().map(|(b, _)| b).unwrap_or_default();
+        buf.clear();
+        match &mut self.source {
+            Source::Run { run, next } => {
+                while *next < run.len() && run.is_removed(*next) {
+                    *next += 1;
+                }
+                if *next < run.len() {
+                    let row = &run.rows[*next];
+                    buf.extend_from_slice(run.key(*next));
+                    buf.extend_from_slice(&row.row_id().to_be_bytes());
+                    *next += 1;
+                    if in_upper(&buf, upper) {
+                        self.current = Some((buf, row.clone()));
+                    }
+                }
+            }
+            Source::Delta(range) => {
+                if let Some(e) = range.next() {
+                    buf.extend_from_slice(e.key().as_bytes());
+                    self.current = Some((buf, e.value().clone()));
+                }
+            }
+        }
+    }
+}
+
+impl OrderedEntries {
+    pub(crate) fn new() -> OrderedEntries {
+        OrderedEntries {
+            view: RwLock::new(Arc::new(View::empty())),
+            merge_lock: Mutex::new(()),
+            staged: Mutex::new(Vec::new()),
+            has_staged: AtomicBool::new(false),
+        }
+    }
+
+    fn view(&self) -> Arc<View> {
+        self.fold_staged();
+        self.view.read().clone()
+    }
+
+    /// Whether the entry (key + row id) is present.
+    pub(crate) fn contains(&self, entry: &[u8]) -> bool {
+        let view = self.view();
+        view.delta.contains_key(entry)
+            || view.frozen.as_ref().is_some_and(|f| f.contains_key(entry))
+            || view
+                .run
+                .find(entry)
+                .is_some_and(|i| !view.run.is_removed(i))
+    }
+
+    /// Adds an entry the caller checked is absent (under the key's stripe lock).
+    pub(crate) fn insert(&self, entry: EntryKey, row: RowRef) {
+        self.fold_staged();
+        // The read lock keeps a merge from freezing this delta while the entry goes in.
+        let view = self.view.read();
+        view.delta.insert(entry, row);
+    }
+
+    /// Removes the entry; returns its row if it was present.
+    pub(crate) fn remove(&self, entry: &[u8]) -> Option<RowRef> {
+        self.fold_staged();
+        {
+            let view = self.view.read();
+            let removed = view.delta.remove(entry).map(|e| e.value().clone());
+            if removed.is_some() {
+                return removed;
+            }
+        }
+        let _merge = self.merge_lock.lock();
+        let view = self.view.read().clone();
+        debug_assert!(view.frozen.is_none(), "a frozen delta outside a merge");
+        let removed = view.delta.remove(entry).map(|e| e.value().clone());
+        if removed.is_some() {
+            return removed;
+        }
+        let run = &view.run;
+        let i = run.find(entry)?;
+        let bit = 1u64 << (i % 64);
+        let before = run.tombstones[i / 64].fetch_or(bit, AtomicOrdering::Relaxed);
+        if before & bit != 0 {
+            return None;
+        }
+        run.removed.fetch_add(1, AtomicOrdering::Relaxed);
+        Some(run.rows[i].clone())
+    }
+
+    /// Removes every entry.
+    pub(crate) fn clear(&self) {
+        let _merge = self.merge_lock.lock();
+        self.staged.lock().clear();
+        self.has_staged.store(false, AtomicOrdering::Release);
+        *self.view.write() = Arc::new(View::empty());
+    }
+
+    /// Calls `f` with each entry (key + row id) within the bounds, in order, until it returns
+    /// false. Entries added or removed meanwhile may or may not be visited.
+    pub(crate) fn for_each(
+        &self,
+        lower: Bound<&[u8]>,
+        upper: Bound<&[u8]>,
+        mut f: impl FnMut(&[u8], &RowRef) -> bool,
+    ) {
+        let view = self.view();
+        let mut cursors: Vec<Cursor<'_, '_>> = Vec::with_capacity(3);
+        cursors.push(Cursor {
+            source: Source::Delta(view.delta.range((lower, upper))),
+            current: None,
+        });
+        if let Some(frozen) = &view.frozen {
+            cursors.push(Cursor {
+                source: Source::Delta(frozen.range((lower, upper))),
+                current: None,
+            });
+        }
+        cursors.push(Cursor {
+            source: Source::Run {
+                run: &view.run,
+                next: view.run.lower_index(lower),
+            },
+            current: None,
+        });
+        for c in &mut cursors {
+            c.advance(upper);
+        }
+        loop {
+            let mut smallest: Option<usize> = None;
+            for (i, c) in cursors.iter().enumerate() {
+                if let Some((key, _)) = &c.current {
+                    if smallest.is_none_or(|s| {
+                        key.as_slice() < cursors[s].current.as_ref().expect("current").0.as_slice()
+                    }) {
+                        smallest = Some(i);
+                    }
+                }
+            }
+            let Some(s) = smallest else { return };
+            let (key, row) = cursors[s].current.as_ref().expect("current");
+            if !f(key, row) {
+                return;
+            }
+            // The sources are disjoint; should an entry ever sit in two, visit it once.
+            let key = key.clone();
+            for c in &mut cursors {
+                if c.current.as_ref().is_some_and(|(k, _)| *k == key) {
+                    c.advance(upper);
+                }
+            }
+        }
+    }
+
+    /// Entries, removed ones not counted (walks nothing: a few atomics).
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        let view = self.view();
+        view.run.live_len() + view.delta.len() + view.frozen.as_ref().map_or(0, |f| f.len())
+    }
+
+    /// Estimate of the memory the entries take: the run's arrays plus skiplist nodes.
+    pub(crate) fn memory_bytes(&self) -> usize {
+        let view = self.view();
+        let delta_bytes = |d: &SkipMap<EntryKey, RowRef>| {
+            d.iter()
+                .map(|e| entry_memory_bytes(e.key().as_bytes().len()))
+                .sum::<usize>()
+        };
+        view.run.memory_bytes()
+            + delta_bytes(&view.delta)
+            + view.frozen.as_deref().map_or(0, delta_bytes)
+    }
+
+    /// Hands over entries of rows known to have none yet (a bulk load). They are folded into
+    /// the run by the next access to this index.
+    pub(crate) fn stage(&self, entries: RunBuilder) {
+        if entries.is_empty() {
+            return;
+        }
+        let run = entries.sorted();
+        self.staged.lock().push(run);
+        self.has_staged.store(true, AtomicOrdering::Release);
+    }
+
+    /// Folds staged entries into the run.
+    pub(crate) fn fold_staged(&self) {
+        if !self.has_staged.load(AtomicOrdering::Acquire) {
+            return;
+        }
+        let _merge = self.merge_lock.lock();
+        let staged = std::mem::take(&mut *self.staged.lock());
+        self.has_staged.store(false, AtomicOrdering::Release);
+        if staged.is_empty() {
+            return;
+        }
+        let current = self.view.read().clone();
+        // A load stages thousands of blocks, each sorted, from several threads: concatenate
+        // them and let the stable sort merge the sorted stretches.
+        let mut runs: Vec<&SortedRun> = staged.iter().collect();
+        runs.push(&current.run);
+        let entries = runs.iter().map(|r| r.live_len()).sum();
+        let key_bytes = runs.iter().map(|r| r.key_bytes.len()).sum();
+        let mut all = RunBuilder::with_capacity(entries, key_bytes);
+        for r in runs {
+            for i in (0..r.len()).filter(|&i| !r.is_removed(i)) {
+                all.push(r.key(i), r.rows[i].clone());
+            }
+        }
+        drop(staged);
+        let run = all.sorted();
+        let mut view = self.view.write();
+        *view = Arc::new(View {
+            run: Arc::new(run),
+            frozen: None,
+            delta: view.delta.clone(),
+        });
+    }
+
+    /// Folds the delta into the run if it has grown past its share (or the run has many
+    /// tombstones); returns whether it did. Called by GC steps, off the write path.
+    pub(crate) fn merge_if_due(&self) -> bool {
+        let due = |v: &View| {
+            let run_live = v.run.live_len();
+            let delta = v.delta.len();
+            let removed = v.run.len() - run_live;
+            (delta >= MERGE_MIN_DELTA_ENTRIES && delta * MERGE_DELTA_FRACTION >= run_live)
+                || (removed >= MERGE_MIN_DELTA_ENTRIES
+                    && removed * MERGE_DELTA_FRACTION >= run_live)
+        };
+        if !due(&self.view()) {
+            return false;
+        }
+        self.merge();
+        true
+    }
+
+    /// Folds the delta into the run now.
+    pub(crate) fn merge(&self) {
+        let _merge = self.merge_lock.lock();
+        let frozen = {
+            let mut view = self.view.write();
+            let frozen = view.delta.clone();
+            *view = Arc::new(View {
+                run: view.run.clone(),
+                frozen: Some(frozen.clone()),
+                delta: Arc::new(SkipMap::new()),
+            });
+            frozen
+        };
+        let current = self.view.read().clone();
+        let run = merge_runs(&[&current.run], Some(&frozen));
+        let mut view = self.view.write();
+        *view = Arc::new(View {
+            run: Arc::new(run),
+            frozen: None,
+            delta: view.delta.clone(),
+        });
+    }
+}
+
+/// Merges a few runs (their live entries) and a delta into one new run.
+fn merge_runs(runs: &[&SortedRun], delta: Option<&SkipMap<EntryKey, RowRef>>) -> SortedRun {
+    let entries: usize =
+        runs.iter().map(|r| r.live_len()).sum::<usize>() + delta.map_or(0, |d| d.len());
+    let key_bytes: usize =
+        runs.iter().map(|r| r.key_bytes.len()).sum::<usize>() + delta.map_or(0, |d| d.len() * 8);
+    let mut b = RunBuilder::with_capacity(entries, key_bytes);
+    // Positions in each run, plus the delta's iterator as the last source.
+    let mut next: Vec<usize> = vec![0; runs.len()];
+    let mut delta_iter = delta.map(|d| d.iter().peekable());
+    loop {
+        // (source, key, row id) of the smallest head.
+        let mut best: Option<(usize, &[u8], u64)> = None;
+        for (s, run) in runs.iter().enumerate() {
+            while next[s] < run.len() && run.is_removed(next[s]) {
+                next[s] += 1;
+            }
+            if next[s] < run.len() {
+                let (key, id) = (run.key(next[s]), run.rows[next[s]].row_id());
+                if best.is_none_or(|(_, bk, bid)| cmp_entries(key, id, bk, bid).is_lt()) {
+                    best = Some((s, key, id));
+                }
+            }
+        }
+        let delta_head = delta_iter
+            .as_mut()
+            .and_then(|d| d.peek().map(|e| e.key().clone()));
+        if let Some(dk) = &delta_head {
+            let bytes = dk.as_bytes();
+            let (key, id) = split_entry(bytes);
+            if best.is_none_or(|(_, bk, bid)| cmp_entries(key, id, bk, bid).is_lt()) {
+                let e = delta_iter.as_mut().and_then(|d| d.next()).expect("peeked");
+                b.push(key, e.value().clone());
+                continue;
+            }
+        }
+        let Some((s, _, _)) = best else { break };
+        b.push(runs[s].key(next[s]), runs[s].rows[next[s]].clone());
+        next[s] += 1;
+    }
+    b.finish()
+}
+
+/// (key, row id) of an entry key.
+fn split_entry(entry: &[u8]) -> (&[u8], u64) {
+    let (key, id) = entry.split_at(entry.len() - ROW_ID_BYTES);
+    (
+        key,
+        u64::from_be_bytes(id.try_into().expect("8-byte row id")),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::sync::atomic::AtomicU64;
+
+    use rand::rngs::StdRng;
+    use rand::{Rng, SeedableRng};
+
+    use super::*;
+    use crate::index::entry_key;
+    use crate::table::{RowChain, Version};
+    use crate::txn::END_UNSET;
+
+    fn row(id: u64) -> RowRef {
+        Arc::new(RowChain::new(
+            id,
+            Version {
+                begin: 1,
+                end: END_UNSET,
+                data: Arc::from(&[][..]),
+            },
+        ))
+    }
+
+    fn all(entries: &OrderedEntries) -> Vec<(Vec<u8>, u64)> {
+        let mut out = Vec::new();
+        entries.for_each(Bound::Unbounded, Bound::Unbounded, |k, r| {
+            out.push((k.to_vec(), r.row_id()));
+            true
+        });
+        out
+    }
+
+    /// Random inserts, removals, bulk loads and merges, against a BTreeMap of entry keys. Keys
+    /// vary in length and some are prefixes of others, where (key, row id) order and the
+    /// entry-key byte order differ.
+    #[test]
+    fn matches_a_model_under_random_operations() {
+        let mut rng = StdRng::seed_from_u64(7);
+        let entries = OrderedEntries::new();
+        let mut model: BTreeMap<Vec<u8>, u64> = BTreeMap::new();
+        let mut next_id = 1u64;
+        for step in 0..4000 {
+            match rng.random_range(0..100) {
+                0..60 => {
+                    let len = rng.random_range(0..4);
+                    let key: Vec<u8> = (0..len).map(|_| rng.random_range(0..3u8)).collect();
+                    let id = next_id;
+                    next_id += 1;
+                    let e = entry_key(&key, id);
+                    assert!(!entries.contains(e.as_bytes()));
+                    model.insert(e.as_bytes().to_vec(), id);
+                    entries.insert(e, row(id));
+                }
+                60..80 if !model.is_empty() => {
+                    let pick = rng.random_range(0..model.len());
+                    let e = model.keys().nth(pick).expect("picked").clone();
+                    let id = model.remove(&e).expect("present");
+                    assert_eq!(entries.remove(&e).map(|r| r.row_id()), Some(id));
+                    assert!(entries.remove(&e).is_none(), "removed twice");
+                    assert!(!entries.contains(&e));
+                }
+                80..90 => {
+                    let mut b = RunBuilder::with_capacity(0, 0);
+                    for _ in 0..rng.random_range(0..20) {
+                        let len = rng.random_range(0..4);
+                        let key: Vec<u8> = (0..len).map(|_| rng.random_range(0..3u8)).collect();
+                        let id = next_id;
+                        next_id += 1;
+                        model.insert(entry_key(&key, id).as_bytes().to_vec(), id);
+                        b.push(&key, row(id));
+                    }
+                    entries.stage(b);
+                }
+                _ => entries.merge(),
+            }
+            if step % 97 == 0 {
+                let want: Vec<(Vec<u8>, u64)> =
+                    model.iter().map(|(k, &id)| (k.clone(), id)).collect();
+                assert_eq!(all(&entries), want, "after step {step}");
+                assert_eq!(entries.len(), model.len());
+            }
+        }
+        // Bounded walks agree with the model's ranges, prefix bounds included.
+        entries.merge();
+        for lo in [vec![], vec![0], vec![1], vec![1, 2], vec![2, 2, 2]] {
+            for hi in [vec![1], vec![2, 0], vec![3]] {
+                if lo > hi {
+                    continue;
+                }
+                let mut got = Vec::new();
+                entries.for_each(Bound::Included(&lo), Bound::Excluded(&hi), |k, _| {
+                    got.push(k.to_vec());
+                    true
+                });
+                let want: Vec<Vec<u8>> = model
+                    .range::<Vec<u8>, _>((Bound::Included(&lo), Bound::Excluded(&hi)))
+                    .map(|(k, _)| k.clone())
+                    .collect();
+                assert_eq!(got, want, "range {lo:?}..{hi:?}");
+            }
+        }
+    }
+
+    /// Fixed-width keys (a one-integer index) take no offsets, and a merged run holds them in
+    /// well under the ~80 bytes of a skiplist node per entry.
+    #[test]
+    fn fixed_width_keys_are_compact() {
+        let entries = OrderedEntries::new();
+        let mut b = RunBuilder::with_capacity(0, 0);
+        for id in (1..=100_000u64).rev() {
+            b.push(&(id as u32).to_be_bytes(), row(id));
+        }
+        entries.stage(b);
+        assert_eq!(entries.len(), 100_000);
+        let bytes = entries.memory_bytes();
+        assert!(bytes < 100_000 * 14, "{bytes} bytes for 100000 entries");
+        let first = all(&entries).first().cloned().expect("entries");
+        assert_eq!(first.1, 1, "sorted by key");
+    }
+
+    /// While one thread inserts and another merges over and over, an entry that was in before
+    /// a walk began is always visited by it: a merge never hides entries.
+    #[test]
+    fn walks_see_every_entry_added_before_them_during_merges() {
+        let entries = Arc::new(OrderedEntries::new());
+        let published = Arc::new(AtomicU64::new(0));
+        const N: u64 = 60_000;
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                for id in 1..=N {
+                    entries.insert(entry_key(&id.to_be_bytes(), id), row(id));
+                    published.store(id, AtomicOrdering::Release);
+                }
+            });
+            s.spawn(|| {
+                while published.load(AtomicOrdering::Acquire) < N {
+                    entries.merge();
+                }
+            });
+            s.spawn(|| loop {
+                let before = published.load(AtomicOrdering::Acquire);
+                let mut seen = 0u64;
+                entries.for_each(Bound::Unbounded, Bound::Unbounded, |_, r| {
+                    if r.row_id() <= before {
+                        seen += 1;
+                    }
+                    true
+                });
+                assert_eq!(seen, before, "a walk missed entries added before it");
+                if before == N {
+                    break;
+                }
+            });
+        });
+        assert_eq!(entries.len(), N as usize);
+    }
+}
