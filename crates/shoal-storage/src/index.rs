@@ -1,5 +1,6 @@
-//! Indexes of a row table: concurrent ordered maps from memcomparable key bytes to row handles.
-//! Every entry's map key is the encoded index key followed by the row's hidden id (big-endian),
+//! Indexes of a row table: concurrent ordered maps from memcomparable key bytes to row handles
+//! (`ordered_entries`: a sorted run plus a skiplist of recent entries), and for unique indexes a
+//! hash map for point lookups. Every entry's map key is the encoded index key followed by the row's hidden id (big-endian),
 //! so non-unique keys get distinct entries, unique keys can briefly have several (NULL keys, old
 //! versions, uncommitted inserts) and all entries of one key value form one byte-prefix range.
 //! Entries of old versions stay until GC: readers recheck the visible version's key. A small
