@@ -61,7 +61,13 @@ impl Session {
                 Ok(StatementResult::command("VACUUM"))
             }
             Statement::Analyze(_) => Ok(StatementResult::command("ANALYZE")),
-            other => ddl::execute(self, txn, other).await,
+            other => {
+                let result = ddl::execute(self, txn, other).await;
+                // Index builds and table rewrites free their sort and copy buffers now; give
+                // them back (DDL is rare, so the allocator's walk costs nothing that matters).
+                crate::allocator::release_free_memory();
+                result
+            }
         }
     }
 
