@@ -53,13 +53,6 @@ enum Command {
 /// Logged once recovery is done and connections are served.
 const READY_MESSAGE: &str = "database system is ready to accept connections";
 
-/// mimalloc rather than glibc's malloc: its size classes live in pages of their own, so the
-/// short-lived buffers of a bulk load do not leave holes between long-lived rows (RSS per
-/// pgbench row, see bench/pgbench/README.md), and frees on the statement path stay
-/// thread-local.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn main() {
     tracing_subscriber::fmt()
         .with_env_filter(
