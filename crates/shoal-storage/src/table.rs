@@ -905,6 +905,9 @@ impl RowTable {
             }
         }
         idx.flush_loaded(&mut pending);
+        // Sort the entries now: the statement that builds the index pays for it, rather than
+        // whichever query first looks something up.
+        idx.entries.fold_staged();
         shape.indexes.push(idx);
         Ok(())
     }

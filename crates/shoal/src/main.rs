@@ -54,6 +54,7 @@ enum Command {
 const READY_MESSAGE: &str = "database system is ready to accept connections";
 
 fn main() {
+    shoal_sql::allocator::configure();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
