@@ -15,6 +15,7 @@ pub mod index;
 pub mod key_codec;
 mod ordered_entries;
 pub mod recovery;
+pub mod row_chain;
 pub mod row_codec;
 pub mod table;
 pub mod txn;

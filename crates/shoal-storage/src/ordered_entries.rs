@@ -532,7 +532,7 @@ impl OrderedEntries {
             frozen
         };
         let current = self.view.read().clone();
-        let run = merge_runs(&[&current.run], Some(&frozen));
+        let run = merge_delta(&current.run, &frozen);
         let mut view = self.view.write();
         *view = Arc::new(View {
             run: Arc::new(run),
@@ -582,45 +582,32 @@ fn fold_runs(mut staged: Vec<SortedRun>, current: &SortedRun) -> SortedRun {
     }
 }
 
-/// Merges a few runs (their live entries) and a delta into one new run.
-fn merge_runs(runs: &[&SortedRun], delta: Option<&SkipMap<EntryKey, RowRef>>) -> SortedRun {
-    let entries: usize =
-        runs.iter().map(|r| r.live_len()).sum::<usize>() + delta.map_or(0, |d| d.len());
-    let key_bytes: usize =
-        runs.iter().map(|r| r.key_bytes.len()).sum::<usize>() + delta.map_or(0, |d| d.len() * 8);
-    let mut b = RunBuilder::with_capacity(entries, key_bytes);
-    // Positions in each run, plus the delta's iterator as the last source.
-    let mut next: Vec<usize> = vec![0; runs.len()];
-    let mut delta_iter = delta.map(|d| d.iter().peekable());
+/// Merges a run (its live entries) and a frozen delta into one new run.
+fn merge_delta(run: &SortedRun, delta: &SkipMap<EntryKey, RowRef>) -> SortedRun {
+    let mut b = RunBuilder::with_capacity(
+        run.live_len() + delta.len(),
+        run.key_bytes.len() + delta.len() * 8,
+    );
+    let mut next = 0;
+    let mut delta_entries = delta.iter().peekable();
     loop {
-        // (source, key, row id) of the smallest head.
-        let mut best: Option<(usize, &[u8], u64)> = None;
-        for (s, run) in runs.iter().enumerate() {
-            while next[s] < run.len() && run.is_removed(next[s]) {
-                next[s] += 1;
-            }
-            if next[s] < run.len() {
-                let (key, id) = (run.key(next[s]), run.rows[next[s]].row_id());
-                if best.is_none_or(|(_, bk, bid)| cmp_entries(key, id, bk, bid).is_lt()) {
-                    best = Some((s, key, id));
-                }
-            }
+        while next < run.len() && run.is_removed(next) {
+            next += 1;
         }
-        let delta_head = delta_iter
-            .as_mut()
-            .and_then(|d| d.peek().map(|e| e.key().clone()));
-        if let Some(dk) = &delta_head {
-            let bytes = dk.as_bytes();
-            let (key, id) = split_entry(bytes);
-            if best.is_none_or(|(_, bk, bid)| cmp_entries(key, id, bk, bid).is_lt()) {
-                let e = delta_iter.as_mut().and_then(|d| d.next()).expect("peeked");
-                b.push(key, e.value().clone());
-                continue;
-            }
+        let run_head = (next < run.len()).then(|| (run.key(next), run.rows[next].row_id()));
+        let delta_first = delta_entries.peek().is_some_and(|e| {
+            let (key, id) = split_entry(e.key().as_bytes());
+            run_head.is_none_or(|(rk, rid)| cmp_entries(key, id, rk, rid).is_lt())
+        });
+        if delta_first {
+            let e = delta_entries.next().expect("peeked");
+            b.push(split_entry(e.key().as_bytes()).0, e.value().clone());
+        } else if run_head.is_some() {
+            b.push(run.key(next), run.rows[next].clone());
+            next += 1;
+        } else {
+            break;
         }
-        let Some((s, _, _)) = best else { break };
-        b.push(runs[s].key(next[s]), runs[s].rows[next[s]].clone());
-        next[s] += 1;
     }
     b.finish()
 }

@@ -1,9 +1,7 @@
-//! Row tables: the MVCC row engine. A logical row is a [`RowChain`]: its versions newest first,
-//! behind a small per-row mutex, reached by a stable handle ([`RowRef`]) from the table's heap
-//! (an append-only list of handles in fixed-size chunks, which scans walk) and from its indexes.
-//! A version carries begin/end stamps (commit timestamps, or the writer's transaction id while it
-//! runs) and the row's `row_codec` bytes. Writers follow PostgreSQL: a row whose newest version
-//! is held by another transaction makes the caller wait (`WouldBlock`) and retry; a row changed
+//! Row tables: the MVCC row engine. A table is a heap of row handles (an append-only list of
+//! fixed-size chunks, which scans walk), its indexes, and the rules for writing a row (a
+//! [`RowChain`], see `row_chain`). Writers follow PostgreSQL: a row whose newest version is
+//! held by another transaction makes the caller wait (`WouldBlock`) and retry; a row changed
 //! after the caller's snapshot fails REPEATABLE READ (`SerializationFailure`) and hands READ
 //! COMMITTED the newest version to re-check (`WriteOutcome::Changed`).
 
@@ -11,7 +9,7 @@ use std::ops::Bound;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use parking_lot::{Mutex, MutexGuard, RwLock};
+use parking_lot::{Mutex, RwLock};
 
 use crate::error::StorageError;
 use crate::gc::GcCursor;
@@ -19,234 +17,18 @@ use crate::index::{key_part, EntryKey, Index, IndexDef, LoadBuffer};
 use crate::key_codec::{self, prefix_successor};
 use crate::row_codec;
 use crate::txn::{
-    is_txn_stamp, stamp_txn, txn_stamp, ChangeKind, CommitTs, IsolationLevel, Snapshot,
-    Transaction, TxnId, TxnShared, WriteEntry, END_UNSET,
+    is_txn_stamp, stamp_txn, txn_stamp, ChangeKind, IsolationLevel, Snapshot, Transaction, TxnId,
+    TxnShared, WriteEntry, END_UNSET,
 };
 use crate::types::{DataType, Value};
 use crate::{IndexId, TableId};
 
-/// Stable handle of a logical row.
-pub type RowRef = Arc<RowChain>;
+pub(crate) use crate::row_chain::{ChainState, Version};
+pub use crate::row_chain::{RowChain, RowRef};
 
 /// Row handles per heap chunk: big enough that the chunk list stays short, small enough that a
 /// scan copies a chunk's handles cheaply before visiting them without the chunk lock.
 const HEAP_CHUNK_ROWS: usize = 4096;
-
-#[derive(Clone, Debug)]
-pub(crate) struct Version {
-    pub begin: u64,
-    pub end: u64,
-    pub data: Arc<[u8]>,
-}
-
-impl Version {
-    /// Invisible to every snapshot at or after `horizon`: ended by a commit at or before it.
-    fn is_dead(&self, horizon: CommitTs) -> bool {
-        self.end != END_UNSET && !is_txn_stamp(self.end) && self.end <= horizon
-    }
-}
-
-/// The versions of one logical row.
-pub struct RowChain {
-    row_id: u64,
-    pub(crate) state: Mutex<ChainState>,
-}
-
-pub(crate) struct ChainState {
-    /// Newest version; `None` once the row is gone for good (insert rolled back, or deleted and
-    /// reclaimed).
-    pub head: Option<Version>,
-    /// Older versions, oldest first (so replacing the head is a push).
-    pub older: OlderVersions,
-    /// Transaction holding a row lock (SELECT FOR UPDATE/SHARE), or 0.
-    pub locker: TxnId,
-}
-
-/// A row's older versions, oldest first. Most rows have none most of the time, so the list is
-/// one pointer, 8 bytes in every row chain instead of a `Vec`'s 24, until it has some.
-#[derive(Default)]
-pub(crate) struct OlderVersions(Option<Box<Vec<Version>>>);
-
-impl OlderVersions {
-    fn push(&mut self, v: Version) {
-        self.0.get_or_insert_with(Default::default).push(v);
-    }
-
-    fn pop(&mut self) -> Option<Version> {
-        let v = self.0.as_mut()?.pop();
-        if self.is_empty() {
-            self.0 = None;
-        }
-        v
-    }
-
-    pub(crate) fn as_slice(&self) -> &[Version] {
-        self.0.as_deref().map_or(&[], Vec::as_slice)
-    }
-
-    pub(crate) fn iter(&self) -> std::slice::Iter<'_, Version> {
-        self.as_slice().iter()
-    }
-
-    fn iter_mut(&mut self) -> std::slice::IterMut<'_, Version> {
-        match self.0.as_deref_mut() {
-            Some(v) => v.iter_mut(),
-            None => [].iter_mut(),
-        }
-    }
-
-    pub(crate) fn last(&self) -> Option<&Version> {
-        self.as_slice().last()
-    }
-
-    pub(crate) fn len(&self) -> usize {
-        self.as_slice().len()
-    }
-
-    fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// Keeps the versions `keep` accepts; frees the list once it is empty.
-    fn retain(&mut self, keep: impl FnMut(&Version) -> bool) {
-        if let Some(v) = &mut self.0 {
-            v.retain(keep);
-            if v.is_empty() {
-                self.0 = None;
-            }
-        }
-    }
-
-    /// Bytes the list holds beyond its pointer.
-    fn heap_bytes(&self) -> usize {
-        self.0.as_ref().map_or(0, |v| {
-            std::mem::size_of::<Vec<Version>>() + v.capacity() * std::mem::size_of::<Version>()
-        })
-    }
-}
-
-impl ChainState {
-    /// Versions newest first.
-    pub(crate) fn versions(&self) -> impl Iterator<Item = &Version> {
-        self.head.iter().chain(self.older.iter().rev())
-    }
-
-    fn visible(&self, snap: &Snapshot) -> Option<&Version> {
-        self.versions().find(|v| snap.sees(v.begin, v.end))
-    }
-
-    fn push(&mut self, v: Version) {
-        if let Some(old) = self.head.replace(v) {
-            self.older.push(old);
-        }
-    }
-
-    fn pop(&mut self) -> Option<Version> {
-        let head = self.head.take();
-        self.head = self.older.pop();
-        head
-    }
-
-    /// Drops versions no snapshot at or after `horizon` can see; returns how many.
-    pub(crate) fn prune(&mut self, horizon: CommitTs) -> usize {
-        if self.head.as_ref().is_some_and(|h| h.is_dead(horizon)) {
-            // Ends only decrease going older, so everything below a dead head is dead too.
-            debug_assert!(self.older.iter().all(|v| v.is_dead(horizon)));
-            let freed = 1 + self.older.len();
-            self.head = None;
-            self.older = OlderVersions::default();
-            return freed;
-        }
-        let before = self.older.len();
-        self.older.retain(|v| !v.is_dead(horizon));
-        before - self.older.len()
-    }
-}
-
-impl RowChain {
-    pub(crate) fn new(row_id: u64, v: Version) -> RowChain {
-        RowChain {
-            row_id,
-            state: Mutex::new(ChainState {
-                head: Some(v),
-                older: OlderVersions::default(),
-                locker: 0,
-            }),
-        }
-    }
-
-    /// The table's hidden id of this row: unique within the table, never reused.
-    pub fn row_id(&self) -> u64 {
-        self.row_id
-    }
-
-    pub(crate) fn lock_state(&self) -> MutexGuard<'_, ChainState> {
-        self.state.lock()
-    }
-
-    fn visible_data(&self, snap: &Snapshot) -> Option<Arc<[u8]>> {
-        self.state.lock().visible(snap).map(|v| v.data.clone())
-    }
-
-    /// Replaces `txn`'s stamps with its commit timestamp. Its versions are the newest ones.
-    pub(crate) fn stamp(&self, txn: TxnId, ts: CommitTs) {
-        let me = txn_stamp(txn);
-        let mut st = self.state.lock();
-        let ChainState { head, older, .. } = &mut *st;
-        for v in head.iter_mut().chain(older.iter_mut().rev()) {
-            let mut touched = false;
-            if v.begin == me {
-                v.begin = ts;
-                touched = true;
-            }
-            if v.end == me {
-                v.end = ts;
-                touched = true;
-            }
-            debug_assert!(
-                is_txn_stamp(v.end) || v.end == END_UNSET || v.begin <= v.end,
-                "version ends before it begins"
-            );
-            if !touched {
-                break;
-            }
-        }
-    }
-
-    /// Undoes the newest write of `txn` to this row (rollback walks writes newest first).
-    pub(crate) fn undo(&self, kind: ChangeKind, txn: TxnId) {
-        let me = txn_stamp(txn);
-        let mut st = self.state.lock();
-        if matches!(kind, ChangeKind::Insert | ChangeKind::Update) {
-            let undone = st.pop();
-            debug_assert!(
-                undone.is_some_and(|v| v.begin == me),
-                "undo of a version not ours"
-            );
-        }
-        if matches!(kind, ChangeKind::Update | ChangeKind::Delete) {
-            let head = st
-                .head
-                .as_mut()
-                .expect("undo: the replaced version is still there");
-            debug_assert_eq!(head.end, me, "undo of an end stamp not ours");
-            head.end = END_UNSET;
-        }
-    }
-
-    pub(crate) fn unlock(&self, txn: TxnId) {
-        let mut st = self.state.lock();
-        if st.locker == txn {
-            st.locker = 0;
-        }
-    }
-}
-
-impl std::fmt::Debug for RowChain {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "RowChain({})", self.row_id)
-    }
-}
 
 /// Result of update/delete/lock_row when no error occurred.
 #[derive(Clone, Debug, PartialEq)]
@@ -734,7 +516,7 @@ impl RowTable {
             rows.clear();
             rows.extend(chunk.lock().iter().cloned());
             for r in &rows {
-                if r.row_id >= row_id_end {
+                if r.row_id() >= row_id_end {
                     continue;
                 }
                 if let Some(data) = r.visible_data(snap) {
@@ -768,7 +550,7 @@ impl RowTable {
                 let point_key = key_codec::encode_key(lo);
                 let mut rows = Vec::new();
                 if idx.point_candidates(&point_key, &mut rows) {
-                    rows.sort_by_key(|r| r.row_id);
+                    rows.sort_by_key(|r| r.row_id());
                     for chain in &rows {
                         let Some(data) = chain.visible_data(snap) else {
                             continue;
@@ -1106,21 +888,4 @@ fn row_conflict(
             index_pos,
             existing: chain.clone(),
         })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Every row pays for its chain: keep it to one 64-byte allocation payload (plus the
-    /// `Arc`'s counts), with the older versions behind one pointer.
-    #[test]
-    fn a_row_chain_stays_small() {
-        assert!(
-            std::mem::size_of::<RowChain>() <= 64,
-            "{}",
-            std::mem::size_of::<RowChain>()
-        );
-        assert_eq!(std::mem::size_of::<OlderVersions>(), 8);
-    }
 }
