@@ -12,16 +12,21 @@
 //!
 //! A row is named by its row id: segment number in the high 32 bits, offset in the low 32. The
 //! redo log names deleted rows that way, and logs inserted segments whole as Arrow IPC.
+//!
+//! Text columns are dictionary-encoded (`text_dictionary`): the table's `schema` hands them out
+//! as `Dictionary(Int32, Utf8)`, while writers and the log use the plain schema they were
+//! created with (`plain_schema`, Utf8), and `append` does the encoding.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use arrow::array::{ArrayRef, BooleanArray};
-use arrow::datatypes::SchemaRef;
+use arrow::array::{Array, ArrayRef, BooleanArray, DictionaryArray, Int32Array};
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use arrow::record_batch::RecordBatch;
 use parking_lot::{Mutex, RwLock};
 
 use crate::error::StorageError;
+use crate::text_dictionary::{coded_text_type, local_dictionary, TextDictionary};
 use crate::txn::{
     is_txn_stamp, txn_stamp, CommitTs, Snapshot, Transaction, TxnId, TxnShared, END_UNSET,
 };
@@ -43,10 +48,25 @@ pub struct ColumnStats {
     pub null_count: usize,
 }
 
+/// One column of a segment as it is stored.
+enum StoredColumn {
+    /// The array as scans get it (a text column's own dictionary when the table's was full).
+    Array(ArrayRef),
+    /// A text column as codes into the table's dictionary for it.
+    Coded {
+        codes: Int32Array,
+        dictionary: Arc<TextDictionary>,
+    },
+}
+
 /// A segment: immutable arrays, their stats and the MVCC stamps.
 pub struct Segment {
     pub no: u32,
-    pub batch: RecordBatch,
+    rows: usize,
+    columns: Vec<StoredColumn>,
+    /// The table's plain schema (text as Utf8), for `plain_batch`.
+    plain_schema: SchemaRef,
+    /// Min/max of the plain values (text as Utf8, whatever the stored form).
     pub stats: Vec<ColumnStats>,
     /// The inserting transaction's stamp until it commits, then the commit timestamp.
     insert_stamp: AtomicU64,
@@ -58,14 +78,52 @@ impl std::fmt::Debug for Segment {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Segment")
             .field("no", &self.no)
-            .field("rows", &self.batch.num_rows())
+            .field("rows", &self.rows)
             .finish_non_exhaustive()
     }
 }
 
 impl Segment {
     pub fn rows(&self) -> usize {
-        self.batch.num_rows()
+        self.rows
+    }
+
+    /// Column `c` as scans get it: the table's `schema` type (text as a dictionary).
+    pub fn column(&self, c: usize) -> ArrayRef {
+        match &self.columns[c] {
+            StoredColumn::Array(array) => array.clone(),
+            StoredColumn::Coded { codes, dictionary } => Arc::new(
+                DictionaryArray::try_new(codes.clone(), dictionary.values())
+                    .expect("codes come from the dictionary, which only grows"),
+            ),
+        }
+    }
+
+    /// Column `c` with text decoded, as writers built it.
+    fn plain_column(&self, c: usize) -> ArrayRef {
+        let array = self.column(c);
+        match array.data_type() {
+            DataType::Dictionary(_, value) => {
+                arrow::compute::cast(&array, value).expect("a dictionary casts to its values")
+            }
+            _ => array,
+        }
+    }
+
+    /// The rows in the plain schema (text decoded): what the log and checkpoints store, and
+    /// what a merge of small segments rewrites.
+    pub fn plain_batch(&self) -> RecordBatch {
+        let columns = (0..self.columns.len())
+            .map(|c| self.plain_column(c))
+            .collect();
+        let options = arrow::array::RecordBatchOptions::new().with_row_count(Some(self.rows));
+        RecordBatch::try_new_with_options(self.plain_schema.clone(), columns, &options)
+            .expect("a segment's columns fit the table's schema")
+    }
+
+    /// The segment as Arrow IPC bytes, for the log and checkpoints (see `segment_to_ipc`).
+    pub fn image(&self) -> Vec<u8> {
+        segment_to_ipc(&self.plain_batch(), &self.stats)
     }
 
     fn insert_stamp(&self) -> u64 {
@@ -130,10 +188,18 @@ impl Segment {
         })
     }
 
-    /// Bytes of the arrays plus the MVCC stamps.
+    /// Bytes of the arrays (codes, not the shared dictionaries) plus the MVCC stamps.
     pub fn memory_bytes(&self) -> usize {
         let stamps = self.ends.get().map_or(0, |e| e.len() * 8);
-        self.batch.get_array_memory_size() + stamps + std::mem::size_of::<Segment>()
+        let arrays: usize = self
+            .columns
+            .iter()
+            .map(|c| match c {
+                StoredColumn::Array(a) => a.get_array_memory_size(),
+                StoredColumn::Coded { codes, .. } => codes.get_array_memory_size(),
+            })
+            .sum();
+        arrays + stamps + std::mem::size_of::<Segment>()
     }
 }
 
@@ -204,7 +270,12 @@ impl ColumnWrite {
 pub struct ColumnTable {
     id: TableId,
     shared: Arc<TxnShared>,
-    schema: RwLock<SchemaRef>,
+    /// As scans see the rows: text columns as dictionaries.
+    schema: SchemaRef,
+    /// As writers and the log see them: text as Utf8.
+    plain_schema: SchemaRef,
+    /// Per column: the dictionary of a text column.
+    dictionaries: Vec<Option<Arc<TextDictionary>>>,
     /// In segment-number order (appends take increasing numbers under this lock).
     segments: RwLock<Vec<Arc<Segment>>>,
     next_segment_no: Mutex<u32>,
@@ -225,11 +296,32 @@ impl std::fmt::Debug for ColumnTable {
 }
 
 impl ColumnTable {
-    pub(crate) fn new(id: TableId, schema: SchemaRef, shared: Arc<TxnShared>) -> ColumnTable {
+    /// A column table of `plain_schema`'s columns; its Utf8 columns are dictionary-encoded.
+    pub(crate) fn new(id: TableId, plain_schema: SchemaRef, shared: Arc<TxnShared>) -> ColumnTable {
+        let is_text = |f: &Field| f.data_type() == &DataType::Utf8;
+        let fields: Vec<Field> = plain_schema
+            .fields()
+            .iter()
+            .map(|f| match is_text(f) {
+                true => f.as_ref().clone().with_data_type(coded_text_type()),
+                false => f.as_ref().clone(),
+            })
+            .collect();
+        let schema = Arc::new(Schema::new_with_metadata(
+            fields,
+            plain_schema.metadata().clone(),
+        ));
+        let dictionaries = plain_schema
+            .fields()
+            .iter()
+            .map(|f| is_text(f).then(|| Arc::new(TextDictionary::default())))
+            .collect();
         ColumnTable {
             id,
             shared,
-            schema: RwLock::new(schema),
+            schema,
+            plain_schema,
+            dictionaries,
             segments: RwLock::new(Vec::new()),
             next_segment_no: Mutex::new(1),
             writer: Mutex::new(0),
@@ -242,8 +334,59 @@ impl ColumnTable {
         self.id
     }
 
+    /// The schema scans hand out: text columns as `Dictionary(Int32, Utf8)`.
     pub fn schema(&self) -> SchemaRef {
-        self.schema.read().clone()
+        self.schema.clone()
+    }
+
+    /// The schema writers append in and the log stores: text as Utf8.
+    pub fn plain_schema(&self) -> SchemaRef {
+        self.plain_schema.clone()
+    }
+
+    /// The dictionary of text column `c`.
+    pub fn dictionary(&self, c: usize) -> Option<&Arc<TextDictionary>> {
+        self.dictionaries.get(c)?.as_ref()
+    }
+
+    /// The stored form of `batch` (the plain schema; text columns may also come as dictionaries,
+    /// from `prepare_text` or a scan): text as codes into the table's dictionaries where they
+    /// have room. Cheap for columns `prepare_text` has already made dictionaries of.
+    fn store_columns(&self, batch: &RecordBatch) -> Result<Vec<StoredColumn>, StorageError> {
+        if batch.num_columns() != self.dictionaries.len() {
+            return Err(StorageError::SchemaMismatch(format!(
+                "{} columns for a table of {}",
+                batch.num_columns(),
+                self.dictionaries.len()
+            )));
+        }
+        batch
+            .columns()
+            .iter()
+            .zip(&self.dictionaries)
+            .zip(self.schema.fields())
+            .map(|((array, dictionary), field)| {
+                let Some(dictionary) = dictionary else {
+                    if array.data_type() != field.data_type() {
+                        return Err(StorageError::SchemaMismatch(format!(
+                            "column {} is {}, not {}",
+                            field.name(),
+                            array.data_type(),
+                            field.data_type()
+                        )));
+                    }
+                    return Ok(StoredColumn::Array(array.clone()));
+                };
+                let local = prepare_text(array)?;
+                Ok(match dictionary.encode(&local) {
+                    Some(codes) => StoredColumn::Coded {
+                        codes,
+                        dictionary: dictionary.clone(),
+                    },
+                    None => StoredColumn::Array(Arc::new(local)),
+                })
+            })
+            .collect()
     }
 
     pub(crate) fn mark_dropped(&self) {
@@ -268,8 +411,10 @@ impl ColumnTable {
         self.check_live()?;
         assert!(batch.num_rows() <= SEGMENT_MAX_ROWS, "segment too large");
         debug_assert_eq!(stats.len(), batch.num_columns());
+        let columns = self.store_columns(&batch)?;
         self.shared.ensure_writer(txn);
-        let segment = self.push_segment(None, batch, stats, txn_stamp(txn.id()));
+        let segment =
+            self.push_segment(None, batch.num_rows(), columns, stats, txn_stamp(txn.id()));
         let no = segment.no;
         txn.column_writes.push(ColumnWrite::Insert {
             table: self.clone(),
@@ -283,7 +428,8 @@ impl ColumnTable {
     fn push_segment(
         &self,
         no: Option<u32>,
-        batch: RecordBatch,
+        rows: usize,
+        columns: Vec<StoredColumn>,
         stats: Vec<ColumnStats>,
         insert_stamp: u64,
     ) -> Arc<Segment> {
@@ -292,7 +438,9 @@ impl ColumnTable {
         *next = (*next).max(no + 1);
         let segment = Arc::new(Segment {
             no,
-            batch,
+            rows,
+            columns,
+            plain_schema: self.plain_schema.clone(),
             stats,
             insert_stamp: AtomicU64::new(insert_stamp),
             ends: OnceLock::new(),
@@ -423,17 +571,28 @@ impl ColumnTable {
     }
 
     pub fn memory_bytes(&self) -> usize {
-        self.segments
-            .read()
+        let segments: usize = self.segments.read().iter().map(|s| s.memory_bytes()).sum();
+        let dictionaries: usize = self
+            .dictionaries
             .iter()
-            .map(|s| s.memory_bytes())
-            .sum::<usize>()
-            + std::mem::size_of::<ColumnTable>()
+            .flatten()
+            .map(|d| d.memory_bytes())
+            .sum();
+        segments + dictionaries + std::mem::size_of::<ColumnTable>()
     }
 
-    /// Recovery: adds a committed segment with number `no`, visible to every snapshot.
-    pub fn load_segment(&self, no: u32, batch: RecordBatch, stats: Vec<ColumnStats>) {
-        self.push_segment(Some(no), batch, stats, crate::recovery::RECOVERED_TS);
+    /// Recovery: adds a committed segment with number `no` (the plain schema), visible to
+    /// every snapshot.
+    pub fn load_segment(
+        &self,
+        no: u32,
+        batch: RecordBatch,
+        stats: Vec<ColumnStats>,
+    ) -> Result<(), StorageError> {
+        let columns = self.store_columns(&batch)?;
+        let stamp = crate::recovery::RECOVERED_TS;
+        self.push_segment(Some(no), batch.num_rows(), columns, stats, stamp);
+        Ok(())
     }
 
     /// Recovery: marks a row deleted for every snapshot. Unknown rows are skipped (replay is
@@ -445,6 +604,21 @@ impl ColumnTable {
                 end.store(crate::recovery::RECOVERED_TS, Ordering::Release);
             }
         }
+    }
+}
+
+/// A text column (Utf8, or already a dictionary) as a dictionary of its own values: the costly
+/// part of dictionary encoding (a hash lookup per row), which COPY's parse jobs do in parallel
+/// before the one appending task codes the few distinct values into the table's dictionary.
+pub fn prepare_text(
+    array: &ArrayRef,
+) -> Result<DictionaryArray<arrow::datatypes::Int32Type>, StorageError> {
+    match array.data_type() {
+        DataType::Utf8 => Ok(local_dictionary(array)),
+        t if t == &coded_text_type() => Ok(local_dictionary(array)),
+        t => Err(StorageError::SchemaMismatch(format!(
+            "{t} where text was expected"
+        ))),
     }
 }
 

@@ -55,6 +55,10 @@ pub enum StorageError {
     /// 42601-ish: a row with the wrong number of values.
     #[error("row has {got} values but the table has {expected} columns")]
     ColumnCountMismatch { expected: usize, got: usize },
+    /// XX000: a column segment's arrays do not fit its table (a bug in the caller, or a log
+    /// image of another table).
+    #[error("column segment does not fit its table: {0}")]
+    SchemaMismatch(String),
 }
 
 impl StorageError {
@@ -73,6 +77,7 @@ impl StorageError {
             StorageError::DuplicateIndex(_) => "42P07",
             StorageError::TypeMismatch { .. } => "42804",
             StorageError::ColumnCountMismatch { .. } => "42601",
+            StorageError::SchemaMismatch(_) => "XX000",
         }
     }
 }

@@ -18,6 +18,7 @@ pub mod recovery;
 pub mod row_chain;
 pub mod row_codec;
 pub mod table;
+pub mod text_dictionary;
 pub mod txn;
 pub mod types;
 

@@ -525,7 +525,7 @@ impl TxnShared {
                     segment,
                     logged_early: false,
                     ..
-                } => column::segment_to_ipc(&segment.batch, &segment.stats),
+                } => segment.image(),
                 ColumnWrite::Insert { .. } | ColumnWrite::Delete { .. } => Vec::new(),
             })
             .collect();
@@ -667,7 +667,7 @@ impl TxnShared {
         if *logged_early {
             return Ok(());
         }
-        let image = column::segment_to_ipc(&segment.batch, &segment.stats);
+        let image = segment.image();
         let row_id = column::row_id(segment_no, 0);
         // The pin is taken under the log's append lock, as checkpoints read the pins.
         let txn_id = txn.id;

@@ -280,11 +280,68 @@ fn commit_logs_segments_as_ipc_and_deletes_by_row_id() {
     let db2 = Database::new();
     let t2 = db2.create_column_table(TRIPS, schema());
     let (logged, logged_stats) = segment_from_ipc(bytes).unwrap();
-    t2.load_segment(no, logged, logged_stats.expect("the log stores the stats"));
+    t2.load_segment(no, logged, logged_stats.expect("the log stores the stats"))
+        .unwrap();
+    assert_eq!(t2.segment(no).unwrap().plain_batch(), b);
     t2.load_delete(log[1].2);
     t2.load_delete(row_id(no + 5, 0)); // unknown rows are skipped
     db2.restart_clock_at(shoal_storage::recovery::RECOVERED_TS);
     assert_eq!(count_now(&db2, &t2), 4);
+}
+
+#[test]
+fn text_columns_are_coded_into_one_dictionary_per_column() {
+    let db = Database::new();
+    let t = db.create_column_table(TRIPS, schema());
+    assert_eq!(t.plain_schema(), schema());
+    assert_eq!(
+        t.schema().field(1).data_type(),
+        &shoal_storage::text_dictionary::coded_text_type()
+    );
+    let mut txn = db.begin(IsolationLevel::ReadCommitted);
+    let (b1, s1) = batch(0..4);
+    let (b2, s2) = batch(10..13);
+    let first = t.append(&mut txn, b1.clone(), s1).unwrap();
+    let second = t.append(&mut txn, b2.clone(), s2).unwrap();
+    db.commit(txn).unwrap();
+    let (first, second) = (t.segment(first).unwrap(), t.segment(second).unwrap());
+    // Both segments' scans share the dictionary's values and agree on the codes.
+    let a = first.column(1);
+    let b = second.column(1);
+    let a = a
+        .as_any()
+        .downcast_ref::<arrow::array::DictionaryArray<arrow::datatypes::Int32Type>>()
+        .unwrap();
+    let b = b
+        .as_any()
+        .downcast_ref::<arrow::array::DictionaryArray<arrow::datatypes::Int32Type>>()
+        .unwrap();
+    assert_eq!(a.values().len(), 2);
+    assert_eq!(a.keys().value(0), b.keys().value(0), "yellow");
+    assert_eq!(a.keys().value(1), b.keys().value(1), "green");
+    assert!(t.dictionary(1).unwrap().is_shared());
+    assert!(t.dictionary(0).is_none());
+    // Decoded, they are the rows that were appended, and the log image holds plain text.
+    assert_eq!(first.plain_batch(), b1);
+    assert_eq!(segment_from_ipc(&second.image()).unwrap().0, b2);
+    // A wrongly typed column is refused, not stored.
+    let mut txn = db.begin(IsolationLevel::ReadCommitted);
+    let wrong = RecordBatch::try_new(
+        Arc::new(Schema::new(vec![
+            Field::new("id", ArrowType::Utf8, true),
+            Field::new("cab", ArrowType::Utf8, true),
+        ])),
+        vec![
+            Arc::new(StringArray::from(vec!["1"])) as ArrayRef,
+            Arc::new(StringArray::from(vec!["x"])) as ArrayRef,
+        ],
+    )
+    .unwrap();
+    let stats = batch(0..1).1;
+    assert!(matches!(
+        t.append(&mut txn, wrong, stats),
+        Err(StorageError::SchemaMismatch(_))
+    ));
 }
 
 #[test]

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{new_null_array, Array, ArrayRef};
 use datafusion::arrow::compute::concat_batches;
+use datafusion::arrow::datatypes::{Field, Schema, SchemaRef};
 use datafusion::arrow::record_batch::RecordBatch;
 use shoal_storage::catalog::TableDef;
 use shoal_storage::column::SEGMENT_MAX_ROWS;
@@ -159,7 +160,7 @@ impl CopyLoader {
         }
         if let Sink::Column { table, batches } = &mut self.sink {
             let batches = std::mem::take(batches);
-            seal_segments(&session.engine.db, &self.def, table, txn, batches, true)?;
+            seal_segments(&session.engine.db, table, txn, batches, true)?;
         }
         // The parse buffers and log images of a large load are free now; give them back.
         crate::allocator::release_free_memory();
@@ -221,7 +222,7 @@ impl CopyLoader {
                 None => default_array(session, &def, c, rows).await?,
             });
         }
-        let batch = RecordBatch::try_new(table_schema(&def), full)?;
+        let batch = RecordBatch::try_new(schema_of(&table_schema(&def), &full), full)?;
         check_constraints(session, &def, &batch, &lines).await?;
         self.rows += rows;
         match &mut self.sink {
@@ -257,7 +258,7 @@ impl CopyLoader {
                 batches.push(batch);
                 if batches.iter().map(RecordBatch::num_rows).sum::<usize>() >= SEGMENT_MAX_ROWS {
                     let full = std::mem::take(batches);
-                    *batches = seal_segments(&session.engine.db, &def, table, txn, full, false)?;
+                    *batches = seal_segments(&session.engine.db, table, txn, full, false)?;
                 }
             }
         }
@@ -269,13 +270,15 @@ impl CopyLoader {
 /// partial segment's batches are returned instead, to be filled up by the next chunks.
 fn seal_segments(
     db: &shoal_storage::Database,
-    def: &TableDef,
     table: &Arc<ColumnTable>,
     txn: &mut Transaction,
     batches: Vec<RecordBatch>,
     all: bool,
 ) -> SqlResult<Vec<RecordBatch>> {
-    let schema = table_schema(def);
+    let Some(schema) = batches.first().map(|b| b.schema()) else {
+        return Ok(Vec::new());
+    };
+    debug_assert!(batches.iter().all(|b| b.schema() == schema));
     let mut rest: VecDeque<RecordBatch> = batches.into();
     loop {
         let available: usize = rest.iter().map(RecordBatch::num_rows).sum();
@@ -299,6 +302,26 @@ fn seal_segments(
         let stats = crate::dml::column::segment_stats(&segment)?;
         append_segment(db, table, txn, segment, stats)?;
     }
+}
+
+/// `plain` with each field of the type of its array (a column table's text arrives from the
+/// parse as dictionaries).
+fn schema_of(plain: &SchemaRef, arrays: &[ArrayRef]) -> SchemaRef {
+    if plain
+        .fields()
+        .iter()
+        .zip(arrays)
+        .all(|(f, a)| f.data_type() == a.data_type())
+    {
+        return plain.clone();
+    }
+    let fields: Vec<Field> = plain
+        .fields()
+        .iter()
+        .zip(arrays)
+        .map(|(f, a)| f.as_ref().clone().with_data_type(a.data_type().clone()))
+        .collect();
+    Arc::new(Schema::new_with_metadata(fields, plain.metadata().clone()))
 }
 
 /// The stats of every column of `batch`: those the parse job computed for the COPY columns

@@ -32,8 +32,10 @@ pub struct ChunkLayout {
     pub columns: Vec<(String, DataType)>,
     /// The session's time zone, in which a timestamptz without an offset is read.
     pub zone: TimeZone,
-    /// A chunk of exactly this many rows is a whole column segment: its columns' min/max are
-    /// computed with the parse.
+    /// Set when the COPY fills a column table: a chunk of exactly this many rows is a whole
+    /// column segment, whose columns' min/max are computed with the parse; and text columns
+    /// leave the parse as dictionaries of their own values (the costly half of the table's
+    /// dictionary encoding, see `shoal_storage::text_dictionary`).
     pub stats_rows: Option<usize>,
     /// Per column, text bytes per 1,000 rows in the latest chunk: sizes the next chunk's text
     /// buffers, so they seldom grow while filling.
@@ -171,6 +173,18 @@ pub fn parse_chunk(
                 .collect::<SqlResult<_>>()?,
         ),
         _ => None,
+    };
+    let arrays = match layout.stats_rows {
+        Some(_) => arrays
+            .into_iter()
+            .map(|a| match a.data_type() {
+                ArrowType::Utf8 => shoal_storage::column::prepare_text(&a)
+                    .map(|d| Arc::new(d) as ArrayRef)
+                    .map_err(|e| SqlError::internal(e.to_string())),
+                _ => Ok(a),
+            })
+            .collect::<SqlResult<Vec<_>>>()?,
+        None => arrays,
     };
     Ok(ParsedChunk {
         arrays,

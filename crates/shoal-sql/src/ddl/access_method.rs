@@ -77,7 +77,7 @@ pub(super) async fn set_access_method(
             db.drop_table(oid as u64);
             let table = db.create_column_table(oid as u64, table_schema(&def));
             for (no, (batch, stats)) in segments.into_iter().enumerate() {
-                table.load_segment(no as u32, batch, stats);
+                table.load_segment(no as u32, batch, stats)?;
             }
             catalog.replace_table(new_def)?;
         }

@@ -34,6 +34,11 @@ pub fn segment_stats(batch: &RecordBatch) -> SqlResult<Vec<ColumnStats>> {
 /// general one compares every value with a call to `memcmp`, which costs more than anything
 /// else in a bulk load of a wide table.
 pub fn column_stats(array: &ArrayRef) -> SqlResult<ColumnStats> {
+    if let datafusion::arrow::datatypes::DataType::Dictionary(_, value_type) = array.data_type() {
+        // Stats are of the plain values (what pruning compares with).
+        let plain = datafusion::arrow::compute::cast(array, value_type)?;
+        return column_stats(&plain);
+    }
     if let Some(text) = array.as_any().downcast_ref::<StringArray>() {
         let (min, max) = text_min_max(text);
         return Ok(ColumnStats {

@@ -98,8 +98,8 @@ fn merge_table(
         }
         let mask = segment.live_mask(&snap);
         let live = match &mask {
-            None => segment.batch.clone(),
-            Some(mask) => filter_record_batch(&segment.batch, mask)?,
+            None => segment.plain_batch(),
+            Some(mask) => filter_record_batch(&segment.plain_batch(), mask)?,
         };
         if live.num_rows() == 0 {
             continue; // Nothing to move; GC drops it once it is dead for everyone.
@@ -113,7 +113,7 @@ fn merge_table(
     if picked.len() < 2 {
         return Ok(MergeReport::default());
     }
-    let merged = concat_batches(&table.schema(), picked.iter().map(|(_, _, b)| b))?;
+    let merged = concat_batches(&table.plain_schema(), picked.iter().map(|(_, _, b)| b))?;
     debug_assert_eq!(merged.num_rows(), rows);
     let stats = segment_stats(&merged)?;
     table.append(&mut txn, merged, stats)?;

@@ -143,6 +143,11 @@ pub fn column_values(
     column: &str,
     zone: &TimeZone,
 ) -> SqlResult<Vec<Value>> {
+    if let ArrowType::Dictionary(_, value_type) = array.data_type() {
+        // A column table's text: decode it, then convert as text.
+        let decoded = datafusion::arrow::compute::cast(array, value_type)?;
+        return column_values(&decoded, t, column, zone);
+    }
     let textual = matches!(
         array.data_type(),
         ArrowType::Utf8 | ArrowType::LargeUtf8 | ArrowType::Utf8View

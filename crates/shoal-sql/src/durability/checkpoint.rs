@@ -182,8 +182,7 @@ fn column_table_parts(
                 part: part as u32,
                 produce: Box::new(move |sink| {
                     for segment in segments.iter().skip(part).step_by(n) {
-                        let image =
-                            shoal_storage::column::segment_to_ipc(&segment.batch, &segment.stats);
+                        let image = segment.image();
                         sink(row_id(segment.no, 0), &image)?;
                         if let Some(mask) = segment.live_mask(&snapshot) {
                             for offset in (0..mask.len()).filter(|&i| !mask.value(i)) {

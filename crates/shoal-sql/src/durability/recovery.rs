@@ -209,22 +209,23 @@ fn load_column_entry(table: &ColumnTable, row_id: u64, data: &[u8]) -> Result<()
         return Ok(());
     }
     let (batch, stored_stats) = segment_from_ipc(data)?;
-    if batch.schema().fields() != table.schema().fields() {
+    if batch.schema().fields() != table.plain_schema().fields() {
         return Err(format!(
             "column segment of table {} has the wrong columns",
             table.id()
         ));
     }
     let batch = batch
-        .with_schema(table.schema())
+        .with_schema(table.plain_schema())
         .map_err(|e| e.to_string())?;
     // Images written before the stats were stored carry none.
     let stats = match stored_stats {
         Some(stats) => stats,
         None => crate::dml::column::segment_stats(&batch).map_err(|e| e.message)?,
     };
-    table.load_segment(split_row_id(row_id).0, batch, stats);
-    Ok(())
+    table
+        .load_segment(split_row_id(row_id).0, batch, stats)
+        .map_err(|e| e.to_string())
 }
 
 /// A table's rows logged by a rewrite, waiting for the catalog record that installs them.

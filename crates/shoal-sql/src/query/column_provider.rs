@@ -9,7 +9,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use datafusion::arrow::array::{Array, ArrayRef, BooleanArray, UInt64Array};
 use datafusion::arrow::compute::filter;
-use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
 use datafusion::catalog::memory::MemorySourceConfig;
 use datafusion::catalog::Session;
@@ -23,7 +23,7 @@ use shoal_storage::catalog::TableDef;
 use shoal_storage::column::row_id;
 use shoal_storage::{ColumnTable, Segment};
 
-use crate::query::provider::{scan_schema, table_schema};
+use crate::query::provider::ROW_POSITION_COLUMN;
 use crate::query::scope::PlanScope;
 use crate::query::BATCH_SIZE_ROWS;
 
@@ -54,7 +54,7 @@ impl ColumnTableProvider {
         scope: Arc<PlanScope>,
         capture: bool,
     ) -> Self {
-        let schema = scan_schema(&def, capture);
+        let schema = column_scan_schema(&table, capture);
         ColumnTableProvider {
             def,
             table,
@@ -76,7 +76,7 @@ impl ColumnTableProvider {
         let Some(predicate) = conjunction(filters.iter().cloned()) else {
             return Ok(keep_all);
         };
-        let table_schema = table_schema(&self.def);
+        let table_schema = self.table.schema();
         let df_schema = DFSchema::try_from(table_schema.as_ref().clone())?;
         // A filter DataFusion cannot turn into a physical expression here (a subquery, say)
         // prunes nothing; DataFusion still applies every filter after the scan.
@@ -95,6 +95,17 @@ impl ColumnTableProvider {
         };
         Ok(pruning.prune(&stats).unwrap_or(keep_all))
     }
+}
+
+/// The table's scan schema (text as dictionaries), plus the row id column for a DML target scan.
+fn column_scan_schema(table: &ColumnTable, capture: bool) -> SchemaRef {
+    let schema = table.schema();
+    if !capture {
+        return schema;
+    }
+    let mut fields: Vec<Field> = schema.fields().iter().map(|f| f.as_ref().clone()).collect();
+    fields.push(Field::new(ROW_POSITION_COLUMN, DataType::UInt64, false));
+    Arc::new(Schema::new(fields))
 }
 
 /// Min/max/null counts of a list of segments, in the shape DataFusion's pruning asks for.
@@ -203,7 +214,7 @@ impl TableProvider for ColumnTableProvider {
             let mut arrays: Vec<ArrayRef> = Vec::with_capacity(projection.len());
             for &c in &projection {
                 let array = if c < table_columns {
-                    segment.batch.column(c).clone()
+                    segment.column(c)
                 } else {
                     Arc::new(UInt64Array::from_iter_values(
                         (0..segment.rows() as u32).map(|offset| row_id(segment.no, offset)),

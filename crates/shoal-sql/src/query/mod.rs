@@ -26,6 +26,7 @@ pub mod schema;
 pub mod scope;
 pub mod set_all;
 pub mod shoal_memory;
+pub mod text_codes;
 pub mod text_types;
 pub mod typecheck;
 pub mod wall_clock;
@@ -74,6 +75,8 @@ pub fn new_session_state(scope: Arc<PlanScope>) -> SessionState {
         .with_config(config)
         .with_default_features()
         .with_catalog_list(Arc::new(ShoalCatalogList::new(scope.clone())))
+        // Appended after DataFusion's own rules.
+        .with_optimizer_rule(Arc::new(text_codes::GroupOnTextCodes))
         .build();
     let zone = scope.time_zone.clone();
     functions::register(&mut state, scope);
