@@ -95,3 +95,89 @@ fn vacuum_merges_small_segments_and_gc_drops_the_old_ones() {
     drop(engine);
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn vacuum_rewrites_a_half_deleted_segment_and_its_memory_comes_back() {
+    let dir = temp_dir("segment-sparse");
+    let options = DurabilityOptions {
+        checkpoint_log_bytes: u64::MAX,
+        checkpoint_interval_s: 3600,
+        ..DurabilityOptions::default()
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (engine, _) = Engine::open(&dir, options.clone()).expect("open a fresh data directory");
+    let segment_rows = || {
+        let tables = engine.db.column_tables();
+        let mut rows: Vec<usize> = tables[0].segments().iter().map(|s| s.rows()).collect();
+        rows.sort();
+        rows
+    };
+    let mut s = Session::new(engine.clone());
+    let size = |s: &mut Session| -> i64 {
+        rt.block_on(scalar(s, "SELECT pg_total_relation_size('t')"))
+            .parse()
+            .unwrap()
+    };
+    rt.block_on(async {
+        run(&mut s, "CREATE TABLE t (id int, v text) USING columnar").await;
+        // Few distinct texts: the column's dictionary keeps every value it was given (bounded
+        // at 1 MiB), and the point here is the segments' memory.
+        run(
+            &mut s,
+            "INSERT INTO t SELECT g, 'kind ' || g % 10 FROM generate_series(1, 20000) g",
+        )
+        .await;
+        // A third deleted: not worth a rewrite.
+        run(&mut s, "DELETE FROM t WHERE id % 3 = 0").await;
+        run(&mut s, "VACUUM").await;
+    });
+    assert_eq!(
+        segment_rows(),
+        vec![20000],
+        "a two-thirds-live segment stays"
+    );
+    let full_size = size(&mut s);
+    let before = rt.block_on(async {
+        run(&mut s, "DELETE FROM t WHERE id % 3 = 1 AND id > 100").await;
+        run(
+            &mut s,
+            "UPDATE t SET v = 'updated' WHERE id % 5 = 0 AND id <= 2000",
+        )
+        .await;
+        scalar(&mut s, SIGNATURE).await
+    });
+    rt.block_on(async {
+        // The first VACUUM moves the live rows, the second drops the emptied segment.
+        run(&mut s, "VACUUM").await;
+        run(&mut s, "VACUUM").await;
+    });
+    let live: usize = rt
+        .block_on(scalar(&mut s, "SELECT count(*) FROM t"))
+        .parse()
+        .unwrap();
+    assert_eq!(
+        segment_rows().iter().sum::<usize>(),
+        live,
+        "no dead rows are kept"
+    );
+    assert_eq!(rt.block_on(scalar(&mut s, SIGNATURE)), before);
+    let merged_size = size(&mut s);
+    assert!(
+        merged_size * 2 < full_size,
+        "{live} live rows take {merged_size} bytes, the full segment took {full_size}"
+    );
+
+    drop(s);
+    engine.shutdown();
+    drop(engine);
+    let (engine, _) = Engine::open(&dir, options).expect("recover");
+    let mut s = Session::new(engine.clone());
+    assert_eq!(rt.block_on(scalar(&mut s, SIGNATURE)), before);
+    drop(s);
+    engine.shutdown();
+    drop(engine);
+    std::fs::remove_dir_all(&dir).ok();
+}

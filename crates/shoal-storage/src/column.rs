@@ -72,6 +72,8 @@ pub struct Segment {
     insert_stamp: AtomicU64,
     /// Per-row end stamps (0 = live), allocated at the segment's first delete.
     ends: OnceLock<Box<[AtomicU64]>>,
+    /// Rows whose delete has committed: tells a merge which segments are mostly dead.
+    deleted_rows: AtomicU64,
 }
 
 impl std::fmt::Debug for Segment {
@@ -151,6 +153,11 @@ impl Segment {
             })
             .collect();
         (!all_live).then_some(mask)
+    }
+
+    /// Rows whose delete has committed (some snapshots may still see them).
+    pub fn deleted_rows(&self) -> usize {
+        self.deleted_rows.load(Ordering::Acquire) as usize
     }
 
     /// Rows visible to `snap`.
@@ -249,6 +256,7 @@ impl ColumnWrite {
                 let end = &segment.ends()[*offset as usize];
                 debug_assert_eq!(end.load(Ordering::Relaxed), txn_stamp(txn));
                 end.store(ts, Ordering::Release);
+                segment.deleted_rows.fetch_add(1, Ordering::AcqRel);
                 table.last_delete_ts.fetch_max(ts, Ordering::AcqRel);
             }
         }
@@ -444,6 +452,7 @@ impl ColumnTable {
             stats,
             insert_stamp: AtomicU64::new(insert_stamp),
             ends: OnceLock::new(),
+            deleted_rows: AtomicU64::new(0),
         });
         let mut segments = self.segments.write();
         // Recovery may load segments out of order; keep the list sorted by number.
@@ -601,7 +610,9 @@ impl ColumnTable {
         let (no, offset) = split_row_id(row_id);
         if let Some(segment) = self.segment(no) {
             if let Some(end) = segment.ends().get(offset as usize) {
-                end.store(crate::recovery::RECOVERED_TS, Ordering::Release);
+                if end.swap(crate::recovery::RECOVERED_TS, Ordering::AcqRel) == END_UNSET {
+                    segment.deleted_rows.fetch_add(1, Ordering::AcqRel);
+                }
             }
         }
     }

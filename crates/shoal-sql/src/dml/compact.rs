@@ -1,7 +1,9 @@
 //! Merging a column table's small segments. Every inserting statement appends segments of its
 //! own, so a table fed by single-row INSERTs holds one segment per row, and a segment's fixed
 //! costs (an Arrow array and a min/max pair per column, the MVCC stamps) dwarf one row: ~7 KB of
-//! memory per row and scans that walk thousands of tiny batches. A merge is an ordinary
+//! memory per row and scans that walk thousands of tiny batches. Segments that UPDATE and
+//! DELETE have emptied to half or less are merged the same way, so their deleted rows' memory
+//! comes back instead of staying until every row of the segment is gone. A merge is an ordinary
 //! transaction: it copies the live rows of a run of small segments into one new segment and
 //! deletes them from the old ones. Snapshots taken before it commits see the old rows, later ones
 //! the new; the redo log records it like any other write, and GC drops the emptied segments once
@@ -9,8 +11,9 @@
 //!
 //! Like any delete, the merge makes a REPEATABLE READ transaction that started before it and
 //! then writes one of the moved rows fail with 40001. It runs in the background once a table
-//! has `BACKGROUND_MERGE_SEGMENTS` small segments (rare enough that this stays rare), and on
-//! VACUUM for any two; it skips a table whose write lock another transaction holds.
+//! has `BACKGROUND_MERGE_SEGMENTS` small segments or one half-deleted segment (rare enough that
+//! this stays rare), and on VACUUM for any two small segments or one half-deleted; it skips a
+//! table whose write lock another transaction holds.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -57,20 +60,28 @@ pub fn merge_small_segments(db: &Arc<Database>, min_segments: usize) -> SqlResul
     Ok(total)
 }
 
-/// Merges the oldest small segments of `table` into one new segment (up to `SEGMENT_MAX_ROWS`
-/// rows), if it has at least `min_segments` of them.
+/// Whether a segment is at least half deleted by committed deletes, but not wholly (GC drops
+/// those once no snapshot sees them).
+fn is_half_deleted(segment: &Segment) -> bool {
+    let deleted = segment.deleted_rows();
+    deleted * 2 >= segment.rows() && deleted < segment.rows()
+}
+
+/// Merges the oldest small or half-deleted segments of `table` into one new segment (up to
+/// `SEGMENT_MAX_ROWS` rows), if it has at least `min_segments` small ones or one half-deleted.
 fn merge_table(
     db: &Arc<Database>,
     table: &Arc<ColumnTable>,
     min_segments: usize,
 ) -> SqlResult<MergeReport> {
-    let small_count = |segments: &[Arc<Segment>]| {
-        segments
-            .iter()
-            .filter(|s| s.rows() < SMALL_SEGMENT_ROWS)
-            .count()
-    };
-    if small_count(&table.segments()) < min_segments.max(2) {
+    let segments = table.segments();
+    let small_count = segments
+        .iter()
+        .filter(|s| s.rows() < SMALL_SEGMENT_ROWS)
+        .count();
+    let half_deleted = segments.iter().any(|s| is_half_deleted(s));
+    drop(segments);
+    if small_count < min_segments.max(2) && !half_deleted {
         return Ok(MergeReport::default());
     }
     let mut txn = db.begin(IsolationLevel::ReadCommitted);
@@ -93,7 +104,8 @@ fn merge_table(
     let mut picked: Vec<(Arc<Segment>, Option<BooleanArray>, RecordBatch)> = Vec::new();
     let mut rows = 0;
     for segment in table.segments() {
-        if segment.rows() >= SMALL_SEGMENT_ROWS || !segment.visible_to(&snap) {
+        let candidate = segment.rows() < SMALL_SEGMENT_ROWS || is_half_deleted(&segment);
+        if !candidate || !segment.visible_to(&snap) {
             continue;
         }
         let mask = segment.live_mask(&snap);
@@ -110,7 +122,13 @@ fn merge_table(
         rows += live.num_rows();
         picked.push((segment, mask, live));
     }
-    if picked.len() < 2 {
+    // One segment alone is worth rewriting only to drop its deleted rows.
+    let worth_it = match picked.as_slice() {
+        [] => false,
+        [(one, _, _)] => is_half_deleted(one),
+        _ => true,
+    };
+    if !worth_it {
         return Ok(MergeReport::default());
     }
     let merged = concat_batches(&table.plain_schema(), picked.iter().map(|(_, _, b)| b))?;
