@@ -124,8 +124,31 @@ impl Segment {
     }
 
     /// The segment as Arrow IPC bytes, for the log and checkpoints (see `segment_to_ipc`).
+    /// A text column goes as a dictionary of the values its rows use, so a load hashes each
+    /// distinct value once instead of every row.
     pub fn image(&self) -> Vec<u8> {
-        segment_to_ipc(&self.plain_batch(), &self.stats)
+        let columns: Vec<ArrayRef> = self
+            .columns
+            .iter()
+            .map(|c| match c {
+                StoredColumn::Array(array) => array.clone(),
+                StoredColumn::Coded { codes, dictionary } => {
+                    Arc::new(used_values(codes, &dictionary.values())) as ArrayRef
+                }
+            })
+            .collect();
+        let fields: Vec<Field> = self
+            .plain_schema
+            .fields()
+            .iter()
+            .zip(&columns)
+            .map(|(f, a)| f.as_ref().clone().with_data_type(a.data_type().clone()))
+            .collect();
+        let options = arrow::array::RecordBatchOptions::new().with_row_count(Some(self.rows));
+        let batch =
+            RecordBatch::try_new_with_options(Arc::new(Schema::new(fields)), columns, &options)
+                .expect("a segment's columns fit the table's schema");
+        segment_to_ipc(&batch, &self.stats)
     }
 
     fn insert_stamp(&self) -> u64 {
@@ -618,6 +641,35 @@ impl ColumnTable {
     }
 }
 
+/// Codes into `values` as a dictionary of only the values they use, renumbered.
+fn used_values(
+    codes: &Int32Array,
+    values: &ArrayRef,
+) -> DictionaryArray<arrow::datatypes::Int32Type> {
+    const UNSEEN: i32 = -1;
+    let mut local_of = vec![UNSEEN; values.len()];
+    let mut used: Vec<u32> = Vec::new();
+    let keys: Vec<i32> = codes
+        .values()
+        .iter()
+        .map(|&code| {
+            // A NULL row's code may be 0 of an empty dictionary: it keeps key 0.
+            let Some(slot) = local_of.get_mut(code as usize) else {
+                return 0;
+            };
+            if *slot == UNSEEN {
+                *slot = used.len() as i32;
+                used.push(code as u32);
+            }
+            *slot
+        })
+        .collect();
+    let used = arrow::array::UInt32Array::from(used);
+    let values = arrow::compute::take(values, &used, None).expect("codes index the values");
+    DictionaryArray::try_new(Int32Array::new(keys.into(), codes.nulls().cloned()), values)
+        .expect("keys index the used values")
+}
+
 /// A text column (Utf8, or already a dictionary) as a dictionary of its own values: the costly
 /// part of dictionary encoding (a hash lookup per row), which COPY's parse jobs do in parallel
 /// before the one appending task codes the few distinct values into the table's dictionary.
@@ -659,9 +711,15 @@ fn stats_batch(batch: &RecordBatch, stats: &[ColumnStats]) -> Option<RecordBatch
     if stats.len() != batch.num_columns() {
         return None;
     }
+    // A text column stored as a dictionary has its stats as plain text: cast to the column's
+    // type (`segment_from_ipc` casts back).
     let columns = stats
         .iter()
-        .map(|s| arrow::compute::concat(&[s.min.as_ref(), s.max.as_ref()]).ok())
+        .zip(batch.schema().fields())
+        .map(|(s, f)| {
+            let both = arrow::compute::concat(&[s.min.as_ref(), s.max.as_ref()]).ok()?;
+            arrow::compute::cast(&both, f.data_type()).ok()
+        })
         .collect::<Option<Vec<ArrayRef>>>()?;
     RecordBatch::try_new(batch.schema(), columns).ok()
 }
@@ -689,12 +747,19 @@ pub fn segment_from_ipc(bytes: &[u8]) -> Result<(RecordBatch, Option<Vec<ColumnS
             s.columns()
                 .iter()
                 .zip(batch.columns())
-                .map(|(minmax, data)| ColumnStats {
-                    min: minmax.slice(0, 1),
-                    max: minmax.slice(1, 1),
-                    null_count: data.null_count(),
+                .map(|(minmax, data)| {
+                    let minmax = match minmax.data_type() {
+                        DataType::Dictionary(_, value) => arrow::compute::cast(minmax, value)
+                            .map_err(|e| format!("bad column segment stats: {e}"))?,
+                        _ => minmax.clone(),
+                    };
+                    Ok(ColumnStats {
+                        min: minmax.slice(0, 1),
+                        max: minmax.slice(1, 1),
+                        null_count: data.null_count(),
+                    })
                 })
-                .collect(),
+                .collect::<Result<_, String>>()?,
         ),
         Some(_) => return Err("column segment has malformed stats".to_string()),
         None => None,

@@ -96,6 +96,11 @@ impl TextDictionary {
     /// keeps the array's own dictionary.
     pub(crate) fn encode(&self, local: &DictionaryArray<Int32Type>) -> Option<Int32Array> {
         let local_values = local.values().as_string::<i32>();
+        if local.len() >= CARDINALITY_SAMPLE_ROWS && local_values.len() >= local.len() {
+            // A value per row (`local_dictionary`'s high-cardinality form): no room for it.
+            self.state.write().shared = false;
+            return None;
+        }
         let remap = self.codes_for(local_values)?;
         let keys = local.keys();
         // A NULL row's key may be anything (often 0 of an empty dictionary): code it as 0.
@@ -123,6 +128,11 @@ impl TextDictionary {
             }
         }
         let mut state = self.state.write();
+        // More values than could ever fit are refused before looking them up one by one.
+        if values.len() > DICTIONARY_VALUES_MAX {
+            state.shared = false;
+            return None;
+        }
         let missing: Vec<&str> = values
             .iter()
             .map(|v| v.unwrap_or(""))
@@ -155,14 +165,44 @@ impl TextDictionary {
     }
 }
 
-/// `array` as a dictionary of text with 4-byte keys (its own, if it already is one).
+/// Rows of a text array looked at to tell high-cardinality text, and the most distinct values
+/// among them that low-cardinality text may have.
+const CARDINALITY_SAMPLE_ROWS: usize = 2048;
+const CARDINALITY_SAMPLE_DISTINCT_MAX: usize = CARDINALITY_SAMPLE_ROWS / 4;
+
+/// `array` as a dictionary of text with 4-byte keys (its own, if it already is one). Text that
+/// looks high-cardinality (ids, coordinates) is not hashed at all: it becomes a dictionary whose
+/// values are the array itself, key i for row i, which no table dictionary has room for.
 pub fn local_dictionary(array: &ArrayRef) -> DictionaryArray<Int32Type> {
     if array.data_type() == &coded_text_type() {
         return array.as_dictionary::<Int32Type>().clone();
     }
+    let text = array.as_string::<i32>();
+    if looks_high_cardinality(text) {
+        let keys = Int32Array::new(
+            (0..text.len() as i32).collect::<Vec<i32>>().into(),
+            text.nulls().cloned(),
+        );
+        return DictionaryArray::try_new(keys, array.clone()).expect("key i < len");
+    }
     let cast = arrow::compute::cast(array, &coded_text_type())
         .expect("text casts to a dictionary of text");
     cast.as_dictionary::<Int32Type>().clone()
+}
+
+/// Whether more than a quarter of the first `CARDINALITY_SAMPLE_ROWS` values are distinct.
+fn looks_high_cardinality(text: &StringArray) -> bool {
+    if text.len() < CARDINALITY_SAMPLE_ROWS {
+        return false;
+    }
+    let mut seen: std::collections::HashSet<&str, foldhash::fast::RandomState> = Default::default();
+    for v in text.iter().take(CARDINALITY_SAMPLE_ROWS).flatten() {
+        seen.insert(v);
+        if seen.len() > CARDINALITY_SAMPLE_DISTINCT_MAX {
+            return true;
+        }
+    }
+    false
 }
 
 #[cfg(test)]
@@ -237,6 +277,26 @@ mod tests {
         assert!(dict
             .encode(&local_dictionary(&text(&[Some("b")])))
             .is_none());
+    }
+
+    #[test]
+    fn high_cardinality_text_is_not_hashed_and_keeps_a_value_per_row() {
+        let dict = TextDictionary::default();
+        let ids: ArrayRef = Arc::new(StringArray::from_iter(
+            (0..4096).map(|i| (i % 100 != 0).then(|| format!("id-{i}"))),
+        ));
+        let local = local_dictionary(&ids);
+        assert_eq!(local.values().len(), 4096, "the array itself is the values");
+        assert_eq!(local.null_count(), 41);
+        let back = arrow::compute::cast(&local, &DataType::Utf8).unwrap();
+        assert_eq!(&back, &ids);
+        assert!(dict.encode(&local).is_none());
+        assert!(!dict.is_shared());
+        // Repetitive text of the same length is hashed into a small dictionary.
+        let kinds: ArrayRef = Arc::new(StringArray::from_iter_values(
+            (0..4096).map(|i| format!("kind-{}", i % 7)),
+        ));
+        assert_eq!(local_dictionary(&kinds).values().len(), 7);
     }
 
     #[test]

@@ -45,6 +45,19 @@ fn batch(ids: std::ops::Range<i64>) -> (RecordBatch, Vec<ColumnStats>) {
     )
 }
 
+/// `batch` with dictionary columns decoded, in the plain schema.
+fn plain(batch: RecordBatch) -> RecordBatch {
+    let columns: Vec<ArrayRef> = batch
+        .columns()
+        .iter()
+        .map(|c| match c.data_type() {
+            ArrowType::Dictionary(_, v) => arrow::compute::cast(c, v).unwrap(),
+            _ => c.clone(),
+        })
+        .collect();
+    RecordBatch::try_new(schema(), columns).unwrap()
+}
+
 fn visible_rows(db: &Database, t: &ColumnTable, txn: &mut Transaction) -> usize {
     let snap = db.statement_snapshot(txn);
     t.live_row_count(&snap)
@@ -227,7 +240,7 @@ fn segments_logged_ahead_of_commit_pin_the_replay_start() {
     let early = recorder.early.lock().unwrap();
     assert_eq!(early.len(), 2);
     assert_eq!((early[0].0, early[0].1), (TRIPS, row_id(first, 0)));
-    assert_eq!(segment_from_ipc(&early[0].2).unwrap().0, b);
+    assert_eq!(plain(segment_from_ipc(&early[0].2).unwrap().0), b);
     let log = recorder.changes.lock().unwrap();
     assert_eq!(log.len(), 2);
     for ((_, kind, id, bytes), no) in log.iter().zip([first, second]) {
@@ -270,7 +283,7 @@ fn commit_logs_segments_as_ipc_and_deletes_by_row_id() {
         (*table, *kind, *id),
         (TRIPS, ChangeKind::Insert, row_id(no, 0))
     );
-    assert_eq!(segment_from_ipc(bytes).unwrap().0, b);
+    assert_eq!(plain(segment_from_ipc(bytes).unwrap().0), b);
     assert_eq!(
         (log[1].0, log[1].1, log[1].2),
         (TRIPS, ChangeKind::Delete, row_id(no, 2))
@@ -323,7 +336,22 @@ fn text_columns_are_coded_into_one_dictionary_per_column() {
     assert!(t.dictionary(0).is_none());
     // Decoded, they are the rows that were appended, and the log image holds plain text.
     assert_eq!(first.plain_batch(), b1);
-    assert_eq!(segment_from_ipc(&second.image()).unwrap().0, b2);
+    // The image holds each text column as a dictionary of the values its rows use, and the
+    // stats as plain text.
+    let (image, image_stats) = segment_from_ipc(&second.image()).unwrap();
+    assert_eq!(plain(image.clone()), b2);
+    let image_cab = image.column(1);
+    let image_cab = image_cab
+        .as_any()
+        .downcast_ref::<arrow::array::DictionaryArray<arrow::datatypes::Int32Type>>()
+        .unwrap();
+    assert_eq!(image_cab.values().len(), 2);
+    let image_stats = image_stats.unwrap();
+    assert_eq!(image_stats[1].min.data_type(), &ArrowType::Utf8);
+    assert_eq!(
+        image_stats[1].max.as_ref(),
+        &StringArray::from(vec!["yellow"]) as &dyn Array
+    );
     // A wrongly typed column is refused, not stored.
     let mut txn = db.begin(IsolationLevel::ReadCommitted);
     let wrong = RecordBatch::try_new(
