@@ -165,15 +165,6 @@ pub fn parse_chunk(
             b.finish()
         })
         .collect::<SqlResult<_>>()?;
-    let stats = match layout.stats_rows {
-        Some(n) if n == rows => Some(
-            arrays
-                .iter()
-                .map(crate::dml::column::column_stats)
-                .collect::<SqlResult<_>>()?,
-        ),
-        _ => None,
-    };
     let arrays = match layout.stats_rows {
         Some(_) => arrays
             .into_iter()
@@ -186,12 +177,32 @@ pub fn parse_chunk(
             .collect::<SqlResult<Vec<_>>>()?,
         None => arrays,
     };
+    let stats = match layout.stats_rows {
+        Some(n) if n == rows => Some(
+            arrays
+                .iter()
+                .map(segment_column_stats)
+                .collect::<SqlResult<_>>()?,
+        ),
+        _ => None,
+    };
     Ok(ParsedChunk {
         arrays,
         stats,
         lines,
         saw_end_marker,
     })
+}
+
+/// Min/max of a parsed column; a text column's from its dictionary's values, each distinct
+/// value once rather than every row.
+fn segment_column_stats(array: &ArrayRef) -> SqlResult<ColumnStats> {
+    let Some(text) = array.as_any_dictionary_opt() else {
+        return crate::dml::column::column_stats(array);
+    };
+    let mut stats = crate::dml::column::column_stats(text.values())?;
+    stats.null_count = array.null_count();
+    Ok(stats)
 }
 
 /// Walks the records of a chunk, splitting each into fields (None = NULL).
