@@ -133,7 +133,17 @@ impl Segment {
             .map(|c| match c {
                 StoredColumn::Array(array) => array.clone(),
                 StoredColumn::Coded { codes, dictionary } => {
-                    Arc::new(used_values(codes, &dictionary.values())) as ArrayRef
+                    let values = dictionary.values();
+                    // A small dictionary goes whole, with the codes as they are; a big one
+                    // only with the values the segment uses.
+                    if values.get_array_memory_size() <= IMAGE_WHOLE_DICTIONARY_BYTES_MAX {
+                        Arc::new(
+                            DictionaryArray::try_new(codes.clone(), values)
+                                .expect("codes come from the dictionary"),
+                        ) as ArrayRef
+                    } else {
+                        Arc::new(used_values(codes, &values)) as ArrayRef
+                    }
                 }
             })
             .collect();
@@ -641,6 +651,9 @@ impl ColumnTable {
     }
 }
 
+/// A segment image carries its table's dictionary for a text column whole up to this size.
+const IMAGE_WHOLE_DICTIONARY_BYTES_MAX: usize = 16 << 10;
+
 /// Codes into `values` as a dictionary of only the values they use, renumbered.
 fn used_values(
     codes: &Int32Array,
@@ -765,4 +778,30 @@ pub fn segment_from_ipc(bytes: &[u8]) -> Result<(RecordBatch, Option<Vec<ColumnS
         None => None,
     };
     Ok((batch, stats))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::{AsArray, StringArray};
+
+    #[test]
+    fn used_values_keeps_only_the_values_the_codes_use() {
+        let values: ArrayRef = Arc::new(StringArray::from(vec!["a", "b", "c"]));
+        let codes = Int32Array::from(vec![Some(2), Some(0), Some(2), None]);
+        let image = used_values(&codes, &values);
+        assert_eq!(
+            image.values().as_string::<i32>(),
+            &StringArray::from(vec!["c", "a"])
+        );
+        let decoded = arrow::compute::cast(&image, &DataType::Utf8).unwrap();
+        assert_eq!(
+            decoded.as_string::<i32>(),
+            &StringArray::from(vec![Some("c"), Some("a"), Some("c"), None])
+        );
+        // Codes of an empty dictionary (every row NULL) stay valid.
+        let empty: ArrayRef = Arc::new(StringArray::from(Vec::<&str>::new()));
+        let nulls = Int32Array::from(vec![None, None]);
+        assert_eq!(used_values(&nulls, &empty).null_count(), 2);
+    }
 }
