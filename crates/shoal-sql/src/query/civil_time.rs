@@ -14,6 +14,30 @@ const MICROS_PER_MINUTE: i64 = 60_000_000;
 const MICROS_PER_HOUR: i64 = 60 * MICROS_PER_MINUTE;
 const MICROS_PER_DAY: i64 = 24 * MICROS_PER_HOUR;
 
+/// Day number (from 1970-01-01) of 1900-01-01, the first day `YEAR_OF_DAY` covers.
+const YEAR_TABLE_FIRST_DAY: i64 = -25_567;
+/// Days from 1900-01-01 to 2101-01-01.
+const YEAR_TABLE_DAYS: usize = 73_414;
+
+/// The year of each day from 1900 through 2100 (147 KB): a GROUP BY on `extract(year ...)`
+/// looks its years up here instead of doing `civil_from_days`' divisions for every row.
+static YEAR_OF_DAY: std::sync::LazyLock<Box<[i16]>> = std::sync::LazyLock::new(|| {
+    (0..YEAR_TABLE_DAYS as i64)
+        .map(|i| civil_from_days(YEAR_TABLE_FIRST_DAY + i).0 as i16)
+        .collect()
+});
+
+/// The (PostgreSQL) year of a timestamp in microseconds, by `year_of_day` (the table above)
+/// when it covers the day.
+#[inline(always)]
+fn year_of_micros(micros: i64, year_of_day: &[i16]) -> i64 {
+    let days = micros.div_euclid(MICROS_PER_DAY);
+    match year_of_day.get(days.wrapping_sub(YEAR_TABLE_FIRST_DAY) as usize) {
+        Some(&year) => i64::from(year),
+        None => CivilField::Year.of_micros(micros),
+    }
+}
+
 /// A field `civil_field` computes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CivilField {
@@ -96,7 +120,10 @@ pub fn civil_field(values: &ArrayRef, field: CivilField) -> Option<Decimal128Arr
     // One loop per field, so that the field's arithmetic is inlined into it rather than
     // chosen per value.
     match field {
-        CivilField::Year => map_days_or_micros(values, |m| CivilField::Year.of_micros(m)),
+        CivilField::Year => {
+            let year_of_day: &[i16] = &YEAR_OF_DAY;
+            map_days_or_micros(values, |m| year_of_micros(m, year_of_day))
+        }
         CivilField::Quarter => map_days_or_micros(values, |m| CivilField::Quarter.of_micros(m)),
         CivilField::Month => map_days_or_micros(values, |m| CivilField::Month.of_micros(m)),
         CivilField::Day => map_days_or_micros(values, |m| CivilField::Day.of_micros(m)),
@@ -156,6 +183,7 @@ mod tests {
                 t.year()
             };
             assert_eq!(CivilField::Year.of_micros(micros), pg_year as i64, "{t}");
+            assert_eq!(year_of_micros(micros, &YEAR_OF_DAY), pg_year as i64, "{t}");
             assert_eq!(CivilField::Month.of_micros(micros), t.month() as i64, "{t}");
             assert_eq!(CivilField::Day.of_micros(micros), t.day() as i64, "{t}");
             assert_eq!(CivilField::Hour.of_micros(micros), t.hour() as i64, "{t}");
@@ -175,6 +203,20 @@ mod tests {
             );
             micros += step_micros;
         }
+    }
+
+    #[test]
+    fn the_year_table_spans_1900_to_2100() {
+        let day = |y, m, d| {
+            NaiveDate::from_ymd_opt(y, m, d)
+                .unwrap()
+                .signed_duration_since(NaiveDate::from_ymd_opt(1970, 1, 1).unwrap())
+                .num_days()
+        };
+        assert_eq!(YEAR_TABLE_FIRST_DAY, day(1900, 1, 1));
+        assert_eq!(YEAR_TABLE_DAYS as i64, day(2101, 1, 1) - day(1900, 1, 1));
+        assert_eq!(YEAR_OF_DAY[0], 1900);
+        assert_eq!(YEAR_OF_DAY[YEAR_TABLE_DAYS - 1], 2100);
     }
 
     #[test]
