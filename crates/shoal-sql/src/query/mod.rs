@@ -20,6 +20,7 @@ pub mod join_using;
 pub mod pg_catalog;
 pub mod pg_errors;
 pub mod provider;
+pub mod query_runtime;
 pub mod rewrite;
 pub mod scalar_subquery;
 pub mod schema;
@@ -138,9 +139,11 @@ pub async fn execute_plan(
         .create_physical_plan(&plan)
         .await
         .map_err(pg_errors::from_datafusion)?;
-    datafusion::physical_plan::collect(physical, state.task_ctx())
+    let task_ctx = state.task_ctx();
+    let batches = query_runtime::run(datafusion::physical_plan::collect(physical, task_ctx))
         .await
-        .map_err(pg_errors::from_datafusion)
+        .map_err(|e| crate::error::SqlError::internal(format!("query task failed: {e}")))?;
+    batches.map_err(pg_errors::from_datafusion)
 }
 
 /// Plans and runs SQL text that Shoal generated itself (DML target queries, RETURNING, column
