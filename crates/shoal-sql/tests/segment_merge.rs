@@ -13,18 +13,27 @@ use common::{run, scalar, temp_dir};
 const SIGNATURE: &str = "SELECT count(*)::text || ' ' || sum(id)::text || ' ' || \
      count(*) FILTER (WHERE v = 'updated')::text FROM t";
 
-#[test]
-fn vacuum_merges_small_segments_and_gc_drops_the_old_ones() {
-    let dir = temp_dir("segment-merge");
-    let options = DurabilityOptions {
+/// Every restart replays the merges from the log: no checkpoint covers them.
+fn no_automatic_checkpoints() -> DurabilityOptions {
+    DurabilityOptions {
         checkpoint_log_bytes: u64::MAX,
         checkpoint_interval_s: 3600,
         ..DurabilityOptions::default()
-    };
-    let rt = tokio::runtime::Builder::new_current_thread()
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .unwrap();
+        .unwrap()
+}
+
+#[test]
+fn vacuum_merges_small_segments_and_gc_drops_the_old_ones() {
+    let dir = temp_dir("segment-merge");
+    let options = no_automatic_checkpoints();
+    let rt = runtime();
     let (engine, _) = Engine::open(&dir, options.clone()).expect("open a fresh data directory");
     let segments = || {
         let tables = engine.db.column_tables();
@@ -99,15 +108,8 @@ fn vacuum_merges_small_segments_and_gc_drops_the_old_ones() {
 #[test]
 fn vacuum_rewrites_a_half_deleted_segment_and_its_memory_comes_back() {
     let dir = temp_dir("segment-sparse");
-    let options = DurabilityOptions {
-        checkpoint_log_bytes: u64::MAX,
-        checkpoint_interval_s: 3600,
-        ..DurabilityOptions::default()
-    };
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let options = no_automatic_checkpoints();
+    let rt = runtime();
     let (engine, _) = Engine::open(&dir, options.clone()).expect("open a fresh data directory");
     let segment_rows = || {
         let tables = engine.db.column_tables();

@@ -102,14 +102,7 @@ impl TextDictionary {
             return None;
         }
         let remap = self.codes_for(local_values)?;
-        let keys = local.keys();
-        // A NULL row's key may be anything (often 0 of an empty dictionary): code it as 0.
-        let codes: Vec<i32> = keys
-            .values()
-            .iter()
-            .map(|&k| remap.get(k as usize).copied().unwrap_or(0))
-            .collect();
-        Some(Int32Array::new(codes.into(), keys.nulls().cloned()))
+        Some(remap_keys(local.keys(), &remap))
     }
 
     /// This dictionary's code of each of `values` (distinct), adding the missing ones.
@@ -163,6 +156,17 @@ impl TextDictionary {
             .collect();
         Some(codes)
     }
+}
+
+/// `keys` into one list of values as codes into another: key k becomes `remap[k]`, NULLs stay.
+pub fn remap_keys(keys: &Int32Array, remap: &[i32]) -> Int32Array {
+    // A NULL row's key may be anything (often 0 of an empty dictionary): code it as 0.
+    let codes: Vec<i32> = keys
+        .values()
+        .iter()
+        .map(|&k| remap.get(k as usize).copied().unwrap_or(0))
+        .collect();
+    Int32Array::new(codes.into(), keys.nulls().cloned())
 }
 
 /// Rows of a text array looked at to tell high-cardinality text, and the most distinct values

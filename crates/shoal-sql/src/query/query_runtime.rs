@@ -32,17 +32,11 @@ pub async fn run<T: Send + 'static>(
     work: impl Future<Output = T> + Send + 'static,
 ) -> Result<T, tokio::task::JoinError> {
     let mut task = AbortOnDrop(QUERY_RUNTIME.spawn(work));
-    task.await_result().await
+    (&mut task.0).await
 }
 
 /// A spawned task that is aborted when the waiting future is dropped.
 struct AbortOnDrop<T>(JoinHandle<T>);
-
-impl<T> AbortOnDrop<T> {
-    async fn await_result(&mut self) -> Result<T, tokio::task::JoinError> {
-        (&mut self.0).await
-    }
-}
 
 impl<T> Drop for AbortOnDrop<T> {
     fn drop(&mut self) {

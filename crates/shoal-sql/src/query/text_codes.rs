@@ -30,7 +30,9 @@ use datafusion::logical_expr::{
 use datafusion::optimizer::optimizer::ApplyOrder;
 use datafusion::optimizer::{OptimizerConfig, OptimizerRule};
 use parking_lot::Mutex;
-use shoal_storage::text_dictionary::{coded_text_type, TextDictionary, DICTIONARY_VALUES_MAX};
+use shoal_storage::text_dictionary::{
+    coded_text_type, remap_keys, TextDictionary, DICTIONARY_VALUES_MAX,
+};
 
 use crate::query::column_provider::ColumnTableProvider;
 
@@ -134,6 +136,31 @@ fn shared_dictionary(plan: &LogicalPlan, col: &Column) -> Option<Arc<TextDiction
     }
 }
 
+/// A shared `CodeSpace`, equal only to itself: plans compare UDFs by value, and two rewrites
+/// of one column must not be taken for one.
+#[derive(Debug, Clone)]
+struct SpaceRef(Arc<CodeSpace>);
+
+impl PartialEq for SpaceRef {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for SpaceRef {}
+
+impl Hash for SpaceRef {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        Arc::as_ptr(&self.0).hash(state)
+    }
+}
+
+/// The return field of `TextCode` and `TextValue`: their type, with the argument's field
+/// metadata (a varchar or char column's PostgreSQL type).
+fn field_keeping_metadata(name: &str, data_type: ArrowType, args: &ReturnFieldArgs) -> FieldRef {
+    Arc::new(Field::new(name, data_type, true).with_metadata(args.arg_fields[0].metadata().clone()))
+}
+
 /// One grouped column's codes: the table's dictionary, and codes for values it lacks.
 #[derive(Debug)]
 struct CodeSpace {
@@ -171,16 +198,16 @@ impl CodeSpace {
 }
 
 /// The codes of a coded text column (Int32).
-#[derive(Debug)]
+#[derive(Debug, PartialEq, Eq, Hash)]
 struct TextCode {
-    space: Arc<CodeSpace>,
+    space: SpaceRef,
     signature: Signature,
 }
 
 impl TextCode {
     fn udf(space: Arc<CodeSpace>) -> ScalarUDF {
         ScalarUDF::new_from_impl(TextCode {
-            space,
+            space: SpaceRef(space),
             signature: Signature::exact(vec![coded_text_type()], Volatility::Immutable),
         })
     }
@@ -199,12 +226,11 @@ impl ScalarUDFImpl for TextCode {
         Ok(ArrowType::Int32)
     }
 
-    /// Keeps the column's field metadata (a varchar or char column's PostgreSQL type).
     fn return_field_from_args(&self, args: ReturnFieldArgs) -> DfResult<FieldRef> {
-        let data_type = self.return_type(&[])?;
-        Ok(Arc::new(
-            Field::new(self.name(), data_type, true)
-                .with_metadata(args.arg_fields[0].metadata().clone()),
+        Ok(field_keeping_metadata(
+            self.name(),
+            self.return_type(&[])?,
+            &args,
         ))
     }
 
@@ -214,36 +240,30 @@ impl ScalarUDFImpl for TextCode {
             return internal_err!("shoal_text_code of {}", array.data_type());
         };
         // The common case: the scan's arrays carry the dictionary's values as they are now.
-        if Arc::ptr_eq(text.values(), &self.space.dictionary.values()) {
+        if Arc::ptr_eq(text.values(), &self.space.0.dictionary.values()) {
             return Ok(ColumnarValue::Array(Arc::new(text.keys().clone())));
         }
         let values = text.values().as_string::<i32>();
         let remap: Vec<i32> = values
             .iter()
-            .map(|v| self.space.code_of(v.unwrap_or("")))
+            .map(|v| self.space.0.code_of(v.unwrap_or("")))
             .collect();
-        let keys = text.keys();
-        let codes: Vec<i32> = keys
-            .values()
-            .iter()
-            .map(|&k| remap.get(k as usize).copied().unwrap_or(0))
-            .collect();
-        let codes = Int32Array::new(codes.into(), keys.nulls().cloned());
+        let codes = remap_keys(text.keys(), &remap);
         Ok(ColumnarValue::Array(Arc::new(codes)))
     }
 }
 
 /// Codes back to the text column: a dictionary array over the table dictionary's values.
-#[derive(Debug)]
+#[derive(Debug, PartialEq, Eq, Hash)]
 struct TextValue {
-    space: Arc<CodeSpace>,
+    space: SpaceRef,
     signature: Signature,
 }
 
 impl TextValue {
     fn udf(space: Arc<CodeSpace>) -> ScalarUDF {
         ScalarUDF::new_from_impl(TextValue {
-            space,
+            space: SpaceRef(space),
             signature: Signature::exact(vec![ArrowType::Int32], Volatility::Immutable),
         })
     }
@@ -262,20 +282,19 @@ impl ScalarUDFImpl for TextValue {
         Ok(coded_text_type())
     }
 
-    /// Keeps the column's field metadata (a varchar or char column's PostgreSQL type).
     fn return_field_from_args(&self, args: ReturnFieldArgs) -> DfResult<FieldRef> {
-        let data_type = self.return_type(&[])?;
-        Ok(Arc::new(
-            Field::new(self.name(), data_type, true)
-                .with_metadata(args.arg_fields[0].metadata().clone()),
+        Ok(field_keeping_metadata(
+            self.name(),
+            self.return_type(&[])?,
+            &args,
         ))
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
         let array = args.args[0].to_array(args.number_rows)?;
         let codes = array.as_primitive::<Int32Type>().clone();
-        let table_values = self.space.dictionary.values();
-        let others = self.space.others.lock();
+        let table_values = self.space.0.dictionary.values();
+        let others = self.space.0.others.lock();
         if others.values.is_empty() {
             let text = DictionaryArray::try_new(codes, table_values)?;
             return Ok(ColumnarValue::Array(Arc::new(text)));
@@ -290,29 +309,5 @@ impl ScalarUDFImpl for TextValue {
         });
         let text = DictionaryArray::try_new(codes, values)?;
         Ok(ColumnarValue::Array(Arc::new(text)))
-    }
-}
-
-// Two code spaces are the same when they are one object: plans compare UDFs by value.
-impl PartialEq for TextCode {
-    fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.space, &other.space)
-    }
-}
-impl Eq for TextCode {}
-impl Hash for TextCode {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        Arc::as_ptr(&self.space).hash(state)
-    }
-}
-impl PartialEq for TextValue {
-    fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.space, &other.space)
-    }
-}
-impl Eq for TextValue {}
-impl Hash for TextValue {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        Arc::as_ptr(&self.space).hash(state)
     }
 }
