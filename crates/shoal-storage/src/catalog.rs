@@ -248,8 +248,9 @@ pub enum CatalogError {
 }
 
 /// The whole catalog. The SQL layer wraps it in a lock; DDL replaces entries, readers clone the
-/// `Arc`s they need, so a running query keeps the definitions it was planned with.
-#[derive(Debug)]
+/// `Arc`s they need, so a running query keeps the definitions it was planned with. A clone
+/// shares every definition (cheap: maps of `Arc`s), which is how DDL undo remembers a state.
+#[derive(Debug, Clone)]
 pub struct Catalog {
     pub(crate) next_oid: Oid,
     pub schemas: BTreeMap<String, SchemaDef>,

@@ -434,6 +434,10 @@ impl ColumnTable {
         self.dropped.store(true, Ordering::Release);
     }
 
+    pub(crate) fn mark_restored(&self) {
+        self.dropped.store(false, Ordering::Release);
+    }
+
     fn check_live(&self) -> Result<(), StorageError> {
         if self.dropped.load(Ordering::Acquire) {
             return Err(StorageError::TableDropped);

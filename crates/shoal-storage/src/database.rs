@@ -174,6 +174,21 @@ impl Database {
         }
     }
 
+    /// Puts back a row table `drop_table` removed (a ROLLBACK of the DROP), rows and indexes
+    /// as they were; writes through it work again.
+    pub fn restore_table(&self, table: Arc<RowTable>) {
+        table.mark_restored();
+        let old = self.tables.write().insert(table.id(), table);
+        debug_assert!(old.is_none(), "restored table id in use");
+    }
+
+    /// Puts back a column table `drop_table` removed, as `restore_table` does a row table.
+    pub fn restore_column_table(&self, table: Arc<ColumnTable>) {
+        table.mark_restored();
+        let old = self.column_tables.write().insert(table.id(), table);
+        debug_assert!(old.is_none(), "restored table id in use");
+    }
+
     pub fn tables(&self) -> Vec<Arc<RowTable>> {
         self.tables.read().values().cloned().collect()
     }

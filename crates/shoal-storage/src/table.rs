@@ -205,6 +205,10 @@ impl RowTable {
         self.dropped.store(true, Ordering::Release);
     }
 
+    pub(crate) fn mark_restored(&self) {
+        self.dropped.store(false, Ordering::Release);
+    }
+
     fn check_alive(&self) -> Result<(), StorageError> {
         if self.dropped.load(Ordering::Acquire) {
             Err(StorageError::TableDropped)

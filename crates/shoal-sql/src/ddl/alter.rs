@@ -477,6 +477,14 @@ pub(super) async fn alter_table(
                 drop_behavior,
                 ..
             } => {
+                // The rows are rewritten in place without the column, which ROLLBACK could
+                // not give back (see `undo`).
+                if session.statement_in_block() {
+                    return Err(SqlError::new(
+                        code::ACTIVE_SQL_TRANSACTION,
+                        "ALTER TABLE ... DROP COLUMN cannot run inside a transaction block",
+                    ));
+                }
                 let cascade = matches!(drop_behavior, Some(ast::DropBehavior::Cascade));
                 for c in column_names {
                     let name = ident(&c);

@@ -1,9 +1,9 @@
 //! DDL: every statement that changes the catalog, dispatched from `execute` to a module per
 //! statement kind: CREATE TABLE (`table`), indexes (`index`), sequences (`sequence`), views
 //! (`view`), schemas (`schema`), DROP of relations (`drop`) and TRUNCATE (`truncate`); ALTER
-//! TABLE and table constraints live in `alter`. Catalog changes take effect immediately and are
-//! not undone by ROLLBACK (a documented gap: PostgreSQL's DDL is transactional). Storage tables
-//! and indexes are created alongside their catalog entries under the same OIDs.
+//! TABLE and table constraints live in `alter`. Catalog changes take effect immediately; ROLLBACK
+//! undoes them (`undo`), as PostgreSQL's DDL is transactional. Storage tables and indexes are
+//! created alongside their catalog entries under the same OIDs.
 
 mod access_method;
 mod alter;
@@ -15,6 +15,7 @@ mod schema;
 mod sequence;
 mod table;
 mod truncate;
+pub(crate) mod undo;
 mod view;
 
 use datafusion::sql::sqlparser::ast::{self, Statement};
@@ -79,6 +80,8 @@ fn creation_target(session: &Session, name: &ast::ObjectName) -> SqlResult<(Stri
     Ok((schema, rel))
 }
 
+/// Runs one DDL statement, keeping what it changed in the session's undo log until its
+/// transaction ends (see `undo`).
 pub async fn execute(
     session: &mut Session,
     txn: &mut Transaction,
@@ -87,6 +90,19 @@ pub async fn execute(
     if let Some(d) = &session.engine.durability {
         d.check_writable()?;
     }
+    let mark = undo::DdlMark::capture(&session.engine);
+    let result = dispatch(session, txn, stmt).await;
+    if let Some(changes) = mark.finish(&session.engine) {
+        session.ddl_undo.push(changes);
+    }
+    result
+}
+
+async fn dispatch(
+    session: &mut Session,
+    txn: &mut Transaction,
+    stmt: Statement,
+) -> SqlResult<StatementResult> {
     match stmt {
         Statement::CreateTable(ct) => table::create_table(session, txn, ct).await,
         Statement::CreateIndex(ci) => index::create_index(session, ci),

@@ -137,6 +137,20 @@ pub struct Session {
     statement_in_block: bool,
     /// The client's CancelRequest for the query running now, if the protocol layer gave one.
     cancel: Option<CancelSignal>,
+    /// DDL of the current transaction, undone if it rolls back (see `ddl::undo`).
+    pub(crate) ddl_undo: crate::ddl::undo::DdlUndoLog,
+}
+
+impl Drop for Session {
+    /// A client that goes away inside a transaction block rolls it back, DDL included.
+    fn drop(&mut self) {
+        if let TxnState::Block(t) | TxnState::Failed(t) =
+            std::mem::replace(&mut self.txn, TxnState::Idle)
+        {
+            self.engine.db.rollback(t);
+        }
+        self.undo_ddl(false);
+    }
 }
 
 pub fn parse_sql(sql: &str) -> SqlResult<Vec<Statement>> {
@@ -198,6 +212,7 @@ impl Session {
             shapes: ShapeCache::default(),
             statement_in_block: false,
             cancel: None,
+            ddl_undo: Default::default(),
         }
     }
 

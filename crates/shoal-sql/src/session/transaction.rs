@@ -63,11 +63,13 @@ impl Session {
             }
             (true, Ok(r)) => {
                 let committed = self.commit_txn(txn).await;
+                self.undo_ddl(committed.is_ok());
                 self.end_transaction_settings(committed.is_ok());
                 committed.map(|_| r)
             }
             (true, Err(e)) => {
                 self.engine.db.rollback(txn);
+                self.undo_ddl(false);
                 self.end_transaction_settings(false);
                 Err(e)
             }
@@ -253,6 +255,7 @@ impl Session {
                 Ok(false)
             }
         };
+        self.undo_ddl(committed == Ok(true));
         self.end_transaction_settings(committed == Ok(true));
         let tag = if committed.clone()? {
             "COMMIT"
@@ -304,14 +307,27 @@ impl Session {
             TxnState::Block(t) | TxnState::Failed(t) => self.engine.db.rollback(t),
             TxnState::Idle => {}
         }
+        self.undo_ddl(false);
         self.end_transaction_settings(false);
         StatementResult::TransactionEnd("ROLLBACK".into())
+    }
+
+    /// The transaction ended: forgets its DDL if it committed, undoes it if not. An undo that
+    /// fails is logged; the catalog keeps whatever it could not put back.
+    pub(super) fn undo_ddl(&mut self, committed: bool) {
+        let statements = self.ddl_undo.take_all();
+        if !committed {
+            if let Err(e) = crate::ddl::undo::undo(&self.engine, statements) {
+                tracing::error!("could not undo the DDL of a rolled back transaction: {e}");
+            }
+        }
     }
 
     fn savepoint(&mut self, name: &str) -> SqlResult<StatementResult> {
         match &mut self.txn {
             TxnState::Block(t) => {
                 self.engine.db.savepoint(t, name);
+                self.ddl_undo.savepoint(name);
                 Ok(StatementResult::command("SAVEPOINT"))
             }
             TxnState::Failed(_) => Err(SqlError::in_failed_transaction()),
@@ -330,6 +346,7 @@ impl Session {
                     self.fail_block();
                     return Err(e.into());
                 }
+                self.ddl_undo.release(name);
                 Ok(StatementResult::command("RELEASE"))
             }
             TxnState::Failed(_) => Err(SqlError::in_failed_transaction()),
@@ -346,6 +363,8 @@ impl Session {
                 match self.engine.db.rollback_to_savepoint(&mut t, name) {
                     Ok(()) => {
                         self.txn = TxnState::Block(t);
+                        let statements = self.ddl_undo.take_after(name);
+                        crate::ddl::undo::undo(&self.engine, statements)?;
                         Ok(StatementResult::command("ROLLBACK"))
                     }
                     Err(e) => {

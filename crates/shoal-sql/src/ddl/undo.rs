@@ -1,0 +1,288 @@
+//! Transactional DDL: ROLLBACK undoes the DDL of its transaction, as in PostgreSQL.
+//!
+//! DDL changes the catalog and storage when it runs (other sessions see it then, as they see
+//! no uncommitted row). Before a DDL statement runs, `DdlMark::capture` keeps a copy of the
+//! catalog (maps of shared definitions, so cheap) and of the storage registry; afterwards
+//! `DdlMark::finish` keeps what the statement changed: the catalog objects it touched, as they
+//! were (`Catalog::changes_since`), and the storage of the tables it dropped, rows and indexes
+//! intact. The session's `DdlUndoLog` holds these until the transaction ends: COMMIT forgets
+//! them, ROLLBACK (or ROLLBACK TO SAVEPOINT, or a commit that fails) hands them to `undo`,
+//! which puts the objects back and brings storage in line: tables created are dropped, tables
+//! dropped come back with their rows, columns added are cut off again, indexes follow the
+//! restored catalog.
+//!
+//! The undo is logged like any DDL: the rows of every table that comes back, then the restored
+//! catalog image, so recovery ends where the rollback did. Not covered: a crash while the
+//! block is still open keeps the DDL it ran so far (the catalog is logged when the DDL runs),
+//! and DROP COLUMN, ALTER COLUMN TYPE and SET ACCESS METHOD, which rewrite a table's rows in
+//! place, are refused inside a transaction block.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use shoal_storage::catalog::{AccessMethod, Catalog, Oid};
+use shoal_storage::catalog_undo::{CatalogObject, ObjectKey, PriorObject};
+use shoal_storage::column::row_id as segment_row_id;
+use shoal_storage::{ColumnTable, RowTable, Snapshot, TableId};
+
+use crate::engine::Engine;
+use crate::error::{SqlError, SqlResult};
+
+/// The catalog and the storage registry before a DDL statement.
+pub(crate) struct DdlMark {
+    catalog: Catalog,
+    row_tables: HashMap<TableId, Arc<RowTable>>,
+    column_tables: HashMap<TableId, Arc<ColumnTable>>,
+}
+
+/// What one DDL statement changed, kept to undo it.
+pub(crate) struct DdlUndo {
+    changes: Vec<PriorObject>,
+    /// Storage of the tables the statement dropped.
+    dropped_row_tables: Vec<Arc<RowTable>>,
+    dropped_column_tables: Vec<Arc<ColumnTable>>,
+}
+
+impl DdlMark {
+    pub(crate) fn capture(engine: &Engine) -> DdlMark {
+        let by_id = |t: &Arc<RowTable>| (t.id(), t.clone());
+        DdlMark {
+            catalog: engine.catalog.read().clone(),
+            row_tables: engine.db.tables().iter().map(by_id).collect(),
+            column_tables: engine
+                .db
+                .column_tables()
+                .into_iter()
+                .map(|t| (t.id(), t))
+                .collect(),
+        }
+    }
+
+    /// What changed since the capture; None when the statement changed nothing.
+    pub(crate) fn finish(self, engine: &Engine) -> Option<DdlUndo> {
+        let changes = engine.catalog.read().changes_since(&self.catalog);
+        if changes.is_empty() {
+            return None;
+        }
+        let dropped = |id: &TableId| engine.db.table(*id).is_none();
+        let dropped_column = |id: &TableId| engine.db.column_table(*id).is_none();
+        Some(DdlUndo {
+            dropped_row_tables: self
+                .row_tables
+                .into_iter()
+                .filter(|(id, _)| dropped(id))
+                .map(|(_, t)| t)
+                .collect(),
+            dropped_column_tables: self
+                .column_tables
+                .into_iter()
+                .filter(|(id, _)| dropped_column(id))
+                .map(|(_, t)| t)
+                .collect(),
+            changes,
+        })
+    }
+}
+
+/// A session's DDL since its transaction began, with its savepoints' places in it.
+#[derive(Default)]
+pub(crate) struct DdlUndoLog {
+    statements: Vec<DdlUndo>,
+    /// Savepoint name and how many statements came before it.
+    savepoints: Vec<(String, usize)>,
+}
+
+impl DdlUndoLog {
+    pub(crate) fn push(&mut self, undo: DdlUndo) {
+        self.statements.push(undo);
+    }
+
+    /// The transaction ended: everything, to undo (rollback) or forget (commit).
+    pub(crate) fn take_all(&mut self) -> Vec<DdlUndo> {
+        self.savepoints.clear();
+        std::mem::take(&mut self.statements)
+    }
+
+    pub(crate) fn savepoint(&mut self, name: &str) {
+        self.savepoints
+            .push((name.to_string(), self.statements.len()));
+    }
+
+    /// RELEASE: the savepoint and those after it go; their DDL stays in the transaction.
+    pub(crate) fn release(&mut self, name: &str) {
+        if let Some(pos) = self.savepoints.iter().rposition(|(n, _)| n == name) {
+            self.savepoints.truncate(pos);
+        }
+    }
+
+    /// ROLLBACK TO: the DDL after the savepoint, to undo; the savepoint itself stays.
+    pub(crate) fn take_after(&mut self, name: &str) -> Vec<DdlUndo> {
+        let Some(pos) = self.savepoints.iter().rposition(|(n, _)| n == name) else {
+            return Vec::new();
+        };
+        let since = self.savepoints[pos].1;
+        self.savepoints.truncate(pos + 1);
+        self.statements.split_off(since)
+    }
+}
+
+/// Undoes `statements` (in the order they ran), newest first. Call after the transaction's row
+/// changes were rolled back.
+pub(crate) fn undo(engine: &Engine, statements: Vec<DdlUndo>) -> SqlResult<()> {
+    if statements.is_empty() {
+        return Ok(());
+    }
+    let mut target = engine.catalog.read().clone();
+    for s in statements.iter().rev() {
+        target.restore(&s.changes);
+    }
+    let touched = touched_tables(&engine.catalog.read(), &statements);
+    let mut dropped_rows: HashMap<TableId, Arc<RowTable>> = HashMap::new();
+    let mut dropped_columns: HashMap<TableId, Arc<ColumnTable>> = HashMap::new();
+    for s in &statements {
+        for t in &s.dropped_row_tables {
+            dropped_rows.insert(t.id(), t.clone());
+        }
+        for t in &s.dropped_column_tables {
+            dropped_columns.insert(t.id(), t.clone());
+        }
+    }
+    // Storage that comes back, and its rows in the log, before the catalog that names it:
+    // recovery installs a logged table image when the next catalog record has the table.
+    for &oid in &touched {
+        let Some(def) = target.tables.get(&oid) else {
+            continue;
+        };
+        let id = oid as TableId;
+        match def.access_method {
+            AccessMethod::Heap => {
+                if engine.db.table(id).is_none() {
+                    let table = dropped_rows.remove(&id).ok_or_else(|| {
+                        SqlError::internal(format!("no storage to restore table {oid}"))
+                    })?;
+                    engine.db.restore_table(table.clone());
+                    engine.log_table_rewrite(&table)?;
+                    continue;
+                }
+                let table = engine.db.table(id).expect("checked");
+                // Indexes the restored catalog lacks go first: one may be on a column that is
+                // cut off below.
+                let wanted_indexes = storage_indexes(&target, oid);
+                for have in table.indexes() {
+                    if !wanted_indexes.iter().any(|w| w.id == have.id) {
+                        table.drop_index(have.id).ok();
+                    }
+                }
+                let wanted = def.column_types();
+                let have = table.types();
+                if have != wanted {
+                    // Only ADD COLUMN changes a table's columns inside a block: cut them off.
+                    if have.len() < wanted.len() || have[..wanted.len()] != wanted[..] {
+                        return Err(SqlError::internal(format!(
+                            "cannot restore the columns of table {}",
+                            def.name
+                        )));
+                    }
+                    let n = wanted.len();
+                    table.alter_columns(wanted, &|mut row| {
+                        row.truncate(n);
+                        row
+                    })?;
+                    engine.log_table_rewrite(&table)?;
+                }
+            }
+            AccessMethod::Columnar => {
+                if engine.db.column_table(id).is_none() {
+                    let table = dropped_columns.remove(&id).ok_or_else(|| {
+                        SqlError::internal(format!("no storage to restore table {oid}"))
+                    })?;
+                    engine.db.restore_column_table(table.clone());
+                    log_column_table(engine, &table)?;
+                }
+            }
+        }
+    }
+    {
+        let mut catalog = engine.catalog.write();
+        for s in statements.iter().rev() {
+            catalog.restore(&s.changes);
+        }
+    }
+    // Storage the restored catalog no longer has, and indexes as it has them.
+    let catalog = engine.catalog.read();
+    for &oid in &touched {
+        let id = oid as TableId;
+        if !catalog.tables.contains_key(&oid) {
+            engine.db.drop_table(id);
+            continue;
+        }
+        let Some(table) = engine.db.table(id) else {
+            continue;
+        };
+        let have = table.indexes();
+        for w in storage_indexes(&catalog, oid) {
+            if !have.iter().any(|h| h.id == w.id) {
+                // Rows other sessions committed meanwhile may collide; the table stays
+                // usable without the index rather than failing the rollback.
+                if let Err(e) = table.add_index(w.clone()) {
+                    tracing::warn!("rollback: index {} not rebuilt: {e}", w.name);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The storage indexes `catalog` wants on table `oid`.
+fn storage_indexes(catalog: &Catalog, oid: Oid) -> Vec<shoal_storage::IndexDef> {
+    let Some(def) = catalog.tables.get(&oid) else {
+        return Vec::new();
+    };
+    catalog
+        .table_indexes(oid)
+        .iter()
+        .filter_map(|i| super::index_predicate::storage_index(i, def).ok().flatten())
+        .collect()
+}
+
+/// Tables whose storage an undo may change: those the statements changed or dropped, and the
+/// tables of the indexes they changed.
+fn touched_tables(current: &Catalog, statements: &[DdlUndo]) -> Vec<Oid> {
+    let mut oids = Vec::new();
+    for s in statements {
+        for change in &s.changes {
+            let oid = match (&change.key, &change.before) {
+                (ObjectKey::Table(oid), _) => Some(*oid),
+                (ObjectKey::Index(_), Some(CatalogObject::Index(i))) => Some(i.table),
+                (ObjectKey::Index(oid), _) => current.indexes.get(oid).map(|i| i.table),
+                _ => None,
+            };
+            oids.extend(oid);
+        }
+    }
+    oids.sort_unstable();
+    oids.dedup();
+    oids
+}
+
+/// Logs a restored column table's committed content: each segment's image, then the rows
+/// deleted in it, as a checkpoint stores them.
+fn log_column_table(engine: &Engine, table: &ColumnTable) -> SqlResult<()> {
+    let all_committed = Snapshot {
+        ts: shoal_storage::CommitTs::MAX >> 1,
+        txn: 0,
+    };
+    let mut entries: Vec<(u64, Vec<u8>)> = Vec::new();
+    for segment in table.segments() {
+        if !segment.visible_to(&all_committed) {
+            continue;
+        }
+        entries.push((segment_row_id(segment.no, 0), segment.image()));
+        if let Some(mask) = segment.live_mask(&all_committed) {
+            for offset in (0..mask.len()).filter(|&i| !mask.value(i)) {
+                entries.push((segment_row_id(segment.no, offset as u32), Vec::new()));
+            }
+        }
+    }
+    engine.log_table_image(table.id(), entries.iter().map(|(id, b)| (*id, &b[..])))
+}

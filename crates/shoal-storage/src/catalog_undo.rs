@@ -1,0 +1,263 @@
+//! Undoing DDL: which catalog objects a statement changed, as they were before it, and putting
+//! them back. A transaction block keeps one list per DDL statement; ROLLBACK (or ROLLBACK TO
+//! SAVEPOINT) restores the lists newest first. Only the objects the statement touched go back,
+//! so DDL other sessions ran in the meantime on other objects stays. Sequence counters are
+//! shared between a definition and its copies (`SequenceDef::state`), so restoring a sequence
+//! does not move its counter back: nextval is not transactional in PostgreSQL either.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use crate::catalog::{
+    Catalog, IndexDef, Oid, RelationKind, SchemaDef, SequenceDef, TableDef, ViewDef,
+};
+
+/// One catalog object, as the catalog holds it.
+#[derive(Clone, Debug)]
+pub enum CatalogObject {
+    Schema(SchemaDef),
+    Table(Arc<TableDef>),
+    Index(Arc<IndexDef>),
+    Sequence(Arc<SequenceDef>),
+    View(Arc<ViewDef>),
+}
+
+/// Names one catalog object: schemas by name (the catalog keys them so), the rest by OID.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum ObjectKey {
+    Schema(String),
+    Table(Oid),
+    Index(Oid),
+    Sequence(Oid),
+    View(Oid),
+}
+
+/// An object a statement changed, and its state before: None when the statement created it.
+#[derive(Clone, Debug)]
+pub struct PriorObject {
+    pub key: ObjectKey,
+    pub before: Option<CatalogObject>,
+}
+
+impl Catalog {
+    /// The objects that differ between `before` (a copy taken earlier) and this catalog, with
+    /// their state in `before`. Definitions are shared `Arc`s and every change replaces one, so
+    /// pointer equality finds them.
+    pub fn changes_since(&self, before: &Catalog) -> Vec<PriorObject> {
+        let mut changes = Vec::new();
+        let schema_names: HashSet<&String> =
+            self.schemas.keys().chain(before.schemas.keys()).collect();
+        for name in schema_names {
+            let (now, then) = (self.schemas.get(name), before.schemas.get(name));
+            if now.map(|s| s.oid) != then.map(|s| s.oid) {
+                changes.push(PriorObject {
+                    key: ObjectKey::Schema(name.clone()),
+                    before: then.cloned().map(CatalogObject::Schema),
+                });
+            }
+        }
+        diff_map(&self.tables, &before.tables, &mut changes, |oid, def| {
+            (ObjectKey::Table(oid), def.map(CatalogObject::Table))
+        });
+        diff_map(&self.indexes, &before.indexes, &mut changes, |oid, def| {
+            (ObjectKey::Index(oid), def.map(CatalogObject::Index))
+        });
+        diff_map(
+            &self.sequences,
+            &before.sequences,
+            &mut changes,
+            |oid, def| (ObjectKey::Sequence(oid), def.map(CatalogObject::Sequence)),
+        );
+        diff_map(&self.views, &before.views, &mut changes, |oid, def| {
+            (ObjectKey::View(oid), def.map(CatalogObject::View))
+        });
+        changes
+    }
+
+    /// Puts the objects of one statement's `changes` back as they were before it: first takes
+    /// every one of them out (with its name), then puts back those that existed, so names that
+    /// moved between them (a rename, a drop and re-create) are free again when claimed.
+    pub fn restore(&mut self, changes: &[PriorObject]) {
+        for change in changes {
+            self.take_out(&change.key);
+        }
+        for change in changes {
+            if let Some(object) = &change.before {
+                self.put_back(object.clone());
+            }
+        }
+        self.version += 1;
+    }
+
+    fn take_out(&mut self, key: &ObjectKey) {
+        let (kind, oid) = match key {
+            ObjectKey::Schema(name) => {
+                self.schemas.remove(name);
+                return;
+            }
+            ObjectKey::Table(oid) => {
+                self.tables.remove(oid);
+                (RelationKind::Table, *oid)
+            }
+            ObjectKey::Index(oid) => {
+                self.indexes.remove(oid);
+                (RelationKind::Index, *oid)
+            }
+            ObjectKey::Sequence(oid) => {
+                self.sequences.remove(oid);
+                (RelationKind::Sequence, *oid)
+            }
+            ObjectKey::View(oid) => {
+                self.views.remove(oid);
+                (RelationKind::View, *oid)
+            }
+        };
+        self.relations.retain(|_, entry| *entry != (kind, oid));
+    }
+
+    fn put_back(&mut self, object: CatalogObject) {
+        let (schema, name, kind, oid) = match object {
+            CatalogObject::Schema(s) => {
+                self.schemas.insert(s.name.clone(), s);
+                return;
+            }
+            CatalogObject::Table(t) => {
+                let entry = (t.schema.clone(), t.name.clone(), RelationKind::Table, t.oid);
+                self.tables.insert(t.oid, t);
+                entry
+            }
+            CatalogObject::Index(i) => {
+                let entry = (i.schema.clone(), i.name.clone(), RelationKind::Index, i.oid);
+                self.indexes.insert(i.oid, i);
+                entry
+            }
+            CatalogObject::Sequence(s) => {
+                let entry = (
+                    s.schema.clone(),
+                    s.name.clone(),
+                    RelationKind::Sequence,
+                    s.oid,
+                );
+                self.sequences.insert(s.oid, s);
+                entry
+            }
+            CatalogObject::View(v) => {
+                let entry = (v.schema.clone(), v.name.clone(), RelationKind::View, v.oid);
+                self.views.insert(v.oid, v);
+                entry
+            }
+        };
+        // Should another session's DDL have taken the name while the block was open, the
+        // restored object wins it back: the other keeps its OID but is no longer found by name.
+        self.relations.insert((schema, name), (kind, oid));
+    }
+}
+
+/// Adds the entries of two OID maps that differ to `changes`, with the old entry.
+fn diff_map<T>(
+    now: &std::collections::BTreeMap<Oid, Arc<T>>,
+    then: &std::collections::BTreeMap<Oid, Arc<T>>,
+    changes: &mut Vec<PriorObject>,
+    make: impl Fn(Oid, Option<Arc<T>>) -> (ObjectKey, Option<CatalogObject>),
+) {
+    let oids: HashSet<&Oid> = now.keys().chain(then.keys()).collect();
+    for &oid in oids {
+        let (a, b) = (now.get(&oid), then.get(&oid));
+        let same = match (a, b) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            (None, None) => true,
+            _ => false,
+        };
+        if !same {
+            let (key, before) = make(oid, b.cloned());
+            changes.push(PriorObject { key, before });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::{AccessMethod, ColumnDef};
+    use crate::types::DataType;
+
+    fn table(catalog: &mut Catalog, name: &str) -> Oid {
+        let oid = catalog.allocate_oid();
+        catalog
+            .insert_table(TableDef {
+                oid,
+                schema: "public".into(),
+                name: name.into(),
+                columns: vec![ColumnDef {
+                    name: "a".into(),
+                    data_type: DataType::Int32,
+                    not_null: false,
+                    default_sql: None,
+                    identity: None,
+                }],
+                constraints: Vec::new(),
+                access_method: AccessMethod::Heap,
+                options: Vec::new(),
+            })
+            .unwrap();
+        oid
+    }
+
+    #[test]
+    fn restore_undoes_create_drop_and_rename() {
+        let mut catalog = Catalog::default();
+        let kept = table(&mut catalog, "kept");
+        let dropped = table(&mut catalog, "dropped");
+        let mut statements = Vec::new();
+
+        let before = catalog.clone();
+        let created = table(&mut catalog, "created");
+        statements.push(catalog.changes_since(&before));
+
+        let before = catalog.clone();
+        catalog.remove_table(dropped);
+        statements.push(catalog.changes_since(&before));
+
+        // A rename into the dropped table's name, so restoring must free it first.
+        let before = catalog.clone();
+        let mut renamed = (*catalog.tables[&kept]).clone();
+        renamed.name = "dropped".into();
+        catalog.replace_table(renamed).unwrap();
+        statements.push(catalog.changes_since(&before));
+        assert_eq!(statements[2].len(), 1, "only the renamed table changed");
+
+        let version = catalog.version;
+        for changes in statements.iter().rev() {
+            catalog.restore(changes);
+        }
+        assert!(catalog.version > version);
+        assert_eq!(
+            catalog.lookup("public", "kept"),
+            Some((RelationKind::Table, kept))
+        );
+        assert_eq!(
+            catalog.lookup("public", "dropped"),
+            Some((RelationKind::Table, dropped))
+        );
+        assert_eq!(catalog.lookup("public", "created"), None);
+        assert!(!catalog.tables.contains_key(&created));
+        assert_eq!(catalog.tables.len(), 2);
+        assert_eq!(catalog.relations.len(), 2);
+    }
+
+    #[test]
+    fn restore_keeps_other_objects_changed_meanwhile() {
+        let mut catalog = Catalog::default();
+        let before = catalog.clone();
+        catalog.create_schema("mine").unwrap();
+        let mine = catalog.changes_since(&before);
+        // Another session's table, created after this statement.
+        let theirs = table(&mut catalog, "theirs");
+        catalog.restore(&mine);
+        assert!(!catalog.schemas.contains_key("mine"));
+        assert_eq!(
+            catalog.lookup("public", "theirs"),
+            Some((RelationKind::Table, theirs))
+        );
+    }
+}
