@@ -150,6 +150,19 @@ impl Settings {
         self.generation += 1;
     }
 
+    /// The settings PostgreSQL reports to the client (ParameterStatus), by their reported names,
+    /// with this session's values: what a new connection is told after authentication.
+    pub fn reported(&self) -> Vec<(String, String)> {
+        KNOWN_SETTINGS
+            .iter()
+            .filter(|(_, _, reported)| *reported)
+            .map(|(n, _, _)| {
+                let value = self.get(n).unwrap_or_default().to_string();
+                (reported_name(n).to_string(), value)
+            })
+            .collect()
+    }
+
     pub fn is_reported(name: &str) -> bool {
         KNOWN_SETTINGS.iter().any(|(n, _, r)| *n == name && *r)
     }
@@ -283,6 +296,56 @@ pub fn checked_assignment(
     Ok((name, value))
 }
 
+/// The settings in a startup packet's `options` parameter (libpq's PGOPTIONS), read as
+/// PostgreSQL reads it: words split at white space that no backslash escapes, and each
+/// `-c name=value`, `-cname=value` or `--name=value` one setting, dashes in the name read as
+/// underscores. Other server switches are refused.
+pub fn startup_options(options: &str) -> SqlResult<Vec<(String, String)>> {
+    let mut words: Vec<String> = Vec::new();
+    let mut word = String::new();
+    let mut chars = options.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => word.extend(chars.next()),
+            c if c.is_whitespace() => {
+                if !word.is_empty() {
+                    words.push(std::mem::take(&mut word));
+                }
+            }
+            c => word.push(c),
+        }
+    }
+    if !word.is_empty() {
+        words.push(word);
+    }
+    let invalid = |arg: &str| {
+        SqlError::new(
+            code::SYNTAX_ERROR,
+            format!("invalid command-line argument for server process: {arg}"),
+        )
+        .with_hint("Try \"postgres --help\" for more information.")
+    };
+    let mut settings = Vec::new();
+    let mut words = words.into_iter();
+    while let Some(w) = words.next() {
+        let assignment = if w == "-c" {
+            words.next().ok_or_else(|| invalid(&w))?
+        } else if let Some(rest) = w.strip_prefix("-c").or_else(|| w.strip_prefix("--")) {
+            rest.to_string()
+        } else {
+            return Err(invalid(&w));
+        };
+        let Some((name, value)) = assignment.split_once('=') else {
+            return Err(SqlError::new(
+                code::SYNTAX_ERROR,
+                format!("-c {assignment} requires a value"),
+            ));
+        };
+        settings.push((name.replace('-', "_"), value.to_string()));
+    }
+    Ok(settings)
+}
+
 pub fn parse_search_path(v: &str) -> Vec<String> {
     v.split(',')
         .map(|s| s.trim())
@@ -414,4 +477,31 @@ pub fn parse_duration_ms(v: &str) -> Option<u64> {
         "d" => n * 86_400_000,
         _ => return None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn startup_options_read_as_postgresql_does() {
+        let got = startup_options(
+            "-c search_path=a,b  -cstatement_timeout=5s --lock-timeout=1s -c application_name=my\\ app",
+        )
+        .unwrap();
+        let want = [
+            ("search_path", "a,b"),
+            ("statement_timeout", "5s"),
+            ("lock_timeout", "1s"),
+            ("application_name", "my app"),
+        ];
+        assert_eq!(
+            got,
+            want.map(|(n, v)| (n.to_string(), v.to_string())).to_vec()
+        );
+        assert!(startup_options("").unwrap().is_empty());
+        assert_eq!(startup_options("-B 100").unwrap_err().code, "42601");
+        assert_eq!(startup_options("-c").unwrap_err().code, "42601");
+        assert_eq!(startup_options("-c name").unwrap_err().code, "42601");
+    }
 }

@@ -96,3 +96,81 @@ fn display_settings_and_tab_completion_queries() {
     );
     assert_contains(&completion, &["tab_orders"]);
 }
+
+/// Runs one query through psql with extra environment (libpq turns PGOPTIONS, PGTZ and
+/// PGAPPNAME into startup parameters); returns success, stdout and stderr.
+fn psql_with_env(
+    server: &ShoalServer,
+    env: &[(&str, &str)],
+    query: &str,
+) -> (bool, String, String) {
+    let out = Command::new("psql")
+        .args([
+            "-X",
+            "-A",
+            "-t",
+            "-h",
+            "127.0.0.1",
+            "-U",
+            "postgres",
+            "-d",
+            "postgres",
+        ])
+        .args(["-p", &server.port().to_string(), "-c", query])
+        .env("PGCONNECT_TIMEOUT", "10")
+        .envs(env.iter().copied())
+        .output()
+        .expect("run psql (install postgresql-client-15)");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn startup_parameters_and_pgoptions_set_the_session() {
+    let server = ShoalServer::start();
+    let env = [
+        (
+            "PGOPTIONS",
+            "-c search_path=app,public --statement-timeout=5s -csynchronous_commit=off",
+        ),
+        ("PGTZ", "Europe/Berlin"),
+        ("PGAPPNAME", "startup-test"),
+    ];
+    let query = "SELECT current_setting('search_path') || '|' || \
+                 current_setting('statement_timeout') || '|' || \
+                 current_setting('synchronous_commit') || '|' || \
+                 current_setting('TimeZone') || '|' || current_setting('application_name')";
+    let (ok, stdout, stderr) = psql_with_env(&server, &env, query);
+    assert!(ok, "psql failed: {stderr}");
+    assert_eq!(
+        stdout.trim(),
+        "app,public|5s|off|Europe/Berlin|startup-test"
+    );
+    // As in PostgreSQL, a bad setting in the startup packet refuses the connection.
+    for (options, message) in [
+        (
+            "-c no_such_setting=1",
+            "unrecognized configuration parameter \"no_such_setting\"",
+        ),
+        (
+            "-c TimeZone=Nowhere/Land",
+            "invalid value for parameter \"TimeZone\"",
+        ),
+        (
+            "-B 100",
+            "invalid command-line argument for server process: -B",
+        ),
+    ] {
+        let (ok, _, stderr) = psql_with_env(&server, &[("PGOPTIONS", options)], "SELECT 1");
+        assert!(!ok, "{options}: connected");
+        assert!(
+            stderr.contains(&format!("FATAL:  {message}")),
+            "{options}: {stderr}"
+        );
+    }
+    let (ok, stdout, _) = psql_with_env(&server, &[], "SELECT 1");
+    assert!(ok && stdout.trim() == "1", "the server still serves");
+}

@@ -80,31 +80,16 @@ fn status_of(code: u8) -> TransactionStatus {
     }
 }
 
-struct Parameters;
+/// The ParameterStatus messages sent after authentication: the reported settings with the
+/// session's values (startup parameters and PGOPTIONS applied).
+struct Parameters(std::collections::HashMap<String, String>);
 
 impl ServerParameterProvider for Parameters {
     fn server_parameters<C: ClientInfo>(
         &self,
         _client: &C,
     ) -> Option<std::collections::HashMap<String, String>> {
-        let mut p = std::collections::HashMap::new();
-        for (k, v) in [
-            ("server_version", shoal_sql::engine::SERVER_VERSION),
-            ("server_encoding", "UTF8"),
-            ("client_encoding", "UTF8"),
-            ("DateStyle", "ISO, MDY"),
-            ("IntervalStyle", "postgres"),
-            ("integer_datetimes", "on"),
-            ("standard_conforming_strings", "on"),
-            ("TimeZone", "UTC"),
-            ("is_superuser", "on"),
-            ("session_authorization", "postgres"),
-            ("application_name", ""),
-            ("in_hot_standby", "off"),
-        ] {
-            p.insert(k.to_string(), v.to_string());
-        }
-        Some(p)
+        Some(self.0.clone())
     }
 }
 
@@ -129,13 +114,16 @@ impl StartupHandler for ConnectionHandler {
             let (handle, guard) = self.connections.register(pid, secret);
             self.connection.set(handle).ok();
             client.session_extensions().insert(guard);
-            {
+            let reported = {
                 let mut session = self.session.lock().await;
-                if let Some(app) = client.metadata().get("application_name") {
-                    session.settings.set("application_name", app, false).ok();
+                if let Err(e) = session.apply_startup_parameters(client.metadata()) {
+                    let mut fatal = error_info(&e);
+                    fatal.severity = "FATAL".into();
+                    return Err(PgWireError::UserError(Box::new(fatal)));
                 }
-            }
-            finish_authentication(client, &Parameters).await?;
+                session.settings.reported().into_iter().collect()
+            };
+            finish_authentication(client, &Parameters(reported)).await?;
         }
         Ok(())
     }

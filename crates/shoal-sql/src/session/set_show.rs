@@ -271,6 +271,40 @@ impl Session {
 
     /// Publishes the settings to the plan scope (which DataFusion's catalog functions read),
     /// if they changed since the last time.
+    /// Applies the settings a client sent in its startup packet, as PostgreSQL does: the
+    /// switches of `options` (PGOPTIONS), then every other parameter but the connection's
+    /// identity. An unknown parameter or a bad value fails the connection. An encoding other
+    /// than UTF8 or SQL_ASCII is the exception: refused, it would lock out clients that work
+    /// today (psql sends its terminal's encoding), so the session stays in UTF8 and says so
+    /// in the server log.
+    pub fn apply_startup_parameters(
+        &mut self,
+        params: &std::collections::HashMap<String, String>,
+    ) -> SqlResult<()> {
+        let mut settings = match params.get("options") {
+            Some(options) => crate::settings::startup_options(options)?,
+            None => Vec::new(),
+        };
+        let mut rest: Vec<(String, String)> = params
+            .iter()
+            .filter(|(k, _)| !matches!(k.as_str(), "user" | "database" | "options" | "replication"))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        rest.sort();
+        settings.extend(rest);
+        for (name, value) in settings {
+            match self.settings.set(&name, &value, false) {
+                Ok(_) => {}
+                Err(e) if name.eq_ignore_ascii_case("client_encoding") => {
+                    tracing::warn!("client_encoding \"{value}\" from a client ignored: {e}");
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        self.sync_scope_settings();
+        Ok(())
+    }
+
     pub(super) fn sync_scope_settings(&mut self) {
         let generation = self.settings.generation();
         if self.scope_settings_generation == Some(generation) {
