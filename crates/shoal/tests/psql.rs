@@ -1,8 +1,8 @@
-//! psql's meta-commands against a running Shoal: `\dt`, `\di`, `\dv`, `\dn`, `\ds`, `\x` and
-//! `\timing` send psql's own catalog queries (pg_class, pg_namespace, regclass casts,
-//! pg_table_is_visible ...), so this test checks that those queries run and that their answers
-//! describe the objects that were created. (`\d TABLE`, `\d+`, `\l` and `\du` do not work yet:
-//! their queries need correlated subqueries over joins and ARRAY(subquery).)
+//! psql's meta-commands against a running Shoal: `\d TABLE`, `\d+ TABLE`, `\d INDEX`, `\dt`,
+//! `\di`, `\dv`, `\dn`, `\ds`, `\l`, `\du`, `\df`, `\x` and `\timing` send psql's own catalog
+//! queries (pg_class, pg_attribute, pg_constraint, regclass casts, correlated subqueries,
+//! ARRAY(subquery), EXISTS in a select list ...), so this test checks that those queries run and
+//! that their answers describe the objects that were created.
 //! It needs the `psql` client (Debian's postgresql-client-15; `.ci/run` installs it).
 
 mod support;
@@ -74,6 +74,71 @@ fn list_commands_show_what_was_created() {
     for (command, expected) in lists {
         assert_contains(&psql(&server, command), &expected);
     }
+}
+
+#[test]
+fn describe_commands_show_tables_indexes_databases_and_roles() {
+    let server = ShoalServer::start();
+    psql(
+        &server,
+        "CREATE TABLE parent (id integer PRIMARY KEY, name varchar(20) NOT NULL DEFAULT 'x', \
+         price numeric(10,2) CHECK (price > 0)) WITH (fillfactor=90);\n\
+         CREATE INDEX parent_name ON parent (name);\n\
+         CREATE TABLE child (id integer REFERENCES parent (id));",
+    );
+    let table = psql(&server, "\\d parent");
+    assert_contains(
+        &table,
+        &[
+            "Table \"public.parent\"",
+            "character varying(20)",
+            "numeric(10,2)",
+            "not null",
+            "'x'",
+            "\"parent_pkey\" PRIMARY KEY, btree (id)",
+            "\"parent_name\" btree (name)",
+            "Check constraints:",
+            "\"parent_price_check\" CHECK",
+            "Referenced by:",
+            "TABLE \"child\" CONSTRAINT \"child_id_fkey\" FOREIGN KEY (id) REFERENCES parent(id)",
+        ],
+    );
+    let child = psql(&server, "\\d child");
+    assert_contains(
+        &child,
+        &[
+            "Foreign-key constraints:",
+            "\"child_id_fkey\" FOREIGN KEY (id) REFERENCES parent(id)",
+        ],
+    );
+    let plus = psql(&server, "\\d+ parent");
+    assert_contains(
+        &plus,
+        &[
+            "Storage",
+            "Stats target",
+            "Access method: heap",
+            "Options: fillfactor=90",
+        ],
+    );
+    let index = psql(&server, "\\d parent_name");
+    assert_contains(
+        &index,
+        &[
+            "Index \"public.parent_name\"",
+            "| yes  | name",
+            "btree, for table \"public.parent\"",
+        ],
+    );
+    let databases = psql(&server, "\\l\n\\l+");
+    assert_contains(
+        &databases,
+        &["List of databases", "postgres", "UTF8", "pg_default"],
+    );
+    let roles = psql(&server, "\\du");
+    assert_contains(&roles, &["List of roles", "postgres", "Superuser"]);
+    let functions = psql(&server, "\\df");
+    assert_contains(&functions, &["List of functions"]);
 }
 
 #[test]

@@ -15,7 +15,9 @@ use datafusion::logical_expr::{
 use shoal_storage::catalog::{Oid, RelationKind};
 
 use crate::error::{code, SqlError};
-use crate::query::pg_catalog::{constraint_definition, format_type_oid, index_definition};
+use crate::query::pg_catalog::{
+    constraint_definition, format_type_oid, index_definition, index_key_definition,
+};
 use crate::query::scope::PlanScope;
 
 type RowFn = dyn Fn(&[ScalarValue]) -> DfResult<ScalarValue> + Send + Sync;
@@ -84,6 +86,12 @@ impl ScalarUDFImpl for PgFunction {
                 return Ok(ColumnarValue::Array(ScalarValue::iter_to_array(out)?));
             }
             return Ok(ColumnarValue::Scalar(v));
+        }
+        if args.number_rows == 0 {
+            // An empty batch (a catalog table without rows): no values to build an array from.
+            return Ok(ColumnarValue::Array(
+                datafusion::arrow::array::new_empty_array(&self.return_type),
+            ));
         }
         let arrays: Vec<_> = args
             .args
@@ -630,10 +638,13 @@ pub fn register(state: &mut datafusion::execution::SessionState, scope: Arc<Plan
             let Some(oid) = int_arg(&a[0]) else {
                 return Ok(ScalarValue::Utf8(None));
             };
-            Ok(ScalarValue::Utf8(index_definition(
-                &sc.engine.catalog.read(),
-                oid as u32,
-            )))
+            let catalog = sc.engine.catalog.read();
+            let key_no = a.get(1).and_then(int_arg).unwrap_or(0);
+            Ok(ScalarValue::Utf8(if key_no > 0 {
+                index_key_definition(&catalog, oid as u32, key_no as usize)
+            } else {
+                index_definition(&catalog, oid as u32)
+            }))
         },
     ));
     let sc = s.clone();
@@ -662,6 +673,56 @@ pub fn register(state: &mut datafusion::execution::SessionState, scope: Arc<Plan
         text.clone(),
         Volatility::Stable,
         |a| Ok(ScalarValue::Utf8(text_arg(&a[0]))),
+    ));
+    // Shoal has no partitioned tables: a relation's only ancestor is itself.
+    add(udf(
+        "pg_partition_ancestors",
+        &[1],
+        ArrowType::UInt32,
+        Volatility::Stable,
+        |a| Ok(ScalarValue::UInt32(int_arg(&a[0]).map(|o| o as u32))),
+    ));
+    // pg_proc lists no functions (Shoal has no user-defined ones), so psql's `\df` finds
+    // nothing to describe with these.
+    add(udf(
+        "pg_function_is_visible",
+        &[1],
+        ArrowType::Boolean,
+        Volatility::Stable,
+        |_| Ok(ScalarValue::Boolean(Some(true))),
+    ));
+    for describe in ["pg_get_function_result", "pg_get_function_arguments"] {
+        add(udf(
+            describe,
+            &[1],
+            text.clone(),
+            Volatility::Stable,
+            |_| Ok(ScalarValue::Utf8(None)),
+        ));
+    }
+    // No extended statistics objects exist to describe.
+    add(udf(
+        "pg_get_statisticsobjdef_columns",
+        &[1],
+        text.clone(),
+        Volatility::Stable,
+        |_| Ok(ScalarValue::Utf8(None)),
+    ));
+    // The one database holds every table: its size is theirs (as pg_total_relation_size).
+    let sc = s.clone();
+    add(udf(
+        "pg_database_size",
+        &[1],
+        ArrowType::Int64,
+        Volatility::Volatile,
+        move |_| {
+            let oids: Vec<u32> = sc.engine.catalog.read().tables.keys().copied().collect();
+            let total: usize = oids
+                .into_iter()
+                .map(|oid| relation_size(&sc, oid, "pg_total_relation_size"))
+                .sum();
+            Ok(ScalarValue::Int64(Some(total as i64)))
+        },
     ));
     add(udf(
         "pg_get_userbyid",

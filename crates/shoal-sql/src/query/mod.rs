@@ -20,6 +20,7 @@ pub mod join_using;
 pub mod pg_catalog;
 pub mod pg_errors;
 pub mod provider;
+pub mod psql_describe;
 pub mod query_runtime;
 pub mod rewrite;
 pub mod scalar_subquery;

@@ -26,6 +26,7 @@ pub fn rewrite_statement(stmt: &mut ast::Statement, scope: &PlanScope) -> SqlRes
             scope,
             error: None,
             expanded_view: false,
+            query_depth: 0,
         };
         let _ = stmt.visit(&mut v);
         if let Some(e) = v.error {
@@ -45,6 +46,8 @@ struct Rewriter<'a> {
     scope: &'a PlanScope,
     error: Option<SqlError>,
     expanded_view: bool,
+    /// Queries entered and not yet left: 0 again after the statement's outermost query.
+    query_depth: usize,
 }
 
 pub fn function_call(name: &str, args: Vec<Expr>) -> Expr {
@@ -164,12 +167,17 @@ impl VisitorMut for Rewriter<'_> {
     fn pre_visit_query(&mut self, query: &mut ast::Query) -> ControlFlow<()> {
         // Names come from the expressions as written, before the rewrites below change them.
         crate::query::column_names::name_columns(&mut query.body);
+        self.query_depth += 1;
         ControlFlow::Continue(())
     }
 
     fn post_visit_query(&mut self, query: &mut ast::Query) -> ControlFlow<()> {
         fetch_to_limit(query);
         crate::query::join_using::merge_using_columns(query);
+        self.query_depth -= 1;
+        if self.query_depth == 0 {
+            print_object_names(query);
+        }
         ControlFlow::Continue(())
     }
 
@@ -338,6 +346,11 @@ impl VisitorMut for Rewriter<'_> {
                 let time_only = object_name_parts(&f.name)[0] == "localtime";
                 *expr = local_time_expr(time_only);
             }
+            Expr::Function(f) if matches!(f.args, FunctionArguments::Subquery(_)) => {
+                if let Some(aggregated) = array_subquery(f) {
+                    *expr = aggregated;
+                }
+            }
             Expr::Function(f) => {
                 let parts = object_name_parts(&f.name);
                 if parts.len() == 2 && parts[0] == "pg_catalog" {
@@ -396,6 +409,68 @@ impl VisitorMut for Rewriter<'_> {
     }
 }
 
+/// `ARRAY(SELECT x FROM ... WHERE ... ORDER BY y)`, an array of the subquery's rows (psql's
+/// `\du` reads role memberships so), becomes `(SELECT array_agg(x ORDER BY y) FROM ... WHERE
+/// ...)`, an aggregate subquery DataFusion plans and decorrelates when it reads the outer row.
+/// Only a plain SELECT of one column is rewritten (no DISTINCT, GROUP BY, LIMIT or set
+/// operation). One difference remains: without rows, PostgreSQL's ARRAY() is an empty array
+/// and array_agg is NULL.
+fn array_subquery(f: &Function) -> Option<Expr> {
+    let FunctionArguments::Subquery(query) = &f.args else {
+        return None;
+    };
+    if object_name_parts(&f.name).as_slice() != ["array"]
+        || query.with.is_some()
+        || query.limit_clause.is_some()
+        || query.fetch.is_some()
+    {
+        return None;
+    }
+    let ast::SetExpr::Select(select) = query.body.as_ref() else {
+        return None;
+    };
+    let plain = select.distinct.is_none()
+        && select.having.is_none()
+        && matches!(&select.group_by, ast::GroupByExpr::Expressions(e, _) if e.is_empty());
+    let element = match select.projection.as_slice() {
+        [ast::SelectItem::UnnamedExpr(e)] | [ast::SelectItem::ExprWithAlias { expr: e, .. }] => e,
+        _ => return None,
+    };
+    if !plain {
+        return None;
+    }
+    // ORDER BY 1 names the element by position.
+    let order = match &query.order_by {
+        Some(ast::OrderBy {
+            kind: ast::OrderByKind::Expressions(keys),
+            ..
+        }) => {
+            let keys: Vec<String> = keys
+                .iter()
+                .map(|k| {
+                    let mut k = k.clone();
+                    if matches!(&k.expr, Expr::Value(v) if v.to_string() == "1") {
+                        k.expr = element.clone();
+                    }
+                    k.to_string()
+                })
+                .collect();
+            format!(" ORDER BY {}", keys.join(", "))
+        }
+        _ => String::new(),
+    };
+    let mut aggregated = (**select).clone();
+    let call = Parser::new(&PostgreSqlDialect {})
+        .try_with_sql(&format!("array_agg({element}{order})"))
+        .and_then(|mut p| p.parse_expr())
+        .ok()?;
+    aggregated.projection = vec![ast::SelectItem::UnnamedExpr(call)];
+    let mut subquery = (**query).clone();
+    subquery.body = Box::new(ast::SetExpr::Select(Box::new(aggregated)));
+    subquery.order_by = None;
+    Some(Expr::Subquery(Box::new(subquery)))
+}
+
 /// psql spells built-in types with their schema (`x::pg_catalog.text`, `pg_catalog.int2[]`);
 /// those become the types sqlparser knows by name, so DataFusion can plan the cast.
 fn normalize_type_name(t: &mut DataType) {
@@ -442,6 +517,26 @@ fn is_text_type(t: &DataType) -> bool {
 
 /// When `e` is what a `::regclass` or `::regtype` cast was rewritten to, the function that
 /// prints its OID as a name.
+/// A result column cast to regclass or regtype (`conrelid::pg_catalog.regclass AS ontable`,
+/// which psql's `\d` prints) shows the object's name, as PostgreSQL's output function does.
+/// Shoal keeps such values as OIDs, so the casts become name lookups in the outermost query's
+/// select list only; inside, they stay OIDs for comparisons.
+fn print_object_names(query: &mut ast::Query) {
+    let ast::SetExpr::Select(select) = query.body.as_mut() else {
+        return;
+    };
+    for item in &mut select.projection {
+        let (ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. }) =
+            item
+        else {
+            continue;
+        };
+        if let Some(output) = object_name_output_function(e) {
+            *e = function_call(output, vec![e.clone()]);
+        }
+    }
+}
+
 fn object_name_output_function(e: &Expr) -> Option<&'static str> {
     let Expr::Function(f) = e else { return None };
     match object_name_parts(&f.name).as_slice() {

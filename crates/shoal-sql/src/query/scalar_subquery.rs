@@ -13,11 +13,11 @@ use datafusion::arrow::datatypes::{DataType as ArrowType, Field, Fields};
 use datafusion::common::tree_node::{Transformed, TransformedResult, TreeNode, TreeNodeRecursion};
 use datafusion::common::{Column, DFSchemaRef, Result as DfResult, ScalarValue};
 use datafusion::logical_expr::utils::{conjunction, split_conjunction_owned};
-use datafusion::logical_expr::when;
 use datafusion::logical_expr::{
     create_udaf, Accumulator, AggregateUDF, ColumnarValue, Expr, LogicalPlan, LogicalPlanBuilder,
     ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Subquery, Volatility,
 };
+use datafusion::logical_expr::{lit, when};
 
 use crate::error::{code, SqlError};
 use crate::query::functions::sql_error;
@@ -27,16 +27,41 @@ use crate::query::functions::sql_error;
 pub fn aggregate_correlated_scalar_subqueries(plan: LogicalPlan) -> DfResult<LogicalPlan> {
     plan.transform_up_with_subqueries(|node| {
         let outer: Vec<DFSchemaRef> = node.inputs().iter().map(|i| i.schema().clone()).collect();
+        let in_filter = matches!(node, LogicalPlan::Filter(_));
         node.map_expressions(|e| {
             e.transform_up(|e| match e {
                 Expr::ScalarSubquery(sq) if needs_single_row(&sq) => {
                     Ok(Transformed::yes(single_row(sq, &outer)?))
                 }
+                Expr::Exists(exists) if !in_filter => Ok(Transformed::yes(exists_as_count(
+                    exists.subquery,
+                    exists.negated,
+                )?)),
                 other => Ok(Transformed::no(other)),
             })
         })
     })
     .data()
+}
+
+/// DataFusion plans EXISTS only in a filter; psql's `\d INDEX` selects it (`(NOT
+/// i.indimmediate) AND EXISTS (SELECT 1 FROM pg_constraint WHERE conrelid = i.indrelid ...)`).
+/// Elsewhere it becomes `(SELECT count(*) FROM ...) > 0`, an aggregate subquery DataFusion
+/// decorrelates (counting 0, not NULL, for outer rows without a match).
+fn exists_as_count(sq: Subquery, negated: bool) -> DfResult<Expr> {
+    let plan = LogicalPlanBuilder::from(Arc::unwrap_or_clone(sq.subquery))
+        .aggregate(
+            Vec::<Expr>::new(),
+            vec![datafusion::functions_aggregate::expr_fn::count(lit(1i64)).alias("exists_rows")],
+        )?
+        .build()?;
+    let rows = Expr::ScalarSubquery(Subquery {
+        subquery: Arc::new(plan),
+        outer_ref_columns: sq.outer_ref_columns,
+        spans: sq.spans,
+    });
+    let found = rows.gt(lit(0i64));
+    Ok(if negated { !found } else { found })
 }
 
 /// DataFusion cannot decorrelate a filter conjunct that reads only the outer row
@@ -50,17 +75,16 @@ fn lift_outer_only_conjuncts(
     match plan {
         LogicalPlan::Projection(_) | LogicalPlan::SubqueryAlias(_) => {
             let child = plan.inputs()[0].clone();
+            // The child changes even when nothing is lifted (see `substitute_outer_equalities`).
             let (child, lifted) = lift_outer_only_conjuncts(child, outer)?;
-            if lifted.is_empty() {
-                return Ok((plan, lifted));
-            }
             Ok((
                 plan.with_new_exprs(plan.expressions(), vec![child])?,
                 lifted,
             ))
         }
         LogicalPlan::Filter(filter) => {
-            let (lifted, kept): (Vec<Expr>, Vec<Expr>) = split_conjunction_owned(filter.predicate)
+            let conjuncts = substitute_outer_equalities(split_conjunction_owned(filter.predicate))?;
+            let (lifted, kept): (Vec<Expr>, Vec<Expr>) = conjuncts
                 .into_iter()
                 .partition(|c| reads_only_outer(c, outer));
             let input = Arc::unwrap_or_clone(filter.input);
@@ -76,6 +100,57 @@ fn lift_outer_only_conjuncts(
         }
         other => Ok((other, vec![])),
     }
+}
+
+/// DataFusion decorrelates an equality between an inner and an outer column, but not another
+/// comparison with the outer row, such as psql's `c.oid = a.attcollation AND
+/// a.attcollation <> t.typcollation`. Where an equality ties an outer column to an inner
+/// expression, the other conjuncts read that expression instead (equal on every row the
+/// conjunction passes), and no longer depend on the outer row.
+fn substitute_outer_equalities(conjuncts: Vec<Expr>) -> DfResult<Vec<Expr>> {
+    let has_outer = |e: &Expr| {
+        e.exists(|e| Ok(matches!(e, Expr::OuterReferenceColumn(..))))
+            .expect("visiting an expression cannot fail")
+    };
+    let mut tied: Vec<(Column, Expr)> = Vec::new();
+    let mut is_tie = vec![false; conjuncts.len()];
+    for (i, c) in conjuncts.iter().enumerate() {
+        let Expr::BinaryExpr(b) = c else { continue };
+        if b.op != datafusion::logical_expr::Operator::Eq {
+            continue;
+        }
+        for (outer_side, inner_side) in [(&b.left, &b.right), (&b.right, &b.left)] {
+            if let Expr::OuterReferenceColumn(_, col) = outer_side.as_ref() {
+                if !has_outer(inner_side) && !inner_side.is_volatile() {
+                    tied.push((col.clone(), inner_side.as_ref().clone()));
+                    is_tie[i] = true;
+                    break;
+                }
+            }
+        }
+    }
+    if tied.is_empty() {
+        return Ok(conjuncts);
+    }
+    conjuncts
+        .into_iter()
+        .zip(is_tie)
+        .map(|(c, tie)| {
+            if tie || !has_outer(&c) {
+                return Ok(c);
+            }
+            c.transform_up(|e| match &e {
+                Expr::OuterReferenceColumn(_, col) => {
+                    match tied.iter().find(|(tied_col, _)| tied_col == col) {
+                        Some((_, inner)) => Ok(Transformed::yes(inner.clone())),
+                        None => Ok(Transformed::no(e)),
+                    }
+                }
+                _ => Ok(Transformed::no(e)),
+            })
+            .data()
+        })
+        .collect()
 }
 
 fn reads_only_outer(conjunct: &Expr, outer: &[DFSchemaRef]) -> bool {

@@ -154,6 +154,7 @@ impl Drop for Session {
 }
 
 pub fn parse_sql(sql: &str) -> SqlResult<Vec<Statement>> {
+    let sql = &*crate::query::psql_describe::rewrite(sql);
     crate::parse::parse_statements(sql).or_else(|e| {
         // The parser lacks some of PostgreSQL's locking clauses; retry with them rewritten.
         if let Some(rewritten) = dml::rewrite_locking_syntax(sql) {

@@ -71,17 +71,7 @@ pub(super) fn pg_index(catalog: &Catalog) -> Arc<dyn TableProvider> {
 pub fn index_definition(catalog: &Catalog, index_oid: u32) -> Option<String> {
     let index = catalog.indexes.get(&index_oid)?;
     let table = catalog.tables.get(&index.table)?;
-    // Column keys take the columns' current names (they may have been renamed); expression
-    // indexes keep their keys as text.
-    let keys: Vec<&str> = if index.columns.is_empty() {
-        index.key_sql.iter().map(String::as_str).collect()
-    } else {
-        index
-            .columns
-            .iter()
-            .map(|c| table.columns[*c].name.as_str())
-            .collect()
-    };
+    let keys = index_keys(catalog, index_oid)?;
     let predicate = index
         .predicate_sql
         .as_ref()
@@ -95,6 +85,29 @@ pub fn index_definition(catalog: &Catalog, index_oid: u32) -> Option<String> {
         table.name,
         keys.join(", ")
     ))
+}
+
+/// The index's key parts as SQL: column keys by the columns' current names (they may have
+/// been renamed); expression keys as written.
+fn index_keys(catalog: &Catalog, index_oid: u32) -> Option<Vec<&str>> {
+    let index = catalog.indexes.get(&index_oid)?;
+    let table = catalog.tables.get(&index.table)?;
+    Some(if index.columns.is_empty() {
+        index.key_sql.iter().map(String::as_str).collect()
+    } else {
+        index
+            .columns
+            .iter()
+            .map(|c| table.columns[*c].name.as_str())
+            .collect()
+    })
+}
+
+/// `pg_get_indexdef(index, n, ...)` with n > 0: the definition of key part n alone (what
+/// psql's `\d INDEX` shows per column).
+pub fn index_key_definition(catalog: &Catalog, index_oid: u32, key_no: usize) -> Option<String> {
+    let keys = index_keys(catalog, index_oid)?;
+    keys.get(key_no.checked_sub(1)?).map(|k| k.to_string())
 }
 
 pub(super) fn pg_indexes(catalog: &Catalog) -> Arc<dyn TableProvider> {

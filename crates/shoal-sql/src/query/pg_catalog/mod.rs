@@ -14,7 +14,7 @@ mod server;
 mod types;
 
 pub use constraints::constraint_definition;
-pub use indexes::index_definition;
+pub use indexes::{index_definition, index_key_definition};
 pub use relations::sequence_relation;
 pub use types::{format_type_oid, BUILTIN_TYPES};
 
@@ -118,6 +118,16 @@ const I32: ArrowType = ArrowType::Int32;
 const I64: ArrowType = ArrowType::Int64;
 const F32: ArrowType = ArrowType::Float32;
 
+/// An array column (`oid[]`) of a catalog Shoal keeps empty.
+fn oid_list() -> ArrowType {
+    ArrowType::List(Arc::new(Field::new_list_field(OID, true)))
+}
+
+/// An array column (`"char"[]`, `text[]`) of a catalog Shoal keeps empty.
+fn text_list() -> ArrowType {
+    ArrowType::List(Arc::new(Field::new_list_field(T, true)))
+}
+
 /// The owner role of every object (Shoal has one role for now).
 pub const SUPERUSER_OID: u32 = 10;
 pub const DATABASE_OID: u32 = 5;
@@ -192,15 +202,38 @@ pub fn table(scope: &Arc<PlanScope>, name: &str) -> Option<Arc<dyn TableProvider
             ("tgenabled", T),
         ])
         .build(),
-        "pg_policy" => {
-            TableBuilder::new(&[("oid", OID), ("polname", T), ("polrelid", OID)]).build()
-        }
+        "pg_policy" => TableBuilder::new(&[
+            ("oid", OID),
+            ("polname", T),
+            ("polrelid", OID),
+            ("polcmd", T),
+            ("polpermissive", BOOL),
+            ("polroles", oid_list()),
+            ("polqual", T),
+            ("polwithcheck", T),
+        ])
+        .build(),
+        "pg_auth_members" => TableBuilder::new(&[
+            ("oid", OID),
+            ("roleid", OID),
+            ("member", OID),
+            ("grantor", OID),
+            ("admin_option", BOOL),
+        ])
+        .build(),
         "pg_rewrite" => {
             TableBuilder::new(&[("oid", OID), ("rulename", T), ("ev_class", OID)]).build()
         }
-        "pg_statistic_ext" => {
-            TableBuilder::new(&[("oid", OID), ("stxrelid", OID), ("stxname", T)]).build()
-        }
+        "pg_statistic_ext" => TableBuilder::new(&[
+            ("oid", OID),
+            ("stxrelid", OID),
+            ("stxname", T),
+            ("stxnamespace", OID),
+            ("stxowner", OID),
+            ("stxstattarget", I32),
+            ("stxkind", text_list()),
+        ])
+        .build(),
         "pg_publication" => TableBuilder::new(&[("oid", OID), ("pubname", T)]).build(),
         "pg_foreign_table" => TableBuilder::new(&[("ftrelid", OID), ("ftserver", OID)]).build(),
         _ => return None,

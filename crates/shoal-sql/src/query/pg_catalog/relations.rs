@@ -69,6 +69,19 @@ pub(super) fn pg_class(scope: &Arc<PlanScope>, catalog: &Catalog) -> Arc<dyn Tab
         ("reloptions", T),
         ("relpartbound", T),
     ]);
+    // PostgreSQL enforces foreign keys with triggers on both tables, and psql lists a table's
+    // foreign keys (and those referencing it) only when relhastriggers says so.
+    let has_triggers: std::collections::HashSet<u32> = catalog
+        .tables
+        .values()
+        .flat_map(|t| {
+            t.constraints.iter().filter_map(move |c| match &c.kind {
+                ConstraintKind::ForeignKey { ref_table, .. } => Some([t.oid, *ref_table]),
+                _ => None,
+            })
+        })
+        .flatten()
+        .collect();
     let mut add = |oid_: u32,
                    name: &str,
                    ns: u32,
@@ -100,7 +113,7 @@ pub(super) fn pg_class(scope: &Arc<PlanScope>, catalog: &Catalog) -> Arc<dyn Tab
             i16v(natts),
             i16v(checks),
             b(false),
-            b(false),
+            b(has_triggers.contains(&oid_)),
             b(false),
             b(false),
             b(false),
