@@ -50,6 +50,24 @@ pub mod oid {
 /// Arrow field metadata key carrying the PostgreSQL type OID of a column whose Arrow type alone
 /// does not say it (uuid, varchar, char stored as Utf8).
 pub const PG_TYPE_METADATA_KEY: &str = "shoal.pg_type";
+/// Beside `PG_TYPE_METADATA_KEY`: the typmod of a length-limited type (varchar(n), char(n)),
+/// which result descriptions report and CREATE TABLE AS keeps.
+pub const PG_TYPMOD_METADATA_KEY: &str = "shoal.pg_typmod";
+
+/// The storage type a result field stands for: its PostgreSQL type when the field carries one
+/// (varchar(n), char(n), uuid, which Arrow holds as plain strings), else from its Arrow type.
+pub fn storage_type_of_field(f: &datafusion::arrow::datatypes::Field) -> DataType {
+    let meta = |key: &str| f.metadata().get(key).and_then(|v| v.parse::<i64>().ok());
+    let length = meta(PG_TYPMOD_METADATA_KEY)
+        .filter(|&typmod| typmod >= 4)
+        .map(|typmod| (typmod - 4) as u32);
+    match meta(PG_TYPE_METADATA_KEY).map(|o| o as u32) {
+        Some(oid::VARCHAR) => DataType::Varchar(length),
+        Some(oid::BPCHAR) => DataType::Char(length.unwrap_or(1)),
+        Some(oid::UUID) => DataType::Uuid,
+        _ => crate::params::storage_type_for_arrow(f.data_type()),
+    }
+}
 
 pub fn arrow_type(t: &DataType) -> ArrowType {
     match t {

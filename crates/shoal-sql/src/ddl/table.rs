@@ -98,18 +98,19 @@ async fn columns_of_query(
         Statement::Query(Box::new(query.clone())),
     )
     .await?;
-    let fields: Vec<(String, datafusion::arrow::datatypes::DataType)> = plan
+    // A column read as it is keeps its type: varchar(n) stays varchar(n), not text.
+    let fields: Vec<(String, shoal_storage::DataType)> = plan
         .schema()
         .fields()
         .iter()
-        .map(|f| (f.name().clone(), f.data_type().clone()))
+        .map(|f| (f.name().clone(), crate::types::storage_type_of_field(f)))
         .collect();
     let mut columns: Vec<ColumnDef> = Vec::new();
     for (i, (n, t)) in fields.into_iter().enumerate() {
         let name = ct.columns.get(i).map(|c| ident(&c.name)).unwrap_or(n);
         columns.push(ColumnDef {
             name,
-            data_type: crate::params::storage_type_for_arrow(&t),
+            data_type: t,
             not_null: false,
             default_sql: None,
             identity: None,

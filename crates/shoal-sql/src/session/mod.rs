@@ -50,10 +50,15 @@ pub fn columns_of_schema(schema: &SchemaRef) -> Vec<ResultColumn> {
                 .get(crate::types::PG_TYPE_METADATA_KEY)
                 .and_then(|v| v.parse().ok())
                 .unwrap_or_else(|| pg_oid_for_arrow(f.data_type()));
+            let typmod = f
+                .metadata()
+                .get(crate::types::PG_TYPMOD_METADATA_KEY)
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(-1);
             ResultColumn {
                 name: crate::query::column_names::output_name(f.name()).into(),
                 type_oid,
-                typmod: -1,
+                typmod,
             }
         })
         .collect()
