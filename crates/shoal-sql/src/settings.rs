@@ -75,6 +75,8 @@ pub struct Settings {
     lock_timeout_ms: u64,
     /// `timezone`, kept parsed for the same reason.
     time_zone: TimeZone,
+    /// Values the client's startup packet gave: RESET returns to these, as in PostgreSQL.
+    startup_values: HashMap<String, String>,
 }
 
 /// How a setting changed inside a transaction block: the value it had before the block (what
@@ -98,6 +100,7 @@ impl Default for Settings {
             statement_timeout_ms: 0,
             lock_timeout_ms: 0,
             time_zone: TimeZone::utc(),
+            startup_values: HashMap::new(),
         }
     }
 }
@@ -213,11 +216,27 @@ impl Settings {
         Ok(name)
     }
 
+    /// Sets a parameter from the startup packet: it becomes the value RESET returns to.
+    pub fn set_startup(&mut self, name: &str, value: &str) -> SqlResult<String> {
+        let name = self.assign(name, value)?;
+        let assigned = self.values.get(&name).cloned().unwrap_or_default();
+        self.startup_values.insert(name.clone(), assigned);
+        Ok(name)
+    }
+
+    /// The value RESET returns to: the startup packet's, else the built-in default.
+    fn reset_value(&self, name: &str) -> Option<String> {
+        self.startup_values
+            .get(name)
+            .cloned()
+            .or_else(|| Self::default_of(name).map(str::to_string))
+    }
+
     pub fn reset(&mut self, name: &str) -> SqlResult<String> {
         let name = name.to_lowercase();
-        match Self::default_of(&name) {
+        match self.reset_value(&name) {
             Some(v) => {
-                self.put(name.clone(), v.to_string());
+                self.put(name.clone(), v);
                 Ok(name)
             }
             None if self.values.remove(&name).is_some() => {
@@ -233,10 +252,11 @@ impl Settings {
 
     pub fn reset_all(&mut self) -> Vec<String> {
         let mut changed = Vec::new();
-        for (n, v, _) in KNOWN_SETTINGS {
-            if self.values.get(*n).map(|s| s.as_str()) != Some(*v) {
+        for (n, _, _) in KNOWN_SETTINGS {
+            let v = self.reset_value(n).expect("a known setting has a default");
+            if self.values.get(*n) != Some(&v) {
                 changed.push(n.to_string());
-                self.put(n.to_string(), v.to_string());
+                self.put(n.to_string(), v);
             }
         }
         changed

@@ -214,6 +214,19 @@ fn startup_parameters_and_pgoptions_set_the_session() {
         stdout.trim(),
         "app,public|5s|off|Europe/Berlin|startup-test"
     );
+    // RESET returns to the startup packet's value, not the built-in default.
+    let (ok, stdout, stderr) = psql_with_env(
+        &server,
+        &env,
+        "SET statement_timeout = '1min'; SET TimeZone = 'UTC'; RESET statement_timeout; \
+         RESET ALL; SELECT current_setting('statement_timeout') || '|' || \
+         current_setting('TimeZone') || '|' || current_setting('search_path')",
+    );
+    assert!(ok, "psql failed: {stderr}");
+    assert_eq!(
+        stdout.trim().lines().last(),
+        Some("5s|Europe/Berlin|app,public")
+    );
     // As in PostgreSQL, a bad setting in the startup packet refuses the connection.
     for (options, message) in [
         (

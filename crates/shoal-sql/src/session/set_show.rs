@@ -293,7 +293,7 @@ impl Session {
         rest.sort();
         settings.extend(rest);
         for (name, value) in settings {
-            match self.settings.set(&name, &value, false) {
+            match self.settings.set_startup(&name, &value) {
                 Ok(_) => {}
                 Err(e) if name.eq_ignore_ascii_case("client_encoding") => {
                     tracing::warn!("client_encoding \"{value}\" from a client ignored: {e}");
