@@ -334,6 +334,7 @@ fn normalize_statement(mut seg: Vec<TokenWithSpan>) -> (Vec<TokenWithSpan>, bool
         Some(Keyword::ALTER) => changed |= rewrite_set_access_method(&mut seg),
         Some(Keyword::COPY) => changed |= copy_boolean_options(&mut seg),
         Some(Keyword::VACUUM) => changed |= strip_vacuum_options(&mut seg),
+        Some(Keyword::RESET) => changed |= rewrite_reset_time_zone(&mut seg),
         Some(Keyword::INSERT) | Some(Keyword::WITH) => {
             if let Some(o) = strip_overriding(&mut seg) {
                 changed = true;
@@ -345,6 +346,20 @@ fn normalize_statement(mut seg: Vec<TokenWithSpan>) -> (Vec<TokenWithSpan>, bool
     changed |= reorder_identity_options(&mut seg);
     seg.retain(|t| !is_marker(t));
     (seg, changed, notes)
+}
+
+/// `RESET TIME ZONE` (PostgreSQL's spelling, which sqlparser lacks) becomes `RESET timezone`.
+fn rewrite_reset_time_zone(seg: &mut [TokenWithSpan]) -> bool {
+    let sig = significant(seg);
+    let [_, time, zone] = sig.as_slice() else {
+        return false;
+    };
+    if keyword_of(&seg[*time]) != Keyword::TIME || keyword_of(&seg[*zone]) != Keyword::ZONE {
+        return false;
+    }
+    seg[*time].token = Token::make_word("timezone", None);
+    seg[*zone] = marker();
+    true
 }
 
 fn is_space(token: &Token) -> bool {

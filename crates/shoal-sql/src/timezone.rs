@@ -22,6 +22,32 @@ enum Rules {
     Fixed(i32),
     /// A zone of the IANA database, with its history of offsets and daylight-saving rules.
     Named(Tz),
+    /// A POSIX specification with daylight-saving time (`EST5EDT,M3.2.0,M11.1.0`): the same
+    /// rules every year.
+    Posix(PosixRules),
+}
+
+/// Standard and daylight offsets (seconds east) and the yearly days and times DST starts
+/// (on the standard clock) and ends (on the daylight clock).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct PosixRules {
+    std_east: i32,
+    dst_east: i32,
+    start: PosixDate,
+    start_seconds: i32,
+    end: PosixDate,
+    end_seconds: i32,
+}
+
+/// A day of the year in a POSIX rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum PosixDate {
+    /// `Jn`: day 1..=365, February 29 never counted.
+    Julian(u16),
+    /// `n`: day 0..=365, counting February 29 in leap years.
+    ZeroBased(u16),
+    /// `Mm.w.d`: weekday d (0 = Sunday) of week w (1..=5, 5 = the last) of month m.
+    MonthWeekDay { month: u8, week: u8, weekday: u8 },
 }
 
 /// A session time zone: the name SHOW prints and the rules behind it.
@@ -79,10 +105,13 @@ impl TimeZone {
     /// whose offset (even a bare number) counts hours west of Greenwich.
     pub fn from_zone_text(v: &str) -> Option<TimeZone> {
         TimeZone::from_name(v).or_else(|| {
-            let seconds_west = posix_offset(v)?;
+            let rules = match posix_rules(v)? {
+                (seconds_west, None) => Rules::Fixed(-seconds_west),
+                (_, Some(rules)) => Rules::Posix(rules),
+            };
             Some(TimeZone {
                 name: Arc::from(v.to_uppercase()),
-                rules: Rules::Fixed(-seconds_west),
+                rules,
             })
         })
     }
@@ -115,6 +144,7 @@ impl TimeZone {
     pub fn offset_at_utc(&self, utc_micros: i64) -> i32 {
         match self.rules {
             Rules::Fixed(seconds) => seconds,
+            Rules::Posix(rules) => rules.offset_at_utc(utc_micros.div_euclid(MICROS_PER_SECOND)),
             Rules::Named(tz) => match DateTime::from_timestamp_micros(utc_micros) {
                 Some(t) => tz
                     .offset_from_utc_datetime(&t.naive_utc())
@@ -145,6 +175,7 @@ impl TimeZone {
             Rules::Fixed(seconds) => {
                 return local_micros.saturating_sub(seconds as i64 * MICROS_PER_SECOND)
             }
+            Rules::Posix(rules) => return self.posix_local_to_utc(rules, local_micros),
             Rules::Named(tz) => tz,
         };
         let Some(naive) = DateTime::from_timestamp_micros(local_micros).map(|t| t.naive_utc())
@@ -159,6 +190,31 @@ impl TimeZone {
             }
             LocalResult::None => {
                 // In a gap: the offsets a day either side are those before and after it.
+                const DAY_MICROS: i64 = 86_400 * MICROS_PER_SECOND;
+                let before = self.offset_at_utc(local_micros - DAY_MICROS);
+                let after = self.offset_at_utc(local_micros + DAY_MICROS);
+                with(before).max(with(after))
+            }
+        }
+    }
+
+    /// `local_to_utc` for POSIX rules: of the instants the wall-clock time can stand for (with
+    /// the standard or the daylight offset), those whose offset is the one used; the later if
+    /// both (clocks went back), and for a skipped time the later reading of the offsets before
+    /// and after the change, as for IANA zones.
+    fn posix_local_to_utc(&self, rules: PosixRules, local_micros: i64) -> i64 {
+        let with = |seconds: i32| local_micros - seconds as i64 * MICROS_PER_SECOND;
+        let valid: Vec<i64> = [rules.std_east, rules.dst_east]
+            .into_iter()
+            .map(with)
+            .filter(|&utc| {
+                rules.offset_at_utc(utc.div_euclid(MICROS_PER_SECOND))
+                    == ((local_micros - utc) / MICROS_PER_SECOND) as i32
+            })
+            .collect();
+        match valid.iter().max() {
+            Some(&utc) => utc,
+            None => {
                 const DAY_MICROS: i64 = 86_400 * MICROS_PER_SECOND;
                 let before = self.offset_at_utc(local_micros - DAY_MICROS);
                 let after = self.offset_at_utc(local_micros + DAY_MICROS);
@@ -257,21 +313,70 @@ fn interval_offset(rest: &str) -> Option<i32> {
     (seconds.abs() <= OFFSET_SECONDS_MAX as i64).then_some(seconds as i32)
 }
 
-/// A POSIX zone specification without daylight-saving rules, `STDoffset`: STD is letters or
-/// `<...>` (PostgreSQL also allows it empty), offset is `[+-]hh[:mm[:ss]]` hours *west* of
-/// Greenwich. Returns the offset in seconds west.
-fn posix_offset(spec: &str) -> Option<i32> {
-    let rest = if let Some(quoted) = spec.strip_prefix('<') {
-        &quoted[quoted.find('>')? + 1..]
+/// A POSIX zone specification, `STDoffset[DST[offset][,start[/time],end[/time]]]`: STD and
+/// DST are letters or `<...>` (PostgreSQL also allows STD empty), an offset is
+/// `[+-]hh[:mm[:ss]]` hours *west* of Greenwich (DST's defaults to one hour less than STD's),
+/// and a DST without rules takes the United States' (PostgreSQL's `posixrules`). Returns the
+/// standard offset in seconds west, and the daylight-saving rules if there is a DST part.
+fn posix_rules(spec: &str) -> Option<(i32, Option<PosixRules>)> {
+    let rest = skip_zone_name(spec, true)?;
+    let (std_west, rest) = posix_duration(rest)?;
+    if std_west.abs() > OFFSET_SECONDS_MAX {
+        return None;
+    }
+    if rest.is_empty() {
+        return Some((std_west, None));
+    }
+    let rest = skip_zone_name(rest, false)?;
+    let (dst_west, rest) = match rest.as_bytes().first() {
+        None | Some(b',') => (std_west - SECONDS_PER_HOUR, rest),
+        Some(_) => posix_duration(rest)?,
+    };
+    if dst_west.abs() > OFFSET_SECONDS_MAX {
+        return None;
+    }
+    let rule = if rest.is_empty() {
+        "M3.2.0,M11.1.0"
     } else {
-        spec.trim_start_matches(|c: char| c.is_ascii_alphabetic())
+        rest.strip_prefix(',')?
     };
-    let (sign, digits) = match rest.as_bytes().first()? {
-        b'-' => (-1, &rest[1..]),
-        b'+' => (1, &rest[1..]),
-        _ => (1, rest),
+    let (start, end) = rule.split_once(',')?;
+    let (start, start_seconds) = posix_transition(start)?;
+    let (end, end_seconds) = posix_transition(end)?;
+    Some((
+        std_west,
+        Some(PosixRules {
+            std_east: -std_west,
+            dst_east: -dst_west,
+            start,
+            start_seconds,
+            end,
+            end_seconds,
+        }),
+    ))
+}
+
+/// The text after a zone name: `<...>`, or letters (at least three, or none if `may_be_empty`).
+fn skip_zone_name(spec: &str, may_be_empty: bool) -> Option<&str> {
+    if let Some(quoted) = spec.strip_prefix('<') {
+        return Some(&quoted[quoted.find('>')? + 1..]);
+    }
+    let rest = spec.trim_start_matches(|c: char| c.is_ascii_alphabetic());
+    let letters = spec.len() - rest.len();
+    (letters >= 3 || (letters == 0 && may_be_empty)).then_some(rest)
+}
+
+/// `[+-]hh[:mm[:ss]]` at the start of `text`: seconds (negative with `-`) and the rest.
+fn posix_duration(text: &str) -> Option<(i32, &str)> {
+    let (sign, digits) = match text.as_bytes().first()? {
+        b'-' => (-1, &text[1..]),
+        b'+' => (1, &text[1..]),
+        _ => (1, text),
     };
-    let mut parts = digits.split(':');
+    let end = digits
+        .find(|c: char| !c.is_ascii_digit() && c != ':')
+        .unwrap_or(digits.len());
+    let mut parts = digits[..end].split(':');
     let mut seconds = 0;
     for (i, unit) in [3600, 60, 1].into_iter().enumerate() {
         let Some(part) = parts.next() else {
@@ -280,15 +385,123 @@ fn posix_offset(spec: &str) -> Option<i32> {
             }
             break;
         };
-        if part.is_empty() || part.len() > 2 || !part.bytes().all(|b| b.is_ascii_digit()) {
+        // Hours may have three digits in a transition time (`/167` is a week later).
+        let max_digits = if i == 0 { 3 } else { 2 };
+        if part.is_empty() || part.len() > max_digits {
             return None;
         }
         seconds += part.parse::<i32>().ok()? * unit;
     }
-    if parts.next().is_some() || seconds > OFFSET_SECONDS_MAX {
+    if parts.next().is_some() {
         return None;
     }
-    Some(sign * seconds)
+    Some((sign * seconds, &digits[end..]))
+}
+
+/// One transition of a rule: `Jn`, `n` or `Mm.w.d`, then `/time` (02:00 by default).
+fn posix_transition(text: &str) -> Option<(PosixDate, i32)> {
+    let (date, time) = match text.split_once('/') {
+        Some((date, time)) => (date, Some(time)),
+        None => (text, None),
+    };
+    let seconds = match time {
+        Some(t) => match posix_duration(t)? {
+            (seconds, "") => seconds,
+            _ => return None,
+        },
+        None => 2 * SECONDS_PER_HOUR,
+    };
+    let date = if let Some(day) = date.strip_prefix('J') {
+        let day: u16 = day.parse().ok()?;
+        (1..=365).contains(&day).then_some(PosixDate::Julian(day))?
+    } else if let Some(mwd) = date.strip_prefix('M') {
+        let mut parts = mwd.split('.').map(|p| p.parse::<u8>().ok());
+        let (month, week, weekday) = (parts.next()??, parts.next()??, parts.next()??);
+        if parts.next().is_some()
+            || !(1..=12).contains(&month)
+            || !(1..=5).contains(&week)
+            || weekday > 6
+        {
+            return None;
+        }
+        PosixDate::MonthWeekDay {
+            month,
+            week,
+            weekday,
+        }
+    } else {
+        let day: u16 = date.parse().ok()?;
+        (day <= 365).then_some(PosixDate::ZeroBased(day))?
+    };
+    Some((date, seconds))
+}
+
+impl PosixDate {
+    /// The date in `year`.
+    fn in_year(self, year: i32) -> Option<chrono::NaiveDate> {
+        use chrono::{Datelike, NaiveDate};
+        match self {
+            PosixDate::Julian(day) => {
+                let leap = NaiveDate::from_ymd_opt(year, 2, 29).is_some();
+                let ordinal = u32::from(day) + u32::from(leap && day >= 60);
+                NaiveDate::from_yo_opt(year, ordinal)
+            }
+            PosixDate::ZeroBased(day) => NaiveDate::from_yo_opt(year, u32::from(day) + 1),
+            PosixDate::MonthWeekDay {
+                month,
+                week,
+                weekday,
+            } => {
+                let first = NaiveDate::from_ymd_opt(year, month.into(), 1)?;
+                let first_weekday = first.weekday().num_days_from_sunday() as u8;
+                let mut day = 1 + u32::from((7 + weekday - first_weekday) % 7);
+                day += 7 * (u32::from(week) - 1);
+                // Week 5 means the last such weekday: step back while past the month's end.
+                while NaiveDate::from_ymd_opt(year, month.into(), day).is_none() {
+                    day -= 7;
+                }
+                NaiveDate::from_ymd_opt(year, month.into(), day)
+            }
+        }
+    }
+}
+
+impl PosixRules {
+    /// The offset east at an instant (seconds since the epoch, UTC).
+    fn offset_at_utc(&self, utc_seconds: i64) -> i32 {
+        use chrono::Datelike;
+        let Some(local_std) = DateTime::from_timestamp(utc_seconds + self.std_east as i64, 0)
+        else {
+            return self.std_east;
+        };
+        let year = local_std.year();
+        // Transition instants in UTC: DST starts on the standard clock, ends on the daylight one.
+        let instant = |date: PosixDate, seconds: i32, east: i32| -> Option<i64> {
+            let midnight = date
+                .in_year(year)?
+                .and_hms_opt(0, 0, 0)?
+                .and_utc()
+                .timestamp();
+            Some(midnight + seconds as i64 - east as i64)
+        };
+        let (Some(start), Some(end)) = (
+            instant(self.start, self.start_seconds, self.std_east),
+            instant(self.end, self.end_seconds, self.dst_east),
+        ) else {
+            return self.std_east;
+        };
+        let in_dst = if start < end {
+            (start..end).contains(&utc_seconds)
+        } else {
+            // Southern hemisphere: DST spans the turn of the year.
+            utc_seconds >= start || utc_seconds < end
+        };
+        if in_dst {
+            self.dst_east
+        } else {
+            self.std_east
+        }
+    }
 }
 
 #[cfg(test)]
