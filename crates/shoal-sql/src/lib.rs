@@ -21,6 +21,7 @@ pub mod session;
 pub mod settings;
 mod shape_cache;
 pub mod timezone;
+pub mod timezone_abbreviations;
 pub mod types;
 
 pub use engine::Engine;

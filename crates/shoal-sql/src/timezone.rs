@@ -116,6 +116,21 @@ impl TimeZone {
         })
     }
 
+    /// A zone abbreviation of PostgreSQL's default set (`PST`, `CEST`), as a fixed offset: what
+    /// timestamptz input and AT TIME ZONE read before IANA names (SET TIME ZONE does not).
+    pub fn from_abbreviation(abbreviation: &str) -> Option<TimeZone> {
+        let seconds_east = crate::timezone_abbreviations::offset_of(abbreviation)?;
+        Some(TimeZone {
+            name: Arc::from(abbreviation.to_ascii_uppercase()),
+            rules: Rules::Fixed(seconds_east),
+        })
+    }
+
+    /// The zone of `AT TIME ZONE text`: an abbreviation, an IANA name or a POSIX specification.
+    pub fn from_at_time_zone_text(v: &str) -> Option<TimeZone> {
+        TimeZone::from_abbreviation(v).or_else(|| TimeZone::from_zone_text(v))
+    }
+
     /// A zone named in timestamptz input or in AT TIME ZONE: an IANA name, in any case.
     pub fn from_name(name: &str) -> Option<TimeZone> {
         let tz = named_zone(name)?;

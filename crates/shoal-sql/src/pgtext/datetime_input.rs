@@ -170,10 +170,11 @@ fn split_zone(t: &str) -> Option<(&str, InputZone)> {
             }
         }
     }
-    // A zone name after the time: "2024-03-31 02:30 Europe/Berlin".
+    // A zone after the time: "2024-03-31 02:30 Europe/Berlin", "12:00 PST" (abbreviations
+    // first, as PostgreSQL reads them).
     if let Some((body, name)) = t.rsplit_once(' ') {
         if name.starts_with(|c: char| c.is_ascii_alphabetic()) && body.contains(':') {
-            let zone = TimeZone::from_name(name)?;
+            let zone = TimeZone::from_abbreviation(name).or_else(|| TimeZone::from_name(name))?;
             return Some((body, InputZone::Named(zone)));
         }
     }

@@ -281,12 +281,13 @@ impl ScalarUDFImpl for AtTimeZone {
             }
             let text = zones.value(row);
             if last.as_ref().is_none_or(|(t, _)| t != text) {
-                let zone = crate::timezone::TimeZone::from_zone_text(text).ok_or_else(|| {
-                    crate::query::functions::sql_error(crate::error::SqlError::new(
-                        crate::error::code::INVALID_PARAMETER_VALUE,
-                        format!("time zone \"{text}\" not recognized"),
-                    ))
-                })?;
+                let zone =
+                    crate::timezone::TimeZone::from_at_time_zone_text(text).ok_or_else(|| {
+                        crate::query::functions::sql_error(crate::error::SqlError::new(
+                            crate::error::code::INVALID_PARAMETER_VALUE,
+                            format!("time zone \"{text}\" not recognized"),
+                        ))
+                    })?;
                 last = Some((text.to_string(), zone));
             }
             let zone = &last.as_ref().expect("set above").1;
