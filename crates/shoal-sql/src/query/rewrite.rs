@@ -411,10 +411,10 @@ impl VisitorMut for Rewriter<'_> {
 
 /// `ARRAY(SELECT x FROM ... WHERE ... ORDER BY y)`, an array of the subquery's rows (psql's
 /// `\du` reads role memberships so), becomes `(SELECT array_agg(x ORDER BY y) FROM ... WHERE
-/// ...)`, an aggregate subquery DataFusion plans and decorrelates when it reads the outer row.
-/// Only a plain SELECT of one column is rewritten (no DISTINCT, GROUP BY, LIMIT or set
-/// operation). One difference remains: without rows, PostgreSQL's ARRAY() is an empty array
-/// and array_agg is NULL.
+/// ...)`, an aggregate subquery DataFusion plans and decorrelates when it reads the outer row,
+/// wrapped in `coalesce(..., make_array())`: without rows, ARRAY() is an empty array where
+/// array_agg is NULL. Only a plain SELECT of one column is rewritten (no DISTINCT, GROUP BY,
+/// LIMIT or set operation).
 fn array_subquery(f: &Function) -> Option<Expr> {
     let FunctionArguments::Subquery(query) = &f.args else {
         return None;
@@ -468,7 +468,13 @@ fn array_subquery(f: &Function) -> Option<Expr> {
     let mut subquery = (**query).clone();
     subquery.body = Box::new(ast::SetExpr::Select(Box::new(aggregated)));
     subquery.order_by = None;
-    Some(Expr::Subquery(Box::new(subquery)))
+    Some(function_call(
+        "coalesce",
+        vec![
+            Expr::Subquery(Box::new(subquery)),
+            function_call("make_array", vec![]),
+        ],
+    ))
 }
 
 /// psql spells built-in types with their schema (`x::pg_catalog.text`, `pg_catalog.int2[]`);
