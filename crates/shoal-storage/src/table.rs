@@ -352,8 +352,9 @@ impl RowTable {
         let Some(head) = &st.head else {
             return Ok(gone());
         };
-        if st.locker != 0 && st.locker != txn.id() {
-            return Err(StorageError::WouldBlock { holder: st.locker });
+        let locker = st.older.locker();
+        if locker != 0 && locker != txn.id() {
+            return Err(StorageError::WouldBlock { holder: locker });
         }
         if is_txn_stamp(head.begin) && head.begin != me {
             return Err(StorageError::WouldBlock {
@@ -488,9 +489,9 @@ impl RowTable {
         if let WriteCheck::Outcome(o) = self.check_write(&st, txn, snap, &shape.types)? {
             return Ok(o);
         }
-        if st.locker != txn.id() {
-            debug_assert_eq!(st.locker, 0);
-            st.locker = txn.id();
+        if st.older.locker() != txn.id() {
+            debug_assert_eq!(st.older.locker(), 0);
+            st.older.set_locker(txn.id());
             txn.locks.push(row.clone());
         }
         Ok(WriteOutcome::Done)
