@@ -35,6 +35,9 @@ pub struct Engine {
     /// None for an engine without a data directory (nothing survives it).
     pub durability: Option<Arc<Durability>>,
     next_backend_pid: AtomicI32,
+    /// Held by each statement that changes the catalog while it runs, so that what one
+    /// statement changed (`ddl::undo`) is never mixed with another session's changes.
+    pub(crate) ddl_statement: tokio::sync::Mutex<()>,
 }
 
 impl Engine {
@@ -47,6 +50,7 @@ impl Engine {
             catalog: CatalogLock::new(Catalog::default()),
             durability: None,
             next_backend_pid: AtomicI32::new(1000),
+            ddl_statement: tokio::sync::Mutex::new(()),
         });
         start_segment_merger(Arc::downgrade(&engine));
         engine
@@ -68,6 +72,7 @@ impl Engine {
             catalog,
             durability: Some(durability),
             next_backend_pid: AtomicI32::new(1000),
+            ddl_statement: tokio::sync::Mutex::new(()),
         });
         start_checkpointer(Arc::downgrade(&engine));
         start_segment_merger(Arc::downgrade(&engine));

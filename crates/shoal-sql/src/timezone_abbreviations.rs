@@ -2,7 +2,9 @@
 //! `Default` set, `timezone_abbreviations = 'Default'`), with their offsets in seconds east of
 //! Greenwich. Generated from PostgreSQL 15's `pg_timezone_abbrevs` view:
 //!
-//!     psql -Atc "select abbrev, extract(epoch from utc_offset)::int from pg_timezone_abbrevs order by abbrev"
+//! ```text
+//! psql -Atc "select abbrev, extract(epoch from utc_offset)::int from pg_timezone_abbrevs order by abbrev"
+//! ```
 //!
 //! A few abbreviations are defined by a zone whose offset changed over the years (PostgreSQL
 //! then uses the offset in force at the date being read); this table keeps the offset current

@@ -39,7 +39,104 @@ pub struct PriorObject {
     pub before: Option<CatalogObject>,
 }
 
+impl CatalogObject {
+    /// Whether two states of an object are the same state (definitions are shared `Arc`s
+    /// replaced on every change; schemas compare by OID).
+    pub fn same(a: Option<&CatalogObject>, b: Option<&CatalogObject>) -> bool {
+        match (a, b) {
+            (None, None) => true,
+            (Some(CatalogObject::Schema(x)), Some(CatalogObject::Schema(y))) => x.oid == y.oid,
+            (Some(CatalogObject::Table(x)), Some(CatalogObject::Table(y))) => Arc::ptr_eq(x, y),
+            (Some(CatalogObject::Index(x)), Some(CatalogObject::Index(y))) => Arc::ptr_eq(x, y),
+            (Some(CatalogObject::Sequence(x)), Some(CatalogObject::Sequence(y))) => {
+                Arc::ptr_eq(x, y)
+            }
+            (Some(CatalogObject::View(x)), Some(CatalogObject::View(y))) => Arc::ptr_eq(x, y),
+            _ => false,
+        }
+    }
+
+    /// The (schema, name) a relation claims; None for a schema.
+    pub fn relation_name(&self) -> Option<(&str, &str)> {
+        match self {
+            CatalogObject::Schema(_) => None,
+            CatalogObject::Table(t) => Some((&t.schema, &t.name)),
+            CatalogObject::Index(i) => Some((&i.schema, &i.name)),
+            CatalogObject::Sequence(q) => Some((&q.schema, &q.name)),
+            CatalogObject::View(v) => Some((&v.schema, &v.name)),
+        }
+    }
+
+    fn oid(&self) -> Oid {
+        match self {
+            CatalogObject::Schema(s) => s.oid,
+            CatalogObject::Table(t) => t.oid,
+            CatalogObject::Index(i) => i.oid,
+            CatalogObject::Sequence(q) => q.oid,
+            CatalogObject::View(v) => v.oid,
+        }
+    }
+}
+
+impl ObjectKey {
+    fn oid(&self) -> Option<Oid> {
+        match self {
+            ObjectKey::Schema(_) => None,
+            ObjectKey::Table(o)
+            | ObjectKey::Index(o)
+            | ObjectKey::Sequence(o)
+            | ObjectKey::View(o) => Some(*o),
+        }
+    }
+}
+
 impl Catalog {
+    /// The object under `key`, as the catalog holds it now.
+    pub fn object(&self, key: &ObjectKey) -> Option<CatalogObject> {
+        match key {
+            ObjectKey::Schema(n) => self.schemas.get(n).cloned().map(CatalogObject::Schema),
+            ObjectKey::Table(o) => self.tables.get(o).cloned().map(CatalogObject::Table),
+            ObjectKey::Index(o) => self.indexes.get(o).cloned().map(CatalogObject::Index),
+            ObjectKey::Sequence(o) => self.sequences.get(o).cloned().map(CatalogObject::Sequence),
+            ObjectKey::View(o) => self.views.get(o).cloned().map(CatalogObject::View),
+        }
+    }
+
+    /// The changes of one statement that can be undone here: those whose object is still in
+    /// the state the statement left (`after`, aligned with `changes`), and whose name, if it
+    /// comes back, is free or held by one of these objects. Another session's DDL on the same
+    /// object or name since would otherwise be overwritten; those changes are left out (and
+    /// returned second).
+    pub fn undoable(
+        &self,
+        changes: &[PriorObject],
+        after: &[Option<CatalogObject>],
+    ) -> (Vec<PriorObject>, Vec<PriorObject>) {
+        let mut kept = Vec::new();
+        let mut conflicting = Vec::new();
+        let own_oids: Vec<Oid> = changes.iter().filter_map(|c| c.key.oid()).collect();
+        for (change, after) in changes.iter().zip(after) {
+            let unchanged = CatalogObject::same(self.object(&change.key).as_ref(), after.as_ref());
+            let name_free = match change
+                .before
+                .as_ref()
+                .and_then(|b| b.relation_name().map(|n| (b, n)))
+            {
+                Some((before, (schema, name))) => match self.lookup(schema, name) {
+                    Some((_, holder)) => holder == before.oid() || own_oids.contains(&holder),
+                    None => true,
+                },
+                None => true,
+            };
+            if unchanged && name_free {
+                kept.push(change.clone());
+            } else {
+                conflicting.push(change.clone());
+            }
+        }
+        (kept, conflicting)
+    }
+
     /// The objects that differ between `before` (a copy taken earlier) and this catalog, with
     /// their state in `before`. Definitions are shared `Arc`s and every change replaces one, so
     /// pointer equality finds them.

@@ -719,6 +719,21 @@ impl RowTable {
             .collect()
     }
 
+    /// Cuts the trailing columns past `new_types` off every version (a rolled back ADD COLUMN),
+    /// unless another transaction has uncommitted versions in the table: those are logged with
+    /// the columns they were written with at their commit, so the table keeps them (false).
+    pub fn cut_columns(&self, new_types: Vec<DataType>) -> Result<bool, StorageError> {
+        let n = new_types.len();
+        self.rewrite_columns(
+            new_types,
+            &|mut row| {
+                row.truncate(n);
+                row
+            },
+            true,
+        )
+    }
+
     /// Rewrites every version for new column types (ALTER TABLE ADD/DROP COLUMN ...): `map`
     /// turns an old row into a new one. The SQL layer runs it while no other transaction uses
     /// the table. Index column positions are not renumbered: drop indexes on dropped columns and
@@ -728,7 +743,32 @@ impl RowTable {
         new_types: Vec<DataType>,
         map: &dyn Fn(Vec<Value>) -> Vec<Value>,
     ) -> Result<(), StorageError> {
+        self.rewrite_columns(new_types, map, false).map(|_| ())
+    }
+
+    /// `alter_columns`; with `refuse_in_flight`, nothing changes (false) if any version is
+    /// another transaction's uncommitted write, checked under the same lock as the rewrite.
+    fn rewrite_columns(
+        &self,
+        new_types: Vec<DataType>,
+        map: &dyn Fn(Vec<Value>) -> Vec<Value>,
+        refuse_in_flight: bool,
+    ) -> Result<bool, StorageError> {
         let mut shape = self.shape.write();
+        if refuse_in_flight {
+            let in_flight = self.heap.chunks().iter().any(|chunk| {
+                chunk.lock().iter().any(|chain| {
+                    chain
+                        .state
+                        .lock()
+                        .versions()
+                        .any(|v| is_txn_stamp(v.begin) || is_txn_stamp(v.end))
+                })
+            });
+            if in_flight {
+                return Ok(false);
+            }
+        }
         let mut rewritten: Vec<(RowRef, Vec<Arc<[u8]>>)> = Vec::new();
         for chunk in self.heap.chunks() {
             for chain in chunk.lock().iter() {
@@ -750,7 +790,7 @@ impl RowTable {
             }
         }
         shape.types = new_types;
-        Ok(())
+        Ok(true)
     }
 
     /// Rows in the heap, visible or not (cheap).

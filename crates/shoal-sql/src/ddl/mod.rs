@@ -80,8 +80,25 @@ fn creation_target(session: &Session, name: &ast::ObjectName) -> SqlResult<(Stri
     Ok((schema, rel))
 }
 
-/// Runs one DDL statement, keeping what it changed in the session's undo log until its
-/// transaction ends (see `undo`).
+/// Whether `stmt` can change the catalog: the caller keeps what it changed for ROLLBACK
+/// (`undo::DdlMark`, taken around the statement whether it completes, fails or is canceled).
+/// Not TRUNCATE: it deletes rows in its transaction and may wait for other transactions'
+/// rows, which must not happen while holding the catalog statement lock.
+pub fn changes_catalog(stmt: &Statement) -> bool {
+    matches!(
+        stmt,
+        Statement::CreateTable(_)
+            | Statement::CreateIndex(_)
+            | Statement::CreateSchema { .. }
+            | Statement::CreateSequence { .. }
+            | Statement::CreateView(_)
+            | Statement::Drop { .. }
+            | Statement::AlterTable(_)
+            | Statement::AlterIndex { .. }
+    )
+}
+
+/// Runs one DDL statement (see `changes_catalog` for who keeps what it changed).
 pub async fn execute(
     session: &mut Session,
     txn: &mut Transaction,
@@ -90,19 +107,6 @@ pub async fn execute(
     if let Some(d) = &session.engine.durability {
         d.check_writable()?;
     }
-    let mark = undo::DdlMark::capture(&session.engine);
-    let result = dispatch(session, txn, stmt).await;
-    if let Some(changes) = mark.finish(&session.engine) {
-        session.ddl_undo.push(changes);
-    }
-    result
-}
-
-async fn dispatch(
-    session: &mut Session,
-    txn: &mut Transaction,
-    stmt: Statement,
-) -> SqlResult<StatementResult> {
     match stmt {
         Statement::CreateTable(ct) => table::create_table(session, txn, ct).await,
         Statement::CreateIndex(ci) => index::create_index(session, ci),

@@ -98,12 +98,23 @@ async fn columns_of_query(
         Statement::Query(Box::new(query.clone())),
     )
     .await?;
-    // A column read as it is keeps its type: varchar(n) stays varchar(n), not text.
+    // A column read as it is keeps its type: varchar(n) stays varchar(n), not text. Only a
+    // plain column of the top projection: field metadata also survives casts and set
+    // operations, where the column's type is not the result's.
+    let bare = bare_columns(&plan);
     let fields: Vec<(String, shoal_storage::DataType)> = plan
         .schema()
         .fields()
         .iter()
-        .map(|f| (f.name().clone(), crate::types::storage_type_of_field(f)))
+        .enumerate()
+        .map(|(i, f)| {
+            let t = if bare.get(i).copied().unwrap_or(false) {
+                crate::types::storage_type_of_field(f)
+            } else {
+                crate::params::storage_type_for_arrow(f.data_type())
+            };
+            (f.name().clone(), t)
+        })
         .collect();
     let mut columns: Vec<ColumnDef> = Vec::new();
     for (i, (n, t)) in fields.into_iter().enumerate() {
@@ -117,6 +128,22 @@ async fn columns_of_query(
         });
     }
     Ok(columns)
+}
+
+/// For each output column of a query plan, whether it is a column read as it is (the top
+/// projection's expression is a column reference, under Sort and Limit).
+fn bare_columns(plan: &datafusion::logical_expr::LogicalPlan) -> Vec<bool> {
+    use datafusion::logical_expr::{Expr, LogicalPlan};
+    match plan {
+        LogicalPlan::Sort(s) => bare_columns(&s.input),
+        LogicalPlan::Limit(l) => bare_columns(&l.input),
+        LogicalPlan::Projection(p) => p
+            .expr
+            .iter()
+            .map(|e| matches!(e.clone().unalias(), Expr::Column(_)))
+            .collect(),
+        _ => Vec::new(),
+    }
 }
 
 /// The columns of CREATE TABLE's column list, with what their options add: constraints to

@@ -11,11 +11,19 @@
 //! dropped come back with their rows, columns added are cut off again, indexes follow the
 //! restored catalog.
 //!
+//! Statements that change the catalog run one at a time (`Engine::ddl_statement`, taken by
+//! `Session::execute_statement` around the mark, so a statement canceled half-way is still
+//! recorded), so one statement's changes never include another session's.
+//!
 //! The undo is logged like any DDL: the rows of every table that comes back, then the restored
-//! catalog image, so recovery ends where the rollback did. Not covered: a crash while the
-//! block is still open keeps the DDL it ran so far (the catalog is logged when the DDL runs),
-//! and DROP COLUMN, ALTER COLUMN TYPE and SET ACCESS METHOD, which rewrite a table's rows in
-//! place, are refused inside a transaction block.
+//! catalog image, so recovery ends where the rollback did. Unlike PostgreSQL, Shoal takes no
+//! locks on the objects a block's DDL touched, so other sessions may have built on them before
+//! the rollback: an object changed again since, a name taken since, or a table with added
+//! columns that another open transaction is writing is left as it is (with a warning in the
+//! server log) rather than destroying their work. Not covered: a crash while the block is
+//! still open keeps the DDL it ran so far (the catalog is logged when the DDL runs), and DROP
+//! COLUMN, ALTER COLUMN TYPE and SET ACCESS METHOD, which rewrite a table's rows in place, are
+//! refused inside a transaction block.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -38,6 +46,9 @@ pub(crate) struct DdlMark {
 /// What one DDL statement changed, kept to undo it.
 pub(crate) struct DdlUndo {
     changes: Vec<PriorObject>,
+    /// Each changed object as the statement left it (None: dropped), to see at undo time
+    /// whether another session changed it since.
+    after: Vec<Option<CatalogObject>>,
     /// Storage of the tables the statement dropped.
     dropped_row_tables: Vec<Arc<RowTable>>,
     dropped_column_tables: Vec<Arc<ColumnTable>>,
@@ -60,10 +71,13 @@ impl DdlMark {
 
     /// What changed since the capture; None when the statement changed nothing.
     pub(crate) fn finish(self, engine: &Engine) -> Option<DdlUndo> {
-        let changes = engine.catalog.read().changes_since(&self.catalog);
+        let catalog = engine.catalog.read();
+        let changes = catalog.changes_since(&self.catalog);
         if changes.is_empty() {
             return None;
         }
+        let after = changes.iter().map(|c| catalog.object(&c.key)).collect();
+        drop(catalog);
         let dropped = |id: &TableId| engine.db.table(*id).is_none();
         let dropped_column = |id: &TableId| engine.db.column_table(*id).is_none();
         Some(DdlUndo {
@@ -80,6 +94,7 @@ impl DdlMark {
                 .map(|(_, t)| t)
                 .collect(),
             changes,
+            after,
         })
     }
 }
@@ -127,16 +142,47 @@ impl DdlUndoLog {
 }
 
 /// Undoes `statements` (in the order they ran), newest first. Call after the transaction's row
-/// changes were rolled back.
+/// changes were rolled back. A change another session built on since (the object changed
+/// again, its name taken, rows in flight in a table whose added column would be cut off) is
+/// left as it is, with a warning in the server log: undoing it would destroy their work.
 pub(crate) fn undo(engine: &Engine, statements: Vec<DdlUndo>) -> SqlResult<()> {
     if statements.is_empty() {
         return Ok(());
     }
-    let mut target = engine.catalog.read().clone();
-    for s in statements.iter().rev() {
-        target.restore(&s.changes);
+    let mut skipped_tables: Vec<Oid> = Vec::new();
+    let (mut kept, mut target) = undoable_changes(engine, &statements, &skipped_tables);
+    // Columns an ADD COLUMN added are cut off first; a table another transaction is writing
+    // keeps them, and its definition with them.
+    for &oid in &touched_tables(&engine.catalog.read(), &kept) {
+        let (Some(def), Some(table)) = (target.tables.get(&oid), engine.db.table(oid as TableId))
+        else {
+            continue;
+        };
+        let wanted = def.column_types();
+        let have = table.types();
+        if have.len() > wanted.len() && have[..wanted.len()] == wanted[..] {
+            // Indexes the restored catalog lacks go first: one may be on a column cut off.
+            let wanted_indexes = storage_indexes(&target, oid);
+            if table.cut_columns(wanted.clone())? {
+                for have in table.indexes() {
+                    if !wanted_indexes.iter().any(|w| w.id == have.id) {
+                        table.drop_index(have.id).ok();
+                    }
+                }
+                engine.log_table_rewrite(&table)?;
+            } else {
+                tracing::warn!(
+                    "rollback: table \"{}\" keeps its added columns: another transaction is writing to it",
+                    def.name
+                );
+                skipped_tables.push(oid);
+            }
+        }
     }
-    let touched = touched_tables(&engine.catalog.read(), &statements);
+    if !skipped_tables.is_empty() {
+        (kept, target) = undoable_changes(engine, &statements, &skipped_tables);
+    }
+    let touched = touched_tables(&engine.catalog.read(), &kept);
     let mut dropped_rows: HashMap<TableId, Arc<RowTable>> = HashMap::new();
     let mut dropped_columns: HashMap<TableId, Arc<ColumnTable>> = HashMap::new();
     for s in &statements {
@@ -165,30 +211,11 @@ pub(crate) fn undo(engine: &Engine, statements: Vec<DdlUndo>) -> SqlResult<()> {
                     continue;
                 }
                 let table = engine.db.table(id).expect("checked");
-                // Indexes the restored catalog lacks go first: one may be on a column that is
-                // cut off below.
-                let wanted_indexes = storage_indexes(&target, oid);
-                for have in table.indexes() {
-                    if !wanted_indexes.iter().any(|w| w.id == have.id) {
-                        table.drop_index(have.id).ok();
-                    }
-                }
-                let wanted = def.column_types();
-                let have = table.types();
-                if have != wanted {
-                    // Only ADD COLUMN changes a table's columns inside a block: cut them off.
-                    if have.len() < wanted.len() || have[..wanted.len()] != wanted[..] {
-                        return Err(SqlError::internal(format!(
-                            "cannot restore the columns of table {}",
-                            def.name
-                        )));
-                    }
-                    let n = wanted.len();
-                    table.alter_columns(wanted, &|mut row| {
-                        row.truncate(n);
-                        row
-                    })?;
-                    engine.log_table_rewrite(&table)?;
+                if table.types() != def.column_types() {
+                    return Err(SqlError::internal(format!(
+                        "cannot restore the columns of table {}",
+                        def.name
+                    )));
                 }
             }
             AccessMethod::Columnar => {
@@ -204,8 +231,8 @@ pub(crate) fn undo(engine: &Engine, statements: Vec<DdlUndo>) -> SqlResult<()> {
     }
     {
         let mut catalog = engine.catalog.write();
-        for s in statements.iter().rev() {
-            catalog.restore(&s.changes);
+        for changes in &kept {
+            catalog.restore(changes);
         }
     }
     // Storage the restored catalog no longer has, and indexes as it has them.
@@ -219,8 +246,14 @@ pub(crate) fn undo(engine: &Engine, statements: Vec<DdlUndo>) -> SqlResult<()> {
         let Some(table) = engine.db.table(id) else {
             continue;
         };
+        let wanted = storage_indexes(&catalog, oid);
+        for have in table.indexes() {
+            if !wanted.iter().any(|w| w.id == have.id) {
+                table.drop_index(have.id).ok();
+            }
+        }
         let have = table.indexes();
-        for w in storage_indexes(&catalog, oid) {
+        for w in wanted {
             if !have.iter().any(|h| h.id == w.id) {
                 // Rows other sessions committed meanwhile may collide; the table stays
                 // usable without the index rather than failing the rollback.
@@ -245,12 +278,39 @@ fn storage_indexes(catalog: &Catalog, oid: Oid) -> Vec<shoal_storage::IndexDef> 
         .collect()
 }
 
-/// Tables whose storage an undo may change: those the statements changed or dropped, and the
-/// tables of the indexes they changed.
-fn touched_tables(current: &Catalog, statements: &[DdlUndo]) -> Vec<Oid> {
+/// The changes to undo, newest statement first, without those that would overwrite another
+/// session's DDL (or touch `skipped_tables`), and the catalog they give.
+fn undoable_changes(
+    engine: &Engine,
+    statements: &[DdlUndo],
+    skipped_tables: &[Oid],
+) -> (Vec<Vec<PriorObject>>, Catalog) {
+    let mut target = engine.catalog.read().clone();
+    let mut kept = Vec::new();
+    for s in statements.iter().rev() {
+        let (undoable, conflicting) = target.undoable(&s.changes, &s.after);
+        for c in &conflicting {
+            tracing::warn!(
+                "rollback: {:?} left as it is: changed by another session since",
+                c.key
+            );
+        }
+        let undoable: Vec<PriorObject> = undoable
+            .into_iter()
+            .filter(|c| !matches!(c.key, ObjectKey::Table(oid) if skipped_tables.contains(&oid)))
+            .collect();
+        target.restore(&undoable);
+        kept.push(undoable);
+    }
+    (kept, target)
+}
+
+/// Tables whose storage an undo may change: those the changes name, and the tables of the
+/// indexes they change.
+fn touched_tables(current: &Catalog, kept: &[Vec<PriorObject>]) -> Vec<Oid> {
     let mut oids = Vec::new();
-    for s in statements {
-        for change in &s.changes {
+    for changes in kept {
+        for change in changes {
             let oid = match (&change.key, &change.before) {
                 (ObjectKey::Table(oid), _) => Some(*oid),
                 (ObjectKey::Index(_), Some(CatalogObject::Index(i))) => Some(i.table),

@@ -42,8 +42,13 @@ const EMPTY_RESULTS: &[(&str, &str)] = &[
 
 /// The SQL to run for `sql`: itself, unless it is one of psql's queries above.
 pub fn rewrite(sql: &str) -> Cow<'_, str> {
-    // Cheap test first: every query above is long and names pg_catalog.
+    // Cheap test first: every query above is long and names pg_catalog. Then only one SELECT,
+    // as psql sends them: never a statement that merely quotes a fragment.
     if sql.len() < 200 || !sql.contains("pg_catalog.") {
+        return Cow::Borrowed(sql);
+    }
+    let body = sql.trim().trim_end_matches(';');
+    if !body.starts_with("SELECT ") || body.contains(';') {
         return Cow::Borrowed(sql);
     }
     for (fragment, empty) in EMPTY_RESULTS {
@@ -66,6 +71,15 @@ mod tests {
 
     #[test]
     fn only_psql_fragments_change() {
+        let quoted = format!(
+            "DELETE FROM notes WHERE t <> '{}' AND id > 0{}",
+            EMPTY_RESULTS[2].0,
+            " ".repeat(200)
+        );
+        assert!(
+            matches!(rewrite(&quoted), Cow::Borrowed(_)),
+            "only psql's SELECTs"
+        );
         let plain = "SELECT * FROM pg_catalog.pg_class WHERE relname = 'x' AND relkind = 'r' \
                      AND relnamespace = 2200 AND reltuples >= 0 AND relpages >= 0 \
                      AND relhasindex IN (true, false) ORDER BY relname, relkind";

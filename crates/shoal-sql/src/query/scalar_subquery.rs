@@ -33,15 +33,37 @@ pub fn aggregate_correlated_scalar_subqueries(plan: LogicalPlan) -> DfResult<Log
                 Expr::ScalarSubquery(sq) if needs_single_row(&sq) => {
                     Ok(Transformed::yes(single_row(sq, &outer)?))
                 }
-                Expr::Exists(exists) if !in_filter => Ok(Transformed::yes(exists_as_count(
-                    exists.subquery,
-                    exists.negated,
-                )?)),
+                Expr::Exists(exists) if !in_filter => {
+                    match always_one_row(exists.subquery.subquery.as_ref()) {
+                        // An aggregate without GROUP BY or HAVING: one row, whatever it reads.
+                        Some(true) => Ok(Transformed::yes(lit(!exists.negated))),
+                        Some(false) => Ok(Transformed::no(Expr::Exists(exists))),
+                        None => Ok(Transformed::yes(exists_as_count(
+                            exists.subquery,
+                            exists.negated,
+                        )?)),
+                    }
+                }
                 other => Ok(Transformed::no(other)),
             })
         })
     })
     .data()
+}
+
+/// Under its projections, whether a subquery is an aggregate: Some(true) for one without
+/// GROUP BY (exactly one row), Some(false) for a grouped or filtered one (HAVING; left to
+/// DataFusion, which refuses it rather than count groups wrongly), None for a plain one.
+fn always_one_row(plan: &LogicalPlan) -> Option<bool> {
+    match plan {
+        LogicalPlan::Projection(p) => always_one_row(p.input.as_ref()),
+        LogicalPlan::SubqueryAlias(a) => always_one_row(a.input.as_ref()),
+        LogicalPlan::Aggregate(a) => Some(a.group_expr.is_empty()),
+        LogicalPlan::Filter(f) if matches!(f.input.as_ref(), LogicalPlan::Aggregate(_)) => {
+            Some(false)
+        }
+        _ => None,
+    }
 }
 
 /// DataFusion plans EXISTS only in a filter; psql's `\d INDEX` selects it (`(NOT

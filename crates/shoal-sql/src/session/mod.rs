@@ -50,15 +50,12 @@ pub fn columns_of_schema(schema: &SchemaRef) -> Vec<ResultColumn> {
                 .get(crate::types::PG_TYPE_METADATA_KEY)
                 .and_then(|v| v.parse().ok())
                 .unwrap_or_else(|| pg_oid_for_arrow(f.data_type()));
-            let typmod = f
-                .metadata()
-                .get(crate::types::PG_TYPMOD_METADATA_KEY)
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(-1);
+            // No typmod: a field keeps its column's metadata through casts (`v::varchar(10)`
+            // of a varchar(3) column), so the column's would be wrong there.
             ResultColumn {
                 name: crate::query::column_names::output_name(f.name()).into(),
                 type_oid,
-                typmod,
+                typmod: -1,
             }
         })
         .collect()
@@ -371,6 +368,16 @@ impl Session {
             self.fail_block();
             return Err(e);
         }
+        // A statement that changes the catalog runs alone among those, and what it changed
+        // is kept for ROLLBACK even when it fails or is canceled half-way (see `ddl::undo`).
+        let engine = self.engine.clone();
+        let ddl_lock = match crate::ddl::changes_catalog(&stmt) {
+            true => Some(engine.ddl_statement.lock().await),
+            false => None,
+        };
+        let mark = ddl_lock
+            .as_ref()
+            .map(|_| crate::ddl::undo::DdlMark::capture(&engine));
         let (mut txn, implicit) = self.statement_transaction();
         let mut cancel = self.cancel.take();
         let timeout_ms = self.settings.statement_timeout_ms();
@@ -382,6 +389,10 @@ impl Session {
         };
         let result = interruptible(timeout_ms, &mut cancel, work).await;
         self.cancel = cancel;
+        if let Some(changes) = mark.and_then(|m| m.finish(&engine)) {
+            self.ddl_undo.push(changes);
+        }
+        drop(ddl_lock);
         self.finish_statement(txn, implicit, result).await
     }
 }
