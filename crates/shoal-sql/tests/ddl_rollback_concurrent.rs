@@ -87,3 +87,34 @@ fn rollback_leaves_other_sessions_ddl_and_rows_alone() {
     drop(engine);
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn a_primary_key_that_no_longer_holds_is_not_restored() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let engine = Engine::new();
+    let mut a = Session::new(engine.clone());
+    let mut b = Session::new(engine.clone());
+    rt.block_on(async {
+        run(&mut a, "CREATE TABLE keyed (k int PRIMARY KEY)").await;
+        run(&mut a, "INSERT INTO keyed VALUES (1)").await;
+        run(&mut a, "BEGIN").await;
+        run(&mut a, "ALTER TABLE keyed DROP CONSTRAINT keyed_pkey").await;
+        // Committed while the key is gone: the index cannot be rebuilt over it.
+        run(&mut b, "INSERT INTO keyed VALUES (1)").await;
+        run(&mut a, "ROLLBACK").await;
+        let described = scalar(
+            &mut a,
+            "SELECT (SELECT count(*) FROM pg_constraint WHERE conname = 'keyed_pkey') || ' ' || \
+             (SELECT count(*) FROM pg_indexes WHERE indexname = 'keyed_pkey') || ' ' || \
+             (SELECT count(*) FROM keyed)",
+        )
+        .await;
+        assert_eq!(
+            described, "0 0 2",
+            "the catalog does not claim a key its rows break"
+        );
+    });
+}

@@ -236,6 +236,7 @@ pub(crate) fn undo(engine: &Engine, statements: Vec<DdlUndo>) -> SqlResult<()> {
         }
     }
     // Storage the restored catalog no longer has, and indexes as it has them.
+    let mut unbuilt: Vec<(Oid, Oid)> = Vec::new();
     let catalog = engine.catalog.read();
     for &oid in &touched {
         let id = oid as TableId;
@@ -255,13 +256,41 @@ pub(crate) fn undo(engine: &Engine, statements: Vec<DdlUndo>) -> SqlResult<()> {
         let have = table.indexes();
         for w in wanted {
             if !have.iter().any(|h| h.id == w.id) {
-                // Rows other sessions committed meanwhile may collide; the table stays
-                // usable without the index rather than failing the rollback.
+                // Rows other sessions committed meanwhile may collide: the table stays usable
+                // without the index (and its constraint) rather than failing the rollback.
                 if let Err(e) = table.add_index(w.clone()) {
                     tracing::warn!("rollback: index {} not rebuilt: {e}", w.name);
+                    unbuilt.push((oid, w.id as Oid));
                 }
             }
         }
+    }
+    drop(catalog);
+    if !unbuilt.is_empty() {
+        forget_unbuilt_indexes(engine, &unbuilt)?;
+    }
+    Ok(())
+}
+
+/// Takes indexes a rollback could not rebuild out of the catalog, with the PRIMARY KEY or
+/// UNIQUE constraint they back: the catalog must not promise what storage does not enforce.
+fn forget_unbuilt_indexes(engine: &Engine, unbuilt: &[(Oid, Oid)]) -> SqlResult<()> {
+    use shoal_storage::catalog::ConstraintKind;
+    let mut catalog = engine.catalog.write();
+    for &(table_oid, index_oid) in unbuilt {
+        catalog.remove_index(index_oid);
+        let Some(def) = catalog.tables.get(&table_oid).cloned() else {
+            continue;
+        };
+        let mut def = (*def).clone();
+        def.constraints.retain(|c| {
+            !matches!(
+                c.kind,
+                ConstraintKind::PrimaryKey { index, .. } | ConstraintKind::Unique { index, .. }
+                    if index == index_oid
+            )
+        });
+        catalog.replace_table(def)?;
     }
     Ok(())
 }
