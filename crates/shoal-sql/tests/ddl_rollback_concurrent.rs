@@ -6,18 +6,9 @@
 
 mod common;
 
-use shoal_sql::durability::DurabilityOptions;
 use shoal_sql::{Engine, Session};
 
-use common::{run, scalar, temp_dir};
-
-fn options() -> DurabilityOptions {
-    DurabilityOptions {
-        checkpoint_log_bytes: u64::MAX,
-        checkpoint_interval_s: 3600,
-        ..DurabilityOptions::default()
-    }
-}
+use common::{no_automatic_checkpoints, run, runtime, scalar, temp_dir};
 
 const STATE: &str = "SELECT (SELECT string_agg(attname, ',' ORDER BY attnum) FROM pg_attribute \
      WHERE attrelid = 'cols'::regclass AND attnum > 0) || ' ' || \
@@ -29,11 +20,9 @@ const STATE: &str = "SELECT (SELECT string_agg(attname, ',' ORDER BY attnum) FRO
 #[test]
 fn rollback_leaves_other_sessions_ddl_and_rows_alone() {
     let dir = temp_dir("ddl-rollback-concurrent");
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let (engine, _) = Engine::open(&dir, options()).expect("open a fresh data directory");
+    let rt = runtime();
+    let (engine, _) =
+        Engine::open(&dir, no_automatic_checkpoints()).expect("open a fresh data directory");
     let mut a = Session::new(engine.clone());
     let mut b = Session::new(engine.clone());
     let expected = "k,x,y 1 theirs 2/3 1";
@@ -75,7 +64,7 @@ fn rollback_leaves_other_sessions_ddl_and_rows_alone() {
     engine.shutdown();
     drop(engine);
 
-    let (engine, _) = Engine::open(&dir, options()).expect("recover");
+    let (engine, _) = Engine::open(&dir, no_automatic_checkpoints()).expect("recover");
     let mut s = Session::new(engine.clone());
     rt.block_on(async {
         assert_eq!(scalar(&mut s, STATE).await, expected, "after a restart");
@@ -90,10 +79,7 @@ fn rollback_leaves_other_sessions_ddl_and_rows_alone() {
 
 #[test]
 fn a_primary_key_that_no_longer_holds_is_not_restored() {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = runtime();
     let engine = Engine::new();
     let mut a = Session::new(engine.clone());
     let mut b = Session::new(engine.clone());

@@ -6,18 +6,9 @@
 
 mod common;
 
-use shoal_sql::durability::DurabilityOptions;
 use shoal_sql::{Engine, Session};
 
-use common::{run, scalar, temp_dir};
-
-fn options() -> DurabilityOptions {
-    DurabilityOptions {
-        checkpoint_log_bytes: u64::MAX,
-        checkpoint_interval_s: 3600,
-        ..DurabilityOptions::default()
-    }
-}
+use common::{no_automatic_checkpoints, run, runtime, scalar, temp_dir};
 
 /// Everything the rolled back DDL could have changed, as one line.
 const STATE: &str = "SELECT (SELECT count(*) || '/' || sum(k) FROM rows_t) || ' ' || \
@@ -44,11 +35,9 @@ async fn assert_state(s: &mut Session, expected: &str, when: &str) {
 #[test]
 fn rolled_back_ddl_stays_undone_after_restart() {
     let dir = temp_dir("ddl-rollback");
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let (engine, _) = Engine::open(&dir, options()).expect("open a fresh data directory");
+    let rt = runtime();
+    let (engine, _) =
+        Engine::open(&dir, no_automatic_checkpoints()).expect("open a fresh data directory");
     let mut s = Session::new(engine.clone());
     let expected = "1000/500500 300/45150 0 2 1";
     rt.block_on(async {
@@ -83,7 +72,7 @@ fn rolled_back_ddl_stays_undone_after_restart() {
     drop(engine);
 
     // Recovery replays the log: the drops, then the undo's images and catalog.
-    let (engine, _) = Engine::open(&dir, options()).expect("recover");
+    let (engine, _) = Engine::open(&dir, no_automatic_checkpoints()).expect("recover");
     let mut s = Session::new(engine.clone());
     rt.block_on(assert_state(&mut s, expected, "after replaying the log"));
     engine
@@ -94,7 +83,7 @@ fn rolled_back_ddl_stays_undone_after_restart() {
     engine.shutdown();
     drop(engine);
 
-    let (engine, report) = Engine::open(&dir, options()).expect("recover");
+    let (engine, report) = Engine::open(&dir, no_automatic_checkpoints()).expect("recover");
     assert!(report.checkpoint_id.is_some(), "{report}");
     let mut s = Session::new(engine.clone());
     rt.block_on(assert_state(

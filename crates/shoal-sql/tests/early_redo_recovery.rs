@@ -14,17 +14,15 @@ use shoal_sql::durability::DurabilityOptions;
 use shoal_sql::{Engine, Session};
 use shoal_wal::Record;
 
-use common::{run, scalar, temp_dir};
+use common::{no_automatic_checkpoints, run, runtime, scalar, temp_dir};
 
 const EARLY_REDO_BYTES: usize = 4096;
 
 fn options() -> DurabilityOptions {
+    // The background checkpointer stays out: the test takes its own checkpoint.
     DurabilityOptions {
-        // The background checkpointer stays out: the test takes its own checkpoint.
-        checkpoint_log_bytes: u64::MAX,
-        checkpoint_interval_s: 3600,
         early_redo_bytes: EARLY_REDO_BYTES,
-        ..DurabilityOptions::default()
+        ..no_automatic_checkpoints()
     }
 }
 
@@ -47,10 +45,7 @@ fn count_row_change_records(dir: &Path) -> u64 {
 #[test]
 fn transactions_logged_ahead_of_their_commit_recover_exactly() {
     let dir = temp_dir("early-redo");
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = runtime();
     let (engine, _) = Engine::open(&dir, options()).expect("open a fresh data directory");
     let mut a = Session::new(engine.clone());
     let mut unfinished = Session::new(engine.clone());

@@ -5,29 +5,12 @@
 
 mod common;
 
-use shoal_sql::durability::DurabilityOptions;
 use shoal_sql::{Engine, Session};
 
-use common::{run, scalar, temp_dir};
+use common::{no_automatic_checkpoints, run, runtime, scalar, temp_dir};
 
 const SIGNATURE: &str = "SELECT count(*)::text || ' ' || sum(id)::text || ' ' || \
      count(*) FILTER (WHERE v = 'updated')::text FROM t";
-
-/// Every restart replays the merges from the log: no checkpoint covers them.
-fn no_automatic_checkpoints() -> DurabilityOptions {
-    DurabilityOptions {
-        checkpoint_log_bytes: u64::MAX,
-        checkpoint_interval_s: 3600,
-        ..DurabilityOptions::default()
-    }
-}
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-}
 
 #[test]
 fn vacuum_merges_small_segments_and_gc_drops_the_old_ones() {

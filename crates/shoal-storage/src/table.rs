@@ -710,6 +710,27 @@ impl RowTable {
         Ok(())
     }
 
+    /// Drops every index whose id is not in `keep`.
+    pub fn retain_indexes(&self, keep: &[IndexId]) {
+        self.shape
+            .write()
+            .indexes
+            .retain(|i| keep.contains(&i.def.id));
+    }
+
+    /// Brings the indexes in line with `wanted` (a catalog's, after recovery replayed it or a
+    /// rollback restored it): drops the others, builds the missing ones. Returns those that
+    /// could not be built (live rows collide), with why.
+    pub fn set_indexes(&self, wanted: Vec<IndexDef>) -> Vec<(IndexDef, StorageError)> {
+        self.retain_indexes(&wanted.iter().map(|w| w.id).collect::<Vec<_>>());
+        let have = self.indexes();
+        wanted
+            .into_iter()
+            .filter(|w| !have.iter().any(|h| h.id == w.id))
+            .filter_map(|w| self.add_index(w.clone()).err().map(|e| (w, e)))
+            .collect()
+    }
+
     pub fn indexes(&self) -> Vec<IndexDef> {
         self.shape
             .read_recursive()

@@ -78,25 +78,24 @@ impl DdlMark {
         }
         let after = changes.iter().map(|c| catalog.object(&c.key)).collect();
         drop(catalog);
-        let dropped = |id: &TableId| engine.db.table(*id).is_none();
-        let dropped_column = |id: &TableId| engine.db.column_table(*id).is_none();
         Some(DdlUndo {
-            dropped_row_tables: self
-                .row_tables
-                .into_iter()
-                .filter(|(id, _)| dropped(id))
-                .map(|(_, t)| t)
-                .collect(),
-            dropped_column_tables: self
-                .column_tables
-                .into_iter()
-                .filter(|(id, _)| dropped_column(id))
-                .map(|(_, t)| t)
-                .collect(),
+            dropped_row_tables: gone(self.row_tables, |id| engine.db.table(id).is_some()),
+            dropped_column_tables: gone(self.column_tables, |id| {
+                engine.db.column_table(id).is_some()
+            }),
             changes,
             after,
         })
     }
+}
+
+/// The tables of a registry copy that storage no longer has.
+fn gone<T>(tables: HashMap<TableId, Arc<T>>, exists: impl Fn(TableId) -> bool) -> Vec<Arc<T>> {
+    tables
+        .into_iter()
+        .filter(|(id, _)| !exists(*id))
+        .map(|(_, t)| t)
+        .collect()
 }
 
 /// A session's DDL since its transaction began, with its savepoints' places in it.
@@ -162,13 +161,11 @@ pub(crate) fn undo(engine: &Engine, statements: Vec<DdlUndo>) -> SqlResult<()> {
         let have = table.types();
         if have.len() > wanted.len() && have[..wanted.len()] == wanted[..] {
             // Indexes the restored catalog lacks go first: one may be on a column cut off.
-            let wanted_indexes = storage_indexes(&target, oid);
+            // (Only the block's own: they go with its catalog changes even if the cut does not
+            // happen.)
+            let keep: Vec<_> = storage_indexes(&target, oid).iter().map(|w| w.id).collect();
+            table.retain_indexes(&keep);
             if table.cut_columns(wanted.clone())? {
-                for have in table.indexes() {
-                    if !wanted_indexes.iter().any(|w| w.id == have.id) {
-                        table.drop_index(have.id).ok();
-                    }
-                }
                 engine.log_table_rewrite(&table)?;
             } else {
                 tracing::warn!(
@@ -247,22 +244,11 @@ pub(crate) fn undo(engine: &Engine, statements: Vec<DdlUndo>) -> SqlResult<()> {
         let Some(table) = engine.db.table(id) else {
             continue;
         };
-        let wanted = storage_indexes(&catalog, oid);
-        for have in table.indexes() {
-            if !wanted.iter().any(|w| w.id == have.id) {
-                table.drop_index(have.id).ok();
-            }
-        }
-        let have = table.indexes();
-        for w in wanted {
-            if !have.iter().any(|h| h.id == w.id) {
-                // Rows other sessions committed meanwhile may collide: the table stays usable
-                // without the index (and its constraint) rather than failing the rollback.
-                if let Err(e) = table.add_index(w.clone()) {
-                    tracing::warn!("rollback: index {} not rebuilt: {e}", w.name);
-                    unbuilt.push((oid, w.id as Oid));
-                }
-            }
+        // Rows other sessions committed meanwhile may collide: the table stays usable without
+        // the index (and its constraint) rather than failing the rollback.
+        for (w, e) in table.set_indexes(storage_indexes(&catalog, oid)) {
+            tracing::warn!("rollback: index {} not rebuilt: {e}", w.name);
+            unbuilt.push((oid, w.id as Oid));
         }
     }
     drop(catalog);

@@ -459,20 +459,10 @@ impl Replay {
                 .iter()
                 .filter_map(|i| storage_index(i, &def))
                 .collect();
-            for have in table.indexes() {
-                if !wanted.iter().any(|w| w.id == have.id) {
-                    table.drop_index(have.id).ok();
-                }
-            }
-            let have = table.indexes();
-            for w in wanted {
-                if !have.iter().any(|h| h.id == w.id) {
-                    // A failed CREATE UNIQUE INDEX is logged and then removed again by the
-                    // next catalog record.
-                    if let Err(e) = table.add_index(w.clone()) {
-                        tracing::warn!("replay: index {} not rebuilt: {e}", w.name);
-                    }
-                }
+            // A failed CREATE UNIQUE INDEX is logged and then removed again by the next
+            // catalog record.
+            for (w, e) in table.set_indexes(wanted) {
+                tracing::warn!("replay: index {} not rebuilt: {e}", w.name);
             }
         }
         self.images.retain(|_, p| !p.complete);

@@ -6,8 +6,27 @@
 use std::path::PathBuf;
 
 use datafusion::arrow::util::display::array_value_to_string;
+use shoal_sql::durability::DurabilityOptions;
 use shoal_sql::session::StatementResult;
 use shoal_sql::Session;
+
+/// Durability options without the background checkpointer: a test takes its checkpoints
+/// itself, and every restart otherwise replays the whole log.
+pub fn no_automatic_checkpoints() -> DurabilityOptions {
+    DurabilityOptions {
+        checkpoint_log_bytes: u64::MAX,
+        checkpoint_interval_s: 3600,
+        ..DurabilityOptions::default()
+    }
+}
+
+/// A single-threaded runtime to drive sessions from a plain test.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
 
 /// A data directory path unique to this process and moment (not created).
 pub fn temp_dir(name: &str) -> PathBuf {
