@@ -66,7 +66,7 @@ impl EarlyRowRedo {
 }
 
 fn redo_bytes(w: &WriteEntry) -> usize {
-    CHANGE_OVERHEAD_BYTES + w.row.len()
+    CHANGE_OVERHEAD_BYTES + w.row_bytes().len()
 }
 
 pub(crate) fn redo_change(w: &WriteEntry) -> RedoChange<'_> {
@@ -74,7 +74,7 @@ pub(crate) fn redo_change(w: &WriteEntry) -> RedoChange<'_> {
         table: w.table,
         kind: w.kind,
         row_id: w.chain.row_id(),
-        row: &w.row,
+        row: w.row_bytes(),
     }
 }
 

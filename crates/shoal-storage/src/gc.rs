@@ -83,7 +83,7 @@ fn prune_chunk(chunk: &crate::table::HeapChunk, horizon: CommitTs, stats: &mut G
     rows.retain(|chain| {
         let mut st = chain.state.lock();
         stats.versions_freed += st.prune(horizon);
-        st.head.is_some()
+        st.head().is_some()
     });
     stats.rows_freed += before - rows.len();
     before
@@ -126,7 +126,9 @@ fn sweep_index(
 
 fn entry_is_used(idx: &Index, types: &[DataType], chain: &RowRef, key: &[u8]) -> bool {
     let st = chain.lock_state();
-    let used = st.versions().any(|v| idx.row_has_key(types, &v.data, key));
+    let used = st
+        .versions()
+        .any(|v| idx.row_has_key(types, chain.bytes(&v.data), key));
     used
 }
 

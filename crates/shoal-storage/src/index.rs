@@ -116,7 +116,7 @@ impl PointMap {
         let mut shard = self.shard(key_hash).write();
         let present = shard
             .iter_hash(key_hash)
-            .any(|e| e.key_hash == key_hash && Arc::ptr_eq(&e.row, row));
+            .any(|e| e.key_hash == key_hash && RowRef::ptr_eq(&e.row, row));
         if !present {
             let entry = PointEntry {
                 key_hash,
@@ -130,7 +130,7 @@ impl PointMap {
         let key_hash = self.hash(key);
         let mut shard = self.shard(key_hash).write();
         if let Ok(entry) = shard.find_entry(key_hash, |e| {
-            e.key_hash == key_hash && Arc::ptr_eq(&e.row, row)
+            e.key_hash == key_hash && RowRef::ptr_eq(&e.row, row)
         }) {
             entry.remove();
         }

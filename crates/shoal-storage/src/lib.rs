@@ -18,6 +18,7 @@ mod ordered_entries;
 pub mod recovery;
 pub mod row_chain;
 pub mod row_codec;
+mod row_ref;
 pub mod table;
 pub mod text_dictionary;
 pub mod txn;

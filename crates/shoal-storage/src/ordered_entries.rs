@@ -631,18 +631,10 @@ mod tests {
 
     use super::*;
     use crate::index::entry_key;
-    use crate::table::{RowChain, Version};
-    use crate::txn::END_UNSET;
+    use crate::table::RowChain;
 
     fn row(id: u64) -> RowRef {
-        Arc::new(RowChain::new(
-            id,
-            Version {
-                begin: 1,
-                end: END_UNSET,
-                data: Arc::from(&[][..]),
-            },
-        ))
+        RowRef::new(RowChain::new(id, 1), &[])
     }
 
     fn all(entries: &OrderedEntries) -> Vec<(Vec<u8>, u64)> {

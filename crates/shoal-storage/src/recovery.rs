@@ -6,12 +6,11 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 
 use crate::error::StorageError;
 use crate::index::LoadBuffer;
-use crate::table::{InsertOutcome, RowChain, RowRef, RowTable, Version, WriteOutcome};
-use crate::txn::{CommitTs, Transaction, END_UNSET};
+use crate::table::{InsertOutcome, RowChain, RowRef, RowTable, WriteOutcome};
+use crate::txn::{CommitTs, Transaction};
 
 /// The commit timestamp loaded checkpoint rows carry: before every commit after recovery.
 pub const RECOVERED_TS: CommitTs = 1;
@@ -30,16 +29,7 @@ impl RowTable {
         let shape = self.shape.read_recursive();
         let chains: Vec<RowRef> = rows
             .iter()
-            .map(|&(row_id, data)| {
-                Arc::new(RowChain::new(
-                    row_id,
-                    Version {
-                        begin: RECOVERED_TS,
-                        end: END_UNSET,
-                        data: Arc::from(data),
-                    },
-                ))
-            })
+            .map(|&(row_id, data)| RowRef::new(RowChain::new(row_id, RECOVERED_TS), data))
             .collect();
         let (mut values, mut key, mut pending) = (Vec::new(), Vec::new(), LoadBuffer::new());
         for idx in &shape.indexes {
@@ -80,7 +70,7 @@ impl RowTable {
         let mut rows = HashMap::new();
         for chunk in self.heap.chunks() {
             for chain in chunk.lock().iter() {
-                if chain.state.lock().head.is_some() {
+                if chain.state.lock().head().is_some() {
                     rows.insert(chain.row_id(), chain.clone());
                 }
             }
@@ -98,7 +88,7 @@ impl RowTable {
     ) -> Result<RowRef, StorageError> {
         let shape = self.shape.read_recursive();
         self.next_row_id.fetch_max(row_id + 1, Ordering::Relaxed);
-        match self.insert_encoded(&shape, txn, row_id, Arc::from(data))? {
+        match self.insert_encoded(&shape, txn, row_id, data)? {
             InsertOutcome::Inserted(row) => Ok(row),
             InsertOutcome::Conflict { .. } => Err(StorageError::CommitFailed(format!(
                 "replaying the log: row {row_id} of table {} collides with an existing key",

@@ -4,20 +4,47 @@
 //! runs) and the row's `row_codec` bytes. `table` decides who may write a row; this module keeps
 //! the chain itself: visibility, stamping at commit, undo at rollback, pruning by GC.
 
+use std::ops::Deref;
 use std::sync::Arc;
 
 use parking_lot::{Mutex, MutexGuard};
 
+pub use crate::row_ref::RowRef;
 use crate::txn::{is_txn_stamp, txn_stamp, ChangeKind, CommitTs, Snapshot, TxnId, END_UNSET};
 
-/// Stable handle of a logical row.
-pub type RowRef = Arc<RowChain>;
-
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub(crate) struct Version {
     pub begin: u64,
     pub end: u64,
-    pub data: Arc<[u8]>,
+    pub data: VersionData,
+}
+
+/// Where a version's bytes are. The row's first version keeps them in the row's own
+/// allocation (see `row_ref`); later ones (updates, rewrites) in an allocation of their own.
+/// `Inline` means the inline bytes of the chain the version belongs to, so a `VersionData`
+/// (or a clone of it) is only read through that chain's [`RowRef::bytes`].
+#[derive(Clone, Debug)]
+pub(crate) enum VersionData {
+    Inline,
+    Shared(Arc<[u8]>),
+}
+
+/// A version's bytes, read from a row outside its mutex: borrowed from the row's handle when
+/// they are the inline ones (which never change), else a shared reference.
+pub enum RowBytes<'a> {
+    Inline(&'a [u8]),
+    Shared(Arc<[u8]>),
+}
+
+impl Deref for RowBytes<'_> {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match self {
+            RowBytes::Inline(bytes) => bytes,
+            RowBytes::Shared(bytes) => bytes,
+        }
+    }
 }
 
 impl Version {
@@ -34,12 +61,17 @@ pub struct RowChain {
 }
 
 pub(crate) struct ChainState {
-    /// Newest version; `None` once the row is gone for good (insert rolled back, or deleted and
-    /// reclaimed).
-    pub head: Option<Version>,
+    /// Newest version, or none (begin stamp `GONE`) once the row is gone for good (insert
+    /// rolled back, or deleted and reclaimed): see [`ChainState::head`]. Not an `Option`:
+    /// `VersionData` has no spare bit pattern left for `None`, and the 8 bytes a tag would
+    /// take grow every row's block by 16.
+    head: Version,
     /// Older versions, oldest first (so replacing the head is a push), and the row lock.
     pub older: OlderVersions,
 }
+
+/// Begin stamp of "no head": no version begins at 0 (commit timestamps start at 1).
+const GONE: u64 = 0;
 
 /// A row's older versions, oldest first, and the transaction holding its row lock (SELECT FOR
 /// UPDATE/SHARE). Most rows have neither most of the time, so both sit behind one pointer: 8
@@ -131,15 +163,48 @@ impl OlderVersions {
     /// Bytes the list holds beyond its pointer.
     pub(crate) fn heap_bytes(&self) -> usize {
         self.0.as_ref().map_or(0, |r| {
-            std::mem::size_of::<Rare>() + r.versions.capacity() * std::mem::size_of::<Version>()
+            crate::row_ref::malloc_chunk_bytes(std::mem::size_of::<Rare>())
+                + crate::row_ref::malloc_chunk_bytes(
+                    r.versions.capacity() * std::mem::size_of::<Version>(),
+                )
         })
     }
 }
 
 impl ChainState {
+    /// The newest version, unless the row is gone for good.
+    pub(crate) fn head(&self) -> Option<&Version> {
+        (self.head.begin != GONE).then_some(&self.head)
+    }
+
+    pub(crate) fn head_mut(&mut self) -> Option<&mut Version> {
+        (self.head.begin != GONE).then_some(&mut self.head)
+    }
+
+    fn take_head(&mut self) -> Option<Version> {
+        let gone = Version {
+            begin: GONE,
+            end: END_UNSET,
+            data: VersionData::Inline,
+        };
+        let head = std::mem::replace(&mut self.head, gone);
+        (head.begin != GONE).then_some(head)
+    }
+
+    /// The row is gone for good: no head (the older versions stay for GC).
+    pub(crate) fn clear_head(&mut self) {
+        self.take_head();
+    }
+
     /// Versions newest first.
     pub(crate) fn versions(&self) -> impl Iterator<Item = &Version> {
-        self.head.iter().chain(self.older.iter().rev())
+        self.head().into_iter().chain(self.older.iter().rev())
+    }
+
+    /// Versions newest first, to restamp or rewrite.
+    pub(crate) fn versions_mut(&mut self) -> impl Iterator<Item = &mut Version> {
+        let head = (self.head.begin != GONE).then_some(&mut self.head);
+        head.into_iter().chain(self.older.iter_mut().rev())
     }
 
     pub(crate) fn visible(&self, snap: &Snapshot) -> Option<&Version> {
@@ -147,24 +212,28 @@ impl ChainState {
     }
 
     pub(crate) fn push(&mut self, v: Version) {
-        if let Some(old) = self.head.replace(v) {
+        debug_assert_ne!(v.begin, GONE, "a version begins at a stamp");
+        let old = std::mem::replace(&mut self.head, v);
+        if old.begin != GONE {
             self.older.push(old);
         }
     }
 
     pub(crate) fn pop(&mut self) -> Option<Version> {
-        let head = self.head.take();
-        self.head = self.older.pop();
+        let head = self.take_head();
+        if let Some(older) = self.older.pop() {
+            self.head = older;
+        }
         head
     }
 
     /// Drops versions no snapshot at or after `horizon` can see; returns how many.
     pub(crate) fn prune(&mut self, horizon: CommitTs) -> usize {
-        if self.head.as_ref().is_some_and(|h| h.is_dead(horizon)) {
+        if self.head().is_some_and(|h| h.is_dead(horizon)) {
             // Ends only decrease going older, so everything below a dead head is dead too.
             debug_assert!(self.older.iter().all(|v| v.is_dead(horizon)));
             let freed = 1 + self.older.len();
-            self.head = None;
+            self.clear_head();
             self.older.clear_versions();
             return freed;
         }
@@ -175,11 +244,17 @@ impl ChainState {
 }
 
 impl RowChain {
-    pub(crate) fn new(row_id: u64, v: Version) -> RowChain {
+    /// A chain whose only version begins at `begin` and has the inline bytes of the block the
+    /// chain goes into (`RowRef::new`).
+    pub(crate) fn new(row_id: u64, begin: u64) -> RowChain {
         RowChain {
             row_id,
             state: Mutex::new(ChainState {
-                head: Some(v),
+                head: Version {
+                    begin,
+                    end: END_UNSET,
+                    data: VersionData::Inline,
+                },
                 older: OlderVersions::default(),
             }),
         }
@@ -194,16 +269,11 @@ impl RowChain {
         self.state.lock()
     }
 
-    pub(crate) fn visible_data(&self, snap: &Snapshot) -> Option<Arc<[u8]>> {
-        self.state.lock().visible(snap).map(|v| v.data.clone())
-    }
-
     /// Replaces `txn`'s stamps with its commit timestamp. Its versions are the newest ones.
     pub(crate) fn stamp(&self, txn: TxnId, ts: CommitTs) {
         let me = txn_stamp(txn);
         let mut st = self.state.lock();
-        let ChainState { head, older, .. } = &mut *st;
-        for v in head.iter_mut().chain(older.iter_mut().rev()) {
+        for v in st.versions_mut() {
             let mut touched = false;
             if v.begin == me {
                 v.begin = ts;
@@ -236,8 +306,7 @@ impl RowChain {
         }
         if matches!(kind, ChangeKind::Update | ChangeKind::Delete) {
             let head = st
-                .head
-                .as_mut()
+                .head_mut()
                 .expect("undo: the replaced version is still there");
             debug_assert_eq!(head.end, me, "undo of an end stamp not ours");
             head.end = END_UNSET;
@@ -252,6 +321,43 @@ impl RowChain {
     }
 }
 
+impl RowRef {
+    /// The bytes of `data`, a version of this row.
+    pub(crate) fn bytes<'a>(&'a self, data: &'a VersionData) -> &'a [u8] {
+        match data {
+            VersionData::Inline => self.inline_bytes(),
+            VersionData::Shared(bytes) => bytes,
+        }
+    }
+
+    /// The bytes of `data`, a version of this row, to keep after the row's mutex is released.
+    pub(crate) fn keep_bytes(&self, data: &VersionData) -> RowBytes<'_> {
+        match data {
+            VersionData::Inline => RowBytes::Inline(self.inline_bytes()),
+            VersionData::Shared(bytes) => RowBytes::Shared(bytes.clone()),
+        }
+    }
+
+    /// The bytes of the version `snap` sees, if any.
+    pub fn visible_data(&self, snap: &Snapshot) -> Option<RowBytes<'_>> {
+        let st = self.state.lock();
+        st.visible(snap).map(|v| self.keep_bytes(&v.data))
+    }
+
+    /// Bytes of memory the row holds: its block, older versions and their bytes.
+    pub(crate) fn memory_bytes(&self) -> usize {
+        let st = self.state.lock();
+        let mut bytes = self.allocation_bytes() + st.older.heap_bytes();
+        for v in st.versions() {
+            if let VersionData::Shared(data) = &v.data {
+                // An `Arc<[u8]>`: two counts and the bytes.
+                bytes += crate::row_ref::malloc_chunk_bytes(16 + data.len());
+            }
+        }
+        bytes
+    }
+}
+
 impl std::fmt::Debug for RowChain {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "RowChain({})", self.row_id)
@@ -262,9 +368,9 @@ impl std::fmt::Debug for RowChain {
 mod tests {
     use super::*;
 
-    /// Every row pays for its chain: keep it to a 56-byte allocation payload (plus the
-    /// `Arc`'s 16 bytes of counts: 72, an 80-byte glibc chunk), with the older versions and
-    /// the row lock behind one pointer.
+    /// Every row pays for its chain: keep it to 56 bytes (64 with the handle's count and the
+    /// inline length in front, see `row_ref`), with the older versions and the row lock behind
+    /// one pointer and no tag for a missing head.
     #[test]
     fn a_row_chain_stays_small() {
         assert!(
@@ -273,6 +379,28 @@ mod tests {
             std::mem::size_of::<RowChain>()
         );
         assert_eq!(std::mem::size_of::<OlderVersions>(), 8);
+        assert_eq!(std::mem::size_of::<Version>(), 32);
+        // A pgbench_accounts row (19 bytes) takes one 96-byte glibc chunk.
+        let row = RowRef::new(RowChain::new(1, 1), &[0; 19]);
+        assert_eq!(row.allocation_bytes(), 96);
+    }
+
+    #[test]
+    fn a_gone_head_is_no_head() {
+        let row = RowRef::new(RowChain::new(1, 5), b"first");
+        let mut st = row.lock_state();
+        st.push(Version {
+            begin: 6,
+            end: END_UNSET,
+            data: VersionData::Shared(std::sync::Arc::from(&b"second"[..])),
+        });
+        assert_eq!(st.versions().count(), 2);
+        let second = st.pop().expect("the update's version");
+        assert_eq!(row.bytes(&second.data), b"second");
+        assert_eq!(row.bytes(&st.head().expect("first again").data), b"first");
+        assert!(st.pop().is_some());
+        assert!(st.head().is_none() && st.pop().is_none());
+        assert_eq!(st.versions().count(), 0);
     }
 
     #[test]
@@ -293,7 +421,7 @@ mod tests {
         let v = Version {
             begin: 1,
             end: END_UNSET,
-            data: std::sync::Arc::from(&b"x"[..]),
+            data: VersionData::Shared(std::sync::Arc::from(&b"x"[..])),
         };
         older.push(v);
         older.set_locker(9);

@@ -23,7 +23,7 @@ use crate::txn::{
 use crate::types::{DataType, Value};
 use crate::{IndexId, TableId};
 
-pub(crate) use crate::row_chain::{ChainState, Version};
+pub(crate) use crate::row_chain::{ChainState, Version, VersionData};
 pub use crate::row_chain::{RowChain, RowRef};
 
 /// Row handles per heap chunk: big enough that the chunk list stays short, small enough that a
@@ -251,9 +251,9 @@ impl RowTable {
         let shape = self.shape.read_recursive();
         self.check_alive()?;
         row_codec::check_row(&shape.types, row)?;
-        let data: Arc<[u8]> = Arc::from(row_codec::encode_vec(&shape.types, row));
+        let data = row_codec::encode_vec(&shape.types, row);
         let row_id = self.next_row_id.fetch_add(1, Ordering::Relaxed);
-        self.insert_encoded(&shape, txn, row_id, data)
+        self.insert_encoded(&shape, txn, row_id, &data)
     }
 
     /// Links a new row with these bytes and id into the heap and indexes.
@@ -262,18 +262,13 @@ impl RowTable {
         shape: &TableShape,
         txn: &mut Transaction,
         row_id: u64,
-        data: Arc<[u8]>,
+        data: &[u8],
     ) -> Result<InsertOutcome, StorageError> {
         self.shared.before_row_write(txn)?;
-        let version = Version {
-            begin: txn_stamp(txn.id()),
-            end: END_UNSET,
-            data: data.clone(),
-        };
-        let chain = Arc::new(RowChain::new(row_id, version));
-        if let Err(conflict) = self.index_new_version(shape, txn.id(), &chain, &data, None) {
+        let chain = RowRef::new(RowChain::new(row_id, txn_stamp(txn.id())), data);
+        if let Err(conflict) = self.index_new_version(shape, txn.id(), &chain, data, None) {
             // Whoever found the chain through an index meanwhile now sees an empty row.
-            chain.state.lock().head = None;
+            chain.state.lock().clear_head();
             return match conflict {
                 KeyConflict::Live {
                     index_pos,
@@ -290,7 +285,7 @@ impl RowTable {
             table: self.id,
             chain: chain.clone(),
             kind: ChangeKind::Insert,
-            row: data,
+            row: VersionData::Inline,
         });
         Ok(InsertOutcome::Inserted(chain))
     }
@@ -337,6 +332,7 @@ impl RowTable {
     /// Decides whether `txn` may write the row now (see the module comment).
     fn check_write(
         &self,
+        row: &RowRef,
         st: &ChainState,
         txn: &Transaction,
         snap: &Snapshot,
@@ -349,7 +345,7 @@ impl RowTable {
                 newest_snapshot: *snap,
             })
         };
-        let Some(head) = &st.head else {
+        let Some(head) = st.head() else {
             return Ok(gone());
         };
         let locker = st.older.locker();
@@ -386,7 +382,7 @@ impl RowTable {
                 // still lag behind it, the re-check only needs this row.
                 let ts = changed_ts.max(self.shared.clock.stable());
                 Ok(WriteCheck::Outcome(WriteOutcome::Changed {
-                    newest: (!deleted).then(|| row_codec::decode_all(types, &head.data)),
+                    newest: (!deleted).then(|| row_codec::decode_all(types, row.bytes(&head.data))),
                     newest_snapshot: Snapshot { ts, txn: txn.id() },
                 }))
             }
@@ -410,16 +406,16 @@ impl RowTable {
         let me = txn_stamp(txn.id());
         let old_data = {
             let mut st = row.state.lock();
-            if let WriteCheck::Outcome(o) = self.check_write(&st, txn, snap, &shape.types)? {
+            if let WriteCheck::Outcome(o) = self.check_write(row, &st, txn, snap, &shape.types)? {
                 return Ok(o);
             }
-            let head = st.head.as_mut().expect("check_write saw a head");
+            let head = st.head_mut().expect("check_write saw a head");
             head.end = me;
-            let old = head.data.clone();
+            let old = row.keep_bytes(&head.data);
             st.push(Version {
                 begin: me,
                 end: END_UNSET,
-                data: data.clone(),
+                data: VersionData::Shared(data.clone()),
             });
             // Prune while we hold the chain anyway, so hot rows stay short between GC passes.
             st.prune(self.shared.gc_horizon_ts.load(Ordering::Relaxed));
@@ -438,7 +434,7 @@ impl RowTable {
             table: self.id,
             chain: row.clone(),
             kind: ChangeKind::Update,
-            row: data,
+            row: VersionData::Shared(data),
         });
         Ok(WriteOutcome::Done)
     }
@@ -456,12 +452,12 @@ impl RowTable {
         self.shared.before_row_write(txn)?;
         let old = {
             let mut st = row.state.lock();
-            if let WriteCheck::Outcome(o) = self.check_write(&st, txn, snap, &shape.types)? {
+            if let WriteCheck::Outcome(o) = self.check_write(row, &st, txn, snap, &shape.types)? {
                 return Ok(o);
             }
-            let head = st.head.as_mut().expect("check_write saw a head");
+            let head = st.head_mut().expect("check_write saw a head");
             head.end = txn_stamp(txn.id());
-            head.data.clone()
+            head.data.clone() // The chain's own bytes: the write entry keeps the chain.
         };
         txn.push_write(WriteEntry {
             table: self.id,
@@ -486,7 +482,7 @@ impl RowTable {
         self.check_alive()?;
         self.shared.ensure_writer(txn);
         let mut st = row.state.lock();
-        if let WriteCheck::Outcome(o) = self.check_write(&st, txn, snap, &shape.types)? {
+        if let WriteCheck::Outcome(o) = self.check_write(row, &st, txn, snap, &shape.types)? {
             return Ok(o);
         }
         if st.older.locker() != txn.id() {
@@ -635,12 +631,7 @@ impl RowTable {
         let shape = self.shape.read_recursive();
         let st = row.state.lock();
         st.visible(snap)
-            .map(|v| row_codec::decode_all(&shape.types, &v.data))
-    }
-
-    /// The row's version visible to `snap`, encoded.
-    pub fn read_bytes(&self, row: &RowRef, snap: &Snapshot) -> Option<Arc<[u8]>> {
-        row.visible_data(snap)
+            .map(|v| row_codec::decode_all(&shape.types, row.bytes(&v.data)))
     }
 
     /// Removes every row at once. Not transactional: it is not undone by rollback and running
@@ -672,10 +663,11 @@ impl RowTable {
                 let st = chain.state.lock();
                 row_keys.clear();
                 for (i, v) in st.versions().enumerate() {
-                    if !idx.covers(&shape.types, &v.data) {
+                    if !idx.covers(&shape.types, chain.bytes(&v.data)) {
                         continue;
                     }
-                    let has_null = idx.row_key(&shape.types, &v.data, &mut values, &mut key);
+                    let has_null =
+                        idx.row_key(&shape.types, chain.bytes(&v.data), &mut values, &mut key);
                     let live = i == 0 && (v.end == END_UNSET || is_txn_stamp(v.end));
                     if idx.def.unique && live && !has_null && !live_keys.insert(key.clone()) {
                         return Err(StorageError::UniqueViolation {
@@ -796,7 +788,7 @@ impl RowTable {
                 let st = chain.state.lock();
                 let mut datas = Vec::new();
                 for v in st.versions() {
-                    let new_row = map(row_codec::decode_all(&shape.types, &v.data));
+                    let new_row = map(row_codec::decode_all(&shape.types, chain.bytes(&v.data)));
                     row_codec::check_row(&new_types, &new_row)?;
                     datas.push(Arc::from(row_codec::encode_vec(&new_types, &new_row)));
                 }
@@ -805,9 +797,9 @@ impl RowTable {
         }
         for (chain, datas) in rewritten {
             let mut st = chain.state.lock();
-            let ChainState { head, older, .. } = &mut *st;
-            for (v, data) in head.iter_mut().chain(older.iter_mut().rev()).zip(datas) {
-                v.data = data;
+            for (v, data) in st.versions_mut().zip(datas) {
+                // The inline bytes stay in the block, unused, for the row's life.
+                v.data = VersionData::Shared(data);
             }
         }
         shape.types = new_types;
@@ -843,14 +835,7 @@ impl RowTable {
         for chunk in self.heap.chunks() {
             let c = chunk.lock();
             rows_bytes += ARC_HEADER_BYTES + c.capacity() * std::mem::size_of::<RowRef>();
-            for chain in c.iter() {
-                rows_bytes += ARC_HEADER_BYTES + std::mem::size_of::<RowChain>();
-                let st = chain.state.lock();
-                rows_bytes += st.older.heap_bytes();
-                for v in st.versions() {
-                    rows_bytes += (ARC_HEADER_BYTES + v.data.len()).next_multiple_of(8);
-                }
-            }
+            rows_bytes += c.iter().map(RowRef::memory_bytes).sum::<usize>();
         }
         let index_bytes = shape.indexes.iter().map(index_memory_bytes).sum();
         TableMemory {
@@ -926,11 +911,11 @@ fn row_conflict(
     own: &RowRef,
     me: u64,
 ) -> Option<KeyConflict> {
-    if Arc::ptr_eq(chain, own) {
+    if RowRef::ptr_eq(chain, own) {
         return None;
     }
     let st = chain.state.lock();
-    let head = st.head.as_ref()?;
+    let head = st.head()?;
     if head.end == me || (head.end != END_UNSET && !is_txn_stamp(head.end)) {
         // Deleted by us, or by a committed transaction: dead for every new snapshot.
         return None;
@@ -938,18 +923,18 @@ fn row_conflict(
     if is_txn_stamp(head.end) {
         // Another transaction is deleting it: a conflict only if that one rolls back.
         return idx
-            .row_has_key(types, &head.data, key)
+            .row_has_key(types, chain.bytes(&head.data), key)
             .then(|| KeyConflict::Pending(stamp_txn(head.end)));
     }
     if is_txn_stamp(head.begin) && head.begin != me {
         // Another transaction's new version; if it rolls back, the version it replaced
         // is live again.
         let replaced = st.older.last().filter(|p| p.end == head.begin);
-        let has_key = idx.row_has_key(types, &head.data, key)
-            || replaced.is_some_and(|p| idx.row_has_key(types, &p.data, key));
+        let has_key = idx.row_has_key(types, chain.bytes(&head.data), key)
+            || replaced.is_some_and(|p| idx.row_has_key(types, chain.bytes(&p.data), key));
         return has_key.then(|| KeyConflict::Pending(stamp_txn(head.begin)));
     }
-    idx.row_has_key(types, &head.data, key)
+    idx.row_has_key(types, chain.bytes(&head.data), key)
         .then(|| KeyConflict::Live {
             index_pos,
             existing: chain.clone(),

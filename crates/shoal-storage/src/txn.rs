@@ -14,7 +14,7 @@ use parking_lot::{Condvar, Mutex, RwLock};
 use crate::column::{self, ColumnTable, ColumnWrite};
 use crate::early_redo::{redo_change, EarlyRedo, EarlyRowRedo, EARLY_REDO_BYTES_DEFAULT};
 use crate::error::StorageError;
-use crate::table::RowRef;
+use crate::table::{RowRef, VersionData};
 use crate::TableId;
 
 /// Transaction id. Ids start at 1 and are never reused.
@@ -271,7 +271,15 @@ pub(crate) struct WriteEntry {
     pub table: TableId,
     pub chain: RowRef,
     pub kind: ChangeKind,
-    pub row: Arc<[u8]>,
+    /// The bytes the write left (an insert's or update's new version, a delete's last one),
+    /// a version of `chain`: read them with [`WriteEntry::row_bytes`].
+    pub row: VersionData,
+}
+
+impl WriteEntry {
+    pub fn row_bytes(&self) -> &[u8] {
+        self.chain.bytes(&self.row)
+    }
 }
 
 struct SavepointMark {
@@ -593,9 +601,9 @@ impl TxnShared {
         let mut last: Option<*const crate::table::RowChain> = None;
         for w in &txn.writes {
             // Consecutive writes to one row stamp it once.
-            if last != Some(Arc::as_ptr(&w.chain)) {
+            if last != Some(RowRef::as_ptr(&w.chain)) {
                 w.chain.stamp(txn.id, ts);
-                last = Some(Arc::as_ptr(&w.chain));
+                last = Some(RowRef::as_ptr(&w.chain));
             }
         }
         for w in &txn.column_writes {
