@@ -84,6 +84,13 @@ pub async fn check_rows(
 
 /// The index of the first row some CHECK constraint of `def` rejects (None for a single row:
 /// `check_row` evaluates its CHECKs itself).
+/// Whether the table has CHECK constraints.
+pub fn has_checks(def: &TableDef) -> bool {
+    def.constraints
+        .iter()
+        .any(|c| matches!(c.kind, ConstraintKind::Check { .. }))
+}
+
 pub async fn first_check_failure(
     session: &Session,
     def: &TableDef,

@@ -163,10 +163,11 @@ impl OlderVersions {
     /// Bytes the list holds beyond its pointer.
     pub(crate) fn heap_bytes(&self) -> usize {
         self.0.as_ref().map_or(0, |r| {
-            crate::row_ref::malloc_chunk_bytes(std::mem::size_of::<Rare>())
-                + crate::row_ref::malloc_chunk_bytes(
-                    r.versions.capacity() * std::mem::size_of::<Version>(),
-                )
+            let versions = match r.versions.capacity() {
+                0 => 0, // A lock alone: the Vec never allocated.
+                n => crate::row_ref::malloc_chunk_bytes(n * std::mem::size_of::<Version>()),
+            };
+            crate::row_ref::malloc_chunk_bytes(std::mem::size_of::<Rare>()) + versions
         })
     }
 }
@@ -212,7 +213,8 @@ impl ChainState {
     }
 
     pub(crate) fn push(&mut self, v: Version) {
-        debug_assert_ne!(v.begin, GONE, "a version begins at a stamp");
+        // A begin of 0 would read as "no head" and lose the version replaced here.
+        assert_ne!(v.begin, GONE, "a version begins at a stamp");
         let old = std::mem::replace(&mut self.head, v);
         if old.begin != GONE {
             self.older.push(old);

@@ -228,8 +228,11 @@ impl CopyLoader {
         match &mut self.sink {
             Sink::Row(table) => {
                 let zone = session.settings.time_zone();
-                let values = crate::dml::batch_rows(std::slice::from_ref(&batch), &def, 0, zone)?;
-                for (row, line) in values.into_iter().zip(&lines) {
+                let mut cursor = crate::dml::RowCursor::new(&batch, &def, 0, zone)?;
+                let mut row = Vec::with_capacity(def.columns.len());
+                for line in &lines {
+                    let more = cursor.next_into(&mut row);
+                    debug_assert!(more, "a row per line");
                     loop {
                         match table.insert_or_conflict(txn, &row) {
                             Ok(InsertOutcome::Inserted(_)) => break,

@@ -4,6 +4,7 @@
 
 use std::collections::HashSet;
 
+use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::common::ScalarValue;
 use datafusion::sql::sqlparser::ast;
 use shoal_storage::catalog::{ConstraintKind, TableDef};
@@ -12,9 +13,9 @@ use shoal_storage::types::Value;
 use shoal_storage::{Snapshot, StorageError, Transaction};
 
 use super::{
-    assignment_columns, batch_rows, column_values, default_expr_sql, finish_dml, ident_name,
-    is_default_keyword, resolve_store, row_as_values_sql, run_sql_query, unique_violation,
-    unique_violation_named, TableStore,
+    assignment_columns, batch_rows, column_values, command_done, default_expr_sql, finish_dml,
+    ident_name, is_default_keyword, resolve_store, row_as_values_sql, run_sql_query,
+    unique_violation, unique_violation_named, RowCursor, TableStore,
 };
 use crate::constraints;
 use crate::error::{code, SqlError, SqlResult};
@@ -160,7 +161,7 @@ pub async fn insert(
     let overriding = crate::parse::insert_overriding(&ins);
     let sql = insert_source_sql(&def, &targets, ins.source.as_deref(), overriding)?;
     let batches = run_sql_query(session, &sql).await?;
-    let rows = batch_rows(&batches, &def, 0, session.settings.time_zone())?;
+    let zone = session.settings.time_zone().clone();
     let alias = ins
         .table_alias
         .as_ref()
@@ -169,6 +170,7 @@ pub async fn insert(
     let table = match store {
         TableStore::Row(table) => table,
         TableStore::Column(table) => {
+            let rows = batch_rows(&batches, &def, 0, &zone)?;
             constraints::check_rows(session, &def, &rows)
                 .await
                 .map_err(|(_, e)| e)?;
@@ -186,26 +188,40 @@ pub async fn insert(
     };
     // CHECK constraints are evaluated for all rows at once; each row still gets its checks
     // just before it is written, so errors come in the order PostgreSQL gives them.
-    let first_rejected = constraints::first_check_failure(session, &def, &rows).await?;
-    let single = rows.len() == 1;
-    let mut written = Vec::new();
-    for (i, row) in rows.into_iter().enumerate() {
-        let with_checks = single || first_rejected == Some(i);
-        constraints::check_row_with(session, &def, &row, with_checks).await?;
-        if let Some(r) = insert_row(session, txn, &mut target, row).await? {
-            written.push(r);
+    let total_rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
+    let first_rejected = if total_rows > 1 && constraints::has_checks(&def) {
+        let rows = batch_rows(&batches, &def, 0, &zone)?;
+        constraints::first_check_failure(session, &def, &rows).await?
+    } else {
+        None
+    };
+    let returning = ins.returning.as_deref();
+    // Rows are stored one at a time from the batches' columns (see `RowCursor`); only
+    // RETURNING keeps them.
+    let (mut count, mut written) = (0, Vec::new());
+    let mut row = Vec::with_capacity(def.columns.len());
+    let mut i = 0;
+    for batch in &batches {
+        let mut cursor = RowCursor::new(batch, &def, 0, &zone)?;
+        while cursor.next_into(&mut row) {
+            let with_checks = total_rows == 1 || first_rejected == Some(i);
+            i += 1;
+            constraints::check_row_with(session, &def, &row, with_checks).await?;
+            let stored = match insert_row(session, txn, &mut target, &row).await? {
+                RowWritten::Nothing => continue,
+                RowWritten::AsProposed => row.clone(),
+                RowWritten::Updated(updated) => updated,
+            };
+            count += 1;
+            if returning.is_some() {
+                written.push(stored);
+            }
         }
     }
-    finish_dml(
-        session,
-        &def,
-        &alias,
-        "INSERT",
-        written,
-        ins.returning.as_deref(),
-        Some(0),
-    )
-    .await
+    if returning.is_none() {
+        return Ok(command_done("INSERT", count, Some(0)));
+    }
+    finish_dml(session, &def, &alias, "INSERT", written, returning, Some(0)).await
 }
 
 /// The width of a plain `VALUES` source's first row.
@@ -229,25 +245,45 @@ struct InsertTarget<'a> {
     table: &'a RowTable,
     alias: &'a str,
     on_conflict: Option<OnConflict<'a>>,
-    /// Row ids this statement inserted or updated: ON CONFLICT DO UPDATE may not touch a row
-    /// twice, since the outcome would depend on the order of the proposed rows.
+    /// Row ids this statement inserted or updated, kept only under ON CONFLICT DO UPDATE: it
+    /// may not touch a row twice, since the outcome would depend on the order of the proposed
+    /// rows.
     affected: HashSet<u64>,
 }
 
+impl InsertTarget<'_> {
+    fn may_update(&self) -> bool {
+        self.on_conflict
+            .as_ref()
+            .is_some_and(|oc| matches!(oc.clause.action, ast::OnConflictAction::DoUpdate(_)))
+    }
+}
+
+/// What `insert_row` did with a proposed row.
+enum RowWritten {
+    /// Nothing (ON CONFLICT DO NOTHING, or a DO UPDATE whose WHERE said no).
+    Nothing,
+    /// Inserted it as proposed.
+    AsProposed,
+    /// Updated the conflicting row to this (ON CONFLICT DO UPDATE).
+    Updated(Vec<Value>),
+}
+
 /// Inserts one row, waiting for conflicting uncommitted inserts, and applies ON CONFLICT.
-/// Returns the row as written (for RETURNING), or None when nothing was written.
 async fn insert_row(
     session: &Session,
     txn: &mut Transaction,
     target: &mut InsertTarget<'_>,
-    row: Vec<Value>,
-) -> SqlResult<Option<Vec<Value>>> {
+    row: &[Value],
+) -> SqlResult<RowWritten> {
     let def = target.def;
     loop {
-        match target.table.insert_or_conflict(txn, &row) {
+        match target.table.insert_or_conflict(txn, row) {
             Ok(InsertOutcome::Inserted(inserted)) => {
-                target.affected.insert(inserted.row_id());
-                return Ok(Some(row));
+                if target.may_update() {
+                    target.affected.insert(inserted.row_id());
+                }
+                return Ok(RowWritten::AsProposed);
             }
             Ok(InsertOutcome::Conflict { index, existing }) => {
                 let Some(oc) = target
@@ -255,10 +291,10 @@ async fn insert_row(
                     .as_ref()
                     .filter(|oc| oc.arbiters.as_ref().is_none_or(|a| a.contains(&index)))
                 else {
-                    return Err(unique_violation(session, def, index, &row));
+                    return Err(unique_violation(session, def, index, row));
                 };
                 let ast::OnConflictAction::DoUpdate(du) = &oc.clause.action else {
-                    return Ok(None);
+                    return Ok(RowWritten::Nothing);
                 };
                 if target.affected.contains(&existing.row_id()) {
                     return Err(SqlError::new(
@@ -276,15 +312,16 @@ async fn insert_row(
                     def,
                     target.table,
                     &existing,
-                    &row,
+                    row,
                     du,
                     target.alias,
                 )
                 .await?;
-                if updated.is_some() {
-                    target.affected.insert(existing.row_id());
-                }
-                return Ok(updated);
+                let Some(updated) = updated else {
+                    return Ok(RowWritten::Nothing);
+                };
+                target.affected.insert(existing.row_id());
+                return Ok(RowWritten::Updated(updated));
             }
             Err(StorageError::WouldBlock { holder }) => {
                 session.wait_for_row_holder(txn, holder).await?

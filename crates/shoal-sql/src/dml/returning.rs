@@ -22,6 +22,15 @@ use super::{ident_name, quote_ident, row_as_values_sql, run_sql_query};
 use crate::error::SqlResult;
 use crate::session::{columns_of_schema, ResultColumn, Session, StatementResult};
 
+/// The command tag of a DML statement that wrote `count` rows.
+pub(super) fn command_done(tag: &'static str, count: usize, oid: Option<u32>) -> StatementResult {
+    StatementResult::Command {
+        tag: tag.to_string(),
+        rows: Some(count),
+        oid,
+    }
+}
+
 /// The command tag, or the RETURNING rows computed over the rows written.
 pub(super) async fn finish_dml(
     session: &Session,
@@ -32,13 +41,8 @@ pub(super) async fn finish_dml(
     returning: Option<&[ast::SelectItem]>,
     oid: Option<u32>,
 ) -> SqlResult<StatementResult> {
-    let count = written.len();
     let Some(items) = returning else {
-        return Ok(StatementResult::Command {
-            tag: tag.to_string(),
-            rows: Some(count),
-            oid,
-        });
+        return Ok(command_done(tag, written.len(), oid));
     };
     let items_sql: Vec<String> = items.iter().map(|i| i.to_string()).collect();
     let mut batches = Vec::new();
