@@ -81,6 +81,13 @@ pub(crate) struct TableShape {
 
 pub(crate) type HeapChunk = Arc<Mutex<Vec<RowRef>>>;
 
+/// A slice of a table's heap taken at one moment (`RowTable::heap_parts`): rows appended
+/// later, or with ids from `row_id_end` on, are not in it.
+pub struct HeapPart {
+    chunks: Vec<HeapChunk>,
+    row_id_end: u64,
+}
+
 /// The table's row handles, append-only except for GC removing dead rows.
 pub(crate) struct Heap {
     chunks: RwLock<Vec<HeapChunk>>,
@@ -497,27 +504,50 @@ impl RowTable {
     /// Rows inserted after the scan started are not visited (INSERT ... SELECT from the same
     /// table terminates).
     pub fn scan(&self, snap: &Snapshot, f: impl FnMut(&RowRef, &[u8]) -> bool) {
-        self.scan_part(snap, 0, 1, f)
+        let whole = self.heap_parts(1).pop().expect("one part");
+        self.scan_heap_part(snap, &whole, f)
     }
 
-    /// `scan` over one of `parts` disjoint slices of the heap (every `parts`-th chunk from
-    /// `part`), so several threads can scan one table together (checkpoints do).
-    pub fn scan_part(
-        &self,
-        snap: &Snapshot,
-        part: usize,
-        parts: usize,
-        mut f: impl FnMut(&RowRef, &[u8]) -> bool,
-    ) {
-        assert!(part < parts, "part {part} of {parts}");
+    /// The heap as `parts` contiguous slices of whole chunks, in heap order, for several
+    /// threads scanning the table together (checkpoints do). Taken once for all parts: GC may
+    /// drop emptied chunks meanwhile, so slices that each looked at the chunk list on their own
+    /// could overlap or leave a gap. Contiguous slices (not every `parts`-th chunk) keep each
+    /// part in insertion order, for a bulk-loaded table usually key order, so a checkpoint's
+    /// parts load into index runs that need no sorting.
+    pub fn heap_parts(&self, parts: usize) -> Vec<HeapPart> {
+        assert!(parts > 0, "a heap in no parts");
         let _shape = self.shape.read_recursive();
         let row_id_end = self.next_row_id.load(Ordering::Relaxed);
+        let chunks = self.heap.chunks();
+        let per_part = chunks.len().div_ceil(parts).max(1);
+        let mut out: Vec<HeapPart> = chunks
+            .chunks(per_part)
+            .map(|c| HeapPart {
+                chunks: c.to_vec(),
+                row_id_end,
+            })
+            .collect();
+        out.resize_with(parts, || HeapPart {
+            chunks: Vec::new(),
+            row_id_end,
+        });
+        out
+    }
+
+    /// `scan` over one part of `heap_parts`.
+    pub fn scan_heap_part(
+        &self,
+        snap: &Snapshot,
+        part: &HeapPart,
+        mut f: impl FnMut(&RowRef, &[u8]) -> bool,
+    ) {
+        let _shape = self.shape.read_recursive();
         let mut rows: Vec<RowRef> = Vec::with_capacity(HEAP_CHUNK_ROWS);
-        for chunk in self.heap.chunks().into_iter().skip(part).step_by(parts) {
+        for chunk in &part.chunks {
             rows.clear();
             rows.extend(chunk.lock().iter().cloned());
             for r in &rows {
-                if r.row_id() >= row_id_end {
+                if r.row_id() >= part.row_id_end {
                     continue;
                 }
                 if let Some(data) = r.visible_data(snap) {

@@ -110,14 +110,15 @@ impl Durability {
             } else {
                 1
             };
-            for part in 0..n {
+            // The heap is split after the snapshot is taken: every row it sees is in a chunk.
+            for (part, slice) in table.heap_parts(n).into_iter().enumerate() {
                 let table = table.clone();
                 parts.push(TablePart {
                     table: table.id(),
                     part: part as u32,
                     produce: Box::new(move |sink| {
                         let mut result = Ok(());
-                        table.scan_part(&snapshot, part, n, |row, data| {
+                        table.scan_heap_part(&snapshot, &slice, |row, data| {
                             result = sink(row.row_id(), data);
                             result.is_ok()
                         });
