@@ -127,6 +127,8 @@ class Postgres:
     def stop(self):
         subprocess.run(as_postgres_user([str(PG_BIN / "pg_ctl"), "-D", str(self.data_dir), "-m",
                                          "fast", "stop"]), stdout=subprocess.DEVNULL)
+        # The next scale makes a new cluster in the same place.
+        shutil.rmtree(self.data_dir, ignore_errors=True)
 
 
 def psql(server, sql):
@@ -181,6 +183,8 @@ def main():
     ap.add_argument("--runs", type=int, default=3, help="runs per point; the median is reported")
     ap.add_argument("--synchronous-commit", choices=["on", "off"], default="on",
                     help="durability of both servers")
+    ap.add_argument("--from-log", nargs="+", metavar="LOG",
+                    help="write the report from the output of earlier runs instead of running")
     args = ap.parse_args()
     scales = [int(s) for s in args.scales.split(",")]
     clients = [int(c) for c in args.clients.split(",")]
@@ -189,6 +193,12 @@ def main():
 
     results = {}  # (server, scale, script, mode, clients) -> (tps, lat, p99, failed)
     memory = {}   # (server, scale) -> bytes per pgbench_accounts row
+    if args.from_log:
+        # Render the report from the lines earlier runs printed (e.g. one run per scale).
+        for log in args.from_log:
+            parse_log(log, results, memory)
+        write_report(results, memory, scales, scripts, modes, clients, args)
+        return 0
     workdir = tempfile.mkdtemp(prefix="shoal-pgbench-")
     try:
         for scale in scales:
@@ -205,6 +215,8 @@ def main():
                     else:
                         size = int(psql(server, "SELECT pg_total_relation_size('pgbench_accounts')"))
                         memory[(server.name, scale)] = size / rows
+                    print(f"{server.name:10} s={scale:<4} memory bytes_per_row="
+                          f"{memory[(server.name, scale)]:.0f}", flush=True)
                     for script in scripts:
                         for mode in modes:
                             for c in clients:
@@ -223,6 +235,22 @@ def main():
     write_report(results, memory, scales, scripts, modes, clients, args)
 
 
+RESULT_LINE = re.compile(r"^(Shoal|PostgreSQL)\s+s=(\d+)\s+(\S+)\s+(\S+)\s+c=(\d+)\s+"
+                         r"tps=\s*([\d.]+)\s+lat=\s*([\d.]+)ms\s+p99=\s*([\d.na]+)ms\s+"
+                         r"failed=(\d+)")
+MEMORY_LINE = re.compile(r"^(Shoal|PostgreSQL)\s+s=(\d+)\s+memory bytes_per_row=([\d.]+)")
+
+
+def parse_log(path, results, memory):
+    for line in open(path):
+        if m := RESULT_LINE.match(line):
+            server, scale, script, mode, c = m[1], int(m[2]), m[3], m[4], int(m[5])
+            results[(server, scale, script, mode, c)] = (
+                float(m[6]), float(m[7]), float(m[8]), int(m[9]))
+        elif m := MEMORY_LINE.match(line):
+            memory[(m[1], int(m[2]))] = float(m[3])
+
+
 def write_report(results, memory, scales, scripts, modes, clients, args):
     lines = [
         "# pgbench: Shoal vs PostgreSQL 15",
@@ -230,7 +258,8 @@ def write_report(results, memory, scales, scripts, modes, clients, args):
         f"Machine: {os.cpu_count()} cores. Each point: median TPS of {args.runs} runs of "
         f"{args.duration}s, `-j 2`. Both servers run with synchronous_commit="
         f"{args.synchronous_commit}. Reproduce: "
-        f"`python3 bench/pgbench/run.py --synchronous-commit {args.synchronous_commit}`.",
+        f"`python3 bench/pgbench/run.py --duration {args.duration} --runs {args.runs} "
+        f"--synchronous-commit {args.synchronous_commit}`.",
         "",
         "| scale | script | mode | clients | Shoal TPS | PG TPS | ratio | Shoal lat ms (p99) "
         "| PG lat ms (p99) |",
@@ -249,9 +278,11 @@ def write_report(results, memory, scales, scripts, modes, clients, args):
                                  f"| {p[1]:.3f} ({p[2]:.3f}) |")
     lines += ["", "| scale | Shoal bytes/row (RSS growth) | PG bytes/row (table + pkey) |",
               "|---:|---:|---:|"]
+    def per_row(server, scale):
+        v = memory.get((server, scale))
+        return "n/a" if v is None else f"{v:.0f}"
     for scale in scales:
-        lines.append(f"| {scale} | {memory.get(('Shoal', scale), 0):.0f} "
-                     f"| {memory.get(('PostgreSQL', scale), 0):.0f} |")
+        lines.append(f"| {scale} | {per_row('Shoal', scale)} | {per_row('PostgreSQL', scale)} |")
     text = "\n".join(lines) + "\n"
     (OUT_DIR / "results.md").write_text(text)
     print(text)
