@@ -1,6 +1,8 @@
 //! Shoal's network front end: accepts PostgreSQL clients and gives each its own session.
-//! Connections are tokio tasks, not threads, so thousands of idle clients cost only memory.
+//! Connections are tokio tasks, not threads, so thousands of idle clients cost only memory;
+//! they are spread over one single-threaded runtime per core (`connection_threads`).
 
+mod connection_threads;
 pub mod pg;
 
 use std::net::SocketAddr;
@@ -10,8 +12,10 @@ use pgwire::api::cancel::DefaultCancelHandler;
 use pgwire::api::ConnectionManager;
 use pgwire::api::PgWireServerHandlers;
 use shoal_sql::Engine;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
+
+use connection_threads::ConnectionThreads;
 
 use pg::handler::ConnectionHandler;
 
@@ -46,6 +50,8 @@ pub async fn serve(listener: TcpListener, engine: Arc<Engine>) -> std::io::Resul
     let connections = Arc::new(ConnectionManager::new());
     let cancel = Arc::new(DefaultCancelHandler::new(connections.clone()));
     let slots = Arc::new(Semaphore::new(CONNECTIONS_MAX));
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = ConnectionThreads::start(cores)?;
     loop {
         let permit = slots
             .clone()
@@ -54,11 +60,20 @@ pub async fn serve(listener: TcpListener, engine: Arc<Engine>) -> std::io::Resul
             .expect("semaphore is never closed");
         let (socket, peer) = listener.accept().await?;
         socket.set_nodelay(true).ok();
+        // Moved to the connection's thread, whose own reactor it registers with there.
+        let socket = socket.into_std()?;
         let handlers = Handlers {
             connection: ConnectionHandler::new(engine.clone(), connections.clone()),
             cancel: cancel.clone(),
         };
-        tokio::spawn(async move {
+        threads.next().spawn(async move {
+            let socket = match TcpStream::from_std(socket) {
+                Ok(socket) => socket,
+                Err(e) => {
+                    tracing::warn!(%peer, "cannot serve connection: {e}");
+                    return;
+                }
+            };
             if let Err(e) = pgwire::tokio::process_socket(socket, None, handlers).await {
                 tracing::debug!(%peer, "connection ended with error: {e}");
             }

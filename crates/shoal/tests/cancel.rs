@@ -95,3 +95,47 @@ async fn cancel_request_aborts_the_block_in_extended_protocol() {
         .get(0);
     assert_eq!(v, 0, "the rollback undid the update");
 }
+
+/// A long INSERT ... SELECT into a row table: writing rows never waits on anything, so the
+/// statement yields to its connection thread every so many rows, which is also when it sees
+/// the cancel. It ends with 57014 long before its millions of rows are in, and leaves nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_request_ends_a_long_insert_into_a_row_table() {
+    const ROWS: u32 = 3_000_000;
+    let server = ShoalServer::start();
+    let client = connect(&server).await;
+    client
+        .batch_execute("CREATE TABLE bulk (id integer PRIMARY KEY, v bigint)")
+        .await
+        .expect("set up");
+    let started = Instant::now();
+    let token = client.cancel_token();
+    let cancel = tokio::spawn(async move {
+        // Past the source query, into the rows being written (a debug build writes a few
+        // hundred thousand rows a second).
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        token
+            .cancel_query(NoTls)
+            .await
+            .expect("send cancel request");
+    });
+    let error = client
+        .simple_query(&format!(
+            "INSERT INTO bulk SELECT g, g * 2 FROM generate_series(1, {ROWS}) g"
+        ))
+        .await
+        .expect_err("the statement is canceled");
+    cancel.await.expect("cancel task");
+    assert_eq!(sqlstate(&error), "57014", "{error:?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "the cancel took {:?} to end the statement",
+        started.elapsed()
+    );
+    let count: i64 = client
+        .query_one("SELECT count(*) FROM bulk", &[])
+        .await
+        .expect("still usable")
+        .get(0);
+    assert_eq!(count, 0, "a canceled statement changes nothing");
+}

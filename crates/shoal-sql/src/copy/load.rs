@@ -230,7 +230,8 @@ impl CopyLoader {
                 let zone = session.settings.time_zone();
                 let mut cursor = crate::dml::RowCursor::new(&batch, &def, 0, zone)?;
                 let mut row = Vec::with_capacity(def.columns.len());
-                for line in &lines {
+                for (i, line) in lines.iter().enumerate() {
+                    crate::dml::yield_between_rows(i).await;
                     let more = cursor.next_into(&mut row);
                     debug_assert!(more, "a row per line");
                     loop {

@@ -205,6 +205,7 @@ pub async fn insert(
         let mut cursor = RowCursor::new(batch, &def, 0, &zone)?;
         while cursor.next_into(&mut row) {
             let with_checks = total_rows == 1 || first_rejected == Some(i);
+            super::yield_between_rows(i).await;
             i += 1;
             constraints::check_row_with(session, &def, &row, with_checks).await?;
             let stored = match insert_row(session, txn, &mut target, &row).await? {

@@ -366,6 +366,20 @@ pub(crate) fn batch_rows(
     Ok(rows)
 }
 
+/// Rows a bulk statement writes between two yields to the other connections of its thread.
+/// Connections share a thread each (`shoal_server`'s connection threads) and switch only at an
+/// await that really waits, which writing rows to memory never does: without these yields a
+/// million-row INSERT ... SELECT would hold up every connection of its thread, a CancelRequest
+/// for it included.
+const ROWS_PER_YIELD: usize = 1024;
+
+/// Yields after every `ROWS_PER_YIELD` rows; `rows_done` counts the statement's rows so far.
+pub(crate) async fn yield_between_rows(rows_done: usize) {
+    if rows_done % ROWS_PER_YIELD == ROWS_PER_YIELD - 1 {
+        tokio::task::yield_now().await;
+    }
+}
+
 /// The rows of one batch, converted a column at a time (`column_values`) and handed out one by
 /// one into a vector the caller reuses. Bulk INSERT and COPY store rows this way rather than
 /// through `batch_rows`, so that no per-row vector lives while rows are being stored: a

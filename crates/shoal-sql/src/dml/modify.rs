@@ -214,6 +214,7 @@ pub async fn update(
         let positions = row_positions(b);
         let new_values = m.new_values(b, 1)?;
         for r in 0..b.num_rows() {
+            super::yield_between_rows(r).await;
             let handle = &handles[positions.value(r) as usize];
             if !seen.insert(handle.row_id()) {
                 continue; // UPDATE ... FROM joining several rows: the first one wins, as in PostgreSQL.
@@ -364,6 +365,7 @@ pub async fn delete(
     for b in &batches {
         let positions = row_positions(b);
         for r in 0..b.num_rows() {
+            super::yield_between_rows(r).await;
             let handle = &handles[positions.value(r) as usize];
             if !seen.insert(handle.row_id()) {
                 continue;
@@ -419,6 +421,7 @@ pub async fn referential_action(
         let positions = row_positions(b);
         let new_values = m.new_values(b, 1)?;
         for r in 0..b.num_rows() {
+            super::yield_between_rows(r).await;
             let handle = &handles[positions.value(r) as usize];
             let Some(mut row) = table.read(handle, &snap) else {
                 continue;
