@@ -210,11 +210,13 @@ pub async fn update(
     let snap = session.scope.snapshot();
     let mut written = Written::default();
     let mut seen = HashSet::new();
+    let mut rows_seen = 0;
     for b in &batches {
         let positions = row_positions(b);
         let new_values = m.new_values(b, 1)?;
         for r in 0..b.num_rows() {
-            super::yield_between_rows(r).await;
+            super::yield_between_rows(rows_seen).await;
+            rows_seen += 1;
             let handle = &handles[positions.value(r) as usize];
             if !seen.insert(handle.row_id()) {
                 continue; // UPDATE ... FROM joining several rows: the first one wins, as in PostgreSQL.
@@ -362,10 +364,12 @@ pub async fn delete(
     let snap = session.scope.snapshot();
     let mut written = Written::default();
     let mut seen = HashSet::new();
+    let mut rows_seen = 0;
     for b in &batches {
         let positions = row_positions(b);
         for r in 0..b.num_rows() {
-            super::yield_between_rows(r).await;
+            super::yield_between_rows(rows_seen).await;
+            rows_seen += 1;
             let handle = &handles[positions.value(r) as usize];
             if !seen.insert(handle.row_id()) {
                 continue;
@@ -417,11 +421,13 @@ pub async fn referential_action(
     let sql = target_query_sql(def, &def.name, &m.extra_columns(), &[], m.selection);
     let (batches, handles) = find_targets(session, def, &sql).await?;
     let snap = session.scope.snapshot();
+    let mut rows_seen = 0;
     for b in &batches {
         let positions = row_positions(b);
         let new_values = m.new_values(b, 1)?;
         for r in 0..b.num_rows() {
-            super::yield_between_rows(r).await;
+            super::yield_between_rows(rows_seen).await;
+            rows_seen += 1;
             let handle = &handles[positions.value(r) as usize];
             let Some(mut row) = table.read(handle, &snap) else {
                 continue;

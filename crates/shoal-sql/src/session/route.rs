@@ -10,7 +10,7 @@ use datafusion::sql::sqlparser::ast::{self, Statement};
 use shoal_storage::Transaction;
 
 use super::{columns_of_schema, rows_batch, Session, StatementResult};
-use crate::error::SqlResult;
+use crate::error::{SqlError, SqlResult};
 use crate::{ddl, dml, query};
 
 impl Session {
@@ -51,13 +51,21 @@ impl Session {
                 statement, analyze, ..
             } => self.explain(*statement, analyze).await,
             Statement::Vacuum(_) => {
-                // Column tables: merge small segments first, so that GC drops the old ones.
-                crate::dml::compact::merge_small_segments(
-                    &self.engine.db,
-                    crate::dml::compact::VACUUM_MERGE_SEGMENTS,
-                )?;
-                self.engine.db.vacuum();
-                crate::allocator::release_free_memory();
+                // On a blocking thread: it walks every table and may wait for the commit
+                // watermark, which would stall the other connections of this one's thread.
+                let db = self.engine.db.clone();
+                tokio::task::spawn_blocking(move || {
+                    // Column tables: merge small segments first, so that GC drops the old ones.
+                    crate::dml::compact::merge_small_segments(
+                        &db,
+                        crate::dml::compact::VACUUM_MERGE_SEGMENTS,
+                    )?;
+                    db.vacuum();
+                    crate::allocator::release_free_memory();
+                    Ok::<_, SqlError>(())
+                })
+                .await
+                .map_err(|e| SqlError::internal(format!("VACUUM failed: {e}")))??;
                 Ok(StatementResult::command("VACUUM"))
             }
             Statement::Analyze(_) => Ok(StatementResult::command("ANALYZE")),
