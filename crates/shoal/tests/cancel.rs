@@ -21,9 +21,14 @@ fn sqlstate(e: &tokio_postgres::Error) -> String {
 
 /// Sends a CancelRequest for `client`'s running statement after `CANCEL_AFTER`.
 fn cancel_soon(client: &Client) -> tokio::task::JoinHandle<()> {
+    cancel_after(client, CANCEL_AFTER)
+}
+
+/// Sends a CancelRequest for `client`'s running statement after `delay`.
+fn cancel_after(client: &Client, delay: Duration) -> tokio::task::JoinHandle<()> {
     let token = client.cancel_token();
     tokio::spawn(async move {
-        tokio::time::sleep(CANCEL_AFTER).await;
+        tokio::time::sleep(delay).await;
         token
             .cancel_query(NoTls)
             .await
@@ -109,16 +114,9 @@ async fn cancel_request_ends_a_long_insert_into_a_row_table() {
         .await
         .expect("set up");
     let started = Instant::now();
-    let token = client.cancel_token();
-    let cancel = tokio::spawn(async move {
-        // Past the source query, into the rows being written (a debug build writes a few
-        // hundred thousand rows a second).
-        tokio::time::sleep(Duration::from_millis(1500)).await;
-        token
-            .cancel_query(NoTls)
-            .await
-            .expect("send cancel request");
-    });
+    // Past the source query, into the rows being written (a debug build writes a few hundred
+    // thousand rows a second).
+    let cancel = cancel_after(&client, Duration::from_millis(1500));
     let error = client
         .simple_query(&format!(
             "INSERT INTO bulk SELECT g, g * 2 FROM generate_series(1, {ROWS}) g"
