@@ -720,3 +720,63 @@ fn redo_sink_sees_changes_and_can_fail_a_commit() {
     );
     db.commit(z).unwrap();
 }
+
+/// A new unique index refuses only keys that two live rows hold: a key left in an older
+/// version, a deleted row's key and NULL keys do not count, and the error names the key.
+#[test]
+fn add_unique_index_counts_only_live_non_null_keys() {
+    let db = Database::new();
+    let t = db.create_table(5, vec![DataType::Int32, DataType::Int32]);
+    let unique_on = |id, column| IndexDef {
+        id,
+        name: format!("u{id}"),
+        columns: vec![column],
+        unique: true,
+        predicate: None,
+    };
+    let mut x = db.begin(IsolationLevel::ReadCommitted);
+    let moved = t
+        .insert(&mut x, &[Value::Int32(1), Value::Int32(10)])
+        .unwrap();
+    let deleted = t
+        .insert(&mut x, &[Value::Int32(2), Value::Int32(20)])
+        .unwrap();
+    for i in 3..50 {
+        t.insert(&mut x, &[Value::Int32(i), Value::Int32(i * 10)])
+            .unwrap();
+    }
+    t.insert(&mut x, &[Value::Int32(50), Value::Null]).unwrap();
+    t.insert(&mut x, &[Value::Int32(51), Value::Null]).unwrap();
+    db.commit(x).unwrap();
+    // Keep the old versions around: an open snapshot from before the changes.
+    let mut old_reader = db.begin(IsolationLevel::RepeatableRead);
+    let _old = db.statement_snapshot(&mut old_reader);
+    let mut y = db.begin(IsolationLevel::ReadCommitted);
+    let sy = db.statement_snapshot(&mut y);
+    // Row 1's key 10 now lives only in its older version; rows 52 and 53 take 10 and 20.
+    t.update(&mut y, &moved, &sy, &[Value::Int32(1), Value::Int32(11)])
+        .unwrap();
+    t.delete(&mut y, &deleted, &sy).unwrap();
+    t.insert(&mut y, &[Value::Int32(52), Value::Int32(10)])
+        .unwrap();
+    t.insert(&mut y, &[Value::Int32(53), Value::Int32(20)])
+        .unwrap();
+    db.commit(y).unwrap();
+    t.add_index(unique_on(1, 1)).unwrap();
+    t.drop_index(1).unwrap();
+    // Two live rows with key 30.
+    let mut z = db.begin(IsolationLevel::ReadCommitted);
+    t.insert(&mut z, &[Value::Int32(54), Value::Int32(30)])
+        .unwrap();
+    db.commit(z).unwrap();
+    match t.add_index(unique_on(2, 1)) {
+        Err(StorageError::UniqueViolation {
+            index_name, key, ..
+        }) => {
+            assert_eq!(index_name, "u2");
+            assert_eq!(key, vec![Value::Int32(30)]);
+        }
+        other => panic!("expected a unique violation, got {other:?}"),
+    }
+    assert!(t.indexes().is_empty());
+}
