@@ -31,3 +31,51 @@ pub fn configure() {
 
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 const MMAP_THRESHOLD_BYTES: libc::c_int = 128 * 1024;
+
+/// While alive, glibc's malloc grows its heaps in steps of `BULK_TOP_PAD_BYTES` instead of its
+/// default 128 KiB; dropping it restores the default and gives back what is left free. A thread
+/// other than the main one allocates from an arena of 64 MiB heaps, and glibc makes such a heap
+/// usable one `mprotect` call per step as it fills: loading a 450 MB checkpoint made ~150K of
+/// those calls, each holding the address-space lock that the other load thread's page faults
+/// wait on. With the large step a new heap is usable in one call. The step is only raised for
+/// bulk work because glibc also keeps that much free memory at the top of a heap when it trims.
+/// Measured (bench/coldstart/README.md): a 3M-row, 450 MB row-table checkpoint loads in
+/// ~1.0 s instead of ~1.27 s.
+pub struct BulkHeapGrowth(());
+
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+const BULK_TOP_PAD_BYTES: libc::c_int = 64 << 20;
+/// glibc's default M_TOP_PAD (mallopt(3)).
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+const DEFAULT_TOP_PAD_BYTES: libc::c_int = 128 * 1024;
+
+impl BulkHeapGrowth {
+    pub fn begin() -> BulkHeapGrowth {
+        set_top_pad(true);
+        BulkHeapGrowth(())
+    }
+}
+
+impl Drop for BulkHeapGrowth {
+    fn drop(&mut self) {
+        set_top_pad(false);
+        release_free_memory();
+    }
+}
+
+fn set_top_pad(bulk: bool) {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        let bytes = if bulk {
+            BULK_TOP_PAD_BYTES
+        } else {
+            DEFAULT_TOP_PAD_BYTES
+        };
+        // SAFETY: mallopt only sets a malloc parameter under malloc's lock; it takes no pointers.
+        unsafe {
+            libc::mallopt(libc::M_TOP_PAD, bytes);
+        }
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    let _ = bulk;
+}

@@ -81,6 +81,8 @@ pub(crate) fn recover(
         create_storage_table(db, &catalog, def.oid);
     }
     if let Some(m) = &manifest {
+        // Loading allocates every row at once, from fresh threads' fresh heaps.
+        let _growth = crate::allocator::BulkHeapGrowth::begin();
         let tables: HashMap<TableId, Arc<RowTable>> =
             db.tables().into_iter().map(|t| (t.id(), t)).collect();
         let column_tables: HashMap<TableId, Arc<ColumnTable>> = db
