@@ -51,6 +51,14 @@ impl Session {
                 statement, analyze, ..
             } => self.explain(*statement, analyze).await,
             Statement::Vacuum(_) => {
+                // As in PostgreSQL: VACUUM is not transactional (it frees dead versions for
+                // good), so a block's ROLLBACK could not undo it.
+                if self.statement_in_block() {
+                    return Err(SqlError::new(
+                        crate::error::code::ACTIVE_SQL_TRANSACTION,
+                        "VACUUM cannot run inside a transaction block",
+                    ));
+                }
                 // On a blocking thread: it walks every table and may wait for the commit
                 // watermark, which would stall the other connections of this one's thread.
                 let db = self.engine.db.clone();
