@@ -339,9 +339,12 @@ fn publish(
     shared
         .current_segment_base_lsn
         .store(segment.base_lsn, Ordering::Release);
+    let decided = progress.take_decided_waiters();
     drop(progress);
     shared.progress_changed.notify_all();
-    shared.progress_bell.send_replace(taken.end_lsn);
+    for waker in decided {
+        waker.wake();
+    }
     if !keep_running {
         // Under the lock, so an appender cannot check the flag and then sleep past this wakeup.
         let _pending = shared.pending.lock();

@@ -6,15 +6,17 @@
 
 use std::collections::VecDeque;
 use std::fs;
+use std::future::Future;
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
 use parking_lot::{Condvar, Mutex, MutexGuard};
 use shoal_storage::{CommitTs, EarlyRedo, RedoChange, TableId};
-use tokio::sync::watch;
 
 use crate::error::WalError;
 use crate::flusher::{self, SegmentWriter};
@@ -86,8 +88,8 @@ pub(crate) struct Shared {
     pub progress: Mutex<Progress>,
     /// Wakes blocking waiters when `progress` changed.
     pub progress_changed: Condvar,
-    /// Wakes async waiters when `progress` changed (carries the processed LSN).
-    pub progress_bell: watch::Sender<Lsn>,
+    /// Ids for `Progress::async_waiters`.
+    pub next_waiter_id: AtomicU64,
     pub broken: AtomicBool,
     pub durable_lsn: AtomicU64,
     pub next_lsn: AtomicU64,
@@ -133,6 +135,17 @@ pub(crate) struct Progress {
     /// LSN ranges of dropped batches, ascending, adjacent ones merged.
     pub failed: VecDeque<FailedRange>,
     pub broken: Option<String>,
+    /// Async committers waiting for an LSN, each woken only once a batch reaches its LSN (or the
+    /// log breaks). A channel that woke every waiter after every batch woke most of them for
+    /// nothing, and each wake-up of a task on another thread's runtime is a syscall there and
+    /// an epoll return here: ~1.85 such wake-ups per pgbench transaction instead of ~1.
+    pub async_waiters: Vec<AsyncWaiter>,
+}
+
+pub(crate) struct AsyncWaiter {
+    id: u64,
+    lsn: Lsn,
+    waker: Waker,
 }
 
 pub(crate) struct FailedRange {
@@ -160,6 +173,39 @@ impl Progress {
         self.broken
             .as_ref()
             .map(|m| Err(WalError::Broken(m.clone())))
+    }
+
+    /// Registers (or refreshes) waiter `id` for `lsn`.
+    fn set_async_waiter(&mut self, id: u64, lsn: Lsn, waker: &Waker) {
+        match self.async_waiters.iter_mut().find(|w| w.id == id) {
+            Some(w) => w.waker.clone_from(waker),
+            None => self.async_waiters.push(AsyncWaiter {
+                id,
+                lsn,
+                waker: waker.clone(),
+            }),
+        }
+    }
+
+    fn remove_async_waiter(&mut self, id: u64) {
+        if let Some(at) = self.async_waiters.iter().position(|w| w.id == id) {
+            self.async_waiters.swap_remove(at);
+        }
+    }
+
+    /// Takes out the async waiters that have an outcome now (`outcome` is `Some` for them):
+    /// the caller wakes them after dropping the lock.
+    pub fn take_decided_waiters(&mut self) -> Vec<Waker> {
+        let decided = |w: &AsyncWaiter| w.lsn <= self.processed_lsn || self.broken.is_some();
+        if !self.async_waiters.iter().any(decided) {
+            return Vec::new();
+        }
+        let (done, waiting): (Vec<AsyncWaiter>, Vec<AsyncWaiter>) =
+            std::mem::take(&mut self.async_waiters)
+                .into_iter()
+                .partition(decided);
+        self.async_waiters = waiting;
+        done.into_iter().map(|w| w.waker).collect()
     }
 
     pub fn record_failure(&mut self, first_lsn: Lsn, end_lsn: Lsn, message: String) {
@@ -230,9 +276,10 @@ impl Wal {
                 processed_lsn: start_lsn,
                 failed: VecDeque::new(),
                 broken: None,
+                async_waiters: Vec::new(),
             }),
             progress_changed: Condvar::new(),
-            progress_bell: watch::Sender::new(start_lsn),
+            next_waiter_id: AtomicU64::new(0),
             broken: AtomicBool::new(false),
             durable_lsn: AtomicU64::new(start_lsn),
             next_lsn: AtomicU64::new(start_lsn),
@@ -431,20 +478,18 @@ impl Wal {
     /// Waits until the log up to `lsn` is durable, and fails if any batch between `from` and
     /// `lsn` was dropped; the async form of `wait_range_flushed_blocking`.
     pub async fn wait_range_flushed(&self, from: Lsn, lsn: Lsn) -> Result<(), WalError> {
-        let mut bell = self.shared.progress_bell.subscribe();
         if let Some(result) = self.shared.progress.lock().outcome(from, lsn) {
             return result;
         }
         self.request_flush(lsn);
-        loop {
-            if let Some(result) = self.shared.progress.lock().outcome(from, lsn) {
-                return result;
-            }
-            // The sender lives in `self.shared`, so it cannot be dropped while we wait.
-            bell.changed()
-                .await
-                .expect("progress sender outlives the Wal");
+        FlushWait {
+            shared: &self.shared,
+            id: self.shared.next_waiter_id.fetch_add(1, Ordering::Relaxed),
+            from,
+            lsn,
+            registered: false,
         }
+        .await
     }
 
     /// Blocks the calling thread until the record ending at `lsn` is durable; see `wait_flushed`.
@@ -550,5 +595,82 @@ impl Wal {
 impl Drop for Wal {
     fn drop(&mut self) {
         self.shutdown();
+    }
+}
+
+/// The future of `wait_range_flushed`: registers its task in `Progress::async_waiters` until the
+/// log writer has an outcome for `lsn`, and unregisters on drop (a cancelled statement).
+struct FlushWait<'a> {
+    shared: &'a Shared,
+    id: u64,
+    from: Lsn,
+    lsn: Lsn,
+    registered: bool,
+}
+
+impl Future for FlushWait<'_> {
+    type Output = Result<(), WalError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        // Checked and registered under one lock, which the writer holds while it publishes and
+        // takes the decided waiters: no wake-up falls between the two.
+        let mut progress = this.shared.progress.lock();
+        if let Some(result) = progress.outcome(this.from, this.lsn) {
+            if this.registered {
+                progress.remove_async_waiter(this.id);
+                this.registered = false;
+            }
+            return Poll::Ready(result);
+        }
+        progress.set_async_waiter(this.id, this.lsn, cx.waker());
+        this.registered = true;
+        Poll::Pending
+    }
+}
+
+impl Drop for FlushWait<'_> {
+    fn drop(&mut self) {
+        if self.registered {
+            self.shared.progress.lock().remove_async_waiter(self.id);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn progress_at(processed_lsn: Lsn) -> Progress {
+        Progress {
+            processed_lsn,
+            failed: VecDeque::new(),
+            broken: None,
+            async_waiters: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn async_waiters_are_taken_once_their_lsn_is_decided() {
+        let mut p = progress_at(10);
+        p.set_async_waiter(1, 20, Waker::noop());
+        p.set_async_waiter(2, 30, Waker::noop());
+        // A second poll of the same wait refreshes its entry instead of adding one.
+        p.set_async_waiter(1, 20, Waker::noop());
+        assert_eq!(p.async_waiters.len(), 2);
+        assert!(p.take_decided_waiters().is_empty(), "nothing reached yet");
+        p.processed_lsn = 25;
+        assert_eq!(p.take_decided_waiters().len(), 1);
+        assert_eq!(p.async_waiters.len(), 1);
+        assert_eq!(p.async_waiters[0].id, 2, "the waiter for LSN 30 still waits");
+        // A dropped wait (a cancelled statement) leaves nothing behind.
+        p.remove_async_waiter(2);
+        assert!(p.async_waiters.is_empty());
+        // A broken log decides every waiter.
+        p.set_async_waiter(3, 40, Waker::noop());
+        p.set_async_waiter(4, 50, Waker::noop());
+        p.broken = Some("test".into());
+        assert_eq!(p.take_decided_waiters().len(), 2);
+        assert!(p.async_waiters.is_empty());
     }
 }
