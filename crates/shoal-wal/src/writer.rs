@@ -662,7 +662,10 @@ mod tests {
         p.processed_lsn = 25;
         assert_eq!(p.take_decided_waiters().len(), 1);
         assert_eq!(p.async_waiters.len(), 1);
-        assert_eq!(p.async_waiters[0].id, 2, "the waiter for LSN 30 still waits");
+        assert_eq!(
+            p.async_waiters[0].id, 2,
+            "the waiter for LSN 30 still waits"
+        );
         // A dropped wait (a cancelled statement) leaves nothing behind.
         p.remove_async_waiter(2);
         assert!(p.async_waiters.is_empty());

@@ -131,6 +131,26 @@ fn server_side_generation_with_foreign_keys_and_select_only() {
     assert!(sums.iter().all(|s| *s == sums[0]), "{sums:?}");
 }
 
+/// `pgbench -i --partitions` fails with PostgreSQL's "not supported" error instead of creating
+/// plain tables that ignore the partitioning, and the server stays usable.
+#[test]
+fn partitions_are_refused_with_a_clear_error() {
+    let server = ShoalServer::start();
+    let out = Command::new(pgbench_binary())
+        .args(["-h", "127.0.0.1", "-U", "postgres"])
+        .args(["-p", &server.port().to_string()])
+        .args(["-i", "-q", "-s", "1", "--partitions", "2"])
+        .output()
+        .expect("run pgbench (install postgresql-15)");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "pgbench -i --partitions succeeded");
+    assert!(
+        stderr.contains("partitioned tables are not supported"),
+        "{stderr}"
+    );
+    assert_eq!(psql_value(&server, "SELECT 1"), "1");
+}
+
 /// pgbench -i -s 10, a short tpcb-like run, kill -9, restart: every row and the balance
 /// invariant are intact (the data comes back from the redo log alone, then from a checkpoint
 /// plus the log).

@@ -26,6 +26,14 @@ pub(super) async fn create_table(
     txn: &mut Transaction,
     ct: ast::CreateTable,
 ) -> SqlResult<StatementResult> {
+    // sqlparser reads PostgreSQL's declarative partitioning; Shoal does not route rows to
+    // partitions, so it refuses rather than create a plain table (pgbench -i --partitions).
+    if ct.partition_by.is_some() || ct.partition_of.is_some() {
+        return Err(SqlError::new(
+            code::FEATURE_NOT_SUPPORTED,
+            "partitioned tables are not supported",
+        ));
+    }
     let (schema, name) = creation_target(session, &ct.name)?;
     if session
         .engine
