@@ -298,8 +298,30 @@ impl Session {
                 }
             }
         }
-        prepared.finish();
+        let ts = prepared.finish();
+        self.wait_until_visible(ts).await;
         Ok(())
+    }
+
+    /// Waits until every new snapshot sees the commit at `ts`, as PostgreSQL's commit is
+    /// visible to all before it is acknowledged. `finish` stamps this commit's versions, but
+    /// snapshots read the stable watermark, which stays below `ts` while a commit with an
+    /// earlier timestamp is between its halves: woken by the same log flush but not yet run,
+    /// possibly a task of this very thread, so the wait yields instead of blocking. Without it
+    /// a client's next statement could miss its own commit (500 concurrent clients did, in
+    /// `crates/shoal/tests/connections.rs`). The wait is normally nothing or a few yields; a
+    /// huge earlier commit still stamping its rows makes it back off to short sleeps.
+    async fn wait_until_visible(&self, ts: shoal_storage::CommitTs) {
+        const YIELDS_BEFORE_SLEEPING: u32 = 64;
+        let mut yields = 0;
+        while self.engine.db.stable_ts() < ts {
+            if yields < YIELDS_BEFORE_SLEEPING {
+                yields += 1;
+                tokio::task::yield_now().await;
+            } else {
+                tokio::time::sleep(std::time::Duration::from_micros(200)).await;
+            }
+        }
     }
 
     fn rollback_block(&mut self) -> StatementResult {

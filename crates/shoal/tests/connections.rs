@@ -1,0 +1,77 @@
+//! Many concurrent connections without a thread per connection (issue 2): 500 clients stay
+//! connected at once, every one of them runs statements (in and out of transaction blocks)
+//! while all are open, and the server's thread count does not grow with them.
+
+mod support;
+
+use support::{connect, ShoalServer};
+
+const CLIENTS: usize = 500;
+/// Far below one thread per connection: the server runs a thread per core for connections, plus
+/// its fixed background threads (log writer, GC, checkpointer, query pool).
+const SERVER_THREADS_MAX: usize = 64;
+
+fn server_threads(server: &ShoalServer) -> usize {
+    std::fs::read_dir(format!("/proc/{}/task", server.pid()))
+        .expect("read the server's /proc task list")
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn five_hundred_connections_share_a_few_threads() {
+    let server = ShoalServer::start();
+    let setup = connect(&server).await;
+    setup
+        .batch_execute("CREATE TABLE hits (client int PRIMARY KEY, n int NOT NULL)")
+        .await
+        .unwrap();
+    let mut clients = Vec::with_capacity(CLIENTS);
+    for _ in 0..CLIENTS {
+        clients.push(connect(&server).await);
+    }
+    let threads = server_threads(&server);
+    assert!(
+        threads <= SERVER_THREADS_MAX,
+        "{threads} server threads with {CLIENTS} connections open"
+    );
+    // Every connection works while all are open: a prepared insert inside a transaction block,
+    // then a read of its own row.
+    let tasks: Vec<_> = clients
+        .into_iter()
+        .enumerate()
+        .map(|(i, client)| {
+            tokio::spawn(async move {
+                let id = i as i32;
+                client.batch_execute("BEGIN").await.unwrap();
+                client
+                    .execute("INSERT INTO hits VALUES ($1, $2)", &[&id, &(id * 2)])
+                    .await
+                    .unwrap();
+                client.batch_execute("COMMIT").await.unwrap();
+                let row = client
+                    .query_one("SELECT n FROM hits WHERE client = $1", &[&id])
+                    .await
+                    .unwrap();
+                assert_eq!(row.get::<_, i32>(0), id * 2);
+                client
+            })
+        })
+        .collect();
+    let mut clients = Vec::with_capacity(CLIENTS);
+    for task in tasks {
+        clients.push(task.await.unwrap());
+    }
+    let row = setup
+        .query_one("SELECT count(*), sum(n) FROM hits", &[])
+        .await
+        .unwrap();
+    let expected_sum: i64 = (0..CLIENTS as i64).map(|i| i * 2).sum();
+    assert_eq!(row.get::<_, i64>(0), CLIENTS as i64);
+    assert_eq!(row.get::<_, i64>(1), expected_sum);
+    let threads = server_threads(&server);
+    assert!(
+        threads <= SERVER_THREADS_MAX,
+        "{threads} server threads after {CLIENTS} connections ran statements"
+    );
+    drop(clients);
+}
