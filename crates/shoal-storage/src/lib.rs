@@ -13,6 +13,7 @@ pub mod early_redo;
 pub mod error;
 pub mod gc;
 pub mod index;
+mod index_build;
 pub mod key_codec;
 mod ordered_entries;
 pub mod recovery;
