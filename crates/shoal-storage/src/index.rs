@@ -10,14 +10,13 @@
 use std::borrow::Borrow;
 use std::cmp::Ordering;
 
-use std::hash::BuildHasher;
 use std::ops::Bound;
 use std::sync::Arc;
 
-use hashbrown::HashTable;
-use parking_lot::{Mutex, MutexGuard, RwLock};
+use parking_lot::{Mutex, MutexGuard};
 
 use crate::ordered_entries::{OrderedEntries, RunBuilder};
+use crate::point_map::PointMap;
 use crate::table::RowRef;
 use crate::types::{DataType, Value};
 use crate::{key_codec, row_codec, IndexId};
@@ -68,134 +67,6 @@ pub(crate) struct Index {
     point: Option<PointMap>,
 }
 
-/// Rows per full key, sharded so lookups on different keys rarely touch the same lock. An entry
-/// is the key's 64-bit hash and the row handle, not the key itself: 16 bytes instead of ~50, the
-/// difference between this map costing ~100 and ~20 bytes per row. The price is that a lookup
-/// returns candidates, which the caller must recheck against the row's key (it does anyway:
-/// entries of old versions stay until GC), and that two keys with the same hash share a probe.
-struct PointMap {
-    hasher: foldhash::fast::RandomState,
-    shards: Box<[RwLock<PointShard>]>,
-}
-
-/// foldhash rather than std's SipHash: hashing the key is a good part of a point lookup, and
-/// the per-map random seed still keeps crafted keys from colliding on purpose.
-type PointShard = HashTable<PointEntry>;
-
-struct PointEntry {
-    key_hash: u64,
-    row: RowRef,
-}
-
-impl PointMap {
-    fn new() -> PointMap {
-        PointMap {
-            hasher: foldhash::fast::RandomState::default(),
-            shards: (0..POINT_SHARDS)
-                .map(|_| RwLock::new(PointShard::new()))
-                .collect(),
-        }
-    }
-
-    fn hash(&self, key: &[u8]) -> u64 {
-        self.hasher.hash_one(key)
-    }
-
-    /// The table picks buckets with the hash's low bits and tags them with its top 7, so the
-    /// shard comes from bits in between, which neither uses.
-    fn shard(&self, key_hash: u64) -> &RwLock<PointShard> {
-        &self.shards[self.shard_no(key_hash)]
-    }
-
-    fn shard_no(&self, key_hash: u64) -> usize {
-        (key_hash >> 40) as usize % self.shards.len()
-    }
-
-    fn add(&self, key: &[u8], row: &RowRef) {
-        let key_hash = self.hash(key);
-        let mut shard = self.shard(key_hash).write();
-        let present = shard
-            .iter_hash(key_hash)
-            .any(|e| e.key_hash == key_hash && RowRef::ptr_eq(&e.row, row));
-        if !present {
-            let entry = PointEntry {
-                key_hash,
-                row: row.clone(),
-            };
-            shard.insert_unique(key_hash, entry, |e| e.key_hash);
-        }
-    }
-
-    fn remove(&self, key: &[u8], row: &RowRef) {
-        let key_hash = self.hash(key);
-        let mut shard = self.shard(key_hash).write();
-        if let Ok(entry) = shard.find_entry(key_hash, |e| {
-            e.key_hash == key_hash && RowRef::ptr_eq(&e.row, row)
-        }) {
-            entry.remove();
-        }
-        // Give memory back once GC has emptied most of a shard; shrinking only at a quarter
-        // keeps a shard that shrinks and regrows from rehashing on every few removals.
-        let (len, capacity) = (shard.len(), shard.capacity());
-        if len < capacity / 4 {
-            shard.shrink_to(len * 2, |e| e.key_hash);
-        }
-    }
-
-    /// Adds entries known to be absent (a checkpoint's rows), grouped by shard so each shard's
-    /// lock is taken once per block instead of once per row, and with no probe for a present
-    /// entry. `entries` holds (key hash, row) and is left empty. The handles move into the map
-    /// rather than being cloned and dropped: by now the rows are out of cache, and touching each
-    /// one's reference count twice cost a quarter of this function.
-    fn load(&self, entries: &mut Vec<(u64, RowRef)>) {
-        entries.sort_unstable_by_key(|&(key_hash, _)| self.shard_no(key_hash));
-        let mut rest = entries.drain(..).peekable();
-        while let Some((key_hash, row)) = rest.next() {
-            let shard_no = self.shard_no(key_hash);
-            let mut shard = self.shards[shard_no].write();
-            shard.insert_unique(key_hash, PointEntry { key_hash, row }, |e| e.key_hash);
-            while let Some((key_hash, row)) =
-                rest.next_if(|&(key_hash, _)| self.shard_no(key_hash) == shard_no)
-            {
-                shard.insert_unique(key_hash, PointEntry { key_hash, row }, |e| e.key_hash);
-            }
-        }
-    }
-
-    /// Makes room for `entries` more entries spread evenly over the shards, so that loading a
-    /// checkpoint does not rehash every shard a dozen times on the way up.
-    fn reserve(&self, entries: usize) {
-        let per_shard = entries.div_ceil(self.shards.len());
-        for shard in self.shards.iter() {
-            shard.write().reserve(per_shard, |e| e.key_hash);
-        }
-    }
-
-    /// Rows that may have an entry under `key`: every row that has one, and rarely others.
-    fn candidate_rows(&self, key: &[u8], out: &mut Vec<RowRef>) {
-        let key_hash = self.hash(key);
-        let shard = self.shard(key_hash).read();
-        out.extend(
-            shard
-                .iter_hash(key_hash)
-                .filter(|e| e.key_hash == key_hash)
-                .map(|e| e.row.clone()),
-        );
-    }
-
-    fn clear(&self) {
-        for shard in self.shards.iter() {
-            *shard.write() = PointShard::new();
-        }
-    }
-
-    fn allocation_bytes(&self) -> usize {
-        self.shards.iter().map(|s| s.read().allocation_size()).sum()
-    }
-}
-
-const POINT_SHARDS: usize = 64;
-
 fn key_hash(key: &[u8]) -> u64 {
     // FNV-1a: keys are short; this only has to spread them.
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
@@ -232,7 +103,7 @@ impl Index {
 
     /// Adds the entry (key, row) of a row known to have no entry with this key yet (a bulk
     /// load): no probe for an existing entry. It waits in `pending` for `flush_loaded`, which
-    /// sorts a whole block into the ordered entries and adds it to the point map shard by shard.
+    /// sorts a whole block into the ordered entries and stages it for the point map.
     pub(crate) fn load_entry(&self, key: &[u8], row: &RowRef, pending: &mut LoadBuffer) {
         pending.ordered.push(key, row.clone());
         if let Some(p) = &self.point {
@@ -257,6 +128,14 @@ impl Index {
     pub(crate) fn reserve(&self, rows: usize) {
         if let Some(p) = &self.point {
             p.reserve(rows);
+        }
+    }
+
+    /// Inserts the point-map entries loads staged, on up to `threads` threads (lookups would
+    /// do it on first use, on one).
+    pub(crate) fn fold_staged_points(&self, threads: usize) {
+        if let Some(p) = &self.point {
+            p.fold_staged(threads);
         }
     }
 

@@ -43,6 +43,7 @@ impl RowTable {
         // Sort the entries now: the statement that builds the index pays for it, rather than
         // whichever query first looks something up.
         idx.entries.fold_staged();
+        idx.fold_staged_points(1);
         if idx.def.unique {
             if let Some(key) = first_duplicate_live_key(&idx, &shape.types) {
                 return Err(StorageError::UniqueViolation {

@@ -16,6 +16,7 @@ pub mod index;
 mod index_build;
 pub mod key_codec;
 mod ordered_entries;
+mod point_map;
 pub mod recovery;
 pub mod row_chain;
 pub mod row_codec;

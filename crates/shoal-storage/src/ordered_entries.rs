@@ -36,8 +36,74 @@ pub(crate) struct OrderedEntries {
     view: RwLock<Arc<View>>,
     merge_lock: Mutex<()>,
     /// Entries a bulk load handed over and no run holds yet (see `stage`).
-    staged: Mutex<Vec<SortedRun>>,
+    staged: Mutex<Vec<StagedBlock>>,
     has_staged: AtomicBool,
+}
+
+/// An entry's (key, row id), ordered as `cmp_entries` orders them.
+#[derive(PartialEq, Eq)]
+struct EntryOrder<'a>(&'a [u8], u64);
+
+impl Ord for EntryOrder<'_> {
+    fn cmp(&self, other: &Self) -> Ordering {
+        cmp_entries(self.0, self.1, other.0, other.1)
+    }
+}
+
+impl PartialOrd for EntryOrder<'_> {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// A bulk load's block of entries, waiting to be folded into the run.
+enum StagedBlock {
+    /// The block came in entry order (as a checkpoint part's or an ordered COPY's do).
+    Sorted(SortedRun),
+    /// It did not: it is sorted once, with everything else, when it is folded.
+    Unsorted(RunBuilder),
+}
+
+impl StagedBlock {
+    /// Moves the block's entries to the end of `all` (its handles move: no count touched).
+    fn move_into(self, all: &mut RunBuilder) {
+        match self {
+            StagedBlock::Sorted(mut run) => {
+                let rows = std::mem::take(&mut run.rows);
+                for (i, row) in rows.into_iter().enumerate() {
+                    all.push(run.key(i), row);
+                }
+            }
+            StagedBlock::Unsorted(mut block) => {
+                let rows = std::mem::take(&mut block.rows);
+                for (i, row) in rows.into_iter().enumerate() {
+                    all.push(builder_key(&block.key_bytes, &block.ends, i), row);
+                }
+            }
+        }
+    }
+
+    /// Entry `i`, in entry order (as `cmp_entries` compares).
+    fn entry(&self, i: usize) -> EntryOrder<'_> {
+        match self {
+            StagedBlock::Sorted(run) => EntryOrder(run.key(i), run.rows[i].row_id()),
+            StagedBlock::Unsorted(block) => EntryOrder(block.key(i), block.rows[i].row_id()),
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            StagedBlock::Sorted(run) => run.len(),
+            StagedBlock::Unsorted(block) => block.rows.len(),
+        }
+    }
+
+    fn key_bytes(&self) -> usize {
+        match self {
+            StagedBlock::Sorted(run) => run.key_bytes.len(),
+            StagedBlock::Unsorted(block) => block.key_bytes.len(),
+        }
+    }
 }
 
 struct View {
@@ -150,6 +216,14 @@ impl SortedRun {
     }
 }
 
+/// Keys up to this many bytes sort packed with their position (32 bits) in one u128.
+const PACKED_KEY_BYTES: usize = 12;
+
+fn builder_key<'a>(key_bytes: &'a [u8], ends: &[u64], i: usize) -> &'a [u8] {
+    let start = if i == 0 { 0 } else { ends[i - 1] as usize };
+    &key_bytes[start..ends[i] as usize]
+}
+
 /// Collects entries (key without row id, row) and turns them into a run: a bulk load's
 /// staging buffer, and the output of a merge (which pushes in order).
 pub(crate) struct RunBuilder {
@@ -178,8 +252,7 @@ impl RunBuilder {
     }
 
     fn key(&self, i: usize) -> &[u8] {
-        let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
-        &self.key_bytes[start..self.ends[i] as usize]
+        builder_key(&self.key_bytes, &self.ends, i)
     }
 
     fn entry_cmp(&self, a: usize, b: usize) -> Ordering {
@@ -199,33 +272,92 @@ impl RunBuilder {
     /// makes the rest cheap.
     fn sorted(self) -> SortedRun {
         let n = self.rows.len();
-        if (1..n).all(|i| self.entry_cmp(i - 1, i) != Ordering::Greater) {
+        if self.in_order() {
             return self.finish();
         }
-        let mut order: Vec<u32> = (0..n as u32).collect();
-        order.sort_by(|&a, &b| self.entry_cmp(a as usize, b as usize));
+        let order = self.sort_order();
         let mut b = RunBuilder::with_capacity(n, self.key_bytes.len());
+        let RunBuilder {
+            key_bytes,
+            ends,
+            rows,
+        } = self;
+        // Move the handles (an `Option<RowRef>` is one pointer, so this reuses the vector):
+        // a clone and a drop would touch every row's count, a cache miss each in a big load.
+        let mut rows: Vec<Option<RowRef>> = rows.into_iter().map(Some).collect();
         for &i in &order {
-            b.push(self.key(i as usize), self.rows[i as usize].clone());
+            let row = rows[i as usize].take().expect("each entry once");
+            b.push(builder_key(&key_bytes, &ends, i as usize), row);
         }
         b.finish()
     }
 
-    /// The run of the entries, pushed in order.
-    fn finish(self) -> SortedRun {
+    fn in_order(&self) -> bool {
+        (1..self.rows.len()).all(|i| self.entry_cmp(i - 1, i) != Ordering::Greater)
+    }
+
+    /// The entries' positions in entry order.
+    fn sort_order(&self) -> Vec<u32> {
         let n = self.rows.len();
+        assert!(n <= u32::MAX as usize, "a run of over 4G entries");
+        let width = match self.fixed_width() {
+            Some(width) if width <= PACKED_KEY_BYTES => width,
+            _ => {
+                let mut order: Vec<u32> = (0..n as u32).collect();
+                order.sort_by(|&a, &b| self.entry_cmp(a as usize, b as usize));
+                return order;
+            }
+        };
+        // Keys of one width up to 12 bytes (integer keys, dates, short codes) compare as
+        // big-endian numbers. Sorting (key, position) packed in a u128 moves 16 bytes per entry
+        // through a cache-friendly sort instead of comparing keys through the offsets array.
+        let mut packed: Vec<u128> = (0..n)
+            .map(|i| {
+                let mut bytes = [0u8; 16];
+                bytes[..width].copy_from_slice(self.key(i));
+                (u128::from_be_bytes(bytes)) | i as u128
+            })
+            .collect();
+        packed.sort_unstable();
+        let key_of = |p: u128| p >> 32;
+        let mut order: Vec<u32> = packed.iter().map(|&p| p as u32).collect();
+        // Equal keys go by row id, which only a pointer chase reads: sort just those stretches
+        // (a unique key has none, bar the old versions of a row).
+        let mut start = 0;
+        while start < n {
+            let mut end = start + 1;
+            while end < n && key_of(packed[end]) == key_of(packed[start]) {
+                end += 1;
+            }
+            if end - start > 1 {
+                order[start..end].sort_by(|&a, &b| self.entry_cmp(a as usize, b as usize));
+            }
+            start = end;
+        }
+        order
+    }
+
+    /// The width of every key, if they all have one.
+    fn fixed_width(&self) -> Option<usize> {
         let width = self.ends.first().map_or(0, |&e| e as usize);
         let fixed = self
             .ends
             .iter()
             .enumerate()
             .all(|(i, &end)| end as usize == (i + 1) * width);
-        let layout = if fixed {
-            KeyLayout::Fixed(width)
-        } else {
-            let mut ends = self.ends;
-            ends.shrink_to_fit();
-            KeyLayout::Varying(ends)
+        fixed.then_some(width)
+    }
+
+    /// The run of the entries, pushed in order.
+    fn finish(self) -> SortedRun {
+        let n = self.rows.len();
+        let layout = match self.fixed_width() {
+            Some(width) => KeyLayout::Fixed(width),
+            None => {
+                let mut ends = self.ends;
+                ends.shrink_to_fit();
+                KeyLayout::Varying(ends)
+            }
         };
         let mut key_bytes = self.key_bytes;
         key_bytes.shrink_to_fit();
@@ -477,8 +609,12 @@ impl OrderedEntries {
         if entries.is_empty() {
             return;
         }
-        let run = entries.sorted();
-        self.staged.lock().push(run);
+        let block = if entries.in_order() {
+            StagedBlock::Sorted(entries.finish())
+        } else {
+            StagedBlock::Unsorted(entries)
+        };
+        self.staged.lock().push(block);
         self.has_staged.store(true, AtomicOrdering::Release);
     }
 
@@ -545,38 +681,28 @@ impl OrderedEntries {
     }
 }
 
-/// One run of `staged` (a load's blocks, each sorted, owned) and `current` (shared with
-/// readers). A load's blocks usually cover disjoint key ranges (a checkpoint part or a COPY
-/// batch is a stretch of the table), so ordered by their first entry they are often simply
-/// concatenated; otherwise the stable sort merges the sorted stretches.
-fn fold_runs(mut staged: Vec<SortedRun>, current: &SortedRun) -> SortedRun {
-    let entries = staged.iter().map(|r| r.len()).sum::<usize>() + current.live_len();
+/// One run of `staged` (a load's blocks, owned) and `current` (shared with readers). A load's
+/// blocks usually come sorted and cover disjoint key ranges (a checkpoint part or a COPY batch
+/// is a stretch of the table), so ordered by their first entry they are often simply
+/// concatenated; otherwise everything is sorted once.
+fn fold_runs(mut staged: Vec<StagedBlock>, current: &SortedRun) -> SortedRun {
+    let entries = staged.iter().map(StagedBlock::len).sum::<usize>() + current.live_len();
     let key_bytes =
-        staged.iter().map(|r| r.key_bytes.len()).sum::<usize>() + current.key_bytes.len();
+        staged.iter().map(StagedBlock::key_bytes).sum::<usize>() + current.key_bytes.len();
     let mut all = RunBuilder::with_capacity(entries, key_bytes);
-    staged.retain(|r| r.len() > 0);
-    staged.sort_by(|a, b| cmp_entries(a.key(0), a.rows[0].row_id(), b.key(0), b.rows[0].row_id()));
-    let ordered = current.len() == 0
-        && staged.windows(2).all(|w| {
-            let (a, b) = (&w[0], &w[1]);
-            let last = a.len() - 1;
-            cmp_entries(
-                a.key(last),
-                a.rows[last].row_id(),
-                b.key(0),
-                b.rows[0].row_id(),
-            )
-            .is_lt()
-        });
+    staged.retain(|b| b.len() > 0);
+    let all_sorted = staged.iter().all(|b| matches!(b, StagedBlock::Sorted(_)));
+    let ordered = current.len() == 0 && all_sorted && {
+        staged.sort_by(|a, b| a.entry(0).cmp(&b.entry(0)));
+        staged
+            .windows(2)
+            .all(|w| w[0].entry(w[0].len() - 1) < w[1].entry(0))
+    };
     for i in (0..current.len()).filter(|&i| !current.is_removed(i)) {
         all.push(current.key(i), current.rows[i].clone());
     }
-    for mut run in staged {
-        // Blocks are owned: move their row handles rather than count them up and down.
-        let rows = std::mem::take(&mut run.rows);
-        for (i, row) in rows.into_iter().enumerate() {
-            all.push(run.key(i), row);
-        }
+    for block in staged {
+        block.move_into(&mut all);
     }
     if ordered {
         all.finish()
@@ -717,6 +843,39 @@ mod tests {
                     .collect();
                 assert_eq!(got, want, "range {lo:?}..{hi:?}");
             }
+        }
+    }
+
+    /// Blocks of fixed-width keys in random order, with many equal keys whose row ids come in
+    /// random order too, fold into (key, row id) order: at the widths that sort packed into a
+    /// u128 (up to 12 bytes, with the 12th byte in play) and past them.
+    #[test]
+    fn unsorted_fixed_width_blocks_sort_by_key_then_row_id() {
+        let mut rng = StdRng::seed_from_u64(11);
+        for width in [1usize, 5, 12, 13] {
+            let entries = OrderedEntries::new();
+            let mut want: Vec<(Vec<u8>, u64)> = Vec::new();
+            let mut ids: Vec<u64> = (1..=3000).collect();
+            for i in (1..ids.len()).rev() {
+                ids.swap(i, rng.random_range(0..=i));
+            }
+            for block in ids.chunks(700) {
+                let mut b = RunBuilder::with_capacity(0, 0);
+                for &id in block {
+                    let mut key = vec![0u8; width];
+                    key[0] = rng.random_range(0..4u8);
+                    key[width - 1] = rng.random_range(0..4u8);
+                    want.push((key.clone(), id));
+                    b.push(&key, row(id));
+                }
+                entries.stage(b);
+            }
+            want.sort();
+            let got: Vec<(Vec<u8>, u64)> = all(&entries)
+                .into_iter()
+                .map(|(entry, id)| (entry[..entry.len() - ROW_ID_BYTES].to_vec(), id))
+                .collect();
+            assert_eq!(got, want, "width {width}");
         }
     }
 

@@ -49,12 +49,22 @@ impl RowTable {
         self.heap.append_many(chains);
     }
 
-    /// Sorts what `load_rows` handed the indexes into their ordered runs now, rather than at
-    /// the first lookup (call once a load is done, so recovery's time includes it).
-    pub fn finish_load(&self) {
-        for idx in &self.shape.read_recursive().indexes {
-            idx.entries.fold_staged();
+    /// Sorts what `load_rows` handed the indexes into their ordered runs and point maps now,
+    /// on up to `threads` threads, rather than at the first lookup (call once a load is done,
+    /// so recovery's time includes it).
+    pub fn finish_load(&self, threads: usize) {
+        let shape = self.shape.read_recursive();
+        let indexes = &shape.indexes;
+        if indexes.is_empty() {
+            return;
         }
+        std::thread::scope(|s| {
+            // A run's sort is one job; the point maps' shards are many small ones, so they
+            // fill the other threads and then this one.
+            let runs = s.spawn(|| indexes.iter().for_each(|i| i.entries.fold_staged()));
+            indexes.iter().for_each(|i| i.fold_staged_points(threads));
+            runs.join().expect("an ordered-run fold panicked");
+        });
     }
 
     /// Makes room in the indexes for `rows` rows that a checkpoint load is about to add.

@@ -10,6 +10,13 @@ use shoal_storage::*;
 
 #[test]
 fn rows_loaded_in_blocks_from_several_threads_are_found_and_keys_stay_unique() {
+    // Indexes fold what a load staged on first use, or all at once in `finish_load`.
+    for finish_threads in [None, Some(1), Some(3)] {
+        load_blocks_then_use_the_table(finish_threads);
+    }
+}
+
+fn load_blocks_then_use_the_table(finish_threads: Option<usize>) {
     let db = Arc::new(Database::new());
     let t = accounts(&db);
     let types = t.types();
@@ -37,6 +44,9 @@ fn rows_loaded_in_blocks_from_several_threads_are_found_and_keys_stay_unique() {
             });
         }
     });
+    if let Some(threads) = finish_threads {
+        t.finish_load(threads);
+    }
     // As recovery does: commits after the load come after the loaded rows' timestamp.
     db.restart_clock_at(recovery::RECOVERED_TS);
 

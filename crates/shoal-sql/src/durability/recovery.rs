@@ -118,18 +118,11 @@ pub(crate) fn recover(
         if let Some(e) = damage.into_inner() {
             return Err(format!("checkpoint {}: {e}", m.id));
         }
-        // Sort the loaded index entries now, a few tables per thread, so that recovery's
-        // time includes it and the first queries do not pay for it.
-        let loaded: Vec<&Arc<RowTable>> = tables.values().collect();
-        let per_thread = loaded
-            .len()
-            .div_ceil(options.checkpoint_threads.max(1))
-            .max(1);
-        std::thread::scope(|s| {
-            for group in loaded.chunks(per_thread) {
-                s.spawn(move || group.iter().for_each(|t| t.finish_load()));
-            }
-        });
+        // Sort and hash the loaded index entries now, a table at a time on every thread, so
+        // that recovery's time includes it and the first queries do not pay for it.
+        for table in tables.values() {
+            table.finish_load(options.checkpoint_threads);
+        }
         report.checkpoint_id = Some(m.id);
         report.checkpoint_rows = summary.rows;
         report.checkpoint_bytes = summary.bytes;

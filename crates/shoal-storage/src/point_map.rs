@@ -1,0 +1,317 @@
+//! A unique index's hash map for point lookups: rows by the 64-bit hash of their full key.
+//!
+//! An entry is the key's hash and the row handle, not the key itself: 16 bytes instead of ~50,
+//! the difference between this map costing ~100 and ~20 bytes per row. The price is that a
+//! lookup returns candidates, which the caller must recheck against the row's key (it does
+//! anyway: entries of old versions stay until GC), and that two keys with the same hash share
+//! a probe.
+//!
+//! Bulk loads (a checkpoint, an index build) do not insert as they go. Each row's bucket is a
+//! random place in a table of hundreds of megabytes, so an insert per row costs a cache miss
+//! or two: a fifth of a checkpoint load's time. Loads stage their blocks of entries instead
+//! (`load`), and `fold_staged` later groups them by shard and, within a shard, by where their
+//! bucket is, and inserts them in that order, which walks each table from one end to the
+//! other.
+
+use std::hash::BuildHasher;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use hashbrown::HashTable;
+use parking_lot::{Mutex, RwLock};
+
+use crate::table::RowRef;
+
+const POINT_SHARDS: usize = 64;
+
+pub(crate) struct PointMap {
+    /// foldhash rather than std's SipHash: hashing the key is a good part of a point lookup,
+    /// and the per-map random seed still keeps crafted keys from colliding on purpose.
+    hasher: foldhash::fast::RandomState,
+    /// Sharded so lookups on different keys rarely touch the same lock.
+    shards: Box<[RwLock<PointShard>]>,
+    /// Bulk loads' blocks of entries, not yet in `shards`.
+    staged: Mutex<Vec<Vec<(u64, RowRef)>>>,
+    /// How many entries `staged` holds, counted down only once they are in their shard: while
+    /// it is 0 no entry waits, so lookups skip the fold with one atomic load.
+    staged_entries: AtomicUsize,
+    /// One fold at a time: a lookup that finds entries staged waits for the fold under way.
+    fold_lock: Mutex<()>,
+}
+
+type PointShard = HashTable<PointEntry>;
+
+struct PointEntry {
+    key_hash: u64,
+    row: RowRef,
+}
+
+impl PointMap {
+    pub(crate) fn new() -> PointMap {
+        PointMap {
+            hasher: foldhash::fast::RandomState::default(),
+            shards: (0..POINT_SHARDS)
+                .map(|_| RwLock::new(PointShard::new()))
+                .collect(),
+            staged: Mutex::new(Vec::new()),
+            staged_entries: AtomicUsize::new(0),
+            fold_lock: Mutex::new(()),
+        }
+    }
+
+    pub(crate) fn hash(&self, key: &[u8]) -> u64 {
+        self.hasher.hash_one(key)
+    }
+
+    /// The table picks buckets with the hash's low bits and tags them with its top 7, so the
+    /// shard comes from bits in between, which neither uses.
+    fn shard_no(&self, key_hash: u64) -> usize {
+        (key_hash >> 40) as usize % self.shards.len()
+    }
+
+    fn shard(&self, key_hash: u64) -> &RwLock<PointShard> {
+        &self.shards[self.shard_no(key_hash)]
+    }
+
+    pub(crate) fn add(&self, key: &[u8], row: &RowRef) {
+        self.fold_staged(1);
+        let key_hash = self.hash(key);
+        let mut shard = self.shard(key_hash).write();
+        let present = shard
+            .iter_hash(key_hash)
+            .any(|e| e.key_hash == key_hash && RowRef::ptr_eq(&e.row, row));
+        if !present {
+            let entry = PointEntry {
+                key_hash,
+                row: row.clone(),
+            };
+            shard.insert_unique(key_hash, entry, |e| e.key_hash);
+        }
+    }
+
+    pub(crate) fn remove(&self, key: &[u8], row: &RowRef) {
+        self.fold_staged(1);
+        let key_hash = self.hash(key);
+        let mut shard = self.shard(key_hash).write();
+        if let Ok(entry) = shard.find_entry(key_hash, |e| {
+            e.key_hash == key_hash && RowRef::ptr_eq(&e.row, row)
+        }) {
+            entry.remove();
+        }
+        // Give memory back once GC has emptied most of a shard; shrinking only at a quarter
+        // keeps a shard that shrinks and regrows from rehashing on every few removals.
+        let (len, capacity) = (shard.len(), shard.capacity());
+        if len < capacity / 4 {
+            shard.shrink_to(len * 2, |e| e.key_hash);
+        }
+    }
+
+    /// Rows that may have an entry under `key`: every row that has one, and rarely others.
+    pub(crate) fn candidate_rows(&self, key: &[u8], out: &mut Vec<RowRef>) {
+        self.fold_staged(1);
+        let key_hash = self.hash(key);
+        let shard = self.shard(key_hash).read();
+        out.extend(
+            shard
+                .iter_hash(key_hash)
+                .filter(|e| e.key_hash == key_hash)
+                .map(|e| e.row.clone()),
+        );
+    }
+
+    /// Stages entries known to be absent from the map (a bulk load's block), (key hash, row)
+    /// each, and leaves `entries` empty. The handles move: by now the rows are out of cache,
+    /// and touching each one's reference count twice cost a quarter of a load's inserts. Safe
+    /// to call from several threads at once.
+    pub(crate) fn load(&self, entries: &mut Vec<(u64, RowRef)>) {
+        let count = entries.len();
+        if count > 0 {
+            self.staged.lock().push(std::mem::take(entries));
+            self.staged_entries.fetch_add(count, Ordering::Release);
+        }
+    }
+
+    /// Moves the staged entries into their shards, on up to `threads` threads. Lookups call it
+    /// first, so they never miss a loaded entry; a load calls it with all cores when it is done.
+    pub(crate) fn fold_staged(&self, threads: usize) {
+        if self.staged_entries.load(Ordering::Acquire) == 0 {
+            return;
+        }
+        let _fold = self.fold_lock.lock();
+        let blocks = std::mem::take(&mut *self.staged.lock());
+        let shards = self.shards.len();
+        let (mut entries, starts) = group_entries(blocks, shards, |h| self.shard_no(h));
+        // Hand each shard's stretch to whichever thread is free.
+        let mut stretches: Vec<&mut [Option<(u64, RowRef)>]> = Vec::with_capacity(shards);
+        let mut rest = &mut entries[..];
+        for shard_no in 0..shards {
+            let (stretch, tail) = rest.split_at_mut(starts[shard_no + 1] - starts[shard_no]);
+            stretches.push(stretch);
+            rest = tail;
+        }
+        let work = Mutex::new(stretches.into_iter().enumerate());
+        let fill = || loop {
+            let Some((shard_no, stretch)) = work.lock().next() else {
+                break;
+            };
+            self.fill_shard(shard_no, stretch);
+        };
+        let threads = threads.clamp(1, shards);
+        if threads == 1 {
+            fill();
+        } else {
+            std::thread::scope(|s| {
+                for _ in 0..threads {
+                    s.spawn(fill);
+                }
+            });
+        }
+    }
+
+    /// Inserts one shard's staged entries, in bucket order.
+    fn fill_shard(&self, shard_no: usize, stretch: &mut [Option<(u64, RowRef)>]) {
+        if stretch.is_empty() {
+            return;
+        }
+        let mut shard = self.shards[shard_no].write();
+        shard.reserve(stretch.len(), |e| e.key_hash);
+        // hashbrown starts a key's probe at bucket `hash & (buckets - 1)`, and a table of
+        // `capacity` has capacity / 7 * 8 buckets, a power of two. Grouping the entries by
+        // the 1/256th of the table their bucket is in makes the inserts walk the table front
+        // to back, each group within a few kilobytes.
+        let buckets = (shard.capacity() / 7 * 8).next_power_of_two() as u64;
+        let shift = buckets.trailing_zeros().saturating_sub(8);
+        let block: Vec<(u64, RowRef)> = stretch
+            .iter_mut()
+            .map(|e| e.take().expect("each entry once"))
+            .collect();
+        let (ordered, _) = group_entries(vec![block], 256, |h| {
+            ((h & (buckets - 1)) >> shift) as usize
+        });
+        let count = ordered.len();
+        for (key_hash, row) in ordered.into_iter().flatten() {
+            shard.insert_unique(key_hash, PointEntry { key_hash, row }, |e| e.key_hash);
+        }
+        self.staged_entries.fetch_sub(count, Ordering::Release);
+    }
+
+    /// Makes room for `entries` more entries spread evenly over the shards.
+    pub(crate) fn reserve(&self, entries: usize) {
+        let per_shard = entries.div_ceil(self.shards.len());
+        for shard in self.shards.iter() {
+            shard.write().reserve(per_shard, |e| e.key_hash);
+        }
+    }
+
+    pub(crate) fn clear(&self) {
+        let _fold = self.fold_lock.lock();
+        let dropped: usize = std::mem::take(&mut *self.staged.lock())
+            .iter()
+            .map(Vec::len)
+            .sum();
+        self.staged_entries.fetch_sub(dropped, Ordering::Release);
+        for shard in self.shards.iter() {
+            *shard.write() = PointShard::new();
+        }
+    }
+
+    pub(crate) fn allocation_bytes(&self) -> usize {
+        self.fold_staged(1);
+        self.shards.iter().map(|s| s.read().allocation_size()).sum()
+    }
+}
+
+/// A counting sort of `blocks`' entries by `group(key hash)` (below `groups`): the entries in
+/// group order, and where each group starts (with the end as a last element). Two passes over
+/// the hashes and one move per entry, where a sort would compare each entry ~log n times.
+fn group_entries(
+    blocks: Vec<Vec<(u64, RowRef)>>,
+    groups: usize,
+    group: impl Fn(u64) -> usize,
+) -> (Vec<Option<(u64, RowRef)>>, Vec<usize>) {
+    let mut starts = vec![0usize; groups + 1];
+    for &(key_hash, _) in blocks.iter().flatten() {
+        starts[group(key_hash) + 1] += 1;
+    }
+    for g in 1..=groups {
+        starts[g] += starts[g - 1];
+    }
+    let mut next = starts.clone();
+    let mut out: Vec<Option<(u64, RowRef)>> = (0..starts[groups]).map(|_| None).collect();
+    for entry in blocks.into_iter().flatten() {
+        let g = group(entry.0);
+        out[next[g]] = Some(entry);
+        next[g] += 1;
+    }
+    (out, starts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::row_chain::RowChain;
+
+    fn row(id: u64) -> RowRef {
+        RowRef::new(RowChain::new(id, 1), &id.to_be_bytes())
+    }
+
+    fn lookup(map: &PointMap, id: u64) -> Vec<u64> {
+        let mut out = Vec::new();
+        map.candidate_rows(&id.to_be_bytes(), &mut out);
+        out.iter().map(|r| r.row_id()).collect()
+    }
+
+    /// Loads from several threads, then lookups with and without an explicit fold: every
+    /// staged entry is found once, and adds and removes after a load see the loaded entries.
+    #[test]
+    fn staged_entries_are_found_before_and_after_the_fold() {
+        for fold_threads in [0, 1, 3] {
+            let map = PointMap::new();
+            std::thread::scope(|s| {
+                for part in 0..4u64 {
+                    let map = &map;
+                    s.spawn(move || {
+                        for block in 0..5u64 {
+                            let base = part * 10_000 + block * 2_000;
+                            let mut entries: Vec<(u64, RowRef)> = (base..base + 2_000)
+                                .map(|id| (map.hash(&id.to_be_bytes()), row(id)))
+                                .collect();
+                            map.load(&mut entries);
+                            assert!(entries.is_empty());
+                        }
+                    });
+                }
+            });
+            assert_eq!(map.staged_entries.load(Ordering::Relaxed), 40_000);
+            if fold_threads > 0 {
+                map.fold_staged(fold_threads);
+                assert_eq!(map.staged_entries.load(Ordering::Relaxed), 0);
+            }
+            for id in (0..40_000).step_by(97) {
+                assert_eq!(lookup(&map, id), vec![id], "fold on {fold_threads} threads");
+            }
+            assert!(lookup(&map, 40_000).is_empty());
+            let total: usize = map.shards.iter().map(|s| s.read().len()).sum();
+            assert_eq!(total, 40_000);
+            let extra = row(50_000);
+            map.add(&50_000u64.to_be_bytes(), &extra);
+            assert_eq!(lookup(&map, 50_000), vec![50_000]);
+            let mut found = Vec::new();
+            map.candidate_rows(&7u64.to_be_bytes(), &mut found);
+            map.remove(&7u64.to_be_bytes(), &found[0]);
+            assert!(lookup(&map, 7).is_empty());
+        }
+    }
+
+    #[test]
+    fn clear_drops_staged_entries_too() {
+        let map = PointMap::new();
+        let mut entries: Vec<(u64, RowRef)> = (0..100u64)
+            .map(|id| (map.hash(&id.to_be_bytes()), row(id)))
+            .collect();
+        map.load(&mut entries);
+        map.clear();
+        assert_eq!(map.staged_entries.load(Ordering::Relaxed), 0);
+        assert!(lookup(&map, 5).is_empty());
+        assert_eq!(map.allocation_bytes(), 0);
+    }
+}
