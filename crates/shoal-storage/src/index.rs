@@ -107,14 +107,21 @@ impl Index {
     pub(crate) fn load_entry(&self, key: &[u8], row: &RowRef, pending: &mut LoadBuffer) {
         pending.ordered.push(key, row.clone());
         if let Some(p) = &self.point {
+            if pending.point.capacity() == 0 {
+                pending.point.reserve(pending.block_entries);
+            }
             pending.point.push((p.hash(key), row.clone()));
         }
     }
 
     /// Adds the entries `load_entry` left in `pending`, which it leaves empty.
     pub(crate) fn flush_loaded(&self, pending: &mut LoadBuffer) {
-        let ordered = std::mem::replace(&mut pending.ordered, RunBuilder::with_capacity(0, 0));
-        self.entries.stage(ordered);
+        let next = RunBuilder::with_capacity(
+            pending.block_entries,
+            pending.block_entries * KEY_BYTES_GUESS,
+        );
+        self.entries
+            .stage(std::mem::replace(&mut pending.ordered, next));
         if let Some(p) = &self.point {
             p.load(&mut pending.point);
         }
@@ -229,16 +236,27 @@ impl Index {
 pub(crate) struct LoadBuffer {
     ordered: RunBuilder,
     point: Vec<(u64, RowRef)>,
+    block_entries: usize,
 }
 
 impl LoadBuffer {
     pub(crate) fn new() -> LoadBuffer {
+        LoadBuffer::for_blocks_of(0)
+    }
+
+    /// A buffer for blocks of about `entries` entries, sized once per block rather than grown
+    /// by doubling.
+    pub(crate) fn for_blocks_of(entries: usize) -> LoadBuffer {
         LoadBuffer {
-            ordered: RunBuilder::with_capacity(0, 0),
+            ordered: RunBuilder::with_capacity(entries, entries * KEY_BYTES_GUESS),
             point: Vec::new(),
+            block_entries: entries,
         }
     }
 }
+
+/// Encoded key bytes per entry to reserve for a load: an integer key takes 5 or 9.
+const KEY_BYTES_GUESS: usize = 9;
 
 /// Entry keys up to this many bytes live inside the skiplist node. A lookup compares keys at
 /// ~20 nodes; a boxed key would add a cache miss to each comparison.

@@ -31,7 +31,8 @@ impl RowTable {
             .iter()
             .map(|&(row_id, data)| RowRef::new(RowChain::new(row_id, RECOVERED_TS), data))
             .collect();
-        let (mut values, mut key, mut pending) = (Vec::new(), Vec::new(), LoadBuffer::new());
+        let mut pending = LoadBuffer::for_blocks_of(rows.len());
+        let (mut values, mut key) = (Vec::new(), Vec::new());
         for idx in &shape.indexes {
             for (chain, &(_, data)) in chains.iter().zip(rows) {
                 if !idx.covers(&shape.types, data) {
