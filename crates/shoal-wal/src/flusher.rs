@@ -19,6 +19,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::error::is_disk_full;
+use crate::prealloc::{self, NextSegment};
 use crate::segment::{self, BatchHeader, BATCH_HEADER_BYTES, SEGMENT_HEADER_BYTES};
 use crate::writer::Shared;
 use crate::Lsn;
@@ -39,6 +40,14 @@ pub(crate) struct SegmentWriter {
     zeroed_bytes: u64,
     /// Zero-filling failed (a full disk): this segment grows by appends from now on.
     zero_fill_failed: bool,
+    /// The file the next segment goes into, zero-filled ahead by a helper thread once this
+    /// segment is half full (a server that writes little never makes one).
+    next: NextSegment,
+    /// Whether this segment asked for `next` already (it is asked once: a disk short of room
+    /// is not asked again at every batch).
+    next_asked: bool,
+    /// Segments so far that went into such a file (carried over at each rotation).
+    preallocated_segments: u64,
 }
 
 /// How far ahead of the write position a segment is zero-filled at a time. Each step costs one
@@ -50,6 +59,20 @@ const ZERO_FILL_STEP_BYTES: u64 = 16 << 20;
 fn holds_no_batch(data: &[u8]) -> bool {
     data.get(SEGMENT_HEADER_BYTES..)
         .is_none_or(segment::is_zero_tail)
+}
+
+/// Removes the file at `path` if it is a segment holding no batch (a crash or a full disk
+/// right after creating it); fails if it holds batches.
+fn remove_if_no_batch(path: &Path) -> io::Result<()> {
+    match fs::read(path) {
+        Ok(data) if holds_no_batch(&data) => fs::remove_file(path),
+        Ok(_) => {
+            let msg = format!("segment \"{}\" already holds records", path.display());
+            Err(io::Error::new(io::ErrorKind::AlreadyExists, msg))
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e),
+    }
 }
 
 /// What became of one batch.
@@ -68,15 +91,7 @@ impl SegmentWriter {
         segment_size_bytes: u64,
     ) -> io::Result<SegmentWriter> {
         let path = wal_dir.join(segment::segment_file_name(base_lsn));
-        match fs::read(&path) {
-            Ok(data) if holds_no_batch(&data) => fs::remove_file(&path)?,
-            Ok(_) => {
-                let msg = format!("segment \"{}\" already holds records", path.display());
-                return Err(io::Error::new(io::ErrorKind::AlreadyExists, msg));
-            }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(e),
-        }
+        remove_if_no_batch(&path)?;
         let file = OpenOptions::new()
             .write(true)
             .create_new(true)
@@ -100,6 +115,42 @@ impl SegmentWriter {
             syncs_before_failure: None,
             zeroed_bytes: SEGMENT_HEADER_BYTES as u64,
             zero_fill_failed: false,
+            next: NextSegment::none(),
+            next_asked: false,
+            preallocated_segments: 0,
+        })
+    }
+
+    /// Makes segment `base_lsn` out of `prepared`, the zero-filled file `NextSegment` made: its
+    /// header is written and synced before the file takes the segment's name, so a crash leaves
+    /// either no segment or a valid one holding no batch.
+    fn install(
+        wal_dir: &Path,
+        prepared: File,
+        base_lsn: Lsn,
+        segment_size_bytes: u64,
+    ) -> io::Result<SegmentWriter> {
+        let path = wal_dir.join(segment::segment_file_name(base_lsn));
+        remove_if_no_batch(&path)?;
+        let zeroed_bytes = prepared.metadata()?.len();
+        prepared.write_all_at(&segment::encode_segment_header(base_lsn), 0)?;
+        prepared.sync_data()?;
+        fs::rename(prealloc::next_segment_path(wal_dir), &path)?;
+        segment::sync_dir(wal_dir)?;
+        Ok(SegmentWriter {
+            wal_dir: wal_dir.to_path_buf(),
+            path,
+            file: prepared,
+            base_lsn,
+            len_bytes: SEGMENT_HEADER_BYTES as u64,
+            end_lsn: base_lsn,
+            segment_size_bytes,
+            syncs_before_failure: None,
+            zeroed_bytes: zeroed_bytes.max(SEGMENT_HEADER_BYTES as u64),
+            zero_fill_failed: false,
+            next: NextSegment::none(),
+            next_asked: false,
+            preallocated_segments: 0,
         })
     }
 
@@ -188,6 +239,12 @@ impl SegmentWriter {
         }
         self.len_bytes += batch.len() as u64;
         self.end_lsn = end_lsn;
+        if !self.next_asked && self.len_bytes >= self.segment_size_bytes / 2 {
+            self.next_asked = true;
+            if !self.next.is_pending() {
+                self.next = NextSegment::start(&self.wal_dir, self.segment_size_bytes);
+            }
+        }
         BatchOutcome::Written
     }
 
@@ -203,9 +260,18 @@ impl SegmentWriter {
     }
 
     fn rotate(&mut self) -> Result<(), BatchOutcome> {
-        match SegmentWriter::create(&self.wal_dir, self.end_lsn, self.segment_size_bytes) {
+        let (dir, base, size) = (&self.wal_dir, self.end_lsn, self.segment_size_bytes);
+        let (created, preallocated) = match self.next.take_ready() {
+            Some(prepared) => (SegmentWriter::install(dir, prepared, base, size), 1),
+            // Not ready yet (a burst of log outran the helper) or not made: make a bare one.
+            None => (SegmentWriter::create(dir, base, size), 0),
+        };
+        match created {
             Ok(mut next) => {
                 next.syncs_before_failure = self.syncs_before_failure;
+                next.preallocated_segments = self.preallocated_segments + preallocated;
+                // A helper still under way carries over, for the segment after.
+                next.next = std::mem::replace(&mut self.next, NextSegment::none());
                 *self = next;
                 Ok(())
             }
@@ -339,6 +405,9 @@ fn publish(
     shared
         .current_segment_base_lsn
         .store(segment.base_lsn, Ordering::Release);
+    stats
+        .preallocated_segments
+        .store(segment.preallocated_segments, Ordering::Relaxed);
     let decided = progress.take_decided_waiters();
     drop(progress);
     shared.progress_changed.notify_all();

@@ -9,6 +9,7 @@ mod checkpoint;
 mod error;
 mod flusher;
 mod part_file;
+mod prealloc;
 mod reader;
 mod record;
 mod segment;

@@ -67,6 +67,9 @@ pub struct WalStats {
     pub batches: u64,
     /// Batches dropped because the disk was full.
     pub dropped_batches: u64,
+    /// Segments started in a file a helper thread had zero-filled ahead (the others were
+    /// zero-filled by the writer as it went).
+    pub preallocated_segments: u64,
 }
 
 /// The write-ahead log, open for appending. `Send + Sync`; share it behind an `Arc`.
@@ -104,6 +107,7 @@ pub(crate) struct StatCounters {
     pub flushes: AtomicU64,
     pub batches: AtomicU64,
     pub dropped_batches: AtomicU64,
+    pub preallocated_segments: AtomicU64,
 }
 
 /// Records appended but not yet taken by the writer.
@@ -258,6 +262,8 @@ impl Wal {
         let mut seg = SegmentWriter::create(&wal_dir, start_lsn, opts.segment_size_bytes)
             .map_err(|e| io_err("could not create a segment in", &e))?;
         seg.syncs_before_failure = opts.fail_batch_sync_after;
+        // A file a crash left half made would hold space the check for room counts as used.
+        let _ = fs::remove_file(crate::prealloc::next_segment_path(&wal_dir));
         let mut buf = Vec::with_capacity(BATCH_HEADER_BYTES + (1 << 16));
         buf.resize(BATCH_HEADER_BYTES, 0);
         let shared = Arc::new(Shared {
@@ -551,6 +557,7 @@ impl Wal {
             flushes: s.flushes.load(Ordering::Relaxed),
             batches: s.batches.load(Ordering::Relaxed),
             dropped_batches: s.dropped_batches.load(Ordering::Relaxed),
+            preallocated_segments: s.preallocated_segments.load(Ordering::Relaxed),
         }
     }
 

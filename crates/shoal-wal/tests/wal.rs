@@ -456,6 +456,46 @@ fn segments_rotate_and_read_back_in_order_across_reopen() {
     assert!(records.windows(2).all(|w| w[0].0 < w[1].0), "LSNs increase");
 }
 
+/// Segments after the first go into files a helper thread zero-filled while the one before
+/// filled up; the log reads back whole across them, and a half-made file a crash left in the
+/// log directory is neither read nor kept.
+#[test]
+fn segments_zero_filled_ahead_by_the_helper_hold_the_log() {
+    let dir = TestDir::new("prealloc");
+    let wal_dir = dir.path().join("wal");
+    std::fs::create_dir_all(&wal_dir).unwrap();
+    let leftover = wal_dir.join("next-segment.zeros");
+    std::fs::write(&leftover, b"half made before a crash").unwrap();
+    let opts = WalOptions {
+        segment_size_bytes: 1 << 20,
+        ..WalOptions::default()
+    };
+    let wal = Wal::open(dir.path(), 0, opts.clone()).unwrap();
+    assert!(!leftover.exists(), "the leftover is removed at open");
+    // ~5 segments of 10 KB commits, pausing now and then so the helper keeps up.
+    for ts in 1..=500u64 {
+        commit(&wal, ts, &[(ts % 251) as u8 + 1; 10_000]);
+        if ts % 25 == 0 {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    }
+    let stats = wal.stats();
+    drop(wal);
+    let segments = segment_files(dir.path());
+    assert!(segments.len() >= 4, "expected rotation, got {segments:?}");
+    assert!(
+        stats.preallocated_segments >= 1,
+        "no segment went into a file zero-filled ahead: {stats:?}"
+    );
+    let (records, summary) = read_all(dir.path(), 0);
+    assert_eq!(commit_timestamps(&records), (1..=500).collect::<Vec<_>>());
+    assert_eq!(summary.torn_tail_cut_bytes, 0);
+    let wal = Wal::open(dir.path(), summary.end_lsn, opts).unwrap();
+    commit(&wal, 501, b"after reopen");
+    drop(wal);
+    assert_eq!(read_all(dir.path(), 0).0.len(), 501);
+}
+
 /// Bytes of a segment up to its last non-zero byte: where its records end.
 fn written_bytes(segment: &Path) -> u64 {
     let bytes = std::fs::read(segment).unwrap();
