@@ -105,16 +105,18 @@ impl Session {
     /// A READ ONLY transaction (or, outside a block, default_transaction_read_only) refuses
     /// statements that write.
     pub(super) fn check_writable(&self, stmt: &Statement) -> SqlResult<()> {
+        // The statement's kind first: a look at an enum, where the setting is a hash-map
+        // lookup by name, and most statements (every SELECT) are not writes.
+        let Some(command) = write_command_name(stmt) else {
+            return Ok(());
+        };
         if !self.read_only() {
             return Ok(());
         }
-        match write_command_name(stmt) {
-            Some(command) => Err(SqlError::new(
-                code::READ_ONLY_SQL_TRANSACTION,
-                format!("cannot execute {command} in a read-only transaction"),
-            )),
-            None => Ok(()),
-        }
+        Err(SqlError::new(
+            code::READ_ONLY_SQL_TRANSACTION,
+            format!("cannot execute {command} in a read-only transaction"),
+        ))
     }
 
     pub(super) fn read_only(&self) -> bool {
