@@ -16,7 +16,7 @@
 
 use std::cmp::Ordering;
 use std::ops::Bound;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
 use std::sync::Arc;
 
 use crossbeam_skiplist::SkipMap;
@@ -37,7 +37,10 @@ pub(crate) struct OrderedEntries {
     merge_lock: Mutex<()>,
     /// Entries a bulk load handed over and no run holds yet (see `stage`).
     staged: Mutex<Vec<StagedBlock>>,
-    has_staged: AtomicBool,
+    /// Blocks in `staged`, counted down only once the view holds them: while it is not 0 a
+    /// reader folds first (or waits for the fold under way), so it never reads a view that
+    /// misses a block a finished load staged.
+    staged_blocks: AtomicUsize,
 }
 
 /// An entry's (key, row id), ordered as `cmp_entries` orders them.
@@ -463,7 +466,7 @@ impl OrderedEntries {
             view: RwLock::new(Arc::new(View::empty())),
             merge_lock: Mutex::new(()),
             staged: Mutex::new(Vec::new()),
-            has_staged: AtomicBool::new(false),
+            staged_blocks: AtomicUsize::new(0),
         }
     }
 
@@ -522,9 +525,10 @@ impl OrderedEntries {
     /// Removes every entry.
     pub(crate) fn clear(&self) {
         let _merge = self.merge_lock.lock();
-        self.staged.lock().clear();
-        self.has_staged.store(false, AtomicOrdering::Release);
+        let dropped = std::mem::take(&mut *self.staged.lock()).len();
         *self.view.write() = Arc::new(View::empty());
+        self.staged_blocks
+            .fetch_sub(dropped, AtomicOrdering::Release);
     }
 
     /// Calls `f` with each entry (key + row id) within the bounds, in order, until it returns
@@ -614,29 +618,35 @@ impl OrderedEntries {
         } else {
             StagedBlock::Unsorted(entries)
         };
-        self.staged.lock().push(block);
-        self.has_staged.store(true, AtomicOrdering::Release);
+        // Counted under the lock, so a fold that takes the block also finds it counted.
+        let mut staged = self.staged.lock();
+        staged.push(block);
+        self.staged_blocks.fetch_add(1, AtomicOrdering::Release);
     }
 
     /// Folds staged entries into the run.
     pub(crate) fn fold_staged(&self) {
-        if !self.has_staged.load(AtomicOrdering::Acquire) {
+        if self.staged_blocks.load(AtomicOrdering::Acquire) == 0 {
             return;
         }
         let _merge = self.merge_lock.lock();
         let staged = std::mem::take(&mut *self.staged.lock());
-        self.has_staged.store(false, AtomicOrdering::Release);
         if staged.is_empty() {
             return;
         }
+        let blocks = staged.len();
         let current = self.view.read().clone();
         let run = fold_runs(staged, &current.run);
-        let mut view = self.view.write();
-        *view = Arc::new(View {
-            run: Arc::new(run),
-            frozen: None,
-            delta: view.delta.clone(),
-        });
+        {
+            let mut view = self.view.write();
+            *view = Arc::new(View {
+                run: Arc::new(run),
+                frozen: None,
+                delta: view.delta.clone(),
+            });
+        }
+        self.staged_blocks
+            .fetch_sub(blocks, AtomicOrdering::Release);
     }
 
     /// Folds the delta into the run if it has grown past its share (or the run has many

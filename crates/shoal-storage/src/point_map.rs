@@ -125,7 +125,9 @@ impl PointMap {
     pub(crate) fn load(&self, entries: &mut Vec<(u64, RowRef)>) {
         let count = entries.len();
         if count > 0 {
-            self.staged.lock().push(std::mem::take(entries));
+            // Counted under the lock, so a fold that takes the block also finds it counted.
+            let mut staged = self.staged.lock();
+            staged.push(std::mem::take(entries));
             self.staged_entries.fetch_add(count, Ordering::Release);
         }
     }
