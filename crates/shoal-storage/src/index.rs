@@ -116,10 +116,7 @@ impl Index {
 
     /// Adds the entries `load_entry` left in `pending`, which it leaves empty.
     pub(crate) fn flush_loaded(&self, pending: &mut LoadBuffer) {
-        let next = RunBuilder::with_capacity(
-            pending.block_entries,
-            pending.block_entries * KEY_BYTES_GUESS,
-        );
+        let next = run_for_block(pending.block_entries);
         self.entries
             .stage(std::mem::replace(&mut pending.ordered, next));
         if let Some(p) = &self.point {
@@ -129,13 +126,6 @@ impl Index {
             pending.point.is_empty(),
             "point entries of an index without a point map"
         );
-    }
-
-    /// Makes room for `rows` more entries before a checkpoint load.
-    pub(crate) fn reserve(&self, rows: usize) {
-        if let Some(p) = &self.point {
-            p.reserve(rows);
-        }
     }
 
     /// Inserts the point-map entries loads staged, on up to `threads` threads (lookups would
@@ -248,15 +238,17 @@ impl LoadBuffer {
     /// by doubling.
     pub(crate) fn for_blocks_of(entries: usize) -> LoadBuffer {
         LoadBuffer {
-            ordered: RunBuilder::with_capacity(entries, entries * KEY_BYTES_GUESS),
+            ordered: run_for_block(entries),
             point: Vec::new(),
             block_entries: entries,
         }
     }
 }
 
-/// Encoded key bytes per entry to reserve for a load: an integer key takes 5 or 9.
-const KEY_BYTES_GUESS: usize = 9;
+/// A load block's run buffer, sized for `entries` entries of an integer key (5 or 9 bytes).
+fn run_for_block(entries: usize) -> RunBuilder {
+    RunBuilder::with_capacity(entries, entries * 9)
+}
 
 /// Entry keys up to this many bytes live inside the skiplist node. A lookup compares keys at
 /// ~20 nodes; a boxed key would add a cache miss to each comparison.

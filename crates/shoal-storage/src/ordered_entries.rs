@@ -270,9 +270,8 @@ impl RunBuilder {
         cmp_entries(key_a, self.rows[a].row_id(), key_b, self.rows[b].row_id())
     }
 
-    /// The run of the entries pushed in any order. Loads usually come in key order or in a few
-    /// sorted stretches: an ordered input is only checked, and the stable sort's run detection
-    /// makes the rest cheap.
+    /// The run of the entries pushed in any order: an ordered input is only checked, anything
+    /// else sorted once (`sort_order`).
     fn sorted(self) -> SortedRun {
         let n = self.rows.len();
         if self.in_order() {

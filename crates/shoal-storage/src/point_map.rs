@@ -196,14 +196,6 @@ impl PointMap {
         self.staged_entries.fetch_sub(count, Ordering::Release);
     }
 
-    /// Makes room for `entries` more entries spread evenly over the shards.
-    pub(crate) fn reserve(&self, entries: usize) {
-        let per_shard = entries.div_ceil(self.shards.len());
-        for shard in self.shards.iter() {
-            shard.write().reserve(per_shard, |e| e.key_hash);
-        }
-    }
-
     pub(crate) fn clear(&self) {
         let _fold = self.fold_lock.lock();
         let dropped: usize = std::mem::take(&mut *self.staged.lock())

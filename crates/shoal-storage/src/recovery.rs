@@ -68,13 +68,6 @@ impl RowTable {
         });
     }
 
-    /// Makes room in the indexes for `rows` rows that a checkpoint load is about to add.
-    pub fn reserve_for_load(&self, rows: usize) {
-        for idx in &self.shape.read_recursive().indexes {
-            idx.reserve(rows);
-        }
-    }
-
     /// Every row handle by its hidden id, for replay (built once per table that the log
     /// touches).
     pub fn rows_by_id(&self) -> HashMap<u64, RowRef> {

@@ -104,7 +104,28 @@ impl SegmentWriter {
             let _ = fs::remove_file(&path);
             return Err(e);
         }
-        Ok(SegmentWriter {
+        let zeroed_bytes = SEGMENT_HEADER_BYTES as u64;
+        Ok(SegmentWriter::opened(
+            wal_dir,
+            path,
+            file,
+            base_lsn,
+            segment_size_bytes,
+            zeroed_bytes,
+        ))
+    }
+
+    /// The writer of a segment file that holds its header and is zero-filled up to
+    /// `zeroed_bytes`, with no batch yet.
+    fn opened(
+        wal_dir: &Path,
+        path: PathBuf,
+        file: File,
+        base_lsn: Lsn,
+        segment_size_bytes: u64,
+        zeroed_bytes: u64,
+    ) -> SegmentWriter {
+        SegmentWriter {
             wal_dir: wal_dir.to_path_buf(),
             path,
             file,
@@ -113,12 +134,12 @@ impl SegmentWriter {
             end_lsn: base_lsn,
             segment_size_bytes,
             syncs_before_failure: None,
-            zeroed_bytes: SEGMENT_HEADER_BYTES as u64,
+            zeroed_bytes: zeroed_bytes.max(SEGMENT_HEADER_BYTES as u64),
             zero_fill_failed: false,
             next: NextSegment::none(),
             next_asked: false,
             preallocated_segments: 0,
-        })
+        }
     }
 
     /// Makes segment `base_lsn` out of `prepared`, the zero-filled file `NextSegment` made: its
@@ -137,21 +158,14 @@ impl SegmentWriter {
         prepared.sync_data()?;
         fs::rename(prealloc::next_segment_path(wal_dir), &path)?;
         segment::sync_dir(wal_dir)?;
-        Ok(SegmentWriter {
-            wal_dir: wal_dir.to_path_buf(),
+        Ok(SegmentWriter::opened(
+            wal_dir,
             path,
-            file: prepared,
+            prepared,
             base_lsn,
-            len_bytes: SEGMENT_HEADER_BYTES as u64,
-            end_lsn: base_lsn,
             segment_size_bytes,
-            syncs_before_failure: None,
-            zeroed_bytes: zeroed_bytes.max(SEGMENT_HEADER_BYTES as u64),
-            zero_fill_failed: false,
-            next: NextSegment::none(),
-            next_asked: false,
-            preallocated_segments: 0,
-        })
+            zeroed_bytes,
+        ))
     }
 
     /// Makes sure the file is zero-filled past `end_bytes` (up to the next step, within the
@@ -165,14 +179,7 @@ impl SegmentWriter {
         let target = (self.zeroed_bytes + ZERO_FILL_STEP_BYTES)
             .min(self.segment_size_bytes)
             .max(end_bytes);
-        const ZEROS: [u8; 1 << 16] = [0; 1 << 16];
-        let mut at = self.zeroed_bytes;
-        let mut filled = Ok(());
-        while at < target && filled.is_ok() {
-            let n = (target - at).min(ZEROS.len() as u64);
-            filled = self.file.write_all_at(&ZEROS[..n as usize], at);
-            at += n;
-        }
+        let filled = segment::write_zeros(&self.file, self.zeroed_bytes, target);
         match filled.and_then(|()| self.file.sync_data()) {
             Ok(()) => self.zeroed_bytes = target,
             Err(e) => {

@@ -14,7 +14,6 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::thread::JoinHandle;
 
@@ -88,13 +87,7 @@ fn zero_filled_file(path: &Path, size_bytes: u64) -> io::Result<File> {
             .create(true)
             .truncate(true)
             .open(path)?;
-        const ZEROS: [u8; 1 << 16] = [0; 1 << 16];
-        let mut at = 0;
-        while at < size_bytes {
-            let n = (size_bytes - at).min(ZEROS.len() as u64);
-            file.write_all_at(&ZEROS[..n as usize], at)?;
-            at += n;
-        }
+        crate::segment::write_zeros(&file, 0, size_bytes)?;
         file.sync_data()?;
         Ok(file)
     })();

@@ -8,6 +8,7 @@
 
 use std::fs::{self, File};
 use std::io;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use crate::Lsn;
@@ -157,6 +158,18 @@ pub(crate) fn find_batch_header(data: &[u8], from: usize) -> Option<usize> {
 /// where the log ends cleanly.
 pub(crate) fn is_zero_tail(data: &[u8]) -> bool {
     data.iter().all(|&b| b == 0)
+}
+
+/// Writes zeros over bytes `from..to` of `file` (not synced).
+pub(crate) fn write_zeros(file: &File, from: u64, to: u64) -> io::Result<()> {
+    const ZEROS: [u8; 1 << 16] = [0; 1 << 16];
+    let mut at = from;
+    while at < to {
+        let n = (to - at).min(ZEROS.len() as u64);
+        file.write_all_at(&ZEROS[..n as usize], at)?;
+        at += n;
+    }
+    Ok(())
 }
 
 /// Fsyncs a directory so that file creations, renames and deletions in it are durable.

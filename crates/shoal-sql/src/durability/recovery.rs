@@ -90,15 +90,6 @@ pub(crate) fn recover(
             .into_iter()
             .map(|t| (t.id(), t))
             .collect();
-        let mut rows_per_table: HashMap<TableId, u64> = HashMap::new();
-        for part in &m.parts {
-            *rows_per_table.entry(part.table).or_default() += part.rows;
-        }
-        for (id, rows) in rows_per_table {
-            if let Some(t) = tables.get(&id) {
-                t.reserve_for_load(rows as usize);
-            }
-        }
         let damage: Mutex<Option<String>> = Mutex::new(None);
         let summary =
             shoal_wal::load_checkpoint_parts(m, options.checkpoint_threads, &|table, rows| {
