@@ -7,11 +7,15 @@
 #
 # Needs pgbench 15 (/usr/lib/postgresql/15/bin) and psql. Each binary gets a fresh data
 # directory under /tmp and port 55440; scale 10 is loaded once per binary, before round 1.
+# pgbench connects over loopback TCP, or over the Unix socket with AB_TRANSPORT=unix.
 set -u
 ARGS=$1; RUNS=$2; shift 2
 PGBENCH=/usr/lib/postgresql/15/bin/pgbench
 PORT=55440
-CONN="-h 127.0.0.1 -p $PORT -U postgres postgres"
+SOCKET_DIR=/tmp/shoal-ab-sock
+mkdir -p $SOCKET_DIR
+if [ "${AB_TRANSPORT:-tcp}" = unix ]; then HOST=$SOCKET_DIR; else HOST=127.0.0.1; fi
+CONN="-h $HOST -p $PORT -U postgres postgres"
 TICKS_PER_S=$(getconf CLK_TCK)
 for i in $(seq $#); do rm -rf /tmp/shoal-ab-data-$i; done
 for round in $(seq "$RUNS"); do
@@ -19,6 +23,7 @@ for round in $(seq "$RUNS"); do
   for binary in "$@"; do
     i=$((i + 1))
     setsid "$binary" serve --listen 127.0.0.1:$PORT --data-dir /tmp/shoal-ab-data-$i \
+      $( [ "$HOST" = "$SOCKET_DIR" ] && echo --unix-socket-dir $SOCKET_DIR ) \
       > /tmp/shoal-ab-$i.log 2>&1 < /dev/null &
     pid=$!
     until psql $CONN -Atc 'select 1' >/dev/null 2>&1; do sleep 0.2; done

@@ -40,7 +40,7 @@ def main():
     workdir = tempfile.mkdtemp(prefix="shoal-log-overhead-")
     try:
         for name, sync, extra in CONFIGS:
-            server = Shoal(workdir, sync, extra)
+            server = Shoal(workdir, sync, "tcp", extra)
             server.start()
             try:
                 pgbench(server, ["-i", "-q", "-s", str(args.scale)])

@@ -10,10 +10,12 @@ clients) next to this script, and prints the table.
 
 Both servers run with the same durability: `--synchronous-commit on` (the default: every commit
 flushed to the redo log / WAL before it is acknowledged) or `off` on both (the output says which).
+pgbench reaches both the same way: over loopback TCP (`--transport tcp`, the default) or over
+each server's Unix-domain socket (`--transport unix`, what pgbench uses when given no host).
 
 Usage: python3 bench/pgbench/run.py [--scales 10,100] [--clients 1,2,4,8,16,32,64]
            [--duration 10] [--runs 3] [--modes prepared,simple] [--scripts select-only,tpcb-like]
-           [--synchronous-commit on|off]
+           [--synchronous-commit on|off] [--transport tcp|unix]
 Needs: pgbench and PostgreSQL 15 server binaries (apt-get install postgresql-15), matplotlib.
 """
 
@@ -63,8 +65,10 @@ def as_postgres_user(cmd):
 class Shoal:
     name = "Shoal"
 
-    def __init__(self, workdir, synchronous_commit, extra_args=()):
+    def __init__(self, workdir, synchronous_commit, transport, extra_args=()):
         self.synchronous_commit = synchronous_commit
+        self.host = "127.0.0.1" if transport == "tcp" else str(workdir)
+        self.workdir = workdir
         self.extra_args = list(extra_args)
         target = Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target"))
         subprocess.run(["cargo", "build", "--release", "-q"], cwd=REPO, check=True)
@@ -76,7 +80,7 @@ class Shoal:
     def start(self):
         self.proc = subprocess.Popen(
             [str(self.binary), "serve", "--listen", f"127.0.0.1:{self.port}",
-             "--data-dir", str(self.data_dir),
+             "--data-dir", str(self.data_dir), "--unix-socket-dir", str(self.workdir),
              "--synchronous-commit", self.synchronous_commit] + self.extra_args,
             stdout=subprocess.DEVNULL, stderr=open(self.data_dir.parent / "shoal.log", "w"))
         wait_for_port(self.port)
@@ -102,8 +106,9 @@ class Shoal:
 class Postgres:
     name = "PostgreSQL"
 
-    def __init__(self, workdir, shared_buffers, synchronous_commit):
+    def __init__(self, workdir, shared_buffers, synchronous_commit, transport):
         self.port = free_port()
+        self.host = "127.0.0.1" if transport == "tcp" else str(workdir)
         self.data_dir = Path(workdir) / "pg-data"
         self.data_dir.mkdir()
         if os.geteuid() == 0:
@@ -132,13 +137,13 @@ class Postgres:
 
 
 def psql(server, sql):
-    out = subprocess.run(["psql", "-h", "127.0.0.1", "-p", str(server.port), "-U", "postgres",
+    out = subprocess.run(["psql", "-h", server.host, "-p", str(server.port), "-U", "postgres",
                           "-d", "postgres", "-Atc", sql], check=True, capture_output=True, text=True)
     return out.stdout.strip()
 
 
 def pgbench(server, args, log_dir=None):
-    cmd = ["pgbench", "-h", "127.0.0.1", "-p", str(server.port), "-U", "postgres"] + args
+    cmd = ["pgbench", "-h", server.host, "-p", str(server.port), "-U", "postgres"] + args
     if log_dir:
         cmd += ["--log", f"--log-prefix={log_dir}/tx"]
     # pgbench's -d means --debug; the database comes from PGDATABASE instead.
@@ -183,6 +188,8 @@ def main():
     ap.add_argument("--runs", type=int, default=3, help="runs per point; the median is reported")
     ap.add_argument("--synchronous-commit", choices=["on", "off"], default="on",
                     help="durability of both servers")
+    ap.add_argument("--transport", choices=["tcp", "unix"], default="tcp",
+                    help="how pgbench connects to both servers: loopback TCP or Unix socket")
     ap.add_argument("--from-log", nargs="+", metavar="LOG",
                     help="write the report from the output of earlier runs instead of running")
     args = ap.parse_args()
@@ -204,7 +211,8 @@ def main():
         for scale in scales:
             shared_buffers = f"{max(256, scale * 24)}MB"
             sync = args.synchronous_commit
-            for server in (Shoal(workdir, sync), Postgres(workdir, shared_buffers, sync)):
+            for server in (Shoal(workdir, sync, args.transport),
+                           Postgres(workdir, shared_buffers, sync, args.transport)):
                 server.start()
                 try:
                     rss_before = server.rss_bytes() if isinstance(server, Shoal) else 0
@@ -257,9 +265,10 @@ def write_report(results, memory, scales, scripts, modes, clients, args):
         "",
         f"Machine: {os.cpu_count()} cores. Each point: median TPS of {args.runs} runs of "
         f"{args.duration}s, `-j 2`. Both servers run with synchronous_commit="
-        f"{args.synchronous_commit}. Reproduce: "
-        f"`python3 bench/pgbench/run.py --duration {args.duration} --runs {args.runs} "
-        f"--synchronous-commit {args.synchronous_commit}`.",
+        f"{args.synchronous_commit}; pgbench connects to both over "
+        f"{'loopback TCP' if args.transport == 'tcp' else 'their Unix-domain sockets'}. "
+        f"Reproduce: `python3 bench/pgbench/run.py --duration {args.duration} --runs {args.runs} "
+        f"--synchronous-commit {args.synchronous_commit} --transport {args.transport}`.",
         "",
         "| scale | script | mode | clients | Shoal TPS | PG TPS | ratio | Shoal lat ms (p99) "
         "| PG lat ms (p99) |",

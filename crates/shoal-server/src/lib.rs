@@ -3,6 +3,7 @@
 //! they are spread over one single-threaded runtime per core (`connection_threads`).
 
 mod connection_threads;
+mod listeners;
 pub mod pg;
 
 use std::net::SocketAddr;
@@ -12,10 +13,11 @@ use pgwire::api::cancel::DefaultCancelHandler;
 use pgwire::api::ConnectionManager;
 use pgwire::api::PgWireServerHandlers;
 use shoal_sql::Engine;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::{TcpListener, TcpStream, UnixStream};
 use tokio::sync::Semaphore;
 
 use connection_threads::ConnectionThreads;
+pub use listeners::{Listeners, UnixSocket};
 
 use pg::handler::ConnectionHandler;
 
@@ -45,8 +47,54 @@ impl PgWireServerHandlers for Handlers {
     }
 }
 
-/// Serves clients on `listener` until the process ends.
-pub async fn serve(listener: TcpListener, engine: Arc<Engine>) -> std::io::Result<()> {
+/// A client socket taken off a listener, in the std form that moves between runtimes.
+enum Accepted {
+    Tcp(std::net::TcpStream, SocketAddr),
+    Unix(std::os::unix::net::UnixStream),
+}
+
+impl Accepted {
+    /// What the server's log calls this client.
+    fn peer(&self) -> String {
+        match self {
+            Accepted::Tcp(_, peer) => peer.to_string(),
+            Accepted::Unix(_) => "[local]".to_string(),
+        }
+    }
+
+    /// Serves the client's session to its end, on the runtime of the calling thread.
+    async fn serve(self, handlers: Handlers) -> std::io::Result<()> {
+        match self {
+            Accepted::Tcp(socket, _) => {
+                let socket = TcpStream::from_std(socket)?;
+                pgwire::tokio::process_socket(socket, None, handlers).await
+            }
+            // libpq never asks for TLS on a Unix socket, so there is nothing to negotiate.
+            Accepted::Unix(socket) => {
+                let socket = UnixStream::from_std(socket)?;
+                pgwire::tokio::process_socket_unix(socket, handlers).await
+            }
+        }
+    }
+}
+
+async fn accept(listeners: &Listeners) -> std::io::Result<Accepted> {
+    let tcp = async {
+        let (socket, peer) = listeners.tcp.accept().await?;
+        socket.set_nodelay(true).ok();
+        Ok(Accepted::Tcp(socket.into_std()?, peer))
+    };
+    let Some(unix) = &listeners.unix else {
+        return tcp.await;
+    };
+    tokio::select! {
+        accepted = tcp => accepted,
+        accepted = unix.listener.accept() => Ok(Accepted::Unix(accepted?.0.into_std()?)),
+    }
+}
+
+/// Serves clients on `listeners` until the process ends.
+pub async fn serve(listeners: Listeners, engine: Arc<Engine>) -> std::io::Result<()> {
     let connections = Arc::new(ConnectionManager::new());
     let cancel = Arc::new(DefaultCancelHandler::new(connections.clone()));
     let slots = Arc::new(Semaphore::new(CONNECTIONS_MAX));
@@ -58,23 +106,16 @@ pub async fn serve(listener: TcpListener, engine: Arc<Engine>) -> std::io::Resul
             .acquire_owned()
             .await
             .expect("semaphore is never closed");
-        let (socket, peer) = listener.accept().await?;
-        socket.set_nodelay(true).ok();
-        // Moved to the connection's thread, whose own reactor it registers with there.
-        let socket = socket.into_std()?;
+        // The socket moves to the connection's thread as a std socket and registers with that
+        // thread's own reactor there.
+        let accepted = accept(&listeners).await?;
         let handlers = Handlers {
             connection: ConnectionHandler::new(engine.clone(), connections.clone()),
             cancel: cancel.clone(),
         };
         threads.next().spawn(async move {
-            let socket = match TcpStream::from_std(socket) {
-                Ok(socket) => socket,
-                Err(e) => {
-                    tracing::warn!(%peer, "cannot serve connection: {e}");
-                    return;
-                }
-            };
-            if let Err(e) = pgwire::tokio::process_socket(socket, None, handlers).await {
+            let peer = accepted.peer();
+            if let Err(e) = accepted.serve(handlers).await {
                 tracing::debug!(%peer, "connection ended with error: {e}");
             }
             drop(permit);

@@ -25,6 +25,11 @@ enum Command {
         /// must not be reachable from other machines.
         #[arg(long, default_value = "127.0.0.1:5432")]
         listen: SocketAddr,
+        /// Directory of the Unix-domain socket `.s.PGSQL.PORT` (PostgreSQL's
+        /// unix_socket_directories), which psql and pgbench use when given `-h DIR` or no host
+        /// at all. Empty: no Unix socket.
+        #[arg(long, default_value = "/tmp")]
+        unix_socket_dir: PathBuf,
         /// Data directory (created if missing): the redo log and checkpoints.
         #[arg(long, default_value = "./shoal-data")]
         data_dir: PathBuf,
@@ -64,6 +69,7 @@ fn main() {
     match cli.command {
         Command::Serve {
             listen,
+            unix_socket_dir,
             data_dir,
             synchronous_commit,
             redo_log,
@@ -89,13 +95,34 @@ fn main() {
                 .build()
                 .expect("tokio runtime");
             runtime.block_on(async move {
-                let listener = match tokio::net::TcpListener::bind(listen).await {
+                let tcp = match tokio::net::TcpListener::bind(listen).await {
                     Ok(l) => l,
                     Err(e) => {
                         eprintln!("shoal: cannot listen on {listen}: {e}");
                         std::process::exit(1);
                     }
                 };
+                let unix = if unix_socket_dir.as_os_str().is_empty() {
+                    None
+                } else {
+                    match shoal_server::UnixSocket::bind(&unix_socket_dir, listen.port()) {
+                        Ok(socket) => {
+                            tracing::info!(
+                                "listening on Unix socket {}",
+                                socket.path().display()
+                            );
+                            Some(socket)
+                        }
+                        Err(e) => {
+                            eprintln!(
+                                "shoal: cannot listen on a Unix socket in {}: {e}",
+                                unix_socket_dir.display()
+                            );
+                            std::process::exit(1);
+                        }
+                    }
+                };
+                let listeners = shoal_server::Listeners { tcp, unix };
                 tracing::info!(
                     "Shoal {} listening on {listen}, data directory {}",
                     env!("CARGO_PKG_VERSION"),
@@ -132,11 +159,12 @@ fn main() {
                             "shoal: cannot open data directory {}: {e}",
                             data_dir.display()
                         );
+                        drop(listeners); // exit() runs no destructors: remove the socket file
                         std::process::exit(1);
                     }
                 };
                 tokio::select! {
-                    r = shoal_server::serve(listener, engine.clone()) => {
+                    r = shoal_server::serve(listeners, engine.clone()) => {
                         if let Err(e) = r {
                             eprintln!("shoal: server stopped: {e}");
                             std::process::exit(1);

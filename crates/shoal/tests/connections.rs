@@ -75,3 +75,62 @@ async fn five_hundred_connections_share_a_few_threads() {
     );
     drop(clients);
 }
+
+/// Clients that give libpq a directory as host (`psql -h /tmp`, or no host at all with a
+/// Unix-socket default) connect over `DIR/.s.PGSQL.PORT`, see what TCP clients see, and the
+/// socket file goes away when the server stops. (That a second server does not take over a
+/// live socket is a unit test of `shoal_server::UnixSocket`.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clients_connect_over_the_unix_socket() {
+    let mut server = ShoalServer::start();
+    let socket_file = server
+        .unix_socket_dir()
+        .join(format!(".s.PGSQL.{}", server.port()));
+    assert!(socket_file.exists(), "no socket file {socket_file:?}");
+
+    let conn = format!(
+        "host={} port={} user=postgres dbname=postgres",
+        server.unix_socket_dir().display(),
+        server.port()
+    );
+    let (local, connection) = tokio_postgres::connect(&conn, tokio_postgres::NoTls)
+        .await
+        .expect("connect over the unix socket");
+    tokio::spawn(connection);
+    local
+        .batch_execute("CREATE TABLE notes (id int PRIMARY KEY, body text)")
+        .await
+        .unwrap();
+    let inserted = local
+        .execute(
+            "INSERT INTO notes VALUES ($1, $2)",
+            &[&7i32, &"over a unix socket"],
+        )
+        .await
+        .unwrap();
+    assert_eq!(inserted, 1);
+    let tcp = connect(&server).await;
+    let row = tcp
+        .query_one("SELECT body FROM notes WHERE id = 7", &[])
+        .await
+        .unwrap();
+    assert_eq!(row.get::<_, &str>(0), "over a unix socket");
+
+    drop(local);
+    std::process::Command::new("kill")
+        .args(["-TERM", &server.pid().to_string()])
+        .status()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while server.is_running() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "shoal ignored SIGTERM"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(
+        !socket_file.exists(),
+        "the socket file outlived the server: {socket_file:?}"
+    );
+}

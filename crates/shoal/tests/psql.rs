@@ -13,10 +13,12 @@ use std::process::{Command, Stdio};
 use support::ShoalServer;
 
 /// Runs a psql script (fed on stdin, one line per command) with ON_ERROR_STOP, so any failing
-/// catalog query fails the test.
+/// catalog query fails the test. psql connects over the server's Unix socket, as it does by
+/// default when no host is given.
 fn psql(server: &ShoalServer, script: &str) -> String {
     let mut child = Command::new("psql")
-        .args(["-X", "-h", "127.0.0.1", "-U", "postgres", "-d", "postgres"])
+        .args(["-X", "-U", "postgres", "-d", "postgres", "-h"])
+        .arg(server.unix_socket_dir())
         .args(["-p", &server.port().to_string()])
         .args(["-v", "ON_ERROR_STOP=1", "-P", "pager=off", "-f", "-"])
         .env("PGCONNECT_TIMEOUT", "10")

@@ -19,6 +19,10 @@ pub struct ShoalServer {
     child: Child,
     pub addr: String,
     data_dir: PathBuf,
+    /// Where the server's Unix-domain socket `.s.PGSQL.PORT` is: a directory of its own under
+    /// the system's temporary directory (socket paths are limited to ~100 bytes, so not under
+    /// the target directory), removed with the server.
+    unix_socket_dir: PathBuf,
 }
 
 impl ShoalServer {
@@ -83,12 +87,18 @@ impl ShoalServer {
         &self.data_dir
     }
 
+    /// The directory of the server's Unix-domain socket (libpq's host for it).
+    pub fn unix_socket_dir(&self) -> &std::path::Path {
+        &self.unix_socket_dir
+    }
+
     /// Kills the server with SIGKILL (a crash: nothing is flushed or cleaned up) and keeps its
     /// data directory; returns the directory for a restart.
     pub fn crash(mut self) -> PathBuf {
         let _ = self.child.kill();
         let _ = self.child.wait();
         let dir = std::mem::take(&mut self.data_dir);
+        let _ = std::fs::remove_dir_all(&self.unix_socket_dir);
         std::mem::forget(self);
         dir
     }
@@ -101,6 +111,7 @@ impl ShoalServer {
             .status();
         let status = self.child.wait().expect("wait for shoal");
         let dir = std::mem::take(&mut self.data_dir);
+        let _ = std::fs::remove_dir_all(&self.unix_socket_dir);
         std::mem::forget(self);
         (status, dir)
     }
@@ -121,9 +132,17 @@ impl ShoalServer {
             .expect("create shoal stderr file");
         // The server's log (stdout) goes to the same file: it says when the server listens.
         let log = stderr.try_clone().expect("clone the stderr file");
+        let unix_socket_dir = std::env::temp_dir().join(format!(
+            "shoal-sock-{}-{port}-{}",
+            std::process::id(),
+            nanos()
+        ));
+        std::fs::create_dir_all(&unix_socket_dir).expect("create the unix socket directory");
         let child = Command::new(env!("CARGO_BIN_EXE_shoal"))
             .args(["serve", "--listen", &addr, "--data-dir"])
             .arg(&data_dir)
+            .arg("--unix-socket-dir")
+            .arg(&unix_socket_dir)
             .args(args)
             .env("NO_COLOR", "1")
             .stdin(Stdio::null())
@@ -135,6 +154,7 @@ impl ShoalServer {
             child,
             addr,
             data_dir,
+            unix_socket_dir,
         };
         let started = Instant::now();
         // Another test's server may hold the port (free ports are found by binding port 0 and
@@ -189,6 +209,7 @@ impl Drop for ShoalServer {
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.data_dir);
         let _ = std::fs::remove_file(self.data_dir.with_extension("stderr"));
+        let _ = std::fs::remove_dir_all(&self.unix_socket_dir);
     }
 }
 
@@ -200,13 +221,19 @@ fn free_port() -> u16 {
         .port()
 }
 
-fn unique_data_dir(port: u16) -> PathBuf {
-    let nanos = std::time::SystemTime::now()
+fn nanos() -> u32 {
+    std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("shoal-{}-{port}-{nanos}", std::process::id()))
+        .unwrap_or(0)
+}
+
+fn unique_data_dir(port: u16) -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
+        "shoal-{}-{port}-{}",
+        std::process::id(),
+        nanos()
+    ))
 }
 
 /// A tokio-postgres client of `server` (its connection task runs on the current runtime).
