@@ -29,7 +29,7 @@ enum Command {
         /// unix_socket_directories), which psql and pgbench use when given `-h DIR` or no host
         /// at all. Empty: no Unix socket.
         #[arg(long, default_value = "/tmp")]
-        unix_socket_dir: PathBuf,
+        unix_socket_dir: String,
         /// Data directory (created if missing): the redo log and checkpoints.
         #[arg(long, default_value = "./shoal-data")]
         data_dir: PathBuf,
@@ -102,6 +102,7 @@ fn main() {
                         std::process::exit(1);
                     }
                 };
+                let unix_socket_dir = PathBuf::from(unix_socket_dir);
                 let unix = if unix_socket_dir.as_os_str().is_empty() {
                     None
                 } else {

@@ -134,3 +134,17 @@ async fn clients_connect_over_the_unix_socket() {
         "the socket file outlived the server: {socket_file:?}"
     );
 }
+
+/// `--unix-socket-dir ''` (PostgreSQL's empty unix_socket_directories) serves TCP only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_empty_unix_socket_dir_means_tcp_only() {
+    let server = ShoalServer::start_with(&["--unix-socket-dir", ""]);
+    let client = connect(&server).await;
+    let row = client.query_one("SELECT 1 + 1", &[]).await.unwrap();
+    assert_eq!(row.get::<_, i32>(0), 2);
+    let log = std::fs::read_to_string(server.data_dir().with_extension("stderr")).unwrap();
+    assert!(
+        !log.contains("listening on Unix socket"),
+        "a Unix socket was opened: {log}"
+    );
+}

@@ -138,11 +138,14 @@ impl ShoalServer {
             nanos()
         ));
         std::fs::create_dir_all(&unix_socket_dir).expect("create the unix socket directory");
-        let child = Command::new(env!("CARGO_BIN_EXE_shoal"))
+        let mut command = Command::new(env!("CARGO_BIN_EXE_shoal"));
+        command
             .args(["serve", "--listen", &addr, "--data-dir"])
-            .arg(&data_dir)
-            .arg("--unix-socket-dir")
-            .arg(&unix_socket_dir)
+            .arg(&data_dir);
+        if !args.contains(&"--unix-socket-dir") {
+            command.arg("--unix-socket-dir").arg(&unix_socket_dir);
+        }
+        let child = command
             .args(args)
             .env("NO_COLOR", "1")
             .stdin(Stdio::null())
