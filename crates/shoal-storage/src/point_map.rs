@@ -9,9 +9,9 @@
 //! Bulk loads (a checkpoint, an index build) do not insert as they go. Each row's bucket is a
 //! random place in a table of hundreds of megabytes, so an insert per row costs a cache miss
 //! or two: a fifth of a checkpoint load's time. Loads stage their blocks of entries instead
-//! (`load`), and `fold_staged` later groups them by shard and, within a shard, by where their
-//! bucket is, and inserts them in that order, which walks each table from one end to the
-//! other.
+//! (`load`), each block grouped by shard while it is still in cache, and `fold_staged` later
+//! hands each shard its stretch of every block, groups those by where their bucket is, and
+//! inserts them in that order, which walks each table from one end to the other.
 
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -30,7 +30,7 @@ pub(crate) struct PointMap {
     /// Sharded so lookups on different keys rarely touch the same lock.
     shards: Box<[RwLock<PointShard>]>,
     /// Bulk loads' blocks of entries, not yet in `shards`.
-    staged: Mutex<Vec<Vec<(u64, RowRef)>>>,
+    staged: Mutex<Vec<StagedBlock>>,
     /// How many entries `staged` holds, counted down only once they are in their shard: while
     /// it is 0 no entry waits, so lookups skip the fold with one atomic load.
     staged_entries: AtomicUsize,
@@ -39,6 +39,16 @@ pub(crate) struct PointMap {
 }
 
 type PointShard = HashTable<PointEntry>;
+
+/// A staged entry: the key's hash and the row.
+type Entry = (u64, RowRef);
+
+/// A bulk load's block of entries, grouped by shard: shard `s`'s entries are
+/// `entries[starts[s]..starts[s + 1]]`. The fold takes them out, leaving `None`.
+struct StagedBlock {
+    entries: Vec<Option<Entry>>,
+    starts: Vec<usize>,
+}
 
 struct PointEntry {
     key_hash: u64,
@@ -64,12 +74,14 @@ impl PointMap {
 
     /// The table picks buckets with the hash's low bits and tags them with its top 7, so the
     /// shard comes from bits in between, which neither uses.
-    fn shard_no(&self, key_hash: u64) -> usize {
-        (key_hash >> 40) as usize % self.shards.len()
+    fn shard_no(key_hash: u64) -> usize {
+        // The constant, not `shards.len()`: a modulo by a power of two known at compile time
+        // is a mask, where one by a run-time length was a division per entry of every load.
+        (key_hash >> 40) as usize % POINT_SHARDS
     }
 
     fn shard(&self, key_hash: u64) -> &RwLock<PointShard> {
-        &self.shards[self.shard_no(key_hash)]
+        &self.shards[PointMap::shard_no(key_hash)]
     }
 
     pub(crate) fn add(&self, key: &[u8], row: &RowRef) {
@@ -119,15 +131,28 @@ impl PointMap {
     }
 
     /// Stages entries known to be absent from the map (a bulk load's block), (key hash, row)
-    /// each, and leaves `entries` empty. The handles move: by now the rows are out of cache,
-    /// and touching each one's reference count twice cost a quarter of a load's inserts. Safe
-    /// to call from several threads at once.
-    pub(crate) fn load(&self, entries: &mut Vec<(u64, RowRef)>) {
+    /// each, and leaves `entries` empty (its capacity kept for the next block). The handles
+    /// move: by now the rows are out of cache, and touching each one's reference count twice
+    /// cost a quarter of a load's inserts. Safe to call from several threads at once.
+    pub(crate) fn load(&self, entries: &mut Vec<Entry>) {
         let count = entries.len();
         if count > 0 {
+            // Grouped here, on the loading thread and while the block is in cache, rather than
+            // all blocks at once at the fold (where that pass took a third of the fold).
+            let mut block = StagedBlock {
+                entries: Vec::new(),
+                starts: Vec::new(),
+            };
+            group_entries(
+                vec![entries],
+                POINT_SHARDS,
+                PointMap::shard_no,
+                &mut block.entries,
+                &mut block.starts,
+            );
             // Counted under the lock, so a fold that takes the block also finds it counted.
             let mut staged = self.staged.lock();
-            staged.push(std::mem::take(entries));
+            staged.push(block);
             self.staged_entries.fetch_add(count, Ordering::Release);
         }
     }
@@ -139,41 +164,48 @@ impl PointMap {
             return;
         }
         let _fold = self.fold_lock.lock();
-        let blocks = std::mem::take(&mut *self.staged.lock());
-        let shards = self.shards.len();
-        let threads = threads.clamp(1, shards);
-        // First each thread groups its share of the blocks by shard (a pass over every entry,
-        // which on one thread was a sixth of a scale-100 checkpoint load's time)...
-        let mut grouped: Vec<(Vec<Option<Entry>>, Vec<usize>)> =
-            on_threads(deal(blocks, threads), |share| {
-                group_entries(share, shards, |h| self.shard_no(h))
-            });
-        // ...then each shard gathers its stretch of every share, on whichever thread is free.
-        let mut pieces: Vec<Vec<&mut [Option<Entry>]>> =
-            (0..shards).map(|_| Vec::with_capacity(threads)).collect();
-        for (entries, starts) in grouped.iter_mut() {
-            let mut rest = &mut entries[..];
+        let mut blocks = std::mem::take(&mut *self.staged.lock());
+        // Each shard's stretch of every block...
+        let mut pieces: Vec<Vec<&mut [Option<Entry>]>> = (0..POINT_SHARDS)
+            .map(|_| Vec::with_capacity(blocks.len()))
+            .collect();
+        for block in blocks.iter_mut() {
+            let mut rest = &mut block.entries[..];
             for (shard_no, shard_pieces) in pieces.iter_mut().enumerate() {
-                let (stretch, tail) = rest.split_at_mut(starts[shard_no + 1] - starts[shard_no]);
+                let len = block.starts[shard_no + 1] - block.starts[shard_no];
+                let (stretch, tail) = rest.split_at_mut(len);
                 if !stretch.is_empty() {
                     shard_pieces.push(stretch);
                 }
                 rest = tail;
             }
         }
+        // ...goes to whichever thread is free; each thread reuses one buffer for its shards.
         let work = Mutex::new(pieces.into_iter().enumerate());
-        let fill = |_| loop {
-            let Some((shard_no, shard_pieces)) = work.lock().next() else {
-                break;
-            };
-            self.fill_shard(shard_no, shard_pieces);
+        let fill = || {
+            let (mut ordered, mut starts) = (Vec::new(), Vec::new());
+            while let Some((shard_no, shard_pieces)) = work.lock().next() {
+                self.fill_shard(shard_no, shard_pieces, &mut ordered, &mut starts);
+            }
         };
-        on_threads(vec![(); threads], fill);
+        let threads = threads.clamp(1, POINT_SHARDS);
+        std::thread::scope(|s| {
+            for _ in 1..threads {
+                s.spawn(fill);
+            }
+            fill();
+        });
     }
 
-    /// Inserts one shard's staged entries (in pieces, one per thread that grouped them), in
-    /// bucket order.
-    fn fill_shard(&self, shard_no: usize, pieces: Vec<&mut [Option<Entry>]>) {
+    /// Inserts one shard's staged entries (a piece of each block), in bucket order; `ordered`
+    /// and `starts` are the calling thread's buffers for grouping them.
+    fn fill_shard(
+        &self,
+        shard_no: usize,
+        pieces: Vec<&mut [Option<Entry>]>,
+        ordered: &mut Vec<Option<Entry>>,
+        starts: &mut Vec<usize>,
+    ) {
         let count: usize = pieces.iter().map(|p| p.len()).sum();
         if count == 0 {
             return;
@@ -186,8 +218,9 @@ impl PointMap {
         // to back, each group within a few kilobytes.
         let buckets = (shard.capacity() / 7 * 8).next_power_of_two() as u64;
         let shift = buckets.trailing_zeros().saturating_sub(8);
-        let (ordered, _) = group_entries(pieces, 256, |h| ((h & (buckets - 1)) >> shift) as usize);
-        for (key_hash, row) in ordered.into_iter().flatten() {
+        let bucket_group = |h: u64| ((h & (buckets - 1)) >> shift) as usize;
+        group_entries(pieces, 256, bucket_group, ordered, starts);
+        for (key_hash, row) in ordered.drain(..).flatten() {
             shard.insert_unique(key_hash, PointEntry { key_hash, row }, |e| e.key_hash);
         }
         self.staged_entries.fetch_sub(count, Ordering::Release);
@@ -197,7 +230,7 @@ impl PointMap {
         let _fold = self.fold_lock.lock();
         let dropped: usize = std::mem::take(&mut *self.staged.lock())
             .iter()
-            .map(Vec::len)
+            .map(|b| b.entries.len())
             .sum();
         self.staged_entries.fetch_sub(dropped, Ordering::Release);
         for shard in self.shards.iter() {
@@ -211,22 +244,19 @@ impl PointMap {
     }
 }
 
-/// A staged entry: the key's hash and the row.
-type Entry = (u64, RowRef);
-
-/// Where `group_entries` takes entries from: a staged block, or a stretch of an earlier
-/// grouping (whose slots it empties).
+/// Where `group_entries` takes entries from: a block being staged (which it empties), or a
+/// shard's stretch of a staged block (whose slots it empties).
 trait EntrySource {
     fn key_hashes(&self) -> impl Iterator<Item = u64> + '_;
     fn take_entries(self) -> impl Iterator<Item = Entry>;
 }
 
-impl EntrySource for Vec<Entry> {
+impl EntrySource for &mut Vec<Entry> {
     fn key_hashes(&self) -> impl Iterator<Item = u64> + '_ {
         self.iter().map(|e| e.0)
     }
     fn take_entries(self) -> impl Iterator<Item = Entry> {
-        self.into_iter()
+        self.drain(..)
     }
 }
 
@@ -241,15 +271,19 @@ impl EntrySource for &mut [Option<Entry>] {
     }
 }
 
-/// A counting sort of `sources`' entries by `group(key hash)` (below `groups`): the entries in
-/// group order, and where each group starts (with the end as a last element). Two passes over
-/// the hashes and one move per entry, where a sort would compare each entry ~log n times.
+/// A counting sort of `sources`' entries by `group(key hash)` (below `groups`) into `out`, and
+/// where each group starts into `starts` (with the end as a last element); both are cleared
+/// first. Two passes over the hashes and one move per entry, where a sort would compare each
+/// entry ~log n times.
 fn group_entries<S: EntrySource>(
     sources: Vec<S>,
     groups: usize,
     group: impl Fn(u64) -> usize,
-) -> (Vec<Option<Entry>>, Vec<usize>) {
-    let mut starts = vec![0usize; groups + 1];
+    out: &mut Vec<Option<Entry>>,
+    starts: &mut Vec<usize>,
+) {
+    starts.clear();
+    starts.resize(groups + 1, 0);
     for key_hash in sources.iter().flat_map(|s| s.key_hashes()) {
         starts[group(key_hash) + 1] += 1;
     }
@@ -257,47 +291,13 @@ fn group_entries<S: EntrySource>(
         starts[g] += starts[g - 1];
     }
     let mut next = starts.clone();
-    let mut out: Vec<Option<Entry>> = (0..starts[groups]).map(|_| None).collect();
+    out.clear();
+    out.resize_with(starts[groups], || None);
     for entry in sources.into_iter().flat_map(S::take_entries) {
         let g = group(entry.0);
         out[next[g]] = Some(entry);
         next[g] += 1;
     }
-    (out, starts)
-}
-
-/// `blocks` dealt into `shares` shares of about the same number of entries.
-fn deal(blocks: Vec<Vec<Entry>>, shares: usize) -> Vec<Vec<Vec<Entry>>> {
-    let mut dealt: Vec<(usize, Vec<Vec<Entry>>)> = (0..shares).map(|_| (0, Vec::new())).collect();
-    for block in blocks {
-        let lightest = dealt
-            .iter_mut()
-            .min_by_key(|(entries, _)| *entries)
-            .expect("at least one share");
-        lightest.0 += block.len();
-        lightest.1.push(block);
-    }
-    dealt.into_iter().map(|(_, share)| share).collect()
-}
-
-/// `job` on each of `inputs`, the first on this thread and the others on threads of their own;
-/// the results in the inputs' order.
-fn on_threads<I: Send, R: Send>(inputs: Vec<I>, job: impl Fn(I) -> R + Sync) -> Vec<R> {
-    let mut inputs = inputs.into_iter();
-    let Some(first) = inputs.next() else {
-        return Vec::new();
-    };
-    std::thread::scope(|s| {
-        let job = &job;
-        let others: Vec<_> = inputs.map(|input| s.spawn(move || job(input))).collect();
-        let mut results = vec![job(first)];
-        results.extend(
-            others
-                .into_iter()
-                .map(|t| t.join().expect("a point-map fold thread panicked")),
-        );
-        results
-    })
 }
 
 #[cfg(test)]
