@@ -24,6 +24,9 @@ use pg::handler::ConnectionHandler;
 /// Most client connections served at once; further clients wait in the accept queue.
 pub const CONNECTIONS_MAX: usize = 4096;
 
+/// How long to wait after a failed accept (say, out of file descriptors) before the next.
+const ACCEPT_RETRY_DELAY: std::time::Duration = std::time::Duration::from_millis(100);
+
 struct Handlers {
     connection: Arc<ConnectionHandler>,
     cancel: Arc<DefaultCancelHandler>,
@@ -108,7 +111,17 @@ pub async fn serve(listeners: Listeners, engine: Arc<Engine>) -> std::io::Result
             .expect("semaphore is never closed");
         // The socket moves to the connection's thread as a std socket and registers with that
         // thread's own reactor there.
-        let accepted = accept(&listeners).await?;
+        let accepted = match accept(&listeners).await {
+            Ok(accepted) => accepted,
+            // Out of file descriptors, or a client that hung up while queued: the clients
+            // already connected are unaffected, so keep serving them and try again shortly
+            // (PostgreSQL's postmaster logs these and goes on too).
+            Err(e) => {
+                tracing::warn!("cannot accept a connection: {e}");
+                tokio::time::sleep(ACCEPT_RETRY_DELAY).await;
+                continue;
+            }
+        };
         let handlers = Handlers {
             connection: ConnectionHandler::new(engine.clone(), connections.clone()),
             cancel: cancel.clone(),

@@ -107,7 +107,7 @@ impl Index {
     pub(crate) fn load_entry(&self, key: &[u8], row: &RowRef, pending: &mut LoadBuffer) {
         pending.ordered.push(key, row.clone());
         if let Some(p) = &self.point {
-            if pending.point.capacity() == 0 {
+            if pending.point.is_empty() {
                 pending.point.reserve(pending.block_entries);
             }
             pending.point.push((p.hash(key), row.clone()));
@@ -225,7 +225,8 @@ impl Index {
 /// Index entries of a bulk load on their way in (see `Index::load_entry`).
 pub(crate) struct LoadBuffer {
     ordered: RunBuilder,
-    point: Vec<(u64, RowRef)>,
+    /// Point-map entries waiting for `flush_loaded`; `load_rows` lends it a reused buffer.
+    pub(crate) point: Vec<(u64, RowRef)>,
     block_entries: usize,
 }
 

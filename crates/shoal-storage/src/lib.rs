@@ -21,6 +21,7 @@ pub mod recovery;
 pub mod row_chain;
 pub mod row_codec;
 mod row_ref;
+mod row_slab;
 pub mod table;
 pub mod text_dictionary;
 pub mod txn;

@@ -9,11 +9,52 @@ use std::sync::atomic::Ordering;
 
 use crate::error::StorageError;
 use crate::index::LoadBuffer;
+use crate::row_slab::SlabCursor;
 use crate::table::{InsertOutcome, RowChain, RowRef, RowTable, WriteOutcome};
 use crate::txn::{CommitTs, Transaction};
 
 /// The commit timestamp loaded checkpoint rows carry: before every commit after recovery.
 pub const RECOVERED_TS: CommitTs = 1;
+
+/// A loading thread's per-block buffers, kept from one block to the next. A checkpoint block's
+/// buffers are hundreds of kilobytes, above malloc's mmap threshold, so fresh ones were mapped,
+/// faulted in page by page and unmapped again for every block.
+struct LoadScratch {
+    /// Where the thread's loaded rows are cut from (see `row_slab.rs`). A thread that loads
+    /// keeps its last, partly cut slab until it exits; recovery's loading threads exit when
+    /// the load is done.
+    slab: SlabCursor,
+    /// The block's new rows, on their way to the heap.
+    chains: Vec<RowRef>,
+    /// The block's point-map entries, on their way to the map (which empties it).
+    point: Vec<(u64, RowRef)>,
+}
+
+/// What a thread keeps between loads; a bigger buffer (a lazy load of a whole table on a
+/// connection's thread) is given back.
+const LOAD_SCRATCH_KEEP_ROWS: usize = 64 * 1024;
+
+impl LoadScratch {
+    fn trim(&mut self) {
+        debug_assert!(self.chains.is_empty() && self.point.is_empty());
+        if self.chains.capacity() > LOAD_SCRATCH_KEEP_ROWS {
+            self.chains = Vec::new();
+        }
+        if self.point.capacity() > LOAD_SCRATCH_KEEP_ROWS {
+            self.point = Vec::new();
+        }
+    }
+}
+
+thread_local! {
+    static LOAD_SCRATCH: std::cell::RefCell<LoadScratch> = const {
+        std::cell::RefCell::new(LoadScratch {
+            slab: SlabCursor::new(),
+            chains: Vec::new(),
+            point: Vec::new(),
+        })
+    };
+}
 
 impl RowTable {
     /// Adds a committed row with this id and content, visible to every snapshot, to the heap
@@ -27,27 +68,33 @@ impl RowTable {
     /// per call, not once per row.
     pub fn load_rows(&self, rows: &[(u64, &[u8])]) {
         let shape = self.shape.read_recursive();
-        let chains: Vec<RowRef> = rows
-            .iter()
-            .map(|&(row_id, data)| RowRef::new(RowChain::new(row_id, RECOVERED_TS), data))
-            .collect();
-        let mut pending = LoadBuffer::for_blocks_of(rows.len());
-        let (mut values, mut key) = (Vec::new(), Vec::new());
-        for idx in &shape.indexes {
-            for (chain, &(_, data)) in chains.iter().zip(rows) {
-                if !idx.covers(&shape.types, data) {
-                    continue;
+        LOAD_SCRATCH.with_borrow_mut(|scratch| {
+            let chains = &mut scratch.chains;
+            let slab = &mut scratch.slab;
+            chains.extend(rows.iter().map(|&(row_id, data)| {
+                RowRef::new_in(RowChain::new(row_id, RECOVERED_TS), data, slab)
+            }));
+            let mut pending = LoadBuffer::for_blocks_of(rows.len());
+            pending.point = std::mem::take(&mut scratch.point);
+            let (mut values, mut key) = (Vec::new(), Vec::new());
+            for idx in &shape.indexes {
+                for (chain, &(_, data)) in chains.iter().zip(rows) {
+                    if !idx.covers(&shape.types, data) {
+                        continue;
+                    }
+                    idx.row_key(&shape.types, data, &mut values, &mut key);
+                    idx.load_entry(&key, chain, &mut pending);
                 }
-                idx.row_key(&shape.types, data, &mut values, &mut key);
-                idx.load_entry(&key, chain, &mut pending);
+                idx.flush_loaded(&mut pending);
             }
-            idx.flush_loaded(&mut pending);
-        }
-        if let Some(max_row_id) = rows.iter().map(|&(row_id, _)| row_id).max() {
-            self.next_row_id
-                .fetch_max(max_row_id + 1, Ordering::Relaxed);
-        }
-        self.heap.append_many(chains);
+            scratch.point = std::mem::take(&mut pending.point);
+            if let Some(max_row_id) = rows.iter().map(|&(row_id, _)| row_id).max() {
+                self.next_row_id
+                    .fetch_max(max_row_id + 1, Ordering::Relaxed);
+            }
+            self.heap.append_many(chains.drain(..));
+            scratch.trim();
+        });
     }
 
     /// Sorts what `load_rows` handed the indexes into their ordered runs and point maps now,

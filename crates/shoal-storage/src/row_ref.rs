@@ -10,9 +10,12 @@
 //! when the block is made, and never again, so a reader holding a `RowRef` may read them
 //! without the chain's mutex.
 //!
-//! This is the only unsafe code of the row store; it is a thin `Arc` with a trailing slice and
-//! no weak count. The handle is one pointer wide, as `Arc<RowChain>` was, so heaps and indexes
-//! stay as small.
+//! A block comes from malloc, or, for rows loaded in bulk, from a slab (`row_slab.rs`); a bit
+//! of the inline length says which, so the last handle gives it back to the right one.
+//!
+//! This and `row_slab.rs` are the unsafe code of the row store; it is a thin `Arc` with a
+//! trailing slice and no weak count. The handle is one pointer wide, as `Arc<RowChain>` was, so
+//! heaps and indexes stay as small.
 
 use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
 use std::ops::Deref;
@@ -20,17 +23,31 @@ use std::ptr::NonNull;
 use std::sync::atomic::{fence, AtomicU32, Ordering};
 
 use crate::row_chain::RowChain;
+use crate::row_slab::{self, SlabCursor};
 
 /// Past this many handles to one row something leaks them; abort before the count wraps
 /// (as `Arc` does).
 const MAX_REFS: u32 = u32::MAX / 2;
 
+/// Set in `RowBlock::inline_len` when the block was cut from a slab.
+const IN_SLAB: u32 = 1 << 31;
+
 #[repr(C)]
 struct RowBlock {
     refs: AtomicU32,
-    /// Length of the bytes that follow the block.
+    /// Length of the bytes that follow the block, with `IN_SLAB` set for a slab's block.
     inline_len: u32,
     chain: RowChain,
+}
+
+impl RowBlock {
+    fn inline_len(&self) -> usize {
+        (self.inline_len & !IN_SLAB) as usize
+    }
+
+    fn in_slab(&self) -> bool {
+        self.inline_len & IN_SLAB != 0
+    }
 }
 
 /// Stable handle of a logical row: cheap to clone (one atomic increment), the row lives while
@@ -66,19 +83,38 @@ impl RowRef {
     /// A new row: `chain` and, after it in the same allocation, `inline` (the bytes of the
     /// chain's first version).
     pub(crate) fn new(chain: RowChain, inline: &[u8]) -> RowRef {
-        let inline_len = u32::try_from(inline.len()).expect("row bytes over 4 GiB");
+        RowRef::make(chain, inline, None)
+    }
+
+    /// `new`, with the block cut from `slab` rather than malloc'd (rows loaded in bulk).
+    pub(crate) fn new_in(chain: RowChain, inline: &[u8], slab: &mut SlabCursor) -> RowRef {
+        RowRef::make(chain, inline, Some(slab))
+    }
+
+    fn make(chain: RowChain, inline: &[u8], slab: Option<&mut SlabCursor>) -> RowRef {
+        let inline_len = u32::try_from(inline.len())
+            .ok()
+            .filter(|len| len & IN_SLAB == 0)
+            .expect("row bytes over 2 GiB");
         let layout = block_layout(inline.len());
-        // SAFETY: the layout is not zero-sized (it holds a `RowBlock`).
-        let raw = unsafe { alloc(layout) }.cast::<RowBlock>();
-        let Some(block) = NonNull::new(raw) else {
-            handle_alloc_error(layout)
+        let (raw, flag) = match slab.and_then(|s| s.alloc(layout)) {
+            Some(block) => (block.as_ptr().cast::<RowBlock>(), IN_SLAB),
+            None => {
+                // SAFETY: the layout is not zero-sized (it holds a `RowBlock`).
+                let raw = unsafe { alloc(layout) }.cast::<RowBlock>();
+                if raw.is_null() {
+                    handle_alloc_error(layout)
+                }
+                (raw, 0)
+            }
         };
-        // SAFETY: `raw` is a fresh allocation of `layout`: aligned for `RowBlock`, with room
-        // for one and `inline_len` bytes right after it; nothing else sees it yet.
+        // SAFETY: `raw` is fresh memory of `layout` (from malloc or a slab): aligned for
+        // `RowBlock`, with room for one and `inline_len` bytes right after it; nothing else
+        // sees it yet.
         unsafe {
             raw.write(RowBlock {
                 refs: AtomicU32::new(1),
-                inline_len,
+                inline_len: inline_len | flag,
                 chain,
             });
             std::ptr::copy_nonoverlapping(
@@ -86,8 +122,10 @@ impl RowRef {
                 raw.cast::<u8>().add(std::mem::size_of::<RowBlock>()),
                 inline.len(),
             );
+            RowRef {
+                block: NonNull::new_unchecked(raw),
+            }
         }
-        RowRef { block }
     }
 
     fn header(&self) -> &RowBlock {
@@ -97,7 +135,7 @@ impl RowRef {
 
     /// The bytes of the row's first version (see the module comment).
     pub(crate) fn inline_bytes(&self) -> &[u8] {
-        let len = self.header().inline_len as usize;
+        let len = self.header().inline_len();
         // SAFETY: `new` wrote `len` bytes right after the block and nobody writes them again;
         // the block lives while `self` does, which bounds the returned borrow.
         unsafe {
@@ -121,10 +159,15 @@ impl RowRef {
         &self.header().chain
     }
 
-    /// Bytes of memory the block takes from the allocator, with glibc's 8-byte chunk header
-    /// rounded to its 16-byte granule.
+    /// Bytes of memory the block takes: its size in a slab, or with glibc's 8-byte chunk
+    /// header rounded to its 16-byte granule.
     pub(crate) fn allocation_bytes(&self) -> usize {
-        malloc_chunk_bytes(block_layout(self.header().inline_len as usize).size())
+        let size = block_layout(self.header().inline_len()).size();
+        if self.header().in_slab() {
+            size
+        } else {
+            malloc_chunk_bytes(size)
+        }
     }
 }
 
@@ -154,12 +197,18 @@ impl Drop for RowRef {
         // Every other handle's use of the block happens before their decrements (Release);
         // this Acquire makes them happen before the free, as in `Arc::drop`.
         fence(Ordering::Acquire);
-        let layout = block_layout(self.header().inline_len as usize);
+        let layout = block_layout(self.header().inline_len());
+        let in_slab = self.header().in_slab();
         // SAFETY: this was the last handle, so nothing else reads the block; the chain is
-        // dropped once, then the block is freed with the layout it was allocated with.
+        // dropped once, then the block goes back where it came from (with the layout it was
+        // allocated with, for malloc).
         unsafe {
             std::ptr::drop_in_place(&mut (*self.block.as_ptr()).chain);
-            dealloc(self.block.as_ptr().cast::<u8>(), layout);
+            if in_slab {
+                row_slab::release(self.block.cast::<u8>());
+            } else {
+                dealloc(self.block.as_ptr().cast::<u8>(), layout);
+            }
         }
     }
 }
@@ -198,6 +247,33 @@ mod tests {
         assert!(empty.inline_bytes().is_empty());
         assert!(!RowRef::ptr_eq(&other, &empty));
         assert!(RowRef::ptr_eq(&other, &other.clone()));
+    }
+
+    #[test]
+    fn a_row_cut_from_a_slab_reads_and_drops_like_a_malloced_one() {
+        let _serial = crate::row_slab::tests::SERIAL.lock().unwrap();
+        let later: Arc<[u8]> = Arc::from(&b"later"[..]);
+        let mut slab = SlabCursor::new();
+        let rows: Vec<RowRef> = (0..1000u64)
+            .map(|id| RowRef::new_in(RowChain::new(id, 1), &id.to_be_bytes(), &mut slab))
+            .collect();
+        drop(slab);
+        rows[3].lock_state().push(crate::row_chain::Version {
+            begin: 2,
+            end: crate::txn::END_UNSET,
+            data: VersionData::Shared(later.clone()),
+        });
+        for (id, row) in rows.iter().enumerate() {
+            assert_eq!(row.row_id(), id as u64);
+            assert_eq!(row.inline_bytes(), (id as u64).to_be_bytes());
+            assert_eq!(row.allocation_bytes(), block_layout(8).size());
+        }
+        let kept = rows[3].clone();
+        drop(rows);
+        assert_eq!(kept.inline_bytes(), 3u64.to_be_bytes());
+        assert_eq!(Arc::strong_count(&later), 2);
+        drop(kept);
+        assert_eq!(Arc::strong_count(&later), 1, "the chain was dropped");
     }
 
     /// The chain's own drop runs once, with the last handle: a later version's bytes (an

@@ -116,7 +116,7 @@ impl Heap {
     }
 
     /// Appends many rows, taking the chunk locks once per chunk rather than once per row.
-    pub(crate) fn append_many(&self, rows: Vec<RowRef>) {
+    pub(crate) fn append_many(&self, rows: impl IntoIterator<Item = RowRef>) {
         let mut rows = rows.into_iter().peekable();
         while rows.peek().is_some() {
             if let Some(last) = self.chunks.read().last() {

@@ -148,3 +148,35 @@ async fn an_empty_unix_socket_dir_means_tcp_only() {
         "a Unix socket was opened: {log}"
     );
 }
+
+/// Running out of file descriptors makes accepting fail; the server must keep serving its
+/// clients and accept again once descriptors are free, not exit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn running_out_of_file_descriptors_does_not_stop_the_server() {
+    let mut server = ShoalServer::start();
+    let client = connect(&server).await;
+    let limited = std::process::Command::new("prlimit")
+        .args(["--pid", &server.pid().to_string(), "--nofile=64:64"])
+        .status()
+        .expect("run prlimit (util-linux)");
+    assert!(limited.success());
+    // More connections than the server has descriptors left: some accepts fail with EMFILE.
+    let flood: Vec<std::net::TcpStream> = (0..100)
+        .filter_map(|_| std::net::TcpStream::connect(&server.addr).ok())
+        .collect();
+    assert!(!flood.is_empty());
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let row = client.query_one("SELECT 40 + 2", &[]).await.unwrap();
+    assert_eq!(row.get::<_, i32>(0), 42, "a connected client still works");
+    drop(flood);
+    drop(client);
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert!(
+        server.is_running(),
+        "the server exited:\n{}",
+        server.post_mortem()
+    );
+    let again = connect(&server).await;
+    let row = again.query_one("SELECT 1", &[]).await.unwrap();
+    assert_eq!(row.get::<_, i32>(0), 1, "a new client is served");
+}

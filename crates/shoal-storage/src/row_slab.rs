@@ -1,0 +1,238 @@
+//! Slabs for rows loaded in bulk: a checkpoint's rows placed side by side in 2 MiB blocks of
+//! memory mapped straight from the kernel, instead of one malloc per row.
+//!
+//! Why: loading a checkpoint is mostly making rows, and in `perf` most of a load's system time
+//! was first-touch page faults, one per 4 KiB of fresh heap (~3 µs each on this VM), with
+//! malloc's own bookkeeping next (bench/coldstart/README.md, session 18). A slab is a
+//! 2 MiB-aligned mapping whose pages are faulted in with one `madvise(MADV_POPULATE_WRITE)`;
+//! rows are cut from it by bumping an offset, with no per-row header and no rounding to
+//! malloc's 16-byte granule.
+//!
+//! A slab counts the rows cut from it that are still alive, plus one while a [`SlabCursor`] is
+//! still cutting from it, and is unmapped when that count reaches zero. The price: a slab is
+//! given back only when its last row dies, so a table that deletes most of its loaded rows
+//! keeps their slabs until the survivors die too.
+//!
+//! This module and `row_ref.rs` are the row store's unsafe code.
+
+use std::alloc::Layout;
+use std::ptr::NonNull;
+use std::sync::atomic::{fence, AtomicUsize, Ordering};
+
+/// A slab's size and alignment: one transparent huge page on x86-64.
+pub(crate) const SLAB_BYTES: usize = 2 << 20;
+
+/// Blocks bigger than this go to malloc: a slab holds at least 16 of them, so a cursor never
+/// wastes more than 1/16th of a slab when it moves on.
+const SLAB_BLOCK_MAX: usize = SLAB_BYTES / 16;
+
+/// How many slabs are mapped right now (for tests and memory statistics).
+static SLABS_MAPPED: AtomicUsize = AtomicUsize::new(0);
+
+/// At the start of every slab.
+#[repr(C)]
+struct SlabHeader {
+    /// Live blocks cut from this slab, plus one while a cursor cuts from it.
+    live: AtomicUsize,
+}
+
+const FIRST_BLOCK_OFFSET: usize = std::mem::size_of::<SlabHeader>();
+
+/// Cuts blocks from a slab, one thread's; maps a new slab when the current one is full.
+pub(crate) struct SlabCursor {
+    slab: Option<NonNull<SlabHeader>>,
+    /// Offset of the next free byte in `slab`.
+    next: usize,
+}
+
+impl SlabCursor {
+    pub(crate) const fn new() -> SlabCursor {
+        SlabCursor {
+            slab: None,
+            next: 0,
+        }
+    }
+
+    /// Memory for a block of `layout`, counted as live in its slab; `None` when the block is
+    /// too big for a slab or no slab could be mapped (the caller then uses malloc). Give it
+    /// back with [`release`].
+    pub(crate) fn alloc(&mut self, layout: Layout) -> Option<NonNull<u8>> {
+        // (A block's alignment is met by rounding its offset up: the slab's start is aligned
+        // to SLAB_BYTES, far more than any row needs.)
+        if layout.size() > SLAB_BLOCK_MAX || layout.align() > SLAB_BLOCK_MAX {
+            return None;
+        }
+        let mut start = self.next.next_multiple_of(layout.align());
+        if self.slab.is_none() || start + layout.size() > SLAB_BYTES {
+            self.move_to(map_slab()?);
+            start = self.next.next_multiple_of(layout.align());
+        }
+        let slab = self.slab.expect("a slab was mapped above");
+        // SAFETY: `slab` is mapped and this cursor's count keeps it so.
+        unsafe { slab.as_ref() }
+            .live
+            .fetch_add(1, Ordering::Relaxed);
+        self.next = start + layout.size();
+        debug_assert!(self.next <= SLAB_BYTES);
+        // SAFETY: `start + size <= SLAB_BYTES`, so the block is inside the slab's mapping.
+        Some(unsafe { NonNull::new_unchecked(slab.as_ptr().cast::<u8>().add(start)) })
+    }
+
+    fn move_to(&mut self, slab: NonNull<SlabHeader>) {
+        if let Some(old) = self.slab.replace(slab) {
+            // SAFETY: the cursor's own count on the old slab, given up once.
+            unsafe { release_slab(old) };
+        }
+        self.next = FIRST_BLOCK_OFFSET;
+    }
+}
+
+impl Drop for SlabCursor {
+    fn drop(&mut self) {
+        if let Some(slab) = self.slab.take() {
+            // SAFETY: the cursor's own count on its slab, given up once.
+            unsafe { release_slab(slab) };
+        }
+    }
+}
+
+/// Gives back a block that `SlabCursor::alloc` returned.
+///
+/// # Safety
+/// `block` came from `SlabCursor::alloc`, is released once, and is not used afterwards.
+pub(crate) unsafe fn release(block: NonNull<u8>) {
+    let slab = (block.as_ptr() as usize & !(SLAB_BYTES - 1)) as *mut SlabHeader;
+    // SAFETY: slabs are SLAB_BYTES-aligned and blocks lie inside them, so masking the block's
+    // address gives its slab's header; the block's count keeps the slab mapped until here.
+    unsafe { release_slab(NonNull::new_unchecked(slab)) }
+}
+
+/// Drops one count of `slab`, and unmaps it with the last one.
+///
+/// # Safety
+/// The caller owns one count of `slab` and does not use the slab afterwards.
+unsafe fn release_slab(slab: NonNull<SlabHeader>) {
+    // SAFETY: the caller's count keeps the slab mapped.
+    let live = unsafe { &slab.as_ref().live };
+    // Release/Acquire as in `Arc::drop`: every use of the slab's blocks happens before the
+    // unmap.
+    if live.fetch_sub(1, Ordering::Release) != 1 {
+        return;
+    }
+    fence(Ordering::Acquire);
+    // SAFETY: that was the last count: no block of the slab is in use and no cursor cuts
+    // from it, so nothing refers to the mapping any more.
+    let unmapped = unsafe { rustix::mm::munmap(slab.as_ptr().cast(), SLAB_BYTES) };
+    debug_assert!(unmapped.is_ok(), "munmap of a slab failed: {unmapped:?}");
+    SLABS_MAPPED.fetch_sub(1, Ordering::Relaxed);
+}
+
+/// A fresh SLAB_BYTES-aligned slab whose count (1) is the caller's, or `None` when the kernel
+/// has no memory to map.
+fn map_slab() -> Option<NonNull<SlabHeader>> {
+    use rustix::mm::{madvise, mmap_anonymous, munmap, Advice, MapFlags, ProtFlags};
+    // Twice the size, then the unaligned ends cut off: mmap only promises page alignment.
+    let span = 2 * SLAB_BYTES;
+    // SAFETY: a new private anonymous mapping at an address the kernel picks; it aliases
+    // nothing.
+    let raw = unsafe {
+        mmap_anonymous(
+            std::ptr::null_mut(),
+            span,
+            ProtFlags::READ | ProtFlags::WRITE,
+            MapFlags::PRIVATE,
+        )
+    }
+    .ok()?;
+    let raw_addr = raw as usize;
+    let start = raw_addr.next_multiple_of(SLAB_BYTES);
+    let head = start - raw_addr;
+    let tail = span - head - SLAB_BYTES;
+    // SAFETY: both ranges are inside the mapping just made and outside the slab kept.
+    unsafe {
+        if head > 0 {
+            let _ = munmap(raw, head);
+        }
+        if tail > 0 {
+            let _ = munmap((start + SLAB_BYTES) as *mut _, tail);
+        }
+    }
+    let slab = start as *mut SlabHeader;
+    // SAFETY: `slab` is the start of a SLAB_BYTES mapping of this process. Populating faults
+    // all its pages in with one call instead of a trap per 4 KiB page; it is only an
+    // optimization (kernels before 5.14 refuse it, and the pages then fault in on first
+    // touch). No huge-page advice: on this VM a huge page's first touch cost several times
+    // what the same memory in 4 KiB pages did (60% of a load's samples in clear_page).
+    unsafe {
+        let _ = madvise(slab.cast(), SLAB_BYTES, Advice::LinuxPopulateWrite);
+        slab.write(SlabHeader {
+            live: AtomicUsize::new(1),
+        });
+    }
+    SLABS_MAPPED.fetch_add(1, Ordering::Relaxed);
+    NonNull::new(slab)
+}
+
+/// Slabs mapped right now.
+#[cfg(test)]
+fn slabs_mapped() -> usize {
+    SLABS_MAPPED.load(Ordering::Relaxed)
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// The tests count mapped slabs, process-wide: one test that maps slabs at a time.
+    pub(crate) static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    /// Blocks from several slabs, released in an order unlike the one they were cut in: each
+    /// slab is unmapped exactly when its last block and its cursor are gone, and blocks never
+    /// overlap.
+    #[test]
+    fn a_slab_is_unmapped_with_its_last_block() {
+        let _serial = SERIAL.lock().unwrap();
+        let before = slabs_mapped();
+        let layout = Layout::from_size_align(1000, 8).unwrap();
+        let mut cursor = SlabCursor::new();
+        let blocks: Vec<NonNull<u8>> = (0..5000).map(|_| cursor.alloc(layout).unwrap()).collect();
+        let per_slab = (SLAB_BYTES - FIRST_BLOCK_OFFSET) / 1000;
+        let slabs = 5000usize.div_ceil(per_slab);
+        assert_eq!(slabs_mapped() - before, slabs);
+        for (i, b) in blocks.iter().enumerate() {
+            // SAFETY: each block is 1000 bytes of a live slab, this test's alone.
+            unsafe { std::ptr::write_bytes(b.as_ptr(), i as u8, 1000) };
+        }
+        for (i, b) in blocks.iter().enumerate() {
+            // SAFETY: as above; nothing else wrote these bytes if blocks do not overlap.
+            assert_eq!(unsafe { *b.as_ptr().add(999) }, i as u8);
+        }
+        // Every other block first: no slab empties.
+        for b in blocks.iter().step_by(2) {
+            // SAFETY: each block released once, not used after.
+            unsafe { release(*b) };
+        }
+        assert_eq!(slabs_mapped() - before, slabs);
+        for b in blocks.iter().skip(1).step_by(2) {
+            // SAFETY: as above.
+            unsafe { release(*b) };
+        }
+        // All but the cursor's current slab are gone.
+        assert_eq!(slabs_mapped() - before, 1);
+        drop(cursor);
+        assert_eq!(slabs_mapped(), before);
+    }
+
+    #[test]
+    fn big_blocks_are_left_to_malloc() {
+        let _serial = SERIAL.lock().unwrap();
+        let mut cursor = SlabCursor::new();
+        let big = Layout::from_size_align(SLAB_BLOCK_MAX + 1, 8).unwrap();
+        assert!(cursor.alloc(big).is_none());
+        let fits = Layout::from_size_align(SLAB_BLOCK_MAX, 8).unwrap();
+        let block = cursor.alloc(fits).unwrap();
+        assert_eq!(block.as_ptr() as usize % 8, 0);
+        // SAFETY: released once.
+        unsafe { release(block) };
+    }
+}
