@@ -151,6 +151,7 @@ fn main() {
                 let engine = match opened {
                     Ok((engine, report)) => {
                         tracing::info!("recovery: {report}");
+                        shoal_sql::query::query_runtime::start();
                         // As PostgreSQL says it: tools (and the tests) wait for this line.
                         tracing::info!("{READY_MESSAGE} on {listen}");
                         engine

@@ -27,6 +27,13 @@ static QUERY_RUNTIME: LazyLock<Runtime> = LazyLock::new(|| {
         .expect("start the query runtime")
 });
 
+/// Starts the query runtime's threads now. The server calls it at start-up: made lazily by
+/// the first query, it could fail there (out of file descriptors for its epoll, say) and take
+/// the connection's thread down with it.
+pub fn start() {
+    LazyLock::force(&QUERY_RUNTIME);
+}
+
 /// Runs `work` on the query runtime and waits for it; dropping the returned future aborts it.
 pub async fn run<T: Send + 'static>(
     work: impl Future<Output = T> + Send + 'static,
