@@ -35,8 +35,9 @@ const MERGE_DELTA_FRACTION: usize = 8;
 pub(crate) struct OrderedEntries {
     view: RwLock<Arc<View>>,
     merge_lock: Mutex<()>,
-    /// Entries a bulk load handed over and no run holds yet (see `stage`).
-    staged: Mutex<Vec<StagedBlock>>,
+    /// Blocks of entries a bulk load handed over, each sorted, that no run holds yet (see
+    /// `stage`).
+    staged: Mutex<Vec<SortedRun>>,
     /// Blocks in `staged`, counted down only once the view holds them: while it is not 0 a
     /// reader folds first (or waits for the fold under way), so it never reads a view that
     /// misses a block a finished load staged.
@@ -56,56 +57,6 @@ impl Ord for EntryOrder<'_> {
 impl PartialOrd for EntryOrder<'_> {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
-    }
-}
-
-/// A bulk load's block of entries, waiting to be folded into the run.
-enum StagedBlock {
-    /// The block came in entry order (as a checkpoint part's or an ordered COPY's do).
-    Sorted(SortedRun),
-    /// It did not: it is sorted once, with everything else, when it is folded.
-    Unsorted(RunBuilder),
-}
-
-impl StagedBlock {
-    /// Moves the block's entries to the end of `all` (its handles move: no count touched).
-    fn move_into(self, all: &mut RunBuilder) {
-        match self {
-            StagedBlock::Sorted(mut run) => {
-                let rows = std::mem::take(&mut run.rows);
-                for (i, row) in rows.into_iter().enumerate() {
-                    all.push(run.key(i), row);
-                }
-            }
-            StagedBlock::Unsorted(mut block) => {
-                let rows = std::mem::take(&mut block.rows);
-                for (i, row) in rows.into_iter().enumerate() {
-                    all.push(builder_key(&block.key_bytes, &block.ends, i), row);
-                }
-            }
-        }
-    }
-
-    /// Entry `i`, in entry order (as `cmp_entries` compares).
-    fn entry(&self, i: usize) -> EntryOrder<'_> {
-        match self {
-            StagedBlock::Sorted(run) => EntryOrder(run.key(i), run.rows[i].row_id()),
-            StagedBlock::Unsorted(block) => EntryOrder(block.key(i), block.rows[i].row_id()),
-        }
-    }
-
-    fn len(&self) -> usize {
-        match self {
-            StagedBlock::Sorted(run) => run.len(),
-            StagedBlock::Unsorted(block) => block.rows.len(),
-        }
-    }
-
-    fn key_bytes(&self) -> usize {
-        match self {
-            StagedBlock::Sorted(run) => run.key_bytes.len(),
-            StagedBlock::Unsorted(block) => block.key_bytes.len(),
-        }
     }
 }
 
@@ -207,6 +158,11 @@ impl SortedRun {
         (i < self.len() && self.cmp_at(i, entry) == Ordering::Equal).then_some(i)
     }
 
+    /// Entry `i` as (key, row id), for comparing.
+    fn entry(&self, i: usize) -> EntryOrder<'_> {
+        EntryOrder(self.key(i), self.rows[i].row_id())
+    }
+
     fn memory_bytes(&self) -> usize {
         let offsets = match &self.layout {
             KeyLayout::Fixed(_) => 0,
@@ -248,6 +204,44 @@ impl RunBuilder {
         self.key_bytes.extend_from_slice(key);
         self.ends.push(self.key_bytes.len() as u64);
         self.rows.push(row);
+    }
+
+    /// Appends the entries `range` of `run`, whose handles `rows` yields (the run's own
+    /// `rows` may have been moved out): their keys in one copy.
+    fn extend_from_run(
+        &mut self,
+        run: &SortedRun,
+        range: std::ops::Range<usize>,
+        rows: impl IntoIterator<Item = RowRef>,
+    ) {
+        if range.is_empty() {
+            return;
+        }
+        let key_start = |i: usize| match &run.layout {
+            KeyLayout::Fixed(w) => i * w,
+            KeyLayout::Varying(ends) => {
+                if i == 0 {
+                    0
+                } else {
+                    ends[i - 1] as usize
+                }
+            }
+        };
+        let (from, to) = (key_start(range.start), key_start(range.end));
+        // A key ending at `e` in the run ends at `e - from + base` here.
+        let (from_u64, base) = (from as u64, self.key_bytes.len() as u64);
+        self.key_bytes.extend_from_slice(&run.key_bytes[from..to]);
+        match &run.layout {
+            KeyLayout::Fixed(w) => self
+                .ends
+                .extend((range.start + 1..=range.end).map(|i| (i * w) as u64 - from_u64 + base)),
+            KeyLayout::Varying(ends) => self
+                .ends
+                .extend(ends[range.clone()].iter().map(|&e| e - from_u64 + base)),
+        }
+        let before = self.rows.len();
+        self.rows.extend(rows);
+        debug_assert_eq!(self.rows.len() - before, range.len(), "a handle per entry");
     }
 
     pub(crate) fn is_empty(&self) -> bool {
@@ -612,11 +606,9 @@ impl OrderedEntries {
         if entries.is_empty() {
             return;
         }
-        let block = if entries.in_order() {
-            StagedBlock::Sorted(entries.finish())
-        } else {
-            StagedBlock::Unsorted(entries)
-        };
+        // Sorted here, on the loading thread while the block is still in its cache and other
+        // threads load other blocks; the fold then only has to merge.
+        let block = entries.sorted();
         // Counted under the lock, so a fold that takes the block also finds it counted.
         let mut staged = self.staged.lock();
         staged.push(block);
@@ -690,34 +682,171 @@ impl OrderedEntries {
     }
 }
 
-/// One run of `staged` (a load's blocks, owned) and `current` (shared with readers). A load's
-/// blocks usually come sorted and cover disjoint key ranges (a checkpoint part or a COPY batch
-/// is a stretch of the table), so ordered by their first entry they are often simply
-/// concatenated; otherwise everything is sorted once.
-fn fold_runs(mut staged: Vec<StagedBlock>, current: &SortedRun) -> SortedRun {
-    let entries = staged.iter().map(StagedBlock::len).sum::<usize>() + current.live_len();
-    let key_bytes =
-        staged.iter().map(StagedBlock::key_bytes).sum::<usize>() + current.key_bytes.len();
-    let mut all = RunBuilder::with_capacity(entries, key_bytes);
+/// A sorted block being merged: its keys, and the handles of its entries not yet moved out.
+struct MergeBlock {
+    /// The block's keys; its handles are in `rows`.
+    keys: SortedRun,
+    rows: std::vec::IntoIter<RowRef>,
+    len: usize,
+    /// The first entry not yet moved out.
+    next: usize,
+}
+
+impl MergeBlock {
+    fn new(mut run: SortedRun) -> MergeBlock {
+        let rows = std::mem::take(&mut run.rows);
+        MergeBlock {
+            len: rows.len(),
+            keys: run,
+            rows: rows.into_iter(),
+            next: 0,
+        }
+    }
+
+    fn is_done(&self) -> bool {
+        self.next == self.len
+    }
+
+    /// The row id of entry `i`, one not moved out yet.
+    fn row_id(&self, i: usize) -> u64 {
+        self.rows.as_slice()[i - self.next].row_id()
+    }
+
+    /// Order of entry `i` against `other`'s head, reading row ids (a pointer chase each) only
+    /// when the keys alone do not decide.
+    fn cmp_with_head(&self, i: usize, other: &MergeBlock) -> Ordering {
+        let (key, other_key) = (self.keys.key(i), other.keys.key(other.next));
+        if key.len() == other_key.len() {
+            return key
+                .cmp(other_key)
+                .then_with(|| self.row_id(i).cmp(&other.row_id(other.next)));
+        }
+        cmp_entries(key, self.row_id(i), other_key, other.row_id(other.next))
+    }
+
+    fn head_cmp(&self, other: &MergeBlock) -> Ordering {
+        self.cmp_with_head(self.next, other)
+    }
+
+    /// The end of the stretch from `next` of entries below `other`'s head.
+    fn end_below_head_of(&self, other: &MergeBlock) -> usize {
+        let (mut lo, mut hi) = (self.next, self.len);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.cmp_with_head(mid, other).is_lt() {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+
+    /// Moves the entries from `next` to `end` to the end of `out`.
+    fn move_to(&mut self, end: usize, out: &mut RunBuilder) {
+        debug_assert!(self.next < end && end <= self.len);
+        let n = end - self.next;
+        out.extend_from_run(&self.keys, self.next..end, self.rows.by_ref().take(n));
+        self.next = end;
+    }
+}
+
+/// One run of `staged` (a load's sorted blocks, owned) and `current` (shared with readers). A
+/// load into an empty index merges its blocks (`merge_blocks`); otherwise, or when the blocks
+/// overlap too much for a merge to pay, everything is sorted once.
+fn fold_runs(mut staged: Vec<SortedRun>, current: &SortedRun) -> SortedRun {
     staged.retain(|b| b.len() > 0);
-    let all_sorted = staged.iter().all(|b| matches!(b, StagedBlock::Sorted(_)));
-    let ordered = current.len() == 0 && all_sorted && {
-        staged.sort_by(|a, b| a.entry(0).cmp(&b.entry(0)));
-        staged
-            .windows(2)
-            .all(|w| w[0].entry(w[0].len() - 1) < w[1].entry(0))
-    };
+    if current.len() == 0 {
+        staged = match merge_blocks(staged) {
+            Ok(run) => return run,
+            Err(blocks) => blocks,
+        };
+    }
+    let entries = staged.iter().map(SortedRun::len).sum::<usize>() + current.live_len();
+    let key_bytes =
+        staged.iter().map(|b| b.key_bytes.len()).sum::<usize>() + current.key_bytes.len();
+    let mut all = RunBuilder::with_capacity(entries, key_bytes);
     for i in (0..current.len()).filter(|&i| !current.is_removed(i)) {
         all.push(current.key(i), current.rows[i].clone());
     }
-    for block in staged {
-        block.move_into(&mut all);
+    for mut block in staged {
+        let rows = std::mem::take(&mut block.rows);
+        all.extend_from_run(&block, 0..rows.len(), rows);
     }
-    if ordered {
-        all.finish()
-    } else {
-        all.sorted()
+    all.sorted()
+}
+
+/// Staged blocks are merged while they form at most this many chains of disjoint blocks. More
+/// (an index on a column the load's row order does not follow, whose every block spans most
+/// keys) are sorted together instead: a many-way merge would compare each entry many times.
+const MERGE_MAX_CHAINS: usize = 16;
+
+/// Merges sorted blocks into one run, or hands them back when they overlap too much.
+///
+/// A load's blocks are stretches of the table, so an index that follows the table's row order
+/// gets disjoint blocks, and one whose rows were inserted by a few interleaved streams (a
+/// parallel `INSERT ... SELECT`) gets a few chains of disjoint blocks. Ordered by their first
+/// entries, the blocks are dealt into chains, each block to a chain whose last entry is below
+/// its first (greedy, which needs as few chains as the blocks overlap deep). The chains are then
+/// merged by moving the longest stretch of the lowest head that stays below the next lowest head
+/// at once: with one chain that is a concatenation, with a few a handful of binary searches per
+/// stretch, and either way one pass over the entries instead of a sort.
+fn merge_blocks(mut blocks: Vec<SortedRun>) -> Result<SortedRun, Vec<SortedRun>> {
+    if blocks.len() == 1 {
+        return Ok(blocks.pop().expect("one block"));
     }
+    blocks.sort_by(|a, b| a.entry(0).cmp(&b.entry(0)));
+    let mut chains: Vec<Vec<usize>> = Vec::new();
+    for (i, block) in blocks.iter().enumerate() {
+        let fits = |chain: &Vec<usize>| {
+            let tail = &blocks[*chain.last().expect("a chain starts with a block")];
+            tail.entry(tail.len() - 1) < block.entry(0)
+        };
+        match chains.iter().position(fits) {
+            Some(c) => chains[c].push(i),
+            None if chains.len() == MERGE_MAX_CHAINS => return Err(blocks),
+            None => chains.push(vec![i]),
+        }
+    }
+    let entries = blocks.iter().map(SortedRun::len).sum();
+    let key_bytes = blocks.iter().map(|b| b.key_bytes.len()).sum();
+    let mut out = RunBuilder::with_capacity(entries, key_bytes);
+    let mut blocks: Vec<MergeBlock> = blocks.into_iter().map(MergeBlock::new).collect();
+    // Per chain, the position of its current block in it.
+    let mut at = vec![0usize; chains.len()];
+    loop {
+        // The current blocks of the chains with the lowest and the second lowest head.
+        let (mut lowest, mut second): (Option<usize>, Option<usize>) = (None, None);
+        for (c, chain) in chains.iter().enumerate() {
+            let Some(&b) = chain.get(at[c]) else { continue };
+            if lowest.is_none_or(|l| blocks[b].head_cmp(&blocks[l]).is_lt()) {
+                second = lowest;
+                lowest = Some(b);
+            } else if second.is_none_or(|s| blocks[b].head_cmp(&blocks[s]).is_lt()) {
+                second = Some(b);
+            }
+        }
+        let Some(b) = lowest else { break };
+        let end = match second {
+            None => blocks[b].len,
+            // At least one entry: the lowest head is not above the second (equal entries
+            // cannot occur, but must not stop the merge either).
+            Some(s) => blocks[b]
+                .end_below_head_of(&blocks[s])
+                .max(blocks[b].next + 1),
+        };
+        blocks[b].move_to(end, &mut out);
+        if blocks[b].is_done() {
+            let c = chains
+                .iter()
+                .enumerate()
+                .position(|(c, chain)| chain.get(at[c]) == Some(&b))
+                .expect("a current block is in its chain");
+            at[c] += 1;
+        }
+    }
+    debug_assert_eq!(out.rows.len(), entries);
+    Ok(out.finish())
 }
 
 /// Merges a run (its live entries) and a frozen delta into one new run.
@@ -933,6 +1062,78 @@ mod tests {
                 "overlapping: {overlapping}"
             );
         }
+    }
+
+    /// Sorted blocks of `width`-byte keys holding `ids`, `per_block` a block, as `stage` leaves
+    /// them.
+    fn sorted_blocks(ids: &[u64], per_block: usize, width: usize) -> Vec<SortedRun> {
+        ids.chunks(per_block)
+            .map(|chunk| {
+                let mut b = RunBuilder::with_capacity(0, 0);
+                for &id in chunk {
+                    // With `width` 0, keys of 4 to 6 bytes, in the order of the ids.
+                    let key = match width {
+                        0 => [&id.to_be_bytes()[4..], &[0xff, 0xff][..id as usize % 3]].concat(),
+                        w => id.to_be_bytes()[8 - w..].to_vec(),
+                    };
+                    b.push(&key, row(id));
+                }
+                b.sorted()
+            })
+            .collect()
+    }
+
+    fn run_entries(run: &SortedRun) -> Vec<(Vec<u8>, u64)> {
+        (0..run.len())
+            .map(|i| (run.key(i).to_vec(), run.rows[i].row_id()))
+            .collect()
+    }
+
+    /// A table filled by a parallel `INSERT ... SELECT` holds batches of consecutive ids a
+    /// little out of order, so the blocks a load stages overlap their neighbours: they are
+    /// merged, not sorted, and come out in entry order. Blocks that overlap deeper than
+    /// `MERGE_MAX_CHAINS` are handed back for a sort.
+    #[test]
+    fn interleaved_blocks_merge_and_deeply_overlapping_ones_do_not() {
+        let mut rng = StdRng::seed_from_u64(3);
+        for (window, width) in [(1usize, 4usize), (4, 4), (4, 0), (6, 8)] {
+            // 160 batches of 37 ids, shuffled within windows of `window` batches.
+            let mut batches: Vec<u64> = (0..160).collect();
+            for w in batches.chunks_mut(window) {
+                for i in (1..w.len()).rev() {
+                    w.swap(i, rng.random_range(0..=i));
+                }
+            }
+            let ids: Vec<u64> = batches.iter().flat_map(|b| b * 37..b * 37 + 37).collect();
+            let blocks = sorted_blocks(&ids, 100, width);
+            let mut want: Vec<(Vec<u8>, u64)> = blocks.iter().flat_map(run_entries).collect();
+            want.sort_by(|a, b| cmp_entries(&a.0, a.1, &b.0, b.1));
+            let Ok(run) = merge_blocks(blocks) else {
+                panic!("batches shuffled in windows of {window} were not merged");
+            };
+            assert_eq!(run_entries(&run), want, "window {window}, width {width}");
+        }
+        // Every block spans the whole key range: far more chains than a merge takes.
+        let mut ids: Vec<u64> = (0..4000).collect();
+        let mut rng = StdRng::seed_from_u64(5);
+        for i in (1..ids.len()).rev() {
+            ids.swap(i, rng.random_range(0..=i));
+        }
+        let blocks = sorted_blocks(&ids, 100, 4);
+        let Err(blocks) = merge_blocks(blocks) else {
+            panic!("40 overlapping blocks were merged");
+        };
+        assert_eq!(blocks.len(), 40, "every block handed back");
+        let entries = OrderedEntries::new();
+        for block in ids.chunks(100) {
+            let mut b = RunBuilder::with_capacity(0, 0);
+            for &id in block {
+                b.push(&(id as u32).to_be_bytes(), row(id));
+            }
+            entries.stage(b);
+        }
+        let got: Vec<u64> = all(&entries).into_iter().map(|(_, id)| id).collect();
+        assert_eq!(got, (0..4000).collect::<Vec<u64>>(), "sorted instead");
     }
 
     /// While one thread inserts and another merges over and over, an entry that was in before
