@@ -39,7 +39,7 @@ GB = 1e9  # the server's log uses decimal MB; so does this report
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 RECOVERY = re.compile(
     r"recovery: (?:loaded checkpoint (?P<id>\d+): (?P<rows>\d+) rows, (?P<mb>[\d.]+) MB in "
-    r"(?P<load_s>[\d.]+) s \([\d.]+ MB/s\)|no checkpoint); replayed (?P<records>\d+) log records, "
+    r"(?P<load_s>[\d.]+) s \([\d.]+ MB/s(?:, indexes (?P<index_s>[\d.]+) s)?\)|no checkpoint); replayed (?P<records>\d+) log records, "
     r"(?P<log_mb>[\d.]+) MB in (?P<replay_s>[\d.]+) s")
 
 # Settings of a server that must never checkpoint by itself (the --replay variant).
@@ -172,6 +172,9 @@ class Shoal:
             "ckpt_rows": int(m.group("rows")) if loaded else 0,
             "ckpt_log_bytes": float(m.group("mb")) * 1e6 if loaded else 0.0,
             "ckpt_load_s": float(m.group("load_s")) if loaded else 0.0,
+            # Of which sorting and hashing the index entries (servers before session 19 do
+            # not say).
+            "ckpt_index_s": float(m.group("index_s") or "nan") if loaded else 0.0,
             "log_records": int(m.group("records")),
             "log_bytes": float(m.group("log_mb")) * 1e6,
             "replay_s": float(m.group("replay_s")),
@@ -314,7 +317,8 @@ def measure(binary, dataset, variant, workdir, args):
             runs.append(r)
             print(f"  restart {i + 1}: {restart_s:.3f} s to SELECT 1; checkpoint "
                   f"{r['ckpt_rows']} rows, {r['ckpt_log_bytes'] / 1e6:.1f} MB in "
-                  f"{r['ckpt_load_s']:.3f} s; replayed {r['log_records']} log records, "
+                  f"{r['ckpt_load_s']:.3f} s (indexes {r['ckpt_index_s']:.3f} s); "
+                  f"replayed {r['log_records']} log records, "
                   f"{r['log_bytes'] / 1e6:.1f} MB in {r['replay_s']:.3f} s; "
                   f"RSS {r['rss'] / 2**20:.0f} MiB", flush=True)
         after = table_counts(server, dataset.tables)
