@@ -103,19 +103,33 @@ impl Default for KeyLayout {
     }
 }
 
+impl KeyLayout {
+    /// Where key `i` starts in the key bytes (for `i` = the number of keys: where they end).
+    fn start(&self, i: usize) -> usize {
+        match self {
+            KeyLayout::Fixed(w) => i * w,
+            KeyLayout::Varying(ends) => match i {
+                0 => 0,
+                i => ends[i - 1] as usize,
+            },
+        }
+    }
+
+    fn key<'a>(&self, key_bytes: &'a [u8], i: usize) -> &'a [u8] {
+        match self {
+            KeyLayout::Fixed(w) => &key_bytes[i * w..(i + 1) * w],
+            KeyLayout::Varying(ends) => &key_bytes[self.start(i)..ends[i] as usize],
+        }
+    }
+}
+
 impl SortedRun {
     fn len(&self) -> usize {
         self.rows.len()
     }
 
     fn key(&self, i: usize) -> &[u8] {
-        match &self.layout {
-            KeyLayout::Fixed(w) => &self.key_bytes[i * w..(i + 1) * w],
-            KeyLayout::Varying(ends) => {
-                let start = if i == 0 { 0 } else { ends[i - 1] as usize };
-                &self.key_bytes[start..ends[i] as usize]
-            }
-        }
+        self.layout.key(&self.key_bytes, i)
     }
 
     fn is_removed(&self, i: usize) -> bool {
@@ -178,16 +192,13 @@ impl SortedRun {
 /// Keys up to this many bytes sort packed with their position (32 bits) in one u128.
 const PACKED_KEY_BYTES: usize = 12;
 
-fn builder_key<'a>(key_bytes: &'a [u8], ends: &[u64], i: usize) -> &'a [u8] {
-    let start = if i == 0 { 0 } else { ends[i - 1] as usize };
-    &key_bytes[start..ends[i] as usize]
-}
-
 /// Collects entries (key without row id, row) and turns them into a run: a bulk load's
 /// staging buffer, and the output of a merge (which pushes in order).
 pub(crate) struct RunBuilder {
     key_bytes: Vec<u8>,
-    ends: Vec<u64>,
+    /// Fixed while every key pushed so far has one width (the first key's), as an integer
+    /// key's do: then no offsets are kept at all, 8 bytes an entry saved in every load.
+    layout: KeyLayout,
     rows: Vec<RowRef>,
 }
 
@@ -195,14 +206,33 @@ impl RunBuilder {
     pub(crate) fn with_capacity(entries: usize, key_bytes: usize) -> RunBuilder {
         RunBuilder {
             key_bytes: Vec::with_capacity(key_bytes),
-            ends: Vec::with_capacity(entries),
+            layout: KeyLayout::Fixed(0),
             rows: Vec::with_capacity(entries),
         }
     }
 
+    /// Makes room in the layout for keys of `width` bytes (None: of several widths).
+    fn fit_layout(&mut self, width: Option<usize>) {
+        match (&self.layout, width) {
+            (KeyLayout::Varying(_), _) => {}
+            (KeyLayout::Fixed(_), Some(width)) if self.rows.is_empty() => {
+                self.layout = KeyLayout::Fixed(width)
+            }
+            (&KeyLayout::Fixed(w), Some(width)) if w == width => {}
+            (&KeyLayout::Fixed(w), _) => {
+                let mut ends = Vec::with_capacity(self.rows.capacity());
+                ends.extend((1..=self.rows.len()).map(|i| (i * w) as u64));
+                self.layout = KeyLayout::Varying(ends);
+            }
+        }
+    }
+
     pub(crate) fn push(&mut self, key: &[u8], row: RowRef) {
+        self.fit_layout(Some(key.len()));
         self.key_bytes.extend_from_slice(key);
-        self.ends.push(self.key_bytes.len() as u64);
+        if let KeyLayout::Varying(ends) = &mut self.layout {
+            ends.push(self.key_bytes.len() as u64);
+        }
         self.rows.push(row);
     }
 
@@ -217,27 +247,23 @@ impl RunBuilder {
         if range.is_empty() {
             return;
         }
-        let key_start = |i: usize| match &run.layout {
-            KeyLayout::Fixed(w) => i * w,
-            KeyLayout::Varying(ends) => {
-                if i == 0 {
-                    0
-                } else {
-                    ends[i - 1] as usize
-                }
-            }
-        };
-        let (from, to) = (key_start(range.start), key_start(range.end));
+        self.fit_layout(match run.layout {
+            KeyLayout::Fixed(w) => Some(w),
+            KeyLayout::Varying(_) => None,
+        });
+        let (from, to) = (run.layout.start(range.start), run.layout.start(range.end));
         // A key ending at `e` in the run ends at `e - from + base` here.
         let (from_u64, base) = (from as u64, self.key_bytes.len() as u64);
         self.key_bytes.extend_from_slice(&run.key_bytes[from..to]);
-        match &run.layout {
-            KeyLayout::Fixed(w) => self
-                .ends
-                .extend((range.start + 1..=range.end).map(|i| (i * w) as u64 - from_u64 + base)),
-            KeyLayout::Varying(ends) => self
-                .ends
-                .extend(ends[range.clone()].iter().map(|&e| e - from_u64 + base)),
+        if let KeyLayout::Varying(ends) = &mut self.layout {
+            match &run.layout {
+                KeyLayout::Fixed(w) => ends.extend(
+                    (range.start + 1..=range.end).map(|i| (i * w) as u64 - from_u64 + base),
+                ),
+                KeyLayout::Varying(run_ends) => {
+                    ends.extend(run_ends[range.clone()].iter().map(|&e| e - from_u64 + base))
+                }
+            }
         }
         let before = self.rows.len();
         self.rows.extend(rows);
@@ -249,7 +275,7 @@ impl RunBuilder {
     }
 
     fn key(&self, i: usize) -> &[u8] {
-        builder_key(&self.key_bytes, &self.ends, i)
+        self.layout.key(&self.key_bytes, i)
     }
 
     fn entry_cmp(&self, a: usize, b: usize) -> Ordering {
@@ -275,7 +301,7 @@ impl RunBuilder {
         let mut b = RunBuilder::with_capacity(n, self.key_bytes.len());
         let RunBuilder {
             key_bytes,
-            ends,
+            layout,
             rows,
         } = self;
         // Move the handles (an `Option<RowRef>` is one pointer, so this reuses the vector):
@@ -283,7 +309,7 @@ impl RunBuilder {
         let mut rows: Vec<Option<RowRef>> = rows.into_iter().map(Some).collect();
         for &i in &order {
             let row = rows[i as usize].take().expect("each entry once");
-            b.push(builder_key(&key_bytes, &ends, i as usize), row);
+            b.push(layout.key(&key_bytes, i as usize), row);
         }
         b.finish()
     }
@@ -335,26 +361,19 @@ impl RunBuilder {
 
     /// The width of every key, if they all have one.
     fn fixed_width(&self) -> Option<usize> {
-        let width = self.ends.first().map_or(0, |&e| e as usize);
-        let fixed = self
-            .ends
-            .iter()
-            .enumerate()
-            .all(|(i, &end)| end as usize == (i + 1) * width);
-        fixed.then_some(width)
+        match self.layout {
+            KeyLayout::Fixed(width) => Some(width),
+            KeyLayout::Varying(_) => None,
+        }
     }
 
     /// The run of the entries, pushed in order.
     fn finish(self) -> SortedRun {
         let n = self.rows.len();
-        let layout = match self.fixed_width() {
-            Some(width) => KeyLayout::Fixed(width),
-            None => {
-                let mut ends = self.ends;
-                ends.shrink_to_fit();
-                KeyLayout::Varying(ends)
-            }
-        };
+        let mut layout = self.layout;
+        if let KeyLayout::Varying(ends) = &mut layout {
+            ends.shrink_to_fit();
+        }
         let mut key_bytes = self.key_bytes;
         key_bytes.shrink_to_fit();
         let mut rows = self.rows;
@@ -1134,6 +1153,46 @@ mod tests {
         }
         let got: Vec<u64> = all(&entries).into_iter().map(|(_, id)| id).collect();
         assert_eq!(got, (0..4000).collect::<Vec<u64>>(), "sorted instead");
+    }
+
+    /// A builder keeps no offsets while its keys have one width, and switches to offsets when a
+    /// key of another width arrives, by a push or by a stretch of another run; merged blocks of
+    /// one width and of several come out right either way.
+    #[test]
+    fn builders_switch_from_one_key_width_to_offsets() {
+        let block = |entries: &[(&[u8], u64)]| {
+            let mut b = RunBuilder::with_capacity(0, 0);
+            for &(key, id) in entries {
+                b.push(key, row(id));
+            }
+            b.sorted()
+        };
+        let fixed_a = block(&[(b"aa", 1), (b"ab", 2), (b"ba", 3)]);
+        let mixed = block(&[(b"a", 4), (b"abc", 5), (b"b", 6), (b"bb", 7)]);
+        let fixed_c = block(&[(b"bbb", 8), (b"bbc", 9), (b"cc0", 10)]);
+        assert_eq!(fixed_a.layout.start(3), 6, "no offsets for one width");
+        assert!(matches!(mixed.layout, KeyLayout::Varying(_)));
+        let mut want: Vec<(Vec<u8>, u64)> = [&fixed_a, &mixed, &fixed_c]
+            .into_iter()
+            .flat_map(run_entries)
+            .collect();
+        want.sort_by(|a, b| cmp_entries(&a.0, a.1, &b.0, b.1));
+        let Ok(run) = merge_blocks(vec![fixed_c, mixed, fixed_a]) else {
+            panic!("three blocks were not merged");
+        };
+        assert_eq!(run_entries(&run), want);
+        // Two blocks of 2-byte keys merge into a run without offsets.
+        let Ok(run) = merge_blocks(vec![
+            block(&[(b"ca", 12), (b"cb", 13)]),
+            block(&[(b"aa", 1), (b"cc", 14)]),
+        ]) else {
+            panic!("two blocks were not merged");
+        };
+        assert!(matches!(run.layout, KeyLayout::Fixed(2)));
+        assert_eq!(
+            run_entries(&run).iter().map(|e| e.1).collect::<Vec<_>>(),
+            [1, 12, 13, 14]
+        );
     }
 
     /// While one thread inserts and another merges over and over, an entry that was in before
