@@ -795,73 +795,101 @@ fn fold_runs(mut staged: Vec<SortedRun>, current: &SortedRun) -> SortedRun {
     all.sorted()
 }
 
-/// Staged blocks are merged while they form at most this many chains of disjoint blocks. More
-/// (an index on a column the load's row order does not follow, whose every block spans most
-/// keys) are sorted together instead: a many-way merge would compare each entry many times.
-const MERGE_MAX_CHAINS: usize = 16;
+/// Staged blocks are merged while no key is covered by more than this many of them. Deeper
+/// overlap (an index on a column the load's row order does not follow, whose every block spans
+/// most keys) is sorted as a whole instead: merging it would take an entry at a time from a
+/// heap of that many blocks.
+const MERGE_MAX_DEPTH: usize = 64;
 
-/// Merges sorted blocks into one run, or hands them back when they overlap too much.
+/// A binary min-heap of block numbers, in the order `less` gives them (passed to every call:
+/// the order is their blocks' current heads, which move as the merge goes).
+struct BlockHeap(Vec<usize>);
+
+impl BlockHeap {
+    fn peek(&self) -> Option<usize> {
+        self.0.first().copied()
+    }
+
+    fn push(&mut self, block: usize, less: impl Fn(usize, usize) -> bool) {
+        let heap = &mut self.0;
+        heap.push(block);
+        let mut i = heap.len() - 1;
+        while i > 0 && less(heap[i], heap[(i - 1) / 2]) {
+            heap.swap(i, (i - 1) / 2);
+            i = (i - 1) / 2;
+        }
+    }
+
+    fn pop(&mut self, less: impl Fn(usize, usize) -> bool) -> Option<usize> {
+        let heap = &mut self.0;
+        let last = heap.len().checked_sub(1)?;
+        heap.swap(0, last);
+        let top = heap.pop();
+        let mut i = 0;
+        loop {
+            let (l, r) = (2 * i + 1, 2 * i + 2);
+            let mut least = i;
+            if l < heap.len() && less(heap[l], heap[least]) {
+                least = l;
+            }
+            if r < heap.len() && less(heap[r], heap[least]) {
+                least = r;
+            }
+            if least == i {
+                return top;
+            }
+            heap.swap(i, least);
+            i = least;
+        }
+    }
+}
+
+/// Merges sorted blocks into one run, or hands them back when they overlap too deep.
 ///
 /// A load's blocks are stretches of the table, so an index that follows the table's row order
 /// gets disjoint blocks, and one whose rows were inserted by a few interleaved streams (a
-/// parallel `INSERT ... SELECT`) gets a few chains of disjoint blocks. Ordered by their first
-/// entries, the blocks are dealt into chains, each block to a chain whose last entry is below
-/// its first (greedy, which needs as few chains as the blocks overlap deep). The chains are then
-/// merged by moving the longest stretch of the lowest head that stays below the next lowest head
-/// at once: with one chain that is a concatenation, with a few a handful of binary searches per
-/// stretch, and either way one pass over the entries instead of a sort.
+/// parallel `INSERT ... SELECT`) gets blocks that overlap a few others. The merge keeps the
+/// blocks in a heap by their next entry and moves, from the lowest, the whole stretch below
+/// the next lowest at once (a binary search): disjoint blocks are simply concatenated, and
+/// batches of consecutive keys move a batch at a time.
 fn merge_blocks(mut blocks: Vec<SortedRun>) -> Result<SortedRun, Vec<SortedRun>> {
     if blocks.len() == 1 {
         return Ok(blocks.pop().expect("one block"));
     }
     blocks.sort_by(|a, b| a.entry(0).cmp(&b.entry(0)));
-    let mut chains: Vec<Vec<usize>> = Vec::new();
+    // The overlap depth: sweep the blocks by first entry, holding those whose last entry is
+    // not yet passed in a heap by that last entry.
+    let mut open = BlockHeap(Vec::new());
     for (i, block) in blocks.iter().enumerate() {
-        let fits = |chain: &Vec<usize>| {
-            let tail = &blocks[*chain.last().expect("a chain starts with a block")];
-            tail.entry(tail.len() - 1) < block.entry(0)
-        };
-        match chains.iter().position(fits) {
-            Some(c) => chains[c].push(i),
-            None if chains.len() == MERGE_MAX_CHAINS => return Err(blocks),
-            None => chains.push(vec![i]),
+        let last = |b: usize| blocks[b].entry(blocks[b].len() - 1);
+        while open.peek().is_some_and(|b| last(b) < block.entry(0)) {
+            open.pop(|x, y| last(x) < last(y));
+        }
+        open.push(i, |x, y| last(x) < last(y));
+        if open.0.len() > MERGE_MAX_DEPTH {
+            return Err(blocks);
         }
     }
     let entries = blocks.iter().map(SortedRun::len).sum();
     let key_bytes = blocks.iter().map(|b| b.key_bytes.len()).sum();
     let mut out = RunBuilder::with_capacity(entries, key_bytes);
     let mut blocks: Vec<MergeBlock> = blocks.into_iter().map(MergeBlock::new).collect();
-    // Per chain, the position of its current block in it.
-    let mut at = vec![0usize; chains.len()];
-    loop {
-        // The current blocks of the chains with the lowest and the second lowest head.
-        let (mut lowest, mut second): (Option<usize>, Option<usize>) = (None, None);
-        for (c, chain) in chains.iter().enumerate() {
-            let Some(&b) = chain.get(at[c]) else { continue };
-            if lowest.is_none_or(|l| blocks[b].head_cmp(&blocks[l]).is_lt()) {
-                second = lowest;
-                lowest = Some(b);
-            } else if second.is_none_or(|s| blocks[b].head_cmp(&blocks[s]).is_lt()) {
-                second = Some(b);
-            }
-        }
-        let Some(b) = lowest else { break };
-        let end = match second {
+    let mut heads = BlockHeap(Vec::with_capacity(blocks.len()));
+    for b in 0..blocks.len() {
+        heads.push(b, |x, y| blocks[x].head_cmp(&blocks[y]).is_lt());
+    }
+    while let Some(b) = heads.pop(|x, y| blocks[x].head_cmp(&blocks[y]).is_lt()) {
+        let end = match heads.peek() {
             None => blocks[b].len,
-            // At least one entry: the lowest head is not above the second (equal entries
-            // cannot occur, but must not stop the merge either).
-            Some(s) => blocks[b]
-                .end_below_head_of(&blocks[s])
+            // At least one entry: the lowest head is not above the next (equal entries cannot
+            // occur, but must not stop the merge either).
+            Some(next) => blocks[b]
+                .end_below_head_of(&blocks[next])
                 .max(blocks[b].next + 1),
         };
         blocks[b].move_to(end, &mut out);
-        if blocks[b].is_done() {
-            let c = chains
-                .iter()
-                .enumerate()
-                .position(|(c, chain)| chain.get(at[c]) == Some(&b))
-                .expect("a current block is in its chain");
-            at[c] += 1;
+        if !blocks[b].is_done() {
+            heads.push(b, |x, y| blocks[x].head_cmp(&blocks[y]).is_lt());
         }
     }
     debug_assert_eq!(out.rows.len(), entries);
@@ -1111,7 +1139,7 @@ mod tests {
     /// A table filled by a parallel `INSERT ... SELECT` holds batches of consecutive ids a
     /// little out of order, so the blocks a load stages overlap their neighbours: they are
     /// merged, not sorted, and come out in entry order. Blocks that overlap deeper than
-    /// `MERGE_MAX_CHAINS` are handed back for a sort.
+    /// `MERGE_MAX_DEPTH` are handed back for a sort.
     #[test]
     fn interleaved_blocks_merge_and_deeply_overlapping_ones_do_not() {
         let mut rng = StdRng::seed_from_u64(3);
@@ -1132,19 +1160,19 @@ mod tests {
             };
             assert_eq!(run_entries(&run), want, "window {window}, width {width}");
         }
-        // Every block spans the whole key range: far more chains than a merge takes.
+        // Every block spans the whole key range: deeper overlap than a merge takes.
         let mut ids: Vec<u64> = (0..4000).collect();
         let mut rng = StdRng::seed_from_u64(5);
         for i in (1..ids.len()).rev() {
             ids.swap(i, rng.random_range(0..=i));
         }
-        let blocks = sorted_blocks(&ids, 100, 4);
+        let blocks = sorted_blocks(&ids, 40, 4);
         let Err(blocks) = merge_blocks(blocks) else {
-            panic!("40 overlapping blocks were merged");
+            panic!("100 overlapping blocks were merged");
         };
-        assert_eq!(blocks.len(), 40, "every block handed back");
+        assert_eq!(blocks.len(), 100, "every block handed back");
         let entries = OrderedEntries::new();
-        for block in ids.chunks(100) {
+        for block in ids.chunks(40) {
             let mut b = RunBuilder::with_capacity(0, 0);
             for &id in block {
                 b.push(&(id as u32).to_be_bytes(), row(id));
@@ -1153,6 +1181,32 @@ mod tests {
         }
         let got: Vec<u64> = all(&entries).into_iter().map(|(_, id)| id).collect();
         assert_eq!(got, (0..4000).collect::<Vec<u64>>(), "sorted instead");
+    }
+
+    /// Two insert streams taking turns over batches of consecutive keys, one lagging 20
+    /// batches behind: every block holds keys far apart and overlaps dozens of others, and
+    /// the merge still puts them in order.
+    #[test]
+    fn blocks_of_lagging_streams_merge() {
+        const BATCH: u64 = 50;
+        let mut batches = Vec::new();
+        for k in 0..60u64 {
+            batches.push(2 * k);
+            if k >= 20 {
+                batches.push(2 * (k - 20) + 1);
+            }
+        }
+        batches.extend((40..60).map(|k| 2 * k + 1));
+        let ids: Vec<u64> = batches
+            .iter()
+            .flat_map(|b| b * BATCH..(b + 1) * BATCH)
+            .collect();
+        let blocks = sorted_blocks(&ids, 45, 8);
+        let Ok(run) = merge_blocks(blocks) else {
+            panic!("blocks of lagging streams were not merged");
+        };
+        let got: Vec<u64> = run_entries(&run).into_iter().map(|(_, id)| id).collect();
+        assert_eq!(got, (0..120 * BATCH).collect::<Vec<u64>>());
     }
 
     /// A builder keeps no offsets while its keys have one width, and switches to offsets when a
