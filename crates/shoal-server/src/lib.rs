@@ -13,7 +13,7 @@ use pgwire::api::cancel::DefaultCancelHandler;
 use pgwire::api::ConnectionManager;
 use pgwire::api::PgWireServerHandlers;
 use shoal_sql::Engine;
-use tokio::net::{TcpListener, TcpStream, UnixStream};
+use tokio::net::{TcpStream, UnixStream};
 use tokio::sync::Semaphore;
 
 use connection_threads::ConnectionThreads;
@@ -134,8 +134,4 @@ pub async fn serve(listeners: Listeners, engine: Arc<Engine>) -> std::io::Result
             drop(permit);
         });
     }
-}
-
-pub fn local_addr(listener: &TcpListener) -> Option<SocketAddr> {
-    listener.local_addr().ok()
 }
