@@ -180,3 +180,67 @@ async fn running_out_of_file_descriptors_does_not_stop_the_server() {
     let row = again.query_one("SELECT 1", &[]).await.unwrap();
     assert_eq!(row.get::<_, i32>(0), 1, "a new client is served");
 }
+
+/// CREATE INDEX over a big table builds on a blocking thread: the connections that share a
+/// connection thread with it keep being served during the build, where before they waited
+/// for all of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_index_build_does_not_hold_up_the_connections_of_its_thread() {
+    let server = ShoalServer::start();
+    let builder = connect(&server).await;
+    builder
+        .batch_execute(
+            "CREATE TABLE wide (id int, v text);
+             INSERT INTO wide SELECT g, repeat('x', 60) || g FROM generate_series(1, 300000) g",
+        )
+        .await
+        .unwrap();
+    // Connections go to the connection threads in turn, so with more of them than threads
+    // some share the builder's.
+    let mut others = Vec::new();
+    for _ in 0..8 {
+        others.push(connect(&server).await);
+    }
+    let build_done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let build = {
+        let done = build_done.clone();
+        tokio::spawn(async move {
+            builder
+                .batch_execute("CREATE INDEX wide_v ON wide (v)")
+                .await
+                .unwrap();
+            done.store(true, std::sync::atomic::Ordering::SeqCst);
+            builder
+        })
+    };
+    let pollers: Vec<_> = others
+        .into_iter()
+        .map(|client| {
+            let done = build_done.clone();
+            tokio::spawn(async move {
+                let mut round_trips = 0u32;
+                while !done.load(std::sync::atomic::Ordering::SeqCst) {
+                    client.simple_query("SELECT 1").await.unwrap();
+                    round_trips += 1;
+                }
+                round_trips
+            })
+        })
+        .collect();
+    let builder = build.await.unwrap();
+    for (i, poller) in pollers.into_iter().enumerate() {
+        let round_trips = poller.await.unwrap();
+        assert!(
+            round_trips >= 20,
+            "connection {i} made {round_trips} round trips during the index build"
+        );
+    }
+    let row = builder
+        .query_one(
+            "SELECT count(*) FROM wide WHERE v = repeat('x', 60) || '4242'",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(row.get::<_, i64>(0), 1);
+}

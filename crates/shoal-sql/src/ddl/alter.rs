@@ -103,7 +103,7 @@ fn column_positions(def: &TableDef, names: &[String]) -> SqlResult<Vec<usize>> {
         .collect()
 }
 
-pub(super) fn add_constraint(
+pub(super) async fn add_constraint(
     session: &Session,
     table_oid: Oid,
     p: PendingConstraint,
@@ -169,7 +169,7 @@ pub(super) fn add_constraint(
                     &format!("{}_pkey", def.name),
                 )
             });
-            let index = create_unique_index(session, &def, &name, &cols, true, None)?;
+            let index = create_unique_index(session, &def, &name, &cols, true, None).await?;
             for c in &cols {
                 new_def.columns[*c].not_null = true;
             }
@@ -187,7 +187,7 @@ pub(super) fn add_constraint(
             let base = format!("{}_{}_key", def.name, columns.join("_"));
             let name = name
                 .unwrap_or_else(|| unique_name(&session.engine.catalog.read(), &def.schema, &base));
-            let index = create_unique_index(session, &def, &name, &cols, false, None)?;
+            let index = create_unique_index(session, &def, &name, &cols, false, None).await?;
             ConstraintDef {
                 oid: index + 100_000,
                 name,
@@ -468,7 +468,7 @@ pub(super) async fn alter_table(
                 new_def.columns.push(col);
                 session.engine.catalog.write().replace_table(new_def)?;
                 for p in pending {
-                    add_constraint(session, oid, p)?;
+                    add_constraint(session, oid, p).await?;
                 }
             }
             ast::AlterTableOperation::DropColumn {
@@ -541,7 +541,7 @@ pub(super) async fn alter_table(
                 session.engine.catalog.write().replace_table(new_def)?;
             }
             ast::AlterTableOperation::AddConstraint { constraint, .. } => {
-                add_constraint(session, oid, pending_from_table_constraint(&constraint)?)?;
+                add_constraint(session, oid, pending_from_table_constraint(&constraint)?).await?;
                 validate_existing_rows(session, oid).await?;
             }
             ast::AlterTableOperation::DropConstraint {

@@ -4,7 +4,9 @@
 
 use datafusion::sql::sqlparser::ast;
 use shoal_storage::catalog::{Catalog, IndexDef, Oid, RelationKind, TableDef};
-use shoal_storage::StorageError;
+use std::sync::Arc;
+
+use shoal_storage::{RowTable, StorageError};
 
 use super::{ident, index_predicate, split_name};
 use crate::error::{code, SqlError, SqlResult};
@@ -22,7 +24,7 @@ pub(super) fn unique_name(catalog: &Catalog, schema: &str, base: &str) -> String
 
 /// Creates a unique index (backing a PRIMARY KEY or UNIQUE constraint, or partial when
 /// `predicate_sql` is set), checking existing rows.
-pub(super) fn create_unique_index(
+pub(super) async fn create_unique_index(
     session: &Session,
     def: &TableDef,
     name: &str,
@@ -68,19 +70,44 @@ pub(super) fn create_unique_index(
         def,
     )?
     .expect("a unique index on columns is kept by storage");
-    if let Err(e) = table.add_index(storage_def) {
+    if let Err(e) = build_index(table, storage_def).await {
         session.engine.catalog.write().remove_index(index_oid);
         return Err(match e {
-            StorageError::UniqueViolation {
+            IndexBuildError::Storage(StorageError::UniqueViolation {
                 key_columns, key, ..
-            } => {
+            }) => {
                 let zone = session.settings.time_zone();
                 crate::dml::duplicate_index_key(&def, &name, &key_columns, &key, zone)
             }
-            other => other.into(),
+            IndexBuildError::Storage(other) => other.into(),
+            IndexBuildError::Sql(e) => e,
         });
     }
     Ok(index_oid)
+}
+
+/// Why `build_index` failed.
+enum IndexBuildError {
+    Storage(StorageError),
+    Sql(SqlError),
+}
+
+/// Builds a storage index over the table's rows on a blocking thread: over a big table that
+/// takes seconds, and on the connection's own thread it would hold up every other connection
+/// that shares the thread (their queries, new connections, cancel requests).
+async fn build_index(
+    table: Arc<RowTable>,
+    def: shoal_storage::IndexDef,
+) -> Result<(), IndexBuildError> {
+    tokio::task::spawn_blocking(move || {
+        let built = table.add_index(def);
+        // The build's sort buffers are freed by now; give them back.
+        crate::allocator::release_free_memory();
+        built
+    })
+    .await
+    .map_err(|e| IndexBuildError::Sql(SqlError::internal(format!("index build failed: {e}"))))?
+    .map_err(IndexBuildError::Storage)
 }
 
 /// One key part of CREATE INDEX: a column, or an expression with the name PostgreSQL derives
@@ -104,7 +131,7 @@ fn index_key(c: &ast::IndexColumn) -> IndexKey {
     }
 }
 
-pub(super) fn create_index(
+pub(super) async fn create_index(
     session: &mut Session,
     ci: ast::CreateIndex,
 ) -> SqlResult<StatementResult> {
@@ -162,7 +189,7 @@ pub(super) fn create_index(
             return Err(SqlError::unsupported("unique indexes on expressions"));
         }
         let predicate_sql = ci.predicate.as_ref().map(|p| p.to_string());
-        create_unique_index(session, &def, &name, &cols, false, predicate_sql)?;
+        create_unique_index(session, &def, &name, &cols, false, predicate_sql).await?;
         return Ok(StatementResult::command("CREATE INDEX"));
     }
     let oid = {
@@ -182,13 +209,18 @@ pub(super) fn create_index(
         oid
     };
     if !catalog_only {
-        table.add_index(shoal_storage::IndexDef {
+        let def = shoal_storage::IndexDef {
             id: oid as u64,
             name,
             columns: cols,
             unique: false,
             predicate: None,
-        })?;
+        };
+        match build_index(table, def).await {
+            Ok(()) => {}
+            Err(IndexBuildError::Storage(e)) => return Err(e.into()),
+            Err(IndexBuildError::Sql(e)) => return Err(e),
+        }
     }
     Ok(StatementResult::command("CREATE INDEX"))
 }

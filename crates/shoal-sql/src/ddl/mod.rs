@@ -109,7 +109,7 @@ pub async fn execute(
     }
     match stmt {
         Statement::CreateTable(ct) => table::create_table(session, txn, ct).await,
-        Statement::CreateIndex(ci) => index::create_index(session, ci),
+        Statement::CreateIndex(ci) => index::create_index(session, ci).await,
         Statement::CreateSchema {
             schema_name,
             if_not_exists,

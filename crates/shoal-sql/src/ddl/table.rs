@@ -83,7 +83,7 @@ pub(super) async fn create_table(
         options,
     )?;
     for p in pending {
-        if let Err(e) = add_constraint(session, oid, p) {
+        if let Err(e) = add_constraint(session, oid, p).await {
             drop_table_by_oid(session, oid);
             return Err(e);
         }
