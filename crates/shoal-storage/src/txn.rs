@@ -827,6 +827,11 @@ impl Transaction {
         !self.has_writes() && self.locks.is_empty() && self.table_locks.is_empty()
     }
 
+    /// How many writes the commit will log and stamp (row versions and column-table changes).
+    pub fn write_count(&self) -> usize {
+        self.writes.len() + self.column_writes.len()
+    }
+
     /// Whether the transaction changed anything (what a commit must log and stamp).
     pub(crate) fn has_writes(&self) -> bool {
         !self.writes.is_empty() || !self.column_writes.is_empty()

@@ -244,3 +244,54 @@ async fn an_index_build_does_not_hold_up_the_connections_of_its_thread() {
         .unwrap();
     assert_eq!(row.get::<_, i64>(0), 1);
 }
+
+/// The commit of a big transaction (a bulk load in one block) logs and stamps its versions on
+/// a blocking thread: the connections that share a connection thread with it keep being served
+/// during the commit, where before they waited for all of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_big_commit_does_not_hold_up_the_connections_of_its_thread() {
+    let server = ShoalServer::start();
+    let loader = connect(&server).await;
+    loader
+        .batch_execute(
+            "CREATE TABLE bulk (id int, v int);
+             BEGIN;
+             INSERT INTO bulk SELECT g, g FROM generate_series(1, 400000) g",
+        )
+        .await
+        .unwrap();
+    let mut others = Vec::new();
+    for _ in 0..8 {
+        others.push(connect(&server).await);
+    }
+    let commit_done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let pollers: Vec<_> = others
+        .into_iter()
+        .map(|client| {
+            let done = commit_done.clone();
+            tokio::spawn(async move {
+                let mut round_trips = 0u32;
+                while !done.load(std::sync::atomic::Ordering::SeqCst) {
+                    client.simple_query("SELECT 1").await.unwrap();
+                    round_trips += 1;
+                }
+                round_trips
+            })
+        })
+        .collect();
+    loader.batch_execute("COMMIT").await.unwrap();
+    commit_done.store(true, std::sync::atomic::Ordering::SeqCst);
+    for (i, poller) in pollers.into_iter().enumerate() {
+        let round_trips = poller.await.unwrap();
+        assert!(
+            round_trips >= 20,
+            "connection {i} made {round_trips} round trips during the commit"
+        );
+    }
+    let row = loader
+        .query_one("SELECT count(*), sum(v) FROM bulk", &[])
+        .await
+        .unwrap();
+    assert_eq!(row.get::<_, i64>(0), 400_000);
+    assert_eq!(row.get::<_, i64>(1), 400_000 * 400_001 / 2);
+}

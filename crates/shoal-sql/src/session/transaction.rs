@@ -10,6 +10,10 @@ use super::{Session, StatementResult, TxnState};
 use crate::error::{code, SqlError, SqlResult};
 use crate::settings::serializable_unsupported;
 
+/// A commit with at least this many writes runs on a blocking thread: logging and stamping
+/// hundreds of thousands of versions (a bulk load's COPY in one transaction) takes long enough
+/// to hold up every other connection of the committing connection's thread.
+const BLOCKING_COMMIT_WRITES: usize = 64 * 1024;
 impl Session {
     /// The transaction a statement runs in: the open block's, or a new implicit one (true).
     /// Also fixes the time now() returns for the statement (see `mark_statement_start`).
@@ -283,7 +287,17 @@ impl Session {
                 return Err(e);
             }
         }
-        let prepared = self.engine.db.prepare_commit(txn)?;
+        // A big commit's two halves (logging, then stamping every version) run on a blocking
+        // thread, so the other connections of this one's thread go on meanwhile.
+        let big = txn.write_count() >= BLOCKING_COMMIT_WRITES;
+        let prepared = if big {
+            let db = self.engine.db.clone();
+            tokio::task::spawn_blocking(move || db.prepare_commit(txn))
+                .await
+                .map_err(|e| SqlError::internal(format!("commit failed: {e}")))??
+        } else {
+            self.engine.db.prepare_commit(txn)?
+        };
         if let Some(d) = &self.engine.durability {
             let wait = !matches!(
                 self.settings.get("synchronous_commit"),
@@ -300,7 +314,13 @@ impl Session {
                 }
             }
         }
-        let ts = prepared.finish();
+        let ts = if big {
+            tokio::task::spawn_blocking(move || prepared.finish())
+                .await
+                .map_err(|e| SqlError::internal(format!("commit failed: {e}")))?
+        } else {
+            prepared.finish()
+        };
         self.wait_until_visible(ts).await;
         Ok(())
     }
