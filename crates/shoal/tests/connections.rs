@@ -4,6 +4,9 @@
 
 mod support;
 
+use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
+use std::sync::Arc;
+
 use support::{connect, ShoalServer};
 
 const CLIENTS: usize = 500;
@@ -181,6 +184,58 @@ async fn running_out_of_file_descriptors_does_not_stop_the_server() {
     assert_eq!(row.get::<_, i32>(0), 1, "a new client is served");
 }
 
+/// Clients that run `SELECT 1` in a loop while something long runs on another connection.
+/// Connections go to the connection threads in turn, so with more of them than threads some
+/// share the thread of the connection opened just before them.
+struct Pollers {
+    /// Set when the long work is sent: only round trips begun after it count.
+    started: Arc<AtomicBool>,
+    done: Arc<AtomicBool>,
+    tasks: Vec<tokio::task::JoinHandle<u32>>,
+}
+
+impl Pollers {
+    async fn start(server: &ShoalServer, count: usize) -> Pollers {
+        let started = Arc::new(AtomicBool::new(false));
+        let done = Arc::new(AtomicBool::new(false));
+        let mut tasks = Vec::new();
+        for _ in 0..count {
+            let client = connect(server).await;
+            let (started, done) = (started.clone(), done.clone());
+            tasks.push(tokio::spawn(async move {
+                let mut round_trips = 0u32;
+                while !done.load(AtomicOrdering::SeqCst) {
+                    let counts = started.load(AtomicOrdering::SeqCst);
+                    client.simple_query("SELECT 1").await.unwrap();
+                    round_trips += u32::from(counts);
+                }
+                round_trips
+            }));
+        }
+        Pollers {
+            started,
+            done,
+            tasks,
+        }
+    }
+
+    /// Runs `work`, then stops the pollers and asserts each was served at least 20 times
+    /// meanwhile (one held up by `work` gets the one round trip it had under way, or a few
+    /// before the work reached the server).
+    async fn assert_served_during(self, what: &str, work: impl std::future::Future<Output = ()>) {
+        self.started.store(true, AtomicOrdering::SeqCst);
+        work.await;
+        self.done.store(true, AtomicOrdering::SeqCst);
+        for (i, task) in self.tasks.into_iter().enumerate() {
+            let round_trips = task.await.unwrap();
+            assert!(
+                round_trips >= 20,
+                "connection {i} made {round_trips} round trips during {what}"
+            );
+        }
+    }
+}
+
 /// CREATE INDEX over a big table builds on a blocking thread: the connections that share a
 /// connection thread with it keep being served during the build, where before they waited
 /// for all of it.
@@ -195,46 +250,11 @@ async fn an_index_build_does_not_hold_up_the_connections_of_its_thread() {
         )
         .await
         .unwrap();
-    // Connections go to the connection threads in turn, so with more of them than threads
-    // some share the builder's.
-    let mut others = Vec::new();
-    for _ in 0..8 {
-        others.push(connect(&server).await);
-    }
-    let build_done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let build = {
-        let done = build_done.clone();
-        tokio::spawn(async move {
-            builder
-                .batch_execute("CREATE INDEX wide_v ON wide (v)")
-                .await
-                .unwrap();
-            done.store(true, std::sync::atomic::Ordering::SeqCst);
-            builder
-        })
-    };
-    let pollers: Vec<_> = others
-        .into_iter()
-        .map(|client| {
-            let done = build_done.clone();
-            tokio::spawn(async move {
-                let mut round_trips = 0u32;
-                while !done.load(std::sync::atomic::Ordering::SeqCst) {
-                    client.simple_query("SELECT 1").await.unwrap();
-                    round_trips += 1;
-                }
-                round_trips
-            })
-        })
-        .collect();
-    let builder = build.await.unwrap();
-    for (i, poller) in pollers.into_iter().enumerate() {
-        let round_trips = poller.await.unwrap();
-        assert!(
-            round_trips >= 20,
-            "connection {i} made {round_trips} round trips during the index build"
-        );
-    }
+    let pollers = Pollers::start(&server, 8).await;
+    let build = builder.batch_execute("CREATE INDEX wide_v ON wide (v)");
+    pollers
+        .assert_served_during("the index build", async { build.await.unwrap() })
+        .await;
     let row = builder
         .query_one(
             "SELECT count(*) FROM wide WHERE v = repeat('x', 60) || '4242'",
@@ -260,34 +280,11 @@ async fn a_big_commit_does_not_hold_up_the_connections_of_its_thread() {
         )
         .await
         .unwrap();
-    let mut others = Vec::new();
-    for _ in 0..8 {
-        others.push(connect(&server).await);
-    }
-    let commit_done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let pollers: Vec<_> = others
-        .into_iter()
-        .map(|client| {
-            let done = commit_done.clone();
-            tokio::spawn(async move {
-                let mut round_trips = 0u32;
-                while !done.load(std::sync::atomic::Ordering::SeqCst) {
-                    client.simple_query("SELECT 1").await.unwrap();
-                    round_trips += 1;
-                }
-                round_trips
-            })
-        })
-        .collect();
-    loader.batch_execute("COMMIT").await.unwrap();
-    commit_done.store(true, std::sync::atomic::Ordering::SeqCst);
-    for (i, poller) in pollers.into_iter().enumerate() {
-        let round_trips = poller.await.unwrap();
-        assert!(
-            round_trips >= 20,
-            "connection {i} made {round_trips} round trips during the commit"
-        );
-    }
+    let pollers = Pollers::start(&server, 8).await;
+    let commit = loader.batch_execute("COMMIT");
+    pollers
+        .assert_served_during("the commit", async { commit.await.unwrap() })
+        .await;
     let row = loader
         .query_one("SELECT count(*), sum(v) FROM bulk", &[])
         .await
