@@ -2,10 +2,10 @@
 //! PRIMARY KEY and UNIQUE constraints, and ALTER INDEX ... RENAME. Storage keeps the indexes on
 //! plain columns; indexes on expressions and partial non-unique ones live in the catalog only.
 
-use datafusion::sql::sqlparser::ast;
-use shoal_storage::catalog::{Catalog, IndexDef, Oid, RelationKind, TableDef};
 use std::sync::Arc;
 
+use datafusion::sql::sqlparser::ast;
+use shoal_storage::catalog::{Catalog, IndexDef, Oid, RelationKind, TableDef};
 use shoal_storage::{RowTable, StorageError};
 
 use super::{ident, index_predicate, split_name};
@@ -70,44 +70,39 @@ pub(super) async fn create_unique_index(
         def,
     )?
     .expect("a unique index on columns is kept by storage");
-    if let Err(e) = build_index(table, storage_def).await {
+    let built = build_index(table, storage_def).await;
+    if !matches!(built, Ok(Ok(()))) {
         session.engine.catalog.write().remove_index(index_oid);
-        return Err(match e {
-            IndexBuildError::Storage(StorageError::UniqueViolation {
-                key_columns, key, ..
-            }) => {
-                let zone = session.settings.time_zone();
-                crate::dml::duplicate_index_key(&def, &name, &key_columns, &key, zone)
-            }
-            IndexBuildError::Storage(other) => other.into(),
-            IndexBuildError::Sql(e) => e,
-        });
     }
-    Ok(index_oid)
-}
-
-/// Why `build_index` failed.
-enum IndexBuildError {
-    Storage(StorageError),
-    Sql(SqlError),
+    match built? {
+        Ok(()) => Ok(index_oid),
+        Err(StorageError::UniqueViolation {
+            key_columns, key, ..
+        }) => {
+            let zone = session.settings.time_zone();
+            Err(crate::dml::duplicate_index_key(
+                &def,
+                &name,
+                &key_columns,
+                &key,
+                zone,
+            ))
+        }
+        Err(other) => Err(other.into()),
+    }
 }
 
 /// Builds a storage index over the table's rows on a blocking thread: over a big table that
 /// takes seconds, and on the connection's own thread it would hold up every other connection
-/// that shares the thread (their queries, new connections, cancel requests).
+/// that shares the thread (their queries, new connections, cancel requests). The outer error
+/// is the blocking task's own failure, the inner one the build's.
 async fn build_index(
     table: Arc<RowTable>,
     def: shoal_storage::IndexDef,
-) -> Result<(), IndexBuildError> {
-    tokio::task::spawn_blocking(move || {
-        let built = table.add_index(def);
-        // The build's sort buffers are freed by now; give them back.
-        crate::allocator::release_free_memory();
-        built
-    })
-    .await
-    .map_err(|e| IndexBuildError::Sql(SqlError::internal(format!("index build failed: {e}"))))?
-    .map_err(IndexBuildError::Storage)
+) -> SqlResult<Result<(), StorageError>> {
+    tokio::task::spawn_blocking(move || table.add_index(def))
+        .await
+        .map_err(|e| SqlError::internal(format!("index build failed: {e}")))
 }
 
 /// One key part of CREATE INDEX: a column, or an expression with the name PostgreSQL derives
@@ -216,11 +211,7 @@ pub(super) async fn create_index(
             unique: false,
             predicate: None,
         };
-        match build_index(table, def).await {
-            Ok(()) => {}
-            Err(IndexBuildError::Storage(e)) => return Err(e.into()),
-            Err(IndexBuildError::Sql(e)) => return Err(e),
-        }
+        build_index(table, def).await??;
     }
     Ok(StatementResult::command("CREATE INDEX"))
 }

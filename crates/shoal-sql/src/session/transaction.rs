@@ -14,6 +14,7 @@ use crate::settings::serializable_unsupported;
 /// hundreds of thousands of versions (a bulk load's COPY in one transaction) takes long enough
 /// to hold up every other connection of the committing connection's thread.
 const BLOCKING_COMMIT_WRITES: usize = 64 * 1024;
+
 impl Session {
     /// The transaction a statement runs in: the open block's, or a new implicit one (true).
     /// Also fixes the time now() returns for the statement (see `mark_statement_start`).
