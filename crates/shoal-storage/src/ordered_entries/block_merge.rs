@@ -1,0 +1,351 @@
+//! Folding a bulk load's staged blocks into one sorted run. Each block was sorted when it was
+//! staged; blocks that overlap only a few deep (a table filled in key order, or by a few
+//! interleaved insert streams) are merged a stretch at a time, deeper overlap is sorted whole.
+
+use std::cmp::Ordering;
+
+use super::{cmp_entries, RunBuilder, SortedRun};
+use crate::table::RowRef;
+
+/// A sorted block being merged: its keys, and the handles of its entries not yet moved out.
+struct MergeBlock {
+    /// The block's keys; its handles are in `rows`.
+    keys: SortedRun,
+    rows: std::vec::IntoIter<RowRef>,
+    len: usize,
+    /// The first entry not yet moved out.
+    next: usize,
+}
+
+impl MergeBlock {
+    fn new(mut run: SortedRun) -> MergeBlock {
+        let rows = std::mem::take(&mut run.rows);
+        MergeBlock {
+            len: rows.len(),
+            keys: run,
+            rows: rows.into_iter(),
+            next: 0,
+        }
+    }
+
+    fn is_done(&self) -> bool {
+        self.next == self.len
+    }
+
+    /// The row id of entry `i`, one not moved out yet.
+    fn row_id(&self, i: usize) -> u64 {
+        self.rows.as_slice()[i - self.next].row_id()
+    }
+
+    /// Order of entry `i` against `other`'s head, reading row ids (a pointer chase each) only
+    /// when the keys alone do not decide.
+    fn cmp_with_head(&self, i: usize, other: &MergeBlock) -> Ordering {
+        let (key, other_key) = (self.keys.key(i), other.keys.key(other.next));
+        if key.len() == other_key.len() {
+            return key
+                .cmp(other_key)
+                .then_with(|| self.row_id(i).cmp(&other.row_id(other.next)));
+        }
+        cmp_entries(key, self.row_id(i), other_key, other.row_id(other.next))
+    }
+
+    fn head_cmp(&self, other: &MergeBlock) -> Ordering {
+        self.cmp_with_head(self.next, other)
+    }
+
+    /// The end of the stretch from `next` of entries below `other`'s head.
+    fn end_below_head_of(&self, other: &MergeBlock) -> usize {
+        let (mut lo, mut hi) = (self.next, self.len);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.cmp_with_head(mid, other).is_lt() {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+
+    /// Moves the entries from `next` to `end` to the end of `out`.
+    fn move_to(&mut self, end: usize, out: &mut RunBuilder) {
+        debug_assert!(self.next < end && end <= self.len);
+        let n = end - self.next;
+        out.extend_from_run(&self.keys, self.next..end, self.rows.by_ref().take(n));
+        self.next = end;
+    }
+}
+
+/// One run of `staged` (a load's sorted blocks, owned) and `current` (shared with readers). A
+/// load into an empty index merges its blocks (`merge_blocks`); otherwise, or when the blocks
+/// overlap too much for a merge to pay, everything is sorted once.
+pub(super) fn fold_runs(mut staged: Vec<SortedRun>, current: &SortedRun) -> SortedRun {
+    staged.retain(|b| b.len() > 0);
+    if current.len() == 0 {
+        staged = match merge_blocks(staged) {
+            Ok(run) => return run,
+            Err(blocks) => blocks,
+        };
+    }
+    let entries = staged.iter().map(SortedRun::len).sum::<usize>() + current.live_len();
+    let key_bytes =
+        staged.iter().map(|b| b.key_bytes.len()).sum::<usize>() + current.key_bytes.len();
+    let mut all = RunBuilder::with_capacity(entries, key_bytes);
+    for i in (0..current.len()).filter(|&i| !current.is_removed(i)) {
+        all.push(current.key(i), current.rows[i].clone());
+    }
+    for mut block in staged {
+        let rows = std::mem::take(&mut block.rows);
+        all.extend_from_run(&block, 0..rows.len(), rows);
+    }
+    all.sorted()
+}
+
+/// Staged blocks are merged while no key is covered by more than this many of them. Deeper
+/// overlap (an index on a column the load's row order does not follow, whose every block spans
+/// most keys) is sorted as a whole instead: merging it would take an entry at a time from a
+/// heap of that many blocks.
+const MERGE_MAX_DEPTH: usize = 64;
+
+/// A binary min-heap of block numbers, in the order `less` gives them (passed to every call:
+/// the order is their blocks' current heads, which move as the merge goes).
+struct BlockHeap(Vec<usize>);
+
+impl BlockHeap {
+    fn peek(&self) -> Option<usize> {
+        self.0.first().copied()
+    }
+
+    fn push(&mut self, block: usize, less: impl Fn(usize, usize) -> bool) {
+        let heap = &mut self.0;
+        heap.push(block);
+        let mut i = heap.len() - 1;
+        while i > 0 && less(heap[i], heap[(i - 1) / 2]) {
+            heap.swap(i, (i - 1) / 2);
+            i = (i - 1) / 2;
+        }
+    }
+
+    fn pop(&mut self, less: impl Fn(usize, usize) -> bool) -> Option<usize> {
+        let heap = &mut self.0;
+        let last = heap.len().checked_sub(1)?;
+        heap.swap(0, last);
+        let top = heap.pop();
+        let mut i = 0;
+        loop {
+            let (l, r) = (2 * i + 1, 2 * i + 2);
+            let mut least = i;
+            if l < heap.len() && less(heap[l], heap[least]) {
+                least = l;
+            }
+            if r < heap.len() && less(heap[r], heap[least]) {
+                least = r;
+            }
+            if least == i {
+                return top;
+            }
+            heap.swap(i, least);
+            i = least;
+        }
+    }
+}
+
+/// Merges sorted blocks into one run, or hands them back when they overlap too deep.
+///
+/// A load's blocks are stretches of the table, so an index that follows the table's row order
+/// gets disjoint blocks, and one whose rows were inserted by a few interleaved streams (a
+/// parallel `INSERT ... SELECT`) gets blocks that overlap a few others. The merge keeps the
+/// blocks in a heap by their next entry and moves, from the lowest, the whole stretch below
+/// the next lowest at once (a binary search): disjoint blocks are simply concatenated, and
+/// batches of consecutive keys move a batch at a time.
+fn merge_blocks(mut blocks: Vec<SortedRun>) -> Result<SortedRun, Vec<SortedRun>> {
+    if blocks.len() == 1 {
+        return Ok(blocks.pop().expect("one block"));
+    }
+    blocks.sort_by(|a, b| a.entry(0).cmp(&b.entry(0)));
+    // The overlap depth: sweep the blocks by first entry, holding those whose last entry is
+    // not yet passed in a heap by that last entry.
+    let mut open = BlockHeap(Vec::new());
+    for (i, block) in blocks.iter().enumerate() {
+        let last = |b: usize| blocks[b].entry(blocks[b].len() - 1);
+        while open.peek().is_some_and(|b| last(b) < block.entry(0)) {
+            open.pop(|x, y| last(x) < last(y));
+        }
+        open.push(i, |x, y| last(x) < last(y));
+        if open.0.len() > MERGE_MAX_DEPTH {
+            return Err(blocks);
+        }
+    }
+    let entries = blocks.iter().map(SortedRun::len).sum();
+    let key_bytes = blocks.iter().map(|b| b.key_bytes.len()).sum();
+    let mut out = RunBuilder::with_capacity(entries, key_bytes);
+    let mut blocks: Vec<MergeBlock> = blocks.into_iter().map(MergeBlock::new).collect();
+    let mut heads = BlockHeap(Vec::with_capacity(blocks.len()));
+    for b in 0..blocks.len() {
+        heads.push(b, |x, y| blocks[x].head_cmp(&blocks[y]).is_lt());
+    }
+    while let Some(b) = heads.pop(|x, y| blocks[x].head_cmp(&blocks[y]).is_lt()) {
+        let end = match heads.peek() {
+            None => blocks[b].len,
+            // At least one entry: the lowest head is not above the next (equal entries cannot
+            // occur, but must not stop the merge either).
+            Some(next) => blocks[b]
+                .end_below_head_of(&blocks[next])
+                .max(blocks[b].next + 1),
+        };
+        blocks[b].move_to(end, &mut out);
+        if !blocks[b].is_done() {
+            heads.push(b, |x, y| blocks[x].head_cmp(&blocks[y]).is_lt());
+        }
+    }
+    debug_assert_eq!(out.rows.len(), entries);
+    Ok(out.finish())
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::rngs::StdRng;
+    use rand::{Rng, SeedableRng};
+
+    use super::super::tests::{all, row};
+    use super::super::{KeyLayout, OrderedEntries};
+    use super::*;
+
+    /// Sorted blocks of `width`-byte keys holding `ids`, `per_block` a block, as `stage` leaves
+    /// them.
+    fn sorted_blocks(ids: &[u64], per_block: usize, width: usize) -> Vec<SortedRun> {
+        ids.chunks(per_block)
+            .map(|chunk| {
+                let mut b = RunBuilder::with_capacity(0, 0);
+                for &id in chunk {
+                    // With `width` 0, keys of 4 to 6 bytes, in the order of the ids.
+                    let key = match width {
+                        0 => [&id.to_be_bytes()[4..], &[0xff, 0xff][..id as usize % 3]].concat(),
+                        w => id.to_be_bytes()[8 - w..].to_vec(),
+                    };
+                    b.push(&key, row(id));
+                }
+                b.sorted()
+            })
+            .collect()
+    }
+
+    fn run_entries(run: &SortedRun) -> Vec<(Vec<u8>, u64)> {
+        (0..run.len())
+            .map(|i| (run.key(i).to_vec(), run.rows[i].row_id()))
+            .collect()
+    }
+
+    /// A table filled by a parallel `INSERT ... SELECT` holds batches of consecutive ids a
+    /// little out of order, so the blocks a load stages overlap their neighbours: they are
+    /// merged, not sorted, and come out in entry order. Blocks that overlap deeper than
+    /// `MERGE_MAX_DEPTH` are handed back for a sort.
+    #[test]
+    fn interleaved_blocks_merge_and_deeply_overlapping_ones_do_not() {
+        let mut rng = StdRng::seed_from_u64(3);
+        for (window, width) in [(1usize, 4usize), (4, 4), (4, 0), (6, 8)] {
+            // 160 batches of 37 ids, shuffled within windows of `window` batches.
+            let mut batches: Vec<u64> = (0..160).collect();
+            for w in batches.chunks_mut(window) {
+                for i in (1..w.len()).rev() {
+                    w.swap(i, rng.random_range(0..=i));
+                }
+            }
+            let ids: Vec<u64> = batches.iter().flat_map(|b| b * 37..b * 37 + 37).collect();
+            let blocks = sorted_blocks(&ids, 100, width);
+            let mut want: Vec<(Vec<u8>, u64)> = blocks.iter().flat_map(run_entries).collect();
+            want.sort_by(|a, b| cmp_entries(&a.0, a.1, &b.0, b.1));
+            let Ok(run) = merge_blocks(blocks) else {
+                panic!("batches shuffled in windows of {window} were not merged");
+            };
+            assert_eq!(run_entries(&run), want, "window {window}, width {width}");
+        }
+        // Every block spans the whole key range: deeper overlap than a merge takes.
+        let mut ids: Vec<u64> = (0..4000).collect();
+        let mut rng = StdRng::seed_from_u64(5);
+        for i in (1..ids.len()).rev() {
+            ids.swap(i, rng.random_range(0..=i));
+        }
+        let blocks = sorted_blocks(&ids, 40, 4);
+        let Err(blocks) = merge_blocks(blocks) else {
+            panic!("100 overlapping blocks were merged");
+        };
+        assert_eq!(blocks.len(), 100, "every block handed back");
+        let entries = OrderedEntries::new();
+        for block in ids.chunks(40) {
+            let mut b = RunBuilder::with_capacity(0, 0);
+            for &id in block {
+                b.push(&(id as u32).to_be_bytes(), row(id));
+            }
+            entries.stage(b);
+        }
+        let got: Vec<u64> = all(&entries).into_iter().map(|(_, id)| id).collect();
+        assert_eq!(got, (0..4000).collect::<Vec<u64>>(), "sorted instead");
+    }
+
+    /// Two insert streams taking turns over batches of consecutive keys, one lagging 20
+    /// batches behind: every block holds keys far apart and overlaps dozens of others, and
+    /// the merge still puts them in order.
+    #[test]
+    fn blocks_of_lagging_streams_merge() {
+        const BATCH: u64 = 50;
+        let mut batches = Vec::new();
+        for k in 0..60u64 {
+            batches.push(2 * k);
+            if k >= 20 {
+                batches.push(2 * (k - 20) + 1);
+            }
+        }
+        batches.extend((40..60).map(|k| 2 * k + 1));
+        let ids: Vec<u64> = batches
+            .iter()
+            .flat_map(|b| b * BATCH..(b + 1) * BATCH)
+            .collect();
+        let blocks = sorted_blocks(&ids, 45, 8);
+        let Ok(run) = merge_blocks(blocks) else {
+            panic!("blocks of lagging streams were not merged");
+        };
+        let got: Vec<u64> = run_entries(&run).into_iter().map(|(_, id)| id).collect();
+        assert_eq!(got, (0..120 * BATCH).collect::<Vec<u64>>());
+    }
+
+    /// A builder keeps no offsets while its keys have one width, and switches to offsets when a
+    /// key of another width arrives, by a push or by a stretch of another run; merged blocks of
+    /// one width and of several come out right either way.
+    #[test]
+    fn builders_switch_from_one_key_width_to_offsets() {
+        let block = |entries: &[(&[u8], u64)]| {
+            let mut b = RunBuilder::with_capacity(0, 0);
+            for &(key, id) in entries {
+                b.push(key, row(id));
+            }
+            b.sorted()
+        };
+        let fixed_a = block(&[(b"aa", 1), (b"ab", 2), (b"ba", 3)]);
+        let mixed = block(&[(b"a", 4), (b"abc", 5), (b"b", 6), (b"bb", 7)]);
+        let fixed_c = block(&[(b"bbb", 8), (b"bbc", 9), (b"cc0", 10)]);
+        assert_eq!(fixed_a.layout.start(3), 6, "no offsets for one width");
+        assert!(matches!(mixed.layout, KeyLayout::Varying(_)));
+        let mut want: Vec<(Vec<u8>, u64)> = [&fixed_a, &mixed, &fixed_c]
+            .into_iter()
+            .flat_map(run_entries)
+            .collect();
+        want.sort_by(|a, b| cmp_entries(&a.0, a.1, &b.0, b.1));
+        let Ok(run) = merge_blocks(vec![fixed_c, mixed, fixed_a]) else {
+            panic!("three blocks were not merged");
+        };
+        assert_eq!(run_entries(&run), want);
+        // Two blocks of 2-byte keys merge into a run without offsets.
+        let Ok(run) = merge_blocks(vec![
+            block(&[(b"ca", 12), (b"cb", 13)]),
+            block(&[(b"aa", 1), (b"cc", 14)]),
+        ]) else {
+            panic!("two blocks were not merged");
+        };
+        assert!(matches!(run.layout, KeyLayout::Fixed(2)));
+        assert_eq!(
+            run_entries(&run).iter().map(|e| e.1).collect::<Vec<_>>(),
+            [1, 12, 13, 14]
+        );
+    }
+}
