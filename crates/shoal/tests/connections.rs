@@ -292,3 +292,65 @@ async fn a_big_commit_does_not_hold_up_the_connections_of_its_thread() {
     assert_eq!(row.get::<_, i64>(0), 400_000);
     assert_eq!(row.get::<_, i64>(1), 400_000 * 400_001 / 2);
 }
+
+/// ROLLBACK of a big transaction undoes its versions on a blocking thread, as its commit would
+/// stamp them: the connections that share a connection thread with it keep being served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_big_rollback_does_not_hold_up_the_connections_of_its_thread() {
+    let server = ShoalServer::start();
+    let loader = connect(&server).await;
+    loader
+        .batch_execute(
+            "CREATE TABLE bulk (id int, v int);
+             BEGIN;
+             INSERT INTO bulk SELECT g, g FROM generate_series(1, 1200000) g",
+        )
+        .await
+        .unwrap();
+    let pollers = Pollers::start(&server, 8).await;
+    let rollback = loader.batch_execute("ROLLBACK");
+    pollers
+        .assert_served_during("the rollback", async { rollback.await.unwrap() })
+        .await;
+    let row = loader
+        .query_one("SELECT count(*) FROM bulk", &[])
+        .await
+        .unwrap();
+    assert_eq!(row.get::<_, i64>(0), 0);
+}
+
+/// A client that vanishes inside a big transaction: its session undoes the transaction on a
+/// blocking thread, so the connections of its thread keep being served, and a writer that
+/// meets one of its rows waits for the undo to end, then goes ahead.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_vanished_client_s_big_transaction_is_undone_off_its_thread() {
+    let server = ShoalServer::start();
+    let loader = connect(&server).await;
+    loader
+        .batch_execute(
+            "CREATE TABLE bulk (id int PRIMARY KEY, v int);
+             BEGIN;
+             INSERT INTO bulk SELECT g, g FROM generate_series(1, 2000000) g",
+        )
+        .await
+        .unwrap();
+    let prober = connect(&server).await;
+    let pollers = Pollers::start(&server, 8).await;
+    pollers
+        .assert_served_during("the undo of a vanished client's transaction", async {
+            drop(loader);
+            // Key 1 is the vanished transaction's until its undo ends: this insert waits for
+            // that, and then succeeds.
+            prober
+                .batch_execute("INSERT INTO bulk VALUES (1, -1)")
+                .await
+                .unwrap();
+        })
+        .await;
+    let row = prober
+        .query_one("SELECT count(*), sum(v) FROM bulk", &[])
+        .await
+        .unwrap();
+    assert_eq!(row.get::<_, i64>(0), 1);
+    assert_eq!(row.get::<_, i64>(1), -1);
+}

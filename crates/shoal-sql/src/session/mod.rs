@@ -144,14 +144,48 @@ pub struct Session {
 }
 
 impl Drop for Session {
-    /// A client that goes away inside a transaction block rolls it back, DDL included.
+    /// A client that goes away inside a transaction block rolls it back, DDL included. A big
+    /// transaction is undone on a blocking thread, as its ROLLBACK would be (see
+    /// `rollback_txn`), and nobody waits for it: writers that meet its rows wait for it to end.
     fn drop(&mut self) {
-        if let TxnState::Block(t) | TxnState::Failed(t) =
+        let (TxnState::Block(txn) | TxnState::Failed(txn)) =
             std::mem::replace(&mut self.txn, TxnState::Idle)
-        {
-            self.engine.db.rollback(t);
+        else {
+            self.undo_ddl(false);
+            return;
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) if txn.write_count() >= transaction::BLOCKING_END_WRITES => {
+                let undo = UndoOnDrop {
+                    engine: self.engine.clone(),
+                    txn: Some(txn),
+                    ddl: self.ddl_undo.take_all(),
+                };
+                // A runtime shutting down drops the task unrun, and with it `undo`, which then
+                // does the work right there.
+                runtime.spawn_blocking(move || drop(undo));
+            }
+            _ => {
+                self.engine.db.rollback(txn);
+                self.undo_ddl(false);
+            }
         }
-        self.undo_ddl(false);
+    }
+}
+
+/// A vanished client's transaction and DDL, undone when this is dropped.
+struct UndoOnDrop {
+    engine: Arc<Engine>,
+    txn: Option<Transaction>,
+    ddl: Vec<crate::ddl::undo::DdlUndo>,
+}
+
+impl Drop for UndoOnDrop {
+    fn drop(&mut self) {
+        if let Some(txn) = self.txn.take() {
+            self.engine.db.rollback(txn);
+        }
+        transaction::undo_ddl_statements(&self.engine, std::mem::take(&mut self.ddl));
     }
 }
 

@@ -7,13 +7,15 @@ use datafusion::sql::sqlparser::ast::{self, Statement};
 use shoal_storage::{IsolationLevel, Transaction};
 
 use super::{Session, StatementResult, TxnState};
+use crate::ddl::undo::DdlUndo;
+use crate::engine::Engine;
 use crate::error::{code, SqlError, SqlResult};
 use crate::settings::serializable_unsupported;
 
-/// A commit with at least this many writes runs on a blocking thread: logging and stamping
-/// hundreds of thousands of versions (a bulk load's COPY in one transaction) takes long enough
-/// to hold up every other connection of the committing connection's thread.
-const BLOCKING_COMMIT_WRITES: usize = 64 * 1024;
+/// A commit or rollback with at least this many writes runs on a blocking thread: logging and
+/// stamping, or undoing, hundreds of thousands of versions (a bulk load's COPY in one
+/// transaction) takes long enough to hold up every other connection of the connection's thread.
+pub(super) const BLOCKING_END_WRITES: usize = 64 * 1024;
 
 impl Session {
     /// The transaction a statement runs in: the open block's, or a new implicit one (true).
@@ -73,7 +75,7 @@ impl Session {
                 committed.map(|_| r)
             }
             (true, Err(e)) => {
-                self.engine.db.rollback(txn);
+                self.rollback_txn(txn).await;
                 self.undo_ddl(false);
                 self.end_transaction_settings(false);
                 Err(e)
@@ -145,8 +147,12 @@ impl Session {
         &mut self,
         stmt: &Statement,
     ) -> Option<SqlResult<StatementResult>> {
-        if matches!(stmt, Statement::Commit { .. }) {
-            return Some(self.commit_block().await);
+        match stmt {
+            Statement::Commit { .. } => return Some(self.commit_block().await),
+            Statement::Rollback {
+                savepoint: None, ..
+            } => return Some(Ok(self.rollback_block().await)),
+            _ => {}
         }
         self.transaction_control(stmt)
     }
@@ -159,11 +165,12 @@ impl Session {
                 let tag = if *begin { "BEGIN" } else { "START TRANSACTION" };
                 self.begin_block(modes, tag)
             }
-            // COMMIT waits for the log: see execute_statement.
-            Statement::Commit { .. } => return None,
-            Statement::Rollback {
+            // COMMIT waits for the log and a big ROLLBACK for a blocking thread: see
+            // execute_transaction_control.
+            Statement::Commit { .. }
+            | Statement::Rollback {
                 savepoint: None, ..
-            } => Ok(self.rollback_block()),
+            } => return None,
             Statement::Rollback {
                 savepoint: Some(name),
                 ..
@@ -258,7 +265,7 @@ impl Session {
             TxnState::Idle => Ok(true),
             TxnState::Block(t) => self.commit_txn(t).await.map(|_| true),
             TxnState::Failed(t) => {
-                self.engine.db.rollback(t);
+                self.rollback_txn(t).await;
                 Ok(false)
             }
         };
@@ -284,13 +291,13 @@ impl Session {
             self.engine.db.early_log_range(&txn),
         ) {
             if let Err(e) = d.wait_range_flushed(from, end).await {
-                self.engine.db.rollback(txn);
+                self.rollback_txn(txn).await;
                 return Err(e);
             }
         }
         // A big commit's two halves (logging, then stamping every version) run on a blocking
         // thread, so the other connections of this one's thread go on meanwhile.
-        let big = txn.write_count() >= BLOCKING_COMMIT_WRITES;
+        let big = txn.write_count() >= BLOCKING_END_WRITES;
         let prepared = if big {
             let db = self.engine.db.clone();
             tokio::task::spawn_blocking(move || db.prepare_commit(txn))
@@ -347,9 +354,22 @@ impl Session {
         }
     }
 
-    fn rollback_block(&mut self) -> StatementResult {
+    /// Rolls `txn` back; one with many writes on a blocking thread, as its commit would run.
+    async fn rollback_txn(&self, txn: Transaction) {
+        if txn.write_count() < BLOCKING_END_WRITES {
+            self.engine.db.rollback(txn);
+            return;
+        }
+        let db = self.engine.db.clone();
+        // Only a panic fails the task; the storage's assertion that fired says what broke.
+        if let Err(e) = tokio::task::spawn_blocking(move || db.rollback(txn)).await {
+            tracing::error!("rollback on a blocking thread failed: {e}");
+        }
+    }
+
+    async fn rollback_block(&mut self) -> StatementResult {
         match std::mem::replace(&mut self.txn, TxnState::Idle) {
-            TxnState::Block(t) | TxnState::Failed(t) => self.engine.db.rollback(t),
+            TxnState::Block(t) | TxnState::Failed(t) => self.rollback_txn(t).await,
             TxnState::Idle => {}
         }
         self.undo_ddl(false);
@@ -357,14 +377,11 @@ impl Session {
         StatementResult::TransactionEnd("ROLLBACK".into())
     }
 
-    /// The transaction ended: forgets its DDL if it committed, undoes it if not. An undo that
-    /// fails is logged; the catalog keeps whatever it could not put back.
+    /// The transaction ended: forgets its DDL if it committed, undoes it if not.
     pub(super) fn undo_ddl(&mut self, committed: bool) {
         let statements = self.ddl_undo.take_all();
         if !committed {
-            if let Err(e) = crate::ddl::undo::undo(&self.engine, statements) {
-                tracing::error!("could not undo the DDL of a rolled back transaction: {e}");
-            }
+            undo_ddl_statements(&self.engine, statements);
         }
     }
 
@@ -457,5 +474,13 @@ pub(super) fn isolation_of(level: &ast::TransactionIsolationLevel) -> SqlResult<
         ast::TransactionIsolationLevel::RepeatableRead
         | ast::TransactionIsolationLevel::Snapshot => Ok(IsolationLevel::RepeatableRead),
         ast::TransactionIsolationLevel::Serializable => Err(serializable_unsupported()),
+    }
+}
+
+/// Undoes the DDL of a rolled back transaction. An undo that fails is logged; the catalog keeps
+/// whatever it could not put back.
+pub(super) fn undo_ddl_statements(engine: &Engine, statements: Vec<DdlUndo>) {
+    if let Err(e) = crate::ddl::undo::undo(engine, statements) {
+        tracing::error!("could not undo the DDL of a rolled back transaction: {e}");
     }
 }
