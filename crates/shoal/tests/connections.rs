@@ -265,26 +265,39 @@ async fn an_index_build_does_not_hold_up_the_connections_of_its_thread() {
     assert_eq!(row.get::<_, i64>(0), 1);
 }
 
+/// A new connection with a transaction block open that created table `bulk` (`columns`) and
+/// inserted `rows` rows (g, g) into it.
+async fn open_bulk_load(server: &ShoalServer, columns: &str, rows: i64) -> tokio_postgres::Client {
+    let loader = connect(server).await;
+    loader
+        .batch_execute(&format!(
+            "CREATE TABLE bulk ({columns});
+             BEGIN;
+             INSERT INTO bulk SELECT g, g FROM generate_series(1, {rows}) g"
+        ))
+        .await
+        .unwrap();
+    loader
+}
+
+/// Ends `loader`'s transaction block with `end` (COMMIT or ROLLBACK) while 8 other connections
+/// poll, and asserts they were served meanwhile.
+async fn end_while_polling(server: &ShoalServer, loader: &tokio_postgres::Client, end: &str) {
+    let pollers = Pollers::start(server, 8).await;
+    let ending = loader.batch_execute(end);
+    pollers
+        .assert_served_during(end, async { ending.await.unwrap() })
+        .await;
+}
+
 /// The commit of a big transaction (a bulk load in one block) logs and stamps its versions on
 /// a blocking thread: the connections that share a connection thread with it keep being served
 /// during the commit, where before they waited for all of it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_big_commit_does_not_hold_up_the_connections_of_its_thread() {
     let server = ShoalServer::start();
-    let loader = connect(&server).await;
-    loader
-        .batch_execute(
-            "CREATE TABLE bulk (id int, v int);
-             BEGIN;
-             INSERT INTO bulk SELECT g, g FROM generate_series(1, 400000) g",
-        )
-        .await
-        .unwrap();
-    let pollers = Pollers::start(&server, 8).await;
-    let commit = loader.batch_execute("COMMIT");
-    pollers
-        .assert_served_during("the commit", async { commit.await.unwrap() })
-        .await;
+    let loader = open_bulk_load(&server, "id int, v int", 400_000).await;
+    end_while_polling(&server, &loader, "COMMIT").await;
     let row = loader
         .query_one("SELECT count(*), sum(v) FROM bulk", &[])
         .await
@@ -295,23 +308,12 @@ async fn a_big_commit_does_not_hold_up_the_connections_of_its_thread() {
 
 /// ROLLBACK of a big transaction undoes its versions on a blocking thread, as its commit would
 /// stamp them: the connections that share a connection thread with it keep being served.
+/// Undoing an insert is cheaper than stamping it, hence more rows than for the commit.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_big_rollback_does_not_hold_up_the_connections_of_its_thread() {
     let server = ShoalServer::start();
-    let loader = connect(&server).await;
-    loader
-        .batch_execute(
-            "CREATE TABLE bulk (id int, v int);
-             BEGIN;
-             INSERT INTO bulk SELECT g, g FROM generate_series(1, 1200000) g",
-        )
-        .await
-        .unwrap();
-    let pollers = Pollers::start(&server, 8).await;
-    let rollback = loader.batch_execute("ROLLBACK");
-    pollers
-        .assert_served_during("the rollback", async { rollback.await.unwrap() })
-        .await;
+    let loader = open_bulk_load(&server, "id int, v int", 1_200_000).await;
+    end_while_polling(&server, &loader, "ROLLBACK").await;
     let row = loader
         .query_one("SELECT count(*) FROM bulk", &[])
         .await
@@ -325,15 +327,7 @@ async fn a_big_rollback_does_not_hold_up_the_connections_of_its_thread() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_vanished_client_s_big_transaction_is_undone_off_its_thread() {
     let server = ShoalServer::start();
-    let loader = connect(&server).await;
-    loader
-        .batch_execute(
-            "CREATE TABLE bulk (id int PRIMARY KEY, v int);
-             BEGIN;
-             INSERT INTO bulk SELECT g, g FROM generate_series(1, 2000000) g",
-        )
-        .await
-        .unwrap();
+    let loader = open_bulk_load(&server, "id int PRIMARY KEY, v int", 2_000_000).await;
     let prober = connect(&server).await;
     let pollers = Pollers::start(&server, 8).await;
     pollers
