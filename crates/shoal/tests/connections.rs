@@ -348,3 +348,28 @@ async fn a_vanished_client_s_big_transaction_is_undone_off_its_thread() {
     assert_eq!(row.get::<_, i64>(0), 1);
     assert_eq!(row.get::<_, i64>(1), -1);
 }
+
+/// A big INSERT ... SELECT into a column table stores its rows a segment at a time, yielding
+/// after each: the connections that share a connection thread with it keep being served while
+/// its rows are converted and stored, where before they waited for all of them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_big_insert_into_a_column_table_does_not_hold_up_the_connections_of_its_thread() {
+    let server = ShoalServer::start();
+    let loader = connect(&server).await;
+    loader
+        .batch_execute("CREATE TABLE facts (id int, v int) USING columnar")
+        .await
+        .unwrap();
+    let pollers = Pollers::start(&server, 8).await;
+    let insert =
+        loader.batch_execute("INSERT INTO facts SELECT g, g FROM generate_series(1, 1000000) g");
+    pollers
+        .assert_served_during("the insert", async { insert.await.unwrap() })
+        .await;
+    let row = loader
+        .query_one("SELECT count(*), sum(v) FROM facts", &[])
+        .await
+        .unwrap();
+    assert_eq!(row.get::<_, i64>(0), 1_000_000);
+    assert_eq!(row.get::<_, i64>(1), 1_000_000 * 1_000_001 / 2);
+}

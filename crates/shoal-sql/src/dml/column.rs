@@ -23,6 +23,7 @@ use crate::constraints;
 use crate::error::{SqlError, SqlResult};
 use crate::query::provider::{table_schema, ROW_POSITION_COLUMN};
 use crate::session::{Session, StatementResult};
+use crate::timezone::TimeZone;
 use crate::types::array_from_values;
 
 /// Min, max and null count of each column of a segment's batch, for scan pruning.
@@ -103,38 +104,72 @@ impl PrefixKey {
     }
 }
 
-/// Builds segments (at most `SEGMENT_MAX_ROWS` rows each) from rows of the table's types.
-pub fn segments_from_rows(
+/// Builds one segment from rows of the table's types (at most `SEGMENT_MAX_ROWS`).
+fn segment_from_rows(
     def: &TableDef,
     rows: &[Vec<Value>],
-) -> SqlResult<Vec<(RecordBatch, Vec<ColumnStats>)>> {
-    let schema = table_schema(def);
-    rows.chunks(SEGMENT_MAX_ROWS)
-        .map(|chunk| {
-            let arrays: Vec<ArrayRef> = def
-                .columns
-                .iter()
-                .enumerate()
-                .map(|(c, col)| array_from_values(&col.data_type, chunk.iter().map(|r| &r[c])))
-                .collect();
-            let batch = RecordBatch::try_new(schema.clone(), arrays)?;
-            let stats = segment_stats(&batch)?;
-            Ok((batch, stats))
-        })
-        .collect()
+) -> SqlResult<(RecordBatch, Vec<ColumnStats>)> {
+    debug_assert!(rows.len() <= SEGMENT_MAX_ROWS);
+    let arrays: Vec<ArrayRef> = def
+        .columns
+        .iter()
+        .enumerate()
+        .map(|(c, col)| array_from_values(&col.data_type, rows.iter().map(|r| &r[c])))
+        .collect();
+    let batch = RecordBatch::try_new(table_schema(def), arrays)?;
+    let stats = segment_stats(&batch)?;
+    Ok((batch, stats))
 }
 
 /// Appends rows (already checked against the table's constraints) as new segments.
-pub fn append_rows(
+fn append_rows(
     txn: &mut Transaction,
     def: &TableDef,
     table: &Arc<ColumnTable>,
     rows: &[Vec<Value>],
 ) -> SqlResult<()> {
-    for (batch, stats) in segments_from_rows(def, rows)? {
-        table.append(txn, batch, stats)?;
+    for chunk in rows.chunks(SEGMENT_MAX_ROWS) {
+        let (segment, stats) = segment_from_rows(def, chunk)?;
+        table.append(txn, segment, stats)?;
     }
     Ok(())
+}
+
+/// Stores an INSERT's result `batches` as new segments of full size, checking each segment's
+/// rows against the table's constraints first. Rows are converted a result batch at a time and
+/// a segment is built and appended as soon as it is full, with a yield after each step: a big
+/// INSERT ... SELECT does not hold up the other connections of this one's thread. Returns how many rows were stored, and the rows
+/// themselves if `keep_rows` (for RETURNING).
+pub(super) async fn insert_batches(
+    session: &Session,
+    txn: &mut Transaction,
+    def: &TableDef,
+    table: &Arc<ColumnTable>,
+    batches: &[RecordBatch],
+    zone: &TimeZone,
+    keep_rows: bool,
+) -> SqlResult<(usize, Vec<Vec<Value>>)> {
+    let (mut stored, mut kept) = (0, Vec::new());
+    let mut pending: Vec<Vec<Value>> = Vec::new();
+    for (i, batch) in batches.iter().enumerate() {
+        pending.extend(batch_rows(std::slice::from_ref(batch), def, 0, zone)?);
+        tokio::task::yield_now().await;
+        let last_batch = i + 1 == batches.len();
+        while pending.len() >= SEGMENT_MAX_ROWS || (last_batch && !pending.is_empty()) {
+            let rest = pending.split_off(pending.len().min(SEGMENT_MAX_ROWS));
+            let rows = std::mem::replace(&mut pending, rest);
+            constraints::check_rows(session, def, &rows)
+                .await
+                .map_err(|(_, e)| e)?;
+            append_rows(txn, def, table, &rows)?;
+            stored += rows.len();
+            if keep_rows {
+                kept.extend(rows);
+            }
+            tokio::task::yield_now().await;
+        }
+    }
+    Ok((stored, kept))
 }
 
 /// Takes the table's write lock, waiting for the transaction that holds it, and then a fresh

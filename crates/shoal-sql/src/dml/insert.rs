@@ -170,12 +170,20 @@ pub async fn insert(
     let table = match store {
         TableStore::Row(table) => table,
         TableStore::Column(table) => {
-            let rows = batch_rows(&batches, &def, 0, &zone)?;
-            constraints::check_rows(session, &def, &rows)
-                .await
-                .map_err(|(_, e)| e)?;
-            super::column::append_rows(txn, &def, &table, &rows)?;
             let returning = ins.returning.as_deref();
+            let (stored, rows) = super::column::insert_batches(
+                session,
+                txn,
+                &def,
+                &table,
+                &batches,
+                &zone,
+                returning.is_some(),
+            )
+            .await?;
+            if returning.is_none() {
+                return Ok(command_done("INSERT", stored, Some(0)));
+            }
             return finish_dml(session, &def, &alias, "INSERT", rows, returning, Some(0)).await;
         }
     };
