@@ -2,7 +2,9 @@
 //! `shoal_storage::column`); UPDATE and DELETE first take the table's write lock, then find their
 //! targets with DataFusion (the scan adds each row's id), then delete them and, for UPDATE,
 //! append the new versions as segments. Column tables have no indexes, so there is no unique
-//! or foreign-key checking to do; NOT NULL and CHECK constraints are checked per row.
+//! or foreign-key checking to do; NOT NULL and CHECK constraints are checked per row. All of
+//! them yield every 1024 rows and after each segment stored, as row-table writes do, so a big
+//! one does not hold up the other connections of its connection's thread.
 
 use std::sync::Arc;
 
@@ -252,8 +254,11 @@ pub async fn delete_all_rows(
 ) -> SqlResult<()> {
     let snap = lock_for_write(session, txn, table).await?;
     let batches = targets(session, def, &def.name, &[], None).await?;
+    let mut done = 0;
     for b in &batches {
         for r in 0..b.num_rows() {
+            super::yield_between_rows(done).await;
+            done += 1;
             table.delete(txn, &snap, row_ids(b).value(r))?;
         }
     }
@@ -274,7 +279,7 @@ pub async fn delete(
     let alias = alias.unwrap_or_else(|| def.name.clone());
     let snap = lock_for_write(session, txn, &table).await?;
     let batches = targets(session, &def, &alias, &[], del.selection.as_ref()).await?;
-    let mut written = Vec::new();
+    let (mut written, mut done) = (Vec::new(), 0);
     for b in &batches {
         let rows = batch_rows(
             std::slice::from_ref(b),
@@ -283,6 +288,8 @@ pub async fn delete(
             session.settings.time_zone(),
         )?;
         for (r, row) in rows.into_iter().enumerate() {
+            super::yield_between_rows(done).await;
+            done += 1;
             if table.delete(txn, &snap, row_ids(b).value(r))? {
                 written.push(row);
             }
@@ -317,7 +324,7 @@ pub async fn update(
     let extra: Vec<String> = assignments.iter().map(|(_, e)| e.clone()).collect();
     let batches = targets(session, &def, &alias, &extra, upd.selection.as_ref()).await?;
     let width = def.columns.len();
-    let mut written = Vec::new();
+    let (mut written, mut done) = (Vec::new(), 0);
     for b in &batches {
         let zone = session.settings.time_zone();
         let mut rows = batch_rows(std::slice::from_ref(b), &def, 1, zone)?;
@@ -330,13 +337,18 @@ pub async fn update(
             }
         }
         for (r, row) in rows.into_iter().enumerate() {
+            super::yield_between_rows(done).await;
+            done += 1;
             constraints::check_row(session, &def, &row).await?;
             if table.delete(txn, &snap, row_ids(b).value(r))? {
                 written.push(row);
             }
         }
     }
-    append_rows(txn, &def, &table, &written)?;
+    for segment_rows in written.chunks(SEGMENT_MAX_ROWS) {
+        append_rows(txn, &def, &table, segment_rows)?;
+        tokio::task::yield_now().await;
+    }
     finish_dml(
         session,
         &def,
