@@ -140,8 +140,8 @@ fn append_rows(
 /// Stores an INSERT's result `batches` as new segments of full size, checking each segment's
 /// rows against the table's constraints first. Rows are converted a result batch at a time and
 /// a segment is built and appended as soon as it is full, with a yield after each step: a big
-/// INSERT ... SELECT does not hold up the other connections of this one's thread. Returns how many rows were stored, and the rows
-/// themselves if `keep_rows` (for RETURNING).
+/// INSERT ... SELECT does not hold up the other connections of this one's thread. Returns how
+/// many rows were stored, and the rows themselves if `keep_rows` (for RETURNING).
 pub(super) async fn insert_batches(
     session: &Session,
     txn: &mut Transaction,
