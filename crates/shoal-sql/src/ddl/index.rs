@@ -10,6 +10,7 @@ use shoal_storage::{RowTable, StorageError};
 
 use super::{ident, index_predicate, split_name};
 use crate::error::{code, SqlError, SqlResult};
+use crate::session::on_blocking_thread;
 use crate::session::{Session, StatementResult};
 
 pub(super) fn unique_name(catalog: &Catalog, schema: &str, base: &str) -> String {
@@ -93,16 +94,12 @@ pub(super) async fn create_unique_index(
 }
 
 /// Builds a storage index over the table's rows on a blocking thread: over a big table that
-/// takes seconds, and on the connection's own thread it would hold up every other connection
-/// that shares the thread (their queries, new connections, cancel requests). The outer error
-/// is the blocking task's own failure, the inner one the build's.
+/// takes seconds. The outer error is the blocking task's own failure, the inner one the build's.
 async fn build_index(
     table: Arc<RowTable>,
     def: shoal_storage::IndexDef,
 ) -> SqlResult<Result<(), StorageError>> {
-    tokio::task::spawn_blocking(move || table.add_index(def))
-        .await
-        .map_err(|e| SqlError::internal(format!("index build failed: {e}")))
+    on_blocking_thread("index build", move || table.add_index(def)).await
 }
 
 /// One key part of CREATE INDEX: a column, or an expression with the name PostgreSQL derives

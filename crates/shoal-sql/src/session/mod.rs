@@ -22,7 +22,7 @@ use shoal_storage::Transaction;
 
 use crate::copy::CopyRequest;
 use crate::engine::Engine;
-use crate::error::{code, SqlError, SqlResult};
+use crate::error::{SqlError, SqlResult};
 use crate::fastpath;
 use crate::interrupt::{interruptible, CancelSignal};
 use crate::query::scope::PlanScope;
@@ -171,6 +171,19 @@ impl Drop for Session {
             }
         }
     }
+}
+
+/// Runs `work` on one of tokio's blocking threads and waits for it without blocking: long work
+/// (an index build, a big commit or rollback, VACUUM, CHECKPOINT) run inline would hold up every
+/// other connection of this connection's thread. `what` names the work in the error a failed
+/// (panicked) task becomes.
+pub(crate) async fn on_blocking_thread<T: Send + 'static>(
+    what: &str,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> SqlResult<T> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| SqlError::internal(format!("{what} failed: {e}")))
 }
 
 /// A vanished client's transaction and DDL, undone when this is dropped.
@@ -378,9 +391,7 @@ impl Session {
             return Err(SqlError::in_failed_transaction());
         }
         let engine = self.engine.clone();
-        tokio::task::spawn_blocking(move || engine.checkpoint())
-            .await
-            .map_err(|e| SqlError::new(code::INTERNAL_ERROR, format!("checkpoint: {e}")))??;
+        on_blocking_thread("checkpoint", move || engine.checkpoint()).await??;
         Ok(StatementResult::command("CHECKPOINT"))
     }
 

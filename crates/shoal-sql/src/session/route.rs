@@ -62,7 +62,7 @@ impl Session {
                 // On a blocking thread: it walks every table and may wait for the commit
                 // watermark, which would stall the other connections of this one's thread.
                 let db = self.engine.db.clone();
-                tokio::task::spawn_blocking(move || {
+                super::on_blocking_thread("VACUUM", move || {
                     // Column tables: merge small segments first, so that GC drops the old ones.
                     crate::dml::compact::merge_small_segments(
                         &db,
@@ -72,8 +72,7 @@ impl Session {
                     crate::allocator::release_free_memory();
                     Ok::<_, SqlError>(())
                 })
-                .await
-                .map_err(|e| SqlError::internal(format!("VACUUM failed: {e}")))??;
+                .await??;
                 Ok(StatementResult::command("VACUUM"))
             }
             Statement::Analyze(_) => Ok(StatementResult::command("ANALYZE")),

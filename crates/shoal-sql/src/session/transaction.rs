@@ -6,7 +6,7 @@
 use datafusion::sql::sqlparser::ast::{self, Statement};
 use shoal_storage::{IsolationLevel, Transaction};
 
-use super::{Session, StatementResult, TxnState};
+use super::{on_blocking_thread, Session, StatementResult, TxnState};
 use crate::ddl::undo::DdlUndo;
 use crate::engine::Engine;
 use crate::error::{code, SqlError, SqlResult};
@@ -300,9 +300,7 @@ impl Session {
         let big = txn.write_count() >= BLOCKING_END_WRITES;
         let prepared = if big {
             let db = self.engine.db.clone();
-            tokio::task::spawn_blocking(move || db.prepare_commit(txn))
-                .await
-                .map_err(|e| SqlError::internal(format!("commit failed: {e}")))??
+            on_blocking_thread("commit", move || db.prepare_commit(txn)).await??
         } else {
             self.engine.db.prepare_commit(txn)?
         };
@@ -323,9 +321,7 @@ impl Session {
             }
         }
         let ts = if big {
-            tokio::task::spawn_blocking(move || prepared.finish())
-                .await
-                .map_err(|e| SqlError::internal(format!("commit failed: {e}")))?
+            on_blocking_thread("commit", move || prepared.finish()).await?
         } else {
             prepared.finish()
         };
@@ -362,8 +358,8 @@ impl Session {
         }
         let db = self.engine.db.clone();
         // Only a panic fails the task; the storage's assertion that fired says what broke.
-        if let Err(e) = tokio::task::spawn_blocking(move || db.rollback(txn)).await {
-            tracing::error!("rollback on a blocking thread failed: {e}");
+        if let Err(e) = on_blocking_thread("rollback", move || db.rollback(txn)).await {
+            tracing::error!("{e}");
         }
     }
 
