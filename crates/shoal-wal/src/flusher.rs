@@ -36,6 +36,10 @@ pub(crate) struct SegmentWriter {
     segment_size_bytes: u64,
     /// `WalOptions::fail_batch_sync_after`, counting down.
     pub syncs_before_failure: Option<u64>,
+    /// `WalOptions::hold_batch_sync_ms`.
+    pub sync_hold: Duration,
+    /// `WalOptions::zero_fill_step_bytes`.
+    pub zero_fill_step_bytes: u64,
     /// The file is zero-filled and synced up to here: batches below it overwrite zeros.
     zeroed_bytes: u64,
     /// Zero-filling failed (a full disk): this segment grows by appends from now on.
@@ -50,9 +54,10 @@ pub(crate) struct SegmentWriter {
     preallocated_segments: u64,
 }
 
-/// How far ahead of the write position a segment is zero-filled at a time. Each step costs one
-/// write of this many zeros and one sync, a pause of tens of milliseconds every few MiB of log.
-const ZERO_FILL_STEP_BYTES: u64 = 16 << 20;
+/// Batch headers `room_end_lsn` keeps space for: LSNs do not count them, and the records a grant
+/// covers can end up behind up to three (the batch in flight when it was given, split in two,
+/// and the granted part of the next), plus one to spare.
+const ROOM_HEADERS: u64 = 4;
 
 /// Whether a segment file holds nothing after its header but zeros (or not even a header): a
 /// crash or a full disk right after creating it, before any batch was written.
@@ -134,6 +139,8 @@ impl SegmentWriter {
             end_lsn: base_lsn,
             segment_size_bytes,
             syncs_before_failure: None,
+            sync_hold: Duration::ZERO,
+            zero_fill_step_bytes: 16 << 20,
             zeroed_bytes: zeroed_bytes.max(SEGMENT_HEADER_BYTES as u64),
             zero_fill_failed: false,
             next: NextSegment::none(),
@@ -168,17 +175,21 @@ impl SegmentWriter {
         ))
     }
 
-    /// Makes sure the file is zero-filled past `end_bytes` (up to the next step, within the
-    /// segment size), so the batch ending there overwrites allocated blocks. A failure (a full
-    /// disk) is not an error: the segment goes on growing by appends, and the batch's own write
-    /// reports a full disk if it is one.
+    /// Makes sure the file is zero-filled past `end_bytes`, so the batch ending there overwrites
+    /// allocated blocks, and half a step beyond it (within the segment size), so commits after
+    /// it find room to be granted early release in. A failure (a full disk) is not an error:
+    /// the segment goes on growing by appends, and the batch's own write reports a full disk if
+    /// it is one.
     fn zero_fill_to(&mut self, end_bytes: u64) {
-        if end_bytes <= self.zeroed_bytes || self.zero_fill_failed {
-            return;
-        }
-        let target = (self.zeroed_bytes + ZERO_FILL_STEP_BYTES)
+        let wanted = (end_bytes + self.zero_fill_step_bytes / 2)
             .min(self.segment_size_bytes)
             .max(end_bytes);
+        if wanted <= self.zeroed_bytes || self.zero_fill_failed {
+            return;
+        }
+        let target = (self.zeroed_bytes + self.zero_fill_step_bytes)
+            .min(self.segment_size_bytes)
+            .max(wanted);
         let filled = segment::write_zeros(&self.file, self.zeroed_bytes, target);
         match filled.and_then(|()| self.file.sync_data()) {
             Ok(()) => self.zeroed_bytes = target,
@@ -256,14 +267,42 @@ impl SegmentWriter {
     }
 
     fn sync_batch(&mut self) -> io::Result<()> {
-        match self.syncs_before_failure.as_mut() {
+        let synced = match self.syncs_before_failure.as_mut() {
             Some(0) => Err(io::Error::other("injected fdatasync failure (test)")),
             Some(left) => {
                 *left -= 1;
                 self.file.sync_data()
             }
             None => self.file.sync_data(),
+        };
+        if !self.sync_hold.is_zero() {
+            std::thread::sleep(self.sync_hold);
         }
+        synced
+    }
+
+    /// Whether a batch of `batch_bytes` goes into this segment's zero-filled space, zero-filling
+    /// further first if it can: its write then cannot fail for a full disk.
+    fn make_room(&mut self, batch_bytes: usize) -> bool {
+        if self.len_bytes >= self.segment_size_bytes {
+            return false;
+        }
+        let end_bytes = self.len_bytes + batch_bytes as u64;
+        self.zero_fill_to(end_bytes);
+        end_bytes <= self.zeroed_bytes
+    }
+
+    /// The LSN up to which records appended from now on are sure to land in this segment's
+    /// zero-filled space. A record's file offset is at most the log end's offset plus its
+    /// distance in LSNs from the log end plus the batch headers in between (a batch dropped
+    /// for a full disk only moves later records closer).
+    fn room_end_lsn(&self) -> Lsn {
+        if self.len_bytes >= self.segment_size_bytes {
+            return self.end_lsn;
+        }
+        let headers = ROOM_HEADERS * BATCH_HEADER_BYTES as u64;
+        let room = self.zeroed_bytes.saturating_sub(self.len_bytes + headers);
+        self.end_lsn + room
     }
 
     fn rotate(&mut self) -> Result<(), BatchOutcome> {
@@ -276,6 +315,8 @@ impl SegmentWriter {
         match created {
             Ok(mut next) => {
                 next.syncs_before_failure = self.syncs_before_failure;
+                next.sync_hold = self.sync_hold;
+                next.zero_fill_step_bytes = self.zero_fill_step_bytes;
                 next.preallocated_segments = self.preallocated_segments + preallocated;
                 // A helper still under way carries over, for the segment after.
                 next.next = std::mem::replace(&mut self.next, NextSegment::none());
@@ -308,15 +349,19 @@ struct Taken {
     first_lsn: Lsn,
     end_lsn: Lsn,
     records: u64,
+    /// End of the records in it granted early release (`first_lsn` if none is).
+    granted_end_lsn: Lsn,
 }
 
 /// The writer thread's loop; returns on shutdown (after writing everything) or when the log broke.
 pub(crate) fn run(shared: Arc<Shared>, mut segment: SegmentWriter) {
     let mut batch = Vec::with_capacity(BATCH_HEADER_BYTES + (1 << 16));
     batch.resize(BATCH_HEADER_BYTES, 0);
+    shared
+        .room_end_lsn
+        .store(segment.room_end_lsn(), Ordering::Release);
     while let Some(taken) = take_batch(&shared, &mut batch) {
-        let outcome = segment.write_batch(&mut batch, taken.first_lsn, taken.end_lsn);
-        let keep_running = publish(&shared, &taken, outcome, batch.len(), &segment);
+        let keep_running = write_taken(&shared, &mut segment, &mut batch, &taken);
         if !keep_running {
             return;
         }
@@ -327,6 +372,65 @@ pub(crate) fn run(shared: Arc<Shared>, mut segment: SegmentWriter) {
             batch.shrink_to(BATCH_KEEP_BYTES_MAX / 4);
         }
     }
+}
+
+/// Writes one taken batch and publishes what became of it. Records granted early release are
+/// already visible to other transactions, so they must not be dropped for a full disk: if the
+/// batch does not fit in zero-filled space, they are written as a batch of their own first
+/// (they fit, by the grant's rule), then the rest. Returns false once the log is broken.
+fn write_taken(
+    shared: &Shared,
+    segment: &mut SegmentWriter,
+    batch: &mut Vec<u8>,
+    taken: &Taken,
+) -> bool {
+    let granted_end = taken.granted_end_lsn.clamp(taken.first_lsn, taken.end_lsn);
+    if granted_end > taken.first_lsn
+        && granted_end < taken.end_lsn
+        && !segment.make_room(batch.len())
+    {
+        let granted_bytes = BATCH_HEADER_BYTES + (granted_end - taken.first_lsn) as usize;
+        let mut rest = Vec::with_capacity(batch.len() - granted_bytes + BATCH_HEADER_BYTES);
+        rest.resize(BATCH_HEADER_BYTES, 0);
+        rest.extend_from_slice(&batch[granted_bytes..]);
+        batch.truncate(granted_bytes);
+        // Record counts are not split: the stats count them all with the granted part.
+        let (granted, after) = (
+            Taken {
+                end_lsn: granted_end,
+                ..*taken
+            },
+            Taken {
+                first_lsn: granted_end,
+                records: 0,
+                ..*taken
+            },
+        );
+        if !write_and_publish(shared, segment, batch, &granted, true) {
+            return false;
+        }
+        return write_and_publish(shared, segment, &mut rest, &after, false);
+    }
+    write_and_publish(shared, segment, batch, taken, granted_end > taken.first_lsn)
+}
+
+/// Writes `batch` and publishes the outcome. A batch holding records granted early release that
+/// is dropped for a full disk (which the grant's rule rules out) breaks the log instead: those
+/// commits are visible, and later ones may have built on them.
+fn write_and_publish(
+    shared: &Shared,
+    segment: &mut SegmentWriter,
+    batch: &mut [u8],
+    taken: &Taken,
+    holds_granted: bool,
+) -> bool {
+    let outcome = match segment.write_batch(batch, taken.first_lsn, taken.end_lsn) {
+        BatchOutcome::DiskFull(message) if holds_granted => BatchOutcome::Broken(format!(
+            "{message}, dropping commits already made visible; the server no longer accepts writes"
+        )),
+        outcome => outcome,
+    };
+    publish(shared, taken, outcome, batch.len(), segment)
 }
 
 /// Waits until the buffer should be written, then swaps it with `spare` (which holds only the
@@ -360,6 +464,7 @@ fn take_batch(shared: &Shared, spare: &mut Vec<u8>) -> Option<Taken> {
             first_lsn: p.start_lsn,
             end_lsn: p.next_lsn,
             records: p.records,
+            granted_end_lsn: p.granted_end_lsn,
         };
         p.start_lsn = p.next_lsn;
         p.records = 0;
@@ -397,7 +502,8 @@ fn publish(
                 end_lsn = taken.end_lsn,
                 "{message}; batch dropped"
             );
-            stats.dropped_batches.fetch_add(1, Ordering::Relaxed);
+            // Before the waiters hear of it: `Wal::surely_flushed` reads it.
+            stats.dropped_batches.fetch_add(1, Ordering::Release);
             progress.processed_lsn = taken.end_lsn;
             progress.record_failure(taken.first_lsn, taken.end_lsn, message);
             true
@@ -412,6 +518,9 @@ fn publish(
     shared
         .current_segment_base_lsn
         .store(segment.base_lsn, Ordering::Release);
+    shared
+        .room_end_lsn
+        .store(segment.room_end_lsn(), Ordering::Release);
     stats
         .preallocated_segments
         .store(segment.preallocated_segments, Ordering::Relaxed);

@@ -36,11 +36,21 @@ pub struct WalOptions {
     /// Bound on appended but not yet taken bytes: appenders block until the writer has taken the
     /// buffer. Memory is at most about twice this (the buffer plus the batch being written).
     pub buffer_bytes_max: usize,
+    /// How far ahead of the write position a segment is zero-filled at a time. Each step costs
+    /// one write of this many zeros and one sync, a pause of tens of milliseconds every few MiB
+    /// of log; the zero-filled space ahead is also what commits may be made visible early in
+    /// (see `grant_early_release`). Tests on a small file system set it small.
+    pub zero_fill_step_bytes: u64,
     /// Fault injection for tests: after this many batches synced, the next batch's fdatasync
     /// fails as if the device had returned EIO. There is no portable way to make a real file
     /// system fail an fsync on demand; None (the default) everywhere else.
     #[doc(hidden)]
     pub fail_batch_sync_after: Option<u64>,
+    /// Fault injection for tests: the writer pauses this long after each batch's fdatasync
+    /// before it publishes the batch as durable, so a test can act while a commit is logged but
+    /// not yet acknowledged. Zero (the default) everywhere else.
+    #[doc(hidden)]
+    pub hold_batch_sync_ms: u64,
 }
 
 impl Default for WalOptions {
@@ -49,7 +59,9 @@ impl Default for WalOptions {
             segment_size_bytes: 64 << 20,
             flush_delay_ms_async: 10,
             buffer_bytes_max: 64 << 20,
+            zero_fill_step_bytes: 16 << 20,
             fail_batch_sync_after: None,
+            hold_batch_sync_ms: 0,
         }
     }
 }
@@ -95,6 +107,9 @@ pub(crate) struct Shared {
     pub next_waiter_id: AtomicU64,
     pub broken: AtomicBool,
     pub durable_lsn: AtomicU64,
+    /// Records ending at or below this LSN land in zero-filled space of the current segment,
+    /// so their write cannot fail for a full disk (see `SegmentWriter::room_end_lsn`).
+    pub room_end_lsn: AtomicU64,
     pub next_lsn: AtomicU64,
     pub current_segment_base_lsn: AtomicU64,
     pub stats: StatCounters,
@@ -123,6 +138,9 @@ pub(crate) struct Pending {
     pub wanted_lsn: Lsn,
     /// When the first record now in `buf` was appended.
     pub oldest_at: Option<Instant>,
+    /// End of the last record granted early release (`Wal::grant_early_release`): the writer
+    /// writes the records up to here even if the rest of their batch meets a full disk.
+    pub granted_end_lsn: Lsn,
     pub shutdown: bool,
 }
 
@@ -262,6 +280,8 @@ impl Wal {
         let mut seg = SegmentWriter::create(&wal_dir, start_lsn, opts.segment_size_bytes)
             .map_err(|e| io_err("could not create a segment in", &e))?;
         seg.syncs_before_failure = opts.fail_batch_sync_after;
+        seg.zero_fill_step_bytes = opts.zero_fill_step_bytes;
+        seg.sync_hold = std::time::Duration::from_millis(opts.hold_batch_sync_ms);
         // A file a crash left half made would hold space the check for room counts as used.
         let _ = fs::remove_file(crate::prealloc::next_segment_path(&wal_dir));
         let mut buf = Vec::with_capacity(BATCH_HEADER_BYTES + (1 << 16));
@@ -274,6 +294,7 @@ impl Wal {
                 records: 0,
                 wanted_lsn: start_lsn,
                 oldest_at: None,
+                granted_end_lsn: start_lsn,
                 shutdown: false,
             }),
             writer_wake: Condvar::new(),
@@ -288,6 +309,8 @@ impl Wal {
             next_waiter_id: AtomicU64::new(0),
             broken: AtomicBool::new(false),
             durable_lsn: AtomicU64::new(start_lsn),
+            // No room until the writer has zero-filled some: the first batch publishes it.
+            room_end_lsn: AtomicU64::new(start_lsn),
             next_lsn: AtomicU64::new(start_lsn),
             current_segment_base_lsn: AtomicU64::new(start_lsn),
             stats: StatCounters::default(),
@@ -448,6 +471,30 @@ impl Wal {
         Ok(p.next_lsn)
     }
 
+    /// Asks whether the commit whose record ends at `end_lsn` may be made visible, and its row
+    /// locks released, before the record is durable (early lock release, as in Shore-MT's
+    /// Aether). A transaction that then reads or overwrites its rows commits with a later
+    /// record, so its own acknowledgement waits for the same flush; a read-only one waits for
+    /// it too (`Durability::released_lsn` in shoal-sql).
+    ///
+    /// What must never happen is that such a record is dropped while others already build on
+    /// it, so a grant is given only while the record is still in the buffer and ends in log
+    /// space already zero-filled, where writing it cannot fail for a full disk; the writer
+    /// writes the granted records on their own if the rest of their batch does not fit. A
+    /// granted record can still miss the disk if the log breaks (a failed write or fdatasync),
+    /// which stops all writes, as PostgreSQL stops on a failed WAL fsync.
+    pub fn grant_early_release(&self, end_lsn: Lsn) -> bool {
+        let mut p = self.shared.pending.lock();
+        let in_buffer = p.start_lsn < end_lsn && end_lsn <= p.next_lsn;
+        let granted = in_buffer
+            && end_lsn <= self.shared.room_end_lsn.load(Ordering::Acquire)
+            && !self.shared.broken.load(Ordering::Acquire);
+        if granted {
+            p.granted_end_lsn = p.granted_end_lsn.max(end_lsn);
+        }
+        granted
+    }
+
     /// Fails once a write or sync failed and the log can no longer be trusted: callers that
     /// change state before they log it (DDL) check first.
     pub fn check_healthy(&self) -> Result<(), WalError> {
@@ -534,6 +581,14 @@ impl Wal {
 
     /// End of the last batch written and synced. Records below it are durable unless their batch
     /// was reported as dropped (`DiskFull`) to its waiters.
+    /// Whether the record ending at `lsn` is surely durable, from atomics alone: the log is
+    /// flushed past it and no batch was ever dropped (after a full disk, ask `wait_flushed`,
+    /// which knows which ranges were).
+    pub fn surely_flushed(&self, lsn: Lsn) -> bool {
+        self.shared.durable_lsn.load(Ordering::Acquire) >= lsn
+            && self.shared.stats.dropped_batches.load(Ordering::Acquire) == 0
+    }
+
     pub fn flushed_lsn(&self) -> Lsn {
         self.shared.durable_lsn.load(Ordering::Acquire)
     }

@@ -776,6 +776,81 @@ fn disk_full_scenario(dir: &Path) {
     assert_eq!(summary.end_lsn, lsn);
 }
 
+/// Early lock release: a commit granted it is visible before its record is durable, so its
+/// record must reach the disk even when the rest of its batch meets a full disk. The granted
+/// commit and a huge ungranted one share a batch that overruns the zero-filled space: the
+/// writer writes the granted record on its own, and only the huge one is dropped.
+#[test]
+fn a_commit_granted_early_release_is_written_even_if_its_batch_meets_a_full_disk() {
+    let dir = TestDir::new("enospc-granted");
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"])
+        .arg(dir.path())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        eprintln!("skipping the early-release disk-full test: cannot mount a tmpfs (needs root)");
+        return;
+    }
+    let result = std::panic::catch_unwind(|| granted_disk_full_scenario(dir.path()));
+    let _ = std::process::Command::new("umount")
+        .arg(dir.path())
+        .status();
+    result.unwrap();
+}
+
+fn granted_disk_full_scenario(dir: &Path) {
+    let opts = WalOptions {
+        zero_fill_step_bytes: 128 << 10,
+        // Only a waiter makes the writer take the buffer, so both records share one batch.
+        flush_delay_ms_async: 60_000,
+        ..WalOptions::default()
+    };
+    let wal = Wal::open(dir, 0, opts).unwrap();
+    let small = vec![1u8; 1 << 10];
+    let first = append(&wal, 1, &small);
+    assert!(
+        !wal.grant_early_release(first),
+        "no zero-filled room before the first batch"
+    );
+    wal.wait_flushed_blocking(first).unwrap();
+    assert!(
+        !wal.grant_early_release(first),
+        "a record the writer has taken is not granted"
+    );
+    // About 420 KiB of the tmpfs is left, 128 KiB of it zero-filled by the first batch: too
+    // little for the huge record below.
+    std::fs::write(dir.join("filler"), vec![0u8; 600 << 10]).unwrap();
+    let granted = append(&wal, 2, &small);
+    assert!(wal.grant_early_release(granted), "room for a small commit");
+    let huge = append(&wal, 3, &vec![3u8; 600 << 10]);
+    assert!(
+        !wal.grant_early_release(huge),
+        "a record past the zero-filled room is not granted"
+    );
+    assert!(matches!(
+        wal.wait_flushed_blocking(huge),
+        Err(WalError::DiskFull(_))
+    ));
+    wal.wait_range_flushed_blocking(granted - 1, granted)
+        .expect("the granted commit was written on its own");
+    assert_eq!(wal.stats().dropped_batches, 1);
+    drop(wal);
+    let (records, _) = read_all(dir, 0);
+    assert_eq!(commit_timestamps(&records), vec![1, 2]);
+}
+
+/// Appends a one-row commit without waiting for it; returns its end LSN.
+fn append(wal: &Wal, ts: u64, row: &[u8]) -> Lsn {
+    let change = RedoChange {
+        table: 7,
+        kind: ChangeKind::Insert,
+        row_id: ts,
+        row,
+    };
+    wal.append_commit(|_| ts, &[change], None).unwrap()
+}
+
 #[test]
 fn column_segment_records_round_trip_and_note_their_start() {
     let dir = TestDir::new("column-segment");

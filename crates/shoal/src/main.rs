@@ -52,6 +52,10 @@ enum Command {
         /// disk's would, to check the server stops taking writes and loses nothing acknowledged.
         #[arg(long, hide = true)]
         fail_log_sync_after: Option<u64>,
+        /// Tests only: the log writer pauses this long after each fdatasync before it tells the
+        /// committers, to check what happens while commits are logged but not yet acknowledged.
+        #[arg(long, hide = true, default_value_t = 0)]
+        hold_log_sync_ms: u64,
     },
 }
 
@@ -76,6 +80,7 @@ fn main() {
             checkpoint_log_mb,
             checkpoint_interval_s,
             fail_log_sync_after,
+            hold_log_sync_ms,
         } => {
             if !listen.ip().is_loopback() {
                 eprintln!(
@@ -136,6 +141,7 @@ fn main() {
                     ..DurabilityOptions::default()
                 };
                 options.wal.fail_batch_sync_after = fail_log_sync_after;
+                options.wal.hold_batch_sync_ms = hold_log_sync_ms;
                 let dir = data_dir.clone();
                 let opened = if redo_log == "off" {
                     tracing::warn!(

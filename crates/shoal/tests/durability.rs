@@ -689,3 +689,77 @@ async fn a_failed_log_sync_stops_writes_and_keeps_what_was_acknowledged() {
         "a write after the failure was not acknowledged"
     );
 }
+
+/// Early lock release, with the log writer holding each flush for 1.5 s (a hidden test flag):
+/// a commit is visible and frees its rows as soon as its record is logged, so another writer
+/// updates the same row before the first commit is acknowledged; but a synchronous read-only
+/// statement that may have seen it does not answer before the flush.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commit_frees_its_rows_once_logged_and_is_acknowledged_once_durable() {
+    let dir = std::env::temp_dir().join(format!("shoal-early-release-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let server = ShoalServer::start_in(dir.clone(), &["--hold-log-sync-ms", "1500"])
+        .expect("start the server");
+    let a = connect(&server).await;
+    a.batch_execute(
+        "CREATE TABLE acct (id int PRIMARY KEY, balance int NOT NULL);
+         INSERT INTO acct VALUES (1, 0)",
+    )
+    .await
+    .unwrap();
+    let first_commit = tokio::spawn(async move {
+        a.batch_execute("UPDATE acct SET balance = balance + 1 WHERE id = 1")
+            .await
+    });
+    // A session with synchronous_commit off does not wait for flushes: it sees the commit as
+    // soon as it is visible.
+    let b = connect(&server).await;
+    b.batch_execute("SET synchronous_commit = off")
+        .await
+        .unwrap();
+    let balance = |rows: Vec<tokio_postgres::Row>| rows[0].get::<_, i32>(0);
+    while balance(
+        b.query("SELECT balance FROM acct WHERE id = 1", &[])
+            .await
+            .unwrap(),
+    ) != 1
+    {
+        assert!(
+            !first_commit.is_finished(),
+            "acknowledged before it was seen"
+        );
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    assert!(
+        !first_commit.is_finished(),
+        "the commit is visible before its flush is done"
+    );
+    // Its row lock is gone too: another writer updates the row without waiting for the flush.
+    b.batch_execute("BEGIN; UPDATE acct SET balance = balance + 10 WHERE id = 1")
+        .await
+        .unwrap();
+    assert!(
+        !first_commit.is_finished(),
+        "the second writer did not wait for the first one's flush"
+    );
+    b.batch_execute("COMMIT").await.unwrap();
+    // A synchronous read-only statement waits for the flush of what it may have seen.
+    let reader = connect(&server).await;
+    let read = tokio::spawn(async move {
+        balance(
+            reader
+                .query("SELECT balance FROM acct WHERE id = 1", &[])
+                .await
+                .unwrap(),
+        )
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        !read.is_finished(),
+        "a synchronous reader answered before the commit it saw was durable"
+    );
+    assert_eq!(read.await.unwrap(), 11);
+    first_commit.await.unwrap().expect("the first commit");
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -111,6 +111,10 @@ impl DdlUndoLog {
         self.statements.push(undo);
     }
 
+    pub(crate) fn is_empty(&self) -> bool {
+        self.statements.is_empty()
+    }
+
     /// The transaction ended: everything, to undo (rollback) or forget (commit).
     pub(crate) fn take_all(&mut self) -> Vec<DdlUndo> {
         self.savepoints.clear();

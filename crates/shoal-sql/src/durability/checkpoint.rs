@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use shoal_storage::column::row_id;
 use shoal_storage::{ColumnTable, Database, IsolationLevel, RowTable, Snapshot};
-use shoal_wal::{Lsn, TablePart};
+use shoal_wal::{Lsn, TablePart, WalError};
 
 use super::{wal_error, CatalogLock, Durability};
 use crate::error::SqlError;
@@ -80,12 +80,20 @@ impl Durability {
         catalog: &CatalogLock,
     ) -> Result<CheckpointReport, SqlError> {
         let started = Instant::now();
-        let (bounds, mut txn) = self.wal.with_append_lock(|next_lsn| {
+        let (bounds, mut txn, log_end) = self.wal.with_append_lock(|next_lsn| {
             let bounds = db.replay_bounds(next_lsn);
             let mut txn = db.begin(IsolationLevel::RepeatableRead);
             db.statement_snapshot(&mut txn);
-            (bounds, txn)
+            (bounds, txn, next_lsn)
         });
+        // Commits released early are visible before they are durable: the checkpoint holds only
+        // commits whose records are on disk, so a crash cannot bring back one the log lost.
+        // A dropped batch held only commits that were never made visible (nothing released
+        // early is dropped), so only a broken log stops the checkpoint.
+        if let Err(e @ WalError::Broken(_)) = self.wal.wait_flushed_blocking(log_end) {
+            db.rollback(txn);
+            return Err(wal_error(e));
+        }
         let start_lsn = bounds.start;
         let snapshot = db.statement_snapshot(&mut txn);
         let (image, tables, column_tables) = {

@@ -78,6 +78,7 @@ impl Session {
                 self.rollback_txn(txn).await;
                 self.undo_ddl(false);
                 self.end_transaction_settings(false);
+                self.wait_released_flushed().await;
                 Err(e)
             }
             (false, Ok(r)) => {
@@ -279,9 +280,12 @@ impl Session {
         Ok(StatementResult::TransactionEnd(tag.into()))
     }
 
-    /// Commits `txn`, first waiting until its redo record (and any catalog change logged
-    /// before it) is flushed, unless synchronous_commit is off. If the log cannot take it, the
-    /// transaction's changes are undone and the error says why.
+    /// Commits `txn` and, unless synchronous_commit is off, returns once its redo record (and
+    /// any catalog change logged before it) is flushed. A small commit the log grants early
+    /// release becomes visible and frees its row locks as soon as its record is appended;
+    /// others stay invisible until the flush, and if the log cannot take them their changes are
+    /// undone and the error says why. A read-only transaction waits for the flush of the
+    /// commits released early it may have seen.
     async fn commit_txn(&mut self, txn: Transaction) -> SqlResult<()> {
         // A large transaction's records logged ahead of its commit must be durable before the
         // commit record names them; waiting here keeps `prepare_commit` from blocking a worker
@@ -304,29 +308,72 @@ impl Session {
         } else {
             self.engine.db.prepare_commit(txn)?
         };
-        if let Some(d) = &self.engine.durability {
-            let wait = !matches!(
+        let durability = self.engine.durability.as_ref().filter(|_| {
+            !matches!(
                 self.settings.get("synchronous_commit"),
                 Some("off" | "false" | "no" | "0")
-            );
-            if wait {
-                let lsn = prepared
-                    .durable_at()
-                    .unwrap_or(0)
-                    .max(self.engine.catalog.last_logged_lsn());
+            )
+        });
+        let ts = match (durability, prepared.durable_at()) {
+            (None, _) if big => on_blocking_thread("commit", move || prepared.finish()).await?,
+            (None, _) => prepared.finish(),
+            // Read-only: nothing to log, but what it read must be durable before the client
+            // hears of it (DDL, commits released early).
+            (Some(d), None) => {
+                let lsn = d.released_lsn().max(self.engine.catalog.last_logged_lsn());
+                // Once the log is broken nothing more becomes durable, and reads go on over
+                // what is in memory: that may include commits released early whose flush
+                // failed (their clients were told so, 58030). A restart recovers the log's.
                 if let Err(e) = d.wait_flushed(lsn).await {
-                    prepared.abort();
-                    return Err(e);
+                    if d.check_writable().is_ok() {
+                        return Err(e);
+                    }
+                }
+                prepared.finish()
+            }
+            (Some(d), Some(record_end)) => {
+                // Its record and any catalog record logged after it: all must have made it.
+                let (from, lsn) = (
+                    record_end - 1,
+                    record_end.max(self.engine.catalog.last_logged_lsn()),
+                );
+                // Early lock release: visible now, acknowledged once durable. Not for a big
+                // commit (stamped on a blocking thread) nor one with DDL, whose undo on a failed
+                // flush assumes nobody saw it.
+                if !big && self.ddl_undo.is_empty() && d.release_early(lsn) {
+                    let ts = prepared.finish();
+                    // Only a broken log fails this: a granted record is never dropped for a
+                    // full disk, and a broken log stops every write after it.
+                    d.wait_range_flushed(from, lsn).await?;
+                    ts
+                } else {
+                    if let Err(e) = d.wait_range_flushed(from, lsn).await {
+                        prepared.abort();
+                        return Err(e);
+                    }
+                    if big {
+                        on_blocking_thread("commit", move || prepared.finish()).await?
+                    } else {
+                        prepared.finish()
+                    }
                 }
             }
-        }
-        let ts = if big {
-            on_blocking_thread("commit", move || prepared.finish()).await?
-        } else {
-            prepared.finish()
         };
         self.wait_until_visible(ts).await;
         Ok(())
+    }
+
+    /// An error can tell of a commit released early too (a duplicate key, a serialization
+    /// failure): like a read-only commit, it waits for the flush of those before it is sent.
+    /// A failed wait changes nothing: the statement's own error goes out.
+    async fn wait_released_flushed(&self) {
+        let synchronous = !matches!(
+            self.settings.get("synchronous_commit"),
+            Some("off" | "false" | "no" | "0")
+        );
+        if let Some(d) = self.engine.durability.as_ref().filter(|_| synchronous) {
+            let _ = d.wait_flushed(d.released_lsn()).await;
+        }
     }
 
     /// Waits until every new snapshot sees the commit at `ts`, as PostgreSQL's commit is
