@@ -695,23 +695,29 @@ fn missing_log_is_empty_and_reopen_refuses_to_skip_recovery() {
     assert_eq!(read_all(dir.path(), 1234).1.end_lsn, end);
 }
 
-#[test]
-fn disk_full_drops_the_batch_and_writes_resume_when_space_returns() {
-    let dir = TestDir::new("enospc");
+/// Runs `scenario` in a directory with a 1 MiB tmpfs mounted on it, unmounting it after even
+/// if the scenario panics; skipped with a note where mounting needs a root this test lacks.
+fn on_one_mib_tmpfs(name: &str, scenario: fn(&Path)) {
+    let dir = TestDir::new(name);
     let mounted = std::process::Command::new("mount")
         .args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"])
         .arg(dir.path())
         .status()
         .is_ok_and(|s| s.success());
     if !mounted {
-        eprintln!("skipping disk_full test: cannot mount a tmpfs (needs root)");
+        eprintln!("skipping the {name} test: cannot mount a tmpfs (needs root)");
         return;
     }
-    let result = std::panic::catch_unwind(|| disk_full_scenario(dir.path()));
+    let result = std::panic::catch_unwind(|| scenario(dir.path()));
     let _ = std::process::Command::new("umount")
         .arg(dir.path())
         .status();
     result.unwrap();
+}
+
+#[test]
+fn disk_full_drops_the_batch_and_writes_resume_when_space_returns() {
+    on_one_mib_tmpfs("enospc", disk_full_scenario);
 }
 
 fn disk_full_scenario(dir: &Path) {
@@ -782,21 +788,7 @@ fn disk_full_scenario(dir: &Path) {
 /// writer writes the granted record on its own, and only the huge one is dropped.
 #[test]
 fn a_commit_granted_early_release_is_written_even_if_its_batch_meets_a_full_disk() {
-    let dir = TestDir::new("enospc-granted");
-    let mounted = std::process::Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"])
-        .arg(dir.path())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !mounted {
-        eprintln!("skipping the early-release disk-full test: cannot mount a tmpfs (needs root)");
-        return;
-    }
-    let result = std::panic::catch_unwind(|| granted_disk_full_scenario(dir.path()));
-    let _ = std::process::Command::new("umount")
-        .arg(dir.path())
-        .status();
-    result.unwrap();
+    on_one_mib_tmpfs("enospc-granted", granted_disk_full_scenario);
 }
 
 fn granted_disk_full_scenario(dir: &Path) {
