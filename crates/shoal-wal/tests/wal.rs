@@ -104,13 +104,7 @@ fn small_segments() -> WalOptions {
 
 /// Appends a one-change commit with timestamp `ts` and waits for it.
 fn commit(wal: &Wal, ts: u64, row: &[u8]) -> Lsn {
-    let change = RedoChange {
-        table: 7,
-        kind: ChangeKind::Insert,
-        row_id: ts,
-        row,
-    };
-    let lsn = wal.append_commit(|_| ts, &[change], None).unwrap();
+    let lsn = append(wal, ts, row);
     wal.wait_flushed_blocking(lsn).unwrap();
     lsn
 }
