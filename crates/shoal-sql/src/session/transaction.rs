@@ -308,12 +308,7 @@ impl Session {
         } else {
             self.engine.db.prepare_commit(txn)?
         };
-        let durability = self.engine.durability.as_ref().filter(|_| {
-            !matches!(
-                self.settings.get("synchronous_commit"),
-                Some("off" | "false" | "no" | "0")
-            )
-        });
+        let durability = self.synchronous_durability();
         let ts = match (durability, prepared.durable_at()) {
             (None, _) if big => on_blocking_thread("commit", move || prepared.finish()).await?,
             (None, _) => prepared.finish(),
@@ -367,13 +362,18 @@ impl Session {
     /// failure): like a read-only commit, it waits for the flush of those before it is sent.
     /// A failed wait changes nothing: the statement's own error goes out.
     async fn wait_released_flushed(&self) {
-        let synchronous = !matches!(
+        if let Some(d) = self.synchronous_durability() {
+            let _ = d.wait_flushed(d.released_lsn()).await;
+        }
+    }
+
+    /// The log, if this session's commits wait for it (synchronous_commit is not off).
+    fn synchronous_durability(&self) -> Option<&crate::durability::Durability> {
+        let off = matches!(
             self.settings.get("synchronous_commit"),
             Some("off" | "false" | "no" | "0")
         );
-        if let Some(d) = self.engine.durability.as_ref().filter(|_| synchronous) {
-            let _ = d.wait_flushed(d.released_lsn()).await;
-        }
+        self.engine.durability.as_deref().filter(|_| !off)
     }
 
     /// Waits until every new snapshot sees the commit at `ts`, as PostgreSQL's commit is
