@@ -13,7 +13,8 @@ Writes results.md (a markdown table) next to this script and prints it.
 
 Usage: python3 bench/coldstart/run.py [--scales 100] [--gb 5] [--runs 3] [--replay]
            [--binary PATH | --build] [--workdir /tmp/shoal-coldstart] [--drop-caches] [--keep]
-Needs: a release build of shoal, pgbench (Debian's postgresql-15 package), psycopg 3.
+Needs: a production (or release) build of shoal, pgbench (Debian's postgresql-15 package),
+psycopg 3.
 """
 
 import argparse
@@ -56,18 +57,21 @@ def free_port():
 
 def find_binary(args):
     if args.build:
-        subprocess.run(["cargo", "build", "--release", "-q", "-p", "shoal"], cwd=REPO, check=True)
+        subprocess.run(["cargo", "build", "--profile", "production", "-q", "-p", "shoal"],
+                       cwd=REPO, check=True)
     if args.binary:
         return Path(args.binary)
-    candidates = []
+    # The production profile (whole-program LTO) is what a deployment runs; a release build is
+    # taken when there is none.
+    targets = []
     if os.environ.get("CARGO_TARGET_DIR"):
-        candidates.append(Path(os.environ["CARGO_TARGET_DIR"]) / "release" / "shoal")
-    candidates += [REPO / "target" / "release" / "shoal",
-                   Path("/work/cargo-target-release/release/shoal")]
+        targets.append(Path(os.environ["CARGO_TARGET_DIR"]))
+    targets += [REPO / "target", Path("/work/cargo-target-release")]
+    candidates = [t / profile / "shoal" for profile in ("production", "release") for t in targets]
     for c in candidates:
         if c.is_file():
             return c
-    sys.exit("no release build of shoal found (looked at "
+    sys.exit("no production or release build of shoal found (looked at "
              + ", ".join(str(c) for c in candidates)
              + "); pass --binary PATH or --build")
 
@@ -439,9 +443,11 @@ def main():
     ap.add_argument("--runs", type=int, default=3, help="restarts per dataset; median reported")
     ap.add_argument("--replay", action="store_true",
                     help="also load each dataset without any checkpoint and time log replay")
-    ap.add_argument("--binary", help="shoal binary (default: the first release build found in "
-                    "$CARGO_TARGET_DIR, ./target, /work/cargo-target-release)")
-    ap.add_argument("--build", action="store_true", help="run cargo build --release first")
+    ap.add_argument("--binary", help="shoal binary (default: the first production, then "
+                    "release, build found in $CARGO_TARGET_DIR, ./target, "
+                    "/work/cargo-target-release)")
+    ap.add_argument("--build", action="store_true",
+                    help="run cargo build --profile production first")
     ap.add_argument("--workdir", default="/tmp/shoal-coldstart",
                     help="where the data directories and server logs go (removed afterwards)")
     ap.add_argument("--timeout", type=float, default=1800,

@@ -6,7 +6,8 @@
 #   bash bench/pgbench/ab.sh "-S -M prepared -c 8 -j 2" 3 OLD_BINARY NEW_BINARY
 #
 # Needs pgbench 15 (/usr/lib/postgresql/15/bin) and psql. Each binary gets a fresh data
-# directory under /tmp and port 55440; scale 10 is loaded once per binary, before round 1.
+# directory under /tmp and port 55440; scale 10 (AB_SCALE) is loaded once per binary, before
+# round 1.
 # pgbench connects over loopback TCP, or over the Unix socket with AB_TRANSPORT=unix.
 set -u
 ARGS=$1; RUNS=$2; shift 2
@@ -27,7 +28,7 @@ for round in $(seq "$RUNS"); do
       > /tmp/shoal-ab-$i.log 2>&1 < /dev/null &
     pid=$!
     until psql $CONN -Atc 'select 1' >/dev/null 2>&1; do sleep 0.2; done
-    if [ "$round" = 1 ]; then $PGBENCH -i -s 10 -q $CONN >/dev/null 2>&1; fi
+    if [ "$round" = 1 ]; then $PGBENCH -i -s "${AB_SCALE:-10}" -q $CONN >/dev/null 2>&1; fi
     ticks_before=$(awk '{print $14 + $15}' /proc/$pid/stat)
     out=$($PGBENCH $ARGS -T 10 $CONN 2>/dev/null)
     ticks_after=$(awk '{print $14 + $15}' /proc/$pid/stat)

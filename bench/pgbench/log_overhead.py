@@ -6,7 +6,7 @@ Each configuration gets a fresh server loaded with `pgbench -i -s SCALE`; each p
 median of several runs. Writes log_overhead.md next to this script and prints it.
 
 Usage: python3 bench/pgbench/log_overhead.py [--scale 10] [--clients 8] [--duration 10]
-           [--runs 3] [--modes prepared,simple]
+           [--runs 3] [--modes prepared,simple] [--binary PATH]
 """
 
 import argparse
@@ -16,7 +16,9 @@ import statistics
 import sys
 import tempfile
 
-from run import OUT_DIR, Shoal, pgbench, run_point
+from pathlib import Path
+
+from run import OUT_DIR, Shoal, build_production, pgbench, run_point
 
 CONFIGS = [
     ("log on, synchronous_commit=on", "on", []),
@@ -33,14 +35,17 @@ def main():
     ap.add_argument("--duration", type=int, default=10, help="seconds per run")
     ap.add_argument("--runs", type=int, default=3, help="runs per point; the median is reported")
     ap.add_argument("--modes", default="prepared,simple")
+    ap.add_argument("--binary", help="the shoal binary to run (default: build the production "
+                    "profile)")
     args = ap.parse_args()
+    binary = Path(args.binary) if args.binary else build_production()
     modes = args.modes.split(",")
 
     tps = {}  # (config, script, mode) -> median TPS
     workdir = tempfile.mkdtemp(prefix="shoal-log-overhead-")
     try:
         for name, sync, extra in CONFIGS:
-            server = Shoal(workdir, sync, "tcp", extra)
+            server = Shoal(workdir, sync, "tcp", binary, extra)
             server.start()
             try:
                 pgbench(server, ["-i", "-q", "-s", str(args.scale)])

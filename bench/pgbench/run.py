@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """pgbench against Shoal and PostgreSQL 15 on the same machine.
 
-Builds Shoal in release mode, starts it and a throw-away PostgreSQL 15 (Debian's package, in a
+Builds Shoal with the `production` profile (release with whole-program LTO; or takes `--binary`),
+starts it and a throw-away PostgreSQL 15 (Debian's package, in a
 temporary data directory, shared_buffers large enough for the data), loads both with
 `pgbench -i -s SCALE`, and runs the same pgbench workloads against each: every combination of
 scale, script (select-only, tpcb-like), query mode (prepared, simple) and client count, each point
@@ -15,7 +16,7 @@ each server's Unix-domain socket (`--transport unix`, what pgbench uses when giv
 
 Usage: python3 bench/pgbench/run.py [--scales 10,100] [--clients 1,2,4,8,16,32,64]
            [--duration 10] [--runs 3] [--modes prepared,simple] [--scripts select-only,tpcb-like]
-           [--synchronous-commit on|off] [--transport tcp|unix]
+           [--synchronous-commit on|off] [--transport tcp|unix] [--binary PATH]
 Needs: pgbench and PostgreSQL 15 server binaries (apt-get install postgresql-15), matplotlib.
 """
 
@@ -65,14 +66,12 @@ def as_postgres_user(cmd):
 class Shoal:
     name = "Shoal"
 
-    def __init__(self, workdir, synchronous_commit, transport, extra_args=()):
+    def __init__(self, workdir, synchronous_commit, transport, binary, extra_args=()):
         self.synchronous_commit = synchronous_commit
         self.host = "127.0.0.1" if transport == "tcp" else str(workdir)
         self.workdir = workdir
         self.extra_args = list(extra_args)
-        target = Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target"))
-        subprocess.run(["cargo", "build", "--release", "-q"], cwd=REPO, check=True)
-        self.binary = target / "release" / "shoal"
+        self.binary = binary
         self.port = free_port()
         self.data_dir = Path(workdir) / "shoal-data"
         self.proc = None
@@ -136,6 +135,14 @@ class Postgres:
         shutil.rmtree(self.data_dir, ignore_errors=True)
 
 
+def build_production():
+    """Builds shoal with the profile a deployment runs (Cargo.toml: `production`)."""
+    target = Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target"))
+    subprocess.run(["cargo", "build", "--profile", "production", "-q", "-p", "shoal"], cwd=REPO,
+                   check=True)
+    return target / "production" / "shoal"
+
+
 def psql(server, sql):
     out = subprocess.run(["psql", "-h", server.host, "-p", str(server.port), "-U", "postgres",
                           "-d", "postgres", "-Atc", sql], check=True, capture_output=True, text=True)
@@ -190,6 +197,8 @@ def main():
                     help="durability of both servers")
     ap.add_argument("--transport", choices=["tcp", "unix"], default="tcp",
                     help="how pgbench connects to both servers: loopback TCP or Unix socket")
+    ap.add_argument("--binary", help="the shoal binary to run (default: build the production "
+                    "profile, ~25 minutes on 2 cores)")
     ap.add_argument("--from-log", nargs="+", metavar="LOG",
                     help="write the report from the output of earlier runs instead of running")
     args = ap.parse_args()
@@ -206,12 +215,14 @@ def main():
             parse_log(log, results, memory)
         write_report(results, memory, scales, scripts, modes, clients, args)
         return 0
+    binary = Path(args.binary) if args.binary else build_production()
+    print(f"Shoal binary: {binary}", flush=True)
     workdir = tempfile.mkdtemp(prefix="shoal-pgbench-")
     try:
         for scale in scales:
             shared_buffers = f"{max(256, scale * 24)}MB"
             sync = args.synchronous_commit
-            for server in (Shoal(workdir, sync, args.transport),
+            for server in (Shoal(workdir, sync, args.transport, binary),
                            Postgres(workdir, shared_buffers, sync, args.transport)):
                 server.start()
                 try:

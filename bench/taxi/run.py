@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """The "billion taxi rides" benchmark, scaled down: Shoal against DuckDB and PostgreSQL 15.
 
-Builds `taxi-gen` and `shoal` (release), generates the trips CSV once per row count (cached in
-the work directory), then for each system: creates `trips` from schema.sql, loads the CSV and
-times the load, runs the four queries of queries.sql best-of-N, checks that every system returns
-the same rows as PostgreSQL, and measures memory per row. Writes results.md and times.png next
-to this script and prints the table.
+Builds `taxi-gen` and `shoal` (production profile), generates the trips CSV once per row count
+(cached in the work directory), then for each system: creates `trips` from schema.sql, loads the
+CSV and times the load, runs the four queries of queries.sql best-of-N, checks that every system
+returns the same rows as PostgreSQL, and measures memory per row. Writes results.md and
+times.png next to this script and prints the table.
 
 - Shoal: a fresh server per row count; by default `COPY trips FROM 'file' WITH (FORMAT csv)`,
   which the server reads itself as DuckDB does (`--shoal-load stdin` streams the file over the
@@ -97,8 +97,8 @@ def target_dir():
 
 
 def build(args):
-    gen = Path(args.gen_binary) if args.gen_binary else target_dir() / "release" / "taxi-gen"
-    shoal = Path(args.shoal_binary) if args.shoal_binary else target_dir() / "release" / "shoal"
+    gen = Path(args.gen_binary) if args.gen_binary else target_dir() / "production" / "taxi-gen"
+    shoal = Path(args.shoal_binary) if args.shoal_binary else target_dir() / "production" / "shoal"
     if not args.skip_build:
         packages = []
         if not args.gen_binary:
@@ -106,8 +106,10 @@ def build(args):
         if not args.shoal_binary and any(s.startswith("shoal") for s in args.system_list):
             packages += ["-p", "shoal"]
         if packages:
-            print(f"building {' '.join(packages[1::2])} (release, target {target_dir()})", flush=True)
-            subprocess.run(["cargo", "build", "--release", "-q"] + packages, cwd=REPO, check=True)
+            print(f"building {' '.join(packages[1::2])} (production profile, target "
+                  f"{target_dir()})", flush=True)
+            subprocess.run(["cargo", "build", "--profile", "production", "-q"] + packages,
+                           cwd=REPO, check=True)
     for binary in (gen, shoal):
         if binary == shoal and not any(s.startswith("shoal") for s in args.system_list):
             continue
