@@ -37,6 +37,8 @@ REPO = Path(__file__).resolve().parents[2]
 OUT_DIR = Path(__file__).resolve().parent
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
 SCRIPT_FLAGS = {"select-only": ["-S"], "tpcb-like": [], "simple-update": ["-N"]}
+ARG_DEFAULTS = {"scales": "10,100", "clients": "1,2,4,8,16,32,64",
+                "scripts": "select-only,tpcb-like", "modes": "prepared,simple"}
 
 
 def free_port():
@@ -187,10 +189,10 @@ def run_point(server, scale, script, mode, clients, duration_s):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--scales", default="10,100")
-    ap.add_argument("--clients", default="1,2,4,8,16,32,64")
-    ap.add_argument("--scripts", default="select-only,tpcb-like")
-    ap.add_argument("--modes", default="prepared,simple")
+    ap.add_argument("--scales", default=ARG_DEFAULTS["scales"])
+    ap.add_argument("--clients", default=ARG_DEFAULTS["clients"])
+    ap.add_argument("--scripts", default=ARG_DEFAULTS["scripts"])
+    ap.add_argument("--modes", default=ARG_DEFAULTS["modes"])
     ap.add_argument("--duration", type=int, default=10, help="seconds per run")
     ap.add_argument("--runs", type=int, default=3, help="runs per point; the median is reported")
     ap.add_argument("--synchronous-commit", choices=["on", "off"], default="on",
@@ -270,6 +272,16 @@ def parse_log(path, results, memory):
             memory[(m[1], int(m[2]))] = float(m[3])
 
 
+def non_default_points(args):
+    """The --scales, --clients, --scripts and --modes flags of a run that changed them."""
+    flags = ""
+    for flag in ("scales", "clients", "scripts", "modes"):
+        value = getattr(args, flag)
+        if value != ARG_DEFAULTS[flag]:
+            flags += f" --{flag} {value}"
+    return flags
+
+
 def write_report(results, memory, scales, scripts, modes, clients, args):
     lines = [
         "# pgbench: Shoal vs PostgreSQL 15",
@@ -278,8 +290,9 @@ def write_report(results, memory, scales, scripts, modes, clients, args):
         f"{args.duration}s, `-j 2`. Both servers run with synchronous_commit="
         f"{args.synchronous_commit}; pgbench connects to both over "
         f"{'loopback TCP' if args.transport == 'tcp' else 'their Unix-domain sockets'}. "
-        f"Reproduce: `python3 bench/pgbench/run.py --duration {args.duration} --runs {args.runs} "
-        f"--synchronous-commit {args.synchronous_commit} --transport {args.transport}`.",
+        f"Reproduce: `python3 bench/pgbench/run.py{non_default_points(args)} --duration "
+        f"{args.duration} --runs {args.runs} --synchronous-commit {args.synchronous_commit} "
+        f"--transport {args.transport}`.",
         "",
         "| scale | script | mode | clients | Shoal TPS | PG TPS | ratio | Shoal lat ms (p99) "
         "| PG lat ms (p99) |",
