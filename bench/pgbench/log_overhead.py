@@ -15,7 +15,6 @@ import shutil
 import statistics
 import sys
 import tempfile
-
 from pathlib import Path
 
 from run import OUT_DIR, Shoal, build_production, pgbench, run_point

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """pgbench against Shoal and PostgreSQL 15 on the same machine.
 
-Builds Shoal with the `production` profile (release with whole-program LTO; or takes `--binary`),
-starts it and a throw-away PostgreSQL 15 (Debian's package, in a
-temporary data directory, shared_buffers large enough for the data), loads both with
+Builds Shoal with the `production` profile (release with whole-program LTO; or takes
+`--binary`), starts it and a throw-away PostgreSQL 15 (Debian's package, in a temporary data
+directory, shared_buffers large enough for the data), loads both with
 `pgbench -i -s SCALE`, and runs the same pgbench workloads against each: every combination of
 scale, script (select-only, tpcb-like), query mode (prepared, simple) and client count, each point
 several times, reporting the median. Writes results.md (a markdown table) and tps.png (TPS against
