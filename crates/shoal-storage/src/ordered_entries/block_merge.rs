@@ -1,6 +1,7 @@
 //! Folding a bulk load's staged blocks into one sorted run. Each block was sorted when it was
-//! staged; blocks that overlap only a few deep (a table filled in key order, or by a few
-//! interleaved insert streams) are merged a stretch at a time, deeper overlap is sorted whole.
+//! staged; blocks whose entries come in long stretches of consecutive keys (a table filled in
+//! key order, or by interleaved insert streams, however many blocks one of their batches
+//! spans) are merged a stretch at a time, anything else is sorted whole.
 
 use std::cmp::Ordering;
 
@@ -30,6 +31,16 @@ impl MergeBlock {
 
     fn is_done(&self) -> bool {
         self.next == self.len
+    }
+
+    /// Entries not moved out yet.
+    fn remaining(&self) -> usize {
+        self.len - self.next
+    }
+
+    /// Bytes of the keys not moved out yet.
+    fn remaining_key_bytes(&self) -> usize {
+        self.keys.layout.start(self.len) - self.keys.layout.start(self.next)
     }
 
     /// The row id of entry `i`, one not moved out yet.
@@ -74,38 +85,57 @@ impl MergeBlock {
         out.extend_from_run(&self.keys, self.next..end, self.rows.by_ref().take(n));
         self.next = end;
     }
+
+    /// Moves every entry not moved out yet to the end of `out`.
+    fn move_rest(mut self, out: &mut RunBuilder) {
+        if !self.is_done() {
+            self.move_to(self.len, out);
+        }
+    }
 }
 
 /// One run of `staged` (a load's sorted blocks, owned) and `current` (shared with readers). A
 /// load into an empty index merges its blocks (`merge_blocks`); otherwise, or when the blocks
-/// overlap too much for a merge to pay, everything is sorted once.
+/// interleave too finely for a merge to pay, everything is sorted once.
 pub(super) fn fold_runs(mut staged: Vec<SortedRun>, current: &SortedRun) -> SortedRun {
     staged.retain(|b| b.len() > 0);
-    if current.len() == 0 {
-        staged = match merge_blocks(staged) {
+    let pieces = if current.len() == 0 {
+        match merge_blocks(staged) {
             Ok(run) => return run,
-            Err(blocks) => blocks,
-        };
-    }
-    let entries = staged.iter().map(SortedRun::len).sum::<usize>() + current.live_len();
-    let key_bytes =
-        staged.iter().map(|b| b.key_bytes.len()).sum::<usize>() + current.key_bytes.len();
+            Err(pieces) => pieces,
+        }
+    } else {
+        staged.into_iter().map(MergeBlock::new).collect()
+    };
+    let entries = pieces.iter().map(MergeBlock::remaining).sum::<usize>() + current.live_len();
+    let key_bytes = pieces
+        .iter()
+        .map(MergeBlock::remaining_key_bytes)
+        .sum::<usize>()
+        + current.key_bytes.len();
     let mut all = RunBuilder::with_capacity(entries, key_bytes);
     for i in (0..current.len()).filter(|&i| !current.is_removed(i)) {
         all.push(current.key(i), current.rows[i].clone());
     }
-    for mut block in staged {
-        let rows = std::mem::take(&mut block.rows);
-        all.extend_from_run(&block, 0..rows.len(), rows);
+    for piece in pieces {
+        piece.move_rest(&mut all);
     }
     all.sorted()
 }
 
-/// Staged blocks are merged while no key is covered by more than this many of them. Deeper
-/// overlap (an index on a column the load's row order does not follow, whose every block spans
-/// most keys) is sorted as a whole instead: merging it would take an entry at a time from a
-/// heap of that many blocks.
+/// Staged blocks are merged, whatever their stretches, while no key is covered by more than
+/// this many of them: the heap of blocks stays small and in cache.
 const MERGE_MAX_DEPTH: usize = 64;
+
+/// Deeper overlap is merged while the stretches moved stay at least this long on average: two
+/// insert streams of batches of a million consecutive keys leave blocks that each overlap
+/// hundreds of others, but each block moves in two stretches. An index on a column the load's
+/// row order does not follow moves an entry per stretch, a heap operation (a few cache misses
+/// among thousands of blocks) each, where a sort of the whole is cheaper.
+const MERGE_MIN_MEAN_STRETCH: usize = 64;
+
+/// How many entries a deep merge moves before it judges its stretches.
+const MERGE_JUDGE_AFTER_ENTRIES: usize = 1 << 16;
 
 /// A binary min-heap of block numbers, in the order `less` gives them (passed to every call:
 /// the order is their blocks' current heads, which move as the merge goes).
@@ -150,32 +180,39 @@ impl BlockHeap {
     }
 }
 
-/// Merges sorted blocks into one run, or hands them back when they overlap too deep.
-///
-/// A load's blocks are stretches of the table, so an index that follows the table's row order
-/// gets disjoint blocks, and one whose rows were inserted by a few interleaved streams (a
-/// parallel `INSERT ... SELECT`) gets blocks that overlap a few others. The merge keeps the
-/// blocks in a heap by their next entry and moves, from the lowest, the whole stretch below
-/// the next lowest at once (a binary search): disjoint blocks are simply concatenated, and
-/// batches of consecutive keys move a batch at a time.
-fn merge_blocks(mut blocks: Vec<SortedRun>) -> Result<SortedRun, Vec<SortedRun>> {
-    if blocks.len() == 1 {
-        return Ok(blocks.pop().expect("one block"));
-    }
+/// The most blocks any one key falls within (by their first and last entries): a sweep of
+/// the blocks by first entry, holding those whose last entry is not yet passed in a heap by
+/// that last entry. Sorts `blocks` by first entry.
+fn overlap_depth(blocks: &mut [SortedRun]) -> usize {
     blocks.sort_by(|a, b| a.entry(0).cmp(&b.entry(0)));
-    // The overlap depth: sweep the blocks by first entry, holding those whose last entry is
-    // not yet passed in a heap by that last entry.
+    let last = |b: usize| blocks[b].entry(blocks[b].len() - 1);
     let mut open = BlockHeap(Vec::new());
+    let mut depth = 0;
     for (i, block) in blocks.iter().enumerate() {
-        let last = |b: usize| blocks[b].entry(blocks[b].len() - 1);
         while open.peek().is_some_and(|b| last(b) < block.entry(0)) {
             open.pop(|x, y| last(x) < last(y));
         }
         open.push(i, |x, y| last(x) < last(y));
-        if open.0.len() > MERGE_MAX_DEPTH {
-            return Err(blocks);
-        }
+        depth = depth.max(open.0.len());
     }
+    depth
+}
+
+/// Merges sorted blocks into one run, or hands back what is left of them (the part merged
+/// so far as one more piece) when they interleave too finely for a merge to pay.
+///
+/// A load's blocks are stretches of the table, so an index that follows the table's row order
+/// gets disjoint blocks, and one whose rows were inserted by interleaved streams (a parallel
+/// `INSERT ... SELECT`, or several clients inserting batches of keys from one sequence) gets
+/// blocks that overlap others. The merge keeps the blocks in a heap by their next entry and
+/// moves, from the lowest, the whole stretch below the next lowest at once (a binary search):
+/// disjoint blocks are simply concatenated, and batches of consecutive keys move a batch (or
+/// the part of it in one block) at a time.
+fn merge_blocks(mut blocks: Vec<SortedRun>) -> Result<SortedRun, Vec<MergeBlock>> {
+    if blocks.len() == 1 {
+        return Ok(blocks.pop().expect("one block"));
+    }
+    let judged = overlap_depth(&mut blocks) > MERGE_MAX_DEPTH;
     let entries = blocks.iter().map(SortedRun::len).sum();
     let key_bytes = blocks.iter().map(|b| b.key_bytes.len()).sum();
     let mut out = RunBuilder::with_capacity(entries, key_bytes);
@@ -184,6 +221,7 @@ fn merge_blocks(mut blocks: Vec<SortedRun>) -> Result<SortedRun, Vec<SortedRun>>
     for b in 0..blocks.len() {
         heads.push(b, |x, y| blocks[x].head_cmp(&blocks[y]).is_lt());
     }
+    let (mut moved, mut stretches) = (0usize, 0usize);
     while let Some(b) = heads.pop(|x, y| blocks[x].head_cmp(&blocks[y]).is_lt()) {
         let end = match heads.peek() {
             None => blocks[b].len,
@@ -193,9 +231,20 @@ fn merge_blocks(mut blocks: Vec<SortedRun>) -> Result<SortedRun, Vec<SortedRun>>
                 .end_below_head_of(&blocks[next])
                 .max(blocks[b].next + 1),
         };
+        moved += end - blocks[b].next;
+        stretches += 1;
         blocks[b].move_to(end, &mut out);
         if !blocks[b].is_done() {
             heads.push(b, |x, y| blocks[x].head_cmp(&blocks[y]).is_lt());
+        }
+        if judged
+            && moved >= MERGE_JUDGE_AFTER_ENTRIES
+            && stretches * MERGE_MIN_MEAN_STRETCH > moved
+            && !heads.0.is_empty()
+        {
+            let mut pieces: Vec<MergeBlock> = blocks.into_iter().filter(|b| !b.is_done()).collect();
+            pieces.push(MergeBlock::new(out.finish()));
+            return Err(pieces);
         }
     }
     debug_assert_eq!(out.rows.len(), entries);
@@ -239,7 +288,7 @@ mod tests {
     /// A table filled by a parallel `INSERT ... SELECT` holds batches of consecutive ids a
     /// little out of order, so the blocks a load stages overlap their neighbours: they are
     /// merged, not sorted, and come out in entry order. Blocks that overlap deeper than
-    /// `MERGE_MAX_DEPTH` are handed back for a sort.
+    /// `MERGE_MAX_DEPTH` with short stretches are handed back for a sort.
     #[test]
     fn interleaved_blocks_merge_and_deeply_overlapping_ones_do_not() {
         let mut rng = StdRng::seed_from_u64(3);
@@ -260,19 +309,28 @@ mod tests {
             };
             assert_eq!(run_entries(&run), want, "window {window}, width {width}");
         }
-        // Every block spans the whole key range: deeper overlap than a merge takes.
-        let mut ids: Vec<u64> = (0..4000).collect();
+        // Every block spans the whole key range: deeper overlap than `MERGE_MAX_DEPTH`, and
+        // stretches of an entry or two, so the merge gives up once it has judged them.
+        let n = 200_000u64;
+        assert!(n as usize > 2 * MERGE_JUDGE_AFTER_ENTRIES);
+        let mut ids: Vec<u64> = (0..n).collect();
         let mut rng = StdRng::seed_from_u64(5);
         for i in (1..ids.len()).rev() {
             ids.swap(i, rng.random_range(0..=i));
         }
-        let blocks = sorted_blocks(&ids, 40, 4);
-        let Err(blocks) = merge_blocks(blocks) else {
-            panic!("100 overlapping blocks were merged");
+        let blocks = sorted_blocks(&ids, 2_000, 4);
+        let Err(pieces) = merge_blocks(blocks) else {
+            panic!("100 blocks spanning every key were merged");
         };
-        assert_eq!(blocks.len(), 100, "every block handed back");
+        assert_eq!(
+            pieces.len(),
+            101,
+            "every block handed back, and the merged part"
+        );
+        let handed_back: usize = pieces.iter().map(MergeBlock::remaining).sum();
+        assert_eq!(handed_back, ids.len(), "no entry lost or doubled");
         let entries = OrderedEntries::new();
-        for block in ids.chunks(40) {
+        for block in ids.chunks(2_000) {
             let mut b = RunBuilder::with_capacity(0, 0);
             for &id in block {
                 b.push(&(id as u32).to_be_bytes(), row(id));
@@ -280,7 +338,32 @@ mod tests {
             entries.stage(b);
         }
         let got: Vec<u64> = all(&entries).into_iter().map(|(_, id)| id).collect();
-        assert_eq!(got, (0..4000).collect::<Vec<u64>>(), "sorted instead");
+        assert_eq!(got, (0..n).collect::<Vec<u64>>(), "sorted instead");
+    }
+
+    /// Two clients each inserting batches of 40,000 consecutive keys at the same time: their
+    /// rows alternate in the table 50 at a time, so every block holds two stretches far apart
+    /// and overlaps the 160 blocks of its pair of batches (deeper than `MERGE_MAX_DEPTH`). The
+    /// stretches are long, so they are merged, and come out in order.
+    #[test]
+    fn blocks_of_concurrent_batch_inserts_merge() {
+        const BATCH: u64 = 40_000;
+        const CHUNK: u64 = 50;
+        let mut ids = Vec::new();
+        for pair in 0..4u64 {
+            let (a, b) = (2 * pair * BATCH, (2 * pair + 1) * BATCH);
+            for chunk in (0..BATCH).step_by(CHUNK as usize) {
+                ids.extend(a + chunk..a + chunk + CHUNK);
+                ids.extend(b + chunk..b + chunk + CHUNK);
+            }
+        }
+        let mut blocks = sorted_blocks(&ids, 500, 8);
+        assert!(overlap_depth(&mut blocks) > MERGE_MAX_DEPTH);
+        let Ok(run) = merge_blocks(blocks) else {
+            panic!("blocks of two concurrent batch inserts were not merged");
+        };
+        let got: Vec<u64> = run_entries(&run).into_iter().map(|(_, id)| id).collect();
+        assert_eq!(got, (0..8 * BATCH).collect::<Vec<u64>>());
     }
 
     /// Two insert streams taking turns over batches of consecutive keys, one lagging 20
