@@ -6,6 +6,7 @@
 //! as opaque bytes: the storage layer encodes them and the caller serializes the catalog.
 
 mod checkpoint;
+mod dir_lock;
 mod error;
 mod flusher;
 mod part_file;
@@ -19,6 +20,7 @@ pub use checkpoint::{
     load_checkpoint_parts, read_current_checkpoint, write_checkpoint, CheckpointInfo,
     CheckpointManifest, LoadSummary, PartFile, RowSink, TablePart,
 };
+pub use dir_lock::{DataDirLock, DATA_DIR_LOCK_FILE};
 pub use error::{ReadError, WalError};
 pub use part_file::BlockRows;
 pub use reader::{read_log, LogReadSummary};

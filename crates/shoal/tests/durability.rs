@@ -363,6 +363,35 @@ async fn truncated_checkpoint_file_is_refused() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
+/// A second server on a data directory in use is refused, says which process holds it, and
+/// leaves the first server and its data alone; once the first stops (cleanly or by a crash,
+/// which leaves no stale lock) the directory opens again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_server_on_a_data_directory_in_use_is_refused() {
+    let server = ShoalServer::start();
+    insert_rows(&server, 30).await;
+    let (status, output) = support::serve_until_exit(server.data_dir());
+    assert_eq!(status.code(), Some(1), "{output}");
+    assert!(
+        output.contains("is in use by another Shoal server")
+            && output.contains(&format!("PID {}", server.pid())),
+        "the refusal should name the holder: {output}"
+    );
+    assert_eq!(count(&server, "SELECT count(*) FROM t").await, 30);
+    connect(&server)
+        .await
+        .batch_execute("INSERT INTO t SELECT g, 'y' FROM generate_series(30, 39) g")
+        .await
+        .expect("insert after the refusal");
+    let dir = server.crash();
+    let server = restart(dir, &[]);
+    assert_eq!(count(&server, "SELECT count(*) FROM t").await, 40);
+    let (status, dir) = server.terminate();
+    assert!(status.success(), "{status}");
+    let server = restart(dir, &[]);
+    assert_eq!(count(&server, "SELECT count(*) FROM t").await, 40);
+}
+
 /// Column tables: segments and deletes survive a checkpoint, the log after it, and a crash;
 /// a rolled-back load leaves nothing behind.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -15,7 +15,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use shoal_storage::catalog::SequenceDef;
 use shoal_storage::{CommitTs, EarlyRedo, RedoChange, RedoSink, RowTable, TableId};
-use shoal_wal::{Lsn, Record, Wal, WalError, WalOptions};
+use shoal_wal::{DataDirLock, Lsn, Record, Wal, WalError, WalOptions};
 
 use crate::error::SqlError;
 
@@ -56,6 +56,8 @@ impl Default for DurabilityOptions {
 /// The open log of a running server.
 pub struct Durability {
     pub data_dir: PathBuf,
+    /// Held while the engine lives: no second server opens the directory meanwhile.
+    _dir_lock: DataDirLock,
     pub wal: Arc<Wal>,
     pub options: DurabilityOptions,
     /// One checkpoint at a time.
@@ -69,9 +71,16 @@ pub struct Durability {
 }
 
 impl Durability {
-    fn new(data_dir: &Path, wal: Arc<Wal>, options: DurabilityOptions, start: Lsn) -> Durability {
+    fn new(
+        data_dir: &Path,
+        dir_lock: DataDirLock,
+        wal: Arc<Wal>,
+        options: DurabilityOptions,
+        start: Lsn,
+    ) -> Durability {
         Durability {
             data_dir: data_dir.to_path_buf(),
+            _dir_lock: dir_lock,
             wal,
             options,
             checkpoint_running: Mutex::new(()),

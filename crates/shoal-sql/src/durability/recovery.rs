@@ -15,7 +15,7 @@ use shoal_storage::recovery::RECOVERED_TS;
 use shoal_storage::{
     ChangeKind, ColumnTable, Database, IsolationLevel, RedoChange, RowRef, RowTable, TableId,
 };
-use shoal_wal::{read_log, ReadError, Record, Wal};
+use shoal_wal::{read_log, DataDirLock, ReadError, Record, Wal};
 
 use super::{Durability, DurabilityOptions, WalSink};
 
@@ -75,6 +75,8 @@ pub(crate) fn recover(
 ) -> Result<(Catalog, Durability, RecoveryReport), String> {
     let mut report = RecoveryReport::default();
     let started = Instant::now();
+    // Before anything is read: recovery itself writes (it cuts a torn log tail).
+    let dir_lock = DataDirLock::acquire(data_dir).map_err(|e| e.to_string())?;
     let manifest = shoal_wal::read_current_checkpoint(data_dir).map_err(|e| e.to_string())?;
     let (catalog, start_lsn) = match &manifest {
         Some(m) => (Catalog::from_image(&m.catalog_image)?, m.start_lsn),
@@ -162,7 +164,7 @@ pub(crate) fn recover(
     );
     db.set_redo_sink(Arc::new(WalSink(wal.clone())));
     db.set_early_redo_bytes(options.early_redo_bytes);
-    let durability = Durability::new(data_dir, wal, options, start_lsn);
+    let durability = Durability::new(data_dir, dir_lock, wal, options, start_lsn);
     Ok((catalog, durability, report))
 }
 

@@ -191,6 +191,57 @@ impl ShoalServer {
     }
 }
 
+/// Runs `shoal serve` on `data_dir` (a free port, its own socket directory) expecting it to
+/// exit on its own, as it does when it cannot open the directory; returns its exit status and
+/// output. Unlike a `ShoalServer` it leaves the data directory alone, which may belong to a
+/// server still running. Panics if it is still running after `SERVER_START_TIMEOUT`.
+pub fn serve_until_exit(data_dir: &std::path::Path) -> (std::process::ExitStatus, String) {
+    let port = free_port();
+    let scratch = std::env::temp_dir().join(format!(
+        "shoal-exit-{}-{port}-{}",
+        std::process::id(),
+        nanos()
+    ));
+    std::fs::create_dir_all(&scratch).expect("create the scratch directory");
+    let output_path = scratch.join("output");
+    let output = std::fs::File::create(&output_path).expect("create the output file");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_shoal"))
+        .args([
+            "serve",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--data-dir",
+        ])
+        .arg(data_dir)
+        .arg("--unix-socket-dir")
+        .arg(&scratch)
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .stdout(output.try_clone().expect("clone the output file"))
+        .stderr(output)
+        .spawn()
+        .expect("spawn shoal binary");
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("poll shoal process") {
+            break status;
+        }
+        if started.elapsed() > SERVER_START_TIMEOUT {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "shoal kept running on {}:\n{}",
+                data_dir.display(),
+                std::fs::read_to_string(&output_path).unwrap_or_default()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let text = std::fs::read_to_string(&output_path).unwrap_or_default();
+    let _ = std::fs::remove_dir_all(&scratch);
+    (status, text)
+}
+
 impl ShoalServer {
     /// Whether the server is still running, and the end of its stderr, to explain a failed run.
     pub fn post_mortem(&mut self) -> String {
