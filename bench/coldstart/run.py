@@ -28,6 +28,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -243,11 +244,14 @@ class GbDataset:
 
     PROBE_ROWS = 100_000
 
-    def __init__(self, gb, batch_rows, access_method):
+    def __init__(self, gb, batch_rows, access_method, fill_clients=1):
         self.gb = gb
         self.batch_rows = batch_rows
         self.access_method = access_method
+        self.fill_clients = fill_clients
         self.name = f"big {access_method} table, {gb:g} GB checkpoint"
+        if fill_clients > 1:
+            self.name += f", filled by {fill_clients} clients"
         self.tables = ["big"]
         self.rows = None  # fixed by the first (checkpointed) load, reused by --replay
 
@@ -255,6 +259,45 @@ class GbDataset:
     def insert(conn, start, end):
         conn.execute("INSERT INTO big SELECT g, g * 7, g * 0.5, repeat('x', 100) || g "
                      f"FROM generate_series({start}, {end}) g")
+
+    def fill(self, server, conn, batches, first, total):
+        """Inserts `batches` ((start, end) ids), from `conn` alone or, with --fill-clients N,
+        from N connections at once, client k taking batches k, k + N, ...: as several clients
+        loading one table do, which interleaves their batches' rows in the table."""
+        started, lock = time.perf_counter(), threading.Lock()
+        done = [first]
+
+        def run(client_conn, mine):
+            for start, end in mine:
+                self.insert(client_conn, start, end)
+                with lock:
+                    done[0] += end - start + 1
+                    rate = (done[0] - first) / max(time.perf_counter() - started, 1e-9)
+                    print(f"  inserted {done[0]}/{total} rows ({rate:,.0f} rows/s)", flush=True)
+
+        if self.fill_clients == 1:
+            run(conn, batches)
+            return
+        clients = [server.connect() for _ in range(self.fill_clients)]
+        failures = []
+
+        def guarded(k):
+            try:
+                run(clients[k], batches[k::self.fill_clients])
+            except Exception as e:  # reported after the join, not lost in a thread
+                failures.append(e)
+
+        threads = [threading.Thread(target=guarded, args=(k,)) for k in range(len(clients))]
+        try:
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        finally:
+            for c in clients:
+                c.close()
+        if failures:
+            raise failures[0]
 
     def load(self, server, checkpoint):
         with server.connect() as conn:
@@ -276,13 +319,9 @@ class GbDataset:
                 target_rows = max(done, int(math.ceil(self.gb * GB / per_row)))
                 print(f"  {per_row:.0f} checkpoint bytes/row: {target_rows} rows for "
                       f"{self.gb:g} GB", flush=True)
-            started, first = time.perf_counter(), done
-            while done < target_rows:
-                end = min(done + self.batch_rows, target_rows)
-                self.insert(conn, done + 1, end)
-                done = end
-                rate = (done - first) / max(time.perf_counter() - started, 1e-9)
-                print(f"  inserted {done}/{target_rows} rows ({rate:,.0f} rows/s)", flush=True)
+            batches = [(start + 1, min(start + self.batch_rows, target_rows))
+                       for start in range(done, target_rows, self.batch_rows)]
+            self.fill(server, conn, batches, first=done, total=target_rows)
             self.rows = target_rows
             if checkpoint:
                 conn.execute("CHECKPOINT")
@@ -421,6 +460,7 @@ def write_report(results, args, binary):
         f"--{k.replace('_', '-')} {v}" for k, v in
         (("scales", args.scales), ("gb", f"{args.gb:g}"),
          ("big_access_method", args.big_access_method), ("runs", args.runs)))
+    cmd += f" --fill-clients {args.fill_clients}" if args.fill_clients != 1 else ""
     cmd += " --replay" if args.replay else ""
     cmd += " --drop-caches" if args.drop_caches else ""
     lines += ["", f"Reproduce: `{cmd}`."]
@@ -438,6 +478,10 @@ def main():
                     help="checkpoint size of the generated table in GB; 0 skips it")
     ap.add_argument("--batch-rows", type=int, default=1_000_000,
                     help="rows per INSERT ... SELECT statement of the generated table")
+    ap.add_argument("--fill-clients", type=int, default=1,
+                    help="connections filling the big table at once, each inserting its own "
+                         "batches (their rows interleave in the table, as with concurrent "
+                         "loaders)")
     ap.add_argument("--big-access-method", default="heap",
                     help="heap, columnar, or heap,columnar: the kind of table of the big dataset")
     ap.add_argument("--runs", type=int, default=3, help="restarts per dataset; median reported")
@@ -469,7 +513,8 @@ def main():
                 and int(s) > 0]
     if args.gb > 0:
         for access_method in args.big_access_method.split(","):
-            datasets.append(GbDataset(args.gb, args.batch_rows, access_method.strip()))
+            datasets.append(GbDataset(args.gb, args.batch_rows, access_method.strip(),
+                                      args.fill_clients))
     variants = ["checkpoint"] + (["log replay"] if args.replay else [])
 
     Path(args.workdir).mkdir(parents=True, exist_ok=True)
