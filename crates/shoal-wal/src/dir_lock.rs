@@ -15,6 +15,9 @@ use crate::error::WalError;
 /// The lock file's name in the data directory.
 pub const DATA_DIR_LOCK_FILE: &str = "shoal.lock";
 
+/// How long a lock held by this same process is waited for (see `acquire`).
+const OWN_PROCESS_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// The lock on a data directory; held until dropped (or the process ends).
 #[derive(Debug)]
 pub struct DataDirLock {
@@ -44,22 +47,35 @@ impl DataDirLock {
             .truncate(false)
             .open(&path)
             .map_err(|e| io("open", e))?;
-        match file.try_lock() {
-            Ok(()) => {}
-            Err(TryLockError::WouldBlock) => {
-                let mut holder = String::new();
-                let _ = file.read_to_string(&mut holder);
-                let holder = match holder.trim() {
-                    "" => String::new(),
-                    pid => format!(" (PID {pid})"),
-                };
-                return Err(WalError::Io(format!(
-                    "data directory \"{}\" is in use by another Shoal server{holder}; \
-                     hint: stop it first, or give this one another --data-dir",
-                    data_dir.display()
-                )));
+        // An engine of this same process that is being dropped (a restart inside one process,
+        // as the tests do) lets go once its last reference goes, which a background thread may
+        // hold a moment longer: wait for it, a while. Another process is refused at once.
+        let own_pid = std::process::id().to_string();
+        let waited = std::time::Instant::now();
+        loop {
+            match file.try_lock() {
+                Ok(()) => break,
+                Err(TryLockError::WouldBlock) => {
+                    let mut holder = String::new();
+                    file.rewind().map_err(|e| io("read", e))?;
+                    let _ = file.read_to_string(&mut holder);
+                    let holder = holder.trim();
+                    if holder == own_pid && waited.elapsed() < OWN_PROCESS_WAIT {
+                        std::thread::sleep(std::time::Duration::from_millis(10));
+                        continue;
+                    }
+                    let holder = match holder {
+                        "" => String::new(),
+                        pid => format!("PID {pid}, "),
+                    };
+                    return Err(WalError::Io(format!(
+                        "it is in use by another Shoal server ({holder}lock file \"{}\"); \
+                         hint: stop that server first, or give this one another --data-dir",
+                        path.display()
+                    )));
+                }
+                Err(TryLockError::Error(e)) => return Err(io("lock", e)),
             }
-            Err(TryLockError::Error(e)) => return Err(io("lock", e)),
         }
         file.set_len(0).map_err(|e| io("write", e))?;
         file.rewind().map_err(|e| io("write", e))?;
@@ -73,22 +89,40 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_second_lock_on_a_directory_is_refused_until_the_first_is_dropped() {
+    fn a_locked_directory_is_refused_to_another_process_and_waited_for_by_this_one() {
         let dir = std::env::temp_dir().join(format!("shoal-dir-lock-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let first = DataDirLock::acquire(&dir).expect("first lock");
         let pid = std::fs::read_to_string(dir.join(DATA_DIR_LOCK_FILE)).unwrap();
         assert_eq!(pid.trim(), std::process::id().to_string());
-        // Another open file description, as another process would have.
-        let err = DataDirLock::acquire(&dir).expect_err("a second lock");
+        // Each `acquire` opens the file anew, and flock locks belong to the open file, so a
+        // second `acquire` conflicts as another process's would. A holder that is this same
+        // process is waited for, until it is dropped.
+        let err = std::thread::scope(|s| {
+            let waiter = s.spawn(|| DataDirLock::acquire(&dir));
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            assert!(
+                !waiter.is_finished(),
+                "a lock of this process is waited for"
+            );
+            drop(first);
+            waiter
+                .join()
+                .unwrap()
+                .expect("the lock once the first is dropped");
+            // A holder that is not this process: its pid, as another server writes it.
+            let other = DataDirLock::acquire(&dir).unwrap();
+            std::fs::write(dir.join(DATA_DIR_LOCK_FILE), "4242\n").unwrap();
+            let err = DataDirLock::acquire(&dir).expect_err("a lock of another process");
+            drop(other);
+            err
+        });
         let message = err.to_string();
         assert!(
-            message.contains("in use by another Shoal server")
-                && message.contains(&format!("PID {}", std::process::id())),
+            message.contains("in use by another Shoal server") && message.contains("PID 4242"),
             "{message}"
         );
-        drop(first);
-        DataDirLock::acquire(&dir).expect("the lock after the first is dropped");
+        DataDirLock::acquire(&dir).expect("the lock after the others are dropped");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -56,8 +56,6 @@ impl Default for DurabilityOptions {
 /// The open log of a running server.
 pub struct Durability {
     pub data_dir: PathBuf,
-    /// Held while the engine lives: no second server opens the directory meanwhile.
-    _dir_lock: DataDirLock,
     pub wal: Arc<Wal>,
     pub options: DurabilityOptions,
     /// One checkpoint at a time.
@@ -68,6 +66,9 @@ pub struct Durability {
     /// A read-only transaction may have seen that commit, so it waits for the flush up to here
     /// before it is acknowledged: no client is told of a commit a crash could still undo.
     released_lsn: AtomicU64,
+    /// No second server (or engine) opens the directory while this one may still write to it.
+    /// Last, so it is dropped last: fields drop in order, and dropping `wal` flushes the log.
+    _dir_lock: DataDirLock,
 }
 
 impl Durability {
@@ -80,12 +81,12 @@ impl Durability {
     ) -> Durability {
         Durability {
             data_dir: data_dir.to_path_buf(),
-            _dir_lock: dir_lock,
             wal,
             options,
             checkpoint_running: Mutex::new(()),
             last_checkpoint_lsn: AtomicU64::new(start),
             released_lsn: AtomicU64::new(start),
+            _dir_lock: dir_lock,
         }
     }
 

@@ -1,7 +1,9 @@
 //! Folding a bulk load's staged blocks into one sorted run. Each block was sorted when it was
-//! staged; blocks whose entries come in long stretches of consecutive keys (a table filled in
-//! key order, or by interleaved insert streams, however many blocks one of their batches
-//! spans) are merged a stretch at a time, anything else is sorted whole.
+//! staged. Blocks that overlap only a few deep, or whose entries come in long stretches of
+//! consecutive keys (a table filled in key order, or by interleaved insert streams, however
+//! many blocks one of their batches spans), are merged a stretch at a time; when deep overlap
+//! turns out to move short stretches, the merge stops and what is left is sorted with what it
+//! merged.
 
 use std::cmp::Ordering;
 
@@ -212,7 +214,7 @@ fn merge_blocks(mut blocks: Vec<SortedRun>) -> Result<SortedRun, Vec<MergeBlock>
     if blocks.len() == 1 {
         return Ok(blocks.pop().expect("one block"));
     }
-    let judged = overlap_depth(&mut blocks) > MERGE_MAX_DEPTH;
+    let deep = overlap_depth(&mut blocks) > MERGE_MAX_DEPTH;
     let entries = blocks.iter().map(SortedRun::len).sum();
     let key_bytes = blocks.iter().map(|b| b.key_bytes.len()).sum();
     let mut out = RunBuilder::with_capacity(entries, key_bytes);
@@ -237,7 +239,7 @@ fn merge_blocks(mut blocks: Vec<SortedRun>) -> Result<SortedRun, Vec<MergeBlock>
         if !blocks[b].is_done() {
             heads.push(b, |x, y| blocks[x].head_cmp(&blocks[y]).is_lt());
         }
-        if judged
+        if deep
             && moved >= MERGE_JUDGE_AFTER_ENTRIES
             && stretches * MERGE_MIN_MEAN_STRETCH > moved
             && !heads.0.is_empty()
@@ -290,7 +292,7 @@ mod tests {
     /// merged, not sorted, and come out in entry order. Blocks that overlap deeper than
     /// `MERGE_MAX_DEPTH` with short stretches are handed back for a sort.
     #[test]
-    fn interleaved_blocks_merge_and_deeply_overlapping_ones_do_not() {
+    fn interleaved_blocks_merge_and_finely_interleaved_deep_ones_are_sorted() {
         let mut rng = StdRng::seed_from_u64(3);
         for (window, width) in [(1usize, 4usize), (4, 4), (4, 0), (6, 8)] {
             // 160 batches of 37 ids, shuffled within windows of `window` batches.
@@ -318,17 +320,25 @@ mod tests {
         for i in (1..ids.len()).rev() {
             ids.swap(i, rng.random_range(0..=i));
         }
-        let blocks = sorted_blocks(&ids, 2_000, 4);
-        let Err(pieces) = merge_blocks(blocks) else {
-            panic!("100 blocks spanning every key were merged");
-        };
-        assert_eq!(
-            pieces.len(),
-            101,
-            "every block handed back, and the merged part"
-        );
-        let handed_back: usize = pieces.iter().map(MergeBlock::remaining).sum();
-        assert_eq!(handed_back, ids.len(), "no entry lost or doubled");
+        // Keys of one width (no offsets) and of several (offsets), both cut part way.
+        for width in [4, 0] {
+            let blocks = sorted_blocks(&ids, 2_000, width);
+            let mut want: Vec<(Vec<u8>, u64)> = blocks.iter().flat_map(run_entries).collect();
+            want.sort_by(|a, b| cmp_entries(&a.0, a.1, &b.0, b.1));
+            let Err(pieces) = merge_blocks(blocks) else {
+                panic!("100 blocks spanning every key were merged (width {width})");
+            };
+            assert_eq!(
+                pieces.len(),
+                101,
+                "every block handed back, and the merged part"
+            );
+            let handed_back: usize = pieces.iter().map(MergeBlock::remaining).sum();
+            assert_eq!(handed_back, ids.len(), "no entry lost or doubled");
+            let empty = RunBuilder::with_capacity(0, 0).finish();
+            let run = fold_runs(sorted_blocks(&ids, 2_000, width), &empty);
+            assert_eq!(run_entries(&run), want, "width {width}");
+        }
         let entries = OrderedEntries::new();
         for block in ids.chunks(2_000) {
             let mut b = RunBuilder::with_capacity(0, 0);

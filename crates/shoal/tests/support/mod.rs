@@ -196,6 +196,17 @@ impl ShoalServer {
 /// output. Unlike a `ShoalServer` it leaves the data directory alone, which may belong to a
 /// server still running. Panics if it is still running after `SERVER_START_TIMEOUT`.
 pub fn serve_until_exit(data_dir: &std::path::Path) -> (std::process::ExitStatus, String) {
+    for _ in 1..SERVER_START_ATTEMPTS_MAX {
+        let (status, output) = serve_once_until_exit(data_dir);
+        // The free port found was taken meanwhile: another try, on another port.
+        if !output.contains(BIND_FAILURE) {
+            return (status, output);
+        }
+    }
+    serve_once_until_exit(data_dir)
+}
+
+fn serve_once_until_exit(data_dir: &std::path::Path) -> (std::process::ExitStatus, String) {
     let port = free_port();
     let scratch = std::env::temp_dir().join(format!(
         "shoal-exit-{}-{port}-{}",
