@@ -16,6 +16,22 @@ fn rows_loaded_in_blocks_from_several_threads_are_found_and_keys_stay_unique() {
     }
 }
 
+/// Loads `encoded` rows (row id, bytes) as a checkpoint load does: two threads, each taking
+/// half of them in blocks of `block_rows`.
+fn load_in_two_threads(t: &RowTable, encoded: &[(u64, Box<[u8]>)], block_rows: usize) {
+    std::thread::scope(|s| {
+        for half in encoded.chunks(encoded.len() / 2) {
+            s.spawn(move || {
+                for block in half.chunks(block_rows) {
+                    let rows: Vec<(u64, &[u8])> =
+                        block.iter().map(|(id, r)| (*id, &r[..])).collect();
+                    t.load_rows(&rows);
+                }
+            });
+        }
+    });
+}
+
 fn load_blocks_then_use_the_table(finish_threads: Option<usize>) {
     let db = Arc::new(Database::new());
     let t = accounts(&db);
@@ -32,18 +48,7 @@ fn load_blocks_then_use_the_table(finish_threads: Option<usize>) {
             )
         })
         .collect();
-    std::thread::scope(|s| {
-        for half in encoded.chunks(encoded.len() / 2) {
-            let t = &t;
-            s.spawn(move || {
-                for block in half.chunks(1000) {
-                    let rows: Vec<(u64, &[u8])> =
-                        block.iter().map(|(id, r)| (*id, &r[..])).collect();
-                    t.load_rows(&rows);
-                }
-            });
-        }
-    });
+    load_in_two_threads(&t, &encoded, 1000);
     if let Some(threads) = finish_threads {
         t.finish_load(threads);
     }
@@ -108,18 +113,7 @@ fn blocks_of_concurrent_batches_and_of_shuffled_keys_load_in_key_order() {
             .enumerate()
             .map(|(pos, &id)| (pos as u64 + 1, row_codec::encode(&types, &row(id, 0, ""))))
             .collect();
-        std::thread::scope(|s| {
-            for half in encoded.chunks(encoded.len() / 2) {
-                let t = &t;
-                s.spawn(move || {
-                    for block in half.chunks(200) {
-                        let rows: Vec<(u64, &[u8])> =
-                            block.iter().map(|(id, r)| (*id, &r[..])).collect();
-                        t.load_rows(&rows);
-                    }
-                });
-            }
-        });
+        load_in_two_threads(&t, &encoded, 200);
         t.finish_load(2);
         db.restart_clock_at(recovery::RECOVERED_TS);
         let mut txn = db.begin(IsolationLevel::ReadCommitted);
