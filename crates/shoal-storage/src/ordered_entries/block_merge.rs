@@ -97,18 +97,28 @@ impl MergeBlock {
 }
 
 /// One run of `staged` (a load's sorted blocks, owned) and `current` (shared with readers). A
-/// load into an empty index merges its blocks (`merge_blocks`); otherwise, or when the blocks
-/// interleave too finely for a merge to pay, everything is sorted once.
+/// load into an empty index merges its blocks (`merge_blocks`); otherwise everything is sorted
+/// once, and when the blocks interleave too finely for the merge to pay, what it left.
 pub(super) fn fold_runs(mut staged: Vec<SortedRun>, current: &SortedRun) -> SortedRun {
     staged.retain(|b| b.len() > 0);
-    let pieces = if current.len() == 0 {
-        match merge_blocks(staged) {
-            Ok(run) => return run,
-            Err(pieces) => pieces,
-        }
-    } else {
-        staged.into_iter().map(MergeBlock::new).collect()
-    };
+    if current.len() == 0 {
+        return match merge_blocks(staged) {
+            Ok(run) => run,
+            Err(GaveUp { mut merged, rest }) => {
+                // The merge moves entries in order, so all it merged comes before all it left:
+                // only the rest is sorted, and goes after.
+                let mut rest = sort_together(rest, &SortedRun::default());
+                let rows = std::mem::take(&mut rest.rows);
+                merged.extend_from_run(&rest, 0..rows.len(), rows);
+                merged.finish()
+            }
+        };
+    }
+    sort_together(staged.into_iter().map(MergeBlock::new).collect(), current)
+}
+
+/// One run of what is left of `pieces` and the live entries of `current`, sorted once.
+fn sort_together(pieces: Vec<MergeBlock>, current: &SortedRun) -> SortedRun {
     let entries = pieces.iter().map(MergeBlock::remaining).sum::<usize>() + current.live_len();
     let key_bytes = pieces
         .iter()
@@ -123,6 +133,13 @@ pub(super) fn fold_runs(mut staged: Vec<SortedRun>, current: &SortedRun) -> Sort
         piece.move_rest(&mut all);
     }
     all.sorted()
+}
+
+/// What a merge that gave up hands back: the entries it merged, in order, with room for the
+/// rest, and the blocks it did not finish.
+struct GaveUp {
+    merged: RunBuilder,
+    rest: Vec<MergeBlock>,
 }
 
 /// Staged blocks are merged, whatever their stretches, while no key is covered by more than
@@ -200,8 +217,8 @@ fn overlap_depth(blocks: &mut [SortedRun]) -> usize {
     depth
 }
 
-/// Merges sorted blocks into one run, or hands back what is left of them (the part merged
-/// so far as one more piece) when they interleave too finely for a merge to pay.
+/// Merges sorted blocks into one run, or gives up, handing back what it merged and what it
+/// left, when they interleave too finely for a merge to pay.
 ///
 /// A load's blocks are stretches of the table, so an index that follows the table's row order
 /// gets disjoint blocks, and one whose rows were inserted by interleaved streams (a parallel
@@ -210,7 +227,7 @@ fn overlap_depth(blocks: &mut [SortedRun]) -> usize {
 /// moves, from the lowest, the whole stretch below the next lowest at once (a binary search):
 /// disjoint blocks are simply concatenated, and batches of consecutive keys move a batch (or
 /// the part of it in one block) at a time.
-fn merge_blocks(mut blocks: Vec<SortedRun>) -> Result<SortedRun, Vec<MergeBlock>> {
+fn merge_blocks(mut blocks: Vec<SortedRun>) -> Result<SortedRun, GaveUp> {
     if blocks.len() == 1 {
         return Ok(blocks.pop().expect("one block"));
     }
@@ -244,9 +261,10 @@ fn merge_blocks(mut blocks: Vec<SortedRun>) -> Result<SortedRun, Vec<MergeBlock>
             && stretches * MERGE_MIN_MEAN_STRETCH > moved
             && !heads.0.is_empty()
         {
-            let mut pieces: Vec<MergeBlock> = blocks.into_iter().filter(|b| !b.is_done()).collect();
-            pieces.push(MergeBlock::new(out.finish()));
-            return Err(pieces);
+            return Err(GaveUp {
+                merged: out,
+                rest: blocks.into_iter().filter(|b| !b.is_done()).collect(),
+            });
         }
     }
     debug_assert_eq!(out.rows.len(), entries);
@@ -325,16 +343,14 @@ mod tests {
             let blocks = sorted_blocks(&ids, 2_000, width);
             let mut want: Vec<(Vec<u8>, u64)> = blocks.iter().flat_map(run_entries).collect();
             want.sort_by(|a, b| cmp_entries(&a.0, a.1, &b.0, b.1));
-            let Err(pieces) = merge_blocks(blocks) else {
+            let Err(GaveUp { merged, rest }) = merge_blocks(blocks) else {
                 panic!("100 blocks spanning every key were merged (width {width})");
             };
-            assert_eq!(
-                pieces.len(),
-                101,
-                "every block handed back, and the merged part"
-            );
-            let handed_back: usize = pieces.iter().map(MergeBlock::remaining).sum();
-            assert_eq!(handed_back, ids.len(), "no entry lost or doubled");
+            assert_eq!(rest.len(), 100, "every block handed back unfinished");
+            let merged_entries = merged.rows.len();
+            assert!(merged_entries >= MERGE_JUDGE_AFTER_ENTRIES);
+            let left: usize = rest.iter().map(MergeBlock::remaining).sum();
+            assert_eq!(merged_entries + left, ids.len(), "no entry lost or doubled");
             let empty = RunBuilder::with_capacity(0, 0).finish();
             let run = fold_runs(sorted_blocks(&ids, 2_000, width), &empty);
             assert_eq!(run_entries(&run), want, "width {width}");
