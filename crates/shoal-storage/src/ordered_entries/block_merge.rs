@@ -2,8 +2,8 @@
 //! staged. Blocks that overlap only a few deep, or whose entries come in long stretches of
 //! consecutive keys (a table filled in key order, or by interleaved insert streams, however
 //! many blocks one of their batches spans), are merged a stretch at a time; when deep overlap
-//! turns out to move short stretches, the merge stops and what is left is sorted with what it
-//! merged.
+//! turns out to move short stretches, the merge stops, and what it left is sorted and put
+//! after what it merged.
 
 use std::cmp::Ordering;
 
@@ -308,7 +308,7 @@ mod tests {
     /// A table filled by a parallel `INSERT ... SELECT` holds batches of consecutive ids a
     /// little out of order, so the blocks a load stages overlap their neighbours: they are
     /// merged, not sorted, and come out in entry order. Blocks that overlap deeper than
-    /// `MERGE_MAX_DEPTH` with short stretches are handed back for a sort.
+    /// `MERGE_MAX_DEPTH` with short stretches are given up on and sorted.
     #[test]
     fn interleaved_blocks_merge_and_finely_interleaved_deep_ones_are_sorted() {
         let mut rng = StdRng::seed_from_u64(3);
