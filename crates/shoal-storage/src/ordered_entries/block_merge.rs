@@ -240,7 +240,7 @@ fn merge_blocks(mut blocks: Vec<SortedRun>) -> Result<SortedRun, GaveUp> {
     for b in 0..blocks.len() {
         heads.push(b, |x, y| blocks[x].head_cmp(&blocks[y]).is_lt());
     }
-    let (mut moved, mut stretches) = (0usize, 0usize);
+    let mut stretches = 0usize;
     while let Some(b) = heads.pop(|x, y| blocks[x].head_cmp(&blocks[y]).is_lt()) {
         let end = match heads.peek() {
             None => blocks[b].len,
@@ -250,16 +250,13 @@ fn merge_blocks(mut blocks: Vec<SortedRun>) -> Result<SortedRun, GaveUp> {
                 .end_below_head_of(&blocks[next])
                 .max(blocks[b].next + 1),
         };
-        moved += end - blocks[b].next;
         stretches += 1;
         blocks[b].move_to(end, &mut out);
         if !blocks[b].is_done() {
             heads.push(b, |x, y| blocks[x].head_cmp(&blocks[y]).is_lt());
         }
-        if deep
-            && moved >= MERGE_JUDGE_AFTER_ENTRIES
-            && stretches * MERGE_MIN_MEAN_STRETCH > moved
-            && !heads.0.is_empty()
+        let moved = out.rows.len();
+        if deep && moved >= MERGE_JUDGE_AFTER_ENTRIES && stretches * MERGE_MIN_MEAN_STRETCH > moved
         {
             return Err(GaveUp {
                 merged: out,
@@ -351,8 +348,7 @@ mod tests {
             assert!(merged_entries >= MERGE_JUDGE_AFTER_ENTRIES);
             let left: usize = rest.iter().map(MergeBlock::remaining).sum();
             assert_eq!(merged_entries + left, ids.len(), "no entry lost or doubled");
-            let empty = RunBuilder::with_capacity(0, 0).finish();
-            let run = fold_runs(sorted_blocks(&ids, 2_000, width), &empty);
+            let run = fold_runs(sorted_blocks(&ids, 2_000, width), &SortedRun::default());
             assert_eq!(run_entries(&run), want, "width {width}");
         }
         let entries = OrderedEntries::new();

@@ -130,27 +130,13 @@ impl ShoalServer {
             .append(true)
             .open(&stderr_path)
             .expect("create shoal stderr file");
-        // The server's log (stdout) goes to the same file: it says when the server listens.
-        let log = stderr.try_clone().expect("clone the stderr file");
         let unix_socket_dir = std::env::temp_dir().join(format!(
             "shoal-sock-{}-{port}-{}",
             std::process::id(),
             nanos()
         ));
         std::fs::create_dir_all(&unix_socket_dir).expect("create the unix socket directory");
-        let mut command = Command::new(env!("CARGO_BIN_EXE_shoal"));
-        command
-            .args(["serve", "--listen", &addr, "--data-dir"])
-            .arg(&data_dir);
-        if !args.contains(&"--unix-socket-dir") {
-            command.arg("--unix-socket-dir").arg(&unix_socket_dir);
-        }
-        let child = command
-            .args(args)
-            .env("NO_COLOR", "1")
-            .stdin(Stdio::null())
-            .stdout(log)
-            .stderr(stderr)
+        let child = serve_command(&addr, &data_dir, &unix_socket_dir, args, stderr)
             .spawn()
             .expect("spawn shoal binary");
         let mut server = ShoalServer {
@@ -191,6 +177,32 @@ impl ShoalServer {
     }
 }
 
+/// `shoal serve` on `addr` and `data_dir` with `args`, its Unix socket in `unix_socket_dir`
+/// unless `args` name another, and its log (stdout) and stderr both in `output`: the log says
+/// when the server listens.
+fn serve_command(
+    addr: &str,
+    data_dir: &std::path::Path,
+    unix_socket_dir: &std::path::Path,
+    args: &[&str],
+    output: std::fs::File,
+) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_shoal"));
+    command
+        .args(["serve", "--listen", addr, "--data-dir"])
+        .arg(data_dir);
+    if !args.contains(&"--unix-socket-dir") {
+        command.arg("--unix-socket-dir").arg(unix_socket_dir);
+    }
+    command
+        .args(args)
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .stdout(output.try_clone().expect("clone the output file"))
+        .stderr(output);
+    command
+}
+
 /// Runs `shoal serve` on `data_dir` (a free port, its own socket directory) expecting it to
 /// exit on its own, as it does when it cannot open the directory; returns its exit status and
 /// output. Unlike a `ShoalServer` it leaves the data directory alone, which may belong to a
@@ -216,20 +228,8 @@ fn serve_once_until_exit(data_dir: &std::path::Path) -> (std::process::ExitStatu
     std::fs::create_dir_all(&scratch).expect("create the scratch directory");
     let output_path = scratch.join("output");
     let output = std::fs::File::create(&output_path).expect("create the output file");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_shoal"))
-        .args([
-            "serve",
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-            "--data-dir",
-        ])
-        .arg(data_dir)
-        .arg("--unix-socket-dir")
-        .arg(&scratch)
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::null())
-        .stdout(output.try_clone().expect("clone the output file"))
-        .stderr(output)
+    let addr = format!("127.0.0.1:{port}");
+    let mut child = serve_command(&addr, data_dir, &scratch, &[], output)
         .spawn()
         .expect("spawn shoal binary");
     let started = Instant::now();
