@@ -9,26 +9,48 @@
 //! Bulk loads (a checkpoint, an index build) do not insert as they go. Each row's bucket is a
 //! random place in a table of hundreds of megabytes, so an insert per row costs a cache miss
 //! or two: a fifth of a checkpoint load's time. Loads stage their blocks of entries instead
-//! (`load`), each block grouped by shard while it is still in cache, and `fold_staged` later
-//! hands each shard its stretch of every block, groups those by where their bucket is, and
-//! inserts them in that order, which walks each table from one end to the other.
+//! (`load`), each block grouped by shard group while it is still in cache, and `fold_staged`
+//! later hands each group its stretch of every block, groups those by shard and by where their
+//! bucket is, and inserts them in that order, which walks each table from one end to the other.
+//!
+//! The map is `POINT_GROUPS` groups of `subshards` shards each. A hash table's bucket count is
+//! a power of two and it holds at most 7/8 of it, so with a fixed number of shards a table's
+//! fill after a load is luck: 33.8M rows in 64 shards fill 50% of their buckets, 1.1 GB where
+//! 0.6 GB would do, and on a VM where fresh memory is the slow part of a restart that is a
+//! tenth of it. A fold into an empty map first picks how many shards a group gets, for the
+//! fullest tables the staged entries allow (`subshards_for`).
 
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use hashbrown::HashTable;
-use parking_lot::{Mutex, RwLock};
+use parking_lot::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use crate::table::RowRef;
 
-const POINT_SHARDS: usize = 64;
+/// Groups of shards; staged blocks are grouped by these, whatever the shards per group.
+const POINT_GROUPS: usize = 64;
+/// Shards per group at most: enough to come within a few percent of the fullest tables for
+/// any entry count (the choice gets finer with every extra shard), while an empty map's
+/// locks and table headers stay at 40 KB.
+const SUBSHARDS_MAX: usize = 16;
+/// The shard field: 24 bits of the hash, above the bits a table's bucket index uses and below
+/// the top 7 it tags buckets with (`PointMap::shard_no`).
+const SHARD_FIELD_SHIFT: u32 = 32;
+const SHARD_FIELD_BITS: u32 = 24;
+const GROUP_SHIFT: u32 = SHARD_FIELD_BITS - POINT_GROUPS.trailing_zeros();
 
 pub(crate) struct PointMap {
     /// foldhash rather than std's SipHash: hashing the key is a good part of a point lookup,
     /// and the per-map random seed still keeps crafted keys from colliding on purpose.
     hasher: foldhash::fast::RandomState,
-    /// Sharded so lookups on different keys rarely touch the same lock.
+    /// Sharded so lookups on different keys rarely touch the same lock. The first
+    /// `POINT_GROUPS * subshards` are in use; the rest are empty.
     shards: Box<[RwLock<PointShard>]>,
+    /// Shards per group (1 to `SUBSHARDS_MAX`). Changed only by a fold into an empty map, under
+    /// the write locks of every shard in use; a reader or writer that took a shard's lock
+    /// checks it again and starts over if it changed (`read_shard`, `write_shard`).
+    subshards: AtomicUsize,
     /// Bulk loads' blocks of entries, not yet in `shards`.
     staged: Mutex<Vec<StagedBlock>>,
     /// How many entries `staged` holds, counted down only once they are in their shard: while
@@ -43,8 +65,8 @@ type PointShard = HashTable<PointEntry>;
 /// A staged entry: the key's hash and the row.
 type Entry = (u64, RowRef);
 
-/// A bulk load's block of entries, grouped by shard: shard `s`'s entries are
-/// `entries[starts[s]..starts[s + 1]]`. The fold takes them out, leaving `None`.
+/// A bulk load's block of entries, grouped by shard group: group `g`'s entries are
+/// `entries[starts[g]..starts[g + 1]]`. The fold takes them out, leaving `None`.
 struct StagedBlock {
     entries: Vec<Option<Entry>>,
     starts: Vec<usize>,
@@ -55,13 +77,45 @@ struct PointEntry {
     row: RowRef,
 }
 
+/// Buckets of a hashbrown table that was asked for room for `entries` (hashbrown's own rule:
+/// a table of `buckets` holds 7/8 of them, small tables aside).
+fn buckets_for(entries: usize) -> usize {
+    if entries < 8 {
+        if entries < 4 {
+            4
+        } else {
+            8
+        }
+    } else {
+        (entries * 8).div_ceil(7).next_power_of_two()
+    }
+}
+
+/// Shards per group for a map about to hold `entries`: the count whose tables, each asked for
+/// its share plus a margin for the spread of a random split, have the fewest buckets in all
+/// (the fewest shards among equals).
+fn subshards_for(entries: usize) -> usize {
+    let total_buckets = |subshards: usize| {
+        let shards = POINT_GROUPS * subshards;
+        let mean = entries.div_ceil(shards);
+        // A shard's count is binomial; four standard deviations over the mean covers every
+        // shard of every map but about one in ten thousand, which then grows its table.
+        let margin = 4 * (mean as f64).sqrt() as usize + 16;
+        shards * buckets_for(mean + margin)
+    };
+    (1..=SUBSHARDS_MAX)
+        .min_by_key(|&m| (total_buckets(m), m))
+        .expect("at least one choice")
+}
+
 impl PointMap {
     pub(crate) fn new() -> PointMap {
         PointMap {
             hasher: foldhash::fast::RandomState::default(),
-            shards: (0..POINT_SHARDS)
+            shards: (0..POINT_GROUPS * SUBSHARDS_MAX)
                 .map(|_| RwLock::new(PointShard::new()))
                 .collect(),
+            subshards: AtomicUsize::new(1),
             staged: Mutex::new(Vec::new()),
             staged_entries: AtomicUsize::new(0),
             fold_lock: Mutex::new(()),
@@ -73,21 +127,44 @@ impl PointMap {
     }
 
     /// The table picks buckets with the hash's low bits and tags them with its top 7, so the
-    /// shard comes from bits in between, which neither uses.
-    fn shard_no(key_hash: u64) -> usize {
-        // The constant, not `shards.len()`: a modulo by a power of two known at compile time
-        // is a mask, where one by a run-time length was a division per entry of every load.
-        (key_hash >> 40) as usize % POINT_SHARDS
+    /// shard comes from bits in between, which neither uses. A group is the field's top bits,
+    /// and its `subshards` shards split the group's range of the field evenly, so a shard
+    /// always lies in its group: shard / subshards == group.
+    fn shard_no(key_hash: u64, subshards: usize) -> usize {
+        let field = (key_hash >> SHARD_FIELD_SHIFT) as usize & ((1 << SHARD_FIELD_BITS) - 1);
+        (field * subshards) >> GROUP_SHIFT
     }
 
-    fn shard(&self, key_hash: u64) -> &RwLock<PointShard> {
-        &self.shards[PointMap::shard_no(key_hash)]
+    fn group_no(key_hash: u64) -> usize {
+        PointMap::shard_no(key_hash, 1)
+    }
+
+    /// The shard of `key_hash`, read-locked under the layout it was found with.
+    fn read_shard(&self, key_hash: u64) -> RwLockReadGuard<'_, PointShard> {
+        loop {
+            let subshards = self.subshards.load(Ordering::Acquire);
+            let shard = self.shards[PointMap::shard_no(key_hash, subshards)].read();
+            if self.subshards.load(Ordering::Acquire) == subshards {
+                return shard;
+            }
+        }
+    }
+
+    /// The shard of `key_hash`, write-locked under the layout it was found with.
+    fn write_shard(&self, key_hash: u64) -> RwLockWriteGuard<'_, PointShard> {
+        loop {
+            let subshards = self.subshards.load(Ordering::Acquire);
+            let shard = self.shards[PointMap::shard_no(key_hash, subshards)].write();
+            if self.subshards.load(Ordering::Acquire) == subshards {
+                return shard;
+            }
+        }
     }
 
     pub(crate) fn add(&self, key: &[u8], row: &RowRef) {
         self.fold_staged(1);
         let key_hash = self.hash(key);
-        let mut shard = self.shard(key_hash).write();
+        let mut shard = self.write_shard(key_hash);
         let present = shard
             .iter_hash(key_hash)
             .any(|e| e.key_hash == key_hash && RowRef::ptr_eq(&e.row, row));
@@ -103,7 +180,7 @@ impl PointMap {
     pub(crate) fn remove(&self, key: &[u8], row: &RowRef) {
         self.fold_staged(1);
         let key_hash = self.hash(key);
-        let mut shard = self.shard(key_hash).write();
+        let mut shard = self.write_shard(key_hash);
         if let Ok(entry) = shard.find_entry(key_hash, |e| {
             e.key_hash == key_hash && RowRef::ptr_eq(&e.row, row)
         }) {
@@ -121,7 +198,7 @@ impl PointMap {
     pub(crate) fn candidate_rows(&self, key: &[u8], out: &mut Vec<RowRef>) {
         self.fold_staged(1);
         let key_hash = self.hash(key);
-        let shard = self.shard(key_hash).read();
+        let shard = self.read_shard(key_hash);
         out.extend(
             shard
                 .iter_hash(key_hash)
@@ -145,8 +222,8 @@ impl PointMap {
             };
             group_entries(
                 vec![entries],
-                POINT_SHARDS,
-                PointMap::shard_no,
+                POINT_GROUPS,
+                PointMap::group_no,
                 &mut block.entries,
                 &mut block.starts,
             );
@@ -165,30 +242,32 @@ impl PointMap {
         }
         let _fold = self.fold_lock.lock();
         let mut blocks = std::mem::take(&mut *self.staged.lock());
-        // Each shard's stretch of every block...
-        let mut pieces: Vec<Vec<&mut [Option<Entry>]>> = (0..POINT_SHARDS)
+        let count: usize = blocks.iter().map(|b| b.entries.len()).sum();
+        self.choose_layout(count);
+        // Each group's stretch of every block...
+        let mut pieces: Vec<Vec<&mut [Option<Entry>]>> = (0..POINT_GROUPS)
             .map(|_| Vec::with_capacity(blocks.len()))
             .collect();
         for block in blocks.iter_mut() {
             let mut rest = &mut block.entries[..];
-            for (shard_no, shard_pieces) in pieces.iter_mut().enumerate() {
-                let len = block.starts[shard_no + 1] - block.starts[shard_no];
+            for (group_no, group_pieces) in pieces.iter_mut().enumerate() {
+                let len = block.starts[group_no + 1] - block.starts[group_no];
                 let (stretch, tail) = rest.split_at_mut(len);
                 if !stretch.is_empty() {
-                    shard_pieces.push(stretch);
+                    group_pieces.push(stretch);
                 }
                 rest = tail;
             }
         }
-        // ...goes to whichever thread is free; each thread reuses one buffer for its shards.
+        // ...goes to whichever thread is free; each thread reuses its buffers for its groups.
         let work = Mutex::new(pieces.into_iter().enumerate());
         let fill = || {
-            let (mut ordered, mut starts) = (Vec::new(), Vec::new());
-            while let Some((shard_no, shard_pieces)) = work.lock().next() {
-                self.fill_shard(shard_no, shard_pieces, &mut ordered, &mut starts);
+            let mut buffers = FillBuffers::default();
+            while let Some((group_no, group_pieces)) = work.lock().next() {
+                self.fill_group(group_no, group_pieces, &mut buffers);
             }
         };
-        let threads = threads.clamp(1, POINT_SHARDS);
+        let threads = threads.clamp(1, POINT_GROUPS);
         std::thread::scope(|s| {
             for _ in 1..threads {
                 s.spawn(fill);
@@ -197,30 +276,79 @@ impl PointMap {
         });
     }
 
-    /// Inserts one shard's staged entries (a piece of each block), in bucket order; `ordered`
-    /// and `starts` are the calling thread's buffers for grouping them.
-    fn fill_shard(
+    /// Before a fold of `count` entries: if the map is empty, gives each group the shards
+    /// `subshards_for(count)` picks. Called under `fold_lock`.
+    fn choose_layout(&self, count: usize) {
+        let subshards = subshards_for(count);
+        let current = self.subshards.load(Ordering::Acquire);
+        if subshards == current {
+            return;
+        }
+        // Every shard in use, write-locked in order (a thread holds at most one shard lock
+        // otherwise): no add or lookup is under way, and any waiting one sees the new layout
+        // once it has its lock.
+        let in_use: Vec<_> = self.shards[..POINT_GROUPS * current]
+            .iter()
+            .map(|s| s.write())
+            .collect();
+        if in_use.iter().all(|s| s.is_empty()) {
+            self.subshards.store(subshards, Ordering::Release);
+        }
+    }
+
+    /// Inserts one group's staged entries (a piece of each block) into its shards, each shard
+    /// in bucket order.
+    fn fill_group(
         &self,
-        shard_no: usize,
+        group_no: usize,
         pieces: Vec<&mut [Option<Entry>]>,
-        ordered: &mut Vec<Option<Entry>>,
-        starts: &mut Vec<usize>,
+        buffers: &mut FillBuffers,
     ) {
         let count: usize = pieces.iter().map(|p| p.len()).sum();
         if count == 0 {
             return;
         }
-        let mut shard = self.shards[shard_no].write();
-        shard.reserve(count, |e| e.key_hash);
+        let subshards = self.subshards.load(Ordering::Acquire);
+        let first_shard = group_no * subshards;
+        // The group's shards, locked in order; the layout cannot change during a fold.
+        let mut shards: Vec<_> = self.shards[first_shard..first_shard + subshards]
+            .iter()
+            .map(|s| s.write())
+            .collect();
+        let FillBuffers {
+            ordered,
+            starts,
+            shard_counts,
+        } = buffers;
+        shard_counts.clear();
+        shard_counts.resize(subshards, 0);
+        for piece in &pieces {
+            for entry in piece.iter() {
+                let key_hash = entry.as_ref().expect("each entry grouped once").0;
+                shard_counts[PointMap::shard_no(key_hash, subshards) - first_shard] += 1;
+            }
+        }
         // hashbrown starts a key's probe at bucket `hash & (buckets - 1)`, and a table of
-        // `capacity` has capacity / 7 * 8 buckets, a power of two. Grouping the entries by
-        // the 1/256th of the table their bucket is in makes the inserts walk the table front
-        // to back, each group within a few kilobytes.
-        let buckets = (shard.capacity() / 7 * 8).next_power_of_two() as u64;
-        let shift = buckets.trailing_zeros().saturating_sub(8);
-        let bucket_group = |h: u64| ((h & (buckets - 1)) >> shift) as usize;
-        group_entries(pieces, 256, bucket_group, ordered, starts);
+        // `capacity` has capacity / 7 * 8 buckets, a power of two. Grouping each shard's
+        // entries by the 1/256th of its table their bucket is in makes the inserts walk the
+        // table front to back, each group within a few kilobytes.
+        let bucket_shifts: Vec<(u64, u32)> = shards
+            .iter_mut()
+            .zip(shard_counts.iter())
+            .map(|(shard, &n)| {
+                shard.reserve(n, |e| e.key_hash);
+                let buckets = (shard.capacity() / 7 * 8).next_power_of_two() as u64;
+                (buckets, buckets.trailing_zeros().saturating_sub(8))
+            })
+            .collect();
+        let sort_group = |h: u64| {
+            let shard = PointMap::shard_no(h, subshards) - first_shard;
+            let (buckets, shift) = bucket_shifts[shard];
+            shard * 256 + ((h & (buckets - 1)) >> shift) as usize
+        };
+        group_entries(pieces, subshards * 256, sort_group, ordered, starts);
         for (key_hash, row) in ordered.drain(..).flatten() {
+            let shard = &mut shards[PointMap::shard_no(key_hash, subshards) - first_shard];
             shard.insert_unique(key_hash, PointEntry { key_hash, row }, |e| e.key_hash);
         }
         self.staged_entries.fetch_sub(count, Ordering::Release);
@@ -242,6 +370,14 @@ impl PointMap {
         self.fold_staged(1);
         self.shards.iter().map(|s| s.read().allocation_size()).sum()
     }
+}
+
+/// A fold thread's buffers, reused from one group to the next.
+#[derive(Default)]
+struct FillBuffers {
+    ordered: Vec<Option<Entry>>,
+    starts: Vec<usize>,
+    shard_counts: Vec<usize>,
 }
 
 /// Where `group_entries` takes entries from: a block being staged (which it empties), or a
@@ -354,6 +490,112 @@ mod tests {
             map.candidate_rows(&7u64.to_be_bytes(), &mut found);
             map.remove(&7u64.to_be_bytes(), &found[0]);
             assert!(lookup(&map, 7).is_empty());
+        }
+    }
+
+    fn staged(map: &PointMap, ids: std::ops::Range<u64>) {
+        let mut entries: Vec<(u64, RowRef)> = ids
+            .map(|id| (map.hash(&id.to_be_bytes()), row(id)))
+            .collect();
+        map.load(&mut entries);
+    }
+
+    /// Buckets of every shard's table (a table of `capacity` has capacity / 7 * 8).
+    fn buckets(map: &PointMap) -> usize {
+        map.shards
+            .iter()
+            .map(|s| (s.read().capacity() / 7 * 8).next_power_of_two())
+            .filter(|&b| b > 1)
+            .sum()
+    }
+
+    /// For any entry count from 200K up, the layout chosen fills at least 60% of the buckets
+    /// (one shard per group fills as little as 43.75%).
+    #[test]
+    fn layouts_fill_most_buckets() {
+        let mut count = 200_000;
+        while count < 60_000_000 {
+            let subshards = subshards_for(count);
+            assert!((1..=SUBSHARDS_MAX).contains(&subshards));
+            let shards = POINT_GROUPS * subshards;
+            let per_shard = count.div_ceil(shards);
+            let margin = 4 * (per_shard as f64).sqrt() as usize + 16;
+            let fill = count as f64 / (shards * buckets_for(per_shard + margin)) as f64;
+            assert!(
+                fill >= 0.6,
+                "{count} entries: {subshards} shards per group fill {fill}"
+            );
+            count += count / 37;
+        }
+    }
+
+    /// A load into an empty map picks its layout from the staged count; the tables then hold
+    /// the entries at the fill the choice predicted, every entry is found, and a later load
+    /// into the (now non-empty) map keeps the layout.
+    #[test]
+    fn a_fold_into_an_empty_map_sizes_its_shards() {
+        let map = PointMap::new();
+        // 64 shards would hold these at 48% of 2,048 buckets each (32 KiB tables).
+        staged(&map, 0..1_000_000);
+        map.fold_staged(2);
+        let subshards = map.subshards.load(Ordering::Relaxed);
+        assert_eq!(subshards, subshards_for(1_000_000));
+        assert!(subshards > 1);
+        let fill = 1_000_000.0 / buckets(&map) as f64;
+        assert!(fill > 0.7, "fill {fill}");
+        for shard_no in POINT_GROUPS * subshards..map.shards.len() {
+            assert!(
+                map.shards[shard_no].read().is_empty(),
+                "shard {shard_no} unused"
+            );
+        }
+        staged(&map, 1_000_000..1_100_000);
+        map.fold_staged(1);
+        assert_eq!(map.subshards.load(Ordering::Relaxed), subshards);
+        for id in (0..1_100_000).step_by(1_009) {
+            assert_eq!(lookup(&map, id), vec![id]);
+        }
+        let total: usize = map.shards.iter().map(|s| s.read().len()).sum();
+        assert_eq!(total, 1_100_000);
+    }
+
+    /// Adds that run while a load into an empty map changes its layout are not lost: whether
+    /// an add lands before the change (and the map keeps its layout), waits for it, or finds
+    /// its shard's lock taken by it, every added and every loaded key is found afterwards,
+    /// once.
+    #[test]
+    fn adds_during_a_layout_change_are_found() {
+        for attempt in 0..20u64 {
+            let map = PointMap::new();
+            let added: Vec<RowRef> = (0..200u64).map(|i| row(1_000_000 + i)).collect();
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    for r in &added {
+                        map.add(&r.row_id().to_be_bytes(), r);
+                    }
+                });
+                s.spawn(|| {
+                    // The load starts while the adds run, earlier or later by attempt; an add
+                    // that finds entries staged folds them itself, layout choice and all.
+                    for _ in 0..attempt {
+                        std::thread::yield_now();
+                    }
+                    staged(&map, 0..300_000);
+                    map.fold_staged(2);
+                });
+            });
+            for r in &added {
+                assert_eq!(
+                    lookup(&map, r.row_id()),
+                    vec![r.row_id()],
+                    "attempt {attempt}"
+                );
+            }
+            for id in (0..300_000).step_by(997) {
+                assert_eq!(lookup(&map, id), vec![id]);
+            }
+            let total: usize = map.shards.iter().map(|s| s.read().len()).sum();
+            assert_eq!(total, 300_200);
         }
     }
 
