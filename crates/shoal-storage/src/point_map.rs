@@ -13,7 +13,7 @@
 //! later hands each group its stretch of every block, groups those by shard and by where their
 //! bucket is, and inserts them in that order, which walks each table from one end to the other.
 //!
-//! The map is `POINT_GROUPS` groups of `subshards` shards each. A hash table's bucket count is
+//! The map is `POINT_GROUPS` groups of `subshards` shards each (1 to `SUBSHARDS_MAX`). A hash table's bucket count is
 //! a power of two and it holds at most 7/8 of it, so with a fixed number of shards a table's
 //! fill after a load is luck: 33.8M rows in 64 shards fill 50% of their buckets, 1.1 GB where
 //! 0.6 GB would do, and on a VM where fresh memory is the slow part of a restart that is a
@@ -30,10 +30,10 @@ use crate::table::RowRef;
 
 /// Groups of shards; staged blocks are grouped by these, whatever the shards per group.
 const POINT_GROUPS: usize = 64;
-/// Shards per group at most: enough to come within a few percent of the fullest tables for
-/// any entry count (the choice gets finer with every extra shard), while an empty map's
-/// locks and table headers stay at 40 KB.
-const SUBSHARDS_MAX: usize = 16;
+/// Shards per group at most: enough for tables at least 60% full for any entry count from
+/// 200K up (16 would add two points to that), while an empty map's locks and table headers,
+/// allocated for every shard up front, stay at 20 KiB per unique index.
+const SUBSHARDS_MAX: usize = 8;
 /// The shard field: 24 bits of the hash, above the bits a table's bucket index uses and below
 /// the top 7 it tags buckets with (`PointMap::shard_no`).
 const SHARD_FIELD_SHIFT: u32 = 32;
@@ -279,6 +279,9 @@ impl PointMap {
     /// Before a fold of `count` entries: if the map is empty, gives each group the shards
     /// `subshards_for(count)` picks. Called under `fold_lock`.
     fn choose_layout(&self, count: usize) {
+        if count == 0 {
+            return;
+        }
         let subshards = subshards_for(count);
         let current = self.subshards.load(Ordering::Acquire);
         if subshards == current {
@@ -286,14 +289,16 @@ impl PointMap {
         }
         // Every shard in use, write-locked in order (a thread holds at most one shard lock
         // otherwise): no add or lookup is under way, and any waiting one sees the new layout
-        // once it has its lock.
-        let in_use: Vec<_> = self.shards[..POINT_GROUPS * current]
-            .iter()
-            .map(|s| s.write())
-            .collect();
-        if in_use.iter().all(|s| s.is_empty()) {
-            self.subshards.store(subshards, Ordering::Release);
+        // once it has its lock. The first shard that holds entries ends it.
+        let mut in_use = Vec::with_capacity(POINT_GROUPS * current);
+        for shard in &self.shards[..POINT_GROUPS * current] {
+            let shard = shard.write();
+            if !shard.is_empty() {
+                return;
+            }
+            in_use.push(shard);
         }
+        self.subshards.store(subshards, Ordering::Release);
     }
 
     /// Inserts one group's staged entries (a piece of each block) into its shards, each shard
@@ -535,7 +540,7 @@ mod tests {
     #[test]
     fn a_fold_into_an_empty_map_sizes_its_shards() {
         let map = PointMap::new();
-        // 64 shards would hold these at 48% of 2,048 buckets each (32 KiB tables).
+        // 64 shards would hold these at 48% of 32,768 buckets each.
         staged(&map, 0..1_000_000);
         map.fold_staged(2);
         let subshards = map.subshards.load(Ordering::Relaxed);
@@ -559,10 +564,10 @@ mod tests {
         assert_eq!(total, 1_100_000);
     }
 
-    /// Adds that run while a load into an empty map changes its layout are not lost: whether
-    /// an add lands before the change (and the map keeps its layout), waits for it, or finds
-    /// its shard's lock taken by it, every added and every loaded key is found afterwards,
-    /// once.
+    /// Adds and a load into an empty map at once, started at different moments: whichever
+    /// comes first (an add, and the map keeps its layout; or the fold, and the adds wait for it),
+    /// every added and every loaded key is found afterwards, once. The narrow case of an add
+    /// already past its fold check when the layout changes is the next test's.
     #[test]
     fn adds_during_a_layout_change_are_found() {
         for attempt in 0..20u64 {
@@ -597,6 +602,40 @@ mod tests {
             let total: usize = map.shards.iter().map(|s| s.read().len()).sum();
             assert_eq!(total, 300_200);
         }
+    }
+
+    /// An add that picked its shard under one layout and waits for that shard's lock while a
+    /// fold changes the layout puts its entry where the new layout looks for it. Without the
+    /// re-check after the lock, the entry would sit in a shard no lookup reads.
+    #[test]
+    fn an_add_waiting_on_a_shard_sees_a_layout_change() {
+        let map = PointMap::new();
+        let new_layout = subshards_for(1_000_000);
+        // A key whose shard differs between the two layouts.
+        let id = (0u64..)
+            .find(|id| {
+                let h = map.hash(&id.to_be_bytes());
+                PointMap::shard_no(h, 1) != PointMap::shard_no(h, new_layout)
+            })
+            .expect("some key moves");
+        let key_hash = map.hash(&id.to_be_bytes());
+        let added = row(id);
+        std::thread::scope(|s| {
+            // Held as `choose_layout` holds it, while the add blocks on it.
+            let held = map.shards[PointMap::shard_no(key_hash, 1)].write();
+            let adder = s.spawn(|| map.add(&id.to_be_bytes(), &added));
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            map.subshards.store(new_layout, Ordering::Release);
+            drop(held);
+            adder.join().expect("the add finishes");
+        });
+        assert_eq!(lookup(&map, id), vec![id]);
+        assert_eq!(
+            map.shards[PointMap::shard_no(key_hash, new_layout)]
+                .read()
+                .len(),
+            1
+        );
     }
 
     #[test]
