@@ -26,11 +26,10 @@ import os
 import re
 import resource
 import statistics
-import subprocess
 import tempfile
 from pathlib import Path
 
-from run import Postgres, Shoal, psql
+from run import Postgres, Shoal, pgbench, psql
 
 OUT = Path(__file__).resolve().parent / "cpu_split.md"
 CLOCK_TICKS_PER_S = os.sysconf("SC_CLK_TCK")
@@ -51,12 +50,9 @@ def child_cpu_s():
 
 def measured_run(server, pgbench_args, duration_s):
     """One pgbench run: (TPS, pgbench µs/tx, server µs/tx, idle µs/tx)."""
-    cmd = (["pgbench", "-h", server.host, "-p", str(server.port), "-U", "postgres"]
-           + pgbench_args + ["-T", str(duration_s)])
-    env = dict(os.environ, PGDATABASE="postgres")
     busy_before, idle_before = machine_ticks()
     child_before = child_cpu_s()
-    out = subprocess.run(cmd, capture_output=True, text=True, env=env, check=True).stdout
+    out = pgbench(server, pgbench_args + ["-T", str(duration_s)])
     child_s = child_cpu_s() - child_before
     busy_after, idle_after = machine_ticks()
     transactions = int(re.search(r"processed: (\d+)", out).group(1))
@@ -90,10 +86,7 @@ def main():
         try:
             for server in servers:
                 server.start()
-                subprocess.run(["pgbench", "-h", server.host, "-p", str(server.port),
-                                "-U", "postgres", "-i", "-q", "-s", str(args.scale)],
-                               env=dict(os.environ, PGDATABASE="postgres"), check=True,
-                               capture_output=True)
+                pgbench(server, ["-i", "-q", "-s", str(args.scale)])
                 psql(server, "CHECKPOINT")
             for round_no in range(1, args.runs + 1):
                 for server in servers:

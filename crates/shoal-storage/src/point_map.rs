@@ -91,20 +91,22 @@ fn buckets_for(entries: usize) -> usize {
     }
 }
 
-/// Shards per group for a map about to hold `entries`: the count whose tables, each asked for
-/// its share plus a margin for the spread of a random split, have the fewest buckets in all
-/// (the fewest shards among equals).
+/// Buckets in all of the tables `entries` take with `subshards` shards per group, each table
+/// asked for its share plus a margin for the spread of a random split.
+fn planned_buckets(entries: usize, subshards: usize) -> usize {
+    let shards = POINT_GROUPS * subshards;
+    let mean = entries.div_ceil(shards);
+    // A shard's count is binomial; four standard deviations over the mean covers every shard
+    // of every map but about one in ten thousand, which then grows its table.
+    let margin = 4 * (mean as f64).sqrt() as usize + 16;
+    shards * buckets_for(mean + margin)
+}
+
+/// Shards per group for a map about to hold `entries`: the count with the fewest planned
+/// buckets (the fewest shards among equals).
 fn subshards_for(entries: usize) -> usize {
-    let total_buckets = |subshards: usize| {
-        let shards = POINT_GROUPS * subshards;
-        let mean = entries.div_ceil(shards);
-        // A shard's count is binomial; four standard deviations over the mean covers every
-        // shard of every map but about one in ten thousand, which then grows its table.
-        let margin = 4 * (mean as f64).sqrt() as usize + 16;
-        shards * buckets_for(mean + margin)
-    };
     (1..=SUBSHARDS_MAX)
-        .min_by_key(|&m| (total_buckets(m), m))
+        .min_by_key(|&m| (planned_buckets(entries, m), m))
         .expect("at least one choice")
 }
 
@@ -139,26 +141,27 @@ impl PointMap {
         PointMap::shard_no(key_hash, 1)
     }
 
-    /// The shard of `key_hash`, read-locked under the layout it was found with.
-    fn read_shard(&self, key_hash: u64) -> RwLockReadGuard<'_, PointShard> {
+    /// The shard of `key_hash`, locked with `lock` under the layout it was found with.
+    fn locked_shard<'a, G>(
+        &'a self,
+        key_hash: u64,
+        lock: impl Fn(&'a RwLock<PointShard>) -> G,
+    ) -> G {
         loop {
             let subshards = self.subshards.load(Ordering::Acquire);
-            let shard = self.shards[PointMap::shard_no(key_hash, subshards)].read();
+            let shard = lock(&self.shards[PointMap::shard_no(key_hash, subshards)]);
             if self.subshards.load(Ordering::Acquire) == subshards {
                 return shard;
             }
         }
     }
 
-    /// The shard of `key_hash`, write-locked under the layout it was found with.
+    fn read_shard(&self, key_hash: u64) -> RwLockReadGuard<'_, PointShard> {
+        self.locked_shard(key_hash, RwLock::read)
+    }
+
     fn write_shard(&self, key_hash: u64) -> RwLockWriteGuard<'_, PointShard> {
-        loop {
-            let subshards = self.subshards.load(Ordering::Acquire);
-            let shard = self.shards[PointMap::shard_no(key_hash, subshards)].write();
-            if self.subshards.load(Ordering::Acquire) == subshards {
-                return shard;
-            }
-        }
+        self.locked_shard(key_hash, RwLock::write)
     }
 
     pub(crate) fn add(&self, key: &[u8], row: &RowRef) {
@@ -327,11 +330,8 @@ impl PointMap {
         } = buffers;
         shard_counts.clear();
         shard_counts.resize(subshards, 0);
-        for piece in &pieces {
-            for entry in piece.iter() {
-                let key_hash = entry.as_ref().expect("each entry grouped once").0;
-                shard_counts[PointMap::shard_no(key_hash, subshards) - first_shard] += 1;
-            }
+        for key_hash in pieces.iter().flat_map(|p| p.key_hashes()) {
+            shard_counts[PointMap::shard_no(key_hash, subshards) - first_shard] += 1;
         }
         // hashbrown starts a key's probe at bucket `hash & (buckets - 1)`, and a table of
         // `capacity` has capacity / 7 * 8 buckets, a power of two. Grouping each shard's
@@ -386,7 +386,7 @@ struct FillBuffers {
 }
 
 /// Where `group_entries` takes entries from: a block being staged (which it empties), or a
-/// shard's stretch of a staged block (whose slots it empties).
+/// group's stretch of a staged block (whose slots it empties).
 trait EntrySource {
     fn key_hashes(&self) -> impl Iterator<Item = u64> + '_;
     fn take_entries(self) -> impl Iterator<Item = Entry>;
@@ -486,7 +486,7 @@ mod tests {
                 assert_eq!(lookup(&map, id), vec![id], "fold on {fold_threads} threads");
             }
             assert!(lookup(&map, 40_000).is_empty());
-            let total: usize = map.shards.iter().map(|s| s.read().len()).sum();
+            let total = entry_count(&map);
             assert_eq!(total, 40_000);
             let extra = row(50_000);
             map.add(&50_000u64.to_be_bytes(), &extra);
@@ -503,6 +503,10 @@ mod tests {
             .map(|id| (map.hash(&id.to_be_bytes()), row(id)))
             .collect();
         map.load(&mut entries);
+    }
+
+    fn entry_count(map: &PointMap) -> usize {
+        map.shards.iter().map(|s| s.read().len()).sum()
     }
 
     /// Buckets of every shard's table (a table of `capacity` has capacity / 7 * 8).
@@ -522,10 +526,7 @@ mod tests {
         while count < 60_000_000 {
             let subshards = subshards_for(count);
             assert!((1..=SUBSHARDS_MAX).contains(&subshards));
-            let shards = POINT_GROUPS * subshards;
-            let per_shard = count.div_ceil(shards);
-            let margin = 4 * (per_shard as f64).sqrt() as usize + 16;
-            let fill = count as f64 / (shards * buckets_for(per_shard + margin)) as f64;
+            let fill = count as f64 / planned_buckets(count, subshards) as f64;
             assert!(
                 fill >= 0.6,
                 "{count} entries: {subshards} shards per group fill {fill}"
@@ -560,7 +561,7 @@ mod tests {
         for id in (0..1_100_000).step_by(1_009) {
             assert_eq!(lookup(&map, id), vec![id]);
         }
-        let total: usize = map.shards.iter().map(|s| s.read().len()).sum();
+        let total = entry_count(&map);
         assert_eq!(total, 1_100_000);
     }
 
@@ -599,7 +600,7 @@ mod tests {
             for id in (0..300_000).step_by(997) {
                 assert_eq!(lookup(&map, id), vec![id]);
             }
-            let total: usize = map.shards.iter().map(|s| s.read().len()).sum();
+            let total = entry_count(&map);
             assert_eq!(total, 300_200);
         }
     }
