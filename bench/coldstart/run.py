@@ -41,7 +41,7 @@ GB = 1e9  # the server's log uses decimal MB; so does this report
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 RECOVERY = re.compile(
     r"recovery: (?:loaded checkpoint (?P<id>\d+): (?P<rows>\d+) rows, (?P<mb>[\d.]+) MB in "
-    r"(?P<load_s>[\d.]+) s \([\d.]+ MB/s(?:, indexes (?P<index_s>[\d.]+) s)?\)|no checkpoint); replayed (?P<records>\d+) log records, "
+    r"(?P<load_s>[\d.]+) s \([\d.]+ MB/s(?:, indexes (?P<index_s>[\d.]+) s[^)]*)?\)|no checkpoint); replayed (?P<records>\d+) log records, "
     r"(?P<log_mb>[\d.]+) MB in (?P<replay_s>[\d.]+) s")
 
 # Settings of a server that must never checkpoint by itself (the --replay variant).

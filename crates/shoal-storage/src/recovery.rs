@@ -6,6 +6,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
 use crate::error::StorageError;
 use crate::index::LoadBuffer;
@@ -15,6 +16,13 @@ use crate::txn::{CommitTs, Transaction};
 
 /// The commit timestamp loaded checkpoint rows carry: before every commit after recovery.
 pub const RECOVERED_TS: CommitTs = 1;
+
+/// How long `finish_load` took for each kind of index structure; the two run at once.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct IndexFoldTimes {
+    pub ordered_runs: Duration,
+    pub point_maps: Duration,
+}
 
 /// A loading thread's per-block buffers, kept from one block to the next. A checkpoint block's
 /// buffers are hundreds of kilobytes, above malloc's mmap threshold, so fresh ones were mapped,
@@ -99,20 +107,29 @@ impl RowTable {
 
     /// Sorts what `load_rows` handed the indexes into their ordered runs and point maps now,
     /// on up to `threads` threads, rather than at the first lookup (call once a load is done,
-    /// so recovery's time includes it).
-    pub fn finish_load(&self, threads: usize) {
+    /// so recovery's time includes it). Returns how long each of the two folds took.
+    pub fn finish_load(&self, threads: usize) -> IndexFoldTimes {
         let shape = self.shape.read_recursive();
         let indexes = &shape.indexes;
         if indexes.is_empty() {
-            return;
+            return IndexFoldTimes::default();
         }
         std::thread::scope(|s| {
             // A run's sort is one job; the point maps' shards are many small ones, so they
             // fill the other threads and then this one.
-            let runs = s.spawn(|| indexes.iter().for_each(|i| i.entries.fold_staged()));
+            let runs = s.spawn(|| {
+                let started = Instant::now();
+                indexes.iter().for_each(|i| i.entries.fold_staged());
+                started.elapsed()
+            });
+            let started = Instant::now();
             indexes.iter().for_each(|i| i.fold_staged_points(threads));
-            runs.join().expect("an ordered-run fold panicked");
-        });
+            let point_maps = started.elapsed();
+            IndexFoldTimes {
+                ordered_runs: runs.join().expect("an ordered-run fold panicked"),
+                point_maps,
+            }
+        })
     }
 
     /// Every row handle by its hidden id, for replay (built once per table that the log

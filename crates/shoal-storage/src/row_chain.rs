@@ -144,6 +144,11 @@ impl OlderVersions {
         self.as_slice().len()
     }
 
+    /// No older version and no row lock.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.is_none()
+    }
+
     /// Keeps the versions `keep` accepts; frees the list once it is empty and unlocked.
     fn retain(&mut self, keep: impl FnMut(&Version) -> bool) {
         if let Some(r) = &mut self.0 {
@@ -230,6 +235,15 @@ impl ChainState {
     }
 
     /// Drops versions no snapshot at or after `horizon` can see; returns how many.
+    /// One committed, live version and nothing else: nothing here for GC to do until a write
+    /// comes (see `RowTable::note_write`).
+    pub(crate) fn is_settled(&self) -> bool {
+        self.older.is_empty()
+            && self
+                .head()
+                .is_some_and(|h| !is_txn_stamp(h.begin) && h.end == END_UNSET)
+    }
+
     pub(crate) fn prune(&mut self, horizon: CommitTs) -> usize {
         if self.head().is_some_and(|h| h.is_dead(horizon)) {
             // Ends only decrease going older, so everything below a dead head is dead too.

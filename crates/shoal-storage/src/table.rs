@@ -165,6 +165,10 @@ pub struct RowTable {
     pub(crate) next_row_id: AtomicU64,
     dropped: AtomicBool,
     pub(crate) gc_cursor: Mutex<GcCursor>,
+    /// Set by every insert, update and delete; cleared when a GC pass starts. A table whose
+    /// last pass found nothing left to do and that nothing wrote to since is skipped by the
+    /// background GC (see `gc.rs`).
+    pub(crate) gc_dirty: AtomicBool,
 }
 
 /// Tables show as their id: their rows are far too many to print.
@@ -191,11 +195,22 @@ impl RowTable {
             next_row_id: AtomicU64::new(1),
             dropped: AtomicBool::new(false),
             gc_cursor: Mutex::new(GcCursor::default()),
+            gc_dirty: AtomicBool::new(true),
         }
     }
 
     pub fn id(&self) -> TableId {
         self.id
+    }
+
+    /// Marks the table for the next GC pass. Called after the write's row and heap locks are
+    /// released: a pass that looked at the row before the write took its lock must see the mark
+    /// (the row's lock orders the pass's clearing of it before this load). Writes mostly find
+    /// the mark set and only read it, so the flag's cache line is not written per row.
+    fn note_write(&self) {
+        if !self.gc_dirty.load(Ordering::Relaxed) {
+            self.gc_dirty.store(true, Ordering::Release);
+        }
     }
 
     /// The column types rows are encoded with (changes only with `alter_columns`).
@@ -288,6 +303,7 @@ impl RowTable {
             };
         }
         self.heap.append(chain.clone());
+        self.note_write();
         txn.push_write(WriteEntry {
             table: self.id,
             chain: chain.clone(),
@@ -437,6 +453,7 @@ impl RowTable {
                 KeyConflict::Pending(holder) => StorageError::WouldBlock { holder },
             });
         }
+        self.note_write();
         txn.push_write(WriteEntry {
             table: self.id,
             chain: row.clone(),
@@ -466,6 +483,7 @@ impl RowTable {
             head.end = txn_stamp(txn.id());
             head.data.clone() // The chain's own bytes: the write entry keeps the chain.
         };
+        self.note_write();
         txn.push_write(WriteEntry {
             table: self.id,
             chain: row.clone(),

@@ -270,3 +270,67 @@ fn heap_parts_cover_every_row_once_while_gc_drops_chunks() {
     assert_eq!(seen, expected);
     db.rollback(reader);
 }
+
+/// Background GC steps until the table's pass comes back idle; panics after `max_steps`.
+fn step_until_idle(db: &Database, t: &RowTable, max_steps: usize) -> GcStats {
+    let mut total = GcStats::default();
+    for _ in 0..max_steps {
+        if t.gc_is_idle() {
+            return total;
+        }
+        let s = db.background_gc_step();
+        total.versions_freed += s.versions_freed;
+        total.rows_freed += s.rows_freed;
+        total.index_entries_freed += s.index_entries_freed;
+    }
+    panic!("the table's GC did not go idle in {max_steps} steps ({total:?})");
+}
+
+#[test]
+fn background_gc_idles_on_a_table_until_it_is_written() {
+    let db = Database::new();
+    let t = accounts(&db);
+    load(&db, &t, 100, 0);
+    assert!(!t.gc_is_idle(), "a table nothing swept yet is not idle");
+    // One pass finds nothing, and then the table is skipped.
+    assert_eq!(step_until_idle(&db, &t, 3), GcStats::default());
+    assert!(t.gc_is_idle());
+
+    // An update leaves an older version: the table is swept again until it is gone.
+    let mut txn = db.begin(IsolationLevel::ReadCommitted);
+    assert!(add_balance(&db, &t, &mut txn, 7, 5).unwrap());
+    assert!(!t.gc_is_idle(), "a write marks the table");
+    db.commit(txn).unwrap();
+    let freed = step_until_idle(&db, &t, 4);
+    assert_eq!(freed.versions_freed, 1, "{freed:?}");
+
+    // While a transaction's insert is uncommitted, or an open snapshot keeps a deleted
+    // version, every pass finds work and the table stays swept.
+    let mut open = db.begin(IsolationLevel::RepeatableRead);
+    let snap = db.statement_snapshot(&mut open);
+    let mut del = db.begin(IsolationLevel::ReadCommitted);
+    let s = db.statement_snapshot(&mut del);
+    let (r, _) = get(&t, &s, 3).unwrap();
+    t.delete(&mut del, &r, &s).unwrap();
+    db.commit(del).unwrap();
+    let mut ins = db.begin(IsolationLevel::ReadCommitted);
+    t.insert(&mut ins, &row(500, 0, "")).unwrap();
+    for _ in 0..5 {
+        db.background_gc_step();
+        assert!(!t.gc_is_idle());
+    }
+    assert_eq!(
+        balance(&t, &snap, 3),
+        Some(0),
+        "the open snapshot still sees row 3"
+    );
+    db.rollback(ins);
+    db.commit(open).unwrap();
+    let freed = step_until_idle(&db, &t, 4);
+    // The deleted row and the rolled-back insert go, with their index entries.
+    assert_eq!(freed.rows_freed, 2, "{freed:?}");
+    assert_eq!(freed.index_entries_freed, 2, "{freed:?}");
+    let mut r = db.begin(IsolationLevel::ReadCommitted);
+    let s = db.statement_snapshot(&mut r);
+    assert_eq!(ids(&t, &s).len(), 99);
+}

@@ -28,6 +28,9 @@ pub struct RecoveryReport {
     pub checkpoint_load: Duration,
     /// The part of `checkpoint_load` spent sorting and hashing the loaded index entries.
     pub checkpoint_index_fold: Duration,
+    /// Of which (they overlap): sorting the ordered runs, and filling the hash maps.
+    pub checkpoint_ordered_runs: Duration,
+    pub checkpoint_point_maps: Duration,
     pub log_records: u64,
     pub log_bytes: u64,
     pub log_replay: Duration,
@@ -40,12 +43,15 @@ impl std::fmt::Display for RecoveryReport {
         match self.checkpoint_id {
             Some(id) => write!(
                 f,
-                "loaded checkpoint {id}: {} rows, {:.1} MB in {:.3} s ({:.0} MB/s, indexes {:.3} s); ",
+                "loaded checkpoint {id}: {} rows, {:.1} MB in {:.3} s ({:.0} MB/s, indexes {:.3} s: \
+                 runs {:.3} s, hash maps {:.3} s); ",
                 self.checkpoint_rows,
                 self.checkpoint_bytes as f64 / 1e6,
                 load_s,
                 self.checkpoint_bytes as f64 / 1e6 / load_s.max(1e-9),
                 self.checkpoint_index_fold.as_secs_f64(),
+                self.checkpoint_ordered_runs.as_secs_f64(),
+                self.checkpoint_point_maps.as_secs_f64(),
             )?,
             None => write!(f, "no checkpoint; ")?,
         }
@@ -118,7 +124,9 @@ pub(crate) fn recover(
         // that recovery's time includes it and the first queries do not pay for it.
         let fold_started = Instant::now();
         for table in tables.values() {
-            table.finish_load(options.checkpoint_threads);
+            let times = table.finish_load(options.checkpoint_threads);
+            report.checkpoint_ordered_runs += times.ordered_runs;
+            report.checkpoint_point_maps += times.point_maps;
         }
         report.checkpoint_index_fold = fold_started.elapsed();
         report.checkpoint_id = Some(m.id);
