@@ -102,6 +102,15 @@ impl RowTable {
         *self.gc_cursor.lock() = GcCursor::default();
     }
 
+    /// The table's indexes or rows changed under the GC cursor (an index added or dropped,
+    /// which shifts the cursor's index position; TRUNCATE; a rewrite): the pass under way is
+    /// abandoned and the next step starts a whole new one. Call with the shape write-locked,
+    /// which orders it against `gc_step` (shape, then cursor).
+    pub(crate) fn restart_gc(&self) {
+        self.reset_gc_cursor();
+        self.gc_dirty.store(true, Ordering::Release);
+    }
+
     /// The background GC skips this table: its last pass found nothing left to do, and no
     /// insert, update or delete came since that pass started.
     pub fn gc_is_idle(&self) -> bool {
@@ -226,5 +235,82 @@ impl Database {
                 db.background_gc_step();
             })
             .expect("spawn GC thread")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ops::Bound;
+
+    use super::*;
+    use crate::index::IndexDef;
+    use crate::txn::IsolationLevel;
+    use crate::types::Value;
+
+    fn entries(t: &RowTable, pos: usize) -> usize {
+        let mut n = 0;
+        t.shape.read().indexes[pos].for_each_entry(Bound::Unbounded, Bound::Unbounded, |_, _| {
+            n += 1;
+            true
+        });
+        n
+    }
+
+    /// Dropping an index before the one a pass is sweeping shifts the cursor's position; the
+    /// pass must start over, not end early and call the table idle with a stale entry left.
+    #[test]
+    fn an_index_dropped_mid_pass_restarts_the_pass() {
+        let db = Database::new();
+        let t = db.create_table(1, vec![DataType::Int32, DataType::Int64]);
+        for (id, column) in [(10, 0), (11, 0), (12, 1)] {
+            t.add_index(IndexDef {
+                id,
+                name: format!("i{id}"),
+                columns: vec![column],
+                unique: id == 10,
+                predicate: None,
+            })
+            .unwrap();
+        }
+        let rows = 60_000;
+        let mut txn = db.begin(IsolationLevel::ReadCommitted);
+        for id in 0..rows {
+            t.insert(&mut txn, &[Value::Int32(id), Value::Int64(id.into())])
+                .unwrap();
+        }
+        db.commit(txn).unwrap();
+        while !t.gc_is_idle() {
+            db.background_gc_step();
+        }
+        // A rolled-back update leaves index 2 an entry for a key no version has, at its end.
+        let mut txn = db.begin(IsolationLevel::ReadCommitted);
+        let snap = db.statement_snapshot(&mut txn);
+        let (row, _) = t.index_get(10, &snap, &[Value::Int32(5)]).unwrap().unwrap();
+        t.update(
+            &mut txn,
+            &row,
+            &snap,
+            &[Value::Int32(5), Value::Int64(1 << 40)],
+        )
+        .unwrap();
+        db.rollback(txn);
+        assert_eq!(entries(&t, 2), rows as usize + 1);
+        // Step until the pass is partway through index 2, then drop index 1.
+        loop {
+            db.background_gc_step();
+            let cursor = t.gc_cursor.lock();
+            if cursor.index == 2 && cursor.key.is_some() {
+                break;
+            }
+            assert!(!cursor.at_pass_start(), "the pass ended before index 2");
+        }
+        t.drop_index(11).unwrap();
+        let mut steps = 0;
+        while !t.gc_is_idle() {
+            db.background_gc_step();
+            steps += 1;
+            assert!(steps < 20, "GC did not go idle");
+        }
+        assert_eq!(entries(&t, 1), rows as usize, "the stale entry was swept");
     }
 }

@@ -54,6 +54,7 @@ impl RowTable {
             }
         }
         shape.indexes.push(idx);
+        self.restart_gc();
         Ok(())
     }
 }

@@ -234,7 +234,6 @@ impl ChainState {
         head
     }
 
-    /// Drops versions no snapshot at or after `horizon` can see; returns how many.
     /// One committed, live version and nothing else: nothing here for GC to do until a write
     /// comes (see `RowTable::note_write`).
     pub(crate) fn is_settled(&self) -> bool {
@@ -244,6 +243,7 @@ impl ChainState {
                 .is_some_and(|h| !is_txn_stamp(h.begin) && h.end == END_UNSET)
     }
 
+    /// Drops versions no snapshot at or after `horizon` can see; returns how many.
     pub(crate) fn prune(&mut self, horizon: CommitTs) -> usize {
         if self.head().is_some_and(|h| h.is_dead(horizon)) {
             // Ends only decrease going older, so everything below a dead head is dead too.

@@ -204,8 +204,9 @@ impl RowTable {
     }
 
     /// Marks the table for the next GC pass. Called after the write's row and heap locks are
-    /// released: a pass that looked at the row before the write took its lock must see the mark
-    /// (the row's lock orders the pass's clearing of it before this load). Writes mostly find
+    /// released: a pass that looked at the row (or, for an insert, the heap chunk) before the
+    /// write locked it must see the mark (that lock orders the pass's clearing of the flag
+    /// before this load). Writes mostly find
     /// the mark set and only read it, so the flag's cache line is not written per row.
     fn note_write(&self) {
         if !self.gc_dirty.load(Ordering::Relaxed) {
@@ -691,6 +692,7 @@ impl RowTable {
         for idx in &shape.indexes {
             idx.clear();
         }
+        self.restart_gc();
     }
 
     pub fn drop_index(&self, id: IndexId) -> Result<(), StorageError> {
@@ -701,15 +703,15 @@ impl RowTable {
             .position(|i| i.def.id == id)
             .ok_or(StorageError::NoSuchIndex(id))?;
         shape.indexes.remove(pos);
+        self.restart_gc();
         Ok(())
     }
 
     /// Drops every index whose id is not in `keep`.
     pub fn retain_indexes(&self, keep: &[IndexId]) {
-        self.shape
-            .write()
-            .indexes
-            .retain(|i| keep.contains(&i.def.id));
+        let mut shape = self.shape.write();
+        shape.indexes.retain(|i| keep.contains(&i.def.id));
+        self.restart_gc();
     }
 
     /// Brings the indexes in line with `wanted` (a catalog's, after recovery replayed it or a
@@ -805,6 +807,7 @@ impl RowTable {
             }
         }
         shape.types = new_types;
+        self.restart_gc();
         Ok(true)
     }
 
