@@ -23,22 +23,25 @@ pub fn field_infos(
     columns: &[ResultColumn],
     binary: impl Fn(usize) -> bool,
 ) -> Arc<Vec<FieldInfo>> {
-    Arc::new(
-        columns
-            .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                let t = Type::from_oid(c.type_oid).unwrap_or(Type::TEXT);
-                let format = if binary(i) {
-                    FieldFormat::Binary
-                } else {
-                    FieldFormat::Text
-                };
-                FieldInfo::new(c.name.to_string(), None, None, t, format)
-                    .with_type_modifier(c.typmod)
-            })
-            .collect(),
-    )
+    Arc::new(field_info_list(columns, binary))
+}
+
+/// The fields of a result, as a Describe response owns them: built once per Describe rather
+/// than shared and then cloned (a point SELECT's Describe runs on every execution).
+pub fn field_info_list(columns: &[ResultColumn], binary: impl Fn(usize) -> bool) -> Vec<FieldInfo> {
+    columns
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let t = Type::from_oid(c.type_oid).unwrap_or(Type::TEXT);
+            let format = if binary(i) {
+                FieldFormat::Binary
+            } else {
+                FieldFormat::Text
+            };
+            FieldInfo::new(c.name.to_string(), None, None, t, format).with_type_modifier(c.typmod)
+        })
+        .collect()
 }
 
 /// Encodes the rows of a point SELECT in text format, straight from the storage values (see

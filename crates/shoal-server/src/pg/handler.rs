@@ -41,7 +41,7 @@ use shoal_sql::timezone::TimeZone;
 use shoal_sql::{Engine, Session, SqlError, StatementResult};
 use tokio::sync::Mutex;
 
-use super::encode::{encode_point_rows, encode_rows, field_infos};
+use super::encode::{encode_point_rows, encode_rows, field_info_list, field_infos};
 use super::errors::{error_info, to_pgwire};
 use super::extended;
 
@@ -370,8 +370,9 @@ impl QueryParser for ShoalQueryParser {
         let Some(columns) = &stmt.columns else {
             return Ok(vec![]);
         };
-        let infos = field_infos(columns, |i| format.map(|f| f.is_binary(i)).unwrap_or(false));
-        Ok((*infos).clone())
+        Ok(field_info_list(columns, |i| {
+            format.map(|f| f.is_binary(i)).unwrap_or(false)
+        }))
     }
 }
 
@@ -436,7 +437,7 @@ impl ExtendedQueryHandler for ConnectionHandler {
             .map(|o| Type::from_oid(*o).unwrap_or(Type::TEXT))
             .collect();
         let fields = match &p.columns {
-            Some(c) => (*field_infos(c, |_| false)).clone(),
+            Some(c) => field_info_list(c, |_| false),
             None => vec![],
         };
         Ok(DescribeStatementResponse::new(params, fields))
@@ -455,7 +456,7 @@ impl ExtendedQueryHandler for ConnectionHandler {
     {
         let p = &target.statement.statement;
         let fields = match &p.columns {
-            Some(c) => (*field_infos(c, |i| target.result_column_format.is_binary(i))).clone(),
+            Some(c) => field_info_list(c, |i| target.result_column_format.is_binary(i)),
             None => vec![],
         };
         Ok(DescribePortalResponse::new(fields))
