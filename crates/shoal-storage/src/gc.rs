@@ -98,17 +98,13 @@ impl RowTable {
         true
     }
 
+    /// Abandons the pass under way; the next step starts a whole new one, and the table is not
+    /// idle until that pass ends. For VACUUM, and wherever the table's indexes or rows change
+    /// under the cursor (an index added or dropped shifts the cursor's index position;
+    /// TRUNCATE; a rewrite): call those with the shape write-locked, which orders it against
+    /// `gc_step` (shape, then cursor).
     pub(crate) fn reset_gc_cursor(&self) {
         *self.gc_cursor.lock() = GcCursor::default();
-    }
-
-    /// The table's indexes or rows changed under the GC cursor (an index added or dropped,
-    /// which shifts the cursor's index position; TRUNCATE; a rewrite): the pass under way is
-    /// abandoned and the next step starts a whole new one. Call with the shape write-locked,
-    /// which orders it against `gc_step` (shape, then cursor).
-    pub(crate) fn restart_gc(&self) {
-        self.reset_gc_cursor();
-        self.gc_dirty.store(true, Ordering::Release);
     }
 
     /// The background GC skips this table: its last pass found nothing left to do, and no

@@ -54,7 +54,7 @@ impl RowTable {
             }
         }
         shape.indexes.push(idx);
-        self.restart_gc();
+        self.reset_gc_cursor();
         Ok(())
     }
 }

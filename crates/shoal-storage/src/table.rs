@@ -692,7 +692,7 @@ impl RowTable {
         for idx in &shape.indexes {
             idx.clear();
         }
-        self.restart_gc();
+        self.reset_gc_cursor();
     }
 
     pub fn drop_index(&self, id: IndexId) -> Result<(), StorageError> {
@@ -703,7 +703,7 @@ impl RowTable {
             .position(|i| i.def.id == id)
             .ok_or(StorageError::NoSuchIndex(id))?;
         shape.indexes.remove(pos);
-        self.restart_gc();
+        self.reset_gc_cursor();
         Ok(())
     }
 
@@ -711,7 +711,7 @@ impl RowTable {
     pub fn retain_indexes(&self, keep: &[IndexId]) {
         let mut shape = self.shape.write();
         shape.indexes.retain(|i| keep.contains(&i.def.id));
-        self.restart_gc();
+        self.reset_gc_cursor();
     }
 
     /// Brings the indexes in line with `wanted` (a catalog's, after recovery replayed it or a
@@ -807,7 +807,7 @@ impl RowTable {
             }
         }
         shape.types = new_types;
-        self.restart_gc();
+        self.reset_gc_cursor();
         Ok(true)
     }
 
