@@ -8,6 +8,7 @@
 //! GC's "check the entry is stale, then remove it"), which is what makes unique checks atomic.
 
 use std::borrow::Borrow;
+use std::cell::Cell;
 use std::cmp::Ordering;
 
 use std::ops::Bound;
@@ -207,10 +208,11 @@ impl Index {
 
     /// Whether the encoded row has exactly this key (and belongs in the index at all).
     pub(crate) fn row_has_key(&self, types: &[DataType], row: &[u8], key: &[u8]) -> bool {
-        let mut values = Vec::with_capacity(self.def.columns.len());
-        let mut buf = Vec::with_capacity(key.len());
-        self.row_key(types, row, &mut values, &mut buf);
-        buf == key && self.covers(types, row)
+        let matches = with_key_scratch(|s| {
+            self.row_key(types, row, &mut s.values, &mut s.key);
+            s.key == key
+        });
+        matches && self.covers(types, row)
     }
 
     /// Whether the encoded row belongs in this index: always, unless the index is partial.
@@ -220,6 +222,49 @@ impl Index {
             Some(p) => (p.0)(&row_codec::decode_all(types, row)),
         }
     }
+}
+
+/// Buffers for decoding rows' index keys, reused by a thread's point lookups, updates and GC
+/// checks: each needs a few (the values, the encoded key, the candidate rows), and allocating
+/// and freeing them on every call was several malloc/free pairs per pgbench statement.
+#[derive(Default)]
+pub(crate) struct KeyScratch {
+    pub values: Vec<Value>,
+    pub key: Vec<u8>,
+    pub other_key: Vec<u8>,
+    pub rows: Vec<RowRef>,
+}
+
+thread_local! {
+    static KEY_SCRATCH: Cell<KeyScratch> = const {
+        Cell::new(KeyScratch {
+            values: Vec::new(),
+            key: Vec::new(),
+            other_key: Vec::new(),
+            rows: Vec::new(),
+        })
+    };
+}
+
+/// Key buffers above this capacity are freed rather than kept for the next call, so one huge
+/// text key does not stay allocated on a thread for good.
+const SCRATCH_KEEP_BYTES: usize = 64 << 10;
+
+/// Runs `f` with this thread's `KeyScratch`. A nested call (from inside `f`) gets empty buffers
+/// of its own, so no two callers share one. The buffers come back empty of values and rows, so
+/// the scratch keeps no row or string alive, only capacity.
+pub(crate) fn with_key_scratch<R>(f: impl FnOnce(&mut KeyScratch) -> R) -> R {
+    let mut scratch = KEY_SCRATCH.take();
+    let result = f(&mut scratch);
+    scratch.values.clear();
+    scratch.rows.clear();
+    for buf in [&mut scratch.key, &mut scratch.other_key] {
+        if buf.capacity() > SCRATCH_KEEP_BYTES {
+            *buf = Vec::new();
+        }
+    }
+    KEY_SCRATCH.set(scratch);
+    result
 }
 
 /// Index entries of a bulk load on their way in (see `Index::load_entry`).
@@ -350,4 +395,36 @@ pub(crate) fn entry_memory_bytes(entry_key_len: usize) -> usize {
         0
     };
     (NODE_BYTES + 8).next_multiple_of(16) + boxed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A call nested in another's (a lookup inside a lookup's callback) gets buffers of its
+    /// own, and the outer call's are intact afterwards and come back without values.
+    #[test]
+    fn nested_scratch_users_do_not_share_buffers() {
+        with_key_scratch(|outer| {
+            outer.key.extend_from_slice(b"outer");
+            outer
+                .values
+                .push(Value::Text("kept only during the call".into()));
+            with_key_scratch(|inner| {
+                assert!(inner.key.is_empty() && inner.values.is_empty());
+                inner.key.extend_from_slice(b"inner");
+            });
+            assert_eq!(outer.key, b"outer");
+            assert_eq!(outer.values.len(), 1);
+        });
+        with_key_scratch(|again| {
+            assert!(again.values.is_empty(), "values must not outlive the call");
+            assert!(again.rows.is_empty());
+            assert!(again.key.capacity() >= 5, "the key buffer is reused");
+            again.key.resize(SCRATCH_KEEP_BYTES + 1, 0);
+        });
+        with_key_scratch(|after_huge| {
+            assert_eq!(after_huge.key.capacity(), 0, "a huge buffer is not kept");
+        });
+    }
 }

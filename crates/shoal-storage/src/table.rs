@@ -13,7 +13,7 @@ use parking_lot::{Mutex, RwLock};
 
 use crate::error::StorageError;
 use crate::gc::GcCursor;
-use crate::index::{key_part, EntryKey, Index, IndexDef};
+use crate::index::{key_part, with_key_scratch, EntryKey, Index, IndexDef, KeyScratch};
 use crate::key_codec::{self, prefix_successor};
 use crate::row_codec;
 use crate::txn::{
@@ -324,15 +324,32 @@ impl RowTable {
         data: &[u8],
         old: Option<&[u8]>,
     ) -> Result<(), KeyConflict> {
+        with_key_scratch(|s| self.index_new_version_with(shape, txn, chain, data, old, s))
+    }
+
+    fn index_new_version_with(
+        &self,
+        shape: &TableShape,
+        txn: TxnId,
+        chain: &RowRef,
+        data: &[u8],
+        old: Option<&[u8]>,
+        scratch: &mut KeyScratch,
+    ) -> Result<(), KeyConflict> {
         let mut added: Vec<(usize, EntryKey)> = Vec::new();
-        let (mut values, mut key, mut old_key) = (Vec::new(), Vec::new(), Vec::new());
+        let KeyScratch {
+            values,
+            key,
+            other_key: old_key,
+            ..
+        } = scratch;
         for (pos, idx) in shape.indexes.iter().enumerate() {
             if !idx.covers(&shape.types, data) {
                 continue;
             }
-            let has_null = idx.row_key(&shape.types, data, &mut values, &mut key);
+            let has_null = idx.row_key(&shape.types, data, values, key);
             if let Some(old) = old {
-                idx.row_key(&shape.types, old, &mut values, &mut old_key);
+                idx.row_key(&shape.types, old, values, old_key);
                 if old_key == key && idx.covers(&shape.types, old) {
                     continue;
                 }
@@ -594,38 +611,43 @@ impl RowTable {
             .iter()
             .find(|i| i.def.id == index)
             .ok_or(StorageError::NoSuchIndex(index))?;
-        let (mut values, mut key) = (Vec::new(), Vec::new());
-        if let (Bound::Included(lo), Bound::Included(hi)) = (lower, upper) {
-            if lo.len() == idx.def.columns.len() && lo == hi {
-                let point_key = key_codec::encode_key(lo);
-                let mut rows = Vec::new();
-                if idx.point_candidates(&point_key, &mut rows) {
-                    rows.sort_by_key(|r| r.row_id());
-                    for chain in &rows {
-                        let Some(data) = chain.visible_data(snap) else {
-                            continue;
-                        };
-                        idx.row_key(&shape.types, &data, &mut values, &mut key);
-                        if key == point_key && idx.covers(&shape.types, &data) && !f(chain, &data) {
-                            break;
+        with_key_scratch(|s| {
+            if let (Bound::Included(lo), Bound::Included(hi)) = (lower, upper) {
+                if lo.len() == idx.def.columns.len() && lo == hi {
+                    let point_key = &mut s.other_key;
+                    point_key.clear();
+                    key_codec::encode_key_into(lo, point_key);
+                    if idx.point_candidates(point_key, &mut s.rows) {
+                        s.rows.sort_by_key(|r| r.row_id());
+                        for chain in &s.rows {
+                            let Some(data) = chain.visible_data(snap) else {
+                                continue;
+                            };
+                            idx.row_key(&shape.types, &data, &mut s.values, &mut s.key);
+                            if s.key == *point_key
+                                && idx.covers(&shape.types, &data)
+                                && !f(chain, &data)
+                            {
+                                break;
+                            }
                         }
+                        return;
                     }
-                    return Ok(());
                 }
             }
-        }
-        let (lo, hi) = key_codec::key_range(lower, upper);
-        idx.for_each_entry(as_slice_bound(&lo), as_slice_bound(&hi), |entry, chain| {
-            let Some(data) = chain.visible_data(snap) else {
-                return true;
-            };
-            // Entries of old versions stay until GC: use this entry only if the visible version
-            // has its key (which also reports each row once).
-            idx.row_key(&shape.types, &data, &mut values, &mut key);
-            if key[..] != *key_part(entry) || !idx.covers(&shape.types, &data) {
-                return true;
-            }
-            f(chain, &data)
+            let (lo, hi) = key_codec::key_range(lower, upper);
+            idx.for_each_entry(as_slice_bound(&lo), as_slice_bound(&hi), |entry, chain| {
+                let Some(data) = chain.visible_data(snap) else {
+                    return true;
+                };
+                // Entries of old versions stay until GC: use this entry only if the visible
+                // version has its key (which also reports each row once).
+                idx.row_key(&shape.types, &data, &mut s.values, &mut s.key);
+                if s.key[..] != *key_part(entry) || !idx.covers(&shape.types, &data) {
+                    return true;
+                }
+                f(chain, &data)
+            });
         });
         Ok(())
     }
@@ -637,8 +659,10 @@ impl RowTable {
         snap: &Snapshot,
         key: &[Value],
     ) -> Result<Option<(RowRef, Vec<Value>)>, StorageError> {
-        let found = self.index_first(index, snap, key, |r, bytes| (r.clone(), bytes.to_vec()))?;
-        Ok(found.map(|(r, bytes)| (r, self.decode_row(&bytes))))
+        // Decoded in place (the shape lock is taken recursively), not copied out first.
+        self.index_first(index, snap, key, |r, bytes| {
+            (r.clone(), self.decode_row(bytes))
+        })
     }
 
     /// Point lookup that decodes only columns `cols` of the row found (a point SELECT needs one

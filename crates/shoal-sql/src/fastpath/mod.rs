@@ -830,18 +830,30 @@ async fn execute_update(
     let Some((handle, mut base)) = plan.table.index_get(plan.key_index, &snap, point.key)? else {
         return Ok(command("UPDATE", 0));
     };
+    // The assigned columns' new values are swapped into `base` rather than into a clone of it
+    // (a clone is an allocation per column of text, pgbench's filler among them); `assigned`
+    // then holds the values they replaced, and a retry swaps them back (the plan assigns each
+    // column at most once, so the swaps commute).
+    let mut assigned = Vec::with_capacity(assignments.len());
+    let swap_assigned = |row: &mut [Value], assigned: &mut [Value]| {
+        for ((col, _), v) in assignments.iter().zip(assigned) {
+            std::mem::swap(&mut row[*col], v);
+        }
+    };
     loop {
-        let mut row = base.clone();
+        assigned.clear();
         for ((col, a), v) in assignments.iter().zip(&new_values) {
-            row[*col] = match a {
+            assigned.push(match a {
                 Assign::Set(_) => v.clone(),
                 Assign::Add { negate, .. } => {
                     add_checked(&base[*col], v, *negate, &plan.def.columns[*col].data_type)?
                 }
-            };
+            });
         }
-        not_null_check(&plan.def, &row, b.zone)?;
-        match plan.table.update(txn, &handle, &snap, &row) {
+        swap_assigned(&mut base, &mut assigned);
+        let row = &base;
+        not_null_check(&plan.def, row, b.zone)?;
+        match plan.table.update(txn, &handle, &snap, row) {
             Ok(WriteOutcome::Done) => return Ok(command("UPDATE", 1)),
             Ok(WriteOutcome::Changed { newest: None, .. }) => return Ok(command("UPDATE", 0)),
             // READ COMMITTED: apply SET to the newest version if it still has the key.
@@ -857,6 +869,7 @@ async fn execute_update(
             }
             // The holder's outcome is known after the wait; the retry reports a change.
             Err(StorageError::WouldBlock { holder }) => {
+                swap_assigned(&mut base, &mut assigned);
                 session.wait_for_row_holder(txn, holder).await?
             }
             Err(e) => return Err(write_error(&plan.def, e, b.zone)),

@@ -1,0 +1,72 @@
+//! A point UPDATE that finds its row locked by another transaction waits for it, then applies
+//! its SET to the right version, as in PostgreSQL's READ COMMITTED: to the version it first
+//! read when the holder rolls back, and to the holder's new version when it commits. Run over
+//! the wire with prepared statements, the fast path's way (`shoal_sql::fastpath`).
+
+mod support;
+
+use std::time::Duration;
+
+use support::{connect, ShoalServer};
+use tokio_postgres::Client;
+
+/// How long the waiting UPDATE gets to finish on its own before the holder ends: it must not.
+const STILL_WAITING_AFTER: Duration = Duration::from_millis(300);
+
+async fn row(client: &Client) -> (i32, String) {
+    let row = client
+        .query_one("SELECT n, s FROM counters WHERE id = 1", &[])
+        .await
+        .expect("read the row");
+    (row.get(0), row.get(1))
+}
+
+/// Starts `UPDATE counters SET n = n + 1, s = $1 WHERE id = 1` on `waiter` while `holder`'s
+/// open transaction has the row locked, checks that it waits, ends the holder's transaction
+/// with `end`, and returns the waiter's row count.
+async fn update_behind(holder: &Client, waiter: Client, s: &str, end: &str) -> (Client, u64) {
+    let s = s.to_string();
+    let update = tokio::spawn(async move {
+        let n = waiter
+            .execute("UPDATE counters SET n = n + 1, s = $1 WHERE id = 1", &[&s])
+            .await
+            .expect("the waiting update");
+        (waiter, n)
+    });
+    tokio::time::sleep(STILL_WAITING_AFTER).await;
+    assert!(
+        !update.is_finished(),
+        "the update should wait for the row's lock"
+    );
+    holder.batch_execute(end).await.expect("end the holder");
+    update.await.expect("update task")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiting_point_update_applies_to_the_version_left_by_the_holder() {
+    let server = ShoalServer::start();
+    let holder = connect(&server).await;
+    let waiter = connect(&server).await;
+    holder
+        .batch_execute(
+            "CREATE TABLE counters (id int PRIMARY KEY, n int NOT NULL, s text NOT NULL);
+             INSERT INTO counters VALUES (1, 10, 'start');",
+        )
+        .await
+        .expect("set up");
+    let hold = "UPDATE counters SET n = n + 100, s = 'holder' WHERE id = 1";
+
+    // The holder rolls back: the waiter's SET applies to the version it read first, once.
+    holder.batch_execute("BEGIN").await.expect("begin");
+    holder.execute(hold, &[]).await.expect("lock the row");
+    let (waiter, updated) = update_behind(&holder, waiter, "after rollback", "ROLLBACK").await;
+    assert_eq!(updated, 1);
+    assert_eq!(row(&holder).await, (11, "after rollback".to_string()));
+
+    // The holder commits: the waiter's SET applies on top of the holder's version.
+    holder.batch_execute("BEGIN").await.expect("begin");
+    holder.execute(hold, &[]).await.expect("lock the row");
+    let (waiter, updated) = update_behind(&holder, waiter, "after commit", "COMMIT").await;
+    assert_eq!(updated, 1);
+    assert_eq!(row(&waiter).await, (112, "after commit".to_string()));
+}
