@@ -544,6 +544,40 @@ impl RowTable {
         self.scan_heap_part(snap, &whole, f)
     }
 
+    /// Calls `f` with the bytes of every version of every row that is live, or may become
+    /// live, to a transaction that starts after `snap`'s: the version `snap` sees, and any
+    /// version not ended by a commit or by `snap`'s own transaction (one another transaction
+    /// wrote and has not committed, one committed after `snap` was taken, one another
+    /// transaction is deleting or updating). Stops when `f` returns false.
+    ///
+    /// For DDL that checks the existing rows against a new constraint (SET NOT NULL, CHECK,
+    /// FOREIGN KEY). With no relation locks, a row another transaction inserted and has not
+    /// yet committed must pass the check as well, or its commit would break the constraint
+    /// the DDL has already made part of the table. Conservative: a version that a rollback
+    /// would discard fails the DDL too, where PostgreSQL waits for the other transaction to end.
+    pub fn scan_possibly_live(&self, snap: &Snapshot, mut f: impl FnMut(&[u8]) -> bool) {
+        let _shape = self.shape.read_recursive();
+        let own = txn_stamp(snap.txn);
+        let mut rows: Vec<RowRef> = Vec::with_capacity(HEAP_CHUNK_ROWS);
+        for chunk in self.heap.chunks() {
+            rows.clear();
+            rows.extend(chunk.lock().iter().cloned());
+            for row in &rows {
+                let st = row.state.lock();
+                for v in st.versions() {
+                    let open_end = v.end == END_UNSET || (is_txn_stamp(v.end) && v.end != own);
+                    // A version its own (uncommitted) writer has replaced or deleted is dead
+                    // whichever way that transaction ends.
+                    let replaced_by_its_writer = is_txn_stamp(v.begin) && v.begin == v.end;
+                    let may_be_live = open_end && !replaced_by_its_writer;
+                    if (snap.sees(v.begin, v.end) || may_be_live) && !f(row.bytes(&v.data)) {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
     /// The heap as `parts` contiguous slices of whole chunks, in heap order, for several
     /// threads scanning the table together (checkpoints do). Taken once for all parts: GC may
     /// drop emptied chunks meanwhile, so slices that each looked at the chunk list on their own

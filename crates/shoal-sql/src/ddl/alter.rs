@@ -141,7 +141,7 @@ pub(super) async fn add_constraint(
             if let Some(table) = session.engine.db.table(def.oid as u64) {
                 let snap = session.scope.snapshot();
                 let mut null_col = None;
-                table.scan(&snap, |_, bytes| {
+                table.scan_possibly_live(&snap, |bytes| {
                     for c in &cols {
                         if shoal_storage::row_codec::decode_column(&def.column_types(), bytes, *c)
                             .is_null()
@@ -329,7 +329,7 @@ async fn validate_existing_rows(session: &Session, table_oid: Oid) -> SqlResult<
     let table = session.engine.db.table(table_oid as u64).expect("exists");
     let snap = session.scope.snapshot();
     let mut rows = Vec::new();
-    table.scan(&snap, |_, bytes| {
+    table.scan_possibly_live(&snap, |bytes| {
         rows.push(table.decode_row(bytes));
         true
     });
@@ -581,7 +581,7 @@ pub(super) async fn alter_table(
                         let snap = session.scope.snapshot();
                         let types = def.column_types();
                         let mut has_null = false;
-                        table.scan(&snap, |_, bytes| {
+                        table.scan_possibly_live(&snap, |bytes| {
                             has_null = shoal_storage::row_codec::decode_column(&types, bytes, pos)
                                 .is_null();
                             !has_null
