@@ -74,6 +74,7 @@ pub mod code {
     pub const GENERATED_ALWAYS: &str = "428C9";
     pub const LOCK_NOT_AVAILABLE: &str = "55P03";
     pub const OBJECT_NOT_IN_PREREQUISITE_STATE: &str = "55000";
+    pub const OBJECT_IN_USE: &str = "55006";
     pub const QUERY_CANCELED: &str = "57014";
     pub const PROTOCOL_VIOLATION: &str = "08P01";
     pub const PROGRAM_LIMIT_EXCEEDED: &str = "54000";

@@ -578,6 +578,44 @@ impl RowTable {
         }
     }
 
+    /// Closes the table to writers for a rebuild that copied its rows as `snap` saw them
+    /// (ALTER COLUMN TYPE, SET ACCESS METHOD): marks it dropped, so every later write to it
+    /// fails, and returns true; unless the table holds a change the copy lacks, then leaves it
+    /// as it is and returns false. Such a change is a version or a row lock of a transaction
+    /// other than `snap`'s that is still open (its commit would land in the old table and be
+    /// lost, and its log records would name rows the rebuilt table numbers differently), or a
+    /// version committed after `snap`.
+    pub fn close_for_rebuild(&self, snap: &Snapshot) -> bool {
+        // The shape's write lock: a writer holds the read lock from its alive check to its
+        // write, so each one has either written already (and is seen here) or finds the table
+        // dropped.
+        let _shape = self.shape.write();
+        let own = txn_stamp(snap.txn);
+        let not_in_copy = |stamp: u64| {
+            stamp != END_UNSET && stamp != own && (is_txn_stamp(stamp) || stamp > snap.ts)
+        };
+        for chunk in self.heap.chunks() {
+            for row in chunk.lock().iter() {
+                let st = row.state.lock();
+                let locker = st.older.locker();
+                if (locker != 0 && locker != snap.txn)
+                    || st
+                        .versions()
+                        .any(|v| not_in_copy(v.begin) || not_in_copy(v.end))
+                {
+                    return false;
+                }
+            }
+        }
+        self.mark_dropped();
+        true
+    }
+
+    /// Opens a table `close_for_rebuild` closed, when the rebuild failed before replacing it.
+    pub fn reopen_after_failed_rebuild(&self) {
+        self.mark_restored();
+    }
+
     /// The heap as `parts` contiguous slices of whole chunks, in heap order, for several
     /// threads scanning the table together (checkpoints do). Taken once for all parts: GC may
     /// drop emptied chunks meanwhile, so slices that each looked at the chunk list on their own
@@ -807,6 +845,7 @@ impl RowTable {
             },
             true,
         )
+        .map(|in_flight| in_flight.is_none())
     }
 
     /// Rewrites every version for new column types (ALTER TABLE ADD/DROP COLUMN ...): `map`
@@ -821,27 +860,42 @@ impl RowTable {
         self.rewrite_columns(new_types, map, false).map(|_| ())
     }
 
-    /// `alter_columns`; with `refuse_in_flight`, nothing changes (false) if any version is
-    /// another transaction's uncommitted write, checked under the same lock as the rewrite.
+    /// `alter_columns`, unless a version in the table is an uncommitted write of some
+    /// transaction (this one's included): then nothing changes and that transaction is
+    /// returned. For a rewrite that changes what a row decodes to (DROP COLUMN, ADD COLUMN with
+    /// a default): such a write's redo record was made with the old columns and is logged at
+    /// its commit, after the rewrite, so replay would apply it to the new columns.
+    pub fn alter_columns_unless_in_flight(
+        &self,
+        new_types: Vec<DataType>,
+        map: &dyn Fn(Vec<Value>) -> Vec<Value>,
+    ) -> Result<Option<TxnId>, StorageError> {
+        self.rewrite_columns(new_types, map, true)
+    }
+
+    /// `alter_columns`; with `refuse_in_flight`, nothing changes if any version is an
+    /// uncommitted write (checked under the same lock as the rewrite), and the writer is
+    /// returned.
     fn rewrite_columns(
         &self,
         new_types: Vec<DataType>,
         map: &dyn Fn(Vec<Value>) -> Vec<Value>,
         refuse_in_flight: bool,
-    ) -> Result<bool, StorageError> {
+    ) -> Result<Option<TxnId>, StorageError> {
         let mut shape = self.shape.write();
         if refuse_in_flight {
-            let in_flight = self.heap.chunks().iter().any(|chunk| {
-                chunk.lock().iter().any(|chain| {
+            let writer = |stamp: u64| is_txn_stamp(stamp).then(|| stamp_txn(stamp));
+            let in_flight = self.heap.chunks().iter().find_map(|chunk| {
+                chunk.lock().iter().find_map(|chain| {
                     chain
                         .state
                         .lock()
                         .versions()
-                        .any(|v| is_txn_stamp(v.begin) || is_txn_stamp(v.end))
+                        .find_map(|v| writer(v.begin).or_else(|| writer(v.end)))
                 })
             });
-            if in_flight {
-                return Ok(false);
+            if in_flight.is_some() {
+                return Ok(in_flight);
             }
         }
         let mut rewritten: Vec<(RowRef, Vec<Arc<[u8]>>)> = Vec::new();
@@ -866,7 +920,7 @@ impl RowTable {
         }
         shape.types = new_types;
         self.reset_gc_cursor();
-        Ok(true)
+        Ok(None)
     }
 
     /// Rows in the heap, visible or not (cheap).

@@ -6,7 +6,9 @@
 //! image when it meets the catalog record (see `durability::recovery`), so a crash leaves either
 //! the old table or the new one. Like Shoal's other DDL it takes effect at once rather than at
 //! commit; it is therefore refused inside a transaction block, where a ROLLBACK could not undo it.
-//! Writers in other sessions are not waited for: their uncommitted rows are not carried over.
+//! Writers in other sessions are not waited for: a row table with changes of another session
+//! that the copy lacks (not committed yet, or committed after the read) is not rebuilt (55P03,
+//! `close_for_rebuild`); a column table being rebuilt into a row table is not checked.
 
 use std::sync::Arc;
 
@@ -70,7 +72,13 @@ pub(super) async fn set_access_method(
                     (segment_row_id(no as u32, 0), segment_to_ipc(batch, stats))
                 })
                 .collect();
-            engine.log_table_image(oid as u64, images.iter().map(|(id, b)| (*id, &b[..])))?;
+            let closed = super::close_for_rebuild(session, &def)?;
+            super::log_rebuilt_image(
+                session,
+                closed.as_deref(),
+                oid as u64,
+                images.iter().map(|(id, b)| (*id, &b[..])),
+            )?;
             // Storage and catalog change together under the catalog lock, so no statement sees
             // the new definition over the old storage.
             let mut catalog = engine.catalog.write();
@@ -84,7 +92,13 @@ pub(super) async fn set_access_method(
         AccessMethod::Heap => {
             let types = def.column_types();
             let rows = encoded_rows(&def, &batches)?;
-            engine.log_table_image(oid as u64, rows.iter().map(|(id, r)| (*id, &r[..])))?;
+            let closed = super::close_for_rebuild(session, &def)?;
+            super::log_rebuilt_image(
+                session,
+                closed.as_deref(),
+                oid as u64,
+                rows.iter().map(|(id, r)| (*id, &r[..])),
+            )?;
             let mut catalog = engine.catalog.write();
             db.drop_table(oid as u64);
             let table = db.create_table(oid as u64, types);

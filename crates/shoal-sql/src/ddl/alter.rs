@@ -459,10 +459,17 @@ pub(super) async fn alter_table(
                 }
                 let mut types = def.column_types();
                 types.push(data_type);
-                table.alter_columns(types, &|mut row: Vec<Value>| {
+                let add = |mut row: Vec<Value>| {
                     row.push(fill.clone());
                     row
-                })?;
+                };
+                if fill.is_null() {
+                    // A row logged without the column reads it as NULL on replay too.
+                    table.alter_columns(types, &add)?;
+                } else {
+                    let in_flight = table.alter_columns_unless_in_flight(types, &add)?;
+                    refuse_in_flight_rewrite(session, &rel, in_flight)?;
+                }
                 session.engine.log_table_rewrite(&table)?;
                 let mut new_def = (*def).clone();
                 new_def.columns.push(col);
@@ -727,12 +734,13 @@ fn drop_column(session: &Session, def: &TableDef, pos: usize, cascade: bool) -> 
     }
     new_def.columns.remove(pos);
     let types = new_def.column_types();
-    table.alter_columns(types, &|mut row: Vec<Value>| {
+    let in_flight = table.alter_columns_unless_in_flight(types, &|mut row: Vec<Value>| {
         if pos < row.len() {
             row.remove(pos);
         }
         row
     })?;
+    refuse_in_flight_rewrite(session, &def.name, in_flight)?;
     session.engine.log_table_rewrite(&table)?;
     session
         .engine
@@ -834,4 +842,39 @@ fn shift_referencing_foreign_keys(
         session.engine.catalog.write().replace_table(d)?;
     }
     Ok(())
+}
+
+/// The error for a column rewrite that `alter_columns_unless_in_flight` refused because
+/// `in_flight` (if any) has uncommitted rows in the table: this transaction (55006: the ALTER
+/// must come before its writes, or after its commit) or another one (55P03, as a NOWAIT lock;
+/// PostgreSQL would wait for it).
+fn refuse_in_flight_rewrite(
+    session: &Session,
+    table: &str,
+    in_flight: Option<shoal_storage::TxnId>,
+) -> SqlResult<()> {
+    let Some(writer) = in_flight else {
+        return Ok(());
+    };
+    if writer == session.scope.snapshot().txn {
+        return Err(SqlError::new(
+            code::OBJECT_IN_USE,
+            format!(
+                "cannot ALTER TABLE \"{table}\" because this transaction has uncommitted changes in it"
+            ),
+        )
+        .with_hint(
+            "Commit them first, or change the columns before writing to the table in the \
+             transaction.",
+        ));
+    }
+    Err(SqlError::new(
+        code::LOCK_NOT_AVAILABLE,
+        format!("could not obtain lock on relation \"{table}\""),
+    )
+    .with_detail(
+        "Another transaction has uncommitted changes in the table; this ALTER TABLE rewrites \
+         its rows and does not wait for it.",
+    )
+    .with_hint("Retry once the other transactions have ended."))
 }

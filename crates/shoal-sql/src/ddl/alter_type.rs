@@ -9,8 +9,8 @@
 //! failure leaves the table as it was. The table is then rebuilt under the same oid the way
 //! `SET ACCESS METHOD` rebuilds one: its image is logged before the catalog change, so a crash
 //! leaves either the old table or the new one. For the same reason as there, the statement is
-//! refused inside a transaction block, and uncommitted rows of other sessions are not carried
-//! over.
+//! refused inside a transaction block, and it fails (55P03) rather than lose a change another
+//! session has not committed yet or committed after the rows were read (`close_for_rebuild`).
 
 use std::collections::HashSet;
 
@@ -159,7 +159,13 @@ fn install(session: &Session, new_def: &TableDef, rows: &[Vec<Value>]) -> SqlRes
         .map(|(id, r)| (id as u64, row_codec::encode(&types, r)))
         .collect();
     let engine = session.engine.clone();
-    engine.log_table_image(oid as u64, encoded.iter().map(|(id, r)| (*id, &r[..])))?;
+    let closed = super::close_for_rebuild(session, new_def)?;
+    super::log_rebuilt_image(
+        session,
+        closed.as_deref(),
+        oid as u64,
+        encoded.iter().map(|(id, r)| (*id, &r[..])),
+    )?;
     let mut catalog = engine.catalog.write();
     let indexes = catalog.table_indexes(oid);
     engine.db.drop_table(oid as u64);

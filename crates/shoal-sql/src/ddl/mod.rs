@@ -156,3 +156,48 @@ pub async fn execute(
 fn first_words(s: &str) -> String {
     s.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
 }
+
+/// Closes the row table `def` names to writers before it is rebuilt from the rows this
+/// statement read (`RowTable::close_for_rebuild`), and returns it, to reopen if the rebuild
+/// fails before replacing it. Fails with 55P03, as a NOWAIT lock would, when another
+/// transaction has written to the table and not ended, or committed after this statement read
+/// it: the rebuilt table would lose that change (PostgreSQL waits for such writers; with no
+/// relation locks, Shoal cannot). A column table is not checked (None).
+fn close_for_rebuild(
+    session: &Session,
+    def: &shoal_storage::catalog::TableDef,
+) -> SqlResult<Option<std::sync::Arc<shoal_storage::table::RowTable>>> {
+    let Some(table) = session.engine.db.table(def.oid as u64) else {
+        return Ok(None);
+    };
+    if !table.close_for_rebuild(&session.scope.snapshot()) {
+        return Err(SqlError::new(
+            code::LOCK_NOT_AVAILABLE,
+            format!("could not obtain lock on relation \"{}\"", def.name),
+        )
+        .with_detail(
+            "Another transaction has written to the table and has not ended, or committed \
+             after this statement read it; this ALTER TABLE rewrites the table and does not \
+             wait for it.",
+        )
+        .with_hint("Retry once the other transactions have ended."));
+    }
+    Ok(Some(table))
+}
+
+/// Logs a rebuilt table's image (see `close_for_rebuild`), reopening the old table when the
+/// log refuses it, so that it stays usable.
+fn log_rebuilt_image<'a>(
+    session: &Session,
+    closed: Option<&shoal_storage::table::RowTable>,
+    oid: u64,
+    rows: impl Iterator<Item = (u64, &'a [u8])>,
+) -> SqlResult<()> {
+    let logged = session.engine.log_table_image(oid, rows);
+    if logged.is_err() {
+        if let Some(table) = closed {
+            table.reopen_after_failed_rebuild();
+        }
+    }
+    logged
+}
