@@ -3,7 +3,9 @@
 //! yet committed, too. Shoal takes no relation locks, so such a row would otherwise commit
 //! after the DDL and break the constraint the table now has. PostgreSQL waits for the other
 //! transaction; Shoal fails the DDL with the violation instead, and it succeeds once the other
-//! transaction has rolled back.
+//! transaction has rolled back. DDL that rewrites the rows fails (55P03) while another
+//! transaction has uncommitted changes in the table, which the rewrite would lose or which
+//! replay after a crash could not apply.
 
 mod support;
 
@@ -12,13 +14,15 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::Client;
 
 /// Runs `ddl` while `other` has an open transaction that ran `uncommitted`: the DDL must fail
-/// with `code`. Then `other` rolls back, and the same DDL must succeed.
-async fn refused_until_rollback(
+/// with `code` and change nothing. Then `other` ends its transaction with `end` (ROLLBACK or
+/// COMMIT), and the same DDL must succeed.
+async fn refused_until_writer_ends(
     ddl_client: &Client,
     other: &Client,
     uncommitted: &str,
     ddl: &str,
     code: &SqlState,
+    end: &str,
 ) {
     other.batch_execute("BEGIN").await.expect("begin");
     other
@@ -26,14 +30,25 @@ async fn refused_until_rollback(
         .await
         .expect("uncommitted write");
     let err = ddl_client.batch_execute(ddl).await.expect_err(&format!(
-        "{ddl} must see the uncommitted row ({uncommitted})"
+        "{ddl} must see the uncommitted change ({uncommitted})"
     ));
     assert_eq!(err.code(), Some(code), "{ddl}: {err:?}");
-    other.batch_execute("ROLLBACK").await.expect("rollback");
+    other.batch_execute(end).await.expect("end the writer");
     ddl_client
         .batch_execute(ddl)
         .await
-        .unwrap_or_else(|e| panic!("{ddl} after the rollback: {e:?}"));
+        .unwrap_or_else(|e| panic!("{ddl} after {end}: {e:?}"));
+}
+
+/// A constraint check that fails on another transaction's uncommitted row.
+async fn refused_until_rollback(
+    ddl_client: &Client,
+    other: &Client,
+    uncommitted: &str,
+    ddl: &str,
+    code: &SqlState,
+) {
+    refused_until_writer_ends(ddl_client, other, uncommitted, ddl, code, "ROLLBACK").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -107,36 +122,16 @@ async fn constraints_added_while_another_transaction_writes_check_its_rows() {
     assert_eq!(err.code(), Some(&SqlState::NOT_NULL_VIOLATION));
 }
 
-/// Runs `ddl` while `other` has an open transaction that ran `uncommitted`: the rebuild must
-/// be refused with 55P03 (it would drop the other transaction's change), and the table must be
-/// as it was. Then `other` commits, and the same DDL must succeed.
+/// A rewrite refused (55P03) while another transaction's change is uncommitted; it keeps that
+/// change once committed.
 async fn rebuild_refused_until_commit(
     ddl_client: &Client,
     other: &Client,
     uncommitted: &str,
     ddl: &str,
 ) {
-    other.batch_execute("BEGIN").await.expect("begin");
-    other
-        .batch_execute(uncommitted)
-        .await
-        .expect("uncommitted write");
-    let err = ddl_client.batch_execute(ddl).await.expect_err(&format!(
-        "{ddl} must not drop the uncommitted change ({uncommitted})"
-    ));
-    assert_eq!(
-        err.code(),
-        Some(&SqlState::LOCK_NOT_AVAILABLE),
-        "{ddl}: {err:?}"
-    );
-    other
-        .batch_execute("COMMIT")
-        .await
-        .expect("commit after the refused rebuild");
-    ddl_client
-        .batch_execute(ddl)
-        .await
-        .unwrap_or_else(|e| panic!("{ddl} after the commit: {e:?}"));
+    let code = &SqlState::LOCK_NOT_AVAILABLE;
+    refused_until_writer_ends(ddl_client, other, uncommitted, ddl, code, "COMMIT").await;
 }
 
 /// ALTER COLUMN TYPE and SET ACCESS METHOD rebuild the table from the rows they read. Before,
