@@ -23,6 +23,7 @@ pub mod row_codec;
 mod row_ref;
 mod row_slab;
 pub mod table;
+mod table_ddl;
 pub mod text_dictionary;
 pub mod txn;
 pub mod types;

@@ -8,7 +8,7 @@
 //! commit; it is therefore refused inside a transaction block, where a ROLLBACK could not undo it.
 //! Writers in other sessions are not waited for: a row table with changes of another session
 //! that the copy lacks (not committed yet, or committed after the read) is not rebuilt (55P03,
-//! `close_for_rebuild`); a column table being rebuilt into a row table is not checked.
+//! `close_and_log_rebuild`); a column table being rebuilt into a row table is not checked.
 
 use std::sync::Arc;
 
@@ -72,11 +72,9 @@ pub(super) async fn set_access_method(
                     (segment_row_id(no as u32, 0), segment_to_ipc(batch, stats))
                 })
                 .collect();
-            let closed = super::close_for_rebuild(session, &def)?;
-            super::log_rebuilt_image(
+            super::close_and_log_rebuild(
                 session,
-                closed.as_deref(),
-                oid as u64,
+                &def,
                 images.iter().map(|(id, b)| (*id, &b[..])),
             )?;
             // Storage and catalog change together under the catalog lock, so no statement sees
@@ -92,13 +90,7 @@ pub(super) async fn set_access_method(
         AccessMethod::Heap => {
             let types = def.column_types();
             let rows = encoded_rows(&def, &batches)?;
-            let closed = super::close_for_rebuild(session, &def)?;
-            super::log_rebuilt_image(
-                session,
-                closed.as_deref(),
-                oid as u64,
-                rows.iter().map(|(id, r)| (*id, &r[..])),
-            )?;
+            super::close_and_log_rebuild(session, &def, rows.iter().map(|(id, r)| (*id, &r[..])))?;
             let mut catalog = engine.catalog.write();
             db.drop_table(oid as u64);
             let table = db.create_table(oid as u64, types);

@@ -868,13 +868,5 @@ fn refuse_in_flight_rewrite(
              transaction.",
         ));
     }
-    Err(SqlError::new(
-        code::LOCK_NOT_AVAILABLE,
-        format!("could not obtain lock on relation \"{table}\""),
-    )
-    .with_detail(
-        "Another transaction has uncommitted changes in the table; this ALTER TABLE rewrites \
-         its rows and does not wait for it.",
-    )
-    .with_hint("Retry once the other transactions have ended."))
+    Err(super::rewrite_blocked(table))
 }

@@ -10,7 +10,7 @@
 //! `SET ACCESS METHOD` rebuilds one: its image is logged before the catalog change, so a crash
 //! leaves either the old table or the new one. For the same reason as there, the statement is
 //! refused inside a transaction block, and it fails (55P03) rather than lose a change another
-//! session has not committed yet or committed after the rows were read (`close_for_rebuild`).
+//! session has not committed yet or committed after the rows were read (`close_and_log_rebuild`).
 
 use std::collections::HashSet;
 
@@ -159,11 +159,9 @@ fn install(session: &Session, new_def: &TableDef, rows: &[Vec<Value>]) -> SqlRes
         .map(|(id, r)| (id as u64, row_codec::encode(&types, r)))
         .collect();
     let engine = session.engine.clone();
-    let closed = super::close_for_rebuild(session, new_def)?;
-    super::log_rebuilt_image(
+    super::close_and_log_rebuild(
         session,
-        closed.as_deref(),
-        oid as u64,
+        new_def,
         encoded.iter().map(|(id, r)| (*id, &r[..])),
     )?;
     let mut catalog = engine.catalog.write();

@@ -157,47 +157,42 @@ fn first_words(s: &str) -> String {
     s.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
 }
 
-/// Closes the row table `def` names to writers before it is rebuilt from the rows this
-/// statement read (`RowTable::close_for_rebuild`), and returns it, to reopen if the rebuild
-/// fails before replacing it. Fails with 55P03, as a NOWAIT lock would, when another
-/// transaction has written to the table and not ended, or committed after this statement read
-/// it: the rebuilt table would lose that change (PostgreSQL waits for such writers; with no
-/// relation locks, Shoal cannot). A column table is not checked (None).
-fn close_for_rebuild(
+/// Closes the row table `def` names to writers (`RowTable::close_for_rebuild`), then logs the
+/// image of the table that replaces it, for a rebuild from the rows this statement read
+/// (ALTER COLUMN TYPE, SET ACCESS METHOD). Fails with 55P03 when another transaction has
+/// written to the table and not ended, or committed after this statement read it: the rebuilt
+/// table would lose that change. If the log refuses the image, the old table is opened again.
+/// A column table is not checked.
+fn close_and_log_rebuild<'a>(
     session: &Session,
     def: &shoal_storage::catalog::TableDef,
-) -> SqlResult<Option<std::sync::Arc<shoal_storage::table::RowTable>>> {
-    let Some(table) = session.engine.db.table(def.oid as u64) else {
-        return Ok(None);
-    };
-    if !table.close_for_rebuild(&session.scope.snapshot()) {
-        return Err(SqlError::new(
-            code::LOCK_NOT_AVAILABLE,
-            format!("could not obtain lock on relation \"{}\"", def.name),
-        )
-        .with_detail(
-            "Another transaction has written to the table and has not ended, or committed \
-             after this statement read it; this ALTER TABLE rewrites the table and does not \
-             wait for it.",
-        )
-        .with_hint("Retry once the other transactions have ended."));
-    }
-    Ok(Some(table))
-}
-
-/// Logs a rebuilt table's image (see `close_for_rebuild`), reopening the old table when the
-/// log refuses it, so that it stays usable.
-fn log_rebuilt_image<'a>(
-    session: &Session,
-    closed: Option<&shoal_storage::table::RowTable>,
-    oid: u64,
-    rows: impl Iterator<Item = (u64, &'a [u8])>,
+    image: impl Iterator<Item = (u64, &'a [u8])>,
 ) -> SqlResult<()> {
-    let logged = session.engine.log_table_image(oid, rows);
-    if logged.is_err() {
-        if let Some(table) = closed {
-            table.reopen_after_failed_rebuild();
+    let closed = session.engine.db.table(def.oid as u64);
+    if let Some(table) = &closed {
+        if !table.close_for_rebuild(&session.scope.snapshot()) {
+            return Err(rewrite_blocked(&def.name));
         }
     }
+    let logged = session.engine.log_table_image(def.oid as u64, image);
+    if let (Err(_), Some(table)) = (&logged, &closed) {
+        table.reopen_after_failed_rebuild();
+    }
     logged
+}
+
+/// 55P03, as a NOWAIT lock would give: another transaction has changes in `table` that an
+/// ALTER TABLE rewriting its rows would lose or make unreplayable. PostgreSQL waits for such
+/// writers; with no relation locks, Shoal cannot.
+fn rewrite_blocked(table: &str) -> SqlError {
+    SqlError::new(
+        code::LOCK_NOT_AVAILABLE,
+        format!("could not obtain lock on relation \"{table}\""),
+    )
+    .with_detail(
+        "Another transaction has changes in the table that it has not committed, or committed \
+         after this statement read the table; this ALTER TABLE rewrites the rows and does not \
+         wait for it.",
+    )
+    .with_hint("Retry once the other transactions have ended.")
 }
