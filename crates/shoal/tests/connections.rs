@@ -219,31 +219,50 @@ impl Pollers {
         }
     }
 
-    /// Runs `work`, then stops the pollers and asserts each was served at least 20 times
-    /// meanwhile (one held up by `work` gets the one round trip it had under way, or a few
-    /// before the work reached the server).
-    async fn assert_served_during(self, what: &str, work: impl std::future::Future<Output = ()>) {
-        self.assert_served_at_least(20, what, work).await
-    }
-
-    /// `assert_served_during` with another bar, for work whose first part does not run on
-    /// the connection's thread (a query on the query pool), where held-up pollers get more.
-    async fn assert_served_at_least(
-        self,
-        round_trips_min: u32,
-        what: &str,
-        work: impl std::future::Future<Output = ()>,
-    ) {
+    /// Runs `work`, then stops the pollers and returns how many round trips each made
+    /// meanwhile.
+    async fn served_during(self, work: impl std::future::Future<Output = ()>) -> Vec<u32> {
         self.started.store(true, AtomicOrdering::SeqCst);
         work.await;
         self.done.store(true, AtomicOrdering::SeqCst);
-        for (i, task) in self.tasks.into_iter().enumerate() {
-            let round_trips = task.await.unwrap();
-            assert!(
-                round_trips >= round_trips_min,
-                "connection {i} made {round_trips} round trips during {what}"
-            );
+        let mut round_trips = Vec::with_capacity(self.tasks.len());
+        for task in self.tasks {
+            round_trips.push(task.await.unwrap());
         }
+        round_trips
+    }
+}
+
+/// Round trips a poller must make during the work to count as served: one held up by the work
+/// gets the one round trip it had under way, or a few before the work reached the server.
+const SERVED_MIN: u32 = 20;
+
+/// Runs `attempt(scale)`, which starts a server, runs work of `scale` times its base size
+/// while pollers poll and returns their round trips, with scale 1, 2, then 4, until the work
+/// lasts long enough to judge: until some poller made twice `served_min`. A machine fast at
+/// the work and slow at round trips (a loaded CI runner) otherwise fails a connection that
+/// was never held up, only because the work ended early (16 round trips during a ROLLBACK that
+/// held up nothing). Then asserts that every poller made at least `served_min`.
+async fn assert_served_during<F, Fut>(what: &str, served_min: u32, mut attempt: F)
+where
+    F: FnMut(i64) -> Fut,
+    Fut: std::future::Future<Output = Vec<u32>>,
+{
+    const SCALE_MAX: i64 = 4;
+    let mut scale = 1;
+    loop {
+        let round_trips = attempt(scale).await;
+        let most = round_trips.iter().copied().max().unwrap_or(0);
+        if most < 2 * served_min && scale < SCALE_MAX {
+            scale *= 2;
+            continue;
+        }
+        assert!(
+            round_trips.iter().all(|&n| n >= served_min),
+            "round trips of the pollers during {what} (work {scale}x its base size): \
+             {round_trips:?}, each should be at least {served_min}"
+        );
+        return;
     }
 }
 
@@ -252,28 +271,32 @@ impl Pollers {
 /// for all of it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_index_build_does_not_hold_up_the_connections_of_its_thread() {
-    let server = ShoalServer::start();
-    let builder = connect(&server).await;
-    builder
-        .batch_execute(
-            "CREATE TABLE wide (id int, v text);
-             INSERT INTO wide SELECT g, repeat('x', 60) || g FROM generate_series(1, 300000) g",
-        )
-        .await
-        .unwrap();
-    let pollers = Pollers::start(&server, 8).await;
-    let build = builder.batch_execute("CREATE INDEX wide_v ON wide (v)");
-    pollers
-        .assert_served_during("the index build", async { build.await.unwrap() })
-        .await;
-    let row = builder
-        .query_one(
-            "SELECT count(*) FROM wide WHERE v = repeat('x', 60) || '4242'",
-            &[],
-        )
-        .await
-        .unwrap();
-    assert_eq!(row.get::<_, i64>(0), 1);
+    assert_served_during("the index build", SERVED_MIN, |scale| async move {
+        let server = ShoalServer::start();
+        let builder = connect(&server).await;
+        builder
+            .batch_execute(&format!(
+                "CREATE TABLE wide (id int, v text);
+                 INSERT INTO wide SELECT g, repeat('x', 60) || g
+                 FROM generate_series(1, {}) g",
+                300_000 * scale
+            ))
+            .await
+            .unwrap();
+        let pollers = Pollers::start(&server, 8).await;
+        let build = builder.batch_execute("CREATE INDEX wide_v ON wide (v)");
+        let round_trips = pollers.served_during(async { build.await.unwrap() }).await;
+        let row = builder
+            .query_one(
+                "SELECT count(*) FROM wide WHERE v = repeat('x', 60) || '4242'",
+                &[],
+            )
+            .await
+            .unwrap();
+        assert_eq!(row.get::<_, i64>(0), 1);
+        round_trips
+    })
+    .await;
 }
 
 /// A new connection with a transaction block open that created table `bulk` (`columns`) and
@@ -292,13 +315,15 @@ async fn open_bulk_load(server: &ShoalServer, columns: &str, rows: i64) -> tokio
 }
 
 /// Ends `loader`'s transaction block with `end` (COMMIT or ROLLBACK) while 8 other connections
-/// poll, and asserts they were served meanwhile.
-async fn end_while_polling(server: &ShoalServer, loader: &tokio_postgres::Client, end: &str) {
+/// poll, and returns their round trips meanwhile.
+async fn end_while_polling(
+    server: &ShoalServer,
+    loader: &tokio_postgres::Client,
+    end: &str,
+) -> Vec<u32> {
     let pollers = Pollers::start(server, 8).await;
     let ending = loader.batch_execute(end);
-    pollers
-        .assert_served_during(end, async { ending.await.unwrap() })
-        .await;
+    pollers.served_during(async { ending.await.unwrap() }).await
 }
 
 /// The commit of a big transaction (a bulk load in one block) logs and stamps its versions on
@@ -306,15 +331,20 @@ async fn end_while_polling(server: &ShoalServer, loader: &tokio_postgres::Client
 /// during the commit, where before they waited for all of it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_big_commit_does_not_hold_up_the_connections_of_its_thread() {
-    let server = ShoalServer::start();
-    let loader = open_bulk_load(&server, "id int, v int", 400_000).await;
-    end_while_polling(&server, &loader, "COMMIT").await;
-    let row = loader
-        .query_one("SELECT count(*), sum(v) FROM bulk", &[])
-        .await
-        .unwrap();
-    assert_eq!(row.get::<_, i64>(0), 400_000);
-    assert_eq!(row.get::<_, i64>(1), 400_000 * 400_001 / 2);
+    assert_served_during("COMMIT", SERVED_MIN, |scale| async move {
+        let rows = 400_000 * scale;
+        let server = ShoalServer::start();
+        let loader = open_bulk_load(&server, "id int, v int", rows).await;
+        let round_trips = end_while_polling(&server, &loader, "COMMIT").await;
+        let row = loader
+            .query_one("SELECT count(*), sum(v) FROM bulk", &[])
+            .await
+            .unwrap();
+        assert_eq!(row.get::<_, i64>(0), rows);
+        assert_eq!(row.get::<_, i64>(1), rows * (rows + 1) / 2);
+        round_trips
+    })
+    .await;
 }
 
 /// ROLLBACK of a big transaction undoes its versions on a blocking thread, as its commit would
@@ -322,14 +352,18 @@ async fn a_big_commit_does_not_hold_up_the_connections_of_its_thread() {
 /// Undoing an insert is cheaper than stamping it, hence more rows than for the commit.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_big_rollback_does_not_hold_up_the_connections_of_its_thread() {
-    let server = ShoalServer::start();
-    let loader = open_bulk_load(&server, "id int, v int", 1_200_000).await;
-    end_while_polling(&server, &loader, "ROLLBACK").await;
-    let row = loader
-        .query_one("SELECT count(*) FROM bulk", &[])
-        .await
-        .unwrap();
-    assert_eq!(row.get::<_, i64>(0), 0);
+    assert_served_during("ROLLBACK", SERVED_MIN, |scale| async move {
+        let server = ShoalServer::start();
+        let loader = open_bulk_load(&server, "id int, v int", 1_200_000 * scale).await;
+        let round_trips = end_while_polling(&server, &loader, "ROLLBACK").await;
+        let row = loader
+            .query_one("SELECT count(*) FROM bulk", &[])
+            .await
+            .unwrap();
+        assert_eq!(row.get::<_, i64>(0), 0);
+        round_trips
+    })
+    .await;
 }
 
 /// A client that vanishes inside a big transaction: its session undoes the transaction on a
@@ -337,27 +371,32 @@ async fn a_big_rollback_does_not_hold_up_the_connections_of_its_thread() {
 /// meets one of its rows waits for the undo to end, then goes ahead.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_vanished_client_s_big_transaction_is_undone_off_its_thread() {
-    let server = ShoalServer::start();
-    let loader = open_bulk_load(&server, "id int PRIMARY KEY, v int", 2_000_000).await;
-    let prober = connect(&server).await;
-    let pollers = Pollers::start(&server, 8).await;
-    pollers
-        .assert_served_during("the undo of a vanished client's transaction", async {
-            drop(loader);
-            // Key 1 is the vanished transaction's until its undo ends: this insert waits for
-            // that, and then succeeds.
-            prober
-                .batch_execute("INSERT INTO bulk VALUES (1, -1)")
-                .await
-                .unwrap();
-        })
-        .await;
-    let row = prober
-        .query_one("SELECT count(*), sum(v) FROM bulk", &[])
-        .await
-        .unwrap();
-    assert_eq!(row.get::<_, i64>(0), 1);
-    assert_eq!(row.get::<_, i64>(1), -1);
+    let what = "the undo of a vanished client's transaction";
+    assert_served_during(what, SERVED_MIN, |scale| async move {
+        let server = ShoalServer::start();
+        let loader = open_bulk_load(&server, "id int PRIMARY KEY, v int", 2_000_000 * scale).await;
+        let prober = connect(&server).await;
+        let pollers = Pollers::start(&server, 8).await;
+        let round_trips = pollers
+            .served_during(async {
+                drop(loader);
+                // Key 1 is the vanished transaction's until its undo ends: this insert waits
+                // for that, and then succeeds.
+                prober
+                    .batch_execute("INSERT INTO bulk VALUES (1, -1)")
+                    .await
+                    .unwrap();
+            })
+            .await;
+        let row = prober
+            .query_one("SELECT count(*), sum(v) FROM bulk", &[])
+            .await
+            .unwrap();
+        assert_eq!(row.get::<_, i64>(0), 1);
+        assert_eq!(row.get::<_, i64>(1), -1);
+        round_trips
+    })
+    .await;
 }
 
 /// A big INSERT ... SELECT into a column table stores its rows a segment at a time, yielding
@@ -365,24 +404,27 @@ async fn a_vanished_client_s_big_transaction_is_undone_off_its_thread() {
 /// its rows are converted and stored, where before they waited for all of them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_big_insert_into_a_column_table_does_not_hold_up_the_connections_of_its_thread() {
-    let server = ShoalServer::start();
-    let loader = connect(&server).await;
-    loader
-        .batch_execute("CREATE TABLE facts (id int, v int) USING columnar")
-        .await
-        .unwrap();
-    let pollers = Pollers::start(&server, 8).await;
-    let insert =
-        loader.batch_execute("INSERT INTO facts SELECT g, g FROM generate_series(1, 1000000) g");
-    pollers
-        .assert_served_during("the insert", async { insert.await.unwrap() })
-        .await;
-    let row = loader
-        .query_one("SELECT count(*), sum(v) FROM facts", &[])
-        .await
-        .unwrap();
-    assert_eq!(row.get::<_, i64>(0), 1_000_000);
-    assert_eq!(row.get::<_, i64>(1), 1_000_000 * 1_000_001 / 2);
+    assert_served_during("the insert", SERVED_MIN, |scale| async move {
+        let rows = 1_000_000 * scale;
+        let server = ShoalServer::start();
+        let loader = connect(&server).await;
+        loader
+            .batch_execute("CREATE TABLE facts (id int, v int) USING columnar")
+            .await
+            .unwrap();
+        let pollers = Pollers::start(&server, 8).await;
+        let statement = format!("INSERT INTO facts SELECT g, g FROM generate_series(1, {rows}) g");
+        let insert = loader.batch_execute(&statement);
+        let round_trips = pollers.served_during(async { insert.await.unwrap() }).await;
+        let row = loader
+            .query_one("SELECT count(*), sum(v) FROM facts", &[])
+            .await
+            .unwrap();
+        assert_eq!(row.get::<_, i64>(0), rows);
+        assert_eq!(row.get::<_, i64>(1), rows * (rows + 1) / 2);
+        round_trips
+    })
+    .await;
 }
 
 /// A big UPDATE, then a big DELETE, of a column table yield every 1024 rows (and after each
@@ -392,33 +434,39 @@ async fn a_big_insert_into_a_column_table_does_not_hold_up_the_connections_of_it
 /// 224-243 with the yields (debug build), hence a bar of 100.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_big_update_or_delete_of_a_column_table_does_not_hold_up_the_connections_of_its_thread() {
-    let server = ShoalServer::start();
-    let writer = connect(&server).await;
-    writer
-        .batch_execute(
-            "CREATE TABLE facts (id int, v int) USING columnar;
-             INSERT INTO facts SELECT g, g FROM generate_series(1, 300000) g",
-        )
-        .await
-        .unwrap();
-    for (statement, count, sum) in [
-        (
-            "UPDATE facts SET v = v + 1",
-            300_000,
-            300_000 * 300_001 / 2 + 300_000,
-        ),
-        ("DELETE FROM facts WHERE id > 1", 1, 2),
-    ] {
-        let pollers = Pollers::start(&server, 8).await;
-        let write = writer.batch_execute(statement);
-        pollers
-            .assert_served_at_least(100, statement, async { write.await.unwrap() })
-            .await;
-        let row = writer
-            .query_one("SELECT count(*), sum(v) FROM facts", &[])
-            .await
-            .unwrap();
-        assert_eq!(row.get::<_, i64>(0), count, "after {statement}");
-        assert_eq!(row.get::<_, i64>(1), sum, "after {statement}");
+    for delete in [false, true] {
+        let what = if delete { "the DELETE" } else { "the UPDATE" };
+        assert_served_during(what, 100, |scale| async move {
+            let rows = 300_000 * scale;
+            let server = ShoalServer::start();
+            let writer = connect(&server).await;
+            writer
+                .batch_execute(&format!(
+                    "CREATE TABLE facts (id int, v int) USING columnar;
+                     INSERT INTO facts SELECT g, g FROM generate_series(1, {rows}) g"
+                ))
+                .await
+                .unwrap();
+            let (statement, count, sum) = if delete {
+                ("DELETE FROM facts WHERE id > 1", 1, 1)
+            } else {
+                (
+                    "UPDATE facts SET v = v + 1",
+                    rows,
+                    rows * (rows + 1) / 2 + rows,
+                )
+            };
+            let pollers = Pollers::start(&server, 8).await;
+            let write = writer.batch_execute(statement);
+            let round_trips = pollers.served_during(async { write.await.unwrap() }).await;
+            let row = writer
+                .query_one("SELECT count(*), sum(v) FROM facts", &[])
+                .await
+                .unwrap();
+            assert_eq!(row.get::<_, i64>(0), count, "after {statement}");
+            assert_eq!(row.get::<_, i64>(1), sum, "after {statement}");
+            round_trips
+        })
+        .await;
     }
 }
