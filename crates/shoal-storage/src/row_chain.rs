@@ -83,8 +83,11 @@ pub(crate) struct OlderVersions(Option<Box<Rare>>);
 #[derive(Default)]
 struct Rare {
     versions: Vec<Version>,
-    /// Transaction holding a row lock, or 0.
+    /// Transaction holding the row's exclusive lock (FOR UPDATE), or 0.
     locker: TxnId,
+    /// Transactions holding a share lock (FOR SHARE, and a foreign key check's lock on the
+    /// row it references): they let each other in, and keep writers and FOR UPDATE out.
+    sharers: Vec<TxnId>,
 }
 
 impl OlderVersions {
@@ -111,11 +114,49 @@ impl OlderVersions {
         self.free_if_unused();
     }
 
+    /// The transactions holding a share lock.
+    #[cfg(test)]
+    pub(crate) fn sharers(&self) -> &[TxnId] {
+        self.0.as_deref().map_or(&[], |r| r.sharers.as_slice())
+    }
+
+    /// Adds `txn` to the share lockers; false if it already was one.
+    pub(crate) fn add_sharer(&mut self, txn: TxnId) -> bool {
+        debug_assert_ne!(txn, 0);
+        let rare = self.0.get_or_insert_with(Default::default);
+        if rare.sharers.contains(&txn) {
+            return false;
+        }
+        rare.sharers.push(txn);
+        true
+    }
+
+    /// A transaction other than `txn` holding a lock on the row, exclusive or shared.
+    pub(crate) fn other_lock_holder(&self, txn: TxnId) -> Option<TxnId> {
+        let rare = self.0.as_deref()?;
+        if rare.locker != 0 && rare.locker != txn {
+            return Some(rare.locker);
+        }
+        rare.sharers.iter().copied().find(|&s| s != txn)
+    }
+
+    /// Releases every lock `txn` holds on the row.
+    pub(crate) fn release_locks_of(&mut self, txn: TxnId) {
+        let Some(rare) = self.0.as_deref_mut() else {
+            return;
+        };
+        if rare.locker == txn {
+            rare.locker = 0;
+        }
+        rare.sharers.retain(|&s| s != txn);
+        self.free_if_unused();
+    }
+
     fn free_if_unused(&mut self) {
         if self
             .0
             .as_ref()
-            .is_some_and(|r| r.versions.is_empty() && r.locker == 0)
+            .is_some_and(|r| r.versions.is_empty() && r.locker == 0 && r.sharers.is_empty())
         {
             self.0 = None;
         }
@@ -172,7 +213,11 @@ impl OlderVersions {
                 0 => 0, // A lock alone: the Vec never allocated.
                 n => crate::row_ref::malloc_chunk_bytes(n * std::mem::size_of::<Version>()),
             };
-            crate::row_ref::malloc_chunk_bytes(std::mem::size_of::<Rare>()) + versions
+            let sharers = match r.sharers.capacity() {
+                0 => 0,
+                n => crate::row_ref::malloc_chunk_bytes(n * std::mem::size_of::<TxnId>()),
+            };
+            crate::row_ref::malloc_chunk_bytes(std::mem::size_of::<Rare>()) + versions + sharers
         })
     }
 }
@@ -330,10 +375,7 @@ impl RowChain {
     }
 
     pub(crate) fn unlock(&self, txn: TxnId) {
-        let mut st = self.state.lock();
-        if st.older.locker() == txn {
-            st.older.set_locker(0);
-        }
+        self.state.lock().older.release_locks_of(txn);
     }
 }
 
@@ -417,6 +459,35 @@ mod tests {
         assert!(st.pop().is_some());
         assert!(st.head().is_none() && st.pop().is_none());
         assert_eq!(st.versions().count(), 0);
+    }
+
+    #[test]
+    fn share_locks_let_each_other_in_and_are_released_per_transaction() {
+        let mut older = OlderVersions::default();
+        assert!(older.add_sharer(3));
+        assert!(
+            !older.add_sharer(3),
+            "a second share lock of one transaction"
+        );
+        assert!(older.add_sharer(4));
+        assert_eq!(older.sharers(), &[3, 4]);
+        assert_eq!(older.other_lock_holder(3), Some(4));
+        assert_eq!(older.other_lock_holder(5), Some(3));
+        older.release_locks_of(3);
+        assert_eq!(
+            older.other_lock_holder(4),
+            None,
+            "only its own lock is left"
+        );
+        older.set_locker(4);
+        assert_eq!(
+            older.other_lock_holder(4),
+            None,
+            "a sharer that also locks exclusively"
+        );
+        assert_eq!(older.other_lock_holder(6), Some(4));
+        older.release_locks_of(4);
+        assert!(older.0.is_none(), "freed once no lock is left");
     }
 
     #[test]

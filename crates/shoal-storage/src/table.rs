@@ -45,9 +45,10 @@ pub enum WriteOutcome {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RowLockMode {
-    /// FOR SHARE. Currently taken as exclusive (FOR UPDATE): correct, but share lockers wait for
-    /// each other.
+    /// FOR SHARE (and FOR KEY SHARE, taken as this stronger lock): share lockers let each
+    /// other in; writers and FOR UPDATE wait for all of them.
     Share,
+    /// FOR UPDATE (and FOR NO KEY UPDATE): as a write, without changing the row.
     Exclusive,
 }
 
@@ -378,6 +379,7 @@ impl RowTable {
         txn: &Transaction,
         snap: &Snapshot,
         types: &[DataType],
+        mode: RowLockMode,
     ) -> Result<WriteCheck, StorageError> {
         let me = txn_stamp(txn.id());
         let gone = || {
@@ -389,9 +391,12 @@ impl RowTable {
         let Some(head) = st.head() else {
             return Ok(gone());
         };
-        let locker = st.older.locker();
-        if locker != 0 && locker != txn.id() {
-            return Err(StorageError::WouldBlock { holder: locker });
+        let holder = match mode {
+            RowLockMode::Exclusive => st.older.other_lock_holder(txn.id()),
+            RowLockMode::Share => Some(st.older.locker()).filter(|&l| l != 0 && l != txn.id()),
+        };
+        if let Some(holder) = holder {
+            return Err(StorageError::WouldBlock { holder });
         }
         if is_txn_stamp(head.begin) && head.begin != me {
             return Err(StorageError::WouldBlock {
@@ -447,7 +452,9 @@ impl RowTable {
         let me = txn_stamp(txn.id());
         let old_data = {
             let mut st = row.state.lock();
-            if let WriteCheck::Outcome(o) = self.check_write(row, &st, txn, snap, &shape.types)? {
+            if let WriteCheck::Outcome(o) =
+                self.check_write(row, &st, txn, snap, &shape.types, RowLockMode::Exclusive)?
+            {
                 return Ok(o);
             }
             let head = st.head_mut().expect("check_write saw a head");
@@ -494,7 +501,9 @@ impl RowTable {
         self.shared.before_row_write(txn)?;
         let old = {
             let mut st = row.state.lock();
-            if let WriteCheck::Outcome(o) = self.check_write(row, &st, txn, snap, &shape.types)? {
+            if let WriteCheck::Outcome(o) =
+                self.check_write(row, &st, txn, snap, &shape.types, RowLockMode::Exclusive)?
+            {
                 return Ok(o);
             }
             let head = st.head_mut().expect("check_write saw a head");
@@ -520,17 +529,31 @@ impl RowTable {
         snap: &Snapshot,
         mode: RowLockMode,
     ) -> Result<WriteOutcome, StorageError> {
-        let _ = mode; // Share is taken as Exclusive, see RowLockMode::Share.
         let shape = self.shape.read_recursive();
         self.check_alive()?;
         self.shared.ensure_writer(txn);
         let mut st = row.state.lock();
-        if let WriteCheck::Outcome(o) = self.check_write(row, &st, txn, snap, &shape.types)? {
+        let checked = self.check_write(row, &st, txn, snap, &shape.types, mode)?;
+        if let WriteCheck::Outcome(o) = checked {
             return Ok(o);
         }
-        if st.older.locker() != txn.id() {
-            debug_assert_eq!(st.older.locker(), 0);
-            st.older.set_locker(txn.id());
+        let me = txn.id();
+        let newly_locked = match mode {
+            // A version of its own or its exclusive lock already keeps the others out.
+            RowLockMode::Share => {
+                let head_is_own = st.head().is_some_and(|h| h.begin == txn_stamp(me));
+                st.older.locker() != me && !head_is_own && st.older.add_sharer(me)
+            }
+            RowLockMode::Exclusive => {
+                let newly = st.older.locker() != me;
+                if newly {
+                    debug_assert_eq!(st.older.locker(), 0);
+                    st.older.set_locker(me);
+                }
+                newly
+            }
+        };
+        if newly_locked {
             txn.locks.push(row.clone());
         }
         Ok(WriteOutcome::Done)

@@ -268,6 +268,56 @@ fn savepoint_rollback_releases_later_row_locks() {
 }
 
 #[test]
+fn share_locks_admit_each_other_and_keep_writers_out_until_both_end() {
+    let db = Database::new();
+    let t = accounts(&db);
+    load(&db, &t, 1, 0);
+    let mut x = db.begin(IsolationLevel::ReadCommitted);
+    let mut y = db.begin(IsolationLevel::ReadCommitted);
+    let mut w = db.begin(IsolationLevel::ReadCommitted);
+    let (sx, sy, sw) = (
+        db.statement_snapshot(&mut x),
+        db.statement_snapshot(&mut y),
+        db.statement_snapshot(&mut w),
+    );
+    let (r0, _) = get(&t, &sx, 0).unwrap();
+    assert_eq!(
+        t.lock_row(&mut x, &r0, &sx, RowLockMode::Share),
+        Ok(WriteOutcome::Done)
+    );
+    assert_eq!(
+        t.lock_row(&mut y, &r0, &sy, RowLockMode::Share),
+        Ok(WriteOutcome::Done)
+    );
+    assert_eq!(
+        t.delete(&mut w, &r0, &sw),
+        Err(StorageError::WouldBlock { holder: x.id() })
+    );
+    assert_eq!(
+        t.lock_row(&mut w, &r0, &sw, RowLockMode::Exclusive),
+        Err(StorageError::WouldBlock { holder: x.id() })
+    );
+    db.commit(x).unwrap();
+    assert_eq!(
+        t.update(&mut w, &r0, &sw, &row(0, 1, "w")),
+        Err(StorageError::WouldBlock { holder: y.id() }),
+        "the other share lock still holds"
+    );
+    db.rollback(y);
+    assert_eq!(
+        t.update(&mut w, &r0, &sw, &row(0, 1, "w")),
+        Ok(WriteOutcome::Done)
+    );
+    let mut z = db.begin(IsolationLevel::ReadCommitted);
+    let sz = db.statement_snapshot(&mut z);
+    assert_eq!(
+        t.lock_row(&mut z, &r0, &sz, RowLockMode::Share),
+        Err(StorageError::WouldBlock { holder: w.id() }),
+        "a share lock waits for a pending write"
+    );
+}
+
+#[test]
 fn unique_index_rejects_live_duplicates_and_waits_for_pending_ones() {
     let db = Database::new();
     let t = accounts(&db);

@@ -358,3 +358,28 @@ async fn copy_fail_from_the_client_loads_nothing() {
         .unwrap();
     assert_eq!(one_i64(&client, "SELECT count(*) FROM a").await, 2);
 }
+
+/// COPY checks foreign keys as INSERT does (it loaded rows that referenced nothing).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn copy_checks_foreign_keys() {
+    let server = ShoalServer::start();
+    let client = connect(&server).await;
+    client
+        .batch_execute(
+            "CREATE TABLE parent (id int PRIMARY KEY);
+             CREATE TABLE child (id int, parent_id int REFERENCES parent);
+             INSERT INTO parent VALUES (1);",
+        )
+        .await
+        .unwrap();
+    let e = copy_in(&client, "COPY child FROM STDIN", b"10\t1\n11\t999\n", 8192)
+        .await
+        .expect_err("line 2 references a missing parent");
+    assert_eq!(sqlstate(&e), "23503", "{e:?}");
+    assert!(format!("{e:?}").contains("line 2"), "{e:?}");
+    assert_eq!(one_i64(&client, "SELECT count(*) FROM child").await, 0);
+    copy_in(&client, "COPY child FROM STDIN", b"10\t1\n11\t\\N\n", 8192)
+        .await
+        .expect("a present and a NULL reference");
+    assert_eq!(one_i64(&client, "SELECT count(*) FROM child").await, 2);
+}

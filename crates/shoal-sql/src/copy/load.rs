@@ -223,7 +223,7 @@ impl CopyLoader {
             });
         }
         let batch = RecordBatch::try_new(schema_of(&table_schema(&def), &full), full)?;
-        check_constraints(session, &def, &batch, &lines).await?;
+        check_constraints(session, txn, &def, &batch, &lines).await?;
         self.rows += rows;
         match &mut self.sink {
             Sink::Row(table) => {
@@ -395,19 +395,23 @@ async fn default_array(
     Ok(array_from_values(&c.data_type, values.iter()))
 }
 
-/// NOT NULL and CHECK constraints of a chunk's rows. NOT NULL is checked on whole arrays; a
-/// violation (and every row of a table with CHECK constraints) goes through the per-row check
-/// for PostgreSQL's exact message.
+/// NOT NULL, CHECK and FOREIGN KEY constraints of a chunk's rows. NOT NULL is checked on whole
+/// arrays; a violation (and every row of a table with CHECK or FOREIGN KEY constraints) goes
+/// through the per-row check, for PostgreSQL's exact message (and each referenced row's lock).
 async fn check_constraints(
     session: &Session,
+    txn: &mut Transaction,
     def: &TableDef,
     batch: &RecordBatch,
     lines: &[usize],
 ) -> SqlResult<()> {
-    let has_checks = def
-        .constraints
-        .iter()
-        .any(|c| matches!(c.kind, shoal_storage::catalog::ConstraintKind::Check { .. }));
+    use shoal_storage::catalog::ConstraintKind;
+    let has_checks = def.constraints.iter().any(|c| {
+        matches!(
+            c.kind,
+            ConstraintKind::Check { .. } | ConstraintKind::ForeignKey { .. }
+        )
+    });
     let first_null = def
         .columns
         .iter()
@@ -428,7 +432,7 @@ async fn check_constraints(
         0,
         session.settings.time_zone(),
     )?;
-    crate::constraints::check_rows(session, def, &rows)
+    crate::constraints::check_rows(session, txn, def, &rows)
         .await
         .map_err(|(i, e)| e.with_context(format!("COPY {}, line {}", def.name, lines[from + i])))
 }

@@ -296,7 +296,11 @@ pub(super) async fn add_constraint(
 }
 
 /// Checks an added FOREIGN KEY or CHECK against the rows already in the table.
-async fn validate_existing_rows(session: &Session, table_oid: Oid) -> SqlResult<()> {
+async fn validate_existing_rows(
+    session: &Session,
+    txn: &mut Transaction,
+    table_oid: Oid,
+) -> SqlResult<()> {
     let def = session
         .engine
         .catalog
@@ -334,7 +338,7 @@ async fn validate_existing_rows(session: &Session, table_oid: Oid) -> SqlResult<
         true
     });
     for row in rows {
-        if let Err(e) = crate::constraints::check_row(session, &only_last, &row).await {
+        if let Err(e) = crate::constraints::check_row(session, txn, &only_last, &row).await {
             let mut def2 = (*def).clone();
             def2.constraints.pop();
             session.engine.catalog.write().replace_table(def2)?;
@@ -355,7 +359,7 @@ async fn validate_existing_rows(session: &Session, table_oid: Oid) -> SqlResult<
 
 pub(super) async fn alter_table(
     session: &mut Session,
-    _txn: &mut Transaction,
+    txn: &mut Transaction,
     at: ast::AlterTable,
 ) -> SqlResult<StatementResult> {
     let (schema, rel) = split_name(&at.name);
@@ -549,7 +553,7 @@ pub(super) async fn alter_table(
             }
             ast::AlterTableOperation::AddConstraint { constraint, .. } => {
                 add_constraint(session, oid, pending_from_table_constraint(&constraint)?).await?;
-                validate_existing_rows(session, oid).await?;
+                validate_existing_rows(session, txn, oid).await?;
             }
             ast::AlterTableOperation::DropConstraint {
                 name, if_exists, ..

@@ -160,7 +160,7 @@ pub(super) async fn insert_batches(
         while pending.len() >= SEGMENT_MAX_ROWS || (last_batch && !pending.is_empty()) {
             let rest = pending.split_off(pending.len().min(SEGMENT_MAX_ROWS));
             let rows = std::mem::replace(&mut pending, rest);
-            constraints::check_rows(session, def, &rows)
+            constraints::check_rows(session, txn, def, &rows)
                 .await
                 .map_err(|(_, e)| e)?;
             append_rows(txn, def, table, &rows)?;
@@ -339,7 +339,7 @@ pub async fn update(
         for (r, row) in rows.into_iter().enumerate() {
             super::yield_between_rows(done).await;
             done += 1;
-            constraints::check_row(session, &def, &row).await?;
+            constraints::check_row(session, txn, &def, &row).await?;
             if table.delete(txn, &snap, row_ids(b).value(r))? {
                 written.push(row);
             }

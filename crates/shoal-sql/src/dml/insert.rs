@@ -215,7 +215,7 @@ pub async fn insert(
             let with_checks = total_rows == 1 || first_rejected == Some(i);
             super::yield_between_rows(i).await;
             i += 1;
-            constraints::check_row_with(session, &def, &row, with_checks).await?;
+            constraints::check_row_with(session, txn, &def, &row, with_checks, None).await?;
             let stored = match insert_row(session, txn, &mut target, &row).await? {
                 RowWritten::Nothing => continue,
                 RowWritten::AsProposed => row.clone(),
@@ -486,9 +486,12 @@ async fn on_conflict_update(
             new_row[*col] =
                 column_values(&b.column(i).slice(0, 1), &c.data_type, &c.name, zone)?.remove(0);
         }
-        constraints::check_row(session, def, &new_row).await?;
+        constraints::check_updated_row(session, txn, def, Some(&current), &new_row).await?;
         match write_update(session, txn, table, def, existing, &snap, &new_row).await? {
-            true => return Ok(Some(new_row)),
+            true => {
+                constraints::check_update_references(session, txn, def, &current, &new_row).await?;
+                return Ok(Some(new_row));
+            }
             false => continue,
         }
     }

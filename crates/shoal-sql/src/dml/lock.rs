@@ -109,6 +109,9 @@ struct Kept {
     newest: Option<Vec<ScalarValue>>,
 }
 
+/// The output column `with_position` adds: the locked table's row position.
+const LOCKED_POSITION_COLUMN: &str = "__shoal_locked_row_position";
+
 /// The query with the locked table's row position as its first output column.
 fn with_position(q: &ast::Query, alias: &str) -> SqlResult<String> {
     let mut q = q.clone();
@@ -116,11 +119,13 @@ fn with_position(q: &ast::Query, alias: &str) -> SqlResult<String> {
         let pos: ast::Expr = Parser::new(&PostgreSqlDialect {})
             .try_with_sql(&format!("{}.{}", quote_ident(alias), ROW_POSITION_COLUMN))?
             .parse_expr()?;
+        // Under its own name: a `*` in the query brings the scan's position column too, and
+        // an alias equal to the column's name would leave two columns of one name.
         s.projection.insert(
             0,
             ast::SelectItem::ExprWithAlias {
                 expr: pos,
-                alias: ast::Ident::new(ROW_POSITION_COLUMN),
+                alias: ast::Ident::new(LOCKED_POSITION_COLUMN),
             },
         );
     }

@@ -257,11 +257,22 @@ async fn update_one(
     mut returned: Vec<ScalarValue>,
 ) -> SqlResult<Option<(Vec<Value>, Vec<ScalarValue>)>> {
     let def = m.def;
+    let has_foreign_keys = constraints::has_foreign_keys(session, def);
     loop {
-        constraints::check_row(session, def, &row).await?;
-        constraints::check_update_references(session, txn, def, handle, &snap, &row).await?;
+        // The version replaced: for the foreign keys on either side of the table.
+        let old = if has_foreign_keys {
+            m.table.read(handle, &snap)
+        } else {
+            None
+        };
+        constraints::check_updated_row(session, txn, def, old.as_deref(), &row).await?;
         match m.table.update(txn, handle, &snap, &row) {
-            Ok(WriteOutcome::Done) => return Ok(Some((row, returned))),
+            Ok(WriteOutcome::Done) => {
+                if let Some(old) = old {
+                    constraints::check_update_references(session, txn, def, &old, &row).await?;
+                }
+                return Ok(Some((row, returned)));
+            }
             Ok(WriteOutcome::Changed { newest: None, .. }) => return Ok(None),
             Ok(WriteOutcome::Changed {
                 newest: Some(newest),
@@ -457,9 +468,12 @@ async fn delete_one(
     mut returned: Vec<ScalarValue>,
 ) -> SqlResult<Option<(Vec<Value>, Vec<ScalarValue>)>> {
     loop {
-        constraints::check_delete_references(session, txn, m.def, &old).await?;
         match m.table.delete(txn, handle, &snap) {
-            Ok(WriteOutcome::Done) => return Ok(Some((old, returned))),
+            Ok(WriteOutcome::Done) => {
+                // After the delete: see `constraints::foreign_key` for why not before.
+                constraints::check_delete_references(session, txn, m.def, &old).await?;
+                return Ok(Some((old, returned)));
+            }
             Ok(WriteOutcome::Changed { newest: None, .. }) => return Ok(None),
             Ok(WriteOutcome::Changed {
                 newest: Some(newest),

@@ -1,12 +1,15 @@
 //! Row constraints checked before a write reaches storage: NOT NULL, CHECK and FOREIGN KEY
-//! (both directions: a new row must reference an existing key; a deleted or re-keyed row must
-//! not be referenced, unless the key's ON DELETE action deletes or changes the referencing rows).
-//! Unique constraints are enforced by storage's unique indexes.
+//! (both directions, in `foreign_key`: a new row must reference an existing key; a deleted or
+//! re-keyed row must not be referenced, unless the key's ON DELETE action deletes or changes the
+//! referencing rows). Unique constraints are enforced by storage's unique indexes.
 
-use shoal_storage::catalog::{ConstraintKind, ForeignKeyAction, TableDef};
-use shoal_storage::table::RowRef;
+mod foreign_key;
+
+pub use foreign_key::{check_delete_references, check_update_references};
+
+use shoal_storage::catalog::{ConstraintKind, TableDef};
 use shoal_storage::types::Value;
-use shoal_storage::{Snapshot, Transaction};
+use shoal_storage::Transaction;
 
 use crate::error::{code, SqlError, SqlResult};
 use crate::params::literal_expr;
@@ -67,6 +70,7 @@ const CHECK_ROWS_PER_QUERY: usize = 1000;
 /// one `check_row` would give.
 pub async fn check_rows(
     session: &Session,
+    txn: &mut Transaction,
     def: &TableDef,
     rows: &[Vec<Value>],
 ) -> Result<(), (usize, SqlError)> {
@@ -75,7 +79,7 @@ pub async fn check_rows(
         .map_err(|e| (0, e))?;
     for (i, row) in rows.iter().enumerate() {
         let with_checks = rows.len() == 1 || first_rejected == Some(i);
-        check_row_with(session, def, row, with_checks)
+        check_row_with(session, txn, def, row, with_checks, None)
             .await
             .map_err(|e| (i, e))?;
     }
@@ -84,6 +88,21 @@ pub async fn check_rows(
 
 /// The index of the first row some CHECK constraint of `def` rejects (None for a single row:
 /// `check_row` evaluates its CHECKs itself).
+/// Whether the table references another one or is referenced.
+pub fn has_foreign_keys(session: &Session, def: &TableDef) -> bool {
+    let references = def
+        .constraints
+        .iter()
+        .any(|c| matches!(c.kind, ConstraintKind::ForeignKey { .. }));
+    references
+        || !session
+            .engine
+            .catalog
+            .read()
+            .referencing_foreign_keys(def.oid)
+            .is_empty()
+}
+
 /// Whether the table has CHECK constraints.
 pub fn has_checks(def: &TableDef) -> bool {
     def.constraints
@@ -151,17 +170,40 @@ pub async fn first_check_failure(
     Ok(None)
 }
 
-/// NOT NULL, CHECK and outgoing FOREIGN KEY checks for a row about to be written.
-pub async fn check_row(session: &Session, def: &TableDef, row: &[Value]) -> SqlResult<()> {
-    check_row_with(session, def, row, true).await
+/// NOT NULL, CHECK and outgoing FOREIGN KEY checks for a row `txn` is about to write. The
+/// row each foreign key references is locked FOR KEY SHARE until `txn` ends.
+pub async fn check_row(
+    session: &Session,
+    txn: &mut Transaction,
+    def: &TableDef,
+    row: &[Value],
+) -> SqlResult<()> {
+    check_row_with(session, txn, def, row, true, None).await
 }
 
-/// `check_row`, optionally without the CHECK constraints (known to pass).
+/// `check_row` for the new version of `old`: as PostgreSQL, a foreign key whose columns the
+/// update leaves alone is not checked again (nor its referenced row locked: an UPDATE of
+/// pgbench_accounts would otherwise lock its branch, which the same transaction then updates,
+/// and two such transactions would deadlock).
+pub async fn check_updated_row(
+    session: &Session,
+    txn: &mut Transaction,
+    def: &TableDef,
+    old: Option<&[Value]>,
+    row: &[Value],
+) -> SqlResult<()> {
+    check_row_with(session, txn, def, row, true, old).await
+}
+
+/// `check_row`, optionally without the CHECK constraints (known to pass), and for an update
+/// of `old` when given.
 pub async fn check_row_with(
     session: &Session,
+    txn: &mut Transaction,
     def: &TableDef,
     row: &[Value],
     with_checks: bool,
+    old: Option<&[Value]>,
 ) -> SqlResult<()> {
     for (i, c) in def.columns.iter().enumerate() {
         if c.not_null && row[i].is_null() {
@@ -209,187 +251,25 @@ pub async fn check_row_with(
                 ref_columns,
                 ..
             } => {
-                if columns.iter().any(|c| row[*c].is_null()) {
+                let unchanged = old.is_some_and(|old| columns.iter().all(|&c| old[c] == row[c]));
+                if unchanged || columns.iter().any(|c| row[*c].is_null()) {
                     continue;
                 }
-                let Some(target) = session.engine.catalog.read().tables.get(ref_table).cloned()
-                else {
+                let target = session.engine.catalog.read().tables.get(ref_table).cloned();
+                let Some(target) = target else {
                     continue;
                 };
-                let conds: Vec<String> = columns
-                    .iter()
-                    .zip(ref_columns)
-                    .map(|(c, rc)| {
-                        format!(
-                            "\"{}\" = {}",
-                            target.columns[*rc].name,
-                            literal(&target, *rc, &row[*c])
-                        )
-                    })
-                    .collect();
-                let sql = format!(
-                    "SELECT TRUE FROM {} WHERE {} LIMIT 1",
-                    crate::dml::qualified(&target),
-                    conds.join(" AND ")
-                );
-                if query_bool(session, &sql).await? != Some(true) {
-                    let (names, vals) = key_text(def, columns, row, session.settings.time_zone());
-                    return Err(SqlError::new(
-                        code::FOREIGN_KEY_VIOLATION,
-                        format!("insert or update on table \"{}\" violates foreign key constraint \"{}\"", def.name, constraint.name),
-                    )
-                    .with_detail(format!("Key ({names})=({vals}) is not present in table \"{}\".", target.name)));
-                }
+                foreign_key::check_reference(
+                    session,
+                    txn,
+                    (def, &constraint.name, columns),
+                    (&target, ref_columns),
+                    row,
+                )
+                .await?;
             }
             _ => {}
         }
     }
     Ok(())
-}
-
-/// A row of `def` is about to be deleted: rows that reference it are deleted or changed by their
-/// foreign key's ON DELETE action, or, with NO ACTION / RESTRICT, make the delete fail.
-pub async fn check_delete_references(
-    session: &Session,
-    txn: &mut Transaction,
-    def: &TableDef,
-    old: &[Value],
-) -> SqlResult<()> {
-    check_references(session, txn, def, old, false).await
-}
-
-/// Rows that reference `old` (a row of `def` being deleted, or whose key an UPDATE changes when
-/// `updating`): apply their foreign key's action, or fail when it is NO ACTION / RESTRICT.
-async fn check_references(
-    session: &Session,
-    txn: &mut Transaction,
-    def: &TableDef,
-    old: &[Value],
-    updating: bool,
-) -> SqlResult<()> {
-    let referencing = session
-        .engine
-        .catalog
-        .read()
-        .referencing_foreign_keys(def.oid);
-    for (child, constraint) in referencing {
-        let ConstraintKind::ForeignKey {
-            columns,
-            ref_columns,
-            on_delete,
-            on_update,
-            ..
-        } = &constraint.kind
-        else {
-            continue;
-        };
-        if ref_columns.iter().any(|c| old[*c].is_null()) {
-            continue;
-        }
-        let conds: Vec<String> = columns
-            .iter()
-            .zip(ref_columns)
-            .map(|(c, rc)| {
-                format!(
-                    "\"{}\" = {}",
-                    child.columns[*c].name,
-                    literal(def, *rc, &old[*rc])
-                )
-            })
-            .collect();
-        let sql = format!(
-            "SELECT TRUE FROM {} WHERE {} LIMIT 1",
-            crate::dml::qualified(&child),
-            conds.join(" AND ")
-        );
-        if query_bool(session, &sql).await? == Some(true) {
-            let action = if updating { on_update } else { on_delete };
-            match action {
-                ForeignKeyAction::NoAction | ForeignKeyAction::Restrict => {}
-                _ if updating => {
-                    return Err(SqlError::unsupported(
-                        "ON UPDATE CASCADE / SET NULL / SET DEFAULT actions",
-                    ))
-                }
-                _ => {
-                    let assignments = action_assignments(&child, columns, *action);
-                    // The action deletes or updates rows that may themselves be referenced, so
-                    // this recursion is boxed.
-                    Box::pin(crate::dml::referential_action(
-                        session,
-                        txn,
-                        &child,
-                        &assignments,
-                        &conds.join(" AND "),
-                    ))
-                    .await?;
-                    continue;
-                }
-            }
-            let (names, vals) = key_text(def, ref_columns, old, session.settings.time_zone());
-            return Err(SqlError::new(
-                code::FOREIGN_KEY_VIOLATION,
-                format!(
-                    "update or delete on table \"{}\" violates foreign key constraint \"{}\" on table \"{}\"",
-                    def.name, constraint.name, child.name
-                ),
-            )
-            .with_detail(format!("Key ({names})=({vals}) is still referenced from table \"{}\".", child.name)));
-        }
-    }
-    Ok(())
-}
-
-/// An UPDATE that changes a referenced key must not orphan referencing rows.
-pub async fn check_update_references(
-    session: &Session,
-    txn: &mut Transaction,
-    def: &TableDef,
-    handle: &RowRef,
-    snap: &Snapshot,
-    new_row: &[Value],
-) -> SqlResult<()> {
-    let referencing = session
-        .engine
-        .catalog
-        .read()
-        .referencing_foreign_keys(def.oid);
-    if referencing.is_empty() {
-        return Ok(());
-    }
-    let Some(table) = session.engine.db.table(def.oid as u64) else {
-        return Ok(());
-    };
-    let Some(old) = table.read(handle, snap) else {
-        return Ok(());
-    };
-    let key_changed = referencing.iter().any(|(_, c)| match &c.kind {
-        ConstraintKind::ForeignKey { ref_columns, .. } => {
-            ref_columns.iter().any(|rc| old[*rc] != new_row[*rc])
-        }
-        _ => false,
-    });
-    if key_changed {
-        check_references(session, txn, def, &old, true).await?;
-    }
-    Ok(())
-}
-
-/// The columns a SET NULL or SET DEFAULT action assigns, with the SQL of their new value; none
-/// for CASCADE, which deletes the referencing rows.
-fn action_assignments(
-    child: &TableDef,
-    columns: &[usize],
-    action: ForeignKeyAction,
-) -> Vec<(usize, String)> {
-    let value = |col: usize| match action {
-        ForeignKeyAction::SetDefault => crate::dml::default_expr_sql(child, col),
-        _ => "NULL".to_string(),
-    };
-    match action {
-        ForeignKeyAction::SetNull | ForeignKeyAction::SetDefault => {
-            columns.iter().map(|&c| (c, value(c))).collect()
-        }
-        _ => Vec::new(),
-    }
 }

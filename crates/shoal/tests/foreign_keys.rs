@@ -1,0 +1,191 @@
+//! Foreign keys under concurrency, over the wire. A transaction that writes a referencing row
+//! locks the row it references (FOR KEY SHARE, as PostgreSQL), so a DELETE of that row in
+//! another transaction waits for it and then fails if the reference committed; a referencing
+//! write waits for an uncommitted DELETE of its row and fails if that commits. Referencing
+//! writers do not wait for each other, and neither do FOR SHARE lockers.
+
+mod support;
+
+use std::time::Duration;
+
+use support::{connect, ShoalServer};
+use tokio_postgres::error::SqlState;
+use tokio_postgres::Client;
+
+/// How long a statement that must wait gets to finish on its own before the transaction it
+/// waits for ends: it must not.
+const STILL_WAITING_AFTER: Duration = Duration::from_millis(300);
+
+async fn set_up(server: &ShoalServer) -> (Client, Client) {
+    let a = connect(server).await;
+    let b = connect(server).await;
+    a.batch_execute(
+        "CREATE TABLE parent (id bigint PRIMARY KEY, name text);
+         CREATE TABLE child (id int PRIMARY KEY, parent_id int REFERENCES parent (id));
+         INSERT INTO parent VALUES (1, 'one'), (2, 'two');",
+    )
+    .await
+    .expect("set up");
+    (a, b)
+}
+
+/// Starts `sql` on `client` and checks that it is still waiting after a while; returns its
+/// outcome's task.
+async fn start_waiting(
+    client: Client,
+    sql: &'static str,
+) -> tokio::task::JoinHandle<(Client, Result<(), tokio_postgres::Error>)> {
+    let task = tokio::spawn(async move {
+        let result = client.batch_execute(sql).await;
+        (client, result)
+    });
+    tokio::time::sleep(STILL_WAITING_AFTER).await;
+    assert!(!task.is_finished(), "{sql} should wait");
+    task
+}
+
+async fn count(client: &Client, sql: &str) -> i64 {
+    client.query_one(sql, &[]).await.expect(sql).get(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delete_of_a_referenced_row_waits_for_the_referencing_transaction() {
+    let server = ShoalServer::start();
+    let (a, b) = set_up(&server).await;
+    // The reference commits: the delete, which could not see it when it started, fails.
+    a.batch_execute("BEGIN; INSERT INTO child VALUES (10, 1)")
+        .await
+        .unwrap();
+    let delete = start_waiting(b, "DELETE FROM parent WHERE id = 1").await;
+    a.batch_execute("COMMIT").await.unwrap();
+    let (b, result) = delete.await.unwrap();
+    let err = result.expect_err("the committed reference keeps the row");
+    assert_eq!(
+        err.code(),
+        Some(&SqlState::FOREIGN_KEY_VIOLATION),
+        "{err:?}"
+    );
+    assert_eq!(
+        count(&b, "SELECT count(*) FROM parent WHERE id = 1").await,
+        1
+    );
+    // The reference rolls back: the delete goes ahead.
+    a.batch_execute("BEGIN; INSERT INTO child VALUES (20, 2)")
+        .await
+        .unwrap();
+    let delete = start_waiting(b, "DELETE FROM parent WHERE id = 2").await;
+    a.batch_execute("ROLLBACK").await.unwrap();
+    let (b, result) = delete.await.unwrap();
+    result.expect("nothing references the row any more");
+    assert_eq!(
+        count(&b, "SELECT count(*) FROM parent WHERE id = 2").await,
+        0
+    );
+    // No child points at a missing parent.
+    let orphans = "SELECT count(*) FROM child c WHERE NOT EXISTS
+                   (SELECT 1 FROM parent p WHERE p.id = c.parent_id)";
+    assert_eq!(count(&b, orphans).await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_referencing_insert_waits_for_an_uncommitted_delete_of_its_row() {
+    let server = ShoalServer::start();
+    let (a, b) = set_up(&server).await;
+    a.batch_execute("BEGIN; DELETE FROM parent WHERE id = 1")
+        .await
+        .unwrap();
+    let insert = start_waiting(b, "INSERT INTO child VALUES (10, 1)").await;
+    a.batch_execute("COMMIT").await.unwrap();
+    let (b, result) = insert.await.unwrap();
+    let err = result.expect_err("the referenced row is gone");
+    assert_eq!(
+        err.code(),
+        Some(&SqlState::FOREIGN_KEY_VIOLATION),
+        "{err:?}"
+    );
+    // The same with a rollback: the insert goes ahead.
+    a.batch_execute("BEGIN; DELETE FROM parent WHERE id = 2")
+        .await
+        .unwrap();
+    let insert = start_waiting(b, "INSERT INTO child VALUES (20, 2)").await;
+    a.batch_execute("ROLLBACK").await.unwrap();
+    let (b, result) = insert.await.unwrap();
+    result.expect("the referenced row is back");
+    assert_eq!(count(&b, "SELECT count(*) FROM child").await, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn referencing_writers_of_one_row_do_not_wait_for_each_other() {
+    let server = ShoalServer::start();
+    let (a, b) = set_up(&server).await;
+    a.batch_execute("BEGIN; INSERT INTO child VALUES (10, 1)")
+        .await
+        .unwrap();
+    let insert = b.batch_execute("BEGIN; INSERT INTO child VALUES (11, 1)");
+    tokio::time::timeout(Duration::from_secs(10), insert)
+        .await
+        .expect("the second reference to the row does not wait for the first")
+        .unwrap();
+    // FOR SHARE lockers share too; FOR UPDATE waits for both.
+    a.batch_execute("SELECT * FROM parent WHERE id = 2 FOR SHARE")
+        .await
+        .unwrap();
+    let share = b.batch_execute("SELECT * FROM parent WHERE id = 2 FOR SHARE");
+    tokio::time::timeout(Duration::from_secs(10), share)
+        .await
+        .expect("FOR SHARE does not wait for FOR SHARE")
+        .unwrap();
+    a.batch_execute("COMMIT").await.unwrap();
+    b.batch_execute("COMMIT").await.unwrap();
+    assert_eq!(count(&a, "SELECT count(*) FROM child").await, 2);
+}
+
+/// REPEATABLE READ: a reference committed after the deleting transaction's snapshot is one it
+/// cannot see, and deleting past it would orphan it: a serialization failure, as in PostgreSQL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_repeatable_read_delete_of_a_row_referenced_since_its_snapshot_fails_to_serialize() {
+    let server = ShoalServer::start();
+    let (a, b) = set_up(&server).await;
+    b.batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT count(*) FROM child")
+        .await
+        .unwrap();
+    a.batch_execute("INSERT INTO child VALUES (10, 1)")
+        .await
+        .unwrap();
+    let err = b
+        .batch_execute("DELETE FROM parent WHERE id = 1")
+        .await
+        .expect_err("the reference it cannot see keeps the row");
+    assert_eq!(
+        err.code(),
+        Some(&SqlState::T_R_SERIALIZATION_FAILURE),
+        "{err:?}"
+    );
+    b.batch_execute("ROLLBACK").await.unwrap();
+    assert_eq!(
+        count(&b, "SELECT count(*) FROM parent WHERE id = 1").await,
+        1
+    );
+}
+
+/// An integer column may reference a bigint key; ON DELETE CASCADE removes references that
+/// committed after the deleting statement began.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cascades_reach_references_committed_while_the_delete_waited() {
+    let server = ShoalServer::start();
+    let (a, b) = set_up(&server).await;
+    a.batch_execute(
+        "CREATE TABLE tag (id int PRIMARY KEY, parent_id int REFERENCES parent ON DELETE CASCADE)",
+    )
+    .await
+    .unwrap();
+    a.batch_execute("BEGIN; INSERT INTO tag VALUES (1, 2)")
+        .await
+        .unwrap();
+    let delete = start_waiting(b, "DELETE FROM parent WHERE id = 2").await;
+    a.batch_execute("COMMIT").await.unwrap();
+    let (b, result) = delete.await.unwrap();
+    result.expect("the cascade deletes the reference");
+    assert_eq!(count(&b, "SELECT count(*) FROM tag").await, 0);
+    assert_eq!(count(&b, "SELECT count(*) FROM parent").await, 1);
+}
