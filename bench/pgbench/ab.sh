@@ -7,7 +7,8 @@
 #
 # Needs pgbench 15 (/usr/lib/postgresql/15/bin) and psql. Each binary gets a fresh data
 # directory under /tmp and port 55440; scale 10 (AB_SCALE) is loaded once per binary, before
-# round 1.
+# round 1, with pgbench's default init steps or AB_INIT_STEPS (e.g. dtGvpf: server-side
+# generation and foreign keys); the init's timing line is printed.
 # pgbench connects over loopback TCP, or over the Unix socket with AB_TRANSPORT=unix.
 set -u
 ARGS=$1; RUNS=$2; shift 2
@@ -28,7 +29,10 @@ for round in $(seq "$RUNS"); do
       > /tmp/shoal-ab-$i.log 2>&1 < /dev/null &
     pid=$!
     until psql $CONN -Atc 'select 1' >/dev/null 2>&1; do sleep 0.2; done
-    if [ "$round" = 1 ]; then $PGBENCH -i -s "${AB_SCALE:-10}" -q $CONN >/dev/null 2>&1; fi
+    if [ "$round" = 1 ]; then
+      init=$($PGBENCH -i -s "${AB_SCALE:-10}" -q ${AB_INIT_STEPS:+-I $AB_INIT_STEPS} $CONN 2>&1)
+      echo "binary $i init: $(echo "$init" | grep '^done in')"
+    fi
     ticks_before=$(awk '{print $14 + $15}' /proc/$pid/stat)
     out=$($PGBENCH $ARGS -T 10 $CONN 2>/dev/null)
     ticks_after=$(awk '{print $14 + $15}' /proc/$pid/stat)

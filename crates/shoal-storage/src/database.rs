@@ -242,6 +242,14 @@ impl Database {
     pub fn stable_ts(&self) -> CommitTs {
         self.shared.clock.stable()
     }
+
+    /// The newest timestamp handed to a commit. A snapshot at it sees every transaction that
+    /// has ended, and so released its locks, where `stable_ts` may still lag behind one whose
+    /// commit finished before an older commit's log flush; commits still stamping their
+    /// versions stay unseen, as if not yet committed.
+    pub fn newest_commit_ts(&self) -> CommitTs {
+        self.shared.clock.newest_issued()
+    }
 }
 
 /// A commit between its two halves: logged, not yet visible. Dropping it unfinished finishes

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use parking_lot::{Mutex, MutexGuard};
 
 pub use crate::row_ref::RowRef;
+use crate::table::RowLockMode;
 use crate::txn::{is_txn_stamp, txn_stamp, ChangeKind, CommitTs, Snapshot, TxnId, END_UNSET};
 
 #[derive(Debug)]
@@ -85,9 +86,11 @@ struct Rare {
     versions: Vec<Version>,
     /// Transaction holding the row's exclusive lock (FOR UPDATE), or 0.
     locker: TxnId,
-    /// Transactions holding a share lock (FOR SHARE, and a foreign key check's lock on the
-    /// row it references): they let each other in, and keep writers and FOR UPDATE out.
-    sharers: Vec<TxnId>,
+    /// Transactions holding a share lock, and whether it is FOR KEY SHARE (a foreign key
+    /// check's lock on the row it references) rather than FOR SHARE. Share lockers let each
+    /// other in and keep FOR UPDATE and deletes out; FOR SHARE also keeps out every update,
+    /// FOR KEY SHARE only updates that change a unique key (as in PostgreSQL).
+    sharers: Vec<(TxnId, bool)>,
 }
 
 impl OlderVersions {
@@ -114,41 +117,43 @@ impl OlderVersions {
         self.free_if_unused();
     }
 
-    /// The transactions holding a share lock.
-    #[cfg(test)]
-    pub(crate) fn sharers(&self) -> &[TxnId] {
-        self.0.as_deref().map_or(&[], |r| r.sharers.as_slice())
-    }
-
-    /// Adds `txn` to the share lockers; false if it already was one.
-    pub(crate) fn add_sharer(&mut self, txn: TxnId) -> bool {
+    /// Adds a share lock of `txn` (FOR KEY SHARE when `key_only`); false if it had that one.
+    pub(crate) fn add_sharer(&mut self, txn: TxnId, key_only: bool) -> bool {
         debug_assert_ne!(txn, 0);
         let rare = self.0.get_or_insert_with(Default::default);
-        if rare.sharers.contains(&txn) {
+        if rare.sharers.contains(&(txn, key_only)) {
             return false;
         }
-        rare.sharers.push(txn);
+        rare.sharers.push((txn, key_only));
         true
     }
 
-    /// A transaction other than `txn` holding a lock on the row, exclusive or shared.
-    pub(crate) fn other_lock_holder(&self, txn: TxnId) -> Option<TxnId> {
+    /// A transaction other than `txn` holding the exclusive lock or a share lock, FOR KEY
+    /// SHARE ones only `with_key_share`.
+    pub(crate) fn other_lock_holder(&self, txn: TxnId, with_key_share: bool) -> Option<TxnId> {
         let rare = self.0.as_deref()?;
         if rare.locker != 0 && rare.locker != txn {
             return Some(rare.locker);
         }
-        rare.sharers.iter().copied().find(|&s| s != txn)
+        rare.sharers
+            .iter()
+            .find(|&&(s, key_only)| s != txn && (with_key_share || !key_only))
+            .map(|&(s, _)| s)
     }
 
-    /// Releases every lock `txn` holds on the row.
-    pub(crate) fn release_locks_of(&mut self, txn: TxnId) {
+    /// Releases the lock of mode `mode` that `txn` holds on the row (it may hold others).
+    pub(crate) fn release_lock(&mut self, txn: TxnId, mode: RowLockMode) {
         let Some(rare) = self.0.as_deref_mut() else {
             return;
         };
-        if rare.locker == txn {
-            rare.locker = 0;
+        match mode {
+            RowLockMode::Exclusive if rare.locker == txn => rare.locker = 0,
+            RowLockMode::Exclusive => {}
+            RowLockMode::Share | RowLockMode::KeyShare => {
+                let key_only = mode == RowLockMode::KeyShare;
+                rare.sharers.retain(|&s| s != (txn, key_only));
+            }
         }
-        rare.sharers.retain(|&s| s != txn);
         self.free_if_unused();
     }
 
@@ -215,7 +220,7 @@ impl OlderVersions {
             };
             let sharers = match r.sharers.capacity() {
                 0 => 0,
-                n => crate::row_ref::malloc_chunk_bytes(n * std::mem::size_of::<TxnId>()),
+                n => crate::row_ref::malloc_chunk_bytes(n * std::mem::size_of::<(TxnId, bool)>()),
             };
             crate::row_ref::malloc_chunk_bytes(std::mem::size_of::<Rare>()) + versions + sharers
         })
@@ -374,8 +379,8 @@ impl RowChain {
         }
     }
 
-    pub(crate) fn unlock(&self, txn: TxnId) {
-        self.state.lock().older.release_locks_of(txn);
+    pub(crate) fn unlock(&self, txn: TxnId, mode: RowLockMode) {
+        self.state.lock().older.release_lock(txn, mode);
     }
 }
 
@@ -462,31 +467,47 @@ mod tests {
     }
 
     #[test]
-    fn share_locks_let_each_other_in_and_are_released_per_transaction() {
+    fn share_locks_let_each_other_in_and_are_released_one_mode_at_a_time() {
         let mut older = OlderVersions::default();
-        assert!(older.add_sharer(3));
+        assert!(older.add_sharer(3, true));
         assert!(
-            !older.add_sharer(3),
-            "a second share lock of one transaction"
+            !older.add_sharer(3, true),
+            "a second FOR KEY SHARE of one transaction"
         );
-        assert!(older.add_sharer(4));
-        assert_eq!(older.sharers(), &[3, 4]);
-        assert_eq!(older.other_lock_holder(3), Some(4));
-        assert_eq!(older.other_lock_holder(5), Some(3));
-        older.release_locks_of(3);
+        assert!(older.add_sharer(3, false), "FOR SHARE on top of it");
+        assert!(older.add_sharer(4, true));
+        assert_eq!(older.other_lock_holder(4, false), Some(3));
+        older.release_lock(3, RowLockMode::Share);
         assert_eq!(
-            older.other_lock_holder(4),
+            older.other_lock_holder(4, false),
+            None,
+            "FOR SHARE released"
+        );
+        assert_eq!(
+            older.other_lock_holder(4, true),
+            Some(3),
+            "FOR KEY SHARE kept"
+        );
+        older.release_lock(3, RowLockMode::KeyShare);
+        assert_eq!(
+            older.other_lock_holder(4, true),
             None,
             "only its own lock is left"
         );
         older.set_locker(4);
         assert_eq!(
-            older.other_lock_holder(4),
+            older.other_lock_holder(4, true),
             None,
-            "a sharer that also locks exclusively"
+            "a sharer that also locks"
         );
-        assert_eq!(older.other_lock_holder(6), Some(4));
-        older.release_locks_of(4);
+        assert_eq!(older.other_lock_holder(6, false), Some(4));
+        older.release_lock(4, RowLockMode::Exclusive);
+        assert_eq!(
+            older.other_lock_holder(6, true),
+            Some(4),
+            "its share lock stays"
+        );
+        older.release_lock(4, RowLockMode::KeyShare);
         assert!(older.0.is_none(), "freed once no lock is left");
     }
 

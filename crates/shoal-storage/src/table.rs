@@ -45,11 +45,23 @@ pub enum WriteOutcome {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RowLockMode {
-    /// FOR SHARE (and FOR KEY SHARE, taken as this stronger lock): share lockers let each
-    /// other in; writers and FOR UPDATE wait for all of them.
+    /// FOR KEY SHARE, a foreign key check's lock on the row it references: deletes, updates
+    /// of a unique key and FOR UPDATE wait for it; other updates and share locks do not.
+    KeyShare,
+    /// FOR SHARE: every write and FOR UPDATE wait for it; share locks do not.
     Share,
     /// FOR UPDATE (and FOR NO KEY UPDATE): as a write, without changing the row.
     Exclusive,
+}
+
+/// What a caller of `check_write` is about to do to the row, which decides the lock holders it
+/// must wait for.
+#[derive(Clone, Copy)]
+enum Access<'a> {
+    Lock(RowLockMode),
+    Delete,
+    /// Replace the row with these values.
+    Update(&'a [Value]),
 }
 
 /// Result of [`RowTable::insert_or_conflict`].
@@ -378,9 +390,10 @@ impl RowTable {
         st: &ChainState,
         txn: &Transaction,
         snap: &Snapshot,
-        types: &[DataType],
-        mode: RowLockMode,
+        shape: &TableShape,
+        access: Access<'_>,
     ) -> Result<WriteCheck, StorageError> {
+        let types = &shape.types;
         let me = txn_stamp(txn.id());
         let gone = || {
             WriteCheck::Outcome(WriteOutcome::Changed {
@@ -391,9 +404,15 @@ impl RowTable {
         let Some(head) = st.head() else {
             return Ok(gone());
         };
-        let holder = match mode {
-            RowLockMode::Exclusive => st.older.other_lock_holder(txn.id()),
-            RowLockMode::Share => Some(st.older.locker()).filter(|&l| l != 0 && l != txn.id()),
+        let holder = match access {
+            Access::Lock(RowLockMode::Exclusive) | Access::Delete => {
+                st.older.other_lock_holder(txn.id(), true)
+            }
+            Access::Lock(_) => Some(st.older.locker()).filter(|&l| l != 0 && l != txn.id()),
+            Access::Update(new_row) => st.older.other_lock_holder(txn.id(), false).or_else(|| {
+                let key_sharer = st.older.other_lock_holder(txn.id(), true)?;
+                changes_unique_key(shape, row.bytes(&head.data), new_row).then_some(key_sharer)
+            }),
         };
         if let Some(holder) = holder {
             return Err(StorageError::WouldBlock { holder });
@@ -453,7 +472,7 @@ impl RowTable {
         let old_data = {
             let mut st = row.state.lock();
             if let WriteCheck::Outcome(o) =
-                self.check_write(row, &st, txn, snap, &shape.types, RowLockMode::Exclusive)?
+                self.check_write(row, &st, txn, snap, &shape, Access::Update(new_row))?
             {
                 return Ok(o);
             }
@@ -502,7 +521,7 @@ impl RowTable {
         let old = {
             let mut st = row.state.lock();
             if let WriteCheck::Outcome(o) =
-                self.check_write(row, &st, txn, snap, &shape.types, RowLockMode::Exclusive)?
+                self.check_write(row, &st, txn, snap, &shape, Access::Delete)?
             {
                 return Ok(o);
             }
@@ -533,16 +552,17 @@ impl RowTable {
         self.check_alive()?;
         self.shared.ensure_writer(txn);
         let mut st = row.state.lock();
-        let checked = self.check_write(row, &st, txn, snap, &shape.types, mode)?;
+        let checked = self.check_write(row, &st, txn, snap, &shape, Access::Lock(mode))?;
         if let WriteCheck::Outcome(o) = checked {
             return Ok(o);
         }
         let me = txn.id();
         let newly_locked = match mode {
             // A version of its own or its exclusive lock already keeps the others out.
-            RowLockMode::Share => {
+            RowLockMode::Share | RowLockMode::KeyShare => {
                 let head_is_own = st.head().is_some_and(|h| h.begin == txn_stamp(me));
-                st.older.locker() != me && !head_is_own && st.older.add_sharer(me)
+                let key_only = mode == RowLockMode::KeyShare;
+                st.older.locker() != me && !head_is_own && st.older.add_sharer(me, key_only)
             }
             RowLockMode::Exclusive => {
                 let newly = st.older.locker() != me;
@@ -554,7 +574,7 @@ impl RowTable {
             }
         };
         if newly_locked {
-            txn.locks.push(row.clone());
+            txn.locks.push((row.clone(), mode));
         }
         Ok(WriteOutcome::Done)
     }
@@ -844,6 +864,22 @@ impl TableMemory {
 }
 
 /// Ordered entries with their keys, plus the hashed point entries of a unique index.
+/// Whether replacing a row whose bytes are `old` with `new_row` changes the key of one of the
+/// table's unique indexes (partial ones aside): the keys foreign keys reference, the updates
+/// FOR KEY SHARE keeps out.
+fn changes_unique_key(shape: &TableShape, old: &[u8], new_row: &[Value]) -> bool {
+    let mut keys = shape
+        .indexes
+        .iter()
+        .filter(|idx| idx.def.unique && idx.def.predicate.is_none())
+        .peekable();
+    if keys.peek().is_none() {
+        return false;
+    }
+    let old = row_codec::decode_all(&shape.types, old);
+    keys.any(|idx| idx.def.columns.iter().any(|&c| old[c] != new_row[c]))
+}
+
 fn index_memory_bytes(idx: &Index) -> usize {
     idx.entries.memory_bytes() + idx.point_map_bytes()
 }

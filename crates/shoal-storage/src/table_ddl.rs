@@ -65,7 +65,7 @@ impl RowTable {
             stamp != END_UNSET && stamp != own && (is_txn_stamp(stamp) || stamp > snap.ts)
         };
         let blocked = self.find_in_chains(|st| {
-            let change = st.older.other_lock_holder(snap.txn).is_some()
+            let change = st.older.other_lock_holder(snap.txn, true).is_some()
                 || st
                     .versions()
                     .any(|v| not_in_copy(v.begin) || not_in_copy(v.end));

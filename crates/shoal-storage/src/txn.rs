@@ -114,6 +114,12 @@ impl CommitClock {
         self.stable_ts.load(Ordering::Acquire)
     }
 
+    /// The newest timestamp handed to a commit; commits at or below it may still be stamping
+    /// their versions (`stable` waits for them).
+    pub(crate) fn newest_issued(&self) -> CommitTs {
+        self.queue.lock().next_ts - 1
+    }
+
     /// Takes the next timestamp for a commit whose redo record starts at `log_pos` (0 when
     /// nothing is logged), and whose records logged ahead of it start at `early_from`.
     fn begin_commit(&self, log_pos: u64, early_from: Option<u64>) -> CommitTs {
@@ -717,8 +723,8 @@ impl TxnShared {
     }
 
     fn release_locks(&self, txn: &mut Transaction, keep: usize) {
-        for chain in txn.locks.drain(keep..) {
-            chain.unlock(txn.id);
+        for (chain, mode) in txn.locks.drain(keep..) {
+            chain.unlock(txn.id, mode);
         }
     }
 
@@ -801,7 +807,7 @@ pub struct Transaction {
     writer_registered: bool,
     pub(crate) writes: Vec<WriteEntry>,
     pub(crate) column_writes: Vec<ColumnWrite>,
-    pub(crate) locks: Vec<RowRef>,
+    pub(crate) locks: Vec<(RowRef, crate::table::RowLockMode)>,
     /// Column tables whose write lock this transaction holds.
     pub(crate) table_locks: Vec<Arc<ColumnTable>>,
     savepoints: Vec<SavepointMark>,

@@ -318,6 +318,66 @@ fn share_locks_admit_each_other_and_keep_writers_out_until_both_end() {
 }
 
 #[test]
+fn a_key_share_lock_keeps_out_deletes_and_key_updates_only() {
+    let db = Database::new();
+    let t = accounts(&db);
+    load(&db, &t, 1, 0);
+    let mut x = db.begin(IsolationLevel::ReadCommitted);
+    let sx = db.statement_snapshot(&mut x);
+    let (r0, _) = get(&t, &sx, 0).unwrap();
+    assert_eq!(
+        t.lock_row(&mut x, &r0, &sx, RowLockMode::KeyShare),
+        Ok(WriteOutcome::Done)
+    );
+    let mut w = db.begin(IsolationLevel::ReadCommitted);
+    let sw = db.statement_snapshot(&mut w);
+    assert_eq!(
+        t.update(&mut w, &r0, &sw, &row(0, 5, "balance only")),
+        Ok(WriteOutcome::Done),
+        "an update that leaves the key alone goes ahead"
+    );
+    db.commit(w).unwrap();
+    let mut v = db.begin(IsolationLevel::ReadCommitted);
+    let sv = db.statement_snapshot(&mut v);
+    assert_eq!(
+        t.update(&mut v, &r0, &sv, &row(7, 5, "new key")),
+        Err(StorageError::WouldBlock { holder: x.id() })
+    );
+    assert_eq!(
+        t.delete(&mut v, &r0, &sv),
+        Err(StorageError::WouldBlock { holder: x.id() })
+    );
+    db.commit(x).unwrap();
+    assert_eq!(t.delete(&mut v, &r0, &sv), Ok(WriteOutcome::Done));
+}
+
+#[test]
+fn rolling_back_past_a_row_lock_keeps_the_share_lock_taken_before_it() {
+    let db = Database::new();
+    let t = accounts(&db);
+    load(&db, &t, 1, 0);
+    let mut x = db.begin(IsolationLevel::ReadCommitted);
+    let s = db.statement_snapshot(&mut x);
+    let (r0, _) = get(&t, &s, 0).unwrap();
+    t.lock_row(&mut x, &r0, &s, RowLockMode::KeyShare).unwrap();
+    db.savepoint(&mut x, "s");
+    t.lock_row(&mut x, &r0, &s, RowLockMode::Exclusive).unwrap();
+    db.rollback_to_savepoint(&mut x, "s").unwrap();
+    let mut y = db.begin(IsolationLevel::ReadCommitted);
+    let sy = db.statement_snapshot(&mut y);
+    assert_eq!(
+        t.lock_row(&mut y, &r0, &sy, RowLockMode::Share),
+        Ok(WriteOutcome::Done),
+        "the FOR UPDATE is gone"
+    );
+    assert_eq!(
+        t.delete(&mut y, &r0, &sy),
+        Err(StorageError::WouldBlock { holder: x.id() }),
+        "the FOR KEY SHARE from before the savepoint stays"
+    );
+}
+
+#[test]
 fn unique_index_rejects_live_duplicates_and_waits_for_pending_ones() {
     let db = Database::new();
     let t = accounts(&db);

@@ -382,4 +382,18 @@ async fn copy_checks_foreign_keys() {
         .await
         .expect("a present and a NULL reference");
     assert_eq!(one_i64(&client, "SELECT count(*) FROM child").await, 2);
+    // A row may reference one loaded before it by the same COPY, as in PostgreSQL.
+    client
+        .batch_execute("CREATE TABLE emp (id int PRIMARY KEY, boss int REFERENCES emp)")
+        .await
+        .unwrap();
+    copy_in(
+        &client,
+        "COPY emp FROM STDIN",
+        b"1\t\\N\n2\t1\n3\t2\n",
+        8192,
+    )
+    .await
+    .expect("each row's boss is loaded before it");
+    assert_eq!(one_i64(&client, "SELECT count(*) FROM emp").await, 3);
 }

@@ -135,9 +135,87 @@ async fn referencing_writers_of_one_row_do_not_wait_for_each_other() {
         .await
         .expect("FOR SHARE does not wait for FOR SHARE")
         .unwrap();
+    let c = connect(&server).await;
+    let for_update = start_waiting(c, "SELECT * FROM parent WHERE id = 2 FOR UPDATE").await;
     a.batch_execute("COMMIT").await.unwrap();
+    tokio::time::sleep(STILL_WAITING_AFTER).await;
+    assert!(
+        !for_update.is_finished(),
+        "FOR UPDATE waits for the other FOR SHARE"
+    );
     b.batch_execute("COMMIT").await.unwrap();
+    let (_, result) = for_update.await.unwrap();
+    result.expect("FOR UPDATE once both share locks are gone");
     assert_eq!(count(&a, "SELECT count(*) FROM child").await, 2);
+}
+
+/// Two transactions that each add a line to one order and then update its total, as
+/// applications do: the lines' locks on the order (FOR KEY SHARE) do not keep out an update
+/// that leaves its key alone, so neither waits for the other's lock and neither deadlocks.
+/// An update of the key does wait.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn referencing_rows_let_updates_of_other_columns_through() {
+    let server = ShoalServer::start();
+    let (a, b) = set_up(&server).await;
+    a.batch_execute("BEGIN; INSERT INTO child VALUES (10, 1)")
+        .await
+        .unwrap();
+    b.batch_execute("BEGIN; INSERT INTO child VALUES (11, 1)")
+        .await
+        .unwrap();
+    let rename = a.batch_execute("UPDATE parent SET name = name || '+a' WHERE id = 1");
+    tokio::time::timeout(Duration::from_secs(10), rename)
+        .await
+        .expect("an update of a non-key column does not wait for the references")
+        .unwrap();
+    // b's update waits for a's (the row's newer version), not for a lock, and then applies.
+    let update_b = start_waiting(b, "UPDATE parent SET name = name || '+b' WHERE id = 1").await;
+    a.batch_execute("COMMIT").await.unwrap();
+    let (b, result) = update_b.await.unwrap();
+    result.expect("b's update after a's commit");
+    b.batch_execute("COMMIT").await.unwrap();
+    let name: String = a
+        .query_one("SELECT name FROM parent WHERE id = 1", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(name, "one+a+b");
+    // A key update waits for a reference, and fails once it commits.
+    a.batch_execute("BEGIN; INSERT INTO child VALUES (20, 2)")
+        .await
+        .unwrap();
+    let rekey = start_waiting(b, "UPDATE parent SET id = 5 WHERE id = 2").await;
+    a.batch_execute("COMMIT").await.unwrap();
+    let (_, result) = rekey.await.unwrap();
+    let err = result.expect_err("the committed reference keeps the key");
+    assert_eq!(
+        err.code(),
+        Some(&SqlState::FOREIGN_KEY_VIOLATION),
+        "{err:?}"
+    );
+}
+
+/// ROLLBACK TO SAVEPOINT releases the locks taken after the savepoint only: a reference's lock
+/// from before it stays, even when the row was locked FOR UPDATE in between.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rollback_to_savepoint_keeps_the_references_lock_from_before_it() {
+    let server = ShoalServer::start();
+    let (a, b) = set_up(&server).await;
+    a.batch_execute(
+        "BEGIN; INSERT INTO child VALUES (10, 1); SAVEPOINT s;
+         SELECT * FROM parent WHERE id = 1 FOR UPDATE; ROLLBACK TO SAVEPOINT s",
+    )
+    .await
+    .unwrap();
+    let delete = start_waiting(b, "DELETE FROM parent WHERE id = 1").await;
+    a.batch_execute("COMMIT").await.unwrap();
+    let (_, result) = delete.await.unwrap();
+    let err = result.expect_err("the committed reference keeps the row");
+    assert_eq!(
+        err.code(),
+        Some(&SqlState::FOREIGN_KEY_VIOLATION),
+        "{err:?}"
+    );
 }
 
 /// REPEATABLE READ: a reference committed after the deleting transaction's snapshot is one it
@@ -166,6 +244,37 @@ async fn a_repeatable_read_delete_of_a_row_referenced_since_its_snapshot_fails_t
         count(&b, "SELECT count(*) FROM parent WHERE id = 1").await,
         1
     );
+}
+
+/// REPEATABLE READ with ON DELETE CASCADE: a reference committed after the snapshot is one the
+/// cascade cannot see, and deleting the row past it would orphan it: a serialization failure.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_repeatable_read_cascade_past_a_reference_it_cannot_see_fails_to_serialize() {
+    let server = ShoalServer::start();
+    let (a, b) = set_up(&server).await;
+    a.batch_execute(
+        "CREATE TABLE tag (id int PRIMARY KEY, parent_id int REFERENCES parent ON DELETE CASCADE);
+         INSERT INTO tag VALUES (1, 2)",
+    )
+    .await
+    .unwrap();
+    b.batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT count(*) FROM tag")
+        .await
+        .unwrap();
+    a.batch_execute("INSERT INTO tag VALUES (2, 2)")
+        .await
+        .unwrap();
+    let err = b
+        .batch_execute("DELETE FROM parent WHERE id = 2")
+        .await
+        .expect_err("tag 2 is a reference b cannot see");
+    assert_eq!(
+        err.code(),
+        Some(&SqlState::T_R_SERIALIZATION_FAILURE),
+        "{err:?}"
+    );
+    b.batch_execute("ROLLBACK").await.unwrap();
+    assert_eq!(count(&b, "SELECT count(*) FROM tag").await, 2);
 }
 
 /// An integer column may reference a bigint key; ON DELETE CASCADE removes references that

@@ -24,12 +24,19 @@ use crate::error::{code, SqlError, SqlResult};
 use crate::session::Session;
 use crate::types::{arrow_type, scalar_from_value, value_from_array};
 
-/// A snapshot of `txn` that sees every commit so far (and `txn`'s own writes).
+/// A snapshot of `txn` that sees every transaction that has ended (and `txn`'s own writes):
+/// in particular the ones whose lock on a row `txn` has waited for.
 fn latest_snapshot(session: &Session, txn: &Transaction) -> Snapshot {
     Snapshot {
-        ts: session.engine.db.stable_ts(),
+        ts: session.engine.db.newest_commit_ts(),
         txn: txn.id(),
     }
+}
+
+/// The snapshot a REPEATABLE READ transaction reads at; None in READ COMMITTED.
+fn transaction_snapshot(session: &Session, txn: &mut Transaction) -> Option<Snapshot> {
+    (txn.isolation() == IsolationLevel::RepeatableRead)
+        .then(|| session.engine.db.statement_snapshot(txn))
 }
 
 /// Runs `work` (the session's SQL) with the plan scope reading at `snap` instead of the
@@ -108,10 +115,7 @@ async fn lock_referenced_row(
     }
     // READ COMMITTED looks at the newest rows, as a new snapshot would; REPEATABLE READ at its
     // own (a referenced row changed since then is a serialization failure, from the lock).
-    let mut snap = match txn.isolation() {
-        IsolationLevel::ReadCommitted => latest_snapshot(session, txn),
-        IsolationLevel::RepeatableRead => session.scope.snapshot(),
-    };
+    let mut snap = transaction_snapshot(session, txn).unwrap_or(latest_snapshot(session, txn));
     loop {
         let referenced = match table.index_get(index, &snap, &key) {
             Ok(Some((referenced, _))) => referenced,
@@ -120,7 +124,7 @@ async fn lock_referenced_row(
             Err(StorageError::NoSuchIndex(_)) => return Ok(None),
             Err(e) => return Err(e.into()),
         };
-        match table.lock_row(txn, &referenced, &snap, RowLockMode::Share) {
+        match table.lock_row(txn, &referenced, &snap, RowLockMode::KeyShare) {
             Ok(WriteOutcome::Done) => return Ok(Some(true)),
             // Changed or deleted after `snap`: look the key up again as of the change.
             Ok(WriteOutcome::Changed {
@@ -163,16 +167,24 @@ fn key_value(v: &Value, from: &DataType, to: &DataType) -> Option<Value> {
     if from == to {
         return Some(v.clone());
     }
-    let cast = scalar_from_value(v, from).cast_to(&arrow_type(to)).ok()?;
-    let array = cast.to_array().ok()?;
-    value_from_array(&array, 0, to).ok()
+    let cast = |v: &Value, from: &DataType, to: &DataType| {
+        let array = scalar_from_value(v, from)
+            .cast_to(&arrow_type(to))
+            .ok()?
+            .to_array()
+            .ok()?;
+        value_from_array(&array, 0, to).ok()
+    };
+    // Only an exact conversion: 1.5 must not find the key 2 of a numeric(10,0) column.
+    let converted = cast(v, from, to)?;
+    (cast(&converted, to, from)? == *v).then_some(converted)
 }
 
 /// The reference check as a query, for a referenced table without an index in storage: sees
 /// the same rows as `lock_referenced_row` but locks none.
 async fn reference_present_by_query(
     session: &Session,
-    txn: &Transaction,
+    txn: &mut Transaction,
     columns: &[usize],
     target: &TableDef,
     ref_columns: &[usize],
@@ -180,10 +192,7 @@ async fn reference_present_by_query(
 ) -> SqlResult<bool> {
     let key = |i: usize| &row[columns[i]];
     let (sql, _) = key_query(target, ref_columns, (target, ref_columns), key);
-    let snap = match txn.isolation() {
-        IsolationLevel::ReadCommitted => latest_snapshot(session, txn),
-        IsolationLevel::RepeatableRead => session.scope.snapshot(),
-    };
+    let snap = transaction_snapshot(session, txn).unwrap_or(latest_snapshot(session, txn));
     Ok(with_snapshot(session, snap, query_bool(session, &sql)).await? == Some(true))
 }
 
@@ -285,23 +294,20 @@ async fn check_references(
         if with_snapshot(session, latest, query_bool(session, &sql)).await? != Some(true) {
             continue;
         }
-        // Read at: the newest rows in READ COMMITTED; in REPEATABLE READ the transaction's
-        // snapshot, which must then see the reference too.
-        let read_at = match txn.isolation() {
-            IsolationLevel::ReadCommitted => latest,
-            IsolationLevel::RepeatableRead => {
-                if query_bool(session, &sql).await? != Some(true) {
-                    return Err(SqlError::new(
-                        code::SERIALIZATION_FAILURE,
-                        "could not serialize access due to concurrent update",
-                    ));
-                }
-                session.scope.snapshot()
-            }
-        };
+        // REPEATABLE READ: every referencing row must be one the transaction's snapshot sees
+        // (PostgreSQL's crosscheck snapshot), else acting on it, or failing because of it,
+        // would rest on a commit the transaction cannot see.
+        let crosscheck = transaction_snapshot(session, txn);
         let action = if updating { on_update } else { on_delete };
         match action {
-            ForeignKeyAction::NoAction | ForeignKeyAction::Restrict => {}
+            ForeignKeyAction::NoAction | ForeignKeyAction::Restrict => {
+                if let Some(snap) = crosscheck {
+                    if with_snapshot(session, snap, query_bool(session, &sql)).await? != Some(true)
+                    {
+                        return Err(serialization_failure());
+                    }
+                }
+            }
             _ if updating => {
                 return Err(SqlError::unsupported(
                     "ON UPDATE CASCADE / SET NULL / SET DEFAULT actions",
@@ -315,10 +321,10 @@ async fn check_references(
                     session,
                     txn,
                     &child,
-                    &assignments,
-                    &selection,
+                    (&assignments, &selection),
+                    crosscheck,
                 ));
-                with_snapshot(session, read_at, act).await?;
+                with_snapshot(session, latest, act).await?;
                 continue;
             }
         }
@@ -333,6 +339,13 @@ async fn check_references(
         .with_detail(format!("Key ({names})=({vals}) is still referenced from table \"{}\".", child.name)));
     }
     Ok(())
+}
+
+pub fn serialization_failure() -> SqlError {
+    SqlError::new(
+        code::SERIALIZATION_FAILURE,
+        "could not serialize access due to concurrent update",
+    )
 }
 
 /// The columns a SET NULL or SET DEFAULT action assigns, with the SQL of their new value; none

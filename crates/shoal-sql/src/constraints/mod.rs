@@ -5,7 +5,7 @@
 
 mod foreign_key;
 
-pub use foreign_key::{check_delete_references, check_update_references};
+pub use foreign_key::{check_delete_references, check_update_references, serialization_failure};
 
 use shoal_storage::catalog::{ConstraintKind, TableDef};
 use shoal_storage::types::Value;
@@ -182,9 +182,8 @@ pub async fn check_row(
 }
 
 /// `check_row` for the new version of `old`: as PostgreSQL, a foreign key whose columns the
-/// update leaves alone is not checked again (nor its referenced row locked: an UPDATE of
-/// pgbench_accounts would otherwise lock its branch, which the same transaction then updates,
-/// and two such transactions would deadlock).
+/// update leaves alone is not checked again, nor its referenced row looked up and locked (an
+/// UPDATE of pgbench_accounts would otherwise do that for its branch every time).
 pub async fn check_updated_row(
     session: &Session,
     txn: &mut Transaction,
@@ -245,31 +244,48 @@ pub async fn check_row_with(
                     .with_detail(failing_row(row, session.settings.time_zone())));
                 }
             }
-            ConstraintKind::ForeignKey {
-                columns,
-                ref_table,
-                ref_columns,
-                ..
-            } => {
-                let unchanged = old.is_some_and(|old| columns.iter().all(|&c| old[c] == row[c]));
-                if unchanged || columns.iter().any(|c| row[*c].is_null()) {
-                    continue;
-                }
-                let target = session.engine.catalog.read().tables.get(ref_table).cloned();
-                let Some(target) = target else {
-                    continue;
-                };
-                foreign_key::check_reference(
-                    session,
-                    txn,
-                    (def, &constraint.name, columns),
-                    (&target, ref_columns),
-                    row,
-                )
-                .await?;
-            }
             _ => {}
         }
+    }
+    check_foreign_keys(session, txn, def, row, old).await
+}
+
+/// The outgoing FOREIGN KEY checks of `check_row_with` alone: each row `row` references is
+/// looked up and locked (FOR KEY SHARE) until `txn` ends; for an update of `old`, keys whose
+/// columns it leaves alone are skipped.
+pub async fn check_foreign_keys(
+    session: &Session,
+    txn: &mut Transaction,
+    def: &TableDef,
+    row: &[Value],
+    old: Option<&[Value]>,
+) -> SqlResult<()> {
+    for constraint in &def.constraints {
+        let ConstraintKind::ForeignKey {
+            columns,
+            ref_table,
+            ref_columns,
+            ..
+        } = &constraint.kind
+        else {
+            continue;
+        };
+        let unchanged = old.is_some_and(|old| columns.iter().all(|&c| old[c] == row[c]));
+        if unchanged || columns.iter().any(|c| row[*c].is_null()) {
+            continue;
+        }
+        let target = session.engine.catalog.read().tables.get(ref_table).cloned();
+        let Some(target) = target else {
+            continue;
+        };
+        foreign_key::check_reference(
+            session,
+            txn,
+            (def, &constraint.name, columns),
+            (&target, ref_columns),
+            row,
+        )
+        .await?;
     }
     Ok(())
 }

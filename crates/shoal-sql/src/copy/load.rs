@@ -11,7 +11,7 @@ use datafusion::arrow::array::{new_null_array, Array, ArrayRef};
 use datafusion::arrow::compute::concat_batches;
 use datafusion::arrow::datatypes::{Field, Schema, SchemaRef};
 use datafusion::arrow::record_batch::RecordBatch;
-use shoal_storage::catalog::TableDef;
+use shoal_storage::catalog::{ConstraintDef, ConstraintKind, TableDef};
 use shoal_storage::column::SEGMENT_MAX_ROWS;
 use shoal_storage::table::InsertOutcome;
 use shoal_storage::{ColumnStats, ColumnTable, StorageError, Transaction};
@@ -223,10 +223,14 @@ impl CopyLoader {
             });
         }
         let batch = RecordBatch::try_new(schema_of(&table_schema(&def), &full), full)?;
-        check_constraints(session, txn, &def, &batch, &lines).await?;
+        check_constraints(session, txn, &self.sink, &def, &batch, &lines).await?;
         self.rows += rows;
         match &mut self.sink {
             Sink::Row(table) => {
+                let has_foreign_keys = def
+                    .constraints
+                    .iter()
+                    .any(|c| matches!(c.kind, ConstraintKind::ForeignKey { .. }));
                 let zone = session.settings.time_zone();
                 let mut cursor = crate::dml::RowCursor::new(&batch, &def, 0, zone)?;
                 let mut row = Vec::with_capacity(def.columns.len());
@@ -234,6 +238,13 @@ impl CopyLoader {
                     crate::dml::yield_between_rows(i).await;
                     let more = cursor.next_into(&mut row);
                     debug_assert!(more, "a row per line");
+                    if has_foreign_keys {
+                        crate::constraints::check_foreign_keys(session, txn, &def, &row, None)
+                            .await
+                            .map_err(|e| {
+                                e.with_context(format!("COPY {}, line {line}", def.name))
+                            })?;
+                    }
                     loop {
                         match table.insert_or_conflict(txn, &row) {
                             Ok(InsertOutcome::Inserted(_)) => break,
@@ -395,23 +406,23 @@ async fn default_array(
     Ok(array_from_values(&c.data_type, values.iter()))
 }
 
-/// NOT NULL, CHECK and FOREIGN KEY constraints of a chunk's rows. NOT NULL is checked on whole
-/// arrays; a violation (and every row of a table with CHECK or FOREIGN KEY constraints) goes
-/// through the per-row check, for PostgreSQL's exact message (and each referenced row's lock).
+/// NOT NULL and CHECK constraints of a chunk's rows, and for a column table its foreign keys
+/// (a row table's are checked row by row as they are inserted, so that a row may reference one
+/// before it). NOT NULL is checked on whole arrays; a violation (and every row of a table with
+/// CHECK constraints) goes through the per-row check for PostgreSQL's exact message.
 async fn check_constraints(
     session: &Session,
     txn: &mut Transaction,
+    sink: &Sink,
     def: &TableDef,
     batch: &RecordBatch,
     lines: &[usize],
 ) -> SqlResult<()> {
-    use shoal_storage::catalog::ConstraintKind;
-    let has_checks = def.constraints.iter().any(|c| {
-        matches!(
-            c.kind,
-            ConstraintKind::Check { .. } | ConstraintKind::ForeignKey { .. }
-        )
-    });
+    // A row table's rows have their foreign keys checked as they are inserted instead.
+    let row_table = matches!(sink, Sink::Row(_));
+    let references = |c: &ConstraintDef| matches!(c.kind, ConstraintKind::ForeignKey { .. });
+    let has_checks = crate::constraints::has_checks(def)
+        || (!row_table && def.constraints.iter().any(references));
     let first_null = def
         .columns
         .iter()
@@ -432,7 +443,14 @@ async fn check_constraints(
         0,
         session.settings.time_zone(),
     )?;
-    crate::constraints::check_rows(session, txn, def, &rows)
+    let checked = TableDef {
+        constraints: (def.constraints.iter())
+            .filter(|c| !(row_table && references(c)))
+            .cloned()
+            .collect(),
+        ..def.clone()
+    };
+    crate::constraints::check_rows(session, txn, &checked, &rows)
         .await
         .map_err(|(i, e)| e.with_context(format!("COPY {}, line {}", def.name, lines[from + i])))
 }

@@ -402,13 +402,14 @@ pub async fn delete(
 /// A foreign key's ON DELETE action on the rows of `def` that `selection` (an SQL condition)
 /// finds: they are deleted when `assignments` is empty (CASCADE), otherwise the assigned columns
 /// are set (SET NULL / SET DEFAULT). The rows go through the same checks as a user's DELETE or
-/// UPDATE, so actions chain through further foreign keys.
+/// UPDATE, so actions chain through further foreign keys. With `crosscheck` (REPEATABLE READ),
+/// a row that snapshot does not see is a serialization failure.
 pub async fn referential_action(
     session: &Session,
     txn: &mut Transaction,
     def: &TableDef,
-    assignments: &[(usize, String)],
-    selection: &str,
+    (assignments, selection): (&[(usize, String)], &str),
+    crosscheck: Option<Snapshot>,
 ) -> SqlResult<()> {
     let table = session
         .engine
@@ -443,6 +444,9 @@ pub async fn referential_action(
             let Some(mut row) = table.read(handle, &snap) else {
                 continue;
             };
+            if crosscheck.is_some_and(|cs| table.read(handle, &cs).is_none()) {
+                return Err(constraints::serialization_failure());
+            }
             if assignments.is_empty() {
                 delete_one(session, txn, &m, handle, snap, row, Vec::new()).await?;
                 continue;
