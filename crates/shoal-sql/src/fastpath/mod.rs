@@ -310,20 +310,43 @@ fn conjuncts<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {
     }
 }
 
-/// Tables whose writes need constraint checks the fast path does not do.
-fn has_write_constraints(session: &Session, def: &TableDef) -> bool {
-    let own = def.constraints.iter().any(|c| {
-        matches!(
-            c.kind,
-            ConstraintKind::Check { .. } | ConstraintKind::ForeignKey { .. }
-        )
-    });
-    own || !session
+/// The constraints beyond NOT NULL that a point write must respect, and so which writes the
+/// fast path takes: no CHECK (an SQL expression); an INSERT checks its foreign keys itself
+/// (`constraints::check_foreign_keys`); an UPDATE only when it assigns no column of a foreign
+/// key, in either direction (then no key check applies); a DELETE only of a row nothing can
+/// reference.
+struct WriteConstraints {
+    checks: bool,
+    /// Columns of this table's foreign keys, and columns other tables' foreign keys reference.
+    key_columns: Vec<usize>,
+    referenced: bool,
+}
+
+fn write_constraints(session: &Session, def: &TableDef) -> WriteConstraints {
+    let mut key_columns = Vec::new();
+    let mut checks = false;
+    for c in &def.constraints {
+        match &c.kind {
+            ConstraintKind::Check { .. } => checks = true,
+            ConstraintKind::ForeignKey { columns, .. } => key_columns.extend(columns),
+            _ => {}
+        }
+    }
+    let referencing = session
         .engine
         .catalog
         .read()
-        .referencing_foreign_keys(def.oid)
-        .is_empty()
+        .referencing_foreign_keys(def.oid);
+    for (_, c) in &referencing {
+        if let ConstraintKind::ForeignKey { ref_columns, .. } = &c.kind {
+            key_columns.extend(ref_columns);
+        }
+    }
+    WriteConstraints {
+        checks,
+        key_columns,
+        referenced: !referencing.is_empty(),
+    }
 }
 
 fn plan_select(
@@ -429,7 +452,8 @@ fn plan_update(
         return None;
     }
     let (def, table, alias) = single_table(session, &u.table)?;
-    if has_write_constraints(session, &def) {
+    let constraints = write_constraints(session, &def);
+    if constraints.checks {
         return None;
     }
     let alias = alias.as_deref();
@@ -444,8 +468,12 @@ fn plan_update(
             return None;
         };
         let col = def.column_index(&ident_name(id))?;
-        // Changing the key (or a generated identity column) is left to the general path.
-        if pk_cols.contains(&col) || def.columns[col].identity.is_some() {
+        // Changing the key, a foreign key's column (or a generated identity column) is left
+        // to the general path.
+        if pk_cols.contains(&col)
+            || constraints.key_columns.contains(&col)
+            || def.columns[col].identity.is_some()
+        {
             return None;
         }
         let assign = match &a.value {
@@ -500,7 +528,7 @@ fn plan_delete(
         return None;
     };
     let (def, table, alias) = single_table(session, target)?;
-    if has_write_constraints(session, &def) {
+    if write_constraints(session, &def).referenced {
         return None;
     }
     let (key_index, key) = key_condition(&def, alias.as_deref(), d.selection.as_ref(), params)?;
@@ -533,7 +561,7 @@ fn plan_insert(
         return None;
     };
     let (def, table) = resolve_table(session, name).ok()?;
-    if has_write_constraints(session, &def) {
+    if write_constraints(session, &def).checks {
         return None;
     }
     let source = i.source.as_ref()?;
@@ -921,6 +949,7 @@ async fn execute_insert(
         row.push(b.value(op, col)?);
     }
     not_null_check(&plan.def, &row, b.zone)?;
+    crate::constraints::check_foreign_keys(session, txn, &plan.def, &row, None).await?;
     loop {
         match plan.table.insert(txn, &row) {
             Ok(_) => {
