@@ -199,6 +199,10 @@ def main():
                     help="durability of both servers")
     ap.add_argument("--transport", choices=["tcp", "unix"], default="tcp",
                     help="how pgbench connects to both servers: loopback TCP or Unix socket")
+    ap.add_argument("--init-steps", metavar="STEPS",
+                    help="pgbench -i's -I steps for both servers, e.g. dtGvpf (server-side "
+                    "generation and foreign keys); the report then goes to results-STEPS.md "
+                    "and tps-STEPS.png")
     ap.add_argument("--binary", help="the shoal binary to run (default: build the production "
                     "profile, ~25 minutes on 2 cores)")
     ap.add_argument("--from-log", nargs="+", metavar="LOG",
@@ -229,7 +233,8 @@ def main():
                 server.start()
                 try:
                     rss_before = server.rss_bytes() if isinstance(server, Shoal) else 0
-                    pgbench(server, ["-i", "-q", "-s", str(scale)])
+                    steps = ["-I", args.init_steps] if args.init_steps else []
+                    pgbench(server, ["-i", "-q", "-s", str(scale)] + steps)
                     rows = 100000 * scale
                     if isinstance(server, Shoal):
                         memory[(server.name, scale)] = (server.rss_bytes() - rss_before) / rows
@@ -279,7 +284,14 @@ def non_default_points(args):
         value = getattr(args, flag)
         if value != ARG_DEFAULTS[flag]:
             flags += f" --{flag} {value}"
+    if args.init_steps:
+        flags += f" --init-steps {args.init_steps}"
     return flags
+
+
+def report_suffix(args):
+    """results.md and tps.png, or results-STEPS.md and tps-STEPS.png for --init-steps."""
+    return f"-{args.init_steps}" if args.init_steps else ""
 
 
 def write_report(results, memory, scales, scripts, modes, clients, args):
@@ -317,7 +329,7 @@ def write_report(results, memory, scales, scripts, modes, clients, args):
     for scale in scales:
         lines.append(f"| {scale} | {per_row('Shoal', scale)} | {per_row('PostgreSQL', scale)} |")
     text = "\n".join(lines) + "\n"
-    (OUT_DIR / "results.md").write_text(text)
+    (OUT_DIR / f"results{report_suffix(args)}.md").write_text(text)
     print(text)
     plot(results, scales, scripts, modes, clients)
 
@@ -340,7 +352,7 @@ def plot(results, scales, scripts, modes, clients):
         ax.set_ylabel("TPS")
         ax.legend()
     fig.tight_layout()
-    fig.savefig(OUT_DIR / "tps.png", dpi=100)
+    fig.savefig(OUT_DIR / f"tps{report_suffix(args)}.png", dpi=100)
 
 
 if __name__ == "__main__":
