@@ -231,7 +231,8 @@ pub async fn check_delete_references(
     def: &TableDef,
     old: &[Value],
 ) -> SqlResult<()> {
-    check_references(session, txn, def, old, false).await
+    // Boxed, as `check_reference` is (see `super::check_foreign_keys`).
+    Box::pin(check_references(session, txn, def, old, false)).await
 }
 
 /// `old`, a row of `def`, has just been replaced by `new_row` in `txn`: if that changed a
@@ -255,7 +256,7 @@ pub async fn check_update_references(
         _ => false,
     });
     if key_changed {
-        check_references(session, txn, def, old, true).await?;
+        Box::pin(check_references(session, txn, def, old, true)).await?;
     }
     Ok(())
 }

@@ -79,7 +79,10 @@ pub async fn check_rows(
         .map_err(|e| (0, e))?;
     for (i, row) in rows.iter().enumerate() {
         let with_checks = rows.len() == 1 || first_rejected == Some(i);
-        check_row_with(session, txn, def, row, with_checks, None)
+        check_row_with(session, def, row, with_checks)
+            .await
+            .map_err(|e| (i, e))?;
+        check_foreign_keys(session, txn, def, row, None)
             .await
             .map_err(|e| (i, e))?;
     }
@@ -178,7 +181,8 @@ pub async fn check_row(
     def: &TableDef,
     row: &[Value],
 ) -> SqlResult<()> {
-    check_row_with(session, txn, def, row, true, None).await
+    check_row_with(session, def, row, true).await?;
+    check_foreign_keys(session, txn, def, row, None).await
 }
 
 /// `check_row` for the new version of `old`: as PostgreSQL, a foreign key whose columns the
@@ -191,18 +195,18 @@ pub async fn check_updated_row(
     old: Option<&[Value]>,
     row: &[Value],
 ) -> SqlResult<()> {
-    check_row_with(session, txn, def, row, true, old).await
+    check_row_with(session, def, row, true).await?;
+    check_foreign_keys(session, txn, def, row, old).await
 }
 
-/// `check_row`, optionally without the CHECK constraints (known to pass), and for an update
-/// of `old` when given.
+/// The NOT NULL and (unless `with_checks` is false: known to pass) CHECK constraints of
+/// `check_row`; not the foreign keys, which an INSERT checks after the row is in, so that a
+/// row may reference itself (PostgreSQL's check runs after the row, too).
 pub async fn check_row_with(
     session: &Session,
-    txn: &mut Transaction,
     def: &TableDef,
     row: &[Value],
     with_checks: bool,
-    old: Option<&[Value]>,
 ) -> SqlResult<()> {
     for (i, c) in def.columns.iter().enumerate() {
         if c.not_null && row[i].is_null() {
@@ -247,10 +251,57 @@ pub async fn check_row_with(
             _ => {}
         }
     }
-    check_foreign_keys(session, txn, def, row, old).await
+    Ok(())
 }
 
-/// The outgoing FOREIGN KEY checks of `check_row_with` alone: each row `row` references is
+/// Rows an INSERT or COPY wrote whose referenced row was not there when checked right after
+/// each was written. PostgreSQL checks foreign keys at the end of the statement, so a row may
+/// reference one written after it: these rows are checked again then. Rows that passed hold
+/// their lock already and are not kept.
+#[derive(Default)]
+pub struct DeferredReferences {
+    /// Each row with the input line it came from (COPY) or its position.
+    rows: Vec<(usize, Vec<Value>)>,
+}
+
+impl DeferredReferences {
+    /// `check_foreign_keys` for a row just written (`at`: its line or position), keeping it
+    /// for `check_deferred` when what it references is missing.
+    pub async fn check_or_defer(
+        &mut self,
+        session: &Session,
+        txn: &mut Transaction,
+        def: &TableDef,
+        row: &[Value],
+        at: usize,
+    ) -> SqlResult<()> {
+        match check_foreign_keys(session, txn, def, row, None).await {
+            Err(e) if e.code == code::FOREIGN_KEY_VIOLATION => {
+                self.rows.push((at, row.to_vec()));
+                Ok(())
+            }
+            other => other,
+        }
+    }
+
+    /// The end of the statement: checks the deferred rows again, failing with the first
+    /// whose referenced row is still missing (and its line or position).
+    pub async fn check_deferred(
+        self,
+        session: &Session,
+        txn: &mut Transaction,
+        def: &TableDef,
+    ) -> Result<(), (usize, SqlError)> {
+        for (at, row) in self.rows {
+            check_foreign_keys(session, txn, def, &row, None)
+                .await
+                .map_err(|e| (at, e))?;
+        }
+        Ok(())
+    }
+}
+
+/// The outgoing FOREIGN KEY checks of `check_row`: each row `row` references is
 /// looked up and locked (FOR KEY SHARE) until `txn` ends; for an update of `old`, keys whose
 /// columns it leaves alone are skipped.
 pub async fn check_foreign_keys(
@@ -278,13 +329,15 @@ pub async fn check_foreign_keys(
         let Some(target) = target else {
             continue;
         };
-        foreign_key::check_reference(
+        // Boxed: the check may plan a query, a future far larger than the point writes that
+        // await this one (and debug builds run out of a test thread's stack).
+        Box::pin(foreign_key::check_reference(
             session,
             txn,
             (def, &constraint.name, columns),
             (&target, ref_columns),
             row,
-        )
+        ))
         .await?;
     }
     Ok(())

@@ -49,6 +49,8 @@ pub struct CopyLoader {
     rows: usize,
     /// The end-of-data marker was seen: the rest of the input is ignored.
     ended: bool,
+    /// Rows whose referenced row was missing when they were written, checked again at the end.
+    deferred: crate::constraints::DeferredReferences,
 }
 
 enum Sink {
@@ -112,6 +114,7 @@ impl CopyLoader {
             sink,
             rows: 0,
             ended: false,
+            deferred: Default::default(),
         })
     }
 
@@ -162,6 +165,12 @@ impl CopyLoader {
             let batches = std::mem::take(batches);
             seal_segments(&session.engine.db, table, txn, batches, true)?;
         }
+        let deferred = std::mem::take(&mut self.deferred);
+        let def = &self.def;
+        deferred
+            .check_deferred(session, txn, def)
+            .await
+            .map_err(|(line, e)| e.with_context(format!("COPY {}, line {line}", def.name)))?;
         // The parse buffers and log images of a large load are free now; give them back.
         crate::allocator::release_free_memory();
         Ok(self.rows)
@@ -238,13 +247,6 @@ impl CopyLoader {
                     crate::dml::yield_between_rows(i).await;
                     let more = cursor.next_into(&mut row);
                     debug_assert!(more, "a row per line");
-                    if has_foreign_keys {
-                        crate::constraints::check_foreign_keys(session, txn, &def, &row, None)
-                            .await
-                            .map_err(|e| {
-                                e.with_context(format!("COPY {}, line {line}", def.name))
-                            })?;
-                    }
                     loop {
                         match table.insert_or_conflict(txn, &row) {
                             Ok(InsertOutcome::Inserted(_)) => break,
@@ -259,6 +261,16 @@ impl CopyLoader {
                             }
                             Err(e) => return Err(e.into()),
                         }
+                    }
+                    // After the row is in, so that it may reference itself (or, deferred, a
+                    // later row).
+                    if has_foreign_keys {
+                        self.deferred
+                            .check_or_defer(session, txn, &def, &row, *line)
+                            .await
+                            .map_err(|e| {
+                                e.with_context(format!("COPY {}, line {line}", def.name))
+                            })?;
                     }
                 }
             }
@@ -407,9 +419,10 @@ async fn default_array(
 }
 
 /// NOT NULL and CHECK constraints of a chunk's rows, and for a column table its foreign keys
-/// (a row table's are checked row by row as they are inserted, so that a row may reference one
-/// before it). NOT NULL is checked on whole arrays; a violation (and every row of a table with
-/// CHECK constraints) goes through the per-row check for PostgreSQL's exact message.
+/// (a row table's are checked row by row right after each is inserted, so that a row may
+/// reference itself or one before it). NOT NULL is checked on whole arrays; a violation (and
+/// every row of a table with CHECK constraints) goes through the per-row check for
+/// PostgreSQL's exact message.
 async fn check_constraints(
     session: &Session,
     txn: &mut Transaction,

@@ -207,6 +207,7 @@ pub async fn insert(
     // Rows are stored one at a time from the batches' columns (see `RowCursor`); only
     // RETURNING keeps them.
     let (mut count, mut written) = (0, Vec::new());
+    let mut deferred = constraints::DeferredReferences::default();
     let mut row = Vec::with_capacity(def.columns.len());
     let mut i = 0;
     for batch in &batches {
@@ -215,10 +216,15 @@ pub async fn insert(
             let with_checks = total_rows == 1 || first_rejected == Some(i);
             super::yield_between_rows(i).await;
             i += 1;
-            constraints::check_row_with(session, txn, &def, &row, with_checks, None).await?;
+            constraints::check_row_with(session, &def, &row, with_checks).await?;
             let stored = match insert_row(session, txn, &mut target, &row).await? {
                 RowWritten::Nothing => continue,
-                RowWritten::AsProposed => row.clone(),
+                RowWritten::AsProposed => {
+                    // After the row is in, so that it may reference itself (or, deferred,
+                    // a later row).
+                    deferred.check_or_defer(session, txn, &def, &row, i).await?;
+                    row.clone()
+                }
                 RowWritten::Updated(updated) => updated,
             };
             count += 1;
@@ -227,6 +233,10 @@ pub async fn insert(
             }
         }
     }
+    deferred
+        .check_deferred(session, txn, &def)
+        .await
+        .map_err(|(_, e)| e)?;
     if returning.is_none() {
         return Ok(command_done("INSERT", count, Some(0)));
     }

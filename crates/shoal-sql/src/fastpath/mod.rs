@@ -949,15 +949,16 @@ async fn execute_insert(
         row.push(b.value(op, col)?);
     }
     not_null_check(&plan.def, &row, b.zone)?;
-    crate::constraints::check_foreign_keys(session, txn, &plan.def, &row, None).await?;
     loop {
         match plan.table.insert(txn, &row) {
             Ok(_) => {
+                // After the row is in, so that it may reference itself.
+                crate::constraints::check_foreign_keys(session, txn, &plan.def, &row, None).await?;
                 return Ok(StatementResult::Command {
                     tag: "INSERT".into(),
                     rows: Some(1),
                     oid: Some(0),
-                })
+                });
             }
             Err(StorageError::WouldBlock { holder }) => {
                 session.wait_for_row_holder(txn, holder).await?
