@@ -265,9 +265,11 @@ async fn update_one(
         } else {
             None
         };
-        constraints::check_updated_row(session, txn, def, old.as_deref(), &row).await?;
+        constraints::check_row_with(session, def, &row, true).await?;
         match m.table.update(txn, handle, &snap, &row) {
             Ok(WriteOutcome::Done) => {
+                // After the write, as PostgreSQL's check: the row may reference itself.
+                constraints::check_foreign_keys(session, txn, def, &row, old.as_deref()).await?;
                 if let Some(old) = old {
                     constraints::check_update_references(session, txn, def, &old, &row).await?;
                 }

@@ -8,9 +8,10 @@
 //! - `INSERT INTO t [(cols)] VALUES (v, ...)` with one row
 //!
 //! where each `v` is a literal, a parameter (`$n`) or `CURRENT_TIMESTAMP`/`now()`. Anything
-//! else (RETURNING, CHECK or foreign-key constraints on the table, defaults that are not
-//! constants, expressions the fast path cannot evaluate exactly as PostgreSQL does) falls back
-//! to the general path, which is always correct. A plan is resolved against the catalog once;
+//! else (RETURNING, CHECK constraints, an UPDATE of a foreign key's column or a DELETE from a
+//! referenced table (see `write_constraints`), defaults that are not constants, expressions the
+//! fast path cannot evaluate exactly as PostgreSQL does) falls back to the general path, which
+//! is always correct. A plan is resolved against the catalog once;
 //! prepared statements keep it and re-resolve when the catalog version changes.
 
 use datafusion::arrow::array::ArrayRef;

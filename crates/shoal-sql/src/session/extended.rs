@@ -69,6 +69,8 @@ impl Session {
         prepared: &mut Prepared,
     ) -> SqlResult<Vec<Option<ArrowType>>> {
         let mut inferred: Vec<Option<ArrowType>> = vec![None; count];
+        // The version before the plan: DDL landing while it is made re-plans it at once.
+        let version = self.engine.catalog.read().version;
         let fast = fastpath::plan(self, stmt, count);
         match stmt {
             _ if fast.is_some() => {
@@ -77,7 +79,7 @@ impl Session {
                     *slot = plan.param_type(i).map(crate::types::arrow_type);
                 }
                 prepared.columns = plan.columns().map(<[ResultColumn]>::to_vec);
-                *prepared.fast.lock() = Some((Arc::new(plan), self.engine.catalog.read().version));
+                *prepared.fast.lock() = Some((Arc::new(plan), version));
             }
             Statement::Query(_) | Statement::Explain { .. } => {
                 if matches!(self.txn, TxnState::Idle | TxnState::Block(_)) {
@@ -101,7 +103,7 @@ impl Session {
                     }
                     prepared.columns = Some(columns_of_schema(&plan.schema().inner().clone()));
                     if !modifying {
-                        *prepared.plan.lock() = Some((plan, self.engine.catalog.read().version));
+                        *prepared.plan.lock() = Some((plan, version));
                     }
                 }
             }
