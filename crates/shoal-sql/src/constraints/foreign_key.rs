@@ -14,7 +14,9 @@
 //! RI queries do the same: a new snapshot in READ COMMITTED, and in REPEATABLE READ a
 //! serialization failure when only the newest rows hold a reference.
 
-use shoal_storage::catalog::{ConstraintKind, ForeignKeyAction, TableDef};
+use std::sync::Arc;
+
+use shoal_storage::catalog::{ConstraintDef, ConstraintKind, ForeignKeyAction, TableDef};
 use shoal_storage::table::{RowLockMode, WriteOutcome};
 use shoal_storage::types::{DataType, Value};
 use shoal_storage::{IsolationLevel, Snapshot, StorageError, Transaction};
@@ -231,8 +233,18 @@ pub async fn check_delete_references(
     def: &TableDef,
     old: &[Value],
 ) -> SqlResult<()> {
+    let referencing = referencing_keys(session, def);
     // Boxed, as `check_reference` is (see `super::check_foreign_keys`).
-    Box::pin(check_references(session, txn, def, old, false)).await
+    Box::pin(check_references(session, txn, def, referencing, old, false)).await
+}
+
+/// The foreign keys of other tables (and this one) that reference `def`.
+fn referencing_keys(session: &Session, def: &TableDef) -> Vec<(Arc<TableDef>, ConstraintDef)> {
+    session
+        .engine
+        .catalog
+        .read()
+        .referencing_foreign_keys(def.oid)
 }
 
 /// `old`, a row of `def`, has just been replaced by `new_row` in `txn`: if that changed a
@@ -244,37 +256,31 @@ pub async fn check_update_references(
     old: &[Value],
     new_row: &[Value],
 ) -> SqlResult<()> {
-    let referencing = session
-        .engine
-        .catalog
-        .read()
-        .referencing_foreign_keys(def.oid);
-    let key_changed = referencing.iter().any(|(_, c)| match &c.kind {
+    // Only the keys the update changed: rows referencing a key it left alone still have it.
+    let mut changed = referencing_keys(session, def);
+    changed.retain(|(_, c)| match &c.kind {
         ConstraintKind::ForeignKey { ref_columns, .. } => {
             ref_columns.iter().any(|rc| old[*rc] != new_row[*rc])
         }
         _ => false,
     });
-    if key_changed {
-        Box::pin(check_references(session, txn, def, old, true)).await?;
+    if changed.is_empty() {
+        return Ok(());
     }
-    Ok(())
+    Box::pin(check_references(session, txn, def, changed, old, true)).await
 }
 
-/// Rows that reference `old` (a row of `def` just deleted, or whose key an UPDATE changed when
-/// `updating`): apply their foreign key's action, or fail when it is NO ACTION / RESTRICT.
+/// Rows that reference `old` by one of the keys `referencing` (a row of `def` just deleted,
+/// or whose key an UPDATE changed when `updating`): apply their foreign key's action, or fail
+/// when it is NO ACTION / RESTRICT.
 async fn check_references(
     session: &Session,
     txn: &mut Transaction,
     def: &TableDef,
+    referencing: Vec<(Arc<TableDef>, ConstraintDef)>,
     old: &[Value],
     updating: bool,
 ) -> SqlResult<()> {
-    let referencing = session
-        .engine
-        .catalog
-        .read()
-        .referencing_foreign_keys(def.oid);
     for (child, constraint) in referencing {
         let ConstraintKind::ForeignKey {
             columns,
