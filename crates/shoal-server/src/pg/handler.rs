@@ -44,6 +44,7 @@ use tokio::sync::Mutex;
 use super::encode::{encode_point_rows, encode_rows, field_info_list, field_infos};
 use super::errors::{error_info, to_pgwire};
 use super::extended;
+use super::reply_batch;
 
 pub struct ConnectionHandler {
     pub session: Mutex<Session>,
@@ -301,8 +302,10 @@ impl SimpleQueryHandler for ConnectionHandler {
         }
         if !copy_started {
             let status = status_of(session.transaction_status());
+            drop(session);
             client.set_state(PgWireConnectionState::ReadyForQuery);
             client.set_transaction_status(status);
+            reply_batch::before_reply(status).await;
             client
                 .send(PgWireBackendMessage::ReadyForQuery(ReadyForQuery::new(
                     status,
@@ -551,6 +554,7 @@ impl ExtendedQueryHandler for ConnectionHandler {
         client.portal_store().rm_portal(pgwire::api::DEFAULT_NAME);
         let status = status_of(self.session.lock().await.transaction_status());
         client.set_transaction_status(status);
+        reply_batch::before_reply(status).await;
         client
             .send(PgWireBackendMessage::ReadyForQuery(ReadyForQuery::new(
                 status,

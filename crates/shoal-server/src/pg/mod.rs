@@ -4,3 +4,4 @@ pub mod encode;
 pub mod errors;
 mod extended;
 pub mod handler;
+pub(crate) mod reply_batch;
