@@ -98,6 +98,11 @@ impl OlderVersions {
         self.0.get_or_insert_with(Default::default).versions.push(v);
     }
 
+    /// The newest of the older versions: the one the head replaced.
+    pub(crate) fn newest(&self) -> Option<&Version> {
+        self.0.as_ref()?.versions.last()
+    }
+
     pub(crate) fn pop(&mut self) -> Option<Version> {
         let v = self.0.as_mut()?.versions.pop();
         self.free_if_unused();

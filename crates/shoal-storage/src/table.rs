@@ -418,6 +418,11 @@ impl RowTable {
             return Err(StorageError::WouldBlock { holder });
         }
         if is_txn_stamp(head.begin) && head.begin != me {
+            if matches!(access, Access::Lock(RowLockMode::KeyShare)) {
+                if let Some(replaced) = key_preserving_update(row, st, shape) {
+                    return self.check_key_share_through_update(row, replaced, txn, snap, types);
+                }
+            }
             return Err(StorageError::WouldBlock {
                 holder: stamp_txn(head.begin),
             });
@@ -448,6 +453,32 @@ impl RowTable {
                 let ts = changed_ts.max(self.shared.clock.stable());
                 Ok(WriteCheck::Outcome(WriteOutcome::Changed {
                     newest: (!deleted).then(|| row_codec::decode_all(types, row.bytes(&head.data))),
+                    newest_snapshot: Snapshot { ts, txn: txn.id() },
+                }))
+            }
+        }
+    }
+
+    /// `check_write` of a FOR KEY SHARE lock on a row whose head is another transaction's
+    /// pending update that left every unique key alone: judged by the version it `replaced`,
+    /// committed, since the key the lock protects is the same in both.
+    fn check_key_share_through_update(
+        &self,
+        row: &RowRef,
+        replaced: &Version,
+        txn: &Transaction,
+        snap: &Snapshot,
+        types: &[DataType],
+    ) -> Result<WriteCheck, StorageError> {
+        if replaced.begin <= snap.ts {
+            return Ok(WriteCheck::Proceed);
+        }
+        match txn.isolation() {
+            IsolationLevel::RepeatableRead => Err(StorageError::SerializationFailure),
+            IsolationLevel::ReadCommitted => {
+                let ts = replaced.begin.max(self.shared.clock.stable());
+                Ok(WriteCheck::Outcome(WriteOutcome::Changed {
+                    newest: Some(row_codec::decode_all(types, row.bytes(&replaced.data))),
                     newest_snapshot: Snapshot { ts, txn: txn.id() },
                 }))
             }
@@ -878,6 +909,26 @@ fn changes_unique_key(shape: &TableShape, old: &[u8], new_row: &[Value]) -> bool
     }
     let old = row_codec::decode_all(&shape.types, old);
     keys.any(|idx| idx.def.columns.iter().any(|&c| old[c] != new_row[c]))
+}
+
+/// The committed version that the head of `st`, another transaction's pending update,
+/// replaced, if that update left every unique key as it was. PostgreSQL takes such an update's
+/// row lock as FOR NO KEY UPDATE, which does not conflict with the FOR KEY SHARE lock of a
+/// foreign key check: the referencing row does not wait for it. The updater's later delete or
+/// key change does wait for that lock (`Access::Delete`, `Access::Update`).
+fn key_preserving_update<'s>(
+    row: &RowRef,
+    st: &'s ChainState,
+    shape: &TableShape,
+) -> Option<&'s Version> {
+    // Updated and then deleted by the same transaction: a pending delete, waited for.
+    let head = st.head().filter(|h| h.end == END_UNSET)?;
+    let replaced = st
+        .older
+        .newest()
+        .filter(|v| v.end == head.begin && !is_txn_stamp(v.begin))?;
+    let head_values = row_codec::decode_all(&shape.types, row.bytes(&head.data));
+    (!changes_unique_key(shape, row.bytes(&replaced.data), &head_values)).then_some(replaced)
 }
 
 fn index_memory_bytes(idx: &Index) -> usize {

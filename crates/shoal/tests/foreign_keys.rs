@@ -195,6 +195,58 @@ async fn referencing_rows_let_updates_of_other_columns_through() {
     );
 }
 
+/// A reference to a row that another transaction is updating goes ahead when that update
+/// leaves the row's key alone (PostgreSQL's FOR KEY SHARE does not conflict with the FOR NO KEY
+/// UPDATE lock of such an update), and waits when the update changes the key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reference_does_not_wait_for_a_pending_update_of_other_columns() {
+    let server = ShoalServer::start();
+    let (a, b) = set_up(&server).await;
+    a.batch_execute("BEGIN; UPDATE parent SET name = 'uno' WHERE id = 1")
+        .await
+        .unwrap();
+    let insert = b.batch_execute("BEGIN; INSERT INTO child VALUES (10, 1)");
+    tokio::time::timeout(Duration::from_secs(10), insert)
+        .await
+        .expect("a reference does not wait for an update of a non-key column")
+        .unwrap();
+    // The reference holds the row's key: the updater's delete now waits for it, and fails
+    // once it commits.
+    let delete = start_waiting(a, "DELETE FROM parent WHERE id = 1").await;
+    b.batch_execute("COMMIT").await.unwrap();
+    let (a, result) = delete.await.unwrap();
+    let err = result.expect_err("the committed reference keeps the row");
+    assert_eq!(
+        err.code(),
+        Some(&SqlState::FOREIGN_KEY_VIOLATION),
+        "{err:?}"
+    );
+    a.batch_execute("ROLLBACK").await.unwrap();
+    // A pending update of the key itself is waited for, and the reference fails once the
+    // new key commits.
+    a.batch_execute("BEGIN; UPDATE parent SET id = 3 WHERE id = 2")
+        .await
+        .unwrap();
+    let insert = start_waiting(b, "INSERT INTO child VALUES (20, 2)").await;
+    a.batch_execute("COMMIT").await.unwrap();
+    let (b, result) = insert.await.unwrap();
+    let err = result.expect_err("the referenced key is gone");
+    assert_eq!(
+        err.code(),
+        Some(&SqlState::FOREIGN_KEY_VIOLATION),
+        "{err:?}"
+    );
+    let rows = b
+        .query(
+            "SELECT p.id, p.name FROM child c JOIN parent p ON p.id = c.parent_id",
+            &[],
+        )
+        .await
+        .unwrap();
+    let rows: Vec<(i64, String)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+    assert_eq!(rows, [(1, "one".to_string())]);
+}
+
 /// ROLLBACK TO SAVEPOINT releases the locks taken after the savepoint only: a reference's lock
 /// from before it stays, even when the row was locked FOR UPDATE in between.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
