@@ -331,10 +331,10 @@ def write_report(results, memory, scales, scripts, modes, clients, args):
     text = "\n".join(lines) + "\n"
     (OUT_DIR / f"results{report_suffix(args)}.md").write_text(text)
     print(text)
-    plot(results, scales, scripts, modes, clients)
+    plot(results, scales, scripts, modes, clients, args)
 
 
-def plot(results, scales, scripts, modes, clients):
+def plot(results, scales, scripts, modes, clients, args):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

@@ -6,7 +6,7 @@
 //! per-transaction write set, lock set and savepoints that commit stamps and rollback undoes.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Condvar, Mutex, RwLock};
@@ -300,6 +300,8 @@ pub(crate) struct TxnDone {
     finished: Mutex<bool>,
     cond: Condvar,
     notify: tokio::sync::Notify,
+    /// Transactions waiting for this one now (see [`Transaction::is_waited_for`]).
+    waiters: AtomicU32,
 }
 
 impl TxnDone {
@@ -366,7 +368,7 @@ impl TxnShared {
             isolation,
             shared: self.clone(),
             snapshot: None,
-            writer_registered: false,
+            done: None,
             writes: Vec::new(),
             column_writes: Vec::new(),
             locks: Vec::new(),
@@ -410,14 +412,15 @@ impl TxnShared {
 
     /// Called before a transaction's first write or lock, so others can wait for it.
     pub(crate) fn ensure_writer(&self, txn: &mut Transaction) {
-        if !txn.writer_registered {
+        if txn.done.is_none() {
             let done = Arc::new(TxnDone {
                 finished: Mutex::new(false),
                 cond: Condvar::new(),
                 notify: tokio::sync::Notify::new(),
+                waiters: AtomicU32::new(0),
             });
-            self.waits.lock().writers.insert(txn.id, done);
-            txn.writer_registered = true;
+            self.waits.lock().writers.insert(txn.id, done.clone());
+            txn.done = Some(done);
         }
     }
 
@@ -444,6 +447,7 @@ impl TxnShared {
             }
         }
         g.waits_for.insert(waiter, holder);
+        done.waiters.fetch_add(1, Ordering::Relaxed);
         Ok(Some(done))
     }
 
@@ -462,6 +466,7 @@ impl TxnShared {
         let _edge = WaitEdge {
             shared: self,
             waiter: waiter.id,
+            holder: &done,
         };
         let notified = done.notify.notified();
         tokio::pin!(notified);
@@ -485,6 +490,7 @@ impl TxnShared {
         let _edge = WaitEdge {
             shared: self,
             waiter: waiter.id,
+            holder: &done,
         };
         let mut finished = done.finished.lock();
         while !*finished {
@@ -737,7 +743,7 @@ impl TxnShared {
         for table in txn.table_locks.drain(..) {
             table.unlock(txn.id);
         }
-        if txn.writer_registered {
+        if txn.done.is_some() {
             let done = self.waits.lock().writers.remove(&txn.id);
             if let Some(done) = done {
                 done.finish();
@@ -788,11 +794,13 @@ impl TxnShared {
 struct WaitEdge<'a> {
     shared: &'a TxnShared,
     waiter: TxnId,
+    holder: &'a TxnDone,
 }
 
 impl Drop for WaitEdge<'_> {
     fn drop(&mut self) {
         self.shared.end_wait(self.waiter);
+        self.holder.waiters.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -804,7 +812,8 @@ pub struct Transaction {
     shared: Arc<TxnShared>,
     /// REPEATABLE READ: the transaction's snapshot. READ COMMITTED: the current statement's.
     snapshot: Option<Snapshot>,
-    writer_registered: bool,
+    /// Set once the transaction writes or locks something: what others wait on.
+    done: Option<Arc<TxnDone>>,
     pub(crate) writes: Vec<WriteEntry>,
     pub(crate) column_writes: Vec<ColumnWrite>,
     pub(crate) locks: Vec<(RowRef, crate::table::RowLockMode)>,
@@ -822,6 +831,14 @@ pub struct Transaction {
 impl Transaction {
     pub fn id(&self) -> TxnId {
         self.id
+    }
+
+    /// Whether another transaction is waiting for this one to end (for a row it wrote or
+    /// locked) right now.
+    pub fn is_waited_for(&self) -> bool {
+        self.done
+            .as_ref()
+            .is_some_and(|d| d.waiters.load(Ordering::Relaxed) > 0)
     }
 
     pub fn isolation(&self) -> IsolationLevel {

@@ -4,6 +4,7 @@
 
 mod common;
 
+use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
 use std::task::{Context, Poll, Wake, Waker};
@@ -307,6 +308,28 @@ fn async_wait_for_wakes_when_holder_ends() {
             ..
         })
     ));
+}
+
+/// `is_waited_for` says whether another transaction is waiting for this one right now: the
+/// server answers a transaction that others queue behind before anything else.
+#[test]
+fn a_transaction_knows_while_another_waits_for_it() {
+    let db = Database::new();
+    let t = accounts(&db);
+    load(&db, &t, 1, 0);
+    let mut holder = db.begin(IsolationLevel::ReadCommitted);
+    assert!(!holder.is_waited_for(), "a transaction that wrote nothing");
+    add_balance(&db, &t, &mut holder, 0, 1).unwrap();
+    assert!(!holder.is_waited_for(), "nobody waits yet");
+    let waiter = db.begin(IsolationLevel::ReadCommitted);
+    let mut wait = Box::pin(db.wait_for(&waiter, holder.id()));
+    let mut cx = Context::from_waker(Waker::noop());
+    assert!(wait.as_mut().poll(&mut cx).is_pending());
+    assert!(holder.is_waited_for());
+    // A wait given up (a cancelled statement) no longer counts.
+    drop(wait);
+    assert!(!holder.is_waited_for());
+    db.commit(holder).unwrap();
 }
 
 #[test]

@@ -302,10 +302,11 @@ impl SimpleQueryHandler for ConnectionHandler {
         }
         if !copy_started {
             let status = status_of(session.transaction_status());
+            let waited_for = session.transaction_is_waited_for();
             drop(session);
             client.set_state(PgWireConnectionState::ReadyForQuery);
             client.set_transaction_status(status);
-            reply_batch::before_reply(status).await;
+            reply_batch::before_reply(waited_for).await;
             client
                 .send(PgWireBackendMessage::ReadyForQuery(ReadyForQuery::new(
                     status,
@@ -552,9 +553,13 @@ impl ExtendedQueryHandler for ConnectionHandler {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         client.portal_store().rm_portal(pgwire::api::DEFAULT_NAME);
-        let status = status_of(self.session.lock().await.transaction_status());
+        let (status, waited_for) = {
+            let session = self.session.lock().await;
+            let status = status_of(session.transaction_status());
+            (status, session.transaction_is_waited_for())
+        };
         client.set_transaction_status(status);
-        reply_batch::before_reply(status).await;
+        reply_batch::before_reply(waited_for).await;
         client
             .send(PgWireBackendMessage::ReadyForQuery(ReadyForQuery::new(
                 status,

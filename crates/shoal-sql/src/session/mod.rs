@@ -277,6 +277,15 @@ impl Session {
     }
 
     /// 'I' idle, 'T' in a transaction block, 'E' in a failed block (ReadyForQuery status).
+    /// Whether another transaction is waiting for this session's open transaction block (for a
+    /// row it wrote or locked).
+    pub fn transaction_is_waited_for(&self) -> bool {
+        match &self.txn {
+            TxnState::Idle => false,
+            TxnState::Block(txn) | TxnState::Failed(txn) => txn.is_waited_for(),
+        }
+    }
+
     pub fn transaction_status(&self) -> u8 {
         match self.txn {
             TxnState::Idle => b'I',
