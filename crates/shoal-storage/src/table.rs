@@ -17,8 +17,8 @@ use crate::index::{key_part, with_key_scratch, EntryKey, Index, IndexDef, KeyScr
 use crate::key_codec::{self, prefix_successor};
 use crate::row_codec;
 use crate::txn::{
-    is_txn_stamp, stamp_txn, txn_stamp, ChangeKind, IsolationLevel, Snapshot, Transaction, TxnId,
-    TxnShared, WriteEntry, END_UNSET,
+    is_txn_stamp, stamp_txn, txn_stamp, ChangeKind, CommitTs, IsolationLevel, Snapshot,
+    Transaction, TxnId, TxnShared, WriteEntry, END_UNSET,
 };
 use crate::types::{DataType, Value};
 use crate::{IndexId, TableId};
@@ -418,9 +418,16 @@ impl RowTable {
             return Err(StorageError::WouldBlock { holder });
         }
         if is_txn_stamp(head.begin) && head.begin != me {
+            // FOR KEY SHARE is judged by the committed version such an update replaced: the
+            // key it protects is the same in both.
             if matches!(access, Access::Lock(RowLockMode::KeyShare)) {
                 if let Some(replaced) = key_preserving_update(row, st, shape) {
-                    return self.check_key_share_through_update(row, replaced, txn, snap, types);
+                    if replaced.begin <= snap.ts {
+                        return Ok(WriteCheck::Proceed);
+                    }
+                    return self.changed_after_snapshot(txn, replaced.begin, || {
+                        Some(row_codec::decode_all(types, row.bytes(&replaced.data)))
+                    });
                 }
             }
             return Err(StorageError::WouldBlock {
@@ -443,42 +450,30 @@ impl RowTable {
             // Deleted before the snapshot: the caller holds a stale handle.
             return Ok(gone());
         }
+        let deleted = head.end != END_UNSET;
+        let changed_ts = if deleted { head.end } else { head.begin };
+        self.changed_after_snapshot(txn, changed_ts, || {
+            (!deleted).then(|| row_codec::decode_all(types, row.bytes(&head.data)))
+        })
+    }
+
+    /// `check_write`'s outcome for a row whose visible version changed at `changed_ts`, after
+    /// `txn`'s snapshot: a serialization failure in REPEATABLE READ; in READ COMMITTED the
+    /// `newest` values (none if deleted) and a snapshot to re-check the row at.
+    fn changed_after_snapshot(
+        &self,
+        txn: &Transaction,
+        changed_ts: CommitTs,
+        newest: impl FnOnce() -> Option<Vec<Value>>,
+    ) -> Result<WriteCheck, StorageError> {
         match txn.isolation() {
             IsolationLevel::RepeatableRead => Err(StorageError::SerializationFailure),
             IsolationLevel::ReadCommitted => {
-                let deleted = head.end != END_UNSET;
-                let changed_ts = if deleted { head.end } else { head.begin };
                 // The change is stamped, so its commit is done with this row; the watermark may
                 // still lag behind it, the re-check only needs this row.
                 let ts = changed_ts.max(self.shared.clock.stable());
                 Ok(WriteCheck::Outcome(WriteOutcome::Changed {
-                    newest: (!deleted).then(|| row_codec::decode_all(types, row.bytes(&head.data))),
-                    newest_snapshot: Snapshot { ts, txn: txn.id() },
-                }))
-            }
-        }
-    }
-
-    /// `check_write` of a FOR KEY SHARE lock on a row whose head is another transaction's
-    /// pending update that left every unique key alone: judged by the version it `replaced`,
-    /// committed, since the key the lock protects is the same in both.
-    fn check_key_share_through_update(
-        &self,
-        row: &RowRef,
-        replaced: &Version,
-        txn: &Transaction,
-        snap: &Snapshot,
-        types: &[DataType],
-    ) -> Result<WriteCheck, StorageError> {
-        if replaced.begin <= snap.ts {
-            return Ok(WriteCheck::Proceed);
-        }
-        match txn.isolation() {
-            IsolationLevel::RepeatableRead => Err(StorageError::SerializationFailure),
-            IsolationLevel::ReadCommitted => {
-                let ts = replaced.begin.max(self.shared.clock.stable());
-                Ok(WriteCheck::Outcome(WriteOutcome::Changed {
-                    newest: Some(row_codec::decode_all(types, row.bytes(&replaced.data))),
+                    newest: newest(),
                     newest_snapshot: Snapshot { ts, txn: txn.id() },
                 }))
             }

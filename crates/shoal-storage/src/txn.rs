@@ -447,7 +447,6 @@ impl TxnShared {
             }
         }
         g.waits_for.insert(waiter, holder);
-        done.waiters.fetch_add(1, Ordering::Relaxed);
         Ok(Some(done))
     }
 
@@ -463,11 +462,7 @@ impl TxnShared {
         let Some(done) = self.start_wait(waiter.id, holder)? else {
             return Ok(());
         };
-        let _edge = WaitEdge {
-            shared: self,
-            waiter: waiter.id,
-            holder: &done,
-        };
+        let _edge = WaitEdge::new(self, waiter.id, &done);
         let notified = done.notify.notified();
         tokio::pin!(notified);
         // Enabled before checking the flag, so a finish in between still wakes us.
@@ -487,11 +482,7 @@ impl TxnShared {
         let Some(done) = self.start_wait(waiter.id, holder)? else {
             return Ok(());
         };
-        let _edge = WaitEdge {
-            shared: self,
-            waiter: waiter.id,
-            holder: &done,
-        };
+        let _edge = WaitEdge::new(self, waiter.id, &done);
         let mut finished = done.finished.lock();
         while !*finished {
             done.cond.wait(&mut finished);
@@ -795,6 +786,18 @@ struct WaitEdge<'a> {
     shared: &'a TxnShared,
     waiter: TxnId,
     holder: &'a TxnDone,
+}
+
+impl<'a> WaitEdge<'a> {
+    /// The edge `start_wait` registered, counted among `holder`'s waiters while it lasts.
+    fn new(shared: &'a TxnShared, waiter: TxnId, holder: &'a TxnDone) -> Self {
+        holder.waiters.fetch_add(1, Ordering::Relaxed);
+        WaitEdge {
+            shared,
+            waiter,
+            holder,
+        }
+    }
 }
 
 impl Drop for WaitEdge<'_> {

@@ -276,7 +276,6 @@ impl Session {
         self.cancel = signal;
     }
 
-    /// 'I' idle, 'T' in a transaction block, 'E' in a failed block (ReadyForQuery status).
     /// Whether another transaction is waiting for this session's open transaction block (for a
     /// row it wrote or locked).
     pub fn transaction_is_waited_for(&self) -> bool {
@@ -286,6 +285,7 @@ impl Session {
         }
     }
 
+    /// 'I' idle, 'T' in a transaction block, 'E' in a failed block (ReadyForQuery status).
     pub fn transaction_status(&self) -> u8 {
         match self.txn {
             TxnState::Idle => b'I',
