@@ -8,6 +8,9 @@
 //! rows are cut from it by bumping an offset, with no per-row header and no rounding to
 //! malloc's 16-byte granule.
 //!
+//! A cursor maps its slabs `SLABS_PER_MAPPING` at a time and populates each when it starts
+//! cutting from it.
+//!
 //! A slab counts the rows cut from it that are still alive, plus one while a [`SlabCursor`] is
 //! still cutting from it, and is unmapped when that count reaches zero. The price: a slab is
 //! given back only when its last row dies, so a table that deletes most of its loaded rows
@@ -38,11 +41,21 @@ struct SlabHeader {
 
 const FIRST_BLOCK_OFFSET: usize = std::mem::size_of::<SlabHeader>();
 
-/// Cuts blocks from a slab, one thread's; maps a new slab when the current one is full.
+/// Slabs a cursor maps with one `mmap`. Mapping and trimming take the process's memory-map
+/// lock for writing, which waits for any other thread's populate of a slab under way: with a
+/// mapping per slab, two loading threads kept waiting on each other (~100 sleeps a second
+/// each in a restart's scheduler trace). A reservation not yet cut is address space only.
+const SLABS_PER_MAPPING: usize = 16;
+
+/// Cuts blocks from a slab, one thread's; takes the next slab of its reservation when the
+/// current one is full, and maps a new reservation when that is used up.
 pub(crate) struct SlabCursor {
     slab: Option<NonNull<SlabHeader>>,
     /// Offset of the next free byte in `slab`.
     next: usize,
+    /// Mapped, SLAB_BYTES-aligned slabs not yet used: `reserved` of them from `reserve_at`.
+    reserve_at: usize,
+    reserved: usize,
 }
 
 impl SlabCursor {
@@ -50,6 +63,8 @@ impl SlabCursor {
         SlabCursor {
             slab: None,
             next: 0,
+            reserve_at: 0,
+            reserved: 0,
         }
     }
 
@@ -64,7 +79,8 @@ impl SlabCursor {
         }
         let mut start = self.next.next_multiple_of(layout.align());
         if self.slab.is_none() || start + layout.size() > SLAB_BYTES {
-            self.move_to(map_slab()?);
+            let slab = self.next_slab()?;
+            self.move_to(slab);
             start = self.next.next_multiple_of(layout.align());
         }
         let slab = self.slab.expect("a slab was mapped above");
@@ -76,6 +92,20 @@ impl SlabCursor {
         debug_assert!(self.next <= SLAB_BYTES);
         // SAFETY: `start + size <= SLAB_BYTES`, so the block is inside the slab's mapping.
         Some(unsafe { NonNull::new_unchecked(slab.as_ptr().cast::<u8>().add(start)) })
+    }
+
+    /// The next slab of the reservation, mapping a new one if it is used up.
+    fn next_slab(&mut self) -> Option<NonNull<SlabHeader>> {
+        if self.reserved == 0 {
+            self.reserve_at = map_slabs(SLABS_PER_MAPPING)?;
+            self.reserved = SLABS_PER_MAPPING;
+        }
+        let start = self.reserve_at;
+        self.reserve_at += SLAB_BYTES;
+        self.reserved -= 1;
+        // SAFETY: `start` is an unused slab of this cursor's reservation; from here on the
+        // slab's count owns it.
+        Some(unsafe { open_slab(start) })
     }
 
     fn move_to(&mut self, slab: NonNull<SlabHeader>) {
@@ -92,6 +122,16 @@ impl Drop for SlabCursor {
         if let Some(slab) = self.slab.take() {
             // SAFETY: the cursor's own count on its slab, given up once.
             unsafe { release_slab(slab) };
+        }
+        if self.reserved > 0 {
+            // SAFETY: the unused rest of this cursor's reservation: no block was cut from it.
+            let unmapped = unsafe {
+                rustix::mm::munmap(self.reserve_at as *mut _, self.reserved * SLAB_BYTES)
+            };
+            debug_assert!(
+                unmapped.is_ok(),
+                "munmap of a reservation failed: {unmapped:?}"
+            );
         }
     }
 }
@@ -127,12 +167,12 @@ unsafe fn release_slab(slab: NonNull<SlabHeader>) {
     SLABS_MAPPED.fetch_sub(1, Ordering::Relaxed);
 }
 
-/// A fresh SLAB_BYTES-aligned slab whose count (1) is the caller's, or `None` when the kernel
-/// has no memory to map.
-fn map_slab() -> Option<NonNull<SlabHeader>> {
-    use rustix::mm::{madvise, mmap_anonymous, munmap, Advice, MapFlags, ProtFlags};
-    // Twice the size, then the unaligned ends cut off: mmap only promises page alignment.
-    let span = 2 * SLAB_BYTES;
+/// Maps `count` SLAB_BYTES-aligned slabs side by side, not yet populated; returns the first's
+/// address, or `None` when the kernel has no memory to map.
+fn map_slabs(count: usize) -> Option<usize> {
+    use rustix::mm::{mmap_anonymous, munmap, MapFlags, ProtFlags};
+    // One slab more, then the unaligned ends cut off: mmap only promises page alignment.
+    let span = (count + 1) * SLAB_BYTES;
     // SAFETY: a new private anonymous mapping at an address the kernel picks; it aliases
     // nothing.
     let raw = unsafe {
@@ -147,19 +187,29 @@ fn map_slab() -> Option<NonNull<SlabHeader>> {
     let raw_addr = raw as usize;
     let start = raw_addr.next_multiple_of(SLAB_BYTES);
     let head = start - raw_addr;
-    let tail = span - head - SLAB_BYTES;
-    // SAFETY: both ranges are inside the mapping just made and outside the slab kept.
+    let tail = span - head - count * SLAB_BYTES;
+    // SAFETY: both ranges are inside the mapping just made and outside the slabs kept.
     unsafe {
         if head > 0 {
             let _ = munmap(raw, head);
         }
         if tail > 0 {
-            let _ = munmap((start + SLAB_BYTES) as *mut _, tail);
+            let _ = munmap((start + count * SLAB_BYTES) as *mut _, tail);
         }
     }
+    Some(start)
+}
+
+/// Makes the mapped, unused slab at `start` a slab whose count (1) is the caller's.
+///
+/// # Safety
+/// `start` is a SLAB_BYTES-aligned, SLAB_BYTES-long part of a mapping of this process that
+/// nothing else uses; it passes to the returned count.
+unsafe fn open_slab(start: usize) -> NonNull<SlabHeader> {
+    use rustix::mm::{madvise, Advice};
     let slab = start as *mut SlabHeader;
-    // SAFETY: `slab` is the start of a SLAB_BYTES mapping of this process. Populating faults
-    // all its pages in with one call instead of a trap per 4 KiB page; it is only an
+    // SAFETY (the caller's): `slab` is SLAB_BYTES of this process's memory, unused. Populating
+    // faults all its pages in with one call instead of a trap per 4 KiB page; it is only an
     // optimization (kernels before 5.14 refuse it, and the pages then fault in on first
     // touch). No huge-page advice: on this VM a huge page's first touch cost several times
     // what the same memory in 4 KiB pages did (60% of a load's samples in clear_page).
@@ -170,7 +220,8 @@ fn map_slab() -> Option<NonNull<SlabHeader>> {
         });
     }
     SLABS_MAPPED.fetch_add(1, Ordering::Relaxed);
-    NonNull::new(slab)
+    // SAFETY: `start` is the address of a mapping, not 0.
+    unsafe { NonNull::new_unchecked(slab) }
 }
 
 /// Slabs mapped right now.
@@ -219,6 +270,36 @@ pub(crate) mod tests {
         }
         // All but the cursor's current slab are gone.
         assert_eq!(slabs_mapped() - before, 1);
+        drop(cursor);
+        assert_eq!(slabs_mapped(), before);
+    }
+
+    /// Blocks from more slabs than one mapping holds: each slab's blocks stay apart and
+    /// within it, and every slab goes once its blocks and the cursor are gone.
+    #[test]
+    fn a_cursor_maps_its_next_slabs_when_its_reservation_is_used_up() {
+        let _serial = SERIAL.lock().unwrap();
+        let before = slabs_mapped();
+        let layout = Layout::from_size_align(SLAB_BLOCK_MAX, 8).unwrap();
+        let mut cursor = SlabCursor::new();
+        let count = 16 * (SLABS_PER_MAPPING * 2 + 3);
+        let blocks: Vec<NonNull<u8>> = (0..count).map(|_| cursor.alloc(layout).unwrap()).collect();
+        assert!(slabs_mapped() - before > 2 * SLABS_PER_MAPPING);
+        for (i, b) in blocks.iter().enumerate() {
+            let offset = b.as_ptr() as usize % SLAB_BYTES;
+            assert!(offset >= FIRST_BLOCK_OFFSET && offset + SLAB_BLOCK_MAX <= SLAB_BYTES);
+            // SAFETY: each block is SLAB_BLOCK_MAX bytes of a live slab, this test's alone.
+            unsafe { std::ptr::write_bytes(b.as_ptr(), i as u8, SLAB_BLOCK_MAX) };
+        }
+        for (i, b) in blocks.iter().enumerate() {
+            // SAFETY: as above; nothing else wrote these bytes if blocks do not overlap.
+            let (first, last) = unsafe { (*b.as_ptr(), *b.as_ptr().add(SLAB_BLOCK_MAX - 1)) };
+            assert_eq!((first, last), (i as u8, i as u8));
+        }
+        for b in blocks {
+            // SAFETY: each block released once, not used after.
+            unsafe { release(b) };
+        }
         drop(cursor);
         assert_eq!(slabs_mapped(), before);
     }
