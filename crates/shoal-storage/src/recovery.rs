@@ -29,8 +29,9 @@ pub struct IndexFoldTimes {
 /// faulted in page by page and unmapped again for every block.
 struct LoadScratch {
     /// Where the thread's loaded rows are cut from (see `row_slab.rs`). A thread that loads
-    /// keeps its last, partly cut slab until it exits; recovery's loading threads exit when
-    /// the load is done.
+    /// keeps its last, partly cut slab and the unused rest of its reservation (address space
+    /// only, up to 30 MiB) until it exits; recovery's loading threads exit when the load is
+    /// done.
     slab: SlabCursor,
     /// The block's new rows, on their way to the heap.
     chains: Vec<RowRef>,

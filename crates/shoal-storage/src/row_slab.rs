@@ -3,13 +3,12 @@
 //!
 //! Why: loading a checkpoint is mostly making rows, and in `perf` most of a load's system time
 //! was first-touch page faults, one per 4 KiB of fresh heap (~3 µs each on this VM), with
-//! malloc's own bookkeeping next (bench/coldstart/README.md, session 18). A slab is a
-//! 2 MiB-aligned mapping whose pages are faulted in with one `madvise(MADV_POPULATE_WRITE)`;
-//! rows are cut from it by bumping an offset, with no per-row header and no rounding to
-//! malloc's 16-byte granule.
-//!
-//! A cursor maps its slabs `SLABS_PER_MAPPING` at a time and populates each when it starts
-//! cutting from it.
+//! malloc's own bookkeeping next (bench/coldstart/README.md, session 18). A slab is 2 MiB of
+//! memory, aligned to its size, whose pages are faulted in with one
+//! `madvise(MADV_POPULATE_WRITE)`; rows are cut from it by bumping an offset, with no per-row
+//! header and no rounding to malloc's 16-byte granule. A cursor maps `SLABS_PER_MAPPING`
+//! slabs with one `mmap` and populates each when it starts cutting from it, because mapping
+//! takes a lock that another loading thread's populate holds (see the constant).
 //!
 //! A slab counts the rows cut from it that are still alive, plus one while a [`SlabCursor`] is
 //! still cutting from it, and is unmapped when that count reaches zero. The price: a slab is
@@ -25,12 +24,14 @@ use std::sync::atomic::{fence, AtomicUsize, Ordering};
 /// A slab's size and alignment: one transparent huge page on x86-64.
 pub(crate) const SLAB_BYTES: usize = 2 << 20;
 
-/// Blocks bigger than this go to malloc: a slab holds at least 16 of them, so a cursor never
-/// wastes more than 1/16th of a slab when it moves on.
+/// Blocks bigger than this go to malloc: a slab holds 15 of them after its header, so a cursor
+/// never wastes more than 1/15th of a slab when it moves on.
 const SLAB_BLOCK_MAX: usize = SLAB_BYTES / 16;
 
-/// How many slabs are mapped right now (for tests and memory statistics).
-static SLABS_MAPPED: AtomicUsize = AtomicUsize::new(0);
+/// Slabs in use right now: cut from, or holding live blocks (for tests and memory statistics).
+static SLABS_OPEN: AtomicUsize = AtomicUsize::new(0);
+/// Slabs mapped ahead in cursors' reservations and not yet opened (for tests).
+static SLABS_RESERVED: AtomicUsize = AtomicUsize::new(0);
 
 /// At the start of every slab.
 #[repr(C)]
@@ -44,7 +45,9 @@ const FIRST_BLOCK_OFFSET: usize = std::mem::size_of::<SlabHeader>();
 /// Slabs a cursor maps with one `mmap`. Mapping and trimming take the process's memory-map
 /// lock for writing, which waits for any other thread's populate of a slab under way: with a
 /// mapping per slab, two loading threads kept waiting on each other (~100 sleeps a second
-/// each in a restart's scheduler trace). A reservation not yet cut is address space only.
+/// each in a restart's scheduler trace). A reservation not yet cut takes no resident memory,
+/// but counts against the kernel's commit limit (strict overcommit) and `RLIMIT_AS`; should a
+/// whole reservation not map, the cursor maps one slab.
 const SLABS_PER_MAPPING: usize = 16;
 
 /// Cuts blocks from a slab, one thread's; takes the next slab of its reservation when the
@@ -53,9 +56,10 @@ pub(crate) struct SlabCursor {
     slab: Option<NonNull<SlabHeader>>,
     /// Offset of the next free byte in `slab`.
     next: usize,
-    /// Mapped, SLAB_BYTES-aligned slabs not yet used: `reserved` of them from `reserve_at`.
+    /// Mapped, SLAB_BYTES-aligned slabs not yet used: `reserved_slabs` of them from
+    /// `reserve_at`.
     reserve_at: usize,
-    reserved: usize,
+    reserved_slabs: usize,
 }
 
 impl SlabCursor {
@@ -64,7 +68,7 @@ impl SlabCursor {
             slab: None,
             next: 0,
             reserve_at: 0,
-            reserved: 0,
+            reserved_slabs: 0,
         }
     }
 
@@ -96,13 +100,14 @@ impl SlabCursor {
 
     /// The next slab of the reservation, mapping a new one if it is used up.
     fn next_slab(&mut self) -> Option<NonNull<SlabHeader>> {
-        if self.reserved == 0 {
-            self.reserve_at = map_slabs(SLABS_PER_MAPPING)?;
-            self.reserved = SLABS_PER_MAPPING;
+        if self.reserved_slabs == 0 {
+            (self.reserve_at, self.reserved_slabs) = map_slabs(SLABS_PER_MAPPING)
+                .map(|start| (start, SLABS_PER_MAPPING))
+                .or_else(|| map_slabs(1).map(|start| (start, 1)))?;
         }
         let start = self.reserve_at;
         self.reserve_at += SLAB_BYTES;
-        self.reserved -= 1;
+        self.reserved_slabs -= 1;
         // SAFETY: `start` is an unused slab of this cursor's reservation; from here on the
         // slab's count owns it.
         Some(unsafe { open_slab(start) })
@@ -123,15 +128,16 @@ impl Drop for SlabCursor {
             // SAFETY: the cursor's own count on its slab, given up once.
             unsafe { release_slab(slab) };
         }
-        if self.reserved > 0 {
+        if self.reserved_slabs > 0 {
             // SAFETY: the unused rest of this cursor's reservation: no block was cut from it.
             let unmapped = unsafe {
-                rustix::mm::munmap(self.reserve_at as *mut _, self.reserved * SLAB_BYTES)
+                rustix::mm::munmap(self.reserve_at as *mut _, self.reserved_slabs * SLAB_BYTES)
             };
             debug_assert!(
                 unmapped.is_ok(),
                 "munmap of a reservation failed: {unmapped:?}"
             );
+            SLABS_RESERVED.fetch_sub(self.reserved_slabs, Ordering::Relaxed);
         }
     }
 }
@@ -164,21 +170,21 @@ unsafe fn release_slab(slab: NonNull<SlabHeader>) {
     // from it, so nothing refers to the mapping any more.
     let unmapped = unsafe { rustix::mm::munmap(slab.as_ptr().cast(), SLAB_BYTES) };
     debug_assert!(unmapped.is_ok(), "munmap of a slab failed: {unmapped:?}");
-    SLABS_MAPPED.fetch_sub(1, Ordering::Relaxed);
+    SLABS_OPEN.fetch_sub(1, Ordering::Relaxed);
 }
 
-/// Maps `count` SLAB_BYTES-aligned slabs side by side, not yet populated; returns the first's
+/// Maps `slabs` SLAB_BYTES-aligned slabs side by side, not yet populated; returns the first's
 /// address, or `None` when the kernel has no memory to map.
-fn map_slabs(count: usize) -> Option<usize> {
+fn map_slabs(slabs: usize) -> Option<usize> {
     use rustix::mm::{mmap_anonymous, munmap, MapFlags, ProtFlags};
     // One slab more, then the unaligned ends cut off: mmap only promises page alignment.
-    let span = (count + 1) * SLAB_BYTES;
+    let span_bytes = (slabs + 1) * SLAB_BYTES;
     // SAFETY: a new private anonymous mapping at an address the kernel picks; it aliases
     // nothing.
     let raw = unsafe {
         mmap_anonymous(
             std::ptr::null_mut(),
-            span,
+            span_bytes,
             ProtFlags::READ | ProtFlags::WRITE,
             MapFlags::PRIVATE,
         )
@@ -186,17 +192,18 @@ fn map_slabs(count: usize) -> Option<usize> {
     .ok()?;
     let raw_addr = raw as usize;
     let start = raw_addr.next_multiple_of(SLAB_BYTES);
-    let head = start - raw_addr;
-    let tail = span - head - count * SLAB_BYTES;
+    let head_bytes = start - raw_addr;
+    let tail_bytes = span_bytes - head_bytes - slabs * SLAB_BYTES;
     // SAFETY: both ranges are inside the mapping just made and outside the slabs kept.
     unsafe {
-        if head > 0 {
-            let _ = munmap(raw, head);
+        if head_bytes > 0 {
+            let _ = munmap(raw, head_bytes);
         }
-        if tail > 0 {
-            let _ = munmap((start + count * SLAB_BYTES) as *mut _, tail);
+        if tail_bytes > 0 {
+            let _ = munmap((start + slabs * SLAB_BYTES) as *mut _, tail_bytes);
         }
     }
+    SLABS_RESERVED.fetch_add(slabs, Ordering::Relaxed);
     Some(start)
 }
 
@@ -219,22 +226,29 @@ unsafe fn open_slab(start: usize) -> NonNull<SlabHeader> {
             live: AtomicUsize::new(1),
         });
     }
-    SLABS_MAPPED.fetch_add(1, Ordering::Relaxed);
-    // SAFETY: `start` is the address of a mapping, not 0.
-    unsafe { NonNull::new_unchecked(slab) }
+    SLABS_RESERVED.fetch_sub(1, Ordering::Relaxed);
+    SLABS_OPEN.fetch_add(1, Ordering::Relaxed);
+    NonNull::new(slab).expect("a mapping is not at address 0")
 }
 
-/// Slabs mapped right now.
+/// Slabs in use right now.
 #[cfg(test)]
-fn slabs_mapped() -> usize {
-    SLABS_MAPPED.load(Ordering::Relaxed)
+fn slabs_open() -> usize {
+    SLABS_OPEN.load(Ordering::Relaxed)
+}
+
+/// Slabs mapped ahead and not yet in use.
+#[cfg(test)]
+fn slabs_reserved() -> usize {
+    SLABS_RESERVED.load(Ordering::Relaxed)
 }
 
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
 
-    /// The tests count mapped slabs, process-wide: one test that maps slabs at a time.
+    /// The tests count open and reserved slabs, process-wide: one test that maps slabs at a
+    /// time.
     pub(crate) static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
     /// Blocks from several slabs, released in an order unlike the one they were cut in: each
@@ -243,13 +257,13 @@ pub(crate) mod tests {
     #[test]
     fn a_slab_is_unmapped_with_its_last_block() {
         let _serial = SERIAL.lock().unwrap();
-        let before = slabs_mapped();
+        let before = slabs_open();
         let layout = Layout::from_size_align(1000, 8).unwrap();
         let mut cursor = SlabCursor::new();
         let blocks: Vec<NonNull<u8>> = (0..5000).map(|_| cursor.alloc(layout).unwrap()).collect();
         let per_slab = (SLAB_BYTES - FIRST_BLOCK_OFFSET) / 1000;
         let slabs = 5000usize.div_ceil(per_slab);
-        assert_eq!(slabs_mapped() - before, slabs);
+        assert_eq!(slabs_open() - before, slabs);
         for (i, b) in blocks.iter().enumerate() {
             // SAFETY: each block is 1000 bytes of a live slab, this test's alone.
             unsafe { std::ptr::write_bytes(b.as_ptr(), i as u8, 1000) };
@@ -263,15 +277,15 @@ pub(crate) mod tests {
             // SAFETY: each block released once, not used after.
             unsafe { release(*b) };
         }
-        assert_eq!(slabs_mapped() - before, slabs);
+        assert_eq!(slabs_open() - before, slabs);
         for b in blocks.iter().skip(1).step_by(2) {
             // SAFETY: as above.
             unsafe { release(*b) };
         }
         // All but the cursor's current slab are gone.
-        assert_eq!(slabs_mapped() - before, 1);
+        assert_eq!(slabs_open() - before, 1);
         drop(cursor);
-        assert_eq!(slabs_mapped(), before);
+        assert_eq!(slabs_open(), before);
     }
 
     /// Blocks from more slabs than one mapping holds: each slab's blocks stay apart and
@@ -279,12 +293,19 @@ pub(crate) mod tests {
     #[test]
     fn a_cursor_maps_its_next_slabs_when_its_reservation_is_used_up() {
         let _serial = SERIAL.lock().unwrap();
-        let before = slabs_mapped();
+        let (before, reserved_before) = (slabs_open(), slabs_reserved());
         let layout = Layout::from_size_align(SLAB_BLOCK_MAX, 8).unwrap();
         let mut cursor = SlabCursor::new();
-        let count = 16 * (SLABS_PER_MAPPING * 2 + 3);
+        let per_slab = (SLAB_BYTES - FIRST_BLOCK_OFFSET) / SLAB_BLOCK_MAX;
+        let slabs = 2 * SLABS_PER_MAPPING + 3;
+        let count = per_slab * slabs;
         let blocks: Vec<NonNull<u8>> = (0..count).map(|_| cursor.alloc(layout).unwrap()).collect();
-        assert!(slabs_mapped() - before > 2 * SLABS_PER_MAPPING);
+        assert_eq!(slabs_open() - before, slabs);
+        // The third mapping's slabs not yet opened.
+        assert_eq!(
+            slabs_reserved() - reserved_before,
+            3 * SLABS_PER_MAPPING - slabs
+        );
         for (i, b) in blocks.iter().enumerate() {
             let offset = b.as_ptr() as usize % SLAB_BYTES;
             assert!(offset >= FIRST_BLOCK_OFFSET && offset + SLAB_BLOCK_MAX <= SLAB_BYTES);
@@ -301,7 +322,7 @@ pub(crate) mod tests {
             unsafe { release(b) };
         }
         drop(cursor);
-        assert_eq!(slabs_mapped(), before);
+        assert_eq!((slabs_open(), slabs_reserved()), (before, reserved_before));
     }
 
     #[test]

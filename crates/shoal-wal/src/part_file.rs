@@ -187,49 +187,57 @@ enum BlockError {
 
 /// Reads the blocks in `0..data_bytes` one at a time into `buf`, checking each block's CRC
 /// before any of its rows reach `sink`. One read per block fetches its payload and the next
-/// block's header. A block (~1 MiB) is read, checked and decoded while it is still in this
-/// core's cache: with reads of 8 MiB the copy out of the page cache was an eighth of a
-/// restart's samples, the buffer's lines evicted before the check and the decode read them.
+/// block's header. Why a block at a time: a block (~1 MiB) is then checked and decoded while
+/// it is still in this core's cache. With reads of 8 MiB, the copy out of the page cache was an
+/// eighth of a restart's samples, because the buffer's lines were evicted before the check and
+/// the decode read them. `buf` keeps the size of the largest block read plus a header: ~1 MiB,
+/// or one row's size for a row larger than a block.
 fn read_blocks(
     file: &File,
     data_bytes: u64,
     buf: &mut Vec<u8>,
     sink: &mut dyn FnMut(&BlockRows),
 ) -> Result<u64, BlockError> {
+    let cut_short = |offset: u64| BlockError::Bad(offset, "last block is cut short".into());
     let mut rows = 0u64;
     let mut block_offset = 0u64;
-    let mut header = [0u8; BLOCK_HEADER_BYTES];
-    if data_bytes > 0 {
-        if data_bytes < BLOCK_HEADER_BYTES as u64 {
-            return Err(BlockError::Bad(0, "last block is cut short".into()));
-        }
-        file.read_exact_at(&mut header, 0).map_err(BlockError::Io)?;
-    }
+    // The header of the block at `block_offset`, once the read of the block before fetched it.
+    let mut next_header: Option<[u8; BLOCK_HEADER_BYTES]> = None;
     while block_offset < data_bytes {
+        if data_bytes - block_offset < BLOCK_HEADER_BYTES as u64 {
+            return Err(cut_short(block_offset));
+        }
+        let header = match next_header.take() {
+            Some(header) => header,
+            None => {
+                let mut header = [0u8; BLOCK_HEADER_BYTES];
+                file.read_exact_at(&mut header, block_offset)
+                    .map_err(BlockError::Io)?;
+                header
+            }
+        };
         let payload_bytes = u32::from_le_bytes(header[4..8].try_into().unwrap()) as u64;
         let block_end = block_offset + BLOCK_HEADER_BYTES as u64 + payload_bytes;
         if block_end > data_bytes {
-            return Err(BlockError::Bad(
-                block_offset,
-                "last block is cut short".into(),
-            ));
+            return Err(cut_short(block_offset));
         }
-        // The payload, and the next block's header when there is one.
-        let next_header_bytes = (data_bytes - block_end).min(BLOCK_HEADER_BYTES as u64);
-        let read_bytes = (payload_bytes + next_header_bytes) as usize;
-        buf.resize(BLOCK_HEADER_BYTES + read_bytes, 0);
+        // A part of a header after the block is left for the next pass to report, once this
+        // block's rows are in.
+        let next_header_bytes = if data_bytes - block_end >= BLOCK_HEADER_BYTES as u64 {
+            BLOCK_HEADER_BYTES
+        } else {
+            0
+        };
+        let block_bytes = BLOCK_HEADER_BYTES + payload_bytes as usize;
+        buf.resize(block_bytes + next_header_bytes, 0);
         buf[..BLOCK_HEADER_BYTES].copy_from_slice(&header);
         file.read_exact_at(
             &mut buf[BLOCK_HEADER_BYTES..],
             block_offset + BLOCK_HEADER_BYTES as u64,
         )
         .map_err(BlockError::Io)?;
-        let block_bytes = BLOCK_HEADER_BYTES + payload_bytes as usize;
-        if next_header_bytes > 0 && next_header_bytes < BLOCK_HEADER_BYTES as u64 {
-            return Err(BlockError::Bad(block_end, "last block is cut short".into()));
-        }
         if next_header_bytes > 0 {
-            header.copy_from_slice(&buf[block_bytes..]);
+            next_header = Some(buf[block_bytes..].try_into().expect("a whole header"));
         }
         rows += parse_block(&buf[..block_bytes], sink)
             .map_err(|reason| BlockError::Bad(block_offset, reason))?;
@@ -274,7 +282,9 @@ mod tests {
     use super::*;
 
     /// A part of several blocks (one row larger than a block's target), read back whole, and
-    /// read as if the file ended inside a block's payload or inside the next block's header.
+    /// read as if the file ended at its start, inside the first header, inside a block's
+    /// payload (the large one's too) or inside the next block's header. One buffer serves all
+    /// reads, as a loading thread's does.
     #[test]
     fn blocks_read_one_at_a_time_and_a_short_end_is_named() {
         let path = std::env::temp_dir().join(format!("shoal-part-file-{}", std::process::id()));
@@ -294,11 +304,14 @@ mod tests {
         }
         let file_bytes = writer.finish(9, 0).unwrap();
         let data_bytes = file_bytes - FOOTER_BYTES as u64;
+        let bytes = std::fs::read(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        let file = tempfile_with(&bytes);
 
-        let read = |data_bytes: u64| {
-            let file = File::open(&path).unwrap();
+        let mut buf = Vec::new();
+        let mut read = |data_bytes: u64| {
             let (mut got, mut blocks) = (Vec::new(), 0);
-            let result = read_blocks(&file, data_bytes, &mut Vec::new(), &mut |block| {
+            let result = read_blocks(&file, data_bytes, &mut buf, &mut |block| {
                 blocks += 1;
                 got.extend(block.iter().map(|&(id, row)| (id, row.to_vec())));
             });
@@ -308,22 +321,54 @@ mod tests {
         assert_eq!(result.ok(), Some(rows.len() as u64));
         assert!(got == rows, "rows differ after the round trip");
         assert!(blocks > 3, "only {blocks} blocks");
+        assert_eq!(read(0).0.ok(), Some(0));
 
-        // The first block's end: its header's payload length.
-        let bytes = std::fs::read(&path).unwrap();
-        let first_payload = u32::from_le_bytes(bytes[4..8].try_into().unwrap()) as u64;
-        let first_end = BLOCK_HEADER_BYTES as u64 + first_payload;
-        for (end, cut_at) in [(first_end - 1, 0), (first_end + 5, first_end)] {
-            match read(end).0 {
+        // Where each block ends, from the headers.
+        let mut block_ends = vec![0u64];
+        while *block_ends.last().unwrap() < data_bytes {
+            let at = *block_ends.last().unwrap() as usize;
+            let payload_bytes = u32::from_le_bytes(bytes[at + 4..at + 8].try_into().unwrap());
+            block_ends.push(at as u64 + BLOCK_HEADER_BYTES as u64 + u64::from(payload_bytes));
+        }
+        let largest = (1..block_ends.len())
+            .max_by_key(|&i| block_ends[i] - block_ends[i - 1])
+            .unwrap();
+        assert!(block_ends[largest] - block_ends[largest - 1] > 1 << 20);
+        let cuts = [
+            (5, 0),
+            (block_ends[1] - 1, 0),
+            (block_ends[largest] - 7, block_ends[largest - 1]),
+            (block_ends[1] + 5, block_ends[1]),
+        ];
+        for (end, cut_at) in cuts {
+            let (result, got, _) = read(end);
+            match result {
                 Err(BlockError::Bad(offset, reason)) => {
                     assert_eq!(
                         (offset, reason.as_str()),
                         (cut_at, "last block is cut short")
                     );
                 }
-                other => panic!("a file ending at {end}: {:?}", other.map_err(|_| ())),
+                Err(BlockError::Io(e)) => panic!("a file ending at {end}: {e}"),
+                Ok(n) => panic!("a file ending at {end} read {n} rows"),
             }
+            // The blocks before the cut were read.
+            assert!(got.len() <= rows.len() && got[..] == rows[..got.len()]);
         }
+    }
+
+    /// An unlinked file holding `bytes`: nothing is left behind should the test fail.
+    fn tempfile_with(bytes: &[u8]) -> File {
+        let path = std::env::temp_dir().join(format!("shoal-part-copy-{}", std::process::id()));
+        let mut file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .unwrap();
         std::fs::remove_file(&path).unwrap();
+        file.write_all(bytes).unwrap();
+        file
     }
 }
