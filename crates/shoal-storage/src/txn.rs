@@ -734,11 +734,9 @@ impl TxnShared {
         for table in txn.table_locks.drain(..) {
             table.unlock(txn.id);
         }
-        if txn.done.is_some() {
-            let done = self.waits.lock().writers.remove(&txn.id);
-            if let Some(done) = done {
-                done.finish();
-            }
+        if let Some(done) = txn.done.take() {
+            self.waits.lock().writers.remove(&txn.id);
+            done.finish();
         }
         if txn.snapshot.is_some() {
             self.unregister_snapshot(txn.id);
