@@ -6,7 +6,7 @@ Each configuration gets a fresh server loaded with `pgbench -i -s SCALE`; each p
 median of several runs. Writes log_overhead.md next to this script and prints it.
 
 Usage: python3 bench/pgbench/log_overhead.py [--scale 10] [--clients 8] [--duration 10]
-           [--runs 3] [--modes prepared,simple] [--binary PATH]
+           [--runs 3] [--modes prepared,simple] [--transport tcp|unix] [--binary PATH]
 """
 
 import argparse
@@ -34,6 +34,8 @@ def main():
     ap.add_argument("--duration", type=int, default=10, help="seconds per run")
     ap.add_argument("--runs", type=int, default=3, help="runs per point; the median is reported")
     ap.add_argument("--modes", default="prepared,simple")
+    ap.add_argument("--transport", choices=["tcp", "unix"], default="tcp",
+                    help="how pgbench reaches the server (as in run.py)")
     ap.add_argument("--binary", help="the shoal binary to run (default: build the production "
                     "profile)")
     args = ap.parse_args()
@@ -44,7 +46,7 @@ def main():
     workdir = tempfile.mkdtemp(prefix="shoal-log-overhead-")
     try:
         for name, sync, extra in CONFIGS:
-            server = Shoal(workdir, sync, "tcp", binary, extra)
+            server = Shoal(workdir, sync, args.transport, binary, extra)
             server.start()
             try:
                 pgbench(server, ["-i", "-q", "-s", str(args.scale)])
@@ -65,9 +67,10 @@ def main():
         "# What the redo log costs",
         "",
         f"Machine: {os.cpu_count()} cores. Shoal only, scale {args.scale}, {args.clients} clients, "
-        f"`-j 2`; each point the median TPS of {args.runs} runs of {args.duration}s. Ratio: TPS "
+        f"`-j 2`, over {'loopback TCP' if args.transport == 'tcp' else 'the Unix-domain socket'}; each point the median TPS of {args.runs} runs of {args.duration}s. Ratio: TPS "
         f"over the same workload without a log. Reproduce: `python3 bench/pgbench/log_overhead.py "
-        f"--scale {args.scale} --clients {args.clients}`.",
+        f"--scale {args.scale} --clients {args.clients} --duration {args.duration} --runs {args.runs} "
+        f"--transport {args.transport}`.",
         "",
         "| script | mode | " + " | ".join(name for name, _, _ in CONFIGS) + " |",
         "|---|---|" + "---:|" * len(CONFIGS),
