@@ -84,8 +84,10 @@ pub(crate) struct OlderVersions(Option<Box<Rare>>);
 #[derive(Default)]
 struct Rare {
     versions: Vec<Version>,
-    /// Transaction holding the row's exclusive lock (FOR UPDATE), or 0.
+    /// Transaction holding the row's exclusive lock (FOR UPDATE or FOR NO KEY UPDATE), or 0.
     locker: TxnId,
+    /// The locker's lock is FOR NO KEY UPDATE, which lets FOR KEY SHARE in.
+    locker_no_key: bool,
     /// Transactions holding a share lock, and whether it is FOR KEY SHARE (a foreign key
     /// check's lock on the row it references) rather than FOR SHARE. Share lockers let each
     /// other in and keep FOR UPDATE and deletes out; FOR SHARE also keeps out every update,
@@ -118,8 +120,25 @@ impl OlderVersions {
         if txn == 0 && self.0.is_none() {
             return;
         }
-        self.0.get_or_insert_with(Default::default).locker = txn;
+        let rare = self.0.get_or_insert_with(Default::default);
+        rare.locker = txn;
+        rare.locker_no_key = false;
         self.free_if_unused();
+    }
+
+    /// Makes the locker's lock FOR NO KEY UPDATE (`no_key`) or FOR UPDATE.
+    pub(crate) fn set_locker_no_key(&mut self, no_key: bool) {
+        if let Some(rare) = self.0.as_deref_mut() {
+            debug_assert!(rare.locker != 0 || !no_key, "no locker to weaken");
+            rare.locker_no_key = no_key;
+        }
+    }
+
+    /// A transaction other than `txn` whose lock keeps FOR KEY SHARE out: a FOR UPDATE
+    /// locker (FOR NO KEY UPDATE lets it in, as in PostgreSQL).
+    pub(crate) fn key_share_blocker(&self, txn: TxnId) -> Option<TxnId> {
+        let rare = self.0.as_deref()?;
+        (rare.locker != 0 && rare.locker != txn && !rare.locker_no_key).then_some(rare.locker)
     }
 
     /// Adds a share lock of `txn` (FOR KEY SHARE when `key_only`); false if it had that one.
@@ -152,8 +171,11 @@ impl OlderVersions {
             return;
         };
         match mode {
-            RowLockMode::Exclusive if rare.locker == txn => rare.locker = 0,
-            RowLockMode::Exclusive => {}
+            RowLockMode::Exclusive | RowLockMode::NoKeyUpdate if rare.locker == txn => {
+                rare.locker = 0;
+                rare.locker_no_key = false;
+            }
+            RowLockMode::Exclusive | RowLockMode::NoKeyUpdate => {}
             RowLockMode::Share | RowLockMode::KeyShare => {
                 let key_only = mode == RowLockMode::KeyShare;
                 rare.sharers.retain(|&s| s != (txn, key_only));

@@ -50,7 +50,10 @@ pub enum RowLockMode {
     KeyShare,
     /// FOR SHARE: every write and FOR UPDATE wait for it; share locks do not.
     Share,
-    /// FOR UPDATE (and FOR NO KEY UPDATE): as a write, without changing the row.
+    /// FOR NO KEY UPDATE, what an update that leaves the key alone holds: writes and every
+    /// lock but FOR KEY SHARE wait for it.
+    NoKeyUpdate,
+    /// FOR UPDATE: as a delete, without changing the row; every other lock and write waits.
     Exclusive,
 }
 
@@ -408,7 +411,11 @@ impl RowTable {
             Access::Lock(RowLockMode::Exclusive) | Access::Delete => {
                 st.older.other_lock_holder(txn.id(), true)
             }
-            Access::Lock(_) => Some(st.older.locker()).filter(|&l| l != 0 && l != txn.id()),
+            Access::Lock(RowLockMode::NoKeyUpdate) => st.older.other_lock_holder(txn.id(), false),
+            Access::Lock(RowLockMode::Share) => {
+                Some(st.older.locker()).filter(|&l| l != 0 && l != txn.id())
+            }
+            Access::Lock(RowLockMode::KeyShare) => st.older.key_share_blocker(txn.id()),
             Access::Update(new_row) => st.older.other_lock_holder(txn.id(), false).or_else(|| {
                 let key_sharer = st.older.other_lock_holder(txn.id(), true)?;
                 changes_unique_key(shape, row.bytes(&head.data), new_row).then_some(key_sharer)
@@ -590,11 +597,18 @@ impl RowTable {
                 let key_only = mode == RowLockMode::KeyShare;
                 st.older.locker() != me && !head_is_own && st.older.add_sharer(me, key_only)
             }
-            RowLockMode::Exclusive => {
+            RowLockMode::NoKeyUpdate | RowLockMode::Exclusive => {
+                let no_key = mode == RowLockMode::NoKeyUpdate;
                 let newly = st.older.locker() != me;
                 if newly {
                     debug_assert_eq!(st.older.locker(), 0);
                     st.older.set_locker(me);
+                    st.older.set_locker_no_key(no_key);
+                } else if !no_key {
+                    // FOR UPDATE over its own FOR NO KEY UPDATE: the lock grows and stays
+                    // recorded once, so a rollback to a savepoint between the two keeps the
+                    // stronger lock (more than needed, never less).
+                    st.older.set_locker_no_key(false);
                 }
                 newly
             }

@@ -351,6 +351,100 @@ fn a_key_share_lock_keeps_out_deletes_and_key_updates_only() {
     assert_eq!(t.delete(&mut v, &r0, &sv), Ok(WriteOutcome::Done));
 }
 
+/// FOR NO KEY UPDATE, as PostgreSQL: FOR KEY SHARE gets in beside it; FOR SHARE, a second
+/// FOR NO KEY UPDATE, FOR UPDATE and writes wait for it. Its holder's update of other columns
+/// goes ahead of the key share, a delete (or FOR UPDATE) waits for the key share.
+#[test]
+fn a_no_key_update_lock_admits_key_share_only() {
+    let db = Database::new();
+    let t = accounts(&db);
+    load(&db, &t, 1, 0);
+    let mut x = db.begin(IsolationLevel::ReadCommitted);
+    let sx = db.statement_snapshot(&mut x);
+    let (r0, _) = get(&t, &sx, 0).unwrap();
+    assert_eq!(
+        t.lock_row(&mut x, &r0, &sx, RowLockMode::NoKeyUpdate),
+        Ok(WriteOutcome::Done)
+    );
+    let mut y = db.begin(IsolationLevel::ReadCommitted);
+    let sy = db.statement_snapshot(&mut y);
+    assert_eq!(
+        t.lock_row(&mut y, &r0, &sy, RowLockMode::KeyShare),
+        Ok(WriteOutcome::Done),
+        "FOR KEY SHARE does not wait for FOR NO KEY UPDATE"
+    );
+    let mut w = db.begin(IsolationLevel::ReadCommitted);
+    let sw = db.statement_snapshot(&mut w);
+    for mode in [
+        RowLockMode::Share,
+        RowLockMode::NoKeyUpdate,
+        RowLockMode::Exclusive,
+    ] {
+        assert_eq!(
+            t.lock_row(&mut w, &r0, &sw, mode),
+            Err(StorageError::WouldBlock { holder: x.id() }),
+            "{mode:?} waits for FOR NO KEY UPDATE"
+        );
+    }
+    assert_eq!(
+        t.update(&mut w, &r0, &sw, &row(0, 9, "w")),
+        Err(StorageError::WouldBlock { holder: x.id() })
+    );
+    assert_eq!(
+        t.lock_row(&mut x, &r0, &sx, RowLockMode::Exclusive),
+        Err(StorageError::WouldBlock { holder: y.id() }),
+        "growing it to FOR UPDATE waits for the key share"
+    );
+    assert_eq!(
+        t.update(&mut x, &r0, &sx, &row(0, 5, "balance only")),
+        Ok(WriteOutcome::Done),
+        "the holder's update of other columns goes ahead of the key share"
+    );
+    db.commit(x).unwrap();
+    let sw = db.statement_snapshot(&mut w);
+    assert_eq!(
+        t.delete(&mut w, &r0, &sw),
+        Err(StorageError::WouldBlock { holder: y.id() }),
+        "a delete still waits for the key share"
+    );
+    db.commit(y).unwrap();
+    assert_eq!(t.delete(&mut w, &r0, &sw), Ok(WriteOutcome::Done));
+}
+
+/// FOR UPDATE keeps FOR KEY SHARE out, also when its holder took FOR NO KEY UPDATE first; a
+/// rollback to a savepoint taken between the two leaves the stronger lock.
+#[test]
+fn for_update_over_no_key_update_keeps_key_share_out() {
+    let db = Database::new();
+    let t = accounts(&db);
+    load(&db, &t, 1, 0);
+    let mut x = db.begin(IsolationLevel::ReadCommitted);
+    let sx = db.statement_snapshot(&mut x);
+    let (r0, _) = get(&t, &sx, 0).unwrap();
+    t.lock_row(&mut x, &r0, &sx, RowLockMode::NoKeyUpdate)
+        .unwrap();
+    db.savepoint(&mut x, "s");
+    t.lock_row(&mut x, &r0, &sx, RowLockMode::Exclusive)
+        .unwrap();
+    let mut y = db.begin(IsolationLevel::ReadCommitted);
+    let sy = db.statement_snapshot(&mut y);
+    assert_eq!(
+        t.lock_row(&mut y, &r0, &sy, RowLockMode::KeyShare),
+        Err(StorageError::WouldBlock { holder: x.id() })
+    );
+    db.rollback_to_savepoint(&mut x, "s").unwrap();
+    assert_eq!(
+        t.lock_row(&mut y, &r0, &sy, RowLockMode::KeyShare),
+        Err(StorageError::WouldBlock { holder: x.id() }),
+        "the grown lock stays after the rollback to the savepoint"
+    );
+    db.rollback(x);
+    assert_eq!(
+        t.lock_row(&mut y, &r0, &sy, RowLockMode::KeyShare),
+        Ok(WriteOutcome::Done)
+    );
+}
+
 #[test]
 fn rolling_back_past_a_row_lock_keeps_the_share_lock_taken_before_it() {
     let db = Database::new();

@@ -350,3 +350,46 @@ async fn cascades_reach_references_committed_while_the_delete_waited() {
     assert_eq!(count(&b, "SELECT count(*) FROM tag").await, 0);
     assert_eq!(count(&b, "SELECT count(*) FROM parent").await, 1);
 }
+
+/// SELECT ... FOR NO KEY UPDATE lets a reference (FOR KEY SHARE) in, as PostgreSQL does, and
+/// keeps FOR SHARE out; SELECT ... FOR KEY SHARE keeps a key update out and lets an update of
+/// other columns in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_weaker_locking_clauses_lock_as_postgresql_does() {
+    let server = ShoalServer::start();
+    let (a, b) = set_up(&server).await;
+    a.batch_execute("BEGIN; SELECT * FROM parent WHERE id = 1 FOR NO KEY UPDATE")
+        .await
+        .unwrap();
+    let reference = b.batch_execute(
+        "BEGIN; INSERT INTO child VALUES (10, 1); SELECT id FROM parent WHERE id = 1 FOR KEY SHARE",
+    );
+    tokio::time::timeout(Duration::from_secs(10), reference)
+        .await
+        .expect("FOR KEY SHARE does not wait for FOR NO KEY UPDATE")
+        .unwrap();
+    let err = b
+        .batch_execute("SELECT id FROM parent WHERE id = 1 FOR SHARE NOWAIT")
+        .await
+        .expect_err("FOR SHARE conflicts with FOR NO KEY UPDATE");
+    assert_eq!(err.code(), Some(&SqlState::LOCK_NOT_AVAILABLE), "{err:?}");
+    b.batch_execute("ROLLBACK").await.unwrap();
+    a.batch_execute("ROLLBACK").await.unwrap();
+
+    a.batch_execute("BEGIN; SELECT id FROM parent WHERE id = 2 FOR KEY SHARE")
+        .await
+        .unwrap();
+    let update = b.batch_execute("UPDATE parent SET name = 'deux' WHERE id = 2");
+    tokio::time::timeout(Duration::from_secs(10), update)
+        .await
+        .expect("an update of other columns does not wait for FOR KEY SHARE")
+        .unwrap();
+    let key_update = start_waiting(b, "UPDATE parent SET id = 3 WHERE id = 2").await;
+    a.batch_execute("COMMIT").await.unwrap();
+    let (b, result) = key_update.await.unwrap();
+    result.expect("the key update goes ahead once the key share ends");
+    assert_eq!(
+        count(&b, "SELECT count(*) FROM parent WHERE id = 3").await,
+        1
+    );
+}

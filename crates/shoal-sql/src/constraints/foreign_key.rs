@@ -2,10 +2,10 @@
 //! concurrency.
 //!
 //! A row written to a referencing table must reference an existing row. It is found through
-//! the referenced table's unique index and locked FOR KEY SHARE (taken as FOR SHARE) until the
-//! writer ends, as PostgreSQL's `SELECT 1 FROM parent WHERE key = $1 FOR KEY SHARE`. That lock
-//! is what keeps a DELETE of the referenced row, or an UPDATE of its key, from committing while
-//! the referencing transaction (whose row it cannot see) is open: the delete waits for it.
+//! the referenced table's unique index and locked FOR KEY SHARE until the writer ends, as
+//! PostgreSQL's `SELECT 1 FROM parent WHERE key = $1 FOR KEY SHARE`. That lock is what keeps a
+//! DELETE of the referenced row, or an UPDATE of its key, from committing while the
+//! referencing transaction (whose row it cannot see) is open: the delete waits for it.
 //!
 //! A row deleted from a referenced table (or whose key changes) must not be referenced. That is
 //! checked after the row's write, so the writer holds the row and every transaction that had

@@ -32,7 +32,7 @@ pub async fn select_for_update(
     txn: &mut Transaction,
     mut q: ast::Query,
 ) -> SqlResult<StatementResult> {
-    let locks = std::mem::take(&mut q.locks);
+    let locks = lock_clauses(std::mem::take(&mut q.locks));
     check_lockable(session, &q, &locks[0])?;
     let ast::SetExpr::Select(select) = q.body.as_ref() else {
         return Err(SqlError::unsupported("FOR UPDATE on this query"));
@@ -55,10 +55,7 @@ pub async fn select_for_update(
         selection: select.selection.as_ref(),
         returning: if single_table { &projection } else { &[] },
     };
-    let mode = match lock.lock_type {
-        ast::LockType::Share => RowLockMode::Share,
-        ast::LockType::Update => RowLockMode::Exclusive,
-    };
+    let (mode, lock) = (lock.mode, &lock.clause);
     let mut kept: Vec<Kept> = Vec::new();
     for (bi, b) in batches.iter().enumerate() {
         let positions = b
@@ -99,6 +96,57 @@ pub async fn select_for_update(
         batches: vec![out],
         tag: "SELECT",
     })
+}
+
+/// One locking clause and the lock it takes.
+struct Lock {
+    clause: ast::LockClause,
+    mode: RowLockMode,
+}
+
+/// Clauses `rewrite_locking_syntax` appends after a clause it made stronger for the parser,
+/// naming the lock the clause really asked for; `lock_clauses` takes them off.
+const KEY_SHARE_MARKER: &str = "__shoal_for_key_share";
+const NO_KEY_UPDATE_MARKER: &str = "__shoal_for_no_key_update";
+
+/// The statement's locking clauses with their locks, the marker clauses folded in.
+fn lock_clauses(clauses: Vec<ast::LockClause>) -> Vec<Lock> {
+    let mut locks: Vec<Lock> = Vec::new();
+    for clause in clauses {
+        let marked = match clause.of.as_ref().map(|of| of.to_string()) {
+            Some(of) if of == KEY_SHARE_MARKER => Some(RowLockMode::KeyShare),
+            Some(of) if of == NO_KEY_UPDATE_MARKER => Some(RowLockMode::NoKeyUpdate),
+            _ => None,
+        };
+        match (marked, locks.last_mut()) {
+            (Some(mode), Some(last)) => last.mode = mode,
+            _ => {
+                let mode = match clause.lock_type {
+                    ast::LockType::Share => RowLockMode::Share,
+                    ast::LockType::Update => RowLockMode::Exclusive,
+                };
+                locks.push(Lock { clause, mode });
+            }
+        }
+    }
+    locks
+}
+
+/// The SQL name of a lock, for messages.
+fn strength_name(mode: RowLockMode) -> &'static str {
+    match mode {
+        RowLockMode::KeyShare => "FOR KEY SHARE",
+        RowLockMode::Share => "FOR SHARE",
+        RowLockMode::NoKeyUpdate => "FOR NO KEY UPDATE",
+        RowLockMode::Exclusive => "FOR UPDATE",
+    }
+}
+
+/// "SELECT FOR UPDATE" and the like, for the read-only transaction error; None without a
+/// locking clause.
+pub fn locking_command_name(q: &ast::Query) -> Option<String> {
+    let mode = lock_clauses(q.locks.clone()).first()?.mode;
+    Some(format!("SELECT {}", strength_name(mode)))
 }
 
 /// A row the statement returns: row `row` of target batch `batch`, or, when the row had
@@ -217,11 +265,8 @@ fn locked_rows(batches: &[RecordBatch], kept: &[Kept]) -> SqlResult<RecordBatch>
 
 /// PostgreSQL's checks that a query's rows can be locked: each result row must be one row of
 /// the tables read, which rules out set operations, DISTINCT, grouping and window functions.
-fn check_lockable(session: &Session, q: &ast::Query, lock: &ast::LockClause) -> SqlResult<()> {
-    let strength = match lock.lock_type {
-        ast::LockType::Share => "FOR SHARE",
-        ast::LockType::Update => "FOR UPDATE",
-    };
+fn check_lockable(session: &Session, q: &ast::Query, lock: &Lock) -> SqlResult<()> {
+    let strength = strength_name(lock.mode);
     let not_allowed = |what: &str| {
         Err(SqlError::new(
             code::FEATURE_NOT_SUPPORTED,
@@ -300,8 +345,8 @@ impl Visitor for FunctionKinds<'_> {
 /// `OF` name must be a table of the FROM clause.
 fn lock_target<'a>(
     select: &ast::Select,
-    locks: &'a [ast::LockClause],
-) -> SqlResult<(ast::ObjectName, Option<String>, &'a ast::LockClause)> {
+    locks: &'a [Lock],
+) -> SqlResult<(ast::ObjectName, Option<String>, &'a Lock)> {
     let tables: Vec<(ast::ObjectName, Option<String>, String)> = select
         .from
         .iter()
@@ -317,17 +362,14 @@ fn lock_target<'a>(
             _ => None,
         })
         .collect();
-    let mut chosen: Option<(usize, &ast::LockClause)> = None;
+    let mut chosen: Option<(usize, &Lock)> = None;
     for lock in locks {
-        let index = match &lock.of {
+        let index = match &lock.clause.of {
             None => 0,
             Some(of) => {
                 let wanted = crate::ddl::ident_of(&of.to_string());
                 tables.iter().position(|t| t.2 == wanted).ok_or_else(|| {
-                    let strength = match lock.lock_type {
-                        ast::LockType::Share => "FOR SHARE",
-                        ast::LockType::Update => "FOR UPDATE",
-                    };
+                    let strength = strength_name(lock.mode);
                     SqlError::new(
                         code::UNDEFINED_TABLE,
                         format!(
@@ -348,10 +390,10 @@ fn lock_target<'a>(
 }
 
 /// Rewrites PostgreSQL locking clauses that the SQL parser does not know into ones it does:
-/// `FOR NO KEY UPDATE` into `FOR UPDATE` and `FOR KEY SHARE` into `FOR SHARE` (stronger locks,
-/// so still correct), and `FOR UPDATE OF a, b NOWAIT` into one clause per table. None when
-/// there is nothing to rewrite. Called only after a parse failed, so it costs nothing on the
-/// common path.
+/// `FOR NO KEY UPDATE` into `FOR UPDATE` and `FOR KEY SHARE` into `FOR SHARE`, each followed
+/// by a marker clause naming the lock it asked for (`lock_clauses` reads it), and `FOR UPDATE
+/// OF a, b NOWAIT` into one clause per table. None when there is nothing to rewrite. Called
+/// only after a parse failed, so it costs nothing on the common path.
 pub fn rewrite_locking_syntax(sql: &str) -> Option<String> {
     let tokens = Tokenizer::new(&PostgreSqlDialect {}, sql)
         .tokenize_with_location()
@@ -373,11 +415,13 @@ pub fn rewrite_locking_syntax(sql: &str) -> Option<String> {
             continue;
         }
         let start = offsets.start(words[w]);
-        let (strength, mut next) = match (keyword(w + 1), keyword(w + 2), keyword(w + 3)) {
-            (Keyword::NO, Keyword::KEY, Keyword::UPDATE) => ("UPDATE", w + 4),
-            (Keyword::KEY, Keyword::SHARE, _) => ("SHARE", w + 3),
-            (Keyword::UPDATE, _, _) => ("UPDATE", w + 2),
-            (Keyword::SHARE, _, _) => ("SHARE", w + 2),
+        let (strength, marker, mut next) = match (keyword(w + 1), keyword(w + 2), keyword(w + 3)) {
+            (Keyword::NO, Keyword::KEY, Keyword::UPDATE) => {
+                ("UPDATE", Some(NO_KEY_UPDATE_MARKER), w + 4)
+            }
+            (Keyword::KEY, Keyword::SHARE, _) => ("SHARE", Some(KEY_SHARE_MARKER), w + 3),
+            (Keyword::UPDATE, _, _) => ("UPDATE", None, w + 2),
+            (Keyword::SHARE, _, _) => ("SHARE", None, w + 2),
             _ => {
                 w += 1;
                 continue;
@@ -427,12 +471,13 @@ pub fn rewrite_locking_syntax(sql: &str) -> Option<String> {
                 &sql[offsets.start(words[next])..offsets.end(words[last])]
             )
         });
+        let marker = marker.map_or(String::new(), |m| format!(" FOR SHARE OF {m}"));
         let clause = if names.is_empty() {
-            format!("FOR {strength}{nonblock}")
+            format!("FOR {strength}{nonblock}{marker}")
         } else {
             let clauses: Vec<String> = names
                 .iter()
-                .map(|(a, b)| format!("FOR {strength} OF {}{nonblock}", &sql[*a..*b]))
+                .map(|(a, b)| format!("FOR {strength} OF {}{nonblock}{marker}", &sql[*a..*b]))
                 .collect();
             clauses.join(" ")
         };
@@ -486,5 +531,48 @@ impl TokenOffsets {
     /// Where the token ends: where the next token (whitespace included) starts.
     fn end(&self, token: usize) -> usize {
         self.starts.get(token + 1).copied().unwrap_or(self.len)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The locks of a statement's clauses after the rewrite and the parse, with each clause's
+    /// table.
+    fn locks_of(sql: &str) -> Vec<(RowLockMode, Option<String>, bool)> {
+        let rewritten = rewrite_locking_syntax(sql).unwrap_or_else(|| sql.to_string());
+        let mut statements = crate::parse::parse_statements(&rewritten).expect("parses");
+        let Some(Statement::Query(q)) = statements.pop() else {
+            panic!("a query")
+        };
+        lock_clauses(q.locks)
+            .into_iter()
+            .map(|l| {
+                let of = l.clause.of.as_ref().map(|o| o.to_string());
+                (l.mode, of, l.clause.nonblock.is_some())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn each_clause_keeps_the_lock_it_asked_for() {
+        use RowLockMode::*;
+        assert_eq!(
+            locks_of("SELECT 1 FROM t, u FOR NO KEY UPDATE OF t, u NOWAIT FOR KEY SHARE"),
+            [
+                (NoKeyUpdate, Some("t".into()), true),
+                (NoKeyUpdate, Some("u".into()), true),
+                (KeyShare, None, false),
+            ]
+        );
+        assert_eq!(
+            locks_of("SELECT 1 FROM t FOR SHARE OF t FOR UPDATE SKIP LOCKED"),
+            [(Share, Some("t".into()), false), (Exclusive, None, true)]
+        );
+        assert_eq!(
+            locks_of("SELECT 1 FROM t FOR KEY SHARE OF t SKIP LOCKED"),
+            [(KeyShare, Some("t".into()), true)]
+        );
     }
 }

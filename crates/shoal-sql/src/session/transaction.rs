@@ -493,10 +493,7 @@ fn write_command_name(stmt: &Statement) -> Option<String> {
         Statement::Update(_) => "UPDATE".into(),
         Statement::Delete(_) => "DELETE".into(),
         Statement::Merge { .. } => "MERGE".into(),
-        Statement::Query(q) => match q.locks.first()?.lock_type {
-            ast::LockType::Update => "SELECT FOR UPDATE".into(),
-            ast::LockType::Share => "SELECT FOR SHARE".into(),
-        },
+        Statement::Query(q) => crate::dml::locking_command_name(q)?,
         Statement::Copy { to: false, .. } => "COPY FROM".into(),
         Statement::Truncate { .. } => "TRUNCATE TABLE".into(),
         Statement::CreateTable(_) => "CREATE TABLE".into(),
