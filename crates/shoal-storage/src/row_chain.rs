@@ -81,13 +81,17 @@ const GONE: u64 = 0;
 #[derive(Default)]
 pub(crate) struct OlderVersions(Option<Box<Rare>>);
 
+/// Set in `Rare::locker` while the lock is FOR NO KEY UPDATE, which lets FOR KEY SHARE in.
+/// Transaction ids never use the top bit (in a version's stamp it marks a transaction id), so
+/// the flag costs `Rare` no byte: 56 bytes, one 64-byte malloc chunk.
+const LOCKER_NO_KEY_BIT: u64 = 1 << 63;
+
 #[derive(Default)]
 struct Rare {
     versions: Vec<Version>,
-    /// Transaction holding the row's exclusive lock (FOR UPDATE or FOR NO KEY UPDATE), or 0.
-    locker: TxnId,
-    /// The locker's lock is FOR NO KEY UPDATE, which lets FOR KEY SHARE in.
-    locker_no_key: bool,
+    /// Transaction holding the row's exclusive lock (FOR UPDATE, or FOR NO KEY UPDATE with
+    /// `LOCKER_NO_KEY_BIT` set), or 0.
+    locker: u64,
     /// Transactions holding a share lock, and whether it is FOR KEY SHARE (a foreign key
     /// check's lock on the row it references) rather than FOR SHARE. Share lockers let each
     /// other in and keep FOR UPDATE and deletes out; FOR SHARE also keeps out every update,
@@ -113,24 +117,32 @@ impl OlderVersions {
 
     /// The transaction holding the row lock, or 0.
     pub(crate) fn locker(&self) -> TxnId {
-        self.0.as_ref().map_or(0, |r| r.locker)
+        self.0.as_ref().map_or(0, |r| r.locker & !LOCKER_NO_KEY_BIT)
     }
 
     pub(crate) fn set_locker(&mut self, txn: TxnId) {
         if txn == 0 && self.0.is_none() {
             return;
         }
-        let rare = self.0.get_or_insert_with(Default::default);
-        rare.locker = txn;
-        rare.locker_no_key = false;
+        debug_assert_eq!(
+            txn & LOCKER_NO_KEY_BIT,
+            0,
+            "a transaction id uses the top bit"
+        );
+        self.0.get_or_insert_with(Default::default).locker = txn;
         self.free_if_unused();
     }
 
     /// Makes the locker's lock FOR NO KEY UPDATE (`no_key`) or FOR UPDATE.
     pub(crate) fn set_locker_no_key(&mut self, no_key: bool) {
         if let Some(rare) = self.0.as_deref_mut() {
-            debug_assert!(rare.locker != 0 || !no_key, "no locker to weaken");
-            rare.locker_no_key = no_key;
+            let holder = rare.locker & !LOCKER_NO_KEY_BIT;
+            debug_assert!(holder != 0, "no locker");
+            rare.locker = if no_key {
+                holder | LOCKER_NO_KEY_BIT
+            } else {
+                holder
+            };
         }
     }
 
@@ -138,7 +150,9 @@ impl OlderVersions {
     /// locker (FOR NO KEY UPDATE lets it in, as in PostgreSQL).
     pub(crate) fn key_share_blocker(&self, txn: TxnId) -> Option<TxnId> {
         let rare = self.0.as_deref()?;
-        (rare.locker != 0 && rare.locker != txn && !rare.locker_no_key).then_some(rare.locker)
+        // With the bit set the field equals no transaction id.
+        (rare.locker != 0 && rare.locker != txn && rare.locker & LOCKER_NO_KEY_BIT == 0)
+            .then_some(rare.locker)
     }
 
     /// Adds a share lock of `txn` (FOR KEY SHARE when `key_only`); false if it had that one.
@@ -156,8 +170,9 @@ impl OlderVersions {
     /// SHARE ones only `with_key_share`.
     pub(crate) fn other_lock_holder(&self, txn: TxnId, with_key_share: bool) -> Option<TxnId> {
         let rare = self.0.as_deref()?;
-        if rare.locker != 0 && rare.locker != txn {
-            return Some(rare.locker);
+        let holder = rare.locker & !LOCKER_NO_KEY_BIT;
+        if holder != 0 && holder != txn {
+            return Some(holder);
         }
         rare.sharers
             .iter()
@@ -171,9 +186,10 @@ impl OlderVersions {
             return;
         };
         match mode {
-            RowLockMode::Exclusive | RowLockMode::NoKeyUpdate if rare.locker == txn => {
+            RowLockMode::Exclusive | RowLockMode::NoKeyUpdate
+                if rare.locker & !LOCKER_NO_KEY_BIT == txn =>
+            {
                 rare.locker = 0;
-                rare.locker_no_key = false;
             }
             RowLockMode::Exclusive | RowLockMode::NoKeyUpdate => {}
             RowLockMode::Share | RowLockMode::KeyShare => {
@@ -469,6 +485,8 @@ mod tests {
             std::mem::size_of::<RowChain>()
         );
         assert_eq!(std::mem::size_of::<OlderVersions>(), 8);
+        // Older versions or a row lock: one 64-byte glibc chunk.
+        assert_eq!(std::mem::size_of::<Rare>(), 56);
         assert_eq!(std::mem::size_of::<Version>(), 32);
         // A pgbench_accounts row (19 bytes) takes one 96-byte glibc chunk.
         let row = RowRef::new(RowChain::new(1, 1), &[0; 19]);

@@ -48,7 +48,8 @@ pub enum RowLockMode {
     /// FOR KEY SHARE, a foreign key check's lock on the row it references: deletes, updates
     /// of a unique key and FOR UPDATE wait for it; other updates and share locks do not.
     KeyShare,
-    /// FOR SHARE: every write and FOR UPDATE wait for it; share locks do not.
+    /// FOR SHARE: every write, FOR NO KEY UPDATE and FOR UPDATE wait for it; share locks do
+    /// not.
     Share,
     /// FOR NO KEY UPDATE, what an update that leaves the key alone holds: writes and every
     /// lock but FOR KEY SHARE wait for it.

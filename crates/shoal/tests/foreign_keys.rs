@@ -393,3 +393,40 @@ async fn the_weaker_locking_clauses_lock_as_postgresql_does() {
         1
     );
 }
+
+/// ON CONFLICT DO UPDATE of other columns locks the row FOR NO KEY UPDATE, as PostgreSQL: a
+/// reference to it does not wait. One that assigns the key locks it FOR UPDATE, and does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upsert_of_other_columns_lets_references_in() {
+    let server = ShoalServer::start();
+    let (a, b) = set_up(&server).await;
+    a.batch_execute(
+        "BEGIN; INSERT INTO parent VALUES (1, 'x') ON CONFLICT (id) DO UPDATE SET name = 'uno'",
+    )
+    .await
+    .unwrap();
+    let reference = b.batch_execute("INSERT INTO child VALUES (10, 1)");
+    tokio::time::timeout(Duration::from_secs(10), reference)
+        .await
+        .expect("a reference does not wait for an upsert of other columns")
+        .unwrap();
+    a.batch_execute("COMMIT").await.unwrap();
+    a.batch_execute(
+        "BEGIN; INSERT INTO parent VALUES (2, 'x') ON CONFLICT (id) DO UPDATE SET id = 3",
+    )
+    .await
+    .unwrap();
+    let reference = start_waiting(b, "INSERT INTO child VALUES (20, 2)").await;
+    a.batch_execute("COMMIT").await.unwrap();
+    let (b, result) = reference.await.unwrap();
+    let err = result.expect_err("the referenced key is gone");
+    assert_eq!(
+        err.code(),
+        Some(&SqlState::FOREIGN_KEY_VIOLATION),
+        "{err:?}"
+    );
+    assert_eq!(
+        count(&b, "SELECT count(*) FROM child WHERE parent_id = 1").await,
+        1
+    );
+}

@@ -445,9 +445,28 @@ async fn on_conflict_update(
     alias: &str,
 ) -> SqlResult<Option<Vec<Value>>> {
     let assignments = assignment_columns(def, &du.assignments)?;
+    // As PostgreSQL: FOR NO KEY UPDATE unless a unique key's column is assigned, so a
+    // reference to the row (FOR KEY SHARE) need not wait for this transaction.
+    let touches_key = session
+        .engine
+        .catalog
+        .read()
+        .indexes
+        .values()
+        .filter(|idx| idx.table == def.oid && idx.unique && idx.predicate_sql.is_none())
+        .any(|idx| {
+            idx.columns
+                .iter()
+                .any(|c| assignments.iter().any(|(a, _)| a == c))
+        });
+    let mode = if touches_key {
+        RowLockMode::Exclusive
+    } else {
+        RowLockMode::NoKeyUpdate
+    };
     loop {
         let snap = session.engine.db.statement_snapshot(txn);
-        match table.lock_row(txn, existing, &snap, RowLockMode::Exclusive) {
+        match table.lock_row(txn, existing, &snap, mode) {
             Err(StorageError::WouldBlock { holder }) => {
                 session.wait_for_row_holder(txn, holder).await?;
                 continue;
