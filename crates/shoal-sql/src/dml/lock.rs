@@ -109,6 +109,26 @@ struct Lock {
 const KEY_SHARE_MARKER: &str = "__shoal_for_key_share";
 const NO_KEY_UPDATE_MARKER: &str = "__shoal_for_no_key_update";
 
+/// `sql` (a query as the parser prints it) with the locking clauses as written: a view's
+/// stored text keeps the marker clauses, which its users parse again, and shows this.
+pub fn restore_locking_syntax(sql: &str) -> String {
+    let mut out = sql.to_string();
+    for (marker, parsed, written) in [
+        (KEY_SHARE_MARKER, "FOR SHARE", "FOR KEY SHARE"),
+        (NO_KEY_UPDATE_MARKER, "FOR UPDATE", "FOR NO KEY UPDATE"),
+    ] {
+        let tail = format!(" FOR SHARE OF {marker}");
+        while let Some(at) = out.find(&tail) {
+            out.replace_range(at..at + tail.len(), "");
+            // The marked clause is the one right before the marker.
+            if let Some(clause) = out[..at].rfind(parsed) {
+                out.replace_range(clause..clause + parsed.len(), written);
+            }
+        }
+    }
+    out
+}
+
 /// The statement's locking clauses with their locks, the marker clauses folded in.
 fn lock_clauses(clauses: Vec<ast::LockClause>) -> Vec<Lock> {
     let mut locks: Vec<Lock> = Vec::new();
@@ -553,6 +573,19 @@ mod tests {
                 (l.mode, of, l.clause.nonblock.is_some())
             })
             .collect()
+    }
+
+    #[test]
+    fn a_view_shows_the_clauses_as_written() {
+        for sql in [
+            "SELECT 1 FROM t, u FOR NO KEY UPDATE OF t NOWAIT FOR KEY SHARE OF u FOR UPDATE",
+            "SELECT 1 FROM t FOR KEY SHARE SKIP LOCKED",
+            "SELECT 1 FROM t FOR SHARE",
+        ] {
+            let rewritten = rewrite_locking_syntax(sql).unwrap_or_else(|| sql.to_string());
+            let parsed = crate::parse::parse_statements(&rewritten).expect("parses");
+            assert_eq!(restore_locking_syntax(&parsed[0].to_string()), sql);
+        }
     }
 
     #[test]

@@ -38,7 +38,9 @@ use crate::types::{arrow_type, scalar_from_value, value_from_array};
 
 pub use insert::insert;
 use insert::target_columns;
-pub use lock::{locking_command_name, rewrite_locking_syntax, select_for_update};
+pub use lock::{
+    locking_command_name, restore_locking_syntax, rewrite_locking_syntax, select_for_update,
+};
 use modify::target_query_sql;
 pub use modify::{delete, referential_action, update};
 use returning::{command_done, finish_dml, returning_columns};

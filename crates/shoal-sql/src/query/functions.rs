@@ -816,7 +816,7 @@ pub fn register(state: &mut datafusion::execution::SessionState, scope: Arc<Plan
                         .read()
                         .views
                         .get(&(oid as u32))
-                        .map(|v| v.query_sql.clone()),
+                        .map(|v| crate::dml::restore_locking_syntax(&v.query_sql)),
                 ))
             }
         },

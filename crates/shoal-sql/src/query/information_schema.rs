@@ -165,7 +165,7 @@ pub fn table(scope: &Arc<PlanScope>, name: &str) -> Option<Arc<dyn TableProvider
                     s("postgres"),
                     s(&v.schema),
                     s(&v.name),
-                    s(&v.query_sql),
+                    s(&crate::dml::restore_locking_syntax(&v.query_sql)),
                 ]);
             }
             t.build()

@@ -251,7 +251,7 @@ pub(super) fn pg_views(catalog: &Catalog) -> Arc<dyn TableProvider> {
             s(&v.schema),
             s(&v.name),
             s("postgres"),
-            s(&v.query_sql),
+            s(&crate::dml::restore_locking_syntax(&v.query_sql)),
         ]);
     }
     t.build()
