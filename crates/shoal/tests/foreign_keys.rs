@@ -430,3 +430,34 @@ async fn an_upsert_of_other_columns_lets_references_in() {
         1
     );
 }
+
+/// A table several locking clauses affect takes the strongest of their locks, and NOWAIT if
+/// any clause says so (PostgreSQL's rule), whatever the clauses' order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn several_locking_clauses_on_one_table_take_the_strongest() {
+    let server = ShoalServer::start();
+    let (a, b) = set_up(&server).await;
+    a.batch_execute("BEGIN; SELECT * FROM parent p WHERE id = 1 FOR KEY SHARE FOR UPDATE OF p")
+        .await
+        .unwrap();
+    let err = b
+        .batch_execute("SELECT id FROM parent WHERE id = 1 FOR KEY SHARE OF parent NOWAIT")
+        .await
+        .expect_err("the row is locked FOR UPDATE");
+    assert_eq!(err.code(), Some(&SqlState::LOCK_NOT_AVAILABLE), "{err:?}");
+    let locked = b.batch_execute("SELECT id FROM parent WHERE id = 1 FOR UPDATE FOR SHARE NOWAIT");
+    let err = tokio::time::timeout(Duration::from_secs(10), locked)
+        .await
+        .expect("NOWAIT in any clause applies")
+        .expect_err("the row is locked FOR UPDATE");
+    assert_eq!(err.code(), Some(&SqlState::LOCK_NOT_AVAILABLE), "{err:?}");
+    a.batch_execute("COMMIT").await.unwrap();
+    let rows = b
+        .query(
+            "SELECT id FROM parent WHERE id = 1 FOR KEY SHARE FOR UPDATE NOWAIT",
+            &[],
+        )
+        .await
+        .expect("free again");
+    assert_eq!(rows.len(), 1);
+}

@@ -152,6 +152,16 @@ fn lock_clauses(clauses: Vec<ast::LockClause>) -> Vec<Lock> {
     locks
 }
 
+/// Orders locks from the weakest to the strongest.
+fn strength_rank(mode: RowLockMode) -> u8 {
+    match mode {
+        RowLockMode::KeyShare => 0,
+        RowLockMode::Share => 1,
+        RowLockMode::NoKeyUpdate => 2,
+        RowLockMode::Exclusive => 3,
+    }
+}
+
 /// The SQL name of a lock, for messages.
 fn strength_name(mode: RowLockMode) -> &'static str {
     match mode {
@@ -361,12 +371,14 @@ impl Visitor for FunctionKinds<'_> {
     }
 }
 
-/// The table to lock (its name and alias) and the locking clause that applies to it. Every
-/// `OF` name must be a table of the FROM clause.
-fn lock_target<'a>(
+/// The table to lock (its name and alias) and the lock to take on it. Every `OF` name must be
+/// a table of the FROM clause. As PostgreSQL, a table several clauses affect (those naming it
+/// and those naming no table) takes the strongest of their locks, NOWAIT if any of them says
+/// so, else SKIP LOCKED if any does.
+fn lock_target(
     select: &ast::Select,
-    locks: &'a [Lock],
-) -> SqlResult<(ast::ObjectName, Option<String>, &'a Lock)> {
+    locks: &[Lock],
+) -> SqlResult<(ast::ObjectName, Option<String>, Lock)> {
     let tables: Vec<(ast::ObjectName, Option<String>, String)> = select
         .from
         .iter()
@@ -382,26 +394,57 @@ fn lock_target<'a>(
             _ => None,
         })
         .collect();
-    let mut chosen: Option<(usize, &Lock)> = None;
+    // Each clause with the index of the table it names (None: every table).
+    let mut named: Vec<(Option<usize>, &Lock)> = Vec::new();
     for lock in locks {
         let index = match &lock.clause.of {
-            None => 0,
+            None => None,
             Some(of) => {
                 let wanted = crate::ddl::ident_of(&of.to_string());
-                tables.iter().position(|t| t.2 == wanted).ok_or_else(|| {
-                    let strength = strength_name(lock.mode);
-                    SqlError::new(
-                        code::UNDEFINED_TABLE,
-                        format!(
+                tables
+                    .iter()
+                    .position(|t| t.2 == wanted)
+                    .ok_or_else(|| {
+                        let strength = strength_name(lock.mode);
+                        SqlError::new(
+                            code::UNDEFINED_TABLE,
+                            format!(
                             "relation \"{wanted}\" in {strength} clause not found in FROM clause"
                         ),
-                    )
-                })?
+                        )
+                    })
+                    .map(Some)?
             }
         };
-        chosen = chosen.or(Some((index, lock)));
+        named.push((index, lock));
     }
-    let (index, lock) = chosen.expect("at least one locking clause");
+    let index = named
+        .first()
+        .expect("at least one locking clause")
+        .0
+        .unwrap_or(0);
+    let affecting = || {
+        named
+            .iter()
+            .filter(move |(i, _)| i.is_none_or(|i| i == index))
+            .map(|(_, l)| l)
+    };
+    let strongest = affecting()
+        .max_by_key(|l| strength_rank(l.mode))
+        .expect("the first clause affects its table");
+    let nonblocks: Vec<ast::NonBlock> = affecting().filter_map(|l| l.clause.nonblock).collect();
+    let nonblock = nonblocks
+        .iter()
+        .find(|n| matches!(n, ast::NonBlock::Nowait))
+        .or(nonblocks.first())
+        .copied();
+    let lock = Lock {
+        clause: ast::LockClause {
+            nonblock,
+            ..strongest.clause.clone()
+        },
+        mode: strongest.mode,
+    };
     let (name, alias, _) = tables
         .into_iter()
         .nth(index)
