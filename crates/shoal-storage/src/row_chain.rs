@@ -146,13 +146,22 @@ impl OlderVersions {
         }
     }
 
-    /// A transaction other than `txn` whose lock keeps FOR KEY SHARE out: a FOR UPDATE
-    /// locker (FOR NO KEY UPDATE lets it in, as in PostgreSQL).
-    pub(crate) fn key_share_blocker(&self, txn: TxnId) -> Option<TxnId> {
-        let rare = self.0.as_deref()?;
-        // With the bit set the field equals no transaction id.
-        (rare.locker != 0 && rare.locker != txn && rare.locker & LOCKER_NO_KEY_BIT == 0)
-            .then_some(rare.locker)
+    /// A transaction other than `txn` whose lock keeps a lock of `mode` out (FOR UPDATE's
+    /// also a delete), by PostgreSQL's conflict table: FOR KEY SHARE waits only for FOR
+    /// UPDATE, FOR SHARE for either exclusive lock, FOR NO KEY UPDATE for those and FOR SHARE,
+    /// FOR UPDATE for every lock.
+    pub(crate) fn lock_blocker(&self, txn: TxnId, mode: RowLockMode) -> Option<TxnId> {
+        match mode {
+            RowLockMode::Exclusive => self.other_lock_holder(txn, true),
+            RowLockMode::NoKeyUpdate => self.other_lock_holder(txn, false),
+            RowLockMode::Share => Some(self.locker()).filter(|&l| l != 0 && l != txn),
+            RowLockMode::KeyShare => {
+                let rare = self.0.as_deref()?;
+                // With the bit set the field equals no transaction id.
+                (rare.locker != 0 && rare.locker != txn && rare.locker & LOCKER_NO_KEY_BIT == 0)
+                    .then_some(rare.locker)
+            }
+        }
     }
 
     /// Adds a share lock of `txn` (FOR KEY SHARE when `key_only`); false if it had that one.

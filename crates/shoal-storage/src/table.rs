@@ -409,14 +409,8 @@ impl RowTable {
             return Ok(gone());
         };
         let holder = match access {
-            Access::Lock(RowLockMode::Exclusive) | Access::Delete => {
-                st.older.other_lock_holder(txn.id(), true)
-            }
-            Access::Lock(RowLockMode::NoKeyUpdate) => st.older.other_lock_holder(txn.id(), false),
-            Access::Lock(RowLockMode::Share) => {
-                Some(st.older.locker()).filter(|&l| l != 0 && l != txn.id())
-            }
-            Access::Lock(RowLockMode::KeyShare) => st.older.key_share_blocker(txn.id()),
+            Access::Lock(mode) => st.older.lock_blocker(txn.id(), mode),
+            Access::Delete => st.older.lock_blocker(txn.id(), RowLockMode::Exclusive),
             Access::Update(new_row) => st.older.other_lock_holder(txn.id(), false).or_else(|| {
                 let key_sharer = st.older.other_lock_holder(txn.id(), true)?;
                 changes_unique_key(shape, row.bytes(&head.data), new_row).then_some(key_sharer)

@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::common::ScalarValue;
 use datafusion::sql::sqlparser::ast;
-use shoal_storage::catalog::{ConstraintKind, TableDef};
+use shoal_storage::catalog::{Catalog, ConstraintKind, IndexDef, TableDef};
 use shoal_storage::table::{InsertOutcome, RowLockMode, RowRef, RowTable, WriteOutcome};
 use shoal_storage::types::Value;
 use shoal_storage::{Snapshot, StorageError, Transaction};
@@ -150,9 +150,14 @@ pub async fn insert(
     let on_conflict = match &ins.on {
         Some(ast::OnInsert::OnConflict(oc)) => {
             let arbiters = arbiter_indexes(session, &def, oc)?;
+            let update_lock = match &oc.action {
+                ast::OnConflictAction::DoUpdate(du) => update_lock(session, &def, du),
+                ast::OnConflictAction::DoNothing => RowLockMode::Exclusive,
+            };
             Some(OnConflict {
                 clause: oc,
                 arbiters,
+                update_lock,
             })
         }
         Some(_) => return Err(SqlError::unsupported("ON DUPLICATE KEY UPDATE")),
@@ -256,6 +261,8 @@ struct OnConflict<'a> {
     clause: &'a ast::OnConflict,
     /// None: any unique index (`ON CONFLICT DO NOTHING` without a target).
     arbiters: Option<Vec<u64>>,
+    /// The lock DO UPDATE takes on the row it updates (`update_lock`; unused by DO NOTHING).
+    update_lock: RowLockMode,
 }
 
 /// What every row of one INSERT is written into.
@@ -333,6 +340,7 @@ async fn insert_row(
                     &existing,
                     row,
                     du,
+                    oc.update_lock,
                     target.alias,
                 )
                 .await?;
@@ -384,12 +392,9 @@ fn arbiter_indexes(
             wanted.sort_unstable();
             wanted.dedup();
             let catalog = session.engine.catalog.read();
-            let arbiters: Vec<u64> = catalog
-                .indexes
-                .values()
-                // A partial index is an arbiter only when ON CONFLICT repeats its WHERE clause,
-                // which Shoal does not parse yet.
-                .filter(|idx| idx.table == def.oid && idx.unique && idx.predicate_sql.is_none())
+            // A partial index is an arbiter only when ON CONFLICT repeats its WHERE clause,
+            // which Shoal does not parse yet.
+            let arbiters: Vec<u64> = key_indexes(&catalog, def)
                 .filter(|idx| {
                     let mut have = idx.columns.clone();
                     have.sort_unstable();
@@ -433,6 +438,37 @@ fn arbiter_indexes(
     }
 }
 
+/// The table's unique indexes that are not partial: ON CONFLICT's arbiters, and the keys a
+/// foreign key can reference.
+fn key_indexes<'c>(catalog: &'c Catalog, def: &TableDef) -> impl Iterator<Item = &'c IndexDef> {
+    let table = def.oid;
+    catalog
+        .indexes
+        .values()
+        .map(|idx| idx.as_ref())
+        .filter(move |idx| idx.table == table && idx.unique && idx.predicate_sql.is_none())
+}
+
+/// The row lock DO UPDATE takes, as PostgreSQL: FOR NO KEY UPDATE unless it assigns a column
+/// of a unique key, so a reference to the row (FOR KEY SHARE) need not wait for it.
+fn update_lock(session: &Session, def: &TableDef, du: &ast::DoUpdate) -> RowLockMode {
+    // An unknown column is reported by `on_conflict_update`, at the first conflict.
+    let Ok(assigned) = assignment_columns(def, &du.assignments) else {
+        return RowLockMode::Exclusive;
+    };
+    let catalog = session.engine.catalog.read();
+    let touches_key = key_indexes(&catalog, def).any(|idx| {
+        idx.columns
+            .iter()
+            .any(|c| assigned.iter().any(|(a, _)| a == c))
+    });
+    if touches_key {
+        RowLockMode::Exclusive
+    } else {
+        RowLockMode::NoKeyUpdate
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 async fn on_conflict_update(
     session: &Session,
@@ -442,28 +478,10 @@ async fn on_conflict_update(
     existing: &RowRef,
     excluded: &[Value],
     du: &ast::DoUpdate,
+    mode: RowLockMode,
     alias: &str,
 ) -> SqlResult<Option<Vec<Value>>> {
     let assignments = assignment_columns(def, &du.assignments)?;
-    // As PostgreSQL: FOR NO KEY UPDATE unless a unique key's column is assigned, so a
-    // reference to the row (FOR KEY SHARE) need not wait for this transaction.
-    let touches_key = session
-        .engine
-        .catalog
-        .read()
-        .indexes
-        .values()
-        .filter(|idx| idx.table == def.oid && idx.unique && idx.predicate_sql.is_none())
-        .any(|idx| {
-            idx.columns
-                .iter()
-                .any(|c| assignments.iter().any(|(a, _)| a == c))
-        });
-    let mode = if touches_key {
-        RowLockMode::Exclusive
-    } else {
-        RowLockMode::NoKeyUpdate
-    };
     loop {
         let snap = session.engine.db.statement_snapshot(txn);
         match table.lock_row(txn, existing, &snap, mode) {

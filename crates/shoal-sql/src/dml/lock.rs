@@ -401,19 +401,16 @@ fn lock_target(
             None => None,
             Some(of) => {
                 let wanted = crate::ddl::ident_of(&of.to_string());
-                tables
-                    .iter()
-                    .position(|t| t.2 == wanted)
-                    .ok_or_else(|| {
-                        let strength = strength_name(lock.mode);
-                        SqlError::new(
-                            code::UNDEFINED_TABLE,
-                            format!(
+                let Some(index) = tables.iter().position(|t| t.2 == wanted) else {
+                    let strength = strength_name(lock.mode);
+                    return Err(SqlError::new(
+                        code::UNDEFINED_TABLE,
+                        format!(
                             "relation \"{wanted}\" in {strength} clause not found in FROM clause"
                         ),
-                        )
-                    })
-                    .map(Some)?
+                    ));
+                };
+                Some(index)
             }
         };
         named.push((index, lock));
