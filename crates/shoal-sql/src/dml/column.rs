@@ -231,9 +231,9 @@ async fn targets(
         sql.push_str(&format!(" WHERE {s}"));
     }
     let capture = Arc::new(parking_lot::Mutex::new(Vec::new()));
-    *session.scope.dml_capture.lock() = Some((def.oid, capture));
+    *session.scope.dml_capture.lock() = vec![(def.oid, capture)];
     let result = run_sql_query(session, &sql).await;
-    *session.scope.dml_capture.lock() = None;
+    session.scope.dml_capture.lock().clear();
     result
 }
 

@@ -1,4 +1,4 @@
-//! SELECT ... FOR UPDATE / FOR SHARE: the query runs with the locked table's row positions
+//! SELECT ... FOR UPDATE / FOR SHARE: the query runs with the locked tables' row positions
 //! added to its output; each row found is then locked through the storage API (waiting, or
 //! failing with NOWAIT, or skipped with SKIP LOCKED) and the rows locked are returned.
 
@@ -15,18 +15,20 @@ use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
 use datafusion::sql::sqlparser::keywords::Keyword;
 use datafusion::sql::sqlparser::parser::Parser;
 use datafusion::sql::sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};
+use shoal_storage::catalog::Oid;
 use shoal_storage::table::{RowLockMode, RowRef, WriteOutcome};
 use shoal_storage::{StorageError, Transaction};
 
-use super::modify::{find_targets, reevaluate, Modification};
+use super::modify::{find_rows, reevaluate, Modification};
 use super::{ident_name, quote_ident, resolve_table};
 use crate::error::{code, SqlError, SqlResult};
 use crate::query::provider::ROW_POSITION_COLUMN;
 use crate::session::{columns_of_schema, Session, StatementResult};
 
-/// SELECT ... FOR UPDATE/SHARE: find the rows, lock each row of the locked table (waiting,
-/// NOWAIT or SKIP LOCKED), re-check rows changed by a concurrent commit, and return what was
-/// locked. One table is locked: the first one FOR UPDATE OF names, or the first in FROM.
+/// SELECT ... FOR UPDATE/SHARE: find the rows, lock each locked table's row of every result
+/// row (waiting, NOWAIT or SKIP LOCKED), re-check rows changed by a concurrent commit, and
+/// return what was locked. The locked tables are those of the FROM clause the clauses name,
+/// or all of them for a clause that names none.
 pub async fn select_for_update(
     session: &mut Session,
     txn: &mut Transaction,
@@ -37,42 +39,73 @@ pub async fn select_for_update(
     let ast::SetExpr::Select(select) = q.body.as_ref() else {
         return Err(SqlError::unsupported("FOR UPDATE on this query"));
     };
-    let (name, alias, lock) = lock_target(select, &locks)?;
-    let (def, table) = resolve_table(session, &name)?;
-    let alias = alias.unwrap_or_else(|| def.name.clone());
-    let (batches, handles) = find_targets(session, &def, &with_position(&q, &alias)?).await?;
+    let targets = lock_targets(select, &locks)?;
+    let mut resolved = Vec::with_capacity(targets.len());
+    for target in &targets {
+        let (def, table) = resolve_table(session, &target.name)?;
+        let alias = target.alias.clone().unwrap_or_else(|| def.name.clone());
+        resolved.push((def, table, alias));
+    }
+    let mut oids: Vec<Oid> = resolved.iter().map(|(def, ..)| def.oid).collect();
+    oids.sort_unstable();
+    oids.dedup();
+    let aliases: Vec<&str> = resolved.iter().map(|(.., alias)| alias.as_str()).collect();
+    let (batches, handles) = find_rows(session, &oids, &with_positions(&q, &aliases)?).await?;
     // A changed row is re-checked, and re-projected, over its newest version; that needs the
     // locked table to be the query's only table.
     let single_table = select.from.len() == 1 && select.from[0].joins.is_empty();
     let projection: Vec<String> = select.projection.iter().map(|i| i.to_string()).collect();
-    let m = Modification {
-        zone: session.settings.time_zone().clone(),
-        def: &def,
-        table: &table,
-        alias: &alias,
-        assignments: &[],
-        from: &[],
-        selection: select.selection.as_ref(),
-        returning: if single_table { &projection } else { &[] },
-    };
-    let (mode, lock) = (lock.mode, &lock.clause);
+    let zone = session.settings.time_zone().clone();
+    let locked: Vec<(Modification, &[RowRef], &Lock)> = resolved
+        .iter()
+        .zip(&targets)
+        .map(|((def, table, alias), target)| {
+            let m = Modification {
+                zone: zone.clone(),
+                def,
+                table,
+                alias,
+                assignments: &[],
+                from: &[],
+                selection: select.selection.as_ref(),
+                returning: if single_table { &projection } else { &[] },
+            };
+            let rows = &handles[oids.binary_search(&def.oid).expect("a locked table's oid")];
+            (m, rows.as_slice(), &target.lock)
+        })
+        .collect();
     let mut kept: Vec<Kept> = Vec::new();
     for (bi, b) in batches.iter().enumerate() {
-        let positions = b
-            .column(0)
-            .as_any()
-            .downcast_ref::<UInt64Array>()
-            .expect("position column");
-        for r in 0..b.num_rows() {
-            let handle = &handles[positions.value(r) as usize];
-            let Some(locked) = lock_one(session, txn, &m, handle, mode, lock, single_table).await?
-            else {
-                continue;
-            };
+        'rows: for r in 0..b.num_rows() {
+            let mut newest = None;
+            for (t, (m, rows, lock)) in locked.iter().enumerate() {
+                let positions = b
+                    .column(t)
+                    .as_any()
+                    .downcast_ref::<UInt64Array>()
+                    .expect("position column");
+                let handle = &rows[positions.value(r) as usize];
+                let Some(changed) = lock_one(
+                    session,
+                    txn,
+                    m,
+                    handle,
+                    lock.mode,
+                    &lock.clause,
+                    single_table,
+                )
+                .await?
+                else {
+                    // Skipped (SKIP LOCKED, or gone): the result row goes, and the rows of
+                    // other tables it locked stay locked, as in PostgreSQL.
+                    continue 'rows;
+                };
+                newest = newest.or(changed);
+            }
             kept.push(Kept {
                 batch: bi,
                 row: r,
-                newest: locked,
+                newest,
             });
         }
     }
@@ -90,7 +123,7 @@ pub async fn select_for_update(
             tag: "SELECT",
         });
     }
-    let out = locked_rows(&batches, &kept)?;
+    let out = locked_rows(&batches, locked.len(), &kept)?;
     Ok(StatementResult::Rows {
         columns: columns_of_schema(&out.schema()),
         batches: vec![out],
@@ -187,25 +220,28 @@ struct Kept {
     newest: Option<Vec<ScalarValue>>,
 }
 
-/// The output column `with_position` adds: the locked table's row position.
+/// The output columns `with_positions` adds: the locked tables' row positions.
 const LOCKED_POSITION_COLUMN: &str = "__shoal_locked_row_position";
 
-/// The query with the locked table's row position as its first output column.
-fn with_position(q: &ast::Query, alias: &str) -> SqlResult<String> {
+/// The query with each locked table's row position as its first output columns, in the
+/// order of `aliases`.
+fn with_positions(q: &ast::Query, aliases: &[&str]) -> SqlResult<String> {
     let mut q = q.clone();
     if let ast::SetExpr::Select(s) = q.body.as_mut() {
-        let pos: ast::Expr = Parser::new(&PostgreSqlDialect {})
-            .try_with_sql(&format!("{}.{}", quote_ident(alias), ROW_POSITION_COLUMN))?
-            .parse_expr()?;
-        // Under its own name: a `*` in the query brings the scan's position column too, and
-        // an alias equal to the column's name would leave two columns of one name.
-        s.projection.insert(
-            0,
-            ast::SelectItem::ExprWithAlias {
-                expr: pos,
-                alias: ast::Ident::new(LOCKED_POSITION_COLUMN),
-            },
-        );
+        for (i, alias) in aliases.iter().enumerate() {
+            let pos: ast::Expr = Parser::new(&PostgreSqlDialect {})
+                .try_with_sql(&format!("{}.{}", quote_ident(alias), ROW_POSITION_COLUMN))?
+                .parse_expr()?;
+            // Under its own name: a `*` in the query brings the scan's position column too,
+            // and an alias equal to the column's name would leave two columns of one name.
+            s.projection.insert(
+                i,
+                ast::SelectItem::ExprWithAlias {
+                    expr: pos,
+                    alias: ast::Ident::new(format!("{LOCKED_POSITION_COLUMN}_{i}")),
+                },
+            );
+        }
     }
     Ok(q.to_string())
 }
@@ -261,10 +297,15 @@ async fn lock_one(
     }
 }
 
-/// The rows kept, without the row position column(s), in one batch.
-fn locked_rows(batches: &[RecordBatch], kept: &[Kept]) -> SqlResult<RecordBatch> {
+/// The rows kept, without the row position columns (the `locked_tables` added in front, and
+/// any a `*` brought), in one batch.
+fn locked_rows(
+    batches: &[RecordBatch],
+    locked_tables: usize,
+    kept: &[Kept],
+) -> SqlResult<RecordBatch> {
     let first = batches[0].schema();
-    let keep_cols: Vec<usize> = (1..first.fields().len())
+    let keep_cols: Vec<usize> = (locked_tables..first.fields().len())
         .filter(|i| first.field(*i).name() != ROW_POSITION_COLUMN)
         .collect();
     let schema = Arc::new(first.project(&keep_cols)?);
@@ -371,29 +412,80 @@ impl Visitor for FunctionKinds<'_> {
     }
 }
 
-/// The table to lock (its name and alias) and the lock to take on it. Every `OF` name must be
-/// a table of the FROM clause. As PostgreSQL, a table several clauses affect (those naming it
-/// and those naming no table) takes the strongest of their locks, NOWAIT if any of them says
-/// so, else SKIP LOCKED if any does.
-fn lock_target(
-    select: &ast::Select,
-    locks: &[Lock],
-) -> SqlResult<(ast::ObjectName, Option<String>, Lock)> {
-    let tables: Vec<(ast::ObjectName, Option<String>, String)> = select
-        .from
-        .iter()
-        .flat_map(|t| std::iter::once(&t.relation).chain(t.joins.iter().map(|j| &j.relation)))
-        .filter_map(|f| match f {
-            ast::TableFactor::Table { name, alias, .. } => {
-                let alias = alias.as_ref().map(|a| ident_name(&a.name));
-                let visible = alias.clone().unwrap_or_else(|| {
-                    crate::ddl::ident_of(&name.0.last().map(|p| p.to_string()).unwrap_or_default())
-                });
-                Some((name.clone(), alias, visible))
+/// A table of the FROM clause, as a locking clause can name it.
+struct FromTable {
+    name: ast::ObjectName,
+    alias: Option<String>,
+    /// The name the query knows it by: its alias, else its own name.
+    visible: String,
+    /// On the nullable side of an outer join: a result row may have no row of it.
+    nullable: bool,
+}
+
+/// The tables of a FROM clause, in order, nested joins included (subqueries and functions
+/// are not tables a clause locks here).
+fn from_tables(select: &ast::Select) -> Vec<FromTable> {
+    let mut out = Vec::new();
+    for t in &select.from {
+        collect_join(t, false, &mut out);
+    }
+    out
+}
+
+fn collect_join(t: &ast::TableWithJoins, nullable: bool, out: &mut Vec<FromTable>) {
+    let first = out.len();
+    collect_factor(&t.relation, nullable, out);
+    for j in &t.joins {
+        use ast::JoinOperator as J;
+        let (left_nullable, right_nullable) = match &j.join_operator {
+            J::Left(_) | J::LeftOuter(_) => (false, true),
+            J::Right(_) | J::RightOuter(_) => (true, false),
+            J::FullOuter(_) => (true, true),
+            _ => (false, false),
+        };
+        if left_nullable {
+            for t in &mut out[first..] {
+                t.nullable = true;
             }
-            _ => None,
-        })
-        .collect();
+        }
+        collect_factor(&j.relation, nullable || right_nullable, out);
+    }
+}
+
+fn collect_factor(f: &ast::TableFactor, nullable: bool, out: &mut Vec<FromTable>) {
+    match f {
+        ast::TableFactor::Table { name, alias, .. } => {
+            let alias = alias.as_ref().map(|a| ident_name(&a.name));
+            let visible = alias.clone().unwrap_or_else(|| {
+                crate::ddl::ident_of(&name.0.last().map(|p| p.to_string()).unwrap_or_default())
+            });
+            out.push(FromTable {
+                name: name.clone(),
+                alias,
+                visible,
+                nullable,
+            });
+        }
+        ast::TableFactor::NestedJoin {
+            table_with_joins, ..
+        } => collect_join(table_with_joins, nullable, out),
+        _ => {}
+    }
+}
+
+/// A table to lock and the lock to take on it.
+struct LockTarget {
+    name: ast::ObjectName,
+    alias: Option<String>,
+    lock: Lock,
+}
+
+/// The tables to lock, in FROM order, each with its lock. Every `OF` name must be a table of
+/// the FROM clause, and no locked table may be on the nullable side of an outer join. As
+/// PostgreSQL, a table several clauses affect (those naming it and those naming no table) takes
+/// the strongest of their locks, NOWAIT if any of them says so, else SKIP LOCKED if any does.
+fn lock_targets(select: &ast::Select, locks: &[Lock]) -> SqlResult<Vec<LockTarget>> {
+    let tables = from_tables(select);
     // Each clause with the index of the table it names (None: every table).
     let mut named: Vec<(Option<usize>, &Lock)> = Vec::new();
     for lock in locks {
@@ -401,7 +493,7 @@ fn lock_target(
             None => None,
             Some(of) => {
                 let wanted = crate::ddl::ident_of(&of.to_string());
-                let Some(index) = tables.iter().position(|t| t.2 == wanted) else {
+                let Some(index) = tables.iter().position(|t| t.visible == wanted) else {
                     let strength = strength_name(lock.mode);
                     return Err(SqlError::new(
                         code::UNDEFINED_TABLE,
@@ -415,38 +507,48 @@ fn lock_target(
         };
         named.push((index, lock));
     }
-    let index = named
-        .first()
-        .expect("at least one locking clause")
-        .0
-        .unwrap_or(0);
-    let affecting = || {
-        named
+    let mut targets = Vec::new();
+    for (index, table) in tables.into_iter().enumerate() {
+        let affecting = || {
+            named
+                .iter()
+                .filter(move |(i, _)| i.is_none_or(|i| i == index))
+                .map(|(_, l)| l)
+        };
+        let Some(strongest) = affecting().max_by_key(|l| strength_rank(l.mode)) else {
+            continue;
+        };
+        if table.nullable {
+            return Err(SqlError::new(
+                code::FEATURE_NOT_SUPPORTED,
+                format!(
+                    "{} cannot be applied to the nullable side of an outer join",
+                    strength_name(strongest.mode)
+                ),
+            ));
+        }
+        let nonblocks: Vec<ast::NonBlock> = affecting().filter_map(|l| l.clause.nonblock).collect();
+        let nonblock = nonblocks
             .iter()
-            .filter(move |(i, _)| i.is_none_or(|i| i == index))
-            .map(|(_, l)| l)
-    };
-    let strongest = affecting()
-        .max_by_key(|l| strength_rank(l.mode))
-        .expect("the first clause affects its table");
-    let nonblocks: Vec<ast::NonBlock> = affecting().filter_map(|l| l.clause.nonblock).collect();
-    let nonblock = nonblocks
-        .iter()
-        .find(|n| matches!(n, ast::NonBlock::Nowait))
-        .or(nonblocks.first())
-        .copied();
-    let lock = Lock {
-        clause: ast::LockClause {
-            nonblock,
-            ..strongest.clause.clone()
-        },
-        mode: strongest.mode,
-    };
-    let (name, alias, _) = tables
-        .into_iter()
-        .nth(index)
-        .ok_or_else(|| SqlError::unsupported("FOR UPDATE without a table"))?;
-    Ok((name, alias, lock))
+            .find(|n| matches!(n, ast::NonBlock::Nowait))
+            .or(nonblocks.first())
+            .copied();
+        targets.push(LockTarget {
+            name: table.name,
+            alias: table.alias,
+            lock: Lock {
+                clause: ast::LockClause {
+                    nonblock,
+                    ..strongest.clause.clone()
+                },
+                mode: strongest.mode,
+            },
+        });
+    }
+    if targets.is_empty() {
+        return Err(SqlError::unsupported("FOR UPDATE without a table"));
+    }
+    Ok(targets)
 }
 
 /// Rewrites PostgreSQL locking clauses that the SQL parser does not know into ones it does:
@@ -626,6 +728,49 @@ mod tests {
             let parsed = crate::parse::parse_statements(&rewritten).expect("parses");
             assert_eq!(restore_locking_syntax(&parsed[0].to_string()), sql);
         }
+    }
+
+    /// Each table of the query's FROM clause with whether it is on an outer join's nullable
+    /// side.
+    fn nullable_sides(sql: &str) -> Vec<(String, bool)> {
+        let mut statements = crate::parse::parse_statements(sql).expect("parses");
+        let Some(Statement::Query(q)) = statements.pop() else {
+            panic!("a query")
+        };
+        let ast::SetExpr::Select(select) = q.body.as_ref() else {
+            panic!("a select")
+        };
+        from_tables(select)
+            .into_iter()
+            .map(|t| (t.visible, t.nullable))
+            .collect()
+    }
+
+    #[test]
+    fn outer_joins_make_their_nullable_sides_known() {
+        let sides = |pairs: &[(&str, bool)]| -> Vec<(String, bool)> {
+            pairs.iter().map(|(n, b)| (n.to_string(), *b)).collect()
+        };
+        assert_eq!(
+            nullable_sides("SELECT 1 FROM a LEFT JOIN b ON true JOIN c ON true, d"),
+            sides(&[("a", false), ("b", true), ("c", false), ("d", false)])
+        );
+        assert_eq!(
+            nullable_sides("SELECT 1 FROM a JOIN b ON true RIGHT JOIN c AS x ON true"),
+            sides(&[("a", true), ("b", true), ("x", false)])
+        );
+        assert_eq!(
+            nullable_sides("SELECT 1 FROM a FULL JOIN b ON true"),
+            sides(&[("a", true), ("b", true)])
+        );
+        assert_eq!(
+            nullable_sides("SELECT 1 FROM a JOIN (b LEFT JOIN c ON true) ON true"),
+            sides(&[("a", false), ("b", false), ("c", true)])
+        );
+        assert_eq!(
+            nullable_sides("SELECT 1 FROM a LEFT JOIN (b JOIN c ON true) ON true"),
+            sides(&[("a", false), ("b", true), ("c", true)])
+        );
     }
 
     #[test]

@@ -760,9 +760,9 @@ async fn infer_from_query(
     types: &mut [Option<ArrowType>],
 ) -> SqlResult<()> {
     let stmt = parse_sql(sql)?.pop().expect("one statement");
-    *session.scope.dml_capture.lock() = Some((def.oid, Arc::new(Mutex::new(Vec::new()))));
+    *session.scope.dml_capture.lock() = vec![(def.oid, Arc::new(Mutex::new(Vec::new())))];
     let plan = crate::query::plan_statement(session.state(), &session.scope, stmt).await;
-    *session.scope.dml_capture.lock() = None;
+    session.scope.dml_capture.lock().clear();
     for (name, t) in plan?.get_parameter_types()? {
         if let Some(i) = crate::params::placeholder_index(&name) {
             if i < types.len() && types[i].is_none() {

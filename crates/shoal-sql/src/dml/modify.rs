@@ -13,7 +13,7 @@ use datafusion::sql::sqlparser::ast;
 use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
 use datafusion::sql::sqlparser::parser::Parser;
 use parking_lot::Mutex;
-use shoal_storage::catalog::TableDef;
+use shoal_storage::catalog::{Oid, TableDef};
 use shoal_storage::table::{RowRef, RowTable, WriteOutcome};
 use shoal_storage::types::Value;
 use shoal_storage::{Snapshot, StorageError, Transaction};
@@ -24,7 +24,7 @@ use super::{
 };
 use crate::constraints;
 use crate::error::{SqlError, SqlResult};
-use crate::query::provider::ROW_POSITION_COLUMN;
+use crate::query::provider::{RowCapture, ROW_POSITION_COLUMN};
 use crate::session::{Session, StatementResult};
 use crate::timezone::TimeZone;
 
@@ -71,12 +71,30 @@ pub(super) async fn find_targets(
     def: &TableDef,
     sql: &str,
 ) -> SqlResult<(Vec<RecordBatch>, Vec<RowRef>)> {
-    let capture = Arc::new(Mutex::new(Vec::new()));
-    *session.scope.dml_capture.lock() = Some((def.oid, capture.clone()));
+    let (batches, mut rows) = find_rows(session, &[def.oid], sql).await?;
+    Ok((batches, rows.pop().expect("one table's rows")))
+}
+
+/// Runs `sql` with the scans of the tables `oids` capturing row handles: the row position
+/// column of a scan of `oids[i]` indexes the i-th vector returned (a table scanned twice, a
+/// self-join, records into one vector).
+pub(super) async fn find_rows(
+    session: &Session,
+    oids: &[Oid],
+    sql: &str,
+) -> SqlResult<(Vec<RecordBatch>, Vec<Vec<RowRef>>)> {
+    let captures: Vec<(Oid, RowCapture)> = oids
+        .iter()
+        .map(|oid| (*oid, Arc::new(Mutex::new(Vec::new()))))
+        .collect();
+    *session.scope.dml_capture.lock() = captures.clone();
     let result = run_sql_query(session, sql).await;
-    *session.scope.dml_capture.lock() = None;
+    session.scope.dml_capture.lock().clear();
     let batches = result?;
-    let rows = std::mem::take(&mut *capture.lock());
+    let rows = captures
+        .iter()
+        .map(|(_, c)| std::mem::take(&mut *c.lock()))
+        .collect();
     Ok((batches, rows))
 }
 

@@ -156,13 +156,7 @@ impl RowTableProvider {
         if !self.capture {
             return None;
         }
-        let oid = self.def.oid;
-        self.scope
-            .dml_capture
-            .lock()
-            .as_ref()
-            .filter(|(t, _)| *t == oid)
-            .map(|(_, c)| c.clone())
+        self.scope.capture_for(self.def.oid)
     }
 
     fn collect_rows(

@@ -146,11 +146,7 @@ fn table_in_schema(
             let def = catalog.tables.get(&oid).cloned().ok_or_else(|| {
                 DataFusionError::Plan(format!("relation \"{name}\" does not exist"))
             })?;
-            let capture = scope
-                .dml_capture
-                .lock()
-                .as_ref()
-                .is_some_and(|(t, _)| *t == oid);
+            let capture = scope.capture_for(oid).is_some();
             if def.access_method == shoal_storage::catalog::AccessMethod::Columnar {
                 let table = scope.engine.db.column_table(oid as u64).ok_or_else(|| {
                     DataFusionError::Plan(format!("relation \"{name}\" does not exist"))

@@ -18,8 +18,9 @@ pub struct PlanScope {
     pub engine: Arc<Engine>,
     pub snapshot: Mutex<Snapshot>,
     pub search_path: Mutex<Vec<String>>,
-    /// The table whose scan records row handles, and where to record them.
-    pub dml_capture: Mutex<Option<(Oid, RowCapture)>>,
+    /// The tables whose scans record row handles, each with where to record them (DML's
+    /// target table; SELECT ... FOR UPDATE's locked tables).
+    pub dml_capture: Mutex<Vec<(Oid, RowCapture)>>,
     /// Session settings, for current_setting() and SHOW.
     pub settings: Mutex<HashMap<String, String>>,
     /// set_config() calls of the running statement, (name, value, is_local) in call order,
@@ -46,13 +47,22 @@ impl PlanScope {
             engine,
             snapshot: Mutex::new(Snapshot { ts: 0, txn: 0 }),
             search_path: Mutex::new(vec!["public".to_string()]),
-            dml_capture: Mutex::new(None),
+            dml_capture: Mutex::new(Vec::new()),
             settings: Mutex::new(HashMap::new()),
             set_config_calls: Mutex::new(Vec::new()),
             sequence_last: Mutex::new(HashMap::new()),
             time_zone: SessionZone::default(),
             backend_pid,
         }
+    }
+
+    /// Where a scan of table `oid` records its row handles, if it records them.
+    pub fn capture_for(&self, oid: Oid) -> Option<RowCapture> {
+        let captures = self.dml_capture.lock();
+        captures
+            .iter()
+            .find(|(t, _)| *t == oid)
+            .map(|(_, c)| c.clone())
     }
 
     pub fn time_zone(&self) -> TimeZone {

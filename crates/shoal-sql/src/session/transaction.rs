@@ -57,7 +57,7 @@ impl Session {
         implicit: bool,
         result: SqlResult<StatementResult>,
     ) -> SqlResult<StatementResult> {
-        *self.scope.dml_capture.lock() = None;
+        self.scope.dml_capture.lock().clear();
         self.apply_set_config_calls(!implicit, result.is_ok());
         match (implicit, result) {
             (true, Ok(StatementResult::CopyIn(req))) => {
