@@ -147,21 +147,42 @@ impl OlderVersions {
     }
 
     /// A transaction other than `txn` whose lock keeps a lock of `mode` out (FOR UPDATE's
-    /// also a delete), by PostgreSQL's conflict table: FOR KEY SHARE waits only for FOR
-    /// UPDATE, FOR SHARE for either exclusive lock, FOR NO KEY UPDATE for those and FOR SHARE,
-    /// FOR UPDATE for every lock.
+    /// also a delete): the first of `lock_blockers`.
     pub(crate) fn lock_blocker(&self, txn: TxnId, mode: RowLockMode) -> Option<TxnId> {
-        match mode {
-            RowLockMode::Exclusive => self.other_lock_holder(txn, true),
-            RowLockMode::NoKeyUpdate => self.other_lock_holder(txn, false),
-            RowLockMode::Share => Some(self.locker()).filter(|&l| l != 0 && l != txn),
-            RowLockMode::KeyShare => {
-                let rare = self.0.as_deref()?;
-                // With the bit set the field equals no transaction id.
-                (rare.locker != 0 && rare.locker != txn && rare.locker & LOCKER_NO_KEY_BIT == 0)
-                    .then_some(rare.locker)
-            }
-        }
+        self.lock_blockers(txn, mode).next()
+    }
+
+    /// Every transaction other than `txn` whose lock keeps a lock of `mode` out, the exclusive
+    /// locker first, by PostgreSQL's conflict table: FOR KEY SHARE waits only for FOR UPDATE,
+    /// FOR SHARE for either exclusive lock, FOR NO KEY UPDATE for those and FOR SHARE, FOR
+    /// UPDATE for every lock.
+    pub(crate) fn lock_blockers(
+        &self,
+        txn: TxnId,
+        mode: RowLockMode,
+    ) -> impl Iterator<Item = TxnId> + '_ {
+        let rare = self.0.as_deref();
+        let locker_field = rare.map_or(0, |r| r.locker);
+        let locker = locker_field & !LOCKER_NO_KEY_BIT;
+        // FOR KEY SHARE passes a FOR NO KEY UPDATE locker; every other mode waits for it.
+        let locker_blocks = mode != RowLockMode::KeyShare || locker_field & LOCKER_NO_KEY_BIT == 0;
+        let (sharers_block, key_sharers_block) = match mode {
+            RowLockMode::Exclusive => (true, true),
+            RowLockMode::NoKeyUpdate => (true, false),
+            RowLockMode::Share | RowLockMode::KeyShare => (false, false),
+        };
+        let sharers = rare.map_or(&[][..], |r| r.sharers.as_slice());
+        (locker_blocks && locker != 0 && locker != txn)
+            .then_some(locker)
+            .into_iter()
+            .chain(
+                sharers
+                    .iter()
+                    .filter(move |&&(s, key_only)| {
+                        sharers_block && s != txn && (key_sharers_block || !key_only)
+                    })
+                    .map(|&(s, _)| s),
+            )
     }
 
     /// Adds a share lock of `txn` (FOR KEY SHARE when `key_only`); false if it had that one.
@@ -178,15 +199,12 @@ impl OlderVersions {
     /// A transaction other than `txn` holding the exclusive lock or a share lock, FOR KEY
     /// SHARE ones only `with_key_share`.
     pub(crate) fn other_lock_holder(&self, txn: TxnId, with_key_share: bool) -> Option<TxnId> {
-        let rare = self.0.as_deref()?;
-        let holder = rare.locker & !LOCKER_NO_KEY_BIT;
-        if holder != 0 && holder != txn {
-            return Some(holder);
-        }
-        rare.sharers
-            .iter()
-            .find(|&&(s, key_only)| s != txn && (with_key_share || !key_only))
-            .map(|&(s, _)| s)
+        let mode = if with_key_share {
+            RowLockMode::Exclusive
+        } else {
+            RowLockMode::NoKeyUpdate
+        };
+        self.lock_blocker(txn, mode)
     }
 
     /// Releases the lock of mode `mode` that `txn` holds on the row (it may hold others).
@@ -563,6 +581,37 @@ mod tests {
         );
         older.release_lock(4, RowLockMode::KeyShare);
         assert!(older.0.is_none(), "freed once no lock is left");
+    }
+
+    #[test]
+    fn every_conflicting_holder_is_listed_locker_first() {
+        use RowLockMode::*;
+        let mut older = OlderVersions::default();
+        older.add_sharer(3, true);
+        older.add_sharer(4, false);
+        older.add_sharer(5, true);
+        let blockers =
+            |older: &OlderVersions, txn, mode| older.lock_blockers(txn, mode).collect::<Vec<_>>();
+        assert_eq!(blockers(&older, 9, Exclusive), [3, 4, 5]);
+        assert_eq!(blockers(&older, 3, Exclusive), [4, 5], "not itself");
+        assert_eq!(
+            blockers(&older, 9, NoKeyUpdate),
+            [4],
+            "FOR KEY SHARE lets it in"
+        );
+        assert!(blockers(&older, 9, Share).is_empty());
+        older.release_lock(4, Share);
+        older.set_locker(6);
+        older.set_locker_no_key(true);
+        assert_eq!(blockers(&older, 9, Exclusive), [6, 3, 5]);
+        assert_eq!(blockers(&older, 9, NoKeyUpdate), [6]);
+        assert_eq!(blockers(&older, 9, Share), [6]);
+        assert!(
+            blockers(&older, 9, KeyShare).is_empty(),
+            "FOR NO KEY UPDATE lets it in"
+        );
+        older.set_locker_no_key(false);
+        assert_eq!(blockers(&older, 9, KeyShare), [6]);
     }
 
     #[test]

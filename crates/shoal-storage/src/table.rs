@@ -408,15 +408,29 @@ impl RowTable {
         let Some(head) = st.head() else {
             return Ok(gone());
         };
-        let holder = match access {
-            Access::Lock(mode) => st.older.lock_blocker(txn.id(), mode),
-            Access::Delete => st.older.lock_blocker(txn.id(), RowLockMode::Exclusive),
-            Access::Update(new_row) => st.older.other_lock_holder(txn.id(), false).or_else(|| {
-                let key_sharer = st.older.other_lock_holder(txn.id(), true)?;
-                changes_unique_key(shape, row.bytes(&head.data), new_row).then_some(key_sharer)
-            }),
+        let mode = match access {
+            Access::Lock(mode) => mode,
+            Access::Delete => RowLockMode::Exclusive,
+            // An update that keeps the row's unique keys conflicts as FOR NO KEY UPDATE (FOR
+            // KEY SHARE lets it through), one that changes them as FOR UPDATE. The key check
+            // decodes the row, so it runs only when some lock is there to conflict.
+            Access::Update(new_row) => {
+                let locked = st.older.other_lock_holder(txn.id(), true).is_some();
+                if locked && changes_unique_key(shape, row.bytes(&head.data), new_row) {
+                    RowLockMode::Exclusive
+                } else {
+                    RowLockMode::NoKeyUpdate
+                }
+            }
         };
-        if let Some(holder) = holder {
+        let mut blockers = st.older.lock_blockers(txn.id(), mode);
+        if let Some(holder) = blockers.next() {
+            // The caller sleeps on one holder; deadlock detection must know them all.
+            let others: Vec<TxnId> = blockers.collect();
+            if !others.is_empty() {
+                self.shared
+                    .note_other_lock_holders(txn.id(), holder, others);
+            }
             return Err(StorageError::WouldBlock { holder });
         }
         if is_txn_stamp(head.begin) && head.begin != me {

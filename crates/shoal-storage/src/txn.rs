@@ -5,7 +5,7 @@
 //! transactions (who can be waited for, and the waits-for graph that finds deadlocks), and the
 //! per-transaction write set, lock set and savepoints that commit stamps and rollback undoes.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -321,8 +321,32 @@ struct WaitGraph {
     /// Transactions that wrote or locked something and have not ended: the only ones a
     /// `WouldBlock` can name.
     writers: HashMap<TxnId, Arc<TxnDone>>,
-    /// waiter -> holder. A transaction waits for at most one other at a time.
-    waits_for: HashMap<TxnId, TxnId>,
+    /// waiter -> the transactions it waits for: the one it sleeps on, then the others that
+    /// hold the same row lock with it (it needs all of them to end). A transaction waits for
+    /// one lock at a time.
+    waits_for: HashMap<TxnId, Vec<TxnId>>,
+    /// waiter -> (holder, other holders): the other holders of the lock a write check found
+    /// `holder` holding, for the waiter's next `start_wait` on `holder`.
+    other_lock_holders: HashMap<TxnId, (TxnId, Vec<TxnId>)>,
+}
+
+impl WaitGraph {
+    /// Whether following wait edges from `from` reaches `target`.
+    fn reaches(&self, from: &[TxnId], target: TxnId) -> bool {
+        let mut stack = from.to_vec();
+        let mut seen = HashSet::new();
+        while let Some(t) = stack.pop() {
+            if t == target {
+                return true;
+            }
+            if seen.insert(t) {
+                if let Some(next) = self.waits_for.get(&t) {
+                    stack.extend_from_slice(next);
+                }
+            }
+        }
+        false
+    }
 }
 
 const SNAPSHOT_SHARDS: usize = 16;
@@ -424,8 +448,15 @@ impl TxnShared {
         }
     }
 
-    /// Registers waiter -> holder, or says the wait would close a cycle, or that the holder has
-    /// already ended (None).
+    /// Notes that the row lock `waiter` found `holder` holding is held by `others` too: the
+    /// write check returns one holder to wait for, and the waiter's `start_wait` adds these.
+    pub(crate) fn note_other_lock_holders(&self, waiter: TxnId, holder: TxnId, others: Vec<TxnId>) {
+        let mut g = self.waits.lock();
+        g.other_lock_holders.insert(waiter, (holder, others));
+    }
+
+    /// Registers the waits of `waiter` (for `holder`, and for the other holders of its lock),
+    /// or says the wait would close a cycle, or that the holder has already ended (None).
     fn start_wait(
         &self,
         waiter: TxnId,
@@ -433,20 +464,21 @@ impl TxnShared {
     ) -> Result<Option<Arc<TxnDone>>, StorageError> {
         debug_assert_ne!(waiter, holder, "a transaction never waits for itself");
         let mut g = self.waits.lock();
+        let noted = g.other_lock_holders.remove(&waiter);
         let Some(done) = g.writers.get(&holder).cloned() else {
             return Ok(None);
         };
-        let mut cur = holder;
-        // Each transaction waits for at most one other, so the path from holder is a chain;
-        // its length is bounded by the number of edges.
-        for _ in 0..=g.waits_for.len() {
-            match g.waits_for.get(&cur) {
-                Some(&next) if next == waiter => return Err(StorageError::Deadlock),
-                Some(&next) => cur = next,
-                None => break,
+        let mut holders = vec![holder];
+        if let Some((noted_holder, others)) = noted {
+            if noted_holder == holder {
+                // Ended ones cannot be in a cycle.
+                holders.extend(others.into_iter().filter(|t| g.writers.contains_key(t)));
             }
         }
-        g.waits_for.insert(waiter, holder);
+        if g.reaches(&holders, waiter) {
+            return Err(StorageError::Deadlock);
+        }
+        g.waits_for.insert(waiter, holders);
         Ok(Some(done))
     }
 
@@ -735,7 +767,11 @@ impl TxnShared {
             table.unlock(txn.id);
         }
         if let Some(done) = txn.done.take() {
-            self.waits.lock().writers.remove(&txn.id);
+            let mut g = self.waits.lock();
+            g.writers.remove(&txn.id);
+            // Noted by a write check that did not wait (NOWAIT, SKIP LOCKED).
+            g.other_lock_holders.remove(&txn.id);
+            drop(g);
             done.finish();
         }
         if txn.snapshot.is_some() {

@@ -332,6 +332,60 @@ fn a_transaction_knows_while_another_waits_for_it() {
     db.commit(holder).unwrap();
 }
 
+/// A waiter for a row lock that several transactions share waits for all of them, so a
+/// cycle through any of them is a deadlock, not only one through the holder it sleeps on
+/// (which, idle in its transaction, could otherwise leave the other two waiting forever).
+#[test]
+fn a_deadlock_through_any_holder_of_a_shared_lock_is_found() {
+    let db = Database::new();
+    let t = accounts(&db);
+    load(&db, &t, 2, 0);
+    let mut txns: Vec<Transaction> = (0..3)
+        .map(|_| db.begin(IsolationLevel::ReadCommitted))
+        .collect();
+    let snaps: Vec<Snapshot> = txns.iter_mut().map(|x| db.statement_snapshot(x)).collect();
+    let (r0, _) = get(&t, &snaps[0], 0).unwrap();
+    let (r1, _) = get(&t, &snaps[0], 1).unwrap();
+    // The first holds row 1 for update; all three share row 0.
+    t.lock_row(&mut txns[0], &r1, &snaps[0], RowLockMode::Exclusive)
+        .unwrap();
+    for (x, snap) in txns.iter_mut().zip(&snaps) {
+        t.lock_row(x, &r0, snap, RowLockMode::Share).unwrap();
+    }
+    // The first wants row 0 for update: it waits for one of the other two...
+    let holder = match t.lock_row(&mut txns[0], &r0, &snaps[0], RowLockMode::Exclusive) {
+        Err(StorageError::WouldBlock { holder }) => holder,
+        other => panic!("expected WouldBlock, got {other:?}"),
+    };
+    let mut first = txns.remove(0);
+    let (first_id, first_snap) = (first.id(), snaps[0]);
+    let mut wait = Box::pin(db.wait_for(&first, holder));
+    let mut cx = Context::from_waker(Waker::noop());
+    assert!(wait.as_mut().poll(&mut cx).is_pending());
+    // ...and the other one, wanting row 1, closes a cycle through the first.
+    let other = txns.iter().position(|x| x.id() != holder).unwrap();
+    let other_snap = snaps[1 + other];
+    let mut other = txns.remove(other);
+    assert_eq!(
+        t.lock_row(&mut other, &r1, &other_snap, RowLockMode::Exclusive),
+        Err(StorageError::WouldBlock { holder: first_id })
+    );
+    assert_eq!(
+        block_on(db.wait_for(&other, first_id)),
+        Err(StorageError::Deadlock)
+    );
+    db.rollback(other);
+    // The holder it sleeps on ends too; then the first gets its lock.
+    db.rollback(txns.pop().unwrap());
+    assert!(wait.as_mut().poll(&mut cx).is_ready());
+    drop(wait);
+    assert_eq!(
+        t.lock_row(&mut first, &r0, &first_snap, RowLockMode::Exclusive),
+        Ok(WriteOutcome::Done)
+    );
+    db.commit(first).unwrap();
+}
+
 #[test]
 fn async_wait_detects_deadlock() {
     let db = Database::new();

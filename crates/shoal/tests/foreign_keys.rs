@@ -461,3 +461,43 @@ async fn several_locking_clauses_on_one_table_take_the_strongest() {
         .expect("free again");
     assert_eq!(rows.len(), 1);
 }
+
+/// Three transactions reference one parent row (each holds FOR KEY SHARE on it); one of them
+/// also holds the other parent row and then wants the first one for update, so it waits for
+/// both others. When the second of them reaches for the other parent row, the cycle goes
+/// through the first waiter's wait for it (not for the one it sleeps on): a deadlock
+/// (40P01), found at once as PostgreSQL does, rather than a wait for as long as the third stays open.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deadlock_through_a_second_holder_of_a_shared_lock_is_found() {
+    let server = ShoalServer::start();
+    let (a, b) = set_up(&server).await;
+    let c = connect(&server).await;
+    a.batch_execute(
+        "BEGIN; SELECT id FROM parent WHERE id = 2 FOR UPDATE; INSERT INTO child VALUES (10, 1)",
+    )
+    .await
+    .unwrap();
+    b.batch_execute("BEGIN; INSERT INTO child VALUES (20, 1)")
+        .await
+        .unwrap();
+    c.batch_execute("BEGIN; INSERT INTO child VALUES (30, 1)")
+        .await
+        .unwrap();
+    let wait = start_waiting(a, "SELECT id FROM parent WHERE id = 1 FOR UPDATE").await;
+    let locked = c.batch_execute("SELECT id FROM parent WHERE id = 2 FOR UPDATE");
+    let err = tokio::time::timeout(Duration::from_secs(10), locked)
+        .await
+        .expect("the deadlock is found while b stays open")
+        .expect_err("a deadlock");
+    assert_eq!(
+        err.code(),
+        Some(&SqlState::T_R_DEADLOCK_DETECTED),
+        "{err:?}"
+    );
+    c.batch_execute("ROLLBACK").await.unwrap();
+    b.batch_execute("ROLLBACK").await.unwrap();
+    let (a, locked) = wait.await.unwrap();
+    locked.expect("a gets the row once b and c are gone");
+    a.batch_execute("COMMIT").await.unwrap();
+    assert_eq!(count(&a, "SELECT count(*) FROM child").await, 1);
+}
