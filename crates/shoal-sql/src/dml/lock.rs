@@ -15,7 +15,7 @@ use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
 use datafusion::sql::sqlparser::keywords::Keyword;
 use datafusion::sql::sqlparser::parser::Parser;
 use datafusion::sql::sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};
-use shoal_storage::catalog::Oid;
+use shoal_storage::catalog::{Oid, RelationKind};
 use shoal_storage::table::{RowLockMode, RowRef, WriteOutcome};
 use shoal_storage::{StorageError, Transaction};
 
@@ -42,6 +42,13 @@ pub async fn select_for_update(
     let targets = lock_targets(select, &locks)?;
     let mut resolved = Vec::with_capacity(targets.len());
     for target in &targets {
+        let (schema, rel) = crate::ddl::split_name(&target.name);
+        let relation = session.scope.resolve_relation(schema.as_deref(), &rel);
+        if relation.is_some_and(|(_, kind, _)| kind == RelationKind::View) {
+            // PostgreSQL locks the rows of the tables under the view.
+            let strength = strength_name(target.lock.mode);
+            return Err(SqlError::unsupported(format!("{strength} on a view")));
+        }
         let (def, table) = resolve_table(session, &target.name)?;
         let alias = target.alias.clone().unwrap_or_else(|| def.name.clone());
         resolved.push((def, table, alias));
@@ -412,7 +419,7 @@ impl Visitor for FunctionKinds<'_> {
     }
 }
 
-/// A table of the FROM clause, as a locking clause can name it.
+/// An item of the FROM clause, as a locking clause can name it.
 struct FromTable {
     name: ast::ObjectName,
     alias: Option<String>,
@@ -420,10 +427,20 @@ struct FromTable {
     visible: String,
     /// On the nullable side of an outer join: a result row may have no row of it.
     nullable: bool,
+    kind: FromKind,
 }
 
-/// The tables of a FROM clause, in order, nested joins included (subqueries and functions
-/// are not tables a clause locks here).
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum FromKind {
+    /// A table (or a view) named in FROM.
+    Relation,
+    /// A subquery: PostgreSQL locks the tables inside it, which Shoal does not do yet.
+    Subquery,
+    /// A set-returning function: no rows to lock; a clause without OF passes over it.
+    Function,
+}
+
+/// The items of a FROM clause, in order, nested joins flattened.
 fn from_tables(select: &ast::Select) -> Vec<FromTable> {
     let mut out = Vec::new();
     for t in &select.from {
@@ -453,24 +470,46 @@ fn collect_join(t: &ast::TableWithJoins, nullable: bool, out: &mut Vec<FromTable
 }
 
 fn collect_factor(f: &ast::TableFactor, nullable: bool, out: &mut Vec<FromTable>) {
-    match f {
-        ast::TableFactor::Table { name, alias, .. } => {
-            let alias = alias.as_ref().map(|a| ident_name(&a.name));
-            let visible = alias.clone().unwrap_or_else(|| {
-                crate::ddl::ident_of(&name.0.last().map(|p| p.to_string()).unwrap_or_default())
-            });
-            out.push(FromTable {
-                name: name.clone(),
-                alias,
-                visible,
-                nullable,
-            });
-        }
+    let alias_of = |alias: &Option<ast::TableAlias>| alias.as_ref().map(|a| ident_name(&a.name));
+    let (name, alias, kind) = match f {
         ast::TableFactor::NestedJoin {
             table_with_joins, ..
-        } => collect_join(table_with_joins, nullable, out),
-        _ => {}
-    }
+        } => return collect_join(table_with_joins, nullable, out),
+        // `generate_series(1, 3) AS g` parses as a table with arguments.
+        ast::TableFactor::Table {
+            name, alias, args, ..
+        } => {
+            let kind = match args {
+                Some(_) => FromKind::Function,
+                None => FromKind::Relation,
+            };
+            (name.clone(), alias_of(alias), kind)
+        }
+        ast::TableFactor::Derived { alias, .. } => (
+            ast::ObjectName(Vec::new()),
+            alias_of(alias),
+            FromKind::Subquery,
+        ),
+        ast::TableFactor::Function { name, alias, .. } => {
+            (name.clone(), alias_of(alias), FromKind::Function)
+        }
+        ast::TableFactor::TableFunction { alias, .. } | ast::TableFactor::UNNEST { alias, .. } => (
+            ast::ObjectName(Vec::new()),
+            alias_of(alias),
+            FromKind::Function,
+        ),
+        _ => return,
+    };
+    let visible = alias.clone().unwrap_or_else(|| {
+        crate::ddl::ident_of(&name.0.last().map(|p| p.to_string()).unwrap_or_default())
+    });
+    out.push(FromTable {
+        name,
+        alias,
+        visible,
+        nullable,
+        kind,
+    });
 }
 
 /// A table to lock and the lock to take on it.
@@ -480,8 +519,10 @@ struct LockTarget {
     lock: Lock,
 }
 
-/// The tables to lock, in FROM order, each with its lock. Every `OF` name must be a table of
-/// the FROM clause, and no locked table may be on the nullable side of an outer join. As
+/// The tables to lock, in FROM order, each with its lock (none for a FROM clause of functions
+/// only, as PostgreSQL). Every `OF` name must be an item of the FROM clause and no locked table
+/// may be on the nullable side of an outer join; a function cannot be named, and a subquery
+/// cannot be locked yet (PostgreSQL locks the tables inside it). As
 /// PostgreSQL, a table several clauses affect (those naming it and those naming no table) takes
 /// the strongest of their locks, NOWAIT if any of them says so, else SKIP LOCKED if any does.
 fn lock_targets(select: &ast::Select, locks: &[Lock]) -> SqlResult<Vec<LockTarget>> {
@@ -518,13 +559,26 @@ fn lock_targets(select: &ast::Select, locks: &[Lock]) -> SqlResult<Vec<LockTarge
         let Some(strongest) = affecting().max_by_key(|l| strength_rank(l.mode)) else {
             continue;
         };
+        let strength = strength_name(strongest.mode);
+        match table.kind {
+            FromKind::Relation => {}
+            FromKind::Function if named.iter().all(|(i, _)| *i != Some(index)) => continue,
+            FromKind::Function => {
+                return Err(SqlError::new(
+                    code::FEATURE_NOT_SUPPORTED,
+                    format!("{strength} cannot be applied to a function"),
+                ))
+            }
+            FromKind::Subquery => {
+                return Err(SqlError::unsupported(format!(
+                    "{strength} on a subquery in FROM"
+                )))
+            }
+        }
         if table.nullable {
             return Err(SqlError::new(
                 code::FEATURE_NOT_SUPPORTED,
-                format!(
-                    "{} cannot be applied to the nullable side of an outer join",
-                    strength_name(strongest.mode)
-                ),
+                format!("{strength} cannot be applied to the nullable side of an outer join"),
             ));
         }
         let nonblocks: Vec<ast::NonBlock> = affecting().filter_map(|l| l.clause.nonblock).collect();
@@ -544,9 +598,6 @@ fn lock_targets(select: &ast::Select, locks: &[Lock]) -> SqlResult<Vec<LockTarge
                 mode: strongest.mode,
             },
         });
-    }
-    if targets.is_empty() {
-        return Err(SqlError::unsupported("FOR UPDATE without a table"));
     }
     Ok(targets)
 }
@@ -770,6 +821,37 @@ mod tests {
         assert_eq!(
             nullable_sides("SELECT 1 FROM a LEFT JOIN (b JOIN c ON true) ON true"),
             sides(&[("a", false), ("b", true), ("c", true)])
+        );
+    }
+
+    /// The error `lock_targets` gives for a query, if any.
+    fn lock_targets_error(sql: &str) -> Option<String> {
+        let rewritten = rewrite_locking_syntax(sql).unwrap_or_else(|| sql.to_string());
+        let mut statements = crate::parse::parse_statements(&rewritten).expect("parses");
+        let Some(Statement::Query(q)) = statements.pop() else {
+            panic!("a query")
+        };
+        let ast::SetExpr::Select(select) = q.body.as_ref() else {
+            panic!("a select")
+        };
+        lock_targets(select, &lock_clauses(q.locks.clone()))
+            .err()
+            .map(|e| e.to_string())
+    }
+
+    #[test]
+    fn subqueries_in_from_are_refused_rather_than_left_unlocked() {
+        let refused = lock_targets_error("SELECT s.id FROM (SELECT id FROM t) s, u FOR UPDATE");
+        assert!(
+            refused.is_some_and(|e| e.contains("FOR UPDATE on a subquery in FROM")),
+            "a clause without OF covers the subquery"
+        );
+        let refused = lock_targets_error("SELECT 1 FROM (SELECT 1) s FOR KEY SHARE OF s");
+        assert!(refused.is_some_and(|e| e.contains("FOR KEY SHARE on a subquery in FROM")));
+        assert_eq!(
+            lock_targets_error("SELECT 1 FROM (SELECT 1) s, u FOR UPDATE OF u"),
+            None,
+            "a subquery no clause covers"
         );
     }
 
