@@ -507,7 +507,7 @@ impl ColumnTable {
             return Ok(());
         }
         if *writer != 0 {
-            return Err(StorageError::WouldBlock { holder: *writer });
+            return Err(self.shared.would_block(txn.id(), *writer, Vec::new()));
         }
         self.shared.ensure_writer(txn);
         *writer = txn.id();

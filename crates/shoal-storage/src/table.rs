@@ -317,7 +317,9 @@ impl RowTable {
                     index: shape.indexes[index_pos].def.id,
                     existing,
                 }),
-                KeyConflict::Pending(holder) => Err(StorageError::WouldBlock { holder }),
+                KeyConflict::Pending(holder) => {
+                    Err(self.shared.would_block(txn.id(), holder, Vec::new()))
+                }
             };
         }
         self.heap.append(chain.clone());
@@ -425,13 +427,8 @@ impl RowTable {
         };
         let mut blockers = st.older.lock_blockers(txn.id(), mode);
         if let Some(holder) = blockers.next() {
-            // The caller sleeps on one holder; deadlock detection must know them all.
-            let others: Vec<TxnId> = blockers.collect();
-            if !others.is_empty() {
-                self.shared
-                    .note_other_lock_holders(txn.id(), holder, others);
-            }
-            return Err(StorageError::WouldBlock { holder });
+            let others = blockers.collect();
+            return Err(self.shared.would_block(txn.id(), holder, others));
         }
         if is_txn_stamp(head.begin) && head.begin != me {
             // FOR KEY SHARE is judged by the committed version such an update replaced: the
@@ -446,18 +443,18 @@ impl RowTable {
                     });
                 }
             }
-            return Err(StorageError::WouldBlock {
-                holder: stamp_txn(head.begin),
-            });
+            return Err(self
+                .shared
+                .would_block(txn.id(), stamp_txn(head.begin), Vec::new()));
         }
         if head.end == me {
             // Already deleted (or replaced) by this transaction: nothing left to change.
             return Ok(gone());
         }
         if is_txn_stamp(head.end) {
-            return Err(StorageError::WouldBlock {
-                holder: stamp_txn(head.end),
-            });
+            return Err(self
+                .shared
+                .would_block(txn.id(), stamp_txn(head.end), Vec::new()));
         }
         if head.begin == me || (head.end == END_UNSET && head.begin <= snap.ts) {
             return Ok(WriteCheck::Proceed);
@@ -536,7 +533,9 @@ impl RowTable {
                 KeyConflict::Live { index_pos, .. } => {
                     self.unique_violation(&shape, shape.indexes[index_pos].def.id, new_row)
                 }
-                KeyConflict::Pending(holder) => StorageError::WouldBlock { holder },
+                KeyConflict::Pending(holder) => {
+                    self.shared.would_block(txn.id(), holder, Vec::new())
+                }
             });
         }
         self.note_write();

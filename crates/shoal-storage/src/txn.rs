@@ -358,6 +358,8 @@ pub(crate) struct TxnShared {
     /// Snapshot timestamp each transaction may still read at; min of these is the GC horizon.
     snapshots: Box<[Mutex<HashMap<TxnId, CommitTs>>]>,
     waits: Mutex<WaitGraph>,
+    /// How many waiters `waits.other_lock_holders` holds (stored under that lock).
+    noted_waiters: AtomicUsize,
     pub(crate) redo_sink: RwLock<Option<Arc<dyn RedoSink>>>,
     /// Running transactions that logged column segments or row changes ahead of their commit,
     /// with a log position at or before their first such record: a checkpoint replays from
@@ -379,6 +381,7 @@ impl TxnShared {
                 .map(|_| Mutex::new(HashMap::new()))
                 .collect(),
             waits: Mutex::new(WaitGraph::default()),
+            noted_waiters: AtomicUsize::new(0),
             redo_sink: RwLock::new(None),
             early_log_pins: Mutex::new(HashMap::new()),
             early_redo_bytes: AtomicUsize::new(EARLY_REDO_BYTES_DEFAULT),
@@ -448,11 +451,30 @@ impl TxnShared {
         }
     }
 
-    /// Notes that the row lock `waiter` found `holder` holding is held by `others` too: the
-    /// write check returns one holder to wait for, and the waiter's `start_wait` adds these.
-    pub(crate) fn note_other_lock_holders(&self, waiter: TxnId, holder: TxnId, others: Vec<TxnId>) {
-        let mut g = self.waits.lock();
-        g.other_lock_holders.insert(waiter, (holder, others));
+    /// The error that tells `waiter` to wait for `holder`; `others` are the other transactions
+    /// holding the same row lock (empty when `holder` holds it alone). The caller sleeps on
+    /// `holder` alone, but deadlock detection must know them all, so they are noted for the
+    /// waiter's next `start_wait`. Every `WouldBlock` goes through here, which replaces the
+    /// note a `WouldBlock` the waiter did not wait for (NOWAIT, SKIP LOCKED) left.
+    pub(crate) fn would_block(
+        &self,
+        waiter: TxnId,
+        holder: TxnId,
+        others: Vec<TxnId>,
+    ) -> StorageError {
+        // Notes are written and taken only by their waiter's own thread, so when none is noted
+        // anywhere this waiter has none either, and the common case takes no lock.
+        if !others.is_empty() || self.noted_waiters.load(Ordering::Relaxed) > 0 {
+            let mut g = self.waits.lock();
+            if others.is_empty() {
+                g.other_lock_holders.remove(&waiter);
+            } else {
+                g.other_lock_holders.insert(waiter, (holder, others));
+            }
+            self.noted_waiters
+                .store(g.other_lock_holders.len(), Ordering::Relaxed);
+        }
+        StorageError::WouldBlock { holder }
     }
 
     /// Registers the waits of `waiter` (for `holder`, and for the other holders of its lock),
@@ -465,6 +487,8 @@ impl TxnShared {
         debug_assert_ne!(waiter, holder, "a transaction never waits for itself");
         let mut g = self.waits.lock();
         let noted = g.other_lock_holders.remove(&waiter);
+        self.noted_waiters
+            .store(g.other_lock_holders.len(), Ordering::Relaxed);
         let Some(done) = g.writers.get(&holder).cloned() else {
             return Ok(None);
         };
@@ -770,7 +794,10 @@ impl TxnShared {
             let mut g = self.waits.lock();
             g.writers.remove(&txn.id);
             // Noted by a write check that did not wait (NOWAIT, SKIP LOCKED).
-            g.other_lock_holders.remove(&txn.id);
+            if g.other_lock_holders.remove(&txn.id).is_some() {
+                self.noted_waiters
+                    .store(g.other_lock_holders.len(), Ordering::Relaxed);
+            }
             drop(g);
             done.finish();
         }

@@ -386,6 +386,60 @@ fn a_deadlock_through_any_holder_of_a_shared_lock_is_found() {
     db.commit(first).unwrap();
 }
 
+/// The other holders a `WouldBlock` names go with that one wait only: a transaction that did
+/// not wait then (NOWAIT) and later waits for one of them at a row it holds alone is not
+/// taken to wait for the rest, so no false deadlock comes of it.
+#[test]
+fn the_other_holders_of_a_lock_not_waited_for_are_forgotten() {
+    let db = Database::new();
+    let t = accounts(&db);
+    load(&db, &t, 3, 0);
+    let mut h = db.begin(IsolationLevel::ReadCommitted);
+    let mut o = db.begin(IsolationLevel::ReadCommitted);
+    let mut w = db.begin(IsolationLevel::ReadCommitted);
+    let (sh, so, sw) = (
+        db.statement_snapshot(&mut h),
+        db.statement_snapshot(&mut o),
+        db.statement_snapshot(&mut w),
+    );
+    let rows: Vec<RowRef> = (0..3).map(|id| get(&t, &sh, id).unwrap().0).collect();
+    t.lock_row(&mut h, &rows[0], &sh, RowLockMode::Share)
+        .unwrap();
+    t.lock_row(&mut o, &rows[0], &so, RowLockMode::Share)
+        .unwrap();
+    t.lock_row(&mut h, &rows[1], &sh, RowLockMode::Exclusive)
+        .unwrap();
+    t.lock_row(&mut w, &rows[2], &sw, RowLockMode::Exclusive)
+        .unwrap();
+    // w finds row 0 shared by h and o, and does not wait (NOWAIT)...
+    assert_eq!(
+        t.lock_row(&mut w, &rows[0], &sw, RowLockMode::Exclusive),
+        Err(StorageError::WouldBlock { holder: h.id() })
+    );
+    // ...then waits for h at row 1, which h holds alone.
+    assert_eq!(
+        t.lock_row(&mut w, &rows[1], &sw, RowLockMode::Exclusive),
+        Err(StorageError::WouldBlock { holder: h.id() })
+    );
+    let mut cx = Context::from_waker(Waker::noop());
+    let mut w_waits = Box::pin(db.wait_for(&w, h.id()));
+    assert!(w_waits.as_mut().poll(&mut cx).is_pending());
+    // o waiting for w closes no cycle: w waits for h only.
+    assert_eq!(
+        t.lock_row(&mut o, &rows[2], &so, RowLockMode::Exclusive),
+        Err(StorageError::WouldBlock { holder: w.id() })
+    );
+    let mut o_waits = Box::pin(db.wait_for(&o, w.id()));
+    assert!(o_waits.as_mut().poll(&mut cx).is_pending());
+    db.rollback(h);
+    assert!(w_waits.as_mut().poll(&mut cx).is_ready());
+    drop(w_waits);
+    db.rollback(w);
+    assert!(o_waits.as_mut().poll(&mut cx).is_ready());
+    drop(o_waits);
+    db.rollback(o);
+}
+
 #[test]
 fn async_wait_detects_deadlock() {
     let db = Database::new();

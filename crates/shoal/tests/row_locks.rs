@@ -70,3 +70,47 @@ async fn a_waiting_point_update_applies_to_the_version_left_by_the_holder() {
     assert_eq!(updated, 1);
     assert_eq!(row(&waiter).await, (112, "after commit".to_string()));
 }
+
+/// SELECT ... FOR UPDATE over a join written in parentheses, waiting for a row a concurrent
+/// transaction updates: once that commits, the row is locked and the result keeps the join's
+/// columns (the re-check over the newest version is for single-table queries only; it once
+/// took `FROM (a JOIN b ...)` for one table and failed on b's columns).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_locking_read_over_a_parenthesised_join_waits_and_keeps_its_columns() {
+    let server = ShoalServer::start();
+    let holder = connect(&server).await;
+    let waiter = connect(&server).await;
+    holder
+        .batch_execute(
+            "CREATE TABLE counters (id int PRIMARY KEY, n int NOT NULL, s text NOT NULL);
+             CREATE TABLE notes (counter_id int, note text);
+             INSERT INTO counters VALUES (1, 10, 'start');
+             INSERT INTO notes VALUES (1, 'first');
+             BEGIN;
+             UPDATE counters SET n = 11 WHERE id = 1;",
+        )
+        .await
+        .expect("set up");
+    let read = tokio::spawn(async move {
+        let rows = waiter
+            .query(
+                "SELECT c.n, x.note FROM (counters c JOIN notes x ON x.counter_id = c.id) \
+                 FOR UPDATE",
+                &[],
+            )
+            .await;
+        (waiter, rows)
+    });
+    tokio::time::sleep(STILL_WAITING_AFTER).await;
+    assert!(!read.is_finished(), "the read should wait for the row lock");
+    holder.batch_execute("COMMIT").await.expect("commit");
+    let (_, rows) = read.await.expect("read task");
+    let rows = rows.expect("the locking read");
+    assert_eq!(rows.len(), 1);
+    assert_eq!(
+        rows[0].get::<_, i32>(0),
+        10,
+        "as the statement's snapshot saw it"
+    );
+    assert_eq!(rows[0].get::<_, &str>(1), "first");
+}

@@ -1,6 +1,13 @@
 //! SELECT ... FOR UPDATE / FOR SHARE: the query runs with the locked tables' row positions
 //! added to its output; each row found is then locked through the storage API (waiting, or
 //! failing with NOWAIT, or skipped with SKIP LOCKED) and the rows locked are returned.
+//!
+//! Where this differs from PostgreSQL: a row that a concurrent commit changed is re-checked
+//! against the query only when the query reads one table (PostgreSQL re-checks a join's whole
+//! row too); an outer join's nullable side is refused as written, where PostgreSQL first turns
+//! an outer join that the WHERE clause makes inner into an inner one; subqueries and views in
+//! FROM are refused rather than locked through; and every row a scan of a locked table visits
+//! gets a handle recorded, not only the rows the query returns.
 
 use std::ops::ControlFlow;
 use std::sync::Arc;
@@ -39,7 +46,7 @@ pub async fn select_for_update(
     let ast::SetExpr::Select(select) = q.body.as_ref() else {
         return Err(SqlError::unsupported("FOR UPDATE on this query"));
     };
-    let targets = lock_targets(select, &locks)?;
+    let targets = lock_targets(select, &locks, &cte_names(&q))?;
     let mut resolved = Vec::with_capacity(targets.len());
     for target in &targets {
         let (schema, rel) = crate::ddl::split_name(&target.name);
@@ -60,7 +67,10 @@ pub async fn select_for_update(
     let (batches, handles) = find_rows(session, &oids, &with_positions(&q, &aliases)?).await?;
     // A changed row is re-checked, and re-projected, over its newest version; that needs the
     // locked table to be the query's only table.
-    let single_table = select.from.len() == 1 && select.from[0].joins.is_empty();
+    let single_table = match select.from.as_slice() {
+        [only] => only.joins.is_empty() && matches!(only.relation, ast::TableFactor::Table { .. }),
+        _ => false,
+    };
     let projection: Vec<String> = select.projection.iter().map(|i| i.to_string()).collect();
     let zone = session.settings.time_zone().clone();
     let locked: Vec<(Modification, &[RowRef], &Lock)> = resolved
@@ -87,7 +97,7 @@ pub async fn select_for_update(
             let mut newest = None;
             for (t, (m, rows, lock)) in locked.iter().enumerate() {
                 let positions = b
-                    .column(t)
+                    .column(b.num_columns() - locked.len() + t)
                     .as_any()
                     .downcast_ref::<UInt64Array>()
                     .expect("position column");
@@ -230,8 +240,8 @@ struct Kept {
 /// The output columns `with_positions` adds: the locked tables' row positions.
 const LOCKED_POSITION_COLUMN: &str = "__shoal_locked_row_position";
 
-/// The query with each locked table's row position as its first output columns, in the
-/// order of `aliases`.
+/// The query with each locked table's row position as its last output columns, in the order
+/// of `aliases` (last, so that `ORDER BY 1` still means the first column the query names).
 fn with_positions(q: &ast::Query, aliases: &[&str]) -> SqlResult<String> {
     let mut q = q.clone();
     if let ast::SetExpr::Select(s) = q.body.as_mut() {
@@ -241,13 +251,10 @@ fn with_positions(q: &ast::Query, aliases: &[&str]) -> SqlResult<String> {
                 .parse_expr()?;
             // Under its own name: a `*` in the query brings the scan's position column too,
             // and an alias equal to the column's name would leave two columns of one name.
-            s.projection.insert(
-                i,
-                ast::SelectItem::ExprWithAlias {
-                    expr: pos,
-                    alias: ast::Ident::new(format!("{LOCKED_POSITION_COLUMN}_{i}")),
-                },
-            );
+            s.projection.push(ast::SelectItem::ExprWithAlias {
+                expr: pos,
+                alias: ast::Ident::new(format!("{LOCKED_POSITION_COLUMN}_{i}")),
+            });
         }
     }
     Ok(q.to_string())
@@ -304,7 +311,7 @@ async fn lock_one(
     }
 }
 
-/// The rows kept, without the row position columns (the `locked_tables` added in front, and
+/// The rows kept, without the row position columns (the `locked_tables` added at the end, and
 /// any a `*` brought), in one batch.
 fn locked_rows(
     batches: &[RecordBatch],
@@ -312,7 +319,7 @@ fn locked_rows(
     kept: &[Kept],
 ) -> SqlResult<RecordBatch> {
     let first = batches[0].schema();
-    let keep_cols: Vec<usize> = (locked_tables..first.fields().len())
+    let keep_cols: Vec<usize> = (0..first.fields().len() - locked_tables)
         .filter(|i| first.field(*i).name() != ROW_POSITION_COLUMN)
         .collect();
     let schema = Arc::new(first.project(&keep_cols)?);
@@ -438,6 +445,18 @@ enum FromKind {
     Subquery,
     /// A set-returning function: no rows to lock; a clause without OF passes over it.
     Function,
+    /// A WITH query: as a function, in PostgreSQL's rules.
+    Cte,
+}
+
+/// The names of the query's WITH queries, as FROM items refer to them.
+fn cte_names(q: &ast::Query) -> Vec<String> {
+    q.with.as_ref().map_or_else(Vec::new, |with| {
+        with.cte_tables
+            .iter()
+            .map(|cte| ident_name(&cte.alias.name))
+            .collect()
+    })
 }
 
 /// The items of a FROM clause, in order, nested joins flattened.
@@ -525,8 +544,20 @@ struct LockTarget {
 /// cannot be locked yet (PostgreSQL locks the tables inside it). As
 /// PostgreSQL, a table several clauses affect (those naming it and those naming no table) takes
 /// the strongest of their locks, NOWAIT if any of them says so, else SKIP LOCKED if any does.
-fn lock_targets(select: &ast::Select, locks: &[Lock]) -> SqlResult<Vec<LockTarget>> {
-    let tables = from_tables(select);
+fn lock_targets(
+    select: &ast::Select,
+    locks: &[Lock],
+    cte_names: &[String],
+) -> SqlResult<Vec<LockTarget>> {
+    let mut tables = from_tables(select);
+    for t in &mut tables {
+        if t.kind == FromKind::Relation && t.name.0.len() == 1 {
+            let name = crate::ddl::ident_of(&t.name.to_string());
+            if cte_names.contains(&name) {
+                t.kind = FromKind::Cte;
+            }
+        }
+    }
     // Each clause with the index of the table it names (None: every table).
     let mut named: Vec<(Option<usize>, &Lock)> = Vec::new();
     for lock in locks {
@@ -562,12 +593,18 @@ fn lock_targets(select: &ast::Select, locks: &[Lock]) -> SqlResult<Vec<LockTarge
         let strength = strength_name(strongest.mode);
         match table.kind {
             FromKind::Relation => {}
-            FromKind::Function if named.iter().all(|(i, _)| *i != Some(index)) => continue,
-            FromKind::Function => {
+            FromKind::Function | FromKind::Cte if named.iter().all(|(i, _)| *i != Some(index)) => {
+                continue
+            }
+            FromKind::Function | FromKind::Cte => {
+                let what = match table.kind {
+                    FromKind::Cte => "a WITH query",
+                    _ => "a function",
+                };
                 return Err(SqlError::new(
                     code::FEATURE_NOT_SUPPORTED,
-                    format!("{strength} cannot be applied to a function"),
-                ))
+                    format!("{strength} cannot be applied to {what}"),
+                ));
             }
             FromKind::Subquery => {
                 return Err(SqlError::unsupported(format!(
@@ -834,7 +871,7 @@ mod tests {
         let ast::SetExpr::Select(select) = q.body.as_ref() else {
             panic!("a select")
         };
-        lock_targets(select, &lock_clauses(q.locks.clone()))
+        lock_targets(select, &lock_clauses(q.locks.clone()), &cte_names(&q))
             .err()
             .map(|e| e.to_string())
     }
