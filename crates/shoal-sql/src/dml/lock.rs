@@ -27,7 +27,7 @@ use shoal_storage::table::{RowLockMode, RowRef, WriteOutcome};
 use shoal_storage::{StorageError, Transaction};
 
 use super::modify::{find_rows, reevaluate, Modification};
-use super::{ident_name, quote_ident, resolve_table};
+use super::{ident_name, quote_ident, resolve_store, TableStore};
 use crate::error::{code, SqlError, SqlResult};
 use crate::query::provider::ROW_POSITION_COLUMN;
 use crate::session::{columns_of_schema, Session, StatementResult};
@@ -51,12 +51,21 @@ pub async fn select_for_update(
     for target in &targets {
         let (schema, rel) = crate::ddl::split_name(&target.name);
         let relation = session.scope.resolve_relation(schema.as_deref(), &rel);
+        let strength = strength_name(target.lock.mode);
         if relation.is_some_and(|(_, kind, _)| kind == RelationKind::View) {
             // PostgreSQL locks the rows of the tables under the view.
-            let strength = strength_name(target.lock.mode);
             return Err(SqlError::unsupported(format!("{strength} on a view")));
         }
-        let (def, table) = resolve_table(session, &target.name)?;
+        let (def, table) = match resolve_store(session, &target.name)? {
+            (def, TableStore::Row(table)) => (def, table),
+            // Column tables have no row locks.
+            (def, TableStore::Column(_)) => {
+                return Err(SqlError::unsupported(format!(
+                    "{strength} on column table \"{}\"",
+                    def.name
+                )))
+            }
+        };
         let alias = target.alias.clone().unwrap_or_else(|| def.name.clone());
         resolved.push((def, table, alias));
     }
