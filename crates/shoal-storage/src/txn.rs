@@ -2,20 +2,25 @@
 //! apart from commit timestamps inside version stamps, snapshots and the visibility rule, the
 //! commit clock with its "stable" watermark (a snapshot never includes a commit that is still
 //! stamping its versions), the registry of active snapshots (the GC horizon) and of writing
-//! transactions (who can be waited for, and the waits-for graph that finds deadlocks), and the
-//! per-transaction write set, lock set and savepoints that commit stamps and rollback undoes.
+//! transactions (who can be waited for, and the waits-for graph that finds deadlocks: `waits`),
+//! and the per-transaction write set, lock set and savepoints that commit stamps and rollback
+//! undoes.
 
-use std::collections::{HashMap, HashSet, VecDeque};
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use parking_lot::{Condvar, Mutex, RwLock};
+use parking_lot::{Mutex, RwLock};
 
 use crate::column::{self, ColumnTable, ColumnWrite};
 use crate::early_redo::{redo_change, EarlyRedo, EarlyRowRedo, EARLY_REDO_BYTES_DEFAULT};
 use crate::error::StorageError;
 use crate::table::{RowRef, VersionData};
 use crate::TableId;
+
+mod waits;
+
+use waits::{TxnDone, WaitGraph};
 
 /// Transaction id. Ids start at 1 and are never reused.
 pub type TxnId = u64;
@@ -295,60 +300,6 @@ struct SavepointMark {
     locks_len: usize,
 }
 
-/// Signalled once when a writing transaction ends (commits or rolls back).
-pub(crate) struct TxnDone {
-    finished: Mutex<bool>,
-    cond: Condvar,
-    notify: tokio::sync::Notify,
-    /// Transactions waiting for this one now (see [`Transaction::is_waited_for`]).
-    waiters: AtomicU32,
-}
-
-impl TxnDone {
-    fn is_finished(&self) -> bool {
-        *self.finished.lock()
-    }
-
-    fn finish(&self) {
-        *self.finished.lock() = true;
-        self.cond.notify_all();
-        self.notify.notify_waiters();
-    }
-}
-
-#[derive(Default)]
-struct WaitGraph {
-    /// Transactions that wrote or locked something and have not ended: the only ones a
-    /// `WouldBlock` can name.
-    writers: HashMap<TxnId, Arc<TxnDone>>,
-    /// waiter -> the transactions it waits for: the one it sleeps on, then the others that
-    /// hold the same row lock with it (it needs all of them to end). A transaction waits for
-    /// one lock at a time.
-    waits_for: HashMap<TxnId, Vec<TxnId>>,
-    /// waiter -> (holder, other holders): the other holders of the lock a write check found
-    /// `holder` holding, for the waiter's next `start_wait` on `holder`.
-    other_lock_holders: HashMap<TxnId, (TxnId, Vec<TxnId>)>,
-}
-
-impl WaitGraph {
-    /// Whether following wait edges from `from` reaches `target`.
-    fn reaches(&self, from: &[TxnId], target: TxnId) -> bool {
-        let mut stack = from.to_vec();
-        let mut seen = HashSet::new();
-        while let Some(t) = stack.pop() {
-            if t == target {
-                return true;
-            }
-            if seen.insert(t) {
-                if let Some(next) = self.waits_for.get(&t) {
-                    stack.extend_from_slice(next);
-                }
-            }
-        }
-        false
-    }
-}
-
 const SNAPSHOT_SHARDS: usize = 16;
 
 /// State shared by the database, its tables and its transactions.
@@ -435,115 +386,6 @@ impl TxnShared {
             }
         }
         oldest
-    }
-
-    /// Called before a transaction's first write or lock, so others can wait for it.
-    pub(crate) fn ensure_writer(&self, txn: &mut Transaction) {
-        if txn.done.is_none() {
-            let done = Arc::new(TxnDone {
-                finished: Mutex::new(false),
-                cond: Condvar::new(),
-                notify: tokio::sync::Notify::new(),
-                waiters: AtomicU32::new(0),
-            });
-            self.waits.lock().writers.insert(txn.id, done.clone());
-            txn.done = Some(done);
-        }
-    }
-
-    /// The error that tells `waiter` to wait for `holder`; `others` are the other transactions
-    /// holding the same row lock (empty when `holder` holds it alone). The caller sleeps on
-    /// `holder` alone, but deadlock detection must know them all, so they are noted for the
-    /// waiter's next `start_wait`. Every `WouldBlock` goes through here, which replaces the
-    /// note a `WouldBlock` the waiter did not wait for (NOWAIT, SKIP LOCKED) left.
-    pub(crate) fn would_block(
-        &self,
-        waiter: TxnId,
-        holder: TxnId,
-        others: Vec<TxnId>,
-    ) -> StorageError {
-        // Notes are written and taken only by their waiter's own thread, so when none is noted
-        // anywhere this waiter has none either, and the common case takes no lock.
-        if !others.is_empty() || self.noted_waiters.load(Ordering::Relaxed) > 0 {
-            let mut g = self.waits.lock();
-            if others.is_empty() {
-                g.other_lock_holders.remove(&waiter);
-            } else {
-                g.other_lock_holders.insert(waiter, (holder, others));
-            }
-            self.noted_waiters
-                .store(g.other_lock_holders.len(), Ordering::Relaxed);
-        }
-        StorageError::WouldBlock { holder }
-    }
-
-    /// Registers the waits of `waiter` (for `holder`, and for the other holders of its lock),
-    /// or says the wait would close a cycle, or that the holder has already ended (None).
-    fn start_wait(
-        &self,
-        waiter: TxnId,
-        holder: TxnId,
-    ) -> Result<Option<Arc<TxnDone>>, StorageError> {
-        debug_assert_ne!(waiter, holder, "a transaction never waits for itself");
-        let mut g = self.waits.lock();
-        let noted = g.other_lock_holders.remove(&waiter);
-        self.noted_waiters
-            .store(g.other_lock_holders.len(), Ordering::Relaxed);
-        let Some(done) = g.writers.get(&holder).cloned() else {
-            return Ok(None);
-        };
-        let mut holders = vec![holder];
-        if let Some((noted_holder, others)) = noted {
-            if noted_holder == holder {
-                // Ended ones cannot be in a cycle.
-                holders.extend(others.into_iter().filter(|t| g.writers.contains_key(t)));
-            }
-        }
-        if g.reaches(&holders, waiter) {
-            return Err(StorageError::Deadlock);
-        }
-        g.waits_for.insert(waiter, holders);
-        Ok(Some(done))
-    }
-
-    fn end_wait(&self, waiter: TxnId) {
-        self.waits.lock().waits_for.remove(&waiter);
-    }
-
-    pub(crate) async fn wait_for(
-        &self,
-        waiter: &Transaction,
-        holder: TxnId,
-    ) -> Result<(), StorageError> {
-        let Some(done) = self.start_wait(waiter.id, holder)? else {
-            return Ok(());
-        };
-        let _edge = WaitEdge::new(self, waiter.id, &done);
-        let notified = done.notify.notified();
-        tokio::pin!(notified);
-        // Enabled before checking the flag, so a finish in between still wakes us.
-        notified.as_mut().enable();
-        if !done.is_finished() {
-            notified.await;
-        }
-        debug_assert!(done.is_finished());
-        Ok(())
-    }
-
-    pub(crate) fn wait_for_blocking(
-        &self,
-        waiter: &Transaction,
-        holder: TxnId,
-    ) -> Result<(), StorageError> {
-        let Some(done) = self.start_wait(waiter.id, holder)? else {
-            return Ok(());
-        };
-        let _edge = WaitEdge::new(self, waiter.id, &done);
-        let mut finished = done.finished.lock();
-        while !*finished {
-            done.cond.wait(&mut finished);
-        }
-        Ok(())
     }
 
     pub(crate) fn statement_snapshot(&self, txn: &mut Transaction) -> Snapshot {
@@ -791,14 +633,7 @@ impl TxnShared {
             table.unlock(txn.id);
         }
         if let Some(done) = txn.done.take() {
-            let mut g = self.waits.lock();
-            g.writers.remove(&txn.id);
-            // Noted by a write check that did not wait (NOWAIT, SKIP LOCKED).
-            if g.other_lock_holders.remove(&txn.id).is_some() {
-                self.noted_waiters
-                    .store(g.other_lock_holders.len(), Ordering::Relaxed);
-            }
-            drop(g);
+            self.forget_writer(txn.id);
             done.finish();
         }
         if txn.snapshot.is_some() {
@@ -842,32 +677,6 @@ impl TxnShared {
     }
 }
 
-/// Removes the waits-for edge when a wait ends, also when the waiting future is dropped.
-struct WaitEdge<'a> {
-    shared: &'a TxnShared,
-    waiter: TxnId,
-    holder: &'a TxnDone,
-}
-
-impl<'a> WaitEdge<'a> {
-    /// The edge `start_wait` registered, counted among `holder`'s waiters while it lasts.
-    fn new(shared: &'a TxnShared, waiter: TxnId, holder: &'a TxnDone) -> Self {
-        holder.waiters.fetch_add(1, Ordering::Relaxed);
-        WaitEdge {
-            shared,
-            waiter,
-            holder,
-        }
-    }
-}
-
-impl Drop for WaitEdge<'_> {
-    fn drop(&mut self) {
-        self.shared.end_wait(self.waiter);
-        self.holder.waiters.fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
 /// A running transaction. End it with `Database::commit` or `Database::rollback`; dropping it
 /// unended rolls it back, so a lost session never leaves rows locked.
 pub struct Transaction {
@@ -900,9 +709,7 @@ impl Transaction {
     /// Whether another transaction is waiting for this one to end (for a row it wrote or
     /// locked) right now.
     pub fn is_waited_for(&self) -> bool {
-        self.done
-            .as_ref()
-            .is_some_and(|d| d.waiters.load(Ordering::Relaxed) > 0)
+        self.done.as_ref().is_some_and(|d| d.is_waited_for())
     }
 
     pub fn isolation(&self) -> IsolationLevel {

@@ -102,14 +102,14 @@ pub async fn select_for_update(
         .collect();
     let mut kept: Vec<Kept> = Vec::new();
     for (bi, b) in batches.iter().enumerate() {
+        // The locked tables' row positions, the batch's last columns.
+        let positions: Vec<&UInt64Array> = b.columns()[b.num_columns() - locked.len()..]
+            .iter()
+            .map(|c| c.as_any().downcast_ref().expect("position column"))
+            .collect();
         'rows: for r in 0..b.num_rows() {
             let mut newest = None;
-            for (t, (m, rows, lock)) in locked.iter().enumerate() {
-                let positions = b
-                    .column(b.num_columns() - locked.len() + t)
-                    .as_any()
-                    .downcast_ref::<UInt64Array>()
-                    .expect("position column");
+            for ((m, rows, lock), positions) in locked.iter().zip(&positions) {
                 let handle = &rows[positions.value(r) as usize];
                 let Some(changed) = lock_one(
                     session,
