@@ -38,13 +38,13 @@ const MERGE_DELTA_FRACTION: usize = 8;
 pub(crate) struct OrderedEntries {
     view: RwLock<Arc<View>>,
     merge_lock: Mutex<()>,
-    /// Blocks of entries a bulk load handed over, each sorted, that no run holds yet (see
-    /// `stage`).
+    /// Sorted runs of entries a bulk load handed over (a block each, or a run per stretch of
+    /// one) that the view's run does not hold yet (see `stage`).
     staged: Mutex<Vec<SortedRun>>,
-    /// Blocks in `staged`, counted down only once the view holds them: while it is not 0 a
+    /// Runs in `staged`, counted down only once the view holds them: while it is not 0 a
     /// reader folds first (or waits for the fold under way), so it never reads a view that
     /// misses a block a finished load staged.
-    staged_blocks: AtomicUsize,
+    staged_runs: AtomicUsize,
 }
 
 /// An entry's (key, row id), ordered as `cmp_entries` orders them.
@@ -192,6 +192,10 @@ impl SortedRun {
     }
 }
 
+/// Most ascending sequences a staged block is dealt into (`RunBuilder::into_sorted_runs`);
+/// one that needs more is sorted. Two clients filling a table make blocks of two.
+const MAX_PILES: usize = 8;
+
 /// Keys up to this many bytes sort packed with their position (32 bits) in one u128.
 const PACKED_KEY_BYTES: usize = 12;
 
@@ -296,10 +300,79 @@ impl RunBuilder {
     /// The run of the entries pushed in any order: an ordered input is only checked, anything
     /// else sorted once (`sort_order`).
     fn sorted(self) -> SortedRun {
-        let n = self.rows.len();
         if self.in_order() {
             return self.finish();
         }
+        self.sort_all()
+    }
+
+    /// The entries pushed in any order as sorted runs, for a bulk load to stage. Entries in
+    /// order are one run as they are. Entries that a few ascending sequences make up, one
+    /// after the other or interleaved, are dealt into a run per sequence, which the fold
+    /// merges as it merges the load's blocks, instead of being sorted: a checkpoint block of a
+    /// table that several clients filled at once holds rows of each client's batch, often
+    /// alternating, and sorting those blocks was ~6% of such a table's restart
+    /// (bench/coldstart/README.md, session 33). Anything else is sorted once.
+    fn into_sorted_runs(self) -> Vec<SortedRun> {
+        match self.ascending_piles(MAX_PILES) {
+            None => vec![self.sort_all()],
+            Some((_, 1)) => vec![self.finish()],
+            Some((pile_of, piles)) => self.deal(&pile_of, piles),
+        }
+    }
+
+    /// Deals the entries, in push order, into at most `max` piles that each stay in entry
+    /// order: an entry goes on the first pile whose last entry is not above it, or starts a new
+    /// one. Returns each entry's pile and the number of piles; None if `max` are not enough.
+    fn ascending_piles(&self, max: usize) -> Option<(Vec<u8>, usize)> {
+        assert!(max <= u8::MAX as usize + 1, "a pile number is a byte");
+        // Each pile's last entry.
+        let mut last: Vec<usize> = Vec::with_capacity(max);
+        let mut pile_of = Vec::with_capacity(self.rows.len());
+        for i in 0..self.rows.len() {
+            let fits = |&l: &usize| self.entry_cmp(l, i) != Ordering::Greater;
+            let pile = match last.iter().position(fits) {
+                Some(pile) => pile,
+                None if last.len() < max => {
+                    last.push(i);
+                    last.len() - 1
+                }
+                None => return None,
+            };
+            last[pile] = i;
+            pile_of.push(pile as u8);
+        }
+        Some((pile_of, last.len().max(1)))
+    }
+
+    /// One run per pile: entry `i` goes to run `pile_of[i]`, in push order.
+    fn deal(self, pile_of: &[u8], piles: usize) -> Vec<SortedRun> {
+        let n = self.rows.len();
+        debug_assert_eq!(pile_of.len(), n);
+        let mut entries = vec![0usize; piles];
+        for &pile in pile_of {
+            entries[pile as usize] += 1;
+        }
+        let key_bytes_per_entry = self.key_bytes.len().div_ceil(n.max(1));
+        let mut builders: Vec<RunBuilder> = entries
+            .iter()
+            .map(|&m| RunBuilder::with_capacity(m, m * key_bytes_per_entry))
+            .collect();
+        let RunBuilder {
+            key_bytes,
+            layout,
+            rows,
+        } = self;
+        // Handles are moved, not cloned: a clone and a drop would touch every row's count.
+        for ((i, row), &pile) in rows.into_iter().enumerate().zip(pile_of) {
+            builders[pile as usize].push(layout.key(&key_bytes, i), row);
+        }
+        builders.into_iter().map(RunBuilder::finish).collect()
+    }
+
+    /// The run of the entries sorted once.
+    fn sort_all(self) -> SortedRun {
+        let n = self.rows.len();
         let order = self.sort_order();
         let mut b = RunBuilder::with_capacity(n, self.key_bytes.len());
         let RunBuilder {
@@ -481,7 +554,7 @@ impl OrderedEntries {
             view: RwLock::new(Arc::new(View::empty())),
             merge_lock: Mutex::new(()),
             staged: Mutex::new(Vec::new()),
-            staged_blocks: AtomicUsize::new(0),
+            staged_runs: AtomicUsize::new(0),
         }
     }
 
@@ -542,8 +615,7 @@ impl OrderedEntries {
         let _merge = self.merge_lock.lock();
         let dropped = std::mem::take(&mut *self.staged.lock()).len();
         *self.view.write() = Arc::new(View::empty());
-        self.staged_blocks
-            .fetch_sub(dropped, AtomicOrdering::Release);
+        self.staged_runs.fetch_sub(dropped, AtomicOrdering::Release);
     }
 
     /// Calls `f` with each entry (key + row id) within the bounds, in order, until it returns
@@ -630,16 +702,17 @@ impl OrderedEntries {
         }
         // Sorted here, on the loading thread while the block is still in its cache and other
         // threads load other blocks; the fold then only has to merge.
-        let block = entries.sorted();
-        // Counted under the lock, so a fold that takes the block also finds it counted.
+        let runs = entries.into_sorted_runs();
+        // Counted under the lock, so a fold that takes the runs also finds them counted.
         let mut staged = self.staged.lock();
-        staged.push(block);
-        self.staged_blocks.fetch_add(1, AtomicOrdering::Release);
+        self.staged_runs
+            .fetch_add(runs.len(), AtomicOrdering::Release);
+        staged.extend(runs);
     }
 
     /// Folds staged entries into the run.
     pub(crate) fn fold_staged(&self) {
-        if self.staged_blocks.load(AtomicOrdering::Acquire) == 0 {
+        if self.staged_runs.load(AtomicOrdering::Acquire) == 0 {
             return;
         }
         let _merge = self.merge_lock.lock();
@@ -658,8 +731,7 @@ impl OrderedEntries {
                 delta: view.delta.clone(),
             });
         }
-        self.staged_blocks
-            .fetch_sub(blocks, AtomicOrdering::Release);
+        self.staged_runs.fetch_sub(blocks, AtomicOrdering::Release);
     }
 
     /// Folds the delta into the run if it has grown past its share (or the run has many
@@ -916,6 +988,57 @@ mod tests {
                 (0..300).collect::<Vec<u64>>(),
                 "overlapping: {overlapping}"
             );
+        }
+    }
+
+    /// A block made of a few ascending sequences (a table several clients filled at once),
+    /// one after the other or interleaved, is staged as a run per sequence; one of more
+    /// sequences is sorted whole. Either way the blocks, which overlap each other, fold into
+    /// one sorted run, for keys of one width and of several.
+    #[test]
+    fn blocks_of_few_ascending_sequences_are_dealt_and_fold_sorted() {
+        // Client `c`'s `n`th key: the client counting down (later clients' keys come first),
+        // then `n`; with `varying`, 0-2 bytes more.
+        let key = |varying: bool, client: u64, n: u64| -> Vec<u8> {
+            let mut k = vec![200 - client as u8];
+            k.extend_from_slice(&(n as u16).to_be_bytes());
+            k.resize(if varying { 3 + (n % 3) as usize } else { 4 }, 0xEE);
+            k
+        };
+        for (varying, interleaved) in [(false, false), (false, true), (true, true)] {
+            for clients in [1u64, 2, 3, MAX_PILES as u64, MAX_PILES as u64 + 1] {
+                let entries = OrderedEntries::new();
+                let mut want: Vec<(Vec<u8>, u64)> = Vec::new();
+                // Each block takes the next 50 keys of every client, client after client or
+                // each client's next key in turn.
+                for block_no in 0..6u64 {
+                    let ns = block_no * 50..(block_no + 1) * 50;
+                    let order: Vec<(u64, u64)> = match interleaved {
+                        false => (0..clients)
+                            .flat_map(|c| ns.clone().map(move |n| (c, n)))
+                            .collect(),
+                        true => ns.flat_map(|n| (0..clients).map(move |c| (c, n))).collect(),
+                    };
+                    let mut b = RunBuilder::with_capacity(0, 0);
+                    for (client, n) in order {
+                        let (k, id) = (key(varying, client, n), client * 1_000_000 + n);
+                        want.push((k.clone(), id));
+                        b.push(&k, row(id));
+                    }
+                    let piles = b.ascending_piles(MAX_PILES).map(|(_, piles)| piles);
+                    match clients as usize <= MAX_PILES {
+                        true => assert_eq!(piles, Some(clients as usize)),
+                        false => assert_eq!(piles, None, "{clients} clients"),
+                    }
+                    entries.stage(b);
+                }
+                want.sort();
+                let got: Vec<(Vec<u8>, u64)> = all(&entries)
+                    .into_iter()
+                    .map(|(entry, id)| (entry[..entry.len() - ROW_ID_BYTES].to_vec(), id))
+                    .collect();
+                assert_eq!(got, want, "varying {varying}, {clients} clients");
+            }
         }
     }
 
