@@ -263,20 +263,13 @@ impl PointMap {
             }
         }
         // ...goes to whichever thread is free; each thread reuses its buffers for its groups.
-        let work = Mutex::new(pieces.into_iter().enumerate());
-        let fill = || {
-            let mut buffers = FillBuffers::default();
-            while let Some((group_no, group_pieces)) = work.lock().next() {
-                self.fill_group(group_no, group_pieces, &mut buffers);
-            }
-        };
-        let threads = threads.clamp(1, POINT_GROUPS);
-        std::thread::scope(|s| {
-            for _ in 1..threads {
-                s.spawn(fill);
-            }
-            fill();
-        });
+        share_out(
+            threads.clamp(1, POINT_GROUPS),
+            pieces.into_iter().enumerate(),
+            |buffers: &mut FillBuffers, (group_no, group_pieces)| {
+                self.fill_group(group_no, group_pieces, buffers)
+            },
+        );
     }
 
     /// Before a fold of `count` entries: if the map is empty, gives each group the shards
@@ -412,6 +405,33 @@ impl EntrySource for &mut [Option<Entry>] {
     }
 }
 
+/// Calls `work` with every item of `items` on up to `threads` threads, each taking the next
+/// item when it is done with one, with scratch space of its own.
+fn share_out<T: Send, S: Default>(
+    threads: usize,
+    items: impl Iterator<Item = T> + Send,
+    work: impl Fn(&mut S, T) + Sync,
+) {
+    let queue = Mutex::new(items);
+    let worker = || {
+        let mut scratch = S::default();
+        loop {
+            // Not `while let`: the queue's guard would live through the loop's body, and one
+            // thread at a time would work (the point map's fill did until session 33).
+            let Some(item) = queue.lock().next() else {
+                break;
+            };
+            work(&mut scratch, item);
+        }
+    };
+    std::thread::scope(|s| {
+        for _ in 1..threads {
+            s.spawn(worker);
+        }
+        worker();
+    });
+}
+
 /// A counting sort of `sources`' entries by `group(key hash)` (below `groups`) into `out`, and
 /// where each group starts into `starts` (with the end as a last element); both are cleared
 /// first. Two passes over the hashes and one move per entry, where a sort would compare each
@@ -533,6 +553,25 @@ mod tests {
             );
             count += count / 37;
         }
+    }
+
+    /// Two threads work on two items at once: the first waits (up to 10 s) until the second is
+    /// inside `work` too. It fails if the queue's lock is held while an item is worked on.
+    #[test]
+    fn shared_out_items_are_worked_on_at_once() {
+        // (threads inside `work` now, most at once)
+        let inside = Mutex::new((0usize, 0usize));
+        let arrived = parking_lot::Condvar::new();
+        share_out(2, 0..2, |_: &mut (), _item: i32| {
+            let mut now = inside.lock();
+            now.0 += 1;
+            now.1 = now.1.max(now.0);
+            arrived.notify_all();
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            while now.1 < 2 && !arrived.wait_until(&mut now, deadline).timed_out() {}
+            now.0 -= 1;
+        });
+        assert_eq!(inside.lock().1, 2, "both items in `work` at once");
     }
 
     /// A load into an empty map picks its layout from the staged count; the tables then hold
