@@ -831,6 +831,14 @@ mod tests {
         RowRef::new(RowChain::new(id, 1), &[])
     }
 
+    /// Every entry's key (without the row id) and row id, in order.
+    fn keys_and_ids(entries: &OrderedEntries) -> Vec<(Vec<u8>, u64)> {
+        all(entries)
+            .into_iter()
+            .map(|(entry, id)| (entry[..entry.len() - ROW_ID_BYTES].to_vec(), id))
+            .collect()
+    }
+
     pub(super) fn all(entries: &OrderedEntries) -> Vec<(Vec<u8>, u64)> {
         let mut out = Vec::new();
         entries.for_each(Bound::Unbounded, Bound::Unbounded, |k, r| {
@@ -936,11 +944,7 @@ mod tests {
                 entries.stage(b);
             }
             want.sort();
-            let got: Vec<(Vec<u8>, u64)> = all(&entries)
-                .into_iter()
-                .map(|(entry, id)| (entry[..entry.len() - ROW_ID_BYTES].to_vec(), id))
-                .collect();
-            assert_eq!(got, want, "width {width}");
+            assert_eq!(keys_and_ids(&entries), want, "width {width}");
         }
     }
 
@@ -1033,10 +1037,7 @@ mod tests {
                     entries.stage(b);
                 }
                 want.sort();
-                let got: Vec<(Vec<u8>, u64)> = all(&entries)
-                    .into_iter()
-                    .map(|(entry, id)| (entry[..entry.len() - ROW_ID_BYTES].to_vec(), id))
-                    .collect();
+                let got = keys_and_ids(&entries);
                 assert_eq!(got, want, "varying {varying}, {clients} clients");
             }
         }
