@@ -255,7 +255,7 @@ fn merge_blocks(mut blocks: Vec<SortedRun>) -> Result<SortedRun, GaveUp> {
         if !blocks[b].is_done() {
             heads.push(b, |x, y| blocks[x].head_cmp(&blocks[y]).is_lt());
         }
-        let moved = out.rows.len();
+        let moved = out.len();
         if deep && moved >= MERGE_JUDGE_AFTER_ENTRIES && stretches * MERGE_MIN_MEAN_STRETCH > moved
         {
             return Err(GaveUp {
@@ -264,7 +264,7 @@ fn merge_blocks(mut blocks: Vec<SortedRun>) -> Result<SortedRun, GaveUp> {
             });
         }
     }
-    debug_assert_eq!(out.rows.len(), entries);
+    debug_assert_eq!(out.len(), entries);
     Ok(out.finish())
 }
 
@@ -344,7 +344,7 @@ mod tests {
                 panic!("100 blocks spanning every key were merged (width {width})");
             };
             assert_eq!(rest.len(), 100, "every block handed back unfinished");
-            let merged_entries = merged.rows.len();
+            let merged_entries = merged.len();
             assert!(merged_entries >= MERGE_JUDGE_AFTER_ENTRIES);
             let left: usize = rest.iter().map(MergeBlock::remaining).sum();
             assert_eq!(merged_entries + left, ids.len(), "no entry lost or doubled");
