@@ -78,6 +78,7 @@ pub mod code {
     pub const QUERY_CANCELED: &str = "57014";
     pub const PROTOCOL_VIOLATION: &str = "08P01";
     pub const PROGRAM_LIMIT_EXCEEDED: &str = "54000";
+    pub const OUT_OF_MEMORY: &str = "53200";
     pub const UNDEFINED_PARAMETER: &str = "42P02";
     pub const INTERNAL_ERROR: &str = "XX000";
     pub const DISK_FULL: &str = "53100";

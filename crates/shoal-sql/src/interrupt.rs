@@ -28,6 +28,14 @@ impl CancelSignal {
     }
 }
 
+impl CancelSignal {
+    /// The signal as a future to race against work; it can be polled again after a race it
+    /// lost.
+    pub(crate) fn as_future(&mut self) -> Pin<&mut (dyn Future<Output = ()> + Send + Sync)> {
+        self.0.as_mut()
+    }
+}
+
 impl std::fmt::Debug for CancelSignal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("CancelSignal")

@@ -303,11 +303,16 @@ async fn an_index_build_does_not_hold_up_the_connections_of_its_thread() {
 /// inserted `rows` rows (g, g) into it.
 async fn open_bulk_load(server: &ShoalServer, columns: &str, rows: i64) -> tokio_postgres::Client {
     let loader = connect(server).await;
+    // The table in a message of its own: in one with BEGIN, it would belong to the block
+    // (the implicit block of a several-statement message becomes the explicit one), and a
+    // ROLLBACK would drop it.
+    loader
+        .batch_execute(&format!("CREATE TABLE bulk ({columns})"))
+        .await
+        .unwrap();
     loader
         .batch_execute(&format!(
-            "CREATE TABLE bulk ({columns});
-             BEGIN;
-             INSERT INTO bulk SELECT g, g FROM generate_series(1, {rows}) g"
+            "BEGIN; INSERT INTO bulk SELECT g, g FROM generate_series(1, {rows}) g"
         ))
         .await
         .unwrap();

@@ -85,12 +85,14 @@ async fn a_locking_read_over_a_parenthesised_join_waits_and_keeps_its_columns() 
             "CREATE TABLE counters (id int PRIMARY KEY, n int NOT NULL, s text NOT NULL);
              CREATE TABLE notes (counter_id int, note text);
              INSERT INTO counters VALUES (1, 10, 'start');
-             INSERT INTO notes VALUES (1, 'first');
-             BEGIN;
-             UPDATE counters SET n = 11 WHERE id = 1;",
+             INSERT INTO notes VALUES (1, 'first');",
         )
         .await
         .expect("set up");
+    holder
+        .batch_execute("BEGIN; UPDATE counters SET n = 11 WHERE id = 1;")
+        .await
+        .expect("update");
     let read = tokio::spawn(async move {
         let rows = waiter
             .query(

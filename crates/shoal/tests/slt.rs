@@ -9,6 +9,14 @@
 //! - `SHOAL_SLT_PENDING=1` also runs `tests/slt/pending/`, the files describing behaviour that
 //!   Shoal does not have yet (they are not run by default so that CI stays green).
 //!
+//! A second test, `sqllogictest_on_postgresql`, runs every file against a real PostgreSQL 15
+//! that it starts itself (see `support::postgres`), each file and protocol in a database of
+//! its own, so that no expected output can encode an answer PostgreSQL would not give. Files
+//! about what only Shoal has (column tables, `shoal_memory`) start with a line
+//! `# shoal-only: why` and are not run there; records where Shoal refuses (0A000) what
+//! PostgreSQL does say `skipif postgresql` (the runs label themselves `shoal` or
+//! `postgresql`).
+//!
 //! All failures are collected and reported together at the end.
 
 mod support;
@@ -22,6 +30,7 @@ use async_trait::async_trait;
 use futures::FutureExt;
 use sqllogictest::{AsyncDB, DBOutput, DefaultColumnType};
 use sqllogictest_engines::postgres::{PostgresConfig, PostgresExtended, PostgresSimple};
+use support::postgres::Postgres;
 use support::ShoalServer;
 
 const SLT_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/slt");
@@ -49,42 +58,82 @@ impl fmt::Display for Protocol {
     }
 }
 
+/// Where a run of the files goes.
+enum Target<'a> {
+    /// A fresh `shoal serve` per file and protocol.
+    Shoal,
+    /// A server named by the environment, used as it is.
+    External(&'a str),
+    /// A PostgreSQL this test started: a fresh database per file and protocol.
+    Postgres(&'a Postgres),
+}
+
 #[test]
 fn sqllogictest() {
-    let files = slt_files();
-    let external = external_target();
-    if let Some(addr) = &external {
-        println!(
-            "running {} slt files against external server {addr}",
-            files.len()
-        );
+    match external_target() {
+        Some(addr) => {
+            println!("running the slt files against external server {addr}");
+            run_all(&Target::External(&addr));
+        }
+        None => run_all(&Target::Shoal),
     }
+}
+
+#[test]
+fn sqllogictest_on_postgresql() {
+    if external_target().is_some() {
+        return; // `sqllogictest` runs the files against that server
+    }
+    if let Some(postgres) = Postgres::start() {
+        run_all(&Target::Postgres(&postgres));
+    }
+}
+
+fn run_all(target: &Target) {
+    let files = slt_files();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("build tokio runtime");
+    let label = match target {
+        Target::Postgres(_) => "postgresql",
+        _ => "shoal",
+    };
 
     let mut failures: Vec<String> = Vec::new();
     let mut files_passed = 0usize;
+    let mut files_skipped = 0usize;
     for file in &files {
         let name = file
             .strip_prefix(SLT_DIR)
             .unwrap_or(file)
             .display()
             .to_string();
+        if matches!(target, Target::Postgres(_)) && shoal_only(file) {
+            println!("skipped {name} (shoal-only)");
+            files_skipped += 1;
+            continue;
+        }
         let mut file_failed = false;
         for protocol in [Protocol::Simple, Protocol::Extended] {
             let started = Instant::now();
-            let run_failures = match &external {
-                Some(addr) => runtime.block_on(run_file(file, protocol, addr)),
-                None => {
+            let run_failures = match target {
+                Target::External(addr) => {
+                    runtime.block_on(run_file(file, protocol, addr, DATABASE, label))
+                }
+                Target::Shoal => {
                     let mut server = ShoalServer::start();
-                    let mut run_failures = runtime.block_on(run_file(file, protocol, &server.addr));
+                    let mut run_failures =
+                        runtime.block_on(run_file(file, protocol, &server.addr, DATABASE, label));
                     if !run_failures.is_empty() {
                         run_failures.push(server.post_mortem());
                     }
                     run_failures
                 }
+                Target::Postgres(postgres) => runtime.block_on(async {
+                    recreate_database(&postgres.addr).await;
+                    run_file(file, protocol, &postgres.addr, DATABASE, label).await
+                }),
             };
             let elapsed_ms = started.elapsed().as_millis();
             if run_failures.is_empty() {
@@ -102,15 +151,48 @@ fn sqllogictest() {
         }
     }
 
-    let files_failed = files.len() - files_passed;
+    let files_failed = files.len() - files_passed - files_skipped;
     for failure in &failures {
         println!("{failure}");
     }
-    println!("slt: {files_passed} passed, {files_failed} failed");
+    println!(
+        "slt ({label}): {files_passed} passed, {files_failed} failed, {files_skipped} skipped"
+    );
     assert!(
         failures.is_empty(),
-        "{files_failed} slt file(s) failed; see the output above"
+        "{files_failed} slt file(s) failed on {label}; see the output above"
     );
+}
+
+/// Gives the next run a fresh `postgres` database on the PostgreSQL this test started (the
+/// files read `current_database()`, so the name stays).
+async fn recreate_database(addr: &str) {
+    let (host, port) = addr.rsplit_once(':').expect("host:port");
+    let conn = format!("host={host} port={port} user={USER} dbname=template1");
+    let (client, connection) = tokio_postgres::connect(&conn, tokio_postgres::NoTls)
+        .await
+        .expect("connect to PostgreSQL");
+    let connection = tokio::spawn(connection);
+    // Two messages: neither may run inside the implicit block of a several-statement one.
+    for sql in [
+        format!("DROP DATABASE IF EXISTS {DATABASE} WITH (FORCE)"),
+        format!("CREATE DATABASE {DATABASE}"),
+    ] {
+        client
+            .batch_execute(&sql)
+            .await
+            .expect("recreate the run's database");
+    }
+    drop(client);
+    let _ = connection.await;
+}
+
+/// Whether the file is about what only Shoal has: its first line says `# shoal-only: why`.
+fn shoal_only(file: &Path) -> bool {
+    std::fs::read_to_string(file)
+        .ok()
+        .and_then(|text| text.lines().next().map(|l| l.starts_with("# shoal-only:")))
+        .unwrap_or(false)
 }
 
 /// The `.slt` files to run, sorted, honouring `SHOAL_SLT_FILTER` and `SHOAL_SLT_PENDING`.
@@ -157,7 +239,13 @@ fn external_target() -> Option<String> {
 /// Runs one file on one protocol and returns its failures, at most `FAILURES_PER_RUN_MAX`.
 /// Unlike `Runner::run_file_async`, it carries on after a failing record, so one run shows
 /// every broken record of a file (later ones may only fail because of an earlier one).
-async fn run_file(file: &Path, protocol: Protocol, addr: &str) -> Vec<String> {
+async fn run_file(
+    file: &Path,
+    protocol: Protocol,
+    addr: &str,
+    database: &str,
+    label: &str,
+) -> Vec<String> {
     let Some((host, port)) = addr.rsplit_once(':') else {
         return vec![format!("bad target address {addr}, expected host:port")];
     };
@@ -165,7 +253,7 @@ async fn run_file(file: &Path, protocol: Protocol, addr: &str) -> Vec<String> {
         return vec![format!("bad port in target address {addr}")];
     };
     let mut config = PostgresConfig::new();
-    config.host(host).port(port).user(USER).dbname(DATABASE);
+    config.host(host).port(port).user(USER).dbname(database);
     config.connect_timeout(Duration::from_secs(10));
 
     match protocol {
@@ -178,7 +266,7 @@ async fn run_file(file: &Path, protocol: Protocol, addr: &str) -> Vec<String> {
                         .map_err(SqlError::from_pg)?))
                 }
             });
-            run_records(runner, file).await
+            run_records(runner, file, label).await
         }
         Protocol::Extended => {
             let runner = sqllogictest::Runner::new(|| {
@@ -189,16 +277,21 @@ async fn run_file(file: &Path, protocol: Protocol, addr: &str) -> Vec<String> {
                         .map_err(SqlError::from_pg)?))
                 }
             });
-            run_records(runner, file).await
+            run_records(runner, file, label).await
         }
     }
 }
 
-async fn run_records<D, M>(mut runner: sqllogictest::Runner<D, M>, file: &Path) -> Vec<String>
+async fn run_records<D, M>(
+    mut runner: sqllogictest::Runner<D, M>,
+    file: &Path,
+    label: &str,
+) -> Vec<String>
 where
     D: AsyncDB<ColumnType = DefaultColumnType>,
     M: sqllogictest::MakeConnection<Conn = D>,
 {
+    runner.add_label(label);
     let records = match sqllogictest::parse_file::<DefaultColumnType>(file) {
         Ok(records) => records,
         Err(error) => return vec![format!("cannot parse {}: {error}", file.display())],

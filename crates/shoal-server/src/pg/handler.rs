@@ -9,14 +9,14 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use datafusion::common::ScalarValue;
 use futures::sink::{Sink, SinkExt};
-use futures::stream;
+use futures::stream::{self, StreamExt};
 use pgwire::api::auth::{
     finish_authentication, protocol_negotiation, save_startup_parameters_to_metadata,
     ServerParameterProvider, StartupHandler,
 };
 use pgwire::api::copy::CopyHandler;
 use pgwire::api::portal::{Format, Portal};
-use pgwire::api::query::{send_query_response, ExtendedQueryHandler, SimpleQueryHandler};
+use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
 use pgwire::api::results::{
     CopyResponse, DescribePortalResponse, DescribeStatementResponse, FieldInfo, QueryResponse,
     Response, Tag,
@@ -29,6 +29,7 @@ use pgwire::api::{
 };
 use pgwire::error::{PgWireError, PgWireResult};
 use pgwire::messages::copy::{CopyData, CopyDone, CopyFail};
+use pgwire::messages::data::{DataRow, RowDescription};
 use pgwire::messages::extendedquery::{Bind, Describe, Execute, Parse, Sync as PgSync};
 use pgwire::messages::response::{EmptyQueryResponse, ReadyForQuery, TransactionStatus};
 use pgwire::messages::simplequery::Query;
@@ -36,6 +37,7 @@ use pgwire::messages::startup::ParameterStatus;
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 use shoal_sql::copy::{CopyIn, CopyRequest};
 use shoal_sql::interrupt::{cancel_signal_from, CancelSignal};
+use shoal_sql::query::row_stream::RowStream;
 use shoal_sql::session::Prepared;
 use shoal_sql::timezone::TimeZone;
 use shoal_sql::{Engine, Session, SqlError, StatementResult};
@@ -150,6 +152,13 @@ fn to_response(
             resp.set_command_tag(tag);
             Response::Query(resp)
         }
+        StatementResult::RowStream { columns, rows, tag } => {
+            let fields = fields_override.unwrap_or_else(|| field_infos(&columns, binary));
+            let binary: Vec<bool> = (0..columns.len()).map(binary).collect();
+            let mut resp = QueryResponse::new(fields, stream_rows(rows, columns, binary, zone));
+            resp.set_command_tag(tag);
+            Response::Query(resp)
+        }
         StatementResult::PointRows(point) => {
             let columns = &point.shape.columns;
             if (0..columns.len()).any(binary) {
@@ -189,6 +198,70 @@ fn to_response(
         }
         StatementResult::Empty => Response::EmptyQuery,
     }
+}
+
+/// A query's DataRows, encoded a batch at a time as the client takes them (see
+/// `shoal_sql::query::row_stream`). An error ends the rows.
+fn stream_rows(
+    rows: RowStream,
+    columns: Vec<shoal_sql::session::ResultColumn>,
+    binary: Vec<bool>,
+    zone: &TimeZone,
+) -> impl futures::Stream<Item = PgWireResult<DataRow>> + Send + 'static {
+    let zone = zone.clone();
+    stream::unfold(rows, move |mut rows| {
+        let (columns, binary, zone) = (columns.clone(), binary.clone(), zone.clone());
+        async move {
+            let encoded: Vec<PgWireResult<DataRow>> = match rows.next_batch().await? {
+                Ok(batch) => encode_rows(&[batch], &columns, &|i| binary[i], &zone)
+                    .into_iter()
+                    .map(Ok)
+                    .collect(),
+                Err(e) => vec![Err(to_pgwire(e))],
+            };
+            Some((stream::iter(encoded), rows))
+        }
+    })
+    .flatten()
+}
+
+/// Sends a simple query's rows and CommandComplete. An error after some rows (the query
+/// failed, was canceled or timed out while the client read it) goes out as the statement's
+/// ErrorResponse, as PostgreSQL's does; the session has failed the block it belonged to.
+async fn send_query_rows<C>(client: &mut C, results: QueryResponse) -> PgWireResult<()>
+where
+    C: Sink<PgWireBackendMessage> + Unpin + Send,
+    C::Error: Debug,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
+    let QueryResponse {
+        command_tag,
+        row_schema,
+        mut data_rows,
+        ..
+    } = results;
+    let description = RowDescription::new(row_schema.iter().map(Into::into).collect());
+    client
+        .feed(PgWireBackendMessage::RowDescription(description))
+        .await?;
+    let mut row_count = 0;
+    while let Some(row) = data_rows.next().await {
+        match row {
+            Ok(row) => client.feed(PgWireBackendMessage::DataRow(row)).await?,
+            Err(PgWireError::UserError(info)) => {
+                return Ok(client
+                    .feed(PgWireBackendMessage::ErrorResponse((*info).into()))
+                    .await?);
+            }
+            Err(other) => return Err(other),
+        }
+        row_count += 1;
+    }
+    let tag = Tag::new(&command_tag).with_rows(row_count);
+    client
+        .feed(PgWireBackendMessage::CommandComplete(tag.into()))
+        .await?;
+    Ok(())
 }
 
 impl ConnectionHandler {
@@ -253,52 +326,59 @@ impl SimpleQueryHandler for ConnectionHandler {
                 ))
                 .await?;
         } else {
-            let results = session.execute_sql(&sql).await;
-            session.set_cancel_signal(None);
-            self.send_parameter_changes(client, &mut session).await?;
-            for r in results {
-                match r {
-                    Ok(result) => {
-                        let is_copy_in = matches!(result, StatementResult::CopyIn(_));
-                        let result = self.begin_copy(&session, result).await;
-                        let zone = session.settings.time_zone();
-                        match to_response(result, &|_| false, None, zone) {
-                            Response::Query(q) => send_query_response(client, q, true).await?,
-                            Response::Execution(t)
-                            | Response::TransactionStart(t)
-                            | Response::TransactionEnd(t) => {
-                                client
-                                    .feed(PgWireBackendMessage::CommandComplete(t.into()))
-                                    .await?
-                            }
-                            Response::EmptyQuery => {
-                                client
-                                    .feed(PgWireBackendMessage::EmptyQueryResponse(
-                                        EmptyQueryResponse::new(),
-                                    ))
-                                    .await?
-                            }
-                            Response::CopyIn(c) => {
-                                pgwire::api::copy::send_copy_in_response(client, c).await?;
-                                client.set_state(PgWireConnectionState::CopyInProgress(false));
-                            }
-                            Response::CopyOut(c) => {
-                                pgwire::api::copy::send_copy_out_response(client, c).await?
-                            }
-                            _ => {}
-                        }
-                        if is_copy_in {
-                            copy_started = true;
-                            break;
-                        }
-                    }
+            let mut run = session.start_query(&sql);
+            while let Some(r) = session.next_result(&mut run).await {
+                self.send_parameter_changes(client, &mut session).await?;
+                let result = match r {
+                    Ok(result) => result,
                     Err(e) => {
                         client
                             .feed(PgWireBackendMessage::ErrorResponse(error_info(&e).into()))
+                            .await?;
+                        continue;
+                    }
+                };
+                let is_copy_in = matches!(result, StatementResult::CopyIn(_));
+                let streamed = matches!(result, StatementResult::RowStream { .. });
+                let result = self.begin_copy(&session, result).await;
+                let zone = session.settings.time_zone();
+                match to_response(result, &|_| false, None, zone) {
+                    Response::Query(q) => send_query_rows(client, q).await?,
+                    Response::Execution(t)
+                    | Response::TransactionStart(t)
+                    | Response::TransactionEnd(t) => {
+                        client
+                            .feed(PgWireBackendMessage::CommandComplete(t.into()))
                             .await?
                     }
+                    Response::EmptyQuery => {
+                        client
+                            .feed(PgWireBackendMessage::EmptyQueryResponse(
+                                EmptyQueryResponse::new(),
+                            ))
+                            .await?
+                    }
+                    Response::CopyIn(c) => {
+                        pgwire::api::copy::send_copy_in_response(client, c).await?;
+                        client.set_state(PgWireConnectionState::CopyInProgress(false));
+                    }
+                    Response::CopyOut(c) => {
+                        pgwire::api::copy::send_copy_out_response(client, c).await?
+                    }
+                    _ => {}
+                }
+                if is_copy_in {
+                    copy_started = true;
+                    break;
+                }
+                // The rows took the statement's cancel signal with them; the next statement
+                // of the message gets its own.
+                if streamed {
+                    session.set_cancel_signal(self.cancel_signal().await);
                 }
             }
+            session.set_cancel_signal(None);
+            self.send_parameter_changes(client, &mut session).await?;
         }
         if !copy_started {
             let status = status_of(session.transaction_status());
@@ -482,7 +562,10 @@ impl ExtendedQueryHandler for ConnectionHandler {
         let mut session = self.session.lock().await;
         let values = match decode_parameters(&prepared, portal, session.settings.time_zone()) {
             Ok(v) => v,
-            Err(e) => return Err(to_pgwire(e)),
+            Err(e) => {
+                session.statement_failed();
+                return Err(to_pgwire(e));
+            }
         };
         session.set_cancel_signal(self.cancel_signal().await);
         let result = session.execute_prepared(&prepared, values).await;
@@ -554,7 +637,7 @@ impl ExtendedQueryHandler for ConnectionHandler {
     {
         client.portal_store().rm_portal(pgwire::api::DEFAULT_NAME);
         let (status, waited_for) = {
-            let session = self.session.lock().await;
+            let mut session = self.session.lock().await;
             let status = status_of(session.transaction_status());
             (status, session.transaction_is_waited_for())
         };

@@ -265,7 +265,10 @@ pub async fn start(
             let mut data = Vec::new();
             let mut rows = 0;
             if format.header && format.csv {
-                let header: Vec<String> = names.iter().map(|n| csv_field(n, &format)).collect();
+                let header: Vec<String> = names
+                    .iter()
+                    .map(|n| csv_field(n, &format, columns == 1))
+                    .collect();
                 data.extend_from_slice(header.join(&format.delimiter.to_string()).as_bytes());
                 data.push(b'\n');
             }
@@ -280,7 +283,7 @@ pub async fn start(
                             let mut s = String::new();
                             pgtext::format_array_value(col.as_ref(), r, &zone, &mut s);
                             fields.push(if format.csv {
-                                csv_field(&s, &format)
+                                csv_field(&s, &format, columns == 1)
                             } else {
                                 text_escape(&s, format.delimiter)
                             });
@@ -324,19 +327,29 @@ pub async fn start(
     }
 }
 
-fn csv_field(s: &str, f: &CopyFormat) -> String {
-    let needs = s.is_empty()
+/// A CSV field, quoted where PostgreSQL quotes it: when it holds the delimiter, the quote or a
+/// line break, when it reads as the NULL string, and when it is `\.` alone on its line (the
+/// only column), which a reader would take for the end of the data.
+fn csv_field(s: &str, f: &CopyFormat, single_column: bool) -> String {
+    let needs = s == f.null
+        || (single_column && s == "\\.")
         || s.contains(f.delimiter)
         || s.contains(f.quote)
         || s.contains('\n')
-        || s.contains('\r')
-        || s == f.null;
-    if needs {
-        let q = f.quote.to_string();
-        format!("{q}{}{q}", s.replace(&q, &format!("{}{q}", f.escape)))
-    } else {
-        s.to_string()
+        || s.contains('\r');
+    if !needs {
+        return s.to_string();
     }
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push(f.quote);
+    for c in s.chars() {
+        if c == f.quote || c == f.escape {
+            out.push(f.escape);
+        }
+        out.push(c);
+    }
+    out.push(f.quote);
+    out
 }
 
 fn text_escape(s: &str, delimiter: char) -> String {

@@ -27,8 +27,9 @@ pub fn from_datafusion(e: DataFusionError) -> SqlError {
         DataFusionError::NotImplemented(msg) => classify(msg, code::FEATURE_NOT_SUPPORTED),
         DataFusionError::Plan(msg) => classify(msg, code::SYNTAX_ERROR),
         DataFusionError::Execution(msg) => classify(msg, code::DATA_EXCEPTION),
+        // The query memory pool is full (see `query::query_memory`).
         DataFusionError::ResourcesExhausted(msg) => {
-            SqlError::new(code::PROGRAM_LIMIT_EXCEEDED, msg)
+            SqlError::new(code::OUT_OF_MEMORY, "out of memory").with_detail(msg)
         }
         DataFusionError::Diagnostic(_, inner) => from_datafusion(*inner),
         DataFusionError::Collection(mut errors) => match errors.pop() {

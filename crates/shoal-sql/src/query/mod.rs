@@ -21,8 +21,10 @@ pub mod pg_catalog;
 pub mod pg_errors;
 pub mod provider;
 pub mod psql_describe;
+pub mod query_memory;
 pub mod query_runtime;
 pub mod rewrite;
+pub mod row_stream;
 pub mod scalar_subquery;
 pub mod schema;
 pub mod scope;
@@ -75,6 +77,7 @@ pub fn new_session_state(scope: Arc<PlanScope>) -> SessionState {
     }
     let mut state = SessionStateBuilder::new()
         .with_config(config)
+        .with_runtime_env(query_memory::runtime_env())
         .with_default_features()
         .with_catalog_list(Arc::new(ShoalCatalogList::new(scope.clone())))
         // Appended after DataFusion's own rules.
@@ -145,6 +148,44 @@ pub async fn execute_plan(
         .await
         .map_err(|e| crate::error::SqlError::internal(format!("query task failed: {e}")))?;
     batches.map_err(pg_errors::from_datafusion)
+}
+
+/// Plans `plan` physically, which takes the scans' rows under the statement's snapshot, and
+/// starts it: the rows follow as the client reads them (see `row_stream`).
+pub async fn stream_plan(
+    state: &SessionState,
+    plan: LogicalPlan,
+    params: Option<ParamValues>,
+) -> SqlResult<row_stream::RowStream> {
+    let plan = match params {
+        Some(p) => plan.with_param_values(p)?,
+        None => plan,
+    };
+    let physical = state
+        .create_physical_plan(&plan)
+        .await
+        .map_err(pg_errors::from_datafusion)?;
+    Ok(row_stream::RowStream::start(physical, state.task_ctx()))
+}
+
+/// Whether the plan calls set_config(), whose setting changes the statement applies when it
+/// ends, so its rows must all be made before then.
+pub fn calls_set_config(plan: &LogicalPlan) -> bool {
+    use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
+    let mut found = false;
+    let _ = plan.apply_with_subqueries(|node| {
+        node.apply_expressions(|expr| {
+            expr.apply(|e| {
+                found |= matches!(e, datafusion::logical_expr::Expr::ScalarFunction(f) if f.name() == "set_config");
+                Ok(if found {
+                    TreeNodeRecursion::Stop
+                } else {
+                    TreeNodeRecursion::Continue
+                })
+            })
+        })
+    });
+    found
 }
 
 /// Plans and runs SQL text that Shoal generated itself (DML target queries, RETURNING, column

@@ -42,8 +42,19 @@ pub async fn run<T: Send + 'static>(
     (&mut task.0).await
 }
 
-/// A spawned task that is aborted when the waiting future is dropped.
-struct AbortOnDrop<T>(JoinHandle<T>);
+/// Starts `work` on the query runtime; dropping the handle aborts it.
+pub(crate) fn spawn(work: impl Future<Output = ()> + Send + 'static) -> AbortOnDrop<()> {
+    AbortOnDrop(QUERY_RUNTIME.spawn(work))
+}
+
+/// A spawned task that is aborted when the waiting future (or the handle) is dropped.
+pub(crate) struct AbortOnDrop<T>(JoinHandle<T>);
+
+impl<T> AbortOnDrop<T> {
+    pub(crate) fn abort(&self) {
+        self.0.abort();
+    }
+}
 
 impl<T> Drop for AbortOnDrop<T> {
     fn drop(&mut self) {

@@ -32,8 +32,25 @@ pub struct Prepared {
 }
 
 impl Session {
-    /// Parse: analyzes the statement once; queries are planned so Describe can answer.
+    /// Parse: analyzes the statement once; queries are planned so Describe can answer. As
+    /// in PostgreSQL, a failed Parse fails the transaction block, and a block that has failed
+    /// already accepts only the statements that end it.
     pub async fn prepare(&mut self, sql: &str, declared: &[u32]) -> SqlResult<Prepared> {
+        self.settle_stream_failure();
+        let prepared = self.prepare_statement(sql, declared).await;
+        if prepared.is_err() {
+            self.fail_block();
+        }
+        prepared
+    }
+
+    /// A protocol-level error of a statement (parameters that Bind cannot decode): it fails
+    /// the transaction block as the statement's own error would.
+    pub fn statement_failed(&mut self) {
+        self.fail_block();
+    }
+
+    async fn prepare_statement(&mut self, sql: &str, declared: &[u32]) -> SqlResult<Prepared> {
         let mut statements = parse_sql(sql)?;
         if statements.len() > 1 {
             return Err(SqlError::syntax(
@@ -41,6 +58,9 @@ impl Session {
             ));
         }
         let stmt = statements.pop();
+        if matches!(self.txn, TxnState::Failed(_)) && !stmt.as_ref().is_some_and(ends_block) {
+            return Err(SqlError::in_failed_transaction());
+        }
         let mut prepared = Prepared {
             sql: sql.to_string(),
             stmt: stmt.clone(),
@@ -139,6 +159,7 @@ impl Session {
         prepared: &Prepared,
         values: Vec<ScalarValue>,
     ) -> SqlResult<StatementResult> {
+        self.settle_stream_failure();
         // Borrowed, not cloned: only the general path below needs a copy of the statement to
         // put the parameters into, and cloning an AST on every execution is not free.
         let Some(stmt) = prepared.stmt.as_ref() else {
@@ -244,4 +265,9 @@ fn resolve_parameter_types(
         prepared.param_types.push(t);
         prepared.param_oids.push(oid);
     }
+}
+
+/// The statements a failed block accepts: those that end it, or roll back to a savepoint.
+fn ends_block(stmt: &Statement) -> bool {
+    matches!(stmt, Statement::Commit { .. } | Statement::Rollback { .. })
 }

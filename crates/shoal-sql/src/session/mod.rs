@@ -6,11 +6,13 @@
 //! `extended`.
 
 mod extended;
+mod query_run;
 mod route;
 mod set_show;
 mod transaction;
 
 pub use extended::Prepared;
+pub use query_run::QueryRun;
 
 use std::sync::Arc;
 
@@ -75,6 +77,13 @@ pub enum StatementResult {
     /// same from a value as from an array; [`StatementResult::into_batches`] turns them into
     /// `Rows` for everything else (binary format, internal callers).
     PointRows(Box<crate::fastpath::PointRows>),
+    /// A query's rows as they are produced (see `query::row_stream`): the protocol layer
+    /// reads them while it writes them to the client.
+    RowStream {
+        columns: Vec<ResultColumn>,
+        rows: crate::query::row_stream::RowStream,
+        tag: &'static str,
+    },
     /// A command tag such as "CREATE TABLE"; `rows` adds the count ("INSERT 0 5" has oid 0).
     Command {
         tag: String,
@@ -141,6 +150,15 @@ pub struct Session {
     cancel: Option<CancelSignal>,
     /// DDL of the current transaction, undone if it rolls back (see `ddl::undo`).
     pub(crate) ddl_undo: crate::ddl::undo::DdlUndoLog,
+    /// The open block is the implicit one of a several-statement Query message (see
+    /// `query_run`). Meaningless while no block is open.
+    implicit_block: bool,
+    /// When the running statement started: statement_timeout counts from here, also while
+    /// its rows are streamed.
+    statement_started_at: std::time::Instant,
+    /// The failure flags of row streams of this session's block that may still be read
+    /// (a portal can be suspended with rows left): a failed one fails the block.
+    stream_failures: Vec<Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl Drop for Session {
@@ -263,6 +281,9 @@ impl Session {
             statement_in_block: false,
             cancel: None,
             ddl_undo: Default::default(),
+            implicit_block: false,
+            statement_started_at: std::time::Instant::now(),
+            stream_failures: Vec::new(),
         }
     }
 
@@ -286,7 +307,8 @@ impl Session {
     }
 
     /// 'I' idle, 'T' in a transaction block, 'E' in a failed block (ReadyForQuery status).
-    pub fn transaction_status(&self) -> u8 {
+    pub fn transaction_status(&mut self) -> u8 {
+        self.settle_stream_failure();
         match self.txn {
             TxnState::Idle => b'I',
             TxnState::Block(_) => b'T',
@@ -294,62 +316,24 @@ impl Session {
         }
     }
 
-    /// Runs every statement of a simple-protocol query string; stops at the first error.
-    pub async fn execute_sql(&mut self, sql: &str) -> Vec<SqlResult<StatementResult>> {
-        // sqlparser does not know PostgreSQL's CHECKPOINT: such strings run piece by piece.
-        // The substring test keeps the tokenizer off every other query.
-        if sql.to_ascii_lowercase().contains("checkpoint") {
-            if let Some(pieces) = crate::parse::split_at_checkpoints(sql) {
-                return Box::pin(self.execute_pieces(pieces)).await;
-            }
+    /// Fails the block if one of its statements' row streams failed while the client read
+    /// it, as the statement would have failed it had the error come before its first row.
+    /// True if one had failed.
+    fn settle_stream_failure(&mut self) -> bool {
+        if self.stream_failures.is_empty() {
+            return false;
         }
-        if let Some(result) = self.execute_cached_shape(sql).await {
-            return vec![result];
+        let failed = self
+            .stream_failures
+            .iter()
+            .any(|f| f.load(std::sync::atomic::Ordering::Acquire));
+        // A flag nobody else holds belongs to a stream that is gone.
+        self.stream_failures
+            .retain(|f| Arc::strong_count(f) > 1 && !failed);
+        if failed {
+            self.fail_block();
         }
-        let statements = match parse_sql(sql) {
-            Ok(s) => s,
-            Err(e) => {
-                self.fail_block();
-                return vec![Err(e)];
-            }
-        };
-        let mut results = Vec::with_capacity(statements.len());
-        for stmt in statements {
-            // Boxed: the general path's future (DataFusion planning included) is many
-            // kilobytes, and every caller's future would otherwise embed it and be copied
-            // whole into each `async_trait` box, fast path or not.
-            let r = match self.execute_transaction_control(&stmt).await {
-                Some(r) => r,
-                None => Box::pin(self.execute_statement(stmt)).await,
-            };
-            let failed = r.is_err();
-            results.push(r);
-            if failed {
-                break;
-            }
-        }
-        results
-    }
-
-    /// A query string with CHECKPOINT among its statements; stops at the first error, as
-    /// `execute_sql` does.
-    async fn execute_pieces(
-        &mut self,
-        pieces: Vec<crate::parse::Piece>,
-    ) -> Vec<SqlResult<StatementResult>> {
-        let mut results = Vec::new();
-        for piece in pieces {
-            let piece_results = match piece {
-                crate::parse::Piece::Checkpoint => vec![self.checkpoint().await],
-                crate::parse::Piece::Sql(text) => self.execute_sql(&text).await,
-            };
-            let failed = piece_results.iter().any(|r| r.is_err());
-            results.extend(piece_results);
-            if failed {
-                break;
-            }
-        }
-        results
+        failed
     }
 
     /// The simple-protocol statement cache (see `shape_cache`): runs `sql` on the cached fast

@@ -111,11 +111,21 @@ impl Session {
         plan: LogicalPlan,
         params: Option<ParamValues>,
     ) -> SqlResult<StatementResult> {
-        let schema = plan.schema().inner().clone();
-        let batches = query::execute_plan(&self.state, plan, params).await?;
-        Ok(StatementResult::Rows {
-            columns: columns_of_schema(&schema),
-            batches,
+        let columns = columns_of_schema(plan.schema().inner());
+        // set_config() changes settings as its rows are made, and the statement applies them
+        // when it ends: such a query runs to the end before it answers.
+        if query::calls_set_config(&plan) {
+            let batches = query::execute_plan(&self.state, plan, params).await?;
+            return Ok(StatementResult::Rows {
+                columns,
+                batches,
+                tag: "SELECT",
+            });
+        }
+        let rows = query::stream_plan(&self.state, plan, params).await?;
+        Ok(StatementResult::RowStream {
+            columns,
+            rows,
             tag: "SELECT",
         })
     }
@@ -131,28 +141,23 @@ impl Session {
             builder.explain(false, false)?
         }
         .build()?;
-        let result = self.run_plan(explained, None).await?;
-        Ok(match result {
-            StatementResult::Rows { batches, .. } => {
-                // PostgreSQL returns one text column named "QUERY PLAN".
-                let zone = self.settings.time_zone().clone();
-                let mut lines = Vec::new();
-                for b in &batches {
-                    let col = b.column(b.num_columns() - 1);
-                    for row in 0..b.num_rows() {
-                        let mut s = String::new();
-                        crate::pgtext::format_array_value(col.as_ref(), row, &zone, &mut s);
-                        lines.extend(s.lines().map(|l| vec![l.to_string()]));
-                    }
-                }
-                let batch = rows_batch(&["QUERY PLAN"], lines);
-                StatementResult::Rows {
-                    columns: columns_of_schema(&batch.schema()),
-                    batches: vec![batch],
-                    tag: "EXPLAIN",
-                }
+        let batches = query::execute_plan(&self.state, explained, None).await?;
+        // PostgreSQL returns one text column named "QUERY PLAN".
+        let zone = self.settings.time_zone().clone();
+        let mut lines = Vec::new();
+        for b in &batches {
+            let col = b.column(b.num_columns() - 1);
+            for row in 0..b.num_rows() {
+                let mut s = String::new();
+                crate::pgtext::format_array_value(col.as_ref(), row, &zone, &mut s);
+                lines.extend(s.lines().map(|l| vec![l.to_string()]));
             }
-            other => other,
+        }
+        let batch = rows_batch(&["QUERY PLAN"], lines);
+        Ok(StatementResult::Rows {
+            columns: columns_of_schema(&batch.schema()),
+            batches: vec![batch],
+            tag: "EXPLAIN",
         })
     }
 }

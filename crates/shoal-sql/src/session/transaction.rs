@@ -23,11 +23,15 @@ impl Session {
     pub(super) fn statement_transaction(&mut self) -> (Transaction, bool) {
         let result = match std::mem::replace(&mut self.txn, TxnState::Idle) {
             TxnState::Block(t) => (t, false),
-            _ => {
+            TxnState::Idle => {
                 self.txn_started_at = chrono::Utc::now();
                 (self.engine.db.begin(self.default_isolation()), true)
             }
+            TxnState::Failed(_) => {
+                unreachable!("statements in a failed block are refused before they start")
+            }
         };
+        self.statement_started_at = std::time::Instant::now();
         self.statement_in_block = !result.1;
         self.mark_statement_start();
         result
@@ -59,6 +63,18 @@ impl Session {
     ) -> SqlResult<StatementResult> {
         self.scope.dml_capture.lock().clear();
         self.apply_set_config_calls(!implicit, result.is_ok());
+        let mut result = result;
+        if let Ok(StatementResult::RowStream { rows, .. }) = &mut result {
+            let timeout_ms = self.settings.statement_timeout_ms();
+            let deadline = (timeout_ms > 0).then(|| {
+                tokio::time::Instant::from_std(self.statement_started_at)
+                    + std::time::Duration::from_millis(timeout_ms)
+            });
+            rows.interrupt_with(self.cancel.take(), deadline);
+            if !implicit {
+                self.stream_failures.push(rows.failure_flag());
+            }
+        }
         match (implicit, result) {
             (true, Ok(StatementResult::CopyIn(req))) => {
                 // COPY FROM STDIN keeps its transaction open until the data has arrived.
@@ -135,10 +151,14 @@ impl Session {
         self.settings.get(setting) == Some("on")
     }
 
+    /// A statement of the block failed: the block stays open but refuses everything but
+    /// ROLLBACK. A block that has failed already stays failed, whatever fails next (a syntax
+    /// error included); outside a block there is nothing to fail.
     pub(super) fn fail_block(&mut self) {
-        if let TxnState::Block(t) = std::mem::replace(&mut self.txn, TxnState::Idle) {
-            self.txn = TxnState::Failed(t);
-        }
+        self.txn = match std::mem::replace(&mut self.txn, TxnState::Idle) {
+            TxnState::Block(t) => TxnState::Failed(t),
+            other => other,
+        };
     }
 
     /// BEGIN, COMMIT, ROLLBACK and savepoints, which need no planning; None for any other
@@ -149,13 +169,42 @@ impl Session {
         stmt: &Statement,
     ) -> Option<SqlResult<StatementResult>> {
         match stmt {
-            Statement::Commit { .. } => return Some(self.commit_block().await),
+            Statement::Commit { chain: false, .. } => return Some(self.commit_block().await),
             Statement::Rollback {
-                savepoint: None, ..
+                savepoint: None,
+                chain: false,
             } => return Some(Ok(self.rollback_block().await)),
+            Statement::Commit { chain: true, .. } => {
+                return Some(self.end_block_and_chain("COMMIT").await)
+            }
+            Statement::Rollback {
+                savepoint: None,
+                chain: true,
+            } => return Some(self.end_block_and_chain("ROLLBACK").await),
             _ => {}
         }
         self.transaction_control(stmt)
+    }
+
+    /// COMMIT AND CHAIN, ROLLBACK AND CHAIN: ends the block as COMMIT or ROLLBACK would and
+    /// opens a new one at once with the same isolation level and access mode, as PostgreSQL
+    /// does. Outside a block there is nothing to chain from: an error (25P01), where plain
+    /// COMMIT only warns.
+    async fn end_block_and_chain(&mut self, command: &str) -> SqlResult<StatementResult> {
+        let (TxnState::Block(t) | TxnState::Failed(t)) = &self.txn else {
+            return Err(SqlError::new(
+                code::NO_ACTIVE_SQL_TRANSACTION,
+                format!("{command} AND CHAIN can only be used in transaction blocks"),
+            ));
+        };
+        let isolation = t.isolation();
+        let read_only = self.settings.get("transaction_read_only") == Some("on");
+        let ended = match command {
+            "COMMIT" => self.commit_block().await?,
+            _ => self.rollback_block().await,
+        };
+        self.start_block(isolation, read_only);
+        Ok(ended)
     }
 
     /// BEGIN, COMMIT, ROLLBACK and savepoints. None for every other statement.
@@ -190,7 +239,9 @@ impl Session {
         match self.txn {
             TxnState::Idle => {}
             TxnState::Block(_) => {
-                // PostgreSQL warns and carries on.
+                // PostgreSQL warns and carries on; BEGIN in a several-statement message makes
+                // its implicit block an ordinary one (see `query_run`).
+                self.implicit_block = false;
                 return Ok(StatementResult::TransactionStart(tag.into()));
             }
             TxnState::Failed(_) => return Err(SqlError::in_failed_transaction()),
@@ -205,6 +256,14 @@ impl Session {
                 }
             }
         }
+        self.start_block(isolation, read_only);
+        Ok(StatementResult::TransactionStart(tag.into()))
+    }
+
+    /// Opens a transaction block (the session has none) and sets the settings that show it.
+    pub(super) fn start_block(&mut self, isolation: IsolationLevel, read_only: bool) {
+        debug_assert!(matches!(self.txn, TxnState::Idle));
+        self.implicit_block = false;
         let access = if read_only { "on" } else { "off" };
         self.settings
             .set("transaction_read_only", access, false)
@@ -223,10 +282,9 @@ impl Session {
         self.sync_scope_settings();
         self.txn_started_at = chrono::Utc::now();
         self.txn = TxnState::Block(self.engine.db.begin(isolation));
-        Ok(StatementResult::TransactionStart(tag.into()))
     }
 
-    fn default_isolation(&self) -> IsolationLevel {
+    pub(super) fn default_isolation(&self) -> IsolationLevel {
         match self.settings.get("default_transaction_isolation") {
             Some("repeatable read") => IsolationLevel::RepeatableRead,
             _ => IsolationLevel::ReadCommitted,
@@ -261,7 +319,7 @@ impl Session {
 
     /// COMMIT: a failed block rolls back instead, as in PostgreSQL; a commit the log refuses
     /// (disk full, broken log) is an error, and its changes are gone.
-    async fn commit_block(&mut self) -> SqlResult<StatementResult> {
+    pub(super) async fn commit_block(&mut self) -> SqlResult<StatementResult> {
         let committed = match std::mem::replace(&mut self.txn, TxnState::Idle) {
             TxnState::Idle => Ok(true),
             TxnState::Block(t) => self.commit_txn(t).await.map(|_| true),

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)] // Each test binary uses a different part of this module.
 
+pub mod postgres;
+
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -312,4 +314,17 @@ pub async fn connect(server: &ShoalServer) -> tokio_postgres::Client {
         .expect("connect to shoal");
     tokio::spawn(connection);
     client
+}
+
+/// Runs each `;`-separated statement of `script` as a message of its own, so that each commits
+/// on its own, as psql runs a script file. (One message holding them all is one implicit
+/// transaction, in which Shoal refuses some DDL that it runs alone: table rewrites after
+/// writes, conversions between row and column storage.) The statements must not contain `;`.
+pub async fn execute_each(client: &tokio_postgres::Client, script: &str) {
+    for sql in script.split(';').map(str::trim).filter(|s| !s.is_empty()) {
+        client
+            .batch_execute(sql)
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e:?}"));
+    }
 }
