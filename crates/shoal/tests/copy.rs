@@ -398,3 +398,69 @@ async fn copy_checks_foreign_keys() {
     .expect("each row's boss is loaded by the same COPY");
     assert_eq!(one_i64(&client, "SELECT count(*) FROM emp").await, 6);
 }
+
+/// What `COPY ... TO STDOUT` writes, byte for byte.
+async fn copy_out(client: &Client, sql: &str) -> Vec<u8> {
+    use futures::StreamExt;
+    let stream = client.copy_out(sql).await.expect("copy out");
+    let mut stream = pin!(stream);
+    let mut data = Vec::new();
+    while let Some(chunk) = stream.next().await {
+        data.extend_from_slice(&chunk.expect("copy data"));
+    }
+    data
+}
+
+/// COPY TO in CSV quotes what PostgreSQL quotes: the delimiter, the quote, line breaks, a value
+/// that reads as the NULL string, and `\.` alone on a line, which psql would take for the end
+/// of the data and stop restoring there. Both servers' bytes must be the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn copy_to_csv_quotes_as_postgresql_does() {
+    async fn dump(client: &Client) -> Vec<Vec<u8>> {
+        client
+            .batch_execute(
+                "CREATE TABLE csv_out (id int, v text);
+                 INSERT INTO csv_out VALUES (1, '\\.'), (2, 'a\"b'), (3, ''), (4, NULL),
+                   (5, 'x,y'), (6, 'two
+lines'), (7, 'NULL'), (8, 'plain')",
+            )
+            .await
+            .expect("set up");
+        let mut out = Vec::new();
+        for sql in [
+            "COPY (SELECT v FROM csv_out ORDER BY id) TO STDOUT (FORMAT csv)",
+            "COPY (SELECT id, v FROM csv_out ORDER BY id) TO STDOUT (FORMAT csv)",
+            "COPY (SELECT v FROM csv_out ORDER BY id) TO STDOUT (FORMAT csv, NULL 'NULL')",
+            "COPY (SELECT v FROM csv_out ORDER BY id) TO STDOUT (FORMAT csv, HEADER)",
+        ] {
+            out.push(copy_out(client, sql).await);
+        }
+        out
+    }
+    let server = ShoalServer::start();
+    let shoal = dump(&connect(&server).await).await;
+    assert!(
+        shoal[0].starts_with(b"\"\\.\"\n"),
+        "a lone \\. is quoted: {:?}",
+        String::from_utf8_lossy(&shoal[0])
+    );
+    if let Some(postgres) = support::postgres::Postgres::start() {
+        let (client, connection) = tokio_postgres::connect(
+            &format!(
+                "host=127.0.0.1 port={} user=postgres dbname=postgres",
+                postgres.port()
+            ),
+            tokio_postgres::NoTls,
+        )
+        .await
+        .expect("connect to PostgreSQL");
+        tokio::spawn(connection);
+        let expected = dump(&client).await;
+        for (shoal, postgres) in shoal.iter().zip(&expected) {
+            assert_eq!(
+                String::from_utf8_lossy(shoal),
+                String::from_utf8_lossy(postgres)
+            );
+        }
+    }
+}
