@@ -27,6 +27,12 @@ const MICROS_PER_DAY: i64 = 86_400 * MICROS_PER_SECOND;
 #[allow(dead_code)]
 const _: i64 = MICROS_PER_DAY;
 
+/// Whether element `row` of `array` is NULL, a NULL literal's NullArray included (which has no
+/// validity bitmap, so `Array::is_null` calls its elements valid).
+pub fn is_null_at(array: &dyn datafusion::arrow::array::Array, row: usize) -> bool {
+    array.logical_nulls().is_some_and(|n| n.is_null(row))
+}
+
 pub fn days_from_date(d: NaiveDate) -> i32 {
     d.num_days_from_ce() - UNIX_EPOCH_DAYS_FROM_CE
 }

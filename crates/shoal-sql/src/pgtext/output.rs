@@ -115,6 +115,7 @@ pub fn format_array_value(array: &dyn Array, row: usize, zone: &TimeZone, out: &
             let list = arr!(ListArray).value(row);
             format_pg_array(list.as_ref(), zone, out)
         }
+        ArrowType::Struct(_) => format_record(arr!(StructArray), row, zone, out),
         ArrowType::Dictionary(_, _) => {
             let formatter = datafusion::arrow::util::display::ArrayFormatter::try_new(
                 array,
@@ -136,24 +137,27 @@ pub fn format_array_value(array: &dyn Array, row: usize, zone: &TimeZone, out: &
     }
 }
 
-/// PostgreSQL array literal output: {1,2,NULL}; strings quoted when needed.
+/// PostgreSQL array literal output: {1,2,NULL}; strings quoted when needed. The elements of a
+/// nested list are its sub-arrays, written in place: `{{1,2},{3,4}}`.
 fn format_pg_array(values: &dyn Array, zone: &TimeZone, out: &mut String) {
+    let nested = matches!(values.data_type(), ArrowType::List(_));
     out.push('{');
     for i in 0..values.len() {
         if i > 0 {
             out.push(',');
         }
-        if values.is_null(i) {
+        if super::is_null_at(values, i) {
             out.push_str("NULL");
             continue;
         }
         let mut item = String::new();
         format_array_value(values, i, zone, &mut item);
-        let needs_quotes = item.is_empty()
-            || item.eq_ignore_ascii_case("null")
-            || item
-                .chars()
-                .any(|c| matches!(c, ',' | '{' | '}' | '"' | '\\' | ' '));
+        let needs_quotes = !nested
+            && (item.is_empty()
+                || item.eq_ignore_ascii_case("null")
+                || item
+                    .chars()
+                    .any(|c| matches!(c, ',' | '{' | '}' | '"' | '\\') || is_pg_space(c)));
         if needs_quotes {
             out.push('"');
             for c in item.chars() {
@@ -168,6 +172,44 @@ fn format_pg_array(values: &dyn Array, zone: &TimeZone, out: &mut String) {
         }
     }
     out.push('}');
+}
+
+/// A row value as PostgreSQL writes a record: `(1,"a b",)`, a NULL field left empty, a field
+/// quoted when it is empty or holds a delimiter, a quote, a backslash or white space.
+fn format_record(record: &StructArray, row: usize, zone: &TimeZone, out: &mut String) {
+    out.push('(');
+    for (i, field) in record.columns().iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        if super::is_null_at(field.as_ref(), row) {
+            continue;
+        }
+        let mut item = String::new();
+        format_array_value(field.as_ref(), row, zone, &mut item);
+        let needs_quotes = item.is_empty()
+            || item
+                .chars()
+                .any(|c| matches!(c, ',' | '(' | ')' | '"' | '\\') || is_pg_space(c));
+        if !needs_quotes {
+            out.push_str(&item);
+            continue;
+        }
+        out.push('"');
+        for c in item.chars() {
+            if c == '"' || c == '\\' {
+                out.push(c);
+            }
+            out.push(c);
+        }
+        out.push('"');
+    }
+    out.push(')');
+}
+
+/// White space as PostgreSQL's array and record output see it (C's isspace).
+fn is_pg_space(c: char) -> bool {
+    matches!(c, ' ' | '\t' | '\n' | '\r' | '\x0b' | '\x0c')
 }
 
 /// Shortest round-trip digits, laid out like PostgreSQL (extra_float_digits = 1): fixed notation

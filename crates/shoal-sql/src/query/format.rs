@@ -45,7 +45,7 @@ impl ScalarUDFImpl for PgFormat {
         let mut out = StringBuilder::with_capacity(rows, rows * 16);
         let mut text = String::new();
         for row in 0..rows {
-            if arrays[0].is_null(row) {
+            if crate::pgtext::is_null_at(arrays[0].as_ref(), row) {
                 out.append_null();
                 continue;
             }
@@ -124,7 +124,7 @@ fn append_value(
     out: &mut String,
 ) -> SqlResult<()> {
     let mut value = String::new();
-    let is_null = array.is_null(row);
+    let is_null = crate::pgtext::is_null_at(array, row);
     if !is_null {
         crate::pgtext::format_array_value(array, row, zone, &mut value);
     }

@@ -5,6 +5,7 @@
 //! overflow errors, and `errors` maps failures to SQLSTATEs.
 
 pub mod arithmetic;
+pub mod array_literal;
 pub mod builtins;
 pub mod checks;
 pub mod civil_time;

@@ -183,6 +183,25 @@ impl VisitorMut for Rewriter<'_> {
 
     fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
         match expr {
+            Expr::SimilarTo {
+                negated,
+                expr: subject,
+                pattern,
+                escape_char,
+            } => match similar_to_regex(pattern, escape_char.as_ref()) {
+                Ok(Some(regex)) => {
+                    *expr = Expr::BinaryOp {
+                        left: subject.clone(),
+                        op: match negated {
+                            true => BinaryOperator::PGRegexNotMatch,
+                            false => BinaryOperator::PGRegexMatch,
+                        },
+                        right: Box::new(Expr::value(ast::Value::SingleQuotedString(regex))),
+                    }
+                }
+                Ok(None) => {}
+                Err(e) => self.error = Some(e),
+            },
             Expr::AnyOp { right, .. } | Expr::AllOp { right, .. } => {
                 if let Expr::Subquery(q) = right.as_mut() {
                     name_quantified_subquery_column(q);
@@ -195,6 +214,15 @@ impl VisitorMut for Rewriter<'_> {
                 ..
             } => {
                 normalize_type_name(data_type);
+                if matches!(data_type, DataType::Array(_)) {
+                    if let Some(text) = string_literal_mut(inner) {
+                        match crate::query::array_literal::to_expr(text, data_type) {
+                            Ok(constructor) => *expr = constructor,
+                            Err(e) => self.error = Some(e),
+                        }
+                        return ControlFlow::Continue(());
+                    }
+                }
                 if let Some(name) = custom_type_name(data_type) {
                     let replacement = match name.as_str() {
                         "regclass" => {
@@ -268,14 +296,36 @@ impl VisitorMut for Rewriter<'_> {
                         }
                     }
                     *data_type = DataType::Text;
-                } else if let DataType::Varchar(Some(length))
-                | DataType::CharacterVarying(Some(length)) = data_type
-                {
-                    // An explicit cast to varchar(n) cuts a longer string to n characters.
-                    let limit = character_length_limit(length);
-                    if let (Some(text), Some(limit)) = (string_literal_mut(inner), limit) {
-                        if let Some((cut, _)) = text.char_indices().nth(limit) {
-                            text.truncate(cut);
+                } else if let Some(limit) = explicit_length_limit(data_type) {
+                    // An explicit cast to varchar(n) or char(n) cuts a longer string to n
+                    // characters (where storing it would fail). char(n) is text here, which
+                    // also drops its blank padding: trailing blanks are insignificant to
+                    // char(n), and text compares them.
+                    match data_type {
+                        DataType::Char(_) | DataType::Character(_) => *data_type = DataType::Text,
+                        // The same type by another name, which DataFusion does not know.
+                        DataType::CharacterVarying(length) => {
+                            *data_type = DataType::Varchar(length.take())
+                        }
+                        _ => {}
+                    }
+                    match string_literal_mut(inner) {
+                        Some(text) => {
+                            if let Some((cut, _)) = text.char_indices().nth(limit) {
+                                text.truncate(cut);
+                            }
+                        }
+                        None => {
+                            let text = Expr::Cast {
+                                kind: CastKind::Cast,
+                                expr: inner.clone(),
+                                data_type: DataType::Text,
+                                array: false,
+                                format: None,
+                            };
+                            let n = Expr::value(ast::Value::Number(limit.to_string(), false));
+                            let one = Expr::value(ast::Value::Number("1".into(), false));
+                            **inner = function_call("substr", vec![text, one, n]);
                         }
                     }
                 } else if let DataType::Char(_) | DataType::Character(_) = data_type {
@@ -630,6 +680,9 @@ fn synonym_call(f: &Function) -> Option<Expr> {
     let renamed = match name.as_str() {
         "ceiling" => "ceil",
         "sign" => "signum",
+        // PostgreSQL's array_remove removes every element equal to the value; DataFusion's
+        // removes the first.
+        "array_remove" => "array_remove_all",
         "mod" => {
             let FunctionArguments::List(list) = &f.args else {
                 return None;
@@ -700,12 +753,93 @@ fn name_scalar_function_column(factor: &mut TableFactor) {
     }
 }
 
+/// The regular expression a SIMILAR TO pattern means, as PostgreSQL's similar_to_escape builds
+/// it: anchored at both ends, `%` for any string, `_` for any character, the escape character
+/// (backslash unless ESCAPE says otherwise; none for ESCAPE '') quoting the next one, bracket
+/// expressions copied, and the characters that are special to regular expressions but not to
+/// SIMILAR TO (`.`, `^`, `$`, `\`) quoted. None for a NULL pattern (the result is NULL, as
+/// DataFusion already gives). DataFusion would take the pattern for a regular expression.
+fn similar_to_regex(
+    pattern: &Expr,
+    escape: Option<&ast::ValueWithSpan>,
+) -> SqlResult<Option<String>> {
+    let pattern = match pattern {
+        Expr::Value(v) => match &v.value {
+            ast::Value::SingleQuotedString(s) | ast::Value::EscapedStringLiteral(s) => s,
+            ast::Value::Null => return Ok(None),
+            _ => return Err(SqlError::unsupported("SIMILAR TO with a non-text pattern")),
+        },
+        _ => {
+            return Err(SqlError::unsupported(
+                "SIMILAR TO with a non-constant pattern",
+            ))
+        }
+    };
+    let escape = match escape.map(|v| &v.value) {
+        None => Some('\\'),
+        Some(ast::Value::SingleQuotedString(e)) if e.is_empty() => None,
+        Some(ast::Value::SingleQuotedString(e)) if e.chars().count() == 1 => e.chars().next(),
+        Some(_) => {
+            return Err(SqlError::new("22025", "invalid escape string")
+                .with_hint("Escape string must be empty or one character."))
+        }
+    };
+    let mut regex = String::from("^(?:");
+    let (mut after_escape, mut in_class) = (false, false);
+    for c in pattern.chars() {
+        if after_escape {
+            regex.push('\\');
+            regex.push(c);
+            after_escape = false;
+        } else if Some(c) == escape {
+            after_escape = true;
+        } else if in_class {
+            if c == '\\' {
+                regex.push('\\');
+            }
+            regex.push(c);
+            in_class = c != ']';
+        } else {
+            match c {
+                '[' => {
+                    regex.push(c);
+                    in_class = true;
+                }
+                '%' => regex.push_str(".*"),
+                '_' => regex.push('.'),
+                '(' => regex.push_str("(?:"),
+                '.' | '^' | '$' | '\\' => {
+                    regex.push('\\');
+                    regex.push(c);
+                }
+                _ => regex.push(c),
+            }
+        }
+    }
+    regex.push_str(")$");
+    Ok(Some(regex))
+}
+
 /// The text of a string literal, to rewrite in place; None for anything else.
 fn string_literal_mut(e: &mut Expr) -> Option<&mut String> {
     match e {
         Expr::Value(v) => match &mut v.value {
             ast::Value::SingleQuotedString(s) | ast::Value::EscapedStringLiteral(s) => Some(s),
             _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// n of an explicit cast to varchar(n) or char(n) (char alone is char(1)).
+fn explicit_length_limit(t: &DataType) -> Option<usize> {
+    match t {
+        DataType::Varchar(Some(length)) | DataType::CharacterVarying(Some(length)) => {
+            character_length_limit(length)
+        }
+        DataType::Char(length) | DataType::Character(length) => match length {
+            Some(length) => character_length_limit(length),
+            None => Some(1),
         },
         _ => None,
     }
