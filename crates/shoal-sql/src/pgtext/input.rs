@@ -80,7 +80,16 @@ pub fn parse_bigint(s: &str) -> SqlResult<i64> {
 }
 
 pub fn parse_real(s: &str) -> SqlResult<f32> {
-    Ok(parse_float(s, "real")? as f32)
+    let v = parse_float(s, "real")?;
+    let narrowed = v as f32;
+    // Out of float4's range although within float8's, or too small for it.
+    if (narrowed.is_infinite() && v.is_finite()) || (narrowed == 0.0 && v != 0.0) {
+        return Err(SqlError::new(
+            code::NUMERIC_VALUE_OUT_OF_RANGE,
+            format!("\"{s}\" is out of range for type real"),
+        ));
+    }
+    Ok(narrowed)
 }
 
 pub fn parse_double(s: &str) -> SqlResult<f64> {
@@ -100,6 +109,13 @@ fn parse_int(s: &str, type_name: &str) -> SqlResult<i64> {
     t.parse::<i64>().map_err(|_| out_of_range(type_name, s))
 }
 
+/// Whether the digits before a float's exponent are not all zero.
+fn mantissa_has_nonzero_digit(t: &str) -> bool {
+    t.split(['e', 'E'])
+        .next()
+        .is_some_and(|m| m.bytes().any(|b| matches!(b, b'1'..=b'9')))
+}
+
 fn parse_float(s: &str, type_name: &str) -> SqlResult<f64> {
     let t = s.trim();
     // Plain decimal numbers, the common case, need no lower-cased copy for the checks below.
@@ -107,7 +123,7 @@ fn parse_float(s: &str, type_name: &str) -> SqlResult<f64> {
         .all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'-' | b'+' | b'e' | b'E'))
     {
         if let Ok(v) = t.parse::<f64>() {
-            if v.is_finite() {
+            if v.is_finite() && (v != 0.0 || !mantissa_has_nonzero_digit(t)) {
                 return Ok(v);
             }
         }
@@ -119,7 +135,10 @@ fn parse_float(s: &str, type_name: &str) -> SqlResult<f64> {
         _ => {}
     }
     let v: f64 = t.parse().map_err(|_| invalid(type_name, s))?;
-    if v.is_infinite() {
+    // A finite input too large for the type, or too small to be told from zero (strtod's
+    // ERANGE in PostgreSQL): "1e-400" is not 0.
+    let underflow = v == 0.0 && mantissa_has_nonzero_digit(t);
+    if v.is_infinite() || underflow {
         return Err(SqlError::new(
             code::NUMERIC_VALUE_OUT_OF_RANGE,
             format!("\"{s}\" is out of range for type {type_name}"),

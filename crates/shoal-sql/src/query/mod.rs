@@ -18,6 +18,7 @@ pub mod format;
 pub mod functions;
 pub mod information_schema;
 pub mod join_using;
+pub mod math_domain;
 pub mod pg_catalog;
 pub mod pg_errors;
 pub mod provider;
@@ -87,6 +88,7 @@ pub fn new_session_state(scope: Arc<PlanScope>) -> SessionState {
     let zone = scope.time_zone.clone();
     functions::register(&mut state, scope);
     builtins::register(&mut state, &zone);
+    math_domain::register(&mut state);
     state
         .register_expr_planner(Arc::new(typecheck::OperatorTypeCheck))
         .expect("registering an expression planner cannot fail");

@@ -223,6 +223,12 @@ impl VisitorMut for Rewriter<'_> {
                         return ControlFlow::Continue(());
                     }
                 }
+                if let Some(text) = string_literal_mut(inner) {
+                    if let Err(e) = read_scalar_literal(text, data_type) {
+                        self.error = Some(e);
+                        return ControlFlow::Continue(());
+                    }
+                }
                 if let Some(name) = custom_type_name(data_type) {
                     let replacement = match name.as_str() {
                         "regclass" => {
@@ -818,6 +824,30 @@ fn similar_to_regex(
     }
     regex.push_str(")$");
     Ok(Some(regex))
+}
+
+/// A string literal cast to a number or a boolean, read as PostgreSQL reads it: DataFusion
+/// would take "10e400" for infinity, " 12 " for an error and "1e-400" for zero. The literal
+/// is refused as PostgreSQL refuses it, or rewritten in a form DataFusion reads the same way.
+fn read_scalar_literal(text: &mut String, t: &DataType) -> SqlResult<()> {
+    use crate::pgtext;
+    let name = t.to_string().to_ascii_lowercase();
+    match name.as_str() {
+        "smallint" | "int2" => *text = pgtext::parse_smallint(text)?.to_string(),
+        "int" | "integer" | "int4" => *text = pgtext::parse_integer(text)?.to_string(),
+        "bigint" | "int8" => *text = pgtext::parse_bigint(text)?.to_string(),
+        "boolean" | "bool" => *text = pgtext::parse_bool(text)?.to_string(),
+        "real" | "float4" => {
+            pgtext::parse_real(text)?;
+            *text = text.trim().to_string();
+        }
+        "double" | "double precision" | "float8" => {
+            pgtext::parse_double(text)?;
+            *text = text.trim().to_string();
+        }
+        _ => {}
+    }
+    Ok(())
 }
 
 /// The text of a string literal, to rewrite in place; None for anything else.
