@@ -77,14 +77,17 @@ pub(super) fn pending_from_table_constraint(
             expr: ch.expr.to_string(),
             column: None,
         },
-        ast::TableConstraint::ForeignKey(fk) => PendingConstraint::Foreign {
-            name: fk.name.as_ref().map(ident),
-            columns: fk.columns.iter().map(ident).collect(),
-            table: fk.foreign_table.clone(),
-            ref_columns: fk.referred_columns.iter().map(ident).collect(),
-            on_delete: referential_action(&fk.on_delete),
-            on_update: referential_action(&fk.on_update),
-        },
+        ast::TableConstraint::ForeignKey(fk) => {
+            check_match_kind(fk.match_kind.as_ref(), fk.columns.len())?;
+            PendingConstraint::Foreign {
+                name: fk.name.as_ref().map(ident),
+                columns: fk.columns.iter().map(ident).collect(),
+                table: fk.foreign_table.clone(),
+                ref_columns: fk.referred_columns.iter().map(ident).collect(),
+                on_delete: referential_action(&fk.on_delete),
+                on_update: referential_action(&fk.on_update),
+            }
+        }
         other => return Err(SqlError::unsupported(format!("constraint {other}"))),
     })
 }
@@ -873,4 +876,24 @@ fn refuse_in_flight_rewrite(
         ));
     }
     Err(super::rewrite_blocked(table))
+}
+
+/// Foreign keys are checked as MATCH SIMPLE (a row with any key column null is not checked).
+/// MATCH FULL, where a row must have all or none of them null, means the same for one column
+/// and is refused for several; MATCH PARTIAL is refused, as PostgreSQL refuses it.
+pub(crate) fn check_match_kind(
+    kind: Option<&ast::ConstraintReferenceMatchKind>,
+    columns: usize,
+) -> SqlResult<()> {
+    match kind {
+        Some(ast::ConstraintReferenceMatchKind::Partial) => Err(SqlError::new(
+            code::FEATURE_NOT_SUPPORTED,
+            "MATCH PARTIAL not yet implemented",
+        )),
+        Some(ast::ConstraintReferenceMatchKind::Full) if columns > 1 => Err(SqlError::new(
+            code::FEATURE_NOT_SUPPORTED,
+            "foreign keys of several columns with MATCH FULL are not supported",
+        )),
+        _ => Ok(()),
+    }
 }

@@ -34,6 +34,14 @@ pub(super) async fn create_table(
             "partitioned tables are not supported",
         ));
     }
+    // Table inheritance would need the parent's columns and scans that include the children;
+    // refused rather than ignored.
+    if ct.inherits.is_some() {
+        return Err(SqlError::new(
+            code::FEATURE_NOT_SUPPORTED,
+            "table inheritance (INHERITS) is not supported",
+        ));
+    }
     let (schema, name) = creation_target(session, &ct.name)?;
     if session
         .engine
@@ -223,14 +231,18 @@ fn column_option(
             expr: ch.expr.to_string(),
             column: Some(col_name.clone()),
         }),
-        ast::ColumnOption::ForeignKey(fk) => pending.push(PendingConstraint::Foreign {
-            name: opt.name.as_ref().or(fk.name.as_ref()).map(ident),
-            columns: vec![col_name.clone()],
-            table: fk.foreign_table.clone(),
-            ref_columns: fk.referred_columns.iter().map(ident).collect(),
-            on_delete: referential_action(&fk.on_delete),
-            on_update: referential_action(&fk.on_update),
-        }),
+        ast::ColumnOption::ForeignKey(fk) => {
+            // One column: MATCH FULL means what MATCH SIMPLE does.
+            crate::ddl::alter::check_match_kind(fk.match_kind.as_ref(), 1)?;
+            pending.push(PendingConstraint::Foreign {
+                name: opt.name.as_ref().or(fk.name.as_ref()).map(ident),
+                columns: vec![col_name.clone()],
+                table: fk.foreign_table.clone(),
+                ref_columns: fk.referred_columns.iter().map(ident).collect(),
+                on_delete: referential_action(&fk.on_delete),
+                on_update: referential_action(&fk.on_update),
+            })
+        }
         ast::ColumnOption::Generated {
             generated_as,
             sequence_options,
