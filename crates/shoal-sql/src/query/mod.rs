@@ -35,6 +35,7 @@ pub mod shoal_memory;
 pub mod text_codes;
 pub mod text_types;
 pub mod typecheck;
+pub mod unknown_literals;
 pub mod wall_clock;
 
 use std::sync::Arc;
@@ -81,6 +82,13 @@ pub fn new_session_state(scope: Arc<PlanScope>) -> SessionState {
         .with_config(config)
         .with_runtime_env(query_memory::runtime_env())
         .with_default_features()
+        // DataFusion's analyzer rules, with Shoal's typing of string literals before its
+        // type coercion.
+        .with_analyzer_rules(vec![
+            Arc::new(unknown_literals::UnknownLiterals),
+            Arc::new(datafusion::optimizer::analyzer::resolve_grouping_function::ResolveGroupingFunction::new()),
+            Arc::new(datafusion::optimizer::analyzer::type_coercion::TypeCoercion::new()),
+        ])
         .with_catalog_list(Arc::new(ShoalCatalogList::new(scope.clone())))
         // Appended after DataFusion's own rules.
         .with_optimizer_rule(Arc::new(text_codes::GroupOnTextCodes))
