@@ -345,14 +345,20 @@ impl Op {
             OpKind::Sub => numeric::sub(&args[0], &args[1]),
             OpKind::Mul => numeric::mul(&args[0], &args[1]),
             OpKind::Neg => numeric::neg(&args[0]),
+            // A NULL of no type (a null-extended column DataFusion typed Null) stays NULL.
+            OpKind::Div | OpKind::Abs if args.iter().any(|a| a.data_type().is_null()) => Ok(
+                datafusion::arrow::array::new_null_array(&ArrowType::Null, args[0].len()),
+            ),
             OpKind::Div => match args[0].data_type() {
                 ArrowType::Float32 => float_div::<Float32Type>(&args[0], &args[1]),
-                _ => float_div::<Float64Type>(&args[0], &args[1]),
+                ArrowType::Float64 => float_div::<Float64Type>(&args[0], &args[1]),
+                other => Err(unexpected_type("/", other)),
             },
             OpKind::Abs => match args[0].data_type() {
                 ArrowType::Int16 => checked_abs::<Int16Type>(&args[0]),
                 ArrowType::Int32 => checked_abs::<Int32Type>(&args[0]),
-                _ => checked_abs::<Int64Type>(&args[0]),
+                ArrowType::Int64 => checked_abs::<Int64Type>(&args[0]),
+                other => Err(unexpected_type("abs", other)),
             },
             OpKind::RoundEven => Ok(match args[0].data_type() {
                 ArrowType::Float32 => Arc::new(
@@ -392,6 +398,11 @@ fn float_div<T: ArrowPrimitiveType>(a: &ArrayRef, b: &ArrayRef) -> Result<ArrayR
             }
         })?;
     Ok(Arc::new(quotient))
+}
+
+/// An argument type the planning step should not have let through: an error, not a panic.
+fn unexpected_type(op: &str, t: &ArrowType) -> ArrowError {
+    ArrowError::InvalidArgumentError(format!("{op} of an argument of type {t}"))
 }
 
 fn checked_abs<T: ArrowPrimitiveType>(a: &ArrayRef) -> Result<ArrayRef, ArrowError> {

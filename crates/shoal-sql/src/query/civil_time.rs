@@ -142,11 +142,12 @@ fn map_days_or_micros(
             let micros = values
                 .as_any()
                 .downcast_ref::<TimestampMicrosecondArray>()?;
-            Some(micros.unary(|micros| field_of_micros(micros) as i128))
+            // Only valid slots: a NULL's slot holds any value, which may overflow.
+            Some(micros.unary_opt(|micros| Some(field_of_micros(micros) as i128)))
         }
         ArrowType::Date32 => {
             let days = values.as_any().downcast_ref::<Date32Array>()?;
-            Some(days.unary(|days| field_of_micros(days as i64 * MICROS_PER_DAY) as i128))
+            Some(days.unary_opt(|days| Some(field_of_micros(days as i64 * MICROS_PER_DAY) as i128)))
         }
         _ => None,
     }

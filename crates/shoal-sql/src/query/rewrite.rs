@@ -183,6 +183,13 @@ impl VisitorMut for Rewriter<'_> {
 
     fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
         match expr {
+            Expr::Value(v) => {
+                if let ast::Value::Number(digits, _) = &mut v.value {
+                    if let Some(plain) = without_exponent(digits) {
+                        *digits = plain;
+                    }
+                }
+            }
             Expr::SimilarTo {
                 negated,
                 expr: subject,
@@ -850,6 +857,43 @@ fn read_scalar_literal(text: &mut String, t: &DataType) -> SqlResult<()> {
     Ok(())
 }
 
+/// A numeric literal with an exponent written out in plain digits: `1e3` is `1000`, `1.5e-3`
+/// `0.0015`, `1.50e2` `150` (PostgreSQL's numeric of the same value and scale). DataFusion reads
+/// an exponent as a negative decimal scale, which it mishandles: `1e3` became 10, and arithmetic
+/// with it overflowed. None when there is no exponent (or it is too large to write out).
+fn without_exponent(number: &str) -> Option<String> {
+    const EXPONENT_MAX: i64 = 1000;
+    let (mantissa, exponent) = number.split_once(['e', 'E'])?;
+    let exponent: i64 = exponent.parse().ok()?;
+    if exponent.abs() > EXPONENT_MAX {
+        return None;
+    }
+    let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let digits = format!("{whole}{fraction}");
+    // Where the decimal point falls in `digits` once the exponent moves it.
+    let point = whole.len() as i64 + exponent;
+    let (int_part, frac_part) = if point <= 0 {
+        (
+            "0".to_string(),
+            format!("{}{digits}", "0".repeat((-point) as usize)),
+        )
+    } else if point as usize >= digits.len() {
+        (
+            format!("{digits}{}", "0".repeat(point as usize - digits.len())),
+            String::new(),
+        )
+    } else {
+        let (i, f) = digits.split_at(point as usize);
+        (i.to_string(), f.to_string())
+    };
+    let int_part = int_part.trim_start_matches('0');
+    let int_part = if int_part.is_empty() { "0" } else { int_part };
+    Some(match frac_part.is_empty() {
+        true => int_part.to_string(),
+        false => format!("{int_part}.{frac_part}"),
+    })
+}
+
 /// The text of a string literal, to rewrite in place; None for anything else.
 fn string_literal_mut(e: &mut Expr) -> Option<&mut String> {
     match e {
@@ -896,5 +940,23 @@ fn local_time_expr(time_only: bool) -> Expr {
         data_type,
         array: false,
         format: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without_exponent;
+
+    #[test]
+    fn exponents_are_written_out() {
+        assert_eq!(without_exponent("1e3").as_deref(), Some("1000"));
+        assert_eq!(without_exponent("1.5e-3").as_deref(), Some("0.0015"));
+        assert_eq!(without_exponent("1.50e2").as_deref(), Some("150"));
+        assert_eq!(without_exponent("12.5E1").as_deref(), Some("125"));
+        assert_eq!(without_exponent("0.5e0").as_deref(), Some("0.5"));
+        assert_eq!(without_exponent(".5e1").as_deref(), Some("5"));
+        assert_eq!(without_exponent("25e-1").as_deref(), Some("2.5"));
+        assert_eq!(without_exponent("123"), None);
+        assert_eq!(without_exponent("1e5000"), None);
     }
 }

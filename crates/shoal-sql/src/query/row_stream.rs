@@ -16,13 +16,15 @@ use std::sync::Arc;
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::execution::TaskContext;
 use datafusion::physical_plan::{execute_stream, ExecutionPlan};
-use futures::future::{self, Either};
+use std::panic::AssertUnwindSafe;
+
+use futures::future::{self, Either, FutureExt};
 use futures::StreamExt;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::{pg_errors, query_runtime};
-use crate::error::SqlResult;
+use crate::error::{SqlError, SqlResult};
 use crate::interrupt::{self, CancelSignal};
 
 /// Batches produced ahead of the client. One is being encoded while the next is made.
@@ -47,20 +49,18 @@ impl RowStream {
     pub fn start(plan: Arc<dyn ExecutionPlan>, task_ctx: Arc<TaskContext>) -> RowStream {
         let (sender, batches) = mpsc::channel(BATCHES_IN_FLIGHT_MAX);
         let producer = query_runtime::spawn(async move {
-            let mut stream = match execute_stream(plan, task_ctx) {
-                Ok(stream) => stream,
-                Err(e) => {
-                    let _ = sender.send(Err(pg_errors::from_datafusion(e))).await;
-                    return;
-                }
-            };
-            while let Some(batch) = stream.next().await {
-                let failed = batch.is_err();
-                let batch = batch.map_err(pg_errors::from_datafusion);
-                // A closed channel: the client is gone or the statement ended; stop.
-                if sender.send(batch).await.is_err() || failed {
-                    return;
-                }
+            // A panic while the query runs must fail the statement: left to end the task, it
+            // would close the channel as the last batch does, and the client would take the
+            // rows sent so far for the whole answer.
+            let run = AssertUnwindSafe(produce(plan, task_ctx, &sender)).catch_unwind();
+            if let Err(panic) = run.await {
+                let message = panic
+                    .downcast_ref::<String>()
+                    .map(String::as_str)
+                    .or_else(|| panic.downcast_ref::<&str>().copied())
+                    .unwrap_or("unknown panic");
+                let error = SqlError::internal(format!("query failed: {message}"));
+                let _ = sender.send(Err(error)).await;
             }
         });
         RowStream {
@@ -155,6 +155,30 @@ impl RowStream {
 enum Stop {
     TimedOut,
     Canceled,
+}
+
+/// Runs `plan` and sends its batches, then its error if it fails; stops early when the
+/// receiving side is gone.
+async fn produce(
+    plan: Arc<dyn ExecutionPlan>,
+    task_ctx: Arc<TaskContext>,
+    sender: &mpsc::Sender<SqlResult<RecordBatch>>,
+) {
+    let mut stream = match execute_stream(plan, task_ctx) {
+        Ok(stream) => stream,
+        Err(e) => {
+            let _ = sender.send(Err(pg_errors::from_datafusion(e))).await;
+            return;
+        }
+    };
+    while let Some(batch) = stream.next().await {
+        let failed = batch.is_err();
+        let batch = batch.map_err(pg_errors::from_datafusion);
+        // A closed channel: the client is gone or the statement ended; stop.
+        if sender.send(batch).await.is_err() || failed {
+            return;
+        }
+    }
 }
 
 impl std::fmt::Debug for RowStream {
