@@ -31,6 +31,7 @@ pub mod code {
     pub const INVALID_DATETIME_FORMAT: &str = "22007";
     pub const DATETIME_FIELD_OVERFLOW: &str = "22008";
     pub const DIVISION_BY_ZERO: &str = "22012";
+    pub const INTERVAL_FIELD_OVERFLOW: &str = "22015";
     pub const INVALID_PARAMETER_VALUE: &str = "22023";
     pub const INVALID_TEXT_REPRESENTATION: &str = "22P02";
     pub const BAD_COPY_FILE_FORMAT: &str = "22P04";

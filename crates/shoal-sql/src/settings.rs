@@ -414,19 +414,14 @@ fn normalize(name: &str, value: &str) -> SqlResult<String> {
                 ))
             }
         },
-        "datestyle" => {
-            let v = value.to_uppercase();
-            if v.contains("ISO")
-                || v.contains("MDY")
-                || v.contains("DMY")
-                || v.contains("YMD")
-                || v.contains("DEFAULT")
-            {
-                "ISO, MDY".to_string()
-            } else {
-                return Err(bad());
+        "datestyle" => normalize_date_style(value)?,
+        "intervalstyle" => match value.trim().to_ascii_lowercase().as_str() {
+            "postgres" => "postgres".to_string(),
+            "postgres_verbose" | "sql_standard" | "iso_8601" => {
+                return Err(output_style_unsupported("IntervalStyle", value))
             }
-        }
+            _ => return Err(bad()),
+        },
         "transaction_isolation" | "default_transaction_isolation" => {
             let v = value.to_lowercase();
             match v.as_str() {
@@ -441,6 +436,11 @@ fn normalize(name: &str, value: &str) -> SqlResult<String> {
             if !(-15..=3).contains(&n) {
                 return Err(bad());
             }
+            // 1 to 3 all mean the shortest exact digits in PostgreSQL 12 and later, which
+            // is what Shoal prints; 0 and below round to fewer digits, which it does not.
+            if n <= 0 {
+                return Err(output_style_unsupported("extra_float_digits", value));
+            }
             n.to_string()
         }
         "synchronous_commit" => match value.to_lowercase().as_str() {
@@ -453,6 +453,40 @@ fn normalize(name: &str, value: &str) -> SqlResult<String> {
         }
         _ => value.to_string(),
     })
+}
+
+/// DateStyle as PostgreSQL spells it back. Shoal prints dates only in the ISO style and reads
+/// ambiguous numeric dates only in MDY order, so other styles and orders are refused rather
+/// than accepted and ignored.
+fn normalize_date_style(value: &str) -> SqlResult<String> {
+    let mut iso_mdy = true;
+    for word in value.split(',').map(|w| w.trim().to_ascii_lowercase()) {
+        match word.as_str() {
+            "iso" | "mdy" | "us" | "noneuropean" | "default" => {}
+            "postgres" | "sql" | "german" | "dmy" | "ymd" | "euro" | "european" => iso_mdy = false,
+            _ => {
+                return Err(SqlError::new(
+                    code::INVALID_PARAMETER_VALUE,
+                    format!("invalid value for parameter \"DateStyle\": \"{value}\""),
+                )
+                .with_detail(format!("Unrecognized key word: \"{word}\".")))
+            }
+        }
+    }
+    if !iso_mdy {
+        return Err(output_style_unsupported("DateStyle", value));
+    }
+    Ok("ISO, MDY".to_string())
+}
+
+fn output_style_unsupported(setting: &str, value: &str) -> SqlError {
+    SqlError::new(
+        code::FEATURE_NOT_SUPPORTED,
+        format!("{setting} \"{value}\" is not supported"),
+    )
+    .with_hint(format!(
+        "Shoal prints dates, times, intervals and floats as PostgreSQL does by default; reset {setting} to its default."
+    ))
 }
 
 pub fn serializable_unsupported() -> SqlError {

@@ -1,66 +1,107 @@
-//! Input text of dates, timestamps (with and without time zone) and intervals. The shapes bulk
-//! loads are made of (`YYYY-MM-DD`, `YYYY-MM-DD HH:MM:SS`) are read without chrono's format
-//! parser; everything else (fractions, trailing zones, special values such as `epoch` and
-//! `infinity`, interval unit words) takes the general path.
+//! Input text of dates, times, timestamps (with and without time zone) and intervals. The
+//! shapes bulk loads are made of (`YYYY-MM-DD`, `YYYY-MM-DD HH:MM:SS`) are read directly;
+//! everything else (fractions, zones, month names, BC, special values such as `epoch` and
+//! `infinity`) takes PostgreSQL's general reading in `datetime_fields`, and the values are
+//! then checked against PostgreSQL's ranges (4714-11-24 BC to 5874897 AD for dates, to
+//! 294276 AD for timestamps).
 
-use chrono::{NaiveDate, NaiveDateTime, NaiveTime};
-use shoal_storage::types::Interval;
+use chrono::{NaiveDate, NaiveTime};
 
-use super::{days_from_date, MICROS_PER_SECOND};
+use super::datetime_fields::{
+    days_from_civil, decode, decode_time, DecodeError, Decoded, Fields, InputZone,
+};
+use super::{days_from_date, MICROS_PER_DAY, MICROS_PER_SECOND};
 use crate::error::{code, SqlError, SqlResult};
 use crate::timezone::TimeZone;
 
-fn date_out_of_range(s: &str) -> SqlError {
+/// The first day PostgreSQL's dates and timestamps reach: 4714-11-24 BC, Julian day 0.
+const FIRST_DAY: i64 = -2_440_588;
+/// The day after the last date (5874897-12-31).
+const DATE_END_DAY: i64 = 2_145_042_906;
+/// The first microsecond no timestamp reaches. PostgreSQL's run to 294276 AD; Shoal counts
+/// microseconds from 1970 in an i64 (whose maximum means `infinity`), which ends in January
+/// 294247, so the last 29 years of PostgreSQL's range are refused as out of range.
+const TIMESTAMP_END_MICROS: i64 = i64::MAX;
+
+/// The storage value of the date `infinity` (and its negation for `-infinity`), as in
+/// PostgreSQL.
+pub const DATE_INFINITY: i32 = i32::MAX;
+
+fn decode_error(e: DecodeError, type_name: &str, s: &str) -> SqlError {
+    match e {
+        DecodeError::Syntax => SqlError::new(
+            code::INVALID_DATETIME_FORMAT,
+            format!("invalid input syntax for type {type_name}: \"{s}\""),
+        ),
+        DecodeError::FieldOverflow => SqlError::new(
+            code::DATETIME_FIELD_OVERFLOW,
+            format!("date/time field value out of range: \"{s}\""),
+        ),
+        DecodeError::UnknownZone(zone) => SqlError::new(
+            code::INVALID_PARAMETER_VALUE,
+            format!("time zone \"{zone}\" not recognized"),
+        ),
+    }
+}
+
+fn out_of_range(what: &str, s: &str) -> SqlError {
     SqlError::new(
         code::DATETIME_FIELD_OVERFLOW,
-        format!("date/time field value out of range: \"{s}\""),
+        format!("{what} out of range: \"{s}\""),
     )
 }
 
+/// Parses a date; `today`, `tomorrow` and `yesterday` are days in UTC.
 pub fn parse_date(s: &str) -> SqlResult<i32> {
+    parse_date_at(s, &TimeZone::utc())
+}
+
+/// Parses a date; `today` and friends are days in `zone` (the session's).
+pub fn parse_date_at(s: &str, zone: &TimeZone) -> SqlResult<i32> {
     if let Some(d) = plain_date(s.as_bytes()) {
         return Ok(days_from_date(d));
     }
-    let t = s.trim();
-    match t.to_ascii_lowercase().as_str() {
-        "epoch" => return Ok(0),
-        "today" => return Ok(days_from_date(chrono::Utc::now().date_naive())),
-        _ => {}
-    }
-    let date_part = t.split([' ', 'T']).next().unwrap_or(t);
-    match NaiveDate::parse_from_str(date_part, "%Y-%m-%d") {
-        Ok(d) => Ok(days_from_date(d)),
-        Err(_) => {
-            let parts: Vec<&str> = date_part.split('-').collect();
-            if parts.len() == 3
-                && parts
-                    .iter()
-                    .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
-            {
-                Err(date_out_of_range(s))
-            } else {
-                Err(SqlError::new(
-                    code::INVALID_DATETIME_FORMAT,
-                    format!("invalid input syntax for type date: \"{s}\""),
-                ))
-            }
+    let fields = match decode(s, zone).map_err(|e| decode_error(e, "date", s))? {
+        Decoded::Infinity => return Ok(DATE_INFINITY),
+        Decoded::NegInfinity => return Ok(-DATE_INFINITY - 1),
+        Decoded::Now => {
+            let local = zone.utc_to_local(chrono::Utc::now().timestamp_micros());
+            return Ok(local.div_euclid(MICROS_PER_DAY) as i32);
         }
+        Decoded::Fields(fields) => fields,
+    };
+    let Some((year, month, day)) = fields.date else {
+        return Err(decode_error(DecodeError::Syntax, "date", s));
+    };
+    let days = days_from_civil(year, month, day);
+    if !(FIRST_DAY..DATE_END_DAY).contains(&days) {
+        return Err(out_of_range("date", s));
     }
+    Ok(days as i32)
 }
 
 /// Parses a timestamp (without time zone; a zone in the text is ignored, as in PostgreSQL).
-/// Returns microseconds since the epoch.
+/// Returns microseconds since the epoch, `i64::MAX` / `i64::MIN` for ±infinity.
 pub fn parse_timestamp(s: &str) -> SqlResult<i64> {
-    parse_timestamp_in(s, None)
+    parse_timestamp_in(s, None, &TimeZone::utc())
+}
+
+/// Parses a timestamp; `now` and `today` are read on the wall clock of `zone`.
+pub fn parse_timestamp_at(s: &str, zone: &TimeZone) -> SqlResult<i64> {
+    parse_timestamp_in(s, None, zone)
 }
 
 /// Parses a timestamptz: an explicit offset or zone name in the text is honoured, otherwise
 /// the time is read in `zone` (the session's). Returns UTC microseconds since the epoch.
 pub fn parse_timestamptz(s: &str, zone: &TimeZone) -> SqlResult<i64> {
-    parse_timestamp_in(s, Some(zone))
+    parse_timestamp_in(s, Some(zone), zone)
 }
 
-fn parse_timestamp_in(s: &str, session_zone: Option<&TimeZone>) -> SqlResult<i64> {
+fn parse_timestamp_in(
+    s: &str,
+    session_zone: Option<&TimeZone>,
+    clock_zone: &TimeZone,
+) -> SqlResult<i64> {
     let type_name = if session_zone.is_some() {
         "timestamp with time zone"
     } else {
@@ -72,58 +113,60 @@ fn parse_timestamp_in(s: &str, session_zone: Option<&TimeZone>) -> SqlResult<i64
             None => micros,
         });
     }
-    let t = s.trim();
-    match t.to_ascii_lowercase().as_str() {
-        "epoch" => return Ok(0),
-        "now" => return Ok(chrono::Utc::now().timestamp_micros()),
-        "infinity" => return Ok(i64::MAX),
-        "-infinity" => return Ok(i64::MIN),
-        _ => {}
-    }
-    let bad = || {
-        SqlError::new(
-            code::INVALID_DATETIME_FORMAT,
-            format!("invalid input syntax for type {type_name}: \"{s}\""),
-        )
+    let fields = match decode(s, clock_zone).map_err(|e| decode_error(e, type_name, s))? {
+        Decoded::Infinity => return Ok(i64::MAX),
+        Decoded::NegInfinity => return Ok(i64::MIN),
+        Decoded::Now => {
+            let now = chrono::Utc::now().timestamp_micros();
+            return Ok(match session_zone {
+                Some(_) => now,
+                None => clock_zone.utc_to_local(now),
+            });
+        }
+        Decoded::Fields(fields) => fields,
     };
-    // Split off a trailing zone: "Z", "+hh", "+hh:mm", "+hhmm", " UTC", " Europe/Berlin".
-    let (body, input_zone) = split_zone(t).ok_or_else(bad)?;
-    let body = body.trim();
-    let naive = if body.len() <= 10 && !body.contains(':') {
-        let d = NaiveDate::parse_from_str(body, "%Y-%m-%d").map_err(|_| bad())?;
-        d.and_time(NaiveTime::MIN)
-    } else {
-        let normalized = body.replacen('T', " ", 1);
-        NaiveDateTime::parse_from_str(&normalized, "%Y-%m-%d %H:%M:%S%.f")
-            .or_else(|_| NaiveDateTime::parse_from_str(&normalized, "%Y-%m-%d %H:%M"))
-            .map_err(|_| {
-                if normalized.len() >= 10
-                    && NaiveDate::parse_from_str(&normalized[..10], "%Y-%m-%d").is_err()
-                    && normalized[..10].split('-').count() == 3
-                {
-                    date_out_of_range(s)
-                } else {
-                    bad()
-                }
-            })?
+    let Some((year, month, day)) = fields.date else {
+        return Err(decode_error(DecodeError::Syntax, type_name, s));
     };
-    let micros = naive.and_utc().timestamp_micros();
+    let local = i128::from(days_from_civil(year, month, day)) * i128::from(MICROS_PER_DAY)
+        + i128::from(fields.time_micros.unwrap_or(0));
+    let local = timestamp_in_range(local).ok_or_else(|| out_of_range("timestamp", s))?;
     let Some(session_zone) = session_zone else {
-        return Ok(micros);
+        return Ok(local);
     };
-    Ok(match input_zone {
-        InputZone::Offset(seconds_east) => micros - seconds_east as i64 * MICROS_PER_SECOND,
-        InputZone::Named(zone) => zone.local_to_utc(micros),
-        InputZone::Session => session_zone.local_to_utc(micros),
-    })
+    let utc = match fields.zone {
+        Some(InputZone::Offset(seconds_east)) => local - seconds_east as i64 * MICROS_PER_SECOND,
+        Some(InputZone::Named(zone)) => zone.local_to_utc(local),
+        None => session_zone.local_to_utc(local),
+    };
+    timestamp_in_range(i128::from(utc)).ok_or_else(|| out_of_range("timestamp", s))
 }
 
-/// The zone written at the end of a timestamp's text, if any.
-enum InputZone {
-    /// Seconds east of Greenwich.
-    Offset(i32),
-    Named(TimeZone),
-    Session,
+fn timestamp_in_range(micros: i128) -> Option<i64> {
+    let first = i128::from(FIRST_DAY) * i128::from(MICROS_PER_DAY);
+    (first..i128::from(TIMESTAMP_END_MICROS))
+        .contains(&micros)
+        .then_some(micros as i64)
+}
+
+/// Parses a time of day (a date or zone in the text is ignored, as in PostgreSQL) into
+/// microseconds since midnight, up to 24:00:00.
+pub fn parse_time(s: &str, zone: &TimeZone) -> SqlResult<i64> {
+    match decode_time(s, zone).map_err(|e| decode_error(e, "time without time zone", s))? {
+        Decoded::Now => {
+            let local = zone.utc_to_local(chrono::Utc::now().timestamp_micros());
+            Ok(local.rem_euclid(MICROS_PER_DAY))
+        }
+        Decoded::Fields(Fields {
+            time_micros: Some(micros),
+            ..
+        }) => Ok(micros),
+        _ => Err(decode_error(
+            DecodeError::Syntax,
+            "time without time zone",
+            s,
+        )),
+    }
 }
 
 fn digits(b: &[u8]) -> Option<u32> {
@@ -132,16 +175,16 @@ fn digits(b: &[u8]) -> Option<u32> {
     })
 }
 
-/// `YYYY-MM-DD`, the shape bulk loads are made of, without chrono's format parser.
+/// `YYYY-MM-DD`, the shape bulk loads are made of, without the general parser.
 fn plain_date(b: &[u8]) -> Option<NaiveDate> {
     if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
         return None;
     }
-    NaiveDate::from_ymd_opt(
-        digits(&b[0..4])? as i32,
-        digits(&b[5..7])?,
-        digits(&b[8..10])?,
-    )
+    let year = digits(&b[0..4])? as i32;
+    if year == 0 {
+        return None;
+    }
+    NaiveDate::from_ymd_opt(year, digits(&b[5..7])?, digits(&b[8..10])?)
 }
 
 /// `YYYY-MM-DD HH:MM:SS` as microseconds, likewise. Anything else (fractions, zones, other
@@ -159,167 +202,11 @@ fn plain_timestamp(b: &[u8]) -> Option<i64> {
     Some(date.and_time(time).and_utc().timestamp_micros())
 }
 
-fn split_zone(t: &str) -> Option<(&str, InputZone)> {
-    if let Some(b) = t.strip_suffix('Z').or_else(|| t.strip_suffix('z')) {
-        return Some((b, InputZone::Offset(0)));
-    }
-    for suffix in [" UTC", " utc", " GMT", "+00", "-00"] {
-        if let Some(b) = t.strip_suffix(suffix) {
-            if suffix.starts_with(' ') || b.contains(':') {
-                return Some((b, InputZone::Offset(0)));
-            }
-        }
-    }
-    // A zone after the time: "2024-03-31 02:30 Europe/Berlin", "12:00 PST" (abbreviations
-    // first, as PostgreSQL reads them).
-    if let Some((body, name)) = t.rsplit_once(' ') {
-        if name.starts_with(|c: char| c.is_ascii_alphabetic()) && body.contains(':') {
-            let zone = TimeZone::from_abbreviation(name).or_else(|| TimeZone::from_name(name))?;
-            return Some((body, InputZone::Named(zone)));
-        }
-    }
-    // A sign after the time part (position > 10 so a date's dashes are not taken for it).
-    if let Some(pos) = t.rfind(['+', '-']) {
-        if pos > 10 && t[..pos].contains(':') {
-            let zone = &t[pos + 1..];
-            let sign = if &t[pos..pos + 1] == "-" { -1 } else { 1 };
-            let digits: String = zone.chars().filter(|c| *c != ':').collect();
-            if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-                return None;
-            }
-            let (h, m, sec) = match digits.len() {
-                1 | 2 => (digits.parse::<i32>().ok()?, 0, 0),
-                4 => (
-                    digits[..2].parse::<i32>().ok()?,
-                    digits[2..].parse::<i32>().ok()?,
-                    0,
-                ),
-                6 => (
-                    digits[..2].parse::<i32>().ok()?,
-                    digits[2..4].parse::<i32>().ok()?,
-                    digits[4..].parse::<i32>().ok()?,
-                ),
-                _ => return None,
-            };
-            let offset = sign * (h * 3600 + m * 60 + sec);
-            return Some((&t[..pos], InputZone::Offset(offset)));
-        }
-    }
-    Some((t, InputZone::Session))
-}
-
-/// Parses PostgreSQL interval input: unit words ("1 year 2 mons 3 days 04:05:06"), a bare
-/// hh:mm:ss, "ago", and a number with no unit meaning seconds.
-pub fn parse_interval(s: &str) -> SqlResult<Interval> {
-    let bad = || {
-        SqlError::new(
-            code::INVALID_DATETIME_FORMAT,
-            format!("invalid input syntax for type interval: \"{s}\""),
-        )
-    };
-    let mut out = Interval::default();
-    let lower = s.trim().to_ascii_lowercase();
-    let mut tokens: Vec<&str> = lower.split_whitespace().collect();
-    let ago = tokens.last() == Some(&"ago");
-    if ago {
-        tokens.pop();
-    }
-    if tokens.is_empty() {
-        return Err(bad());
-    }
-    let mut i = 0;
-    while i < tokens.len() {
-        let tok = tokens[i].trim_start_matches('@');
-        if tok.is_empty() {
-            i += 1;
-            continue;
-        }
-        if tok.contains(':') {
-            let negative = tok.starts_with('-');
-            let parts: Vec<&str> = tok.trim_start_matches(['-', '+']).split(':').collect();
-            let h: i64 = parts.first().and_then(|p| p.parse().ok()).ok_or_else(bad)?;
-            let m: i64 = parts.get(1).and_then(|p| p.parse().ok()).ok_or_else(bad)?;
-            let sec: f64 = parts
-                .get(2)
-                .map(|p| p.parse().map_err(|_| bad()))
-                .transpose()?
-                .unwrap_or(0.0);
-            let micros = h * 3600 * MICROS_PER_SECOND
-                + m * 60 * MICROS_PER_SECOND
-                + (sec * 1e6).round() as i64;
-            out.micros += if negative { -micros } else { micros };
-            i += 1;
-            continue;
-        }
-        let (num_str, unit_inline) = split_number_unit(tok);
-        let n: f64 = num_str.parse().map_err(|_| bad())?;
-        let unit = if !unit_inline.is_empty() {
-            unit_inline.to_string()
-        } else if i + 1 < tokens.len()
-            && !tokens[i + 1].starts_with(|c: char| c.is_ascii_digit() || c == '-' || c == '+')
-        {
-            i += 1;
-            tokens[i].to_string()
-        } else {
-            "second".to_string()
-        };
-        add_interval_unit(&mut out, n, unit.trim_end_matches(','), bad)?;
-        i += 1;
-    }
-    if ago {
-        out = Interval {
-            months: -out.months,
-            days: -out.days,
-            micros: -out.micros,
-        };
-    }
-    Ok(out)
-}
-
-fn split_number_unit(tok: &str) -> (&str, &str) {
-    let end = tok
-        .char_indices()
-        .find(|(i, c)| !(c.is_ascii_digit() || *c == '.' || ((*c == '-' || *c == '+') && *i == 0)))
-        .map(|(i, _)| i)
-        .unwrap_or(tok.len());
-    (&tok[..end], &tok[end..])
-}
-
-fn add_interval_unit(
-    out: &mut Interval,
-    n: f64,
-    unit: &str,
-    bad: impl Fn() -> SqlError,
-) -> SqlResult<()> {
-    let micros = |secs: f64| (secs * 1e6).round() as i64;
-    match unit {
-        "y" | "yr" | "yrs" | "year" | "years" => out.months += (n * 12.0).round() as i32,
-        "mon" | "mons" | "month" | "months" => {
-            out.months += n.trunc() as i32;
-            out.days += (n.fract() * 30.0).round() as i32;
-        }
-        "w" | "week" | "weeks" => out.days += (n * 7.0).round() as i32,
-        "d" | "day" | "days" => {
-            out.days += n.trunc() as i32;
-            out.micros += micros(n.fract() * 86400.0);
-        }
-        "h" | "hr" | "hrs" | "hour" | "hours" => out.micros += micros(n * 3600.0),
-        "m" | "min" | "mins" | "minute" | "minutes" => out.micros += micros(n * 60.0),
-        "s" | "sec" | "secs" | "second" | "seconds" => out.micros += micros(n),
-        "ms" | "millisecond" | "milliseconds" => out.micros += micros(n / 1000.0),
-        "us" | "microsecond" | "microseconds" => out.micros += n.round() as i64,
-        "decade" | "decades" => out.months += (n * 120.0).round() as i32,
-        "century" | "centuries" => out.months += (n * 1200.0).round() as i32,
-        _ => return Err(bad()),
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    use crate::pgtext::{format_interval, format_timestamp};
+    use crate::pgtext::{format_interval, format_timestamp, parse_interval};
 
     #[test]
     fn timestamps_and_intervals_round_trip_text() {

@@ -5,7 +5,8 @@
 
 use shoal_storage::types::{DataType, Value, NUMERIC_MAX_PRECISION};
 
-use super::datetime_input::{parse_date, parse_interval, parse_timestamp, parse_timestamptz};
+use super::datetime_input::{parse_date_at, parse_timestamp_at, parse_timestamptz};
+use super::interval_input::parse_interval;
 use crate::error::{code, SqlError, SqlResult};
 use crate::timezone::TimeZone;
 use crate::types::{format_type, pad_char, parse_uuid};
@@ -51,8 +52,8 @@ pub fn parse_value(s: &str, t: &DataType, zone: &TimeZone) -> SqlResult<Value> {
         DataType::Varchar(limit) => Value::Text(check_varchar(s, *limit, t)?),
         DataType::Char(n) => Value::Text(check_char(s, *n)?),
         DataType::Bytea => Value::Bytea(parse_bytea(s)?),
-        DataType::Date => Value::Date(parse_date(s)?),
-        DataType::Timestamp => Value::Timestamp(parse_timestamp(s)?),
+        DataType::Date => Value::Date(parse_date_at(s, zone)?),
+        DataType::Timestamp => Value::Timestamp(parse_timestamp_at(s, zone)?),
         DataType::TimestampTz => Value::TimestampTz(parse_timestamptz(s, zone)?),
         DataType::Interval => Value::Interval(parse_interval(s)?),
         DataType::Uuid => Value::Uuid(parse_uuid(s)?),

@@ -5,12 +5,12 @@
 
 use std::fmt::Write;
 
-use chrono::{DateTime, Datelike, Timelike};
 use datafusion::arrow::array::*;
 use datafusion::arrow::datatypes::{DataType as ArrowType, IntervalUnit, TimeUnit};
 use shoal_storage::types::{Interval, Value, NUMERIC_DEFAULT_SCALE, NUMERIC_MAX_PRECISION};
 
-use super::{date_from_days, MICROS_PER_DAY, MICROS_PER_SECOND};
+use super::{MICROS_PER_DAY, MICROS_PER_SECOND};
+use crate::query::civil_time::civil_from_days;
 use crate::timezone::TimeZone;
 
 /// Formats element `row` of `array` as PostgreSQL text, timestamptz in `zone` (the session's).
@@ -56,7 +56,12 @@ pub fn format_array_value(array: &dyn Array, row: usize, zone: &TimeZone, out: &
                 TimeUnit::Second => arr!(TimestampSecondArray).value(row) * MICROS_PER_SECOND,
                 TimeUnit::Millisecond => arr!(TimestampMillisecondArray).value(row) * 1000,
                 TimeUnit::Microsecond => arr!(TimestampMicrosecondArray).value(row),
-                TimeUnit::Nanosecond => arr!(TimestampNanosecondArray).value(row) / 1000,
+                // Infinity keeps its meaning in nanoseconds.
+                TimeUnit::Nanosecond => match arr!(TimestampNanosecondArray).value(row) {
+                    i64::MAX => i64::MAX,
+                    i64::MIN => i64::MIN,
+                    nanos => nanos.div_euclid(1000),
+                },
             };
             format_timestamp(micros, tz.is_some().then_some(zone), out)
         }
@@ -298,19 +303,26 @@ pub fn format_bytea(b: &[u8], out: &mut String) {
 }
 
 pub fn format_date(days: i32, out: &mut String) {
-    match date_from_days(days) {
-        Some(d) if d.year() > 0 => {
-            write!(out, "{:04}-{:02}-{:02}", d.year(), d.month(), d.day()).unwrap()
+    match days {
+        i32::MAX => out.push_str("infinity"),
+        i32::MIN => out.push_str("-infinity"),
+        _ => {
+            let (year, month, day) = civil_from_days(i64::from(days));
+            write_year_month_day(year, month, day, out);
+            push_era(year, out);
         }
-        Some(d) => write!(
-            out,
-            "{:04}-{:02}-{:02} BC",
-            1 - d.year(),
-            d.month(),
-            d.day()
-        )
-        .unwrap(),
-        None => out.push_str(if days > 0 { "infinity" } else { "-infinity" }),
+    }
+}
+
+/// `YYYY-MM-DD` of an astronomical year, the era left to the caller (`BC` comes last).
+fn write_year_month_day(year: i64, month: u32, day: u32, out: &mut String) {
+    let year = if year > 0 { year } else { 1 - year };
+    write!(out, "{year:04}-{month:02}-{day:02}").unwrap();
+}
+
+fn push_era(year: i64, out: &mut String) {
+    if year <= 0 {
+        out.push_str(" BC");
     }
 }
 
@@ -352,36 +364,15 @@ pub fn format_timestamp(micros: i64, zone: Option<&TimeZone>, out: &mut String) 
     }
     let offset_seconds = zone.map_or(0, |z| z.offset_at_utc(micros));
     let local = micros.saturating_add(offset_seconds as i64 * MICROS_PER_SECOND);
-    let secs = local.div_euclid(MICROS_PER_SECOND);
-    let frac = local.rem_euclid(MICROS_PER_SECOND);
-    let Some(dt) = DateTime::from_timestamp(secs, 0) else {
-        out.push_str("infinity");
-        return;
-    };
-    let d = dt.naive_utc();
-    let (year, bc) = if d.year() > 0 {
-        (d.year(), false)
-    } else {
-        (1 - d.year(), true)
-    };
-    write!(
-        out,
-        "{:04}-{:02}-{:02} {:02}:{:02}:{:02}",
-        year,
-        d.month(),
-        d.day(),
-        d.hour(),
-        d.minute(),
-        d.second()
-    )
-    .unwrap();
-    format_fraction(frac, out);
+    let (year, month, day) = civil_from_days(local.div_euclid(MICROS_PER_DAY));
+    write_year_month_day(year, month, day, out);
+    let time_of_day = local.rem_euclid(MICROS_PER_DAY);
+    out.push(' ');
+    format_time(time_of_day, out);
     if zone.is_some() {
         crate::timezone::push_offset(offset_seconds, out);
     }
-    if bc {
-        out.push_str(" BC");
-    }
+    push_era(year, out);
 }
 
 /// A length of time as whole days and the rest; both carry the sign of `micros`.

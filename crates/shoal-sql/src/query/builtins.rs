@@ -60,6 +60,20 @@ pub fn register(state: &mut datafusion::execution::SessionState, zone: &SessionZ
         .expect("function registration cannot fail");
     state
         .register_udf(Arc::new(ScalarUDF::new_from_impl(
+            crate::query::datetime_construct::MakeDate {
+                signature: Signature::user_defined(Volatility::Immutable),
+            },
+        )))
+        .expect("function registration cannot fail");
+    state
+        .register_udf(Arc::new(ScalarUDF::new_from_impl(
+            crate::query::datetime_construct::ToTimestampFromEpoch {
+                signature: Signature::user_defined(Volatility::Immutable),
+            },
+        )))
+        .expect("function registration cannot fail");
+    state
+        .register_udf(Arc::new(ScalarUDF::new_from_impl(
             crate::query::datetime::Age {
                 signature: Signature::user_defined(Volatility::Stable),
             },

@@ -27,37 +27,14 @@ use datafusion::sql::sqlparser::ast::BinaryOperator;
 
 use crate::query::civil_time::{civil_field, CivilField};
 
-/// An interval literal restated for DataFusion's parser, when it is in a form that parser
-/// does not read (a `hh:mm:ss` part) and Shoal's reads it; None otherwise.
-pub fn interval_literal_for_datafusion(text: &str) -> Option<String> {
-    if !text.contains(':') {
-        return None;
-    }
-    let i = crate::pgtext::parse_interval(text).ok()?;
-    Some(format!(
+/// An interval literal restated in the units DataFusion's parser reads, from Shoal's reading
+/// of PostgreSQL's forms.
+pub fn interval_literal_for_datafusion(text: &str) -> crate::error::SqlResult<String> {
+    let i = crate::pgtext::parse_interval(text)?;
+    Ok(format!(
         "{} months {} days {} microseconds",
         i.months, i.days, i.micros
     ))
-}
-
-/// A timestamp literal written out in full (`2024-01-10 10:00:00`; for timestamptz the UTC
-/// instant with `+00`, a time without an offset read in `zone`, the session's), when it
-/// starts with a date and Shoal's parser reads it; None otherwise (the special words such as
-/// `now` must stay words, to be evaluated when the statement runs).
-pub fn timestamp_literal_in_full(
-    text: &str,
-    zone: Option<&crate::timezone::TimeZone>,
-) -> Option<String> {
-    if !text.trim_start().starts_with(|c: char| c.is_ascii_digit()) {
-        return None;
-    }
-    let micros = match zone {
-        Some(zone) => crate::pgtext::parse_timestamptz(text, zone).ok()?,
-        None => crate::pgtext::parse_timestamp(text).ok()?,
-    };
-    let t = DateTime::from_timestamp_micros(micros)?.naive_utc();
-    let zone = if zone.is_some() { "+00" } else { "" };
-    Some(format!("{}{zone}", t.format("%Y-%m-%d %H:%M:%S%.6f")))
 }
 
 /// PostgreSQL's to_char template as a chrono format: the common date and time fields; other

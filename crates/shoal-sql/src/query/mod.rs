@@ -12,11 +12,13 @@ pub mod civil_time;
 pub mod column_names;
 pub mod column_provider;
 pub mod datetime;
+pub mod datetime_construct;
 pub mod errors;
 pub mod expr_pass;
 pub mod format;
 pub mod functions;
 pub mod information_schema;
+pub mod interval_order;
 pub mod join_using;
 pub mod math_domain;
 pub mod pg_catalog;
@@ -33,6 +35,7 @@ pub mod scope;
 pub mod set_all;
 pub mod shoal_memory;
 pub mod text_codes;
+pub mod text_input;
 pub mod text_types;
 pub mod typecheck;
 pub mod unknown_literals;
@@ -102,7 +105,9 @@ pub fn new_session_state(scope: Arc<PlanScope>) -> SessionState {
         .expect("registering an expression planner cannot fail");
     // Appended, so it runs after DataFusion's type coercion.
     state.add_analyzer_rule(Arc::new(arithmetic::PgArithmetic));
-    state.add_analyzer_rule(Arc::new(wall_clock::WallClock::new(zone)));
+    state.add_analyzer_rule(Arc::new(wall_clock::WallClock::new(zone.clone())));
+    state.add_analyzer_rule(Arc::new(text_input::TextInput::new(zone)));
+    state.add_analyzer_rule(Arc::new(interval_order::IntervalOrder::default()));
     state.add_analyzer_rule(Arc::new(text_types::BpcharAsText));
     state
 }

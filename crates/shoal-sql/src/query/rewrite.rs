@@ -288,14 +288,6 @@ impl VisitorMut for Rewriter<'_> {
                     // PostgreSQL casts to text with the type's output function. (Literals and
                     // parameters keep the cast: it types a parameter, and literals print alike.)
                     *expr = function_call("pg_text_out", vec![(**inner).clone()]);
-                } else if matches!(data_type, DataType::Interval { .. }) {
-                    if let Some(text) = string_literal_mut(inner) {
-                        if let Some(restated) =
-                            crate::query::datetime::interval_literal_for_datafusion(text)
-                        {
-                            *text = restated;
-                        }
-                    }
                 } else if matches!(data_type, DataType::Uuid) {
                     // A uuid is text to DataFusion: check a literal now, and write it the way
                     // uuid output does (lower case, hyphenated).
@@ -345,22 +337,6 @@ impl VisitorMut for Rewriter<'_> {
                     *data_type = DataType::Text;
                 }
             }
-            // A timestamp literal in a form DataFusion's parser refuses ('2024-01-10 10:00'):
-            // restated from Shoal's PostgreSQL parser in full.
-            Expr::TypedString(ts) if matches!(ts.data_type, DataType::Timestamp(..)) => {
-                let with_tz = matches!(
-                    ts.data_type,
-                    DataType::Timestamp(_, ast::TimezoneInfo::WithTimeZone | ast::TimezoneInfo::Tz)
-                );
-                if let ast::Value::SingleQuotedString(text) = &mut ts.value.value {
-                    let zone = with_tz.then(|| self.scope.time_zone());
-                    if let Some(full) =
-                        crate::query::datetime::timestamp_literal_in_full(text, zone.as_ref())
-                    {
-                        *text = full;
-                    }
-                }
-            }
             // EXTRACT is numeric in PostgreSQL (see `datetime::Extract`).
             Expr::Extract {
                 field, expr: value, ..
@@ -379,12 +355,16 @@ impl VisitorMut for Rewriter<'_> {
                     vec![(**timestamp).clone(), (**time_zone).clone()],
                 );
             }
+            // DataFusion's planner reads interval literals itself, in fewer forms than
+            // PostgreSQL: restated from Shoal's reading, whose errors are PostgreSQL's.
             Expr::Interval(interval) if interval.leading_field.is_none() => {
                 if let Some(text) = string_literal_mut(&mut interval.value) {
-                    if let Some(restated) =
-                        crate::query::datetime::interval_literal_for_datafusion(text)
-                    {
-                        *text = restated;
+                    match crate::query::datetime::interval_literal_for_datafusion(text) {
+                        Ok(restated) => *text = restated,
+                        Err(e) => {
+                            self.error = Some(e);
+                            return ControlFlow::Break(());
+                        }
                     }
                 }
             }
@@ -696,6 +676,7 @@ fn synonym_call(f: &Function) -> Option<Expr> {
         // PostgreSQL's array_remove removes every element equal to the value; DataFusion's
         // removes the first.
         "array_remove" => "array_remove_all",
+        "to_timestamp" => return to_timestamp_from_epoch(f),
         "mod" => {
             let FunctionArguments::List(list) = &f.args else {
                 return None;
@@ -716,6 +697,31 @@ fn synonym_call(f: &Function) -> Option<Expr> {
     let mut f = f.clone();
     f.name = ObjectName(vec![ObjectNamePart::Identifier(Ident::new(renamed))]);
     Some(Expr::Function(f))
+}
+
+/// PostgreSQL's one-argument to_timestamp takes seconds since the epoch (a double precision);
+/// DataFusion's reads text. A number literal is passed as a double, as PostgreSQL's argument
+/// type makes it, so that `1e300` is not first read as a numeric.
+fn to_timestamp_from_epoch(f: &Function) -> Option<Expr> {
+    let FunctionArguments::List(list) = &f.args else {
+        return None;
+    };
+    let [FunctionArg::Unnamed(FunctionArgExpr::Expr(arg))] = list.args.as_slice() else {
+        return None;
+    };
+    let arg = match arg {
+        Expr::Value(v) if matches!(v.value, ast::Value::Number(..)) => Expr::Cast {
+            kind: CastKind::Cast,
+            expr: Box::new(Expr::value(ast::Value::SingleQuotedString(
+                v.value.to_string(),
+            ))),
+            data_type: DataType::DoublePrecision,
+            array: false,
+            format: None,
+        },
+        other => other.clone(),
+    };
+    Some(function_call("pg_to_timestamp_epoch", vec![arg]))
 }
 
 /// In PostgreSQL unary minus binds tighter than `^`, so `-2 ^ 2` is `(-2) ^ 2`; sqlparser

@@ -1,6 +1,6 @@
 //! Where PostgreSQL reads a timestamptz on the session's wall clock. A timestamptz is an
 //! instant (UTC microseconds) and compares, sorts and groups as one; but casting it to
-//! timestamp or date, casting a timestamp, date or text to it, extract/date_part,
+//! timestamp or date, casting a timestamp or date to it, extract/date_part,
 //! date_trunc, to_char and current_date all work in the session time zone. DataFusion knows
 //! only the zone written in the Arrow type, so the analyzer rule here rewrites those
 //! operations to go through `pg_timestamptz_to_local` / `pg_local_to_timestamptz`, which read
@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{ArrayRef, StringArray, TimestampMicrosecondArray};
+use datafusion::arrow::array::{ArrayRef, TimestampMicrosecondArray};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType as ArrowType, TimeUnit};
 use datafusion::common::config::ConfigOptions;
@@ -40,7 +40,6 @@ fn micros_type(zone: Option<&str>) -> ArrowType {
 pub struct WallClock {
     to_local: Arc<ScalarUDF>,
     to_instant: Arc<ScalarUDF>,
-    text_to_instant: Arc<ScalarUDF>,
     add_interval: Arc<ScalarUDF>,
 }
 
@@ -56,7 +55,6 @@ impl WallClock {
         WallClock {
             to_local: udf(Kind::ToLocal),
             to_instant: udf(Kind::ToInstant),
-            text_to_instant: udf(Kind::TextToInstant),
             add_interval: Arc::new(ScalarUDF::new_from_impl(IntervalOnWallClock {
                 zone: zone.clone(),
                 signature: Signature::user_defined(Volatility::Stable),
@@ -89,13 +87,6 @@ impl AnalyzerRule for WallClock {
 
 fn is_zoned(t: &ArrowType) -> bool {
     matches!(t, ArrowType::Timestamp(_, Some(_)))
-}
-
-fn is_textual(t: &ArrowType) -> bool {
-    matches!(
-        t,
-        ArrowType::Utf8 | ArrowType::LargeUtf8 | ArrowType::Utf8View
-    )
 }
 
 fn cast_to(e: Expr, t: &ArrowType) -> Expr {
@@ -238,11 +229,6 @@ impl WallClock {
                     to,
                 ))
             }
-            (t, ArrowType::Timestamp(_, Some(_))) if is_textual(t) => {
-                let text = retyped(inner, from, &ArrowType::Utf8);
-                let instant = self.call(&self.text_to_instant, text);
-                Some(retyped(instant, &micros_type(Some(INSTANT_ZONE)), to))
-            }
             (
                 ArrowType::Timestamp(_, Some(_)),
                 ArrowType::Timestamp(_, None) | ArrowType::Date32,
@@ -258,8 +244,6 @@ enum Kind {
     ToLocal,
     /// timestamp (a wall-clock time in the session's zone) → timestamptz.
     ToInstant,
-    /// text → timestamptz, with timestamptz's input rules (an offset in the text wins).
-    TextToInstant,
 }
 
 #[derive(Debug, PartialEq, Eq, Hash)]
@@ -274,7 +258,6 @@ impl ScalarUDFImpl for ZoneConversion {
         match self.kind {
             Kind::ToLocal => "pg_timestamptz_to_local",
             Kind::ToInstant => "pg_local_to_timestamptz",
-            Kind::TextToInstant => "pg_timestamptz_in",
         }
     }
 
@@ -292,14 +275,13 @@ impl ScalarUDFImpl for ZoneConversion {
                 _ => micros_type(Some(INSTANT_ZONE)),
             },
             Kind::ToInstant => micros_type(None),
-            Kind::TextToInstant => ArrowType::Utf8,
         }])
     }
 
     fn return_type(&self, _arg_types: &[ArrowType]) -> DfResult<ArrowType> {
         Ok(match self.kind {
             Kind::ToLocal => micros_type(None),
-            Kind::ToInstant | Kind::TextToInstant => micros_type(Some(INSTANT_ZONE)),
+            Kind::ToInstant => micros_type(Some(INSTANT_ZONE)),
         })
     }
 
@@ -321,21 +303,6 @@ impl ScalarUDFImpl for ZoneConversion {
                     let utc: TimestampMicrosecondArray = micros.unary(|v| zone.local_to_utc(v));
                     Arc::new(utc.with_timezone(INSTANT_ZONE))
                 }
-            }
-            Kind::TextToInstant => {
-                let text = input
-                    .as_any()
-                    .downcast_ref::<StringArray>()
-                    .expect("coerce_types makes text");
-                let parsed: TimestampMicrosecondArray = text
-                    .iter()
-                    .map(|s| {
-                        s.map(|s| crate::pgtext::parse_timestamptz(s, &zone))
-                            .transpose()
-                    })
-                    .collect::<Result<_, _>>()
-                    .map_err(crate::query::functions::sql_error)?;
-                Arc::new(parsed.with_timezone(INSTANT_ZONE))
             }
         };
         Ok(if scalar {
