@@ -142,12 +142,19 @@ fn map_days_or_micros(
             let micros = values
                 .as_any()
                 .downcast_ref::<TimestampMicrosecondArray>()?;
-            // Only valid slots: a NULL's slot holds any value, which may overflow.
-            Some(micros.unary_opt(|micros| Some(field_of_micros(micros) as i128)))
+            // Only valid slots: a NULL's slot holds any value, which may overflow. A field of
+            // infinity is NULL (PostgreSQL gives NULL for most fields, ±Infinity for a few
+            // that a decimal cannot hold).
+            Some(micros.unary_opt(|micros| {
+                (micros != i64::MAX && micros != i64::MIN).then(|| field_of_micros(micros) as i128)
+            }))
         }
         ArrowType::Date32 => {
             let days = values.as_any().downcast_ref::<Date32Array>()?;
-            Some(days.unary_opt(|days| Some(field_of_micros(days as i64 * MICROS_PER_DAY) as i128)))
+            Some(days.unary_opt(|days| {
+                (days != i32::MAX && days != i32::MIN)
+                    .then(|| field_of_micros(days as i64 * MICROS_PER_DAY) as i128)
+            }))
         }
         _ => None,
     }
