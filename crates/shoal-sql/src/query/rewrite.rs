@@ -173,6 +173,7 @@ impl VisitorMut for Rewriter<'_> {
 
     fn post_visit_query(&mut self, query: &mut ast::Query) -> ControlFlow<()> {
         fetch_to_limit(query);
+        distinct_on_positions(query);
         crate::query::join_using::merge_using_columns(query);
         self.query_depth -= 1;
         if self.query_depth == 0 {
@@ -613,6 +614,49 @@ fn retype(e: &Expr, t: DataType) -> Expr {
         array: false,
         format: None,
     }
+}
+
+/// DISTINCT ON and ORDER BY may name output columns by position (`DISTINCT ON (1) ... ORDER BY
+/// 1`), as PostgreSQL reads them. DataFusion resolves positions in ORDER BY but takes them for
+/// constants in DISTINCT ON, and then finds the two lists different. Both get the output
+/// column's expression written out.
+fn distinct_on_positions(query: &mut ast::Query) {
+    let ast::SetExpr::Select(select) = query.body.as_mut() else {
+        return;
+    };
+    let Some(ast::Distinct::On(distinct)) = &select.distinct else {
+        return;
+    };
+    let output = |e: &Expr| -> Option<Expr> {
+        let Expr::Value(v) = e else { return None };
+        let ast::Value::Number(n, _) = &v.value else {
+            return None;
+        };
+        let position: usize = n.parse().ok()?;
+        match select.projection.get(position.checked_sub(1)?)? {
+            ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. } => {
+                Some(e.clone())
+            }
+            _ => None,
+        }
+    };
+    let distinct: Vec<Expr> = distinct
+        .iter()
+        .map(|e| output(e).unwrap_or_else(|| e.clone()))
+        .collect();
+    if let Some(ast::OrderBy {
+        kind: ast::OrderByKind::Expressions(order),
+        ..
+    }) = &mut query.order_by
+    {
+        for item in order.iter_mut() {
+            // A constant stays a position: in ORDER BY a number is read as one.
+            if let Some(e) = output(&item.expr).filter(|e| !matches!(e, Expr::Value(_))) {
+                item.expr = e;
+            }
+        }
+    }
+    select.distinct = Some(ast::Distinct::On(distinct));
 }
 
 /// `FETCH FIRST n ROWS ONLY` is the standard spelling of `LIMIT n`, which DataFusion plans.
