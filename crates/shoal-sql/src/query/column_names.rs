@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 
 use datafusion::sql::sqlparser::ast::{
-    CastKind, DataType, Expr, Ident, ObjectNamePart, Select, SelectItem, SetExpr, Value,
+    CastKind, DataType, Expr, Ident, ObjectNamePart, Select, SelectItem, SetExpr,
 };
 
 /// Separates a repeated column name from the suffix that keeps it unique inside the plan.
@@ -68,45 +68,69 @@ fn name_select_items(select: &mut Select) {
 
 /// PostgreSQL's FigureColname: the name an expression gives its result column.
 fn figure_name(e: &Expr) -> String {
+    figure(e).0
+}
+
+/// How sure a name is, as FigureColnameInternal ranks it: a cast's type name gives way to the
+/// name of what it casts when that is a column or a function, and a CASE takes its ELSE's name
+/// when that is such a name.
+#[derive(Clone, Copy, PartialEq, PartialOrd)]
+enum Strength {
+    /// `?column?`.
+    None,
+    /// A type name of a cast, or `case`.
+    Weak,
+    /// A column, a function, a keyword construct.
+    Strong,
+}
+
+fn figure(e: &Expr) -> (String, Strength) {
+    let strong = |name: &str| (name.to_string(), Strength::Strong);
     match e {
-        Expr::Identifier(i) => i.value.clone(),
-        Expr::CompoundIdentifier(parts) => {
-            parts.last().map(|i| i.value.clone()).unwrap_or_default()
-        }
+        Expr::Identifier(i) => strong(&i.value),
+        Expr::CompoundIdentifier(parts) => match parts.last() {
+            Some(i) => strong(&i.value),
+            None => ("?column?".into(), Strength::None),
+        },
         Expr::Function(f) => match f.name.0.last() {
-            Some(ObjectNamePart::Identifier(i)) => i.value.to_lowercase(),
-            _ => "?column?".into(),
+            Some(ObjectNamePart::Identifier(i)) => strong(&i.value.to_lowercase()),
+            _ => ("?column?".into(), Strength::None),
         },
         Expr::Cast {
             kind: CastKind::Cast | CastKind::DoubleColon,
             expr,
             data_type,
             ..
-        } => match figure_name(expr).as_str() {
-            "?column?" => type_name(data_type),
-            name => name.to_string(),
+        } => match figure(expr) {
+            (name, Strength::Strong) => (name, Strength::Strong),
+            _ => (type_name(data_type), Strength::Weak),
         },
-        Expr::Nested(inner) => figure_name(inner),
-        Expr::Case { .. } => "case".into(),
-        Expr::Exists { .. } => "exists".into(),
-        Expr::Array(_) => "array".into(),
-        Expr::Extract { .. } => "extract".into(),
-        Expr::Substring { .. } => "substring".into(),
-        Expr::Position { .. } => "position".into(),
-        Expr::Trim { .. } => "btrim".into(),
-        Expr::Ceil { .. } => "ceil".into(),
-        Expr::Floor { .. } => "floor".into(),
+        Expr::TypedString(ts) => (type_name(&ts.data_type), Strength::Weak),
+        Expr::Interval(_) => ("interval".into(), Strength::Weak),
+        Expr::Nested(inner) => figure(inner),
+        Expr::Case { else_result, .. } => match else_result.as_deref().map(figure) {
+            Some((name, Strength::Strong)) => (name, Strength::Strong),
+            _ => ("case".into(), Strength::Weak),
+        },
+        Expr::Exists { .. } => strong("exists"),
+        Expr::Array(_) => strong("array"),
+        Expr::Extract { .. } => strong("extract"),
+        Expr::Substring { shorthand, .. } => {
+            strong(if *shorthand { "substr" } else { "substring" })
+        }
+        Expr::Position { .. } => strong("position"),
+        Expr::Trim { .. } => strong("btrim"),
+        Expr::Ceil { .. } => strong("ceil"),
+        Expr::Floor { .. } => strong("floor"),
         Expr::Subquery(q) => match q.body.as_ref() {
             SetExpr::Select(s) => match s.projection.as_slice() {
-                [SelectItem::ExprWithAlias { alias, .. }] => alias.value.clone(),
-                [SelectItem::UnnamedExpr(inner)] => figure_name(inner),
-                _ => "?column?".into(),
+                [SelectItem::ExprWithAlias { alias, .. }] => strong(&alias.value),
+                [SelectItem::UnnamedExpr(inner)] => figure(inner),
+                _ => ("?column?".into(), Strength::None),
             },
-            _ => "?column?".into(),
+            _ => ("?column?".into(), Strength::None),
         },
-        Expr::Value(v) if matches!(v.value, Value::Boolean(_)) => "bool".into(),
-        Expr::TypedString(ts) => type_name(&ts.data_type),
-        _ => "?column?".into(),
+        _ => ("?column?".into(), Strength::None),
     }
 }
 
