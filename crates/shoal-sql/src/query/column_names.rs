@@ -158,6 +158,13 @@ fn type_name(t: &DataType) -> String {
         DataType::Uuid => "uuid".into(),
         DataType::JSON => "json".into(),
         DataType::JSONB => "jsonb".into(),
+        // A quoted type name (`"char"`) names the column without its quotes.
+        DataType::Custom(name, _) => match name.0.last() {
+            Some(ObjectNamePart::Identifier(ident)) if ident.quote_style.is_some() => {
+                ident.value.clone()
+            }
+            _ => t.to_string().to_lowercase(),
+        },
         other => other.to_string().to_lowercase(),
     }
 }

@@ -231,6 +231,32 @@ fn relation_is_visible(scope: &PlanScope, oid: Oid) -> bool {
     )
 }
 
+/// Resolves a schema name (as regnamespace input does) to its OID.
+fn regnamespace(scope: &PlanScope, name: &str) -> Result<Oid, SqlError> {
+    let name = name.trim();
+    if let Ok(oid) = name.parse::<u32>() {
+        return Ok(oid);
+    }
+    let (_, schema) = parse_qualified_name(name);
+    let catalog = scope.engine.catalog.read();
+    catalog.schemas.get(&schema).map(|s| s.oid).ok_or_else(|| {
+        SqlError::new(
+            code::INVALID_SCHEMA_NAME,
+            format!("schema \"{schema}\" does not exist"),
+        )
+    })
+}
+
+/// regnamespace output: the schema's name, or the bare number for an OID that names none.
+fn regnamespace_text(scope: &PlanScope, oid: i64) -> String {
+    let catalog = scope.engine.catalog.read();
+    let schema = catalog.schemas.values().find(|s| i64::from(s.oid) == oid);
+    match schema {
+        Some(s) => quote_ident_if_needed(&s.name),
+        None => oid.to_string(),
+    }
+}
+
 /// regtype output: the type's SQL name, `-` for OID 0 and the bare number for an unknown OID.
 fn regtype_text(oid: i64) -> String {
     if oid == 0 {
@@ -244,7 +270,8 @@ pub(crate) fn quote_ident_if_needed(name: &str) -> String {
         .chars()
         .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
         && !name.starts_with(|c: char| c.is_ascii_digit())
-        && !name.is_empty();
+        && !name.is_empty()
+        && !crate::query::checks::is_quoted_keyword(name);
     if plain {
         name.to_string()
     } else {
@@ -533,6 +560,34 @@ pub fn register(state: &mut datafusion::execution::SessionState, scope: Arc<Plan
                 return Ok(ScalarValue::Utf8(None));
             };
             Ok(ScalarValue::Utf8(Some(regclass_text(&sc, oid as Oid))))
+        },
+    ));
+    let sc = s.clone();
+    add(udf(
+        "to_regnamespace_oid",
+        &[1],
+        ArrowType::UInt32,
+        Volatility::Stable,
+        move |a| {
+            let Some(name) = text_arg(&a[0]) else {
+                return Ok(ScalarValue::UInt32(None));
+            };
+            regnamespace(&sc, &name)
+                .map(|o| ScalarValue::UInt32(Some(o)))
+                .map_err(sql_error)
+        },
+    ));
+    let sc = s.clone();
+    add(udf(
+        "regnamespace_out",
+        &[1],
+        ArrowType::Utf8,
+        Volatility::Stable,
+        move |a| {
+            let Some(oid) = int_arg(&a[0]) else {
+                return Ok(ScalarValue::Utf8(None));
+            };
+            Ok(ScalarValue::Utf8(Some(regnamespace_text(&sc, oid))))
         },
     ));
     add(udf(

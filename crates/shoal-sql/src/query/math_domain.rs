@@ -167,7 +167,14 @@ impl ScalarUDFImpl for DomainChecked {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
-        let rows = args.number_rows;
+        // With only scalar arguments (constants, uncorrelated subqueries) DataFusion's functions
+        // answer one value, as a scalar or a one-element array, whatever the batch's size:
+        // that one value is what to check.
+        let all_scalar = args
+            .args
+            .iter()
+            .all(|a| matches!(a, ColumnarValue::Scalar(_)));
+        let rows = if all_scalar { 1 } else { args.number_rows };
         let inputs = args
             .args
             .iter()
@@ -189,7 +196,7 @@ impl ScalarUDFImpl for DomainChecked {
             return Ok(result);
         }
         let output = as_float64(&result.to_array(rows)?)?;
-        for row in 0..rows {
+        for row in 0..rows.min(output.len()) {
             let finite_inputs = inputs
                 .iter()
                 .all(|a| a.is_null(row) || a.value(row).is_finite());

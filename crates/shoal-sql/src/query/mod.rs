@@ -29,6 +29,7 @@ pub mod query_memory;
 pub mod query_runtime;
 pub mod rewrite;
 pub mod row_stream;
+pub mod scalar_rows;
 pub mod scalar_subquery;
 pub mod schema;
 pub mod scope;
@@ -100,6 +101,7 @@ pub fn new_session_state(scope: Arc<PlanScope>) -> SessionState {
     functions::register(&mut state, scope);
     builtins::register(&mut state, &zone);
     math_domain::register(&mut state);
+    scalar_rows::register(&mut state);
     state
         .register_expr_planner(Arc::new(typecheck::OperatorTypeCheck))
         .expect("registering an expression planner cannot fail");

@@ -210,6 +210,7 @@ impl VisitorMut for Rewriter<'_> {
                 Ok(None) => {}
                 Err(e) => self.error = Some(e),
             },
+            Expr::Function(f) if is_format_call(f) => print_format_object_names(f),
             Expr::AnyOp { right, .. } | Expr::AllOp { right, .. } => {
                 if let Expr::Subquery(q) = right.as_mut() {
                     name_quantified_subquery_column(q);
@@ -243,15 +244,16 @@ impl VisitorMut for Rewriter<'_> {
                             Some(function_call("to_regclass_oid", vec![cast_text(inner)]))
                         }
                         "regtype" => Some(function_call("to_regtype_oid", vec![cast_text(inner)])),
-                        "oid" | "regproc" | "regnamespace" | "regrole" | "xid" | "cid" => {
-                            Some(Expr::Cast {
-                                kind: CastKind::Cast,
-                                expr: inner.clone(),
-                                data_type: DataType::BigInt(None),
-                                array: false,
-                                format: None,
-                            })
+                        "regnamespace" => {
+                            Some(function_call("to_regnamespace_oid", vec![cast_text(inner)]))
                         }
+                        "oid" | "regproc" | "regrole" | "xid" | "cid" => Some(Expr::Cast {
+                            kind: CastKind::Cast,
+                            expr: inner.clone(),
+                            data_type: DataType::BigInt(None),
+                            array: false,
+                            format: None,
+                        }),
                         "name" | "bpchar" | "char" | "citext" | "regprocedure" => {
                             Some(Expr::Cast {
                                 kind: CastKind::Cast,
@@ -531,11 +533,15 @@ fn normalize_type_name(t: &mut DataType) {
     let DataType::Custom(name, modifiers) = t else {
         return;
     };
+    // A quoted name (`"numeric"`, as quote_ident and format_type print key words) is the same
+    // type as the bare one.
     let parts = object_name_parts(name);
-    let [schema, type_name] = parts.as_slice() else {
-        return;
+    let type_name = match parts.as_slice() {
+        [type_name] => type_name,
+        [schema, type_name] if schema == "pg_catalog" => type_name,
+        _ => return,
     };
-    if schema != "pg_catalog" || !modifiers.is_empty() {
+    if !modifiers.is_empty() {
         return;
     }
     *t = match type_name.as_str() {
@@ -550,7 +556,13 @@ fn normalize_type_name(t: &mut DataType) {
         "numeric" => DataType::Numeric(ast::ExactNumberInfo::None),
         "date" => DataType::Date,
         "timestamp" => DataType::Timestamp(None, ast::TimezoneInfo::None),
+        "time" => DataType::Time(None, ast::TimezoneInfo::None),
+        "interval" => DataType::Interval {
+            fields: None,
+            precision: None,
+        },
         // The remaining names (regclass, oid, name...) are handled by their bare name below.
+        _ if parts.len() == 1 => return,
         other => DataType::Custom(
             ObjectName(vec![ObjectNamePart::Identifier(Ident::new(other))]),
             vec![],
@@ -565,8 +577,8 @@ fn is_text_type(t: &DataType) -> bool {
     )
 }
 
-/// When `e` is what a `::regclass` or `::regtype` cast was rewritten to, the function that
-/// prints its OID as a name.
+/// When `e` is what a `::regclass`, `::regtype` or `::regnamespace` cast was rewritten to, the
+/// function that prints its OID as a name.
 /// A result column cast to regclass or regtype (`conrelid::pg_catalog.regclass AS ontable`,
 /// which psql's `\d` prints) shows the object's name, as PostgreSQL's output function does.
 /// Shoal keeps such values as OIDs, so the casts become name lookups in the outermost query's
@@ -587,11 +599,32 @@ fn print_object_names(query: &mut ast::Query) {
     }
 }
 
+fn is_format_call(f: &Function) -> bool {
+    matches!(object_name_parts(&f.name).last(), Some(n) if n == "format")
+}
+
+/// format() prints each argument with its type's output function, so an argument cast to
+/// regclass, regtype or regnamespace prints as the object's name, as in PostgreSQL.
+fn print_format_object_names(f: &mut Function) {
+    let FunctionArguments::List(list) = &mut f.args else {
+        return;
+    };
+    for arg in &mut list.args {
+        let FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) = arg else {
+            continue;
+        };
+        if let Some(output) = object_name_output_function(e) {
+            *e = function_call(output, vec![e.clone()]);
+        }
+    }
+}
+
 fn object_name_output_function(e: &Expr) -> Option<&'static str> {
     let Expr::Function(f) = e else { return None };
     match object_name_parts(&f.name).as_slice() {
         [n] if n == "to_regclass_oid" => Some("regclass_out"),
         [n] if n == "to_regtype_oid" => Some("regtype_out"),
+        [n] if n == "to_regnamespace_oid" => Some("regnamespace_out"),
         _ => None,
     }
 }

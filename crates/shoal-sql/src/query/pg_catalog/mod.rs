@@ -3,13 +3,14 @@
 //! columns that have no meaning in Shoal carry PostgreSQL's defaults. This module has the
 //! table builder and `table`, which picks a table by name; the tables themselves are grouped
 //! by what they describe: relations (`relations`), their columns (`columns`), indexes
-//! (`indexes`), constraints (`constraints`), types (`types`) and the server's database, role,
-//! access methods and settings (`server`).
+//! (`indexes`), constraints (`constraints`), types (`types`), functions and operators
+//! (`routines`) and the server's database, role, access methods and settings (`server`).
 
 mod columns;
 mod constraints;
 mod indexes;
 mod relations;
+mod routines;
 mod server;
 mod types;
 
@@ -33,6 +34,7 @@ use columns::{pg_attrdef, pg_attribute};
 use constraints::pg_constraint;
 use indexes::{pg_index, pg_indexes};
 use relations::{pg_class, pg_namespace, pg_sequence, pg_tables, pg_views};
+use routines::{pg_operator, pg_proc};
 use server::{pg_am, pg_database, pg_roles, pg_settings};
 use types::pg_type;
 
@@ -185,15 +187,8 @@ pub fn table(scope: &Arc<PlanScope>, name: &str) -> Option<Arc<dyn TableProvider
             ("extnamespace", OID),
         ])
         .build(),
-        "pg_proc" => TableBuilder::new(&[
-            ("oid", OID),
-            ("proname", T),
-            ("pronamespace", OID),
-            ("prokind", T),
-            ("prorettype", OID),
-            ("proargtypes", T),
-        ])
-        .build(),
+        "pg_proc" => pg_proc(),
+        "pg_operator" => pg_operator(),
         "pg_trigger" => TableBuilder::new(&[
             ("oid", OID),
             ("tgrelid", OID),

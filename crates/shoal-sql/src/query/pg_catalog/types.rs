@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use datafusion::common::ScalarValue;
 use datafusion::datasource::TableProvider;
 use shoal_storage::catalog::PG_CATALOG_NAMESPACE_OID;
 
@@ -41,6 +42,18 @@ pub const BUILTIN_TYPES: &[(u32, &str, i16, &str)] = &[
     (oid::INT8_ARRAY, "_int8", -1, "A"),
     (oid::TEXT_ARRAY, "_text", -1, "A"),
     (oid::FLOAT8_ARRAY, "_float8", -1, "A"),
+];
+
+/// Pseudo-types: no value has them, but clients look them up by name (SQLsmith stops
+/// without `internal` and `anyarray`).
+const PSEUDO_TYPES: &[(u32, &str)] = &[
+    (2249, "record"),
+    (2275, "cstring"),
+    (2276, "any"),
+    (2277, "anyarray"),
+    (2278, "void"),
+    (2281, "internal"),
+    (2283, "anyelement"),
 ];
 
 pub(super) fn pg_type() -> Arc<dyn TableProvider> {
@@ -109,7 +122,41 @@ pub(super) fn pg_type() -> Arc<dyn TableProvider> {
             null_text(),
         ]);
     }
+    for (type_oid, name) in PSEUDO_TYPES {
+        t.row(pseudo_type_row(*type_oid, name));
+    }
     t.build()
+}
+
+fn pseudo_type_row(type_oid: u32, name: &str) -> Vec<ScalarValue> {
+    let len = if name == "cstring" { -2 } else { 4 };
+    vec![
+        o(type_oid),
+        s(name),
+        o(PG_CATALOG_NAMESPACE_OID),
+        o(SUPERUSER_OID),
+        i16v(len),
+        b(len > 0),
+        s("p"),
+        s("P"),
+        b(false),
+        b(true),
+        s(","),
+        o(0),
+        s("-"),
+        o(0),
+        o(0),
+        s(&format!("{name}_in")),
+        s(&format!("{name}_out")),
+        s("-"),
+        s("-"),
+        b(false),
+        o(0),
+        i32v(-1),
+        i32v(0),
+        o(0),
+        null_text(),
+    ]
 }
 
 /// `format_type(oid, typmod)` for the types Shoal knows.
@@ -145,6 +192,8 @@ pub fn format_type_oid(type_oid: u32, typmod: i32) -> Option<String> {
         oid::REGTYPE => "regtype",
         _ => BUILTIN_TYPES
             .iter()
+            .map(|t| (t.0, t.1))
+            .chain(PSEUDO_TYPES.iter().copied())
             .find(|t| t.0 == type_oid)
             .map(|t| t.1)?,
     };
