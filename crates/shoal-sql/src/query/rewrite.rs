@@ -210,7 +210,6 @@ impl VisitorMut for Rewriter<'_> {
                 Ok(None) => {}
                 Err(e) => self.error = Some(e),
             },
-            Expr::Function(f) if is_format_call(f) => print_format_object_names(f),
             Expr::AnyOp { right, .. } | Expr::AllOp { right, .. } => {
                 if let Expr::Subquery(q) = right.as_mut() {
                     name_quantified_subquery_column(q);
@@ -403,6 +402,9 @@ impl VisitorMut for Rewriter<'_> {
                     f.name = ObjectName(vec![ObjectNamePart::Identifier(Ident::new(
                         parts[1].clone(),
                     ))]);
+                }
+                if is_format_call(f) {
+                    print_format_object_names(f);
                 }
                 if object_name_parts(&f.name).as_slice() == ["to_char"] {
                     if let FunctionArguments::List(list) = &mut f.args {
