@@ -236,6 +236,22 @@ impl VisitorMut for Rewriter<'_> {
                         self.error = Some(e);
                         return ControlFlow::Continue(());
                     }
+                    // bytea's text forms ('\x0102', escapes) are read as PostgreSQL reads them:
+                    // DataFusion would take the text's own bytes.
+                    if matches!(data_type, DataType::Bytea) {
+                        match crate::pgtext::parse_bytea(text) {
+                            Ok(bytes) => {
+                                let hex = bytes.iter().map(|b| format!("{b:02x}")).collect();
+                                // In parentheses: not a bare literal, so a cast to text around
+                                // it goes through bytea's output function (see below).
+                                *expr = Expr::Nested(Box::new(Expr::value(
+                                    ast::Value::HexStringLiteral(hex),
+                                )));
+                            }
+                            Err(e) => self.error = Some(e),
+                        }
+                        return ControlFlow::Continue(());
+                    }
                 }
                 if let Some(name) = custom_type_name(data_type) {
                     let replacement = match name.as_str() {
