@@ -9,18 +9,8 @@
 mod support;
 
 use support::postgres::Postgres;
-use support::ShoalServer;
-use tokio_postgres::{Client, NoTls, SimpleQueryMessage};
-
-async fn connect(addr: &str) -> Client {
-    let (host, port) = addr.rsplit_once(':').expect("host:port");
-    let conn = format!("host={host} port={port} user=postgres dbname=postgres");
-    let (client, connection) = tokio_postgres::connect(&conn, NoTls)
-        .await
-        .expect("connect");
-    tokio::spawn(connection);
-    client
-}
+use support::{connect_to, ShoalServer};
+use tokio_postgres::{Client, SimpleQueryMessage};
 
 /// What a simple-protocol query string answered: its rows, or the SQLSTATE of its error.
 async fn simple(client: &Client, sql: &str) -> String {
@@ -52,7 +42,7 @@ fn sqlstate(e: &tokio_postgres::Error) -> String {
 
 /// The scenarios, each a list of what every step answered.
 async fn scenarios(addr: &str) -> Vec<(&'static str, Vec<String>)> {
-    let client = connect(addr).await;
+    let client = connect_to(addr).await;
     simple(&client, "CREATE TABLE atom (x int)").await;
     let mut out = Vec::new();
 

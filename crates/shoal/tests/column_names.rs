@@ -5,8 +5,8 @@
 mod support;
 
 use support::postgres::Postgres;
-use support::ShoalServer;
-use tokio_postgres::{Client, NoTls};
+use support::{connect_to, ShoalServer};
+use tokio_postgres::Client;
 
 /// Queries and the column names PostgreSQL 15 gives them.
 const CASES: &[(&str, &[&str])] = &[
@@ -27,16 +27,6 @@ const CASES: &[(&str, &[&str])] = &[
     ),
 ];
 
-async fn connect(addr: &str) -> Client {
-    let (host, port) = addr.rsplit_once(':').expect("host:port");
-    let conn = format!("host={host} port={port} user=postgres dbname=postgres");
-    let (client, connection) = tokio_postgres::connect(&conn, NoTls)
-        .await
-        .expect("connect");
-    tokio::spawn(connection);
-    client
-}
-
 async fn names(client: &Client, sql: &str) -> Vec<String> {
     let statement = client
         .prepare(sql)
@@ -52,10 +42,10 @@ async fn names(client: &Client, sql: &str) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn columns_are_named_as_in_postgresql() {
     let shoal = ShoalServer::start();
-    let shoal = connect(&shoal.addr).await;
+    let shoal = connect_to(&shoal.addr).await;
     let postgres = Postgres::start();
     let postgres = match &postgres {
-        Some(p) => Some(connect(&p.addr).await),
+        Some(p) => Some(connect_to(&p.addr).await),
         None => None,
     };
     for (sql, expected) in CASES {

@@ -153,14 +153,7 @@ pub async fn execute_plan(
     plan: LogicalPlan,
     params: Option<ParamValues>,
 ) -> SqlResult<Vec<RecordBatch>> {
-    let plan = match params {
-        Some(p) => plan.with_param_values(p)?,
-        None => plan,
-    };
-    let physical = state
-        .create_physical_plan(&plan)
-        .await
-        .map_err(pg_errors::from_datafusion)?;
+    let physical = physical_plan(state, plan, params).await?;
     let task_ctx = state.task_ctx();
     let batches = query_runtime::run(datafusion::physical_plan::collect(physical, task_ctx))
         .await
@@ -175,15 +168,24 @@ pub async fn stream_plan(
     plan: LogicalPlan,
     params: Option<ParamValues>,
 ) -> SqlResult<row_stream::RowStream> {
+    let physical = physical_plan(state, plan, params).await?;
+    Ok(row_stream::RowStream::start(physical, state.task_ctx()))
+}
+
+/// The physical plan of `plan` with its parameters bound. Making it runs the scans' reads.
+async fn physical_plan(
+    state: &SessionState,
+    plan: LogicalPlan,
+    params: Option<ParamValues>,
+) -> SqlResult<std::sync::Arc<dyn datafusion::physical_plan::ExecutionPlan>> {
     let plan = match params {
         Some(p) => plan.with_param_values(p)?,
         None => plan,
     };
-    let physical = state
+    state
         .create_physical_plan(&plan)
         .await
-        .map_err(pg_errors::from_datafusion)?;
-    Ok(row_stream::RowStream::start(physical, state.task_ctx()))
+        .map_err(pg_errors::from_datafusion)
 }
 
 /// Whether the plan calls set_config(), whose setting changes the statement applies when it

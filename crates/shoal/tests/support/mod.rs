@@ -328,3 +328,15 @@ pub async fn execute_each(client: &tokio_postgres::Client, script: &str) {
             .unwrap_or_else(|e| panic!("{sql}: {e:?}"));
     }
 }
+
+/// A tokio-postgres client of the server at `addr` (`host:port`; user and database `postgres`),
+/// Shoal or PostgreSQL; its connection task runs on the current runtime.
+pub async fn connect_to(addr: &str) -> tokio_postgres::Client {
+    let (host, port) = addr.rsplit_once(':').expect("host:port");
+    let conn = format!("host={host} port={port} user=postgres dbname=postgres");
+    let (client, connection) = tokio_postgres::connect(&conn, tokio_postgres::NoTls)
+        .await
+        .unwrap_or_else(|e| panic!("connect to {addr}: {e}"));
+    tokio::spawn(connection);
+    client
+}
