@@ -771,6 +771,8 @@ fn synonym_call(f: &Function) -> Option<Expr> {
         // PostgreSQL's array_remove removes every element equal to the value; DataFusion's
         // removes the first.
         "array_remove" => "array_remove_all",
+        // The SQL standard's name for bool_and.
+        "every" => "bool_and",
         "to_timestamp" => return to_timestamp_from_epoch(f),
         "mod" => {
             let FunctionArguments::List(list) = &f.args else {
