@@ -23,6 +23,7 @@ pub mod join_using;
 pub mod math_domain;
 pub mod pg_catalog;
 pub mod pg_errors;
+pub mod pg_literals;
 pub mod provider;
 pub mod psql_describe;
 pub mod query_memory;
