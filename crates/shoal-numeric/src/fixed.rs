@@ -1,0 +1,1 @@
+//! Fixed-point kernels for the transcendental functions.
