@@ -119,7 +119,7 @@ impl MomentsAccumulator {
             unreachable!("finite sums give finite moments")
         };
         let rscale = select_div_scale(a, *sa, b, *sb);
-        let quotient = div_rounded(a, *sa, b, *sb, i64::from(rscale));
+        let quotient = div_rounded(a, i64::from(*sa), b, i64::from(*sb), i64::from(rscale));
         let result = if variance { quotient } else { sqrt_rounded(&quotient, rscale, rscale) };
         Numeric::make(result, i64::from(rscale)).map(Some)
     }

@@ -34,9 +34,9 @@ pub(crate) fn select_div_scale(a: &BigInt, sa: u16, b: &BigInt, sb: u16) -> i32 
 }
 
 /// `(a × 10^-sa) / (b × 10^-sb)` rounded half away from zero to `rscale` digits (`div_var`).
-pub(crate) fn div_rounded(a: &BigInt, sa: u16, b: &BigInt, sb: u16, rscale: i64) -> BigInt {
+pub(crate) fn div_rounded(a: &BigInt, sa: i64, b: &BigInt, sb: i64, rscale: i64) -> BigInt {
     // quotient × 10^rscale = a × 10^(rscale + sb - sa) / b
-    let shift = rscale + i64::from(sb) - i64::from(sa);
+    let shift = rscale + sb - sa;
     if shift >= 0 {
         div_round_half_away(&(a * pow10(shift as u64)), b)
     } else {
@@ -111,7 +111,7 @@ impl Numeric {
             unreachable!("specials handled by div_special")
         };
         let rscale = select_div_scale(a, *sa, b, *sb);
-        let q = div_rounded(a, *sa, b, *sb, i64::from(rscale));
+        let q = div_rounded(a, i64::from(*sa), b, i64::from(*sb), i64::from(rscale));
         Numeric::make(q, i64::from(rscale))
     }
 

@@ -113,21 +113,6 @@ impl Numeric {
             }
         }
     }
-
-    /// The nearest double, saturating to ±infinity instead of failing
-    /// (`numericvar_to_double_no_overflow`), for PostgreSQL's scale estimates.
-    pub(crate) fn to_f64_saturating(&self) -> f64 {
-        match self.to_f64() {
-            Ok(v) => v,
-            Err(_) if self.signum() == 0 => 0.0,
-            Err(_) => {
-                let Numeric::Finite { mantissa, scale } = self else { unreachable!() };
-                let big = crate::digit_count(mantissa.magnitude()) as i64 > i64::from(*scale);
-                let magnitude = if big { f64::INFINITY } else { 0.0 };
-                magnitude * f64::from(self.signum())
-            }
-        }
-    }
 }
 
 fn float_out_of_range(text: &str, type_name: &str) -> NumericError {

@@ -12,6 +12,7 @@ mod convert;
 mod encoding;
 mod fixed;
 mod nbase;
+mod power;
 mod round;
 mod text;
 mod transcendental;
