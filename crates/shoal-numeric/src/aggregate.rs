@@ -112,15 +112,25 @@ impl MomentsAccumulator {
             n.mul(&n)?
         };
         let (
-            Numeric::Finite { mantissa: a, scale: sa },
-            Numeric::Finite { mantissa: b, scale: sb },
+            Numeric::Finite {
+                mantissa: a,
+                scale: sa,
+            },
+            Numeric::Finite {
+                mantissa: b,
+                scale: sb,
+            },
         ) = (&numerator, &denominator)
         else {
             unreachable!("finite sums give finite moments")
         };
         let rscale = select_div_scale(a, *sa, b, *sb);
         let quotient = div_rounded(a, i64::from(*sa), b, i64::from(*sb), i64::from(rscale));
-        let result = if variance { quotient } else { sqrt_rounded(&quotient, rscale, rscale) };
+        let result = if variance {
+            quotient
+        } else {
+            sqrt_rounded(&quotient, rscale, rscale)
+        };
         Numeric::make(result, i64::from(rscale)).map(Some)
     }
 }

@@ -30,7 +30,10 @@ pub(crate) fn select_div_scale(a: &BigInt, sa: u16, b: &BigInt, sb: u16) -> i32 
         qweight -= 1;
     }
     let rscale = MIN_SIG_DIGITS - qweight * DEC_DIGITS;
-    rscale.max(i32::from(sa)).max(i32::from(sb)).max(0).min(MAX_DISPLAY_SCALE)
+    rscale
+        .max(i32::from(sa))
+        .max(i32::from(sb))
+        .clamp(0, MAX_DISPLAY_SCALE)
 }
 
 /// `(a × 10^-sa) / (b × 10^-sb)` rounded half away from zero to `rscale` digits (`div_var`).
@@ -58,7 +61,16 @@ impl Numeric {
             (NaN, _) | (_, NaN) | (PosInf, NegInf) | (NegInf, PosInf) => Ok(NaN),
             (PosInf, _) | (_, PosInf) => Ok(PosInf),
             (NegInf, _) | (_, NegInf) => Ok(NegInf),
-            (Finite { mantissa: a, scale: sa }, Finite { mantissa: b, scale: sb }) => {
+            (
+                Finite {
+                    mantissa: a,
+                    scale: sa,
+                },
+                Finite {
+                    mantissa: b,
+                    scale: sb,
+                },
+            ) => {
                 let (x, y, scale) = align(a, *sa, b, *sb);
                 Numeric::make(x + y, i64::from(scale))
             }
@@ -85,7 +97,16 @@ impl Numeric {
                 })
             }
         }
-        let (Finite { mantissa: a, scale: sa }, Finite { mantissa: b, scale: sb }) = (self, other)
+        let (
+            Finite {
+                mantissa: a,
+                scale: sa,
+            },
+            Finite {
+                mantissa: b,
+                scale: sb,
+            },
+        ) = (self, other)
         else {
             unreachable!("specials handled above")
         };
@@ -105,8 +126,16 @@ impl Numeric {
         if let Some(special) = div_special(self, other)? {
             return Ok(special);
         }
-        let (Numeric::Finite { mantissa: a, scale: sa }, Numeric::Finite { mantissa: b, scale: sb }) =
-            (self, other)
+        let (
+            Numeric::Finite {
+                mantissa: a,
+                scale: sa,
+            },
+            Numeric::Finite {
+                mantissa: b,
+                scale: sb,
+            },
+        ) = (self, other)
         else {
             unreachable!("specials handled by div_special")
         };
@@ -120,8 +149,16 @@ impl Numeric {
         if let Some(special) = div_special(self, other)? {
             return Ok(special);
         }
-        let (Numeric::Finite { mantissa: a, scale: sa }, Numeric::Finite { mantissa: b, scale: sb }) =
-            (self, other)
+        let (
+            Numeric::Finite {
+                mantissa: a,
+                scale: sa,
+            },
+            Numeric::Finite {
+                mantissa: b,
+                scale: sb,
+            },
+        ) = (self, other)
         else {
             unreachable!("specials handled by div_special")
         };
@@ -137,7 +174,16 @@ impl Numeric {
             (PosInf | NegInf, _) if other.is_zero() => Err(NumericError::division_by_zero()),
             (PosInf | NegInf, _) => Ok(NaN),
             (_, PosInf | NegInf) => Ok(self.clone()),
-            (Finite { mantissa: a, scale: sa }, Finite { mantissa: b, scale: sb }) => {
+            (
+                Finite {
+                    mantissa: a,
+                    scale: sa,
+                },
+                Finite {
+                    mantissa: b,
+                    scale: sb,
+                },
+            ) => {
                 if b.is_zero() {
                     return Err(NumericError::division_by_zero());
                 }
@@ -153,9 +199,10 @@ impl Numeric {
             Numeric::NaN => Numeric::NaN,
             Numeric::PosInf => Numeric::NegInf,
             Numeric::NegInf => Numeric::PosInf,
-            Numeric::Finite { mantissa, scale } => {
-                Numeric::Finite { mantissa: -mantissa, scale: *scale }
-            }
+            Numeric::Finite { mantissa, scale } => Numeric::Finite {
+                mantissa: -mantissa,
+                scale: *scale,
+            },
         }
     }
 
@@ -163,9 +210,10 @@ impl Numeric {
     pub fn abs(&self) -> Numeric {
         match self {
             Numeric::NegInf => Numeric::PosInf,
-            Numeric::Finite { mantissa, scale } => {
-                Numeric::Finite { mantissa: mantissa.abs(), scale: *scale }
-            }
+            Numeric::Finite { mantissa, scale } => Numeric::Finite {
+                mantissa: mantissa.abs(),
+                scale: *scale,
+            },
             other => other.clone(),
         }
     }
@@ -182,8 +230,16 @@ impl Numeric {
     /// `gcd(self, other)` (`numeric_gcd`): the largest value dividing both exactly, positive,
     /// at scale max(s1, s2); NaN if either input is NaN or infinite.
     pub fn gcd(&self, other: &Numeric) -> Result<Numeric, NumericError> {
-        let (Numeric::Finite { mantissa: a, scale: sa }, Numeric::Finite { mantissa: b, scale: sb }) =
-            (self, other)
+        let (
+            Numeric::Finite {
+                mantissa: a,
+                scale: sa,
+            },
+            Numeric::Finite {
+                mantissa: b,
+                scale: sb,
+            },
+        ) = (self, other)
         else {
             return Ok(Numeric::NaN);
         };
@@ -194,8 +250,16 @@ impl Numeric {
     /// `lcm(self, other)` (`numeric_lcm`): the smallest positive common multiple (0 if either
     /// is 0) at scale max(s1, s2); NaN if either input is NaN or infinite.
     pub fn lcm(&self, other: &Numeric) -> Result<Numeric, NumericError> {
-        let (Numeric::Finite { mantissa: a, scale: sa }, Numeric::Finite { mantissa: b, scale: sb }) =
-            (self, other)
+        let (
+            Numeric::Finite {
+                mantissa: a,
+                scale: sa,
+            },
+            Numeric::Finite {
+                mantissa: b,
+                scale: sb,
+            },
+        ) = (self, other)
         else {
             return Ok(Numeric::NaN);
         };

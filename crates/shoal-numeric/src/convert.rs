@@ -16,7 +16,10 @@ const FLOAT4_DIGITS: u64 = 6;
 impl Numeric {
     /// The integer `v` with scale 0.
     pub fn from_i64(v: i64) -> Numeric {
-        Numeric::Finite { mantissa: BigInt::from(v), scale: 0 }
+        Numeric::Finite {
+            mantissa: BigInt::from(v),
+            scale: 0,
+        }
     }
 
     /// `v × 10^-scale`, e.g. a 128-bit decimal mantissa from storage. Fails (22003) only for a
@@ -48,33 +51,36 @@ impl Numeric {
     /// `self::smallint`: rounds half away from zero; 22003 `smallint out of range`.
     pub fn to_i16(&self) -> Result<i16, NumericError> {
         let v = self.to_integer_checked("smallint")?;
-        v.to_i16().ok_or_else(|| NumericError::new("22003", "smallint out of range"))
+        v.to_i16()
+            .ok_or_else(|| NumericError::new("22003", "smallint out of range"))
     }
 
     /// `self::integer`: rounds half away from zero; 22003 `integer out of range`.
     pub fn to_i32(&self) -> Result<i32, NumericError> {
         let v = self.to_integer_checked("integer")?;
-        v.to_i32().ok_or_else(|| NumericError::new("22003", "integer out of range"))
+        v.to_i32()
+            .ok_or_else(|| NumericError::new("22003", "integer out of range"))
     }
 
     /// `self::bigint`: rounds half away from zero; 22003 `bigint out of range`.
     pub fn to_i64(&self) -> Result<i64, NumericError> {
         let v = self.to_integer_checked("bigint")?;
-        v.to_i64().ok_or_else(|| NumericError::new("22003", "bigint out of range"))
+        v.to_i64()
+            .ok_or_else(|| NumericError::new("22003", "bigint out of range"))
     }
 
     /// The value rounded to an integer, or PostgreSQL's 0A000 error for NaN and infinities.
     fn to_integer_checked(&self, type_name: &str) -> Result<BigInt, NumericError> {
         match self {
-            Numeric::NaN => {
-                Err(NumericError::new("0A000", format!("cannot convert NaN to {type_name}")))
-            }
-            Numeric::PosInf | Numeric::NegInf => {
-                Err(NumericError::new("0A000", format!("cannot convert infinity to {type_name}")))
-            }
-            Numeric::Finite { mantissa, scale } => {
-                Ok(div_pow10_round(mantissa, u64::from(*scale)))
-            }
+            Numeric::NaN => Err(NumericError::new(
+                "0A000",
+                format!("cannot convert NaN to {type_name}"),
+            )),
+            Numeric::PosInf | Numeric::NegInf => Err(NumericError::new(
+                "0A000",
+                format!("cannot convert infinity to {type_name}"),
+            )),
+            Numeric::Finite { mantissa, scale } => Ok(div_pow10_round(mantissa, u64::from(*scale))),
         }
     }
 
@@ -116,7 +122,10 @@ impl Numeric {
 }
 
 fn float_out_of_range(text: &str, type_name: &str) -> NumericError {
-    NumericError::new("22003", format!("\"{text}\" is out of range for type {type_name}"))
+    NumericError::new(
+        "22003",
+        format!("\"{text}\" is out of range for type {type_name}"),
+    )
 }
 
 /// The float `v` rounded to `digits` significant decimal digits the way glibc's `%.*g` does
@@ -126,7 +135,11 @@ fn from_float(v: f64, digits: u64) -> Result<Numeric, NumericError> {
         return Ok(Numeric::NaN);
     }
     if v.is_infinite() {
-        return Ok(if v > 0.0 { Numeric::PosInf } else { Numeric::NegInf });
+        return Ok(if v > 0.0 {
+            Numeric::PosInf
+        } else {
+            Numeric::NegInf
+        });
     }
     if v == 0.0 {
         return Ok(Numeric::zero());
@@ -136,7 +149,10 @@ fn from_float(v: f64, digits: u64) -> Result<Numeric, NumericError> {
     let (exact, mut scale): (BigInt, i64) = if e >= 0 {
         (BigInt::from(m) << e as usize, 0)
     } else {
-        (BigInt::from(m) * num_traits::pow::Pow::pow(BigInt::from(5), (-e) as u64), -e)
+        (
+            BigInt::from(m) * num_traits::pow::Pow::pow(BigInt::from(5), (-e) as u64),
+            -e,
+        )
     };
     let have = crate::digit_count(exact.magnitude());
     let mut mantissa = exact;

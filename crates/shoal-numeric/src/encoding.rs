@@ -48,7 +48,11 @@ impl Numeric {
             out.push(CLASS_ZERO);
         } else {
             let negative = mantissa.is_negative();
-            out.push(if negative { CLASS_NEGATIVE } else { CLASS_POSITIVE });
+            out.push(if negative {
+                CLASS_NEGATIVE
+            } else {
+                CLASS_POSITIVE
+            });
             let start = out.len();
             let text = mantissa.magnitude().to_str_radix(10);
             let significant = text.trim_end_matches('0');
@@ -86,7 +90,10 @@ impl Numeric {
     /// Reads back a value written by `encode_sortable`, with its display scale.
     pub fn decode_sortable(bytes: &[u8]) -> Result<Numeric, NumericError> {
         let key_len = Numeric::sortable_key_len(bytes);
-        let tail = bytes.get(key_len..).filter(|t| t.len() == 2).ok_or_else(invalid_sortable)?;
+        let tail = bytes
+            .get(key_len..)
+            .filter(|t| t.len() == 2)
+            .ok_or_else(invalid_sortable)?;
         let scale = u16::from_be_bytes([tail[0], tail[1]]);
         let class = bytes[0];
         match class {
@@ -98,12 +105,15 @@ impl Numeric {
             _ => return Err(invalid_sortable()),
         }
         let negative = class == CLASS_NEGATIVE;
-        let body: Vec<u8> =
-            bytes[1..key_len].iter().map(|b| if negative { !*b } else { *b }).collect();
+        let body: Vec<u8> = bytes[1..key_len]
+            .iter()
+            .map(|b| if negative { !*b } else { *b })
+            .collect();
         if body.len() < 6 {
             return Err(invalid_sortable());
         }
-        let exponent = (u32::from_be_bytes([body[0], body[1], body[2], body[3]]) ^ EXPONENT_BIAS) as i32;
+        let exponent =
+            (u32::from_be_bytes([body[0], body[1], body[2], body[3]]) ^ EXPONENT_BIAS) as i32;
         let mut digits = String::with_capacity(2 * body.len());
         for &b in &body[4..body.len() - 1] {
             if !(1..=100).contains(&b) {
@@ -125,20 +135,48 @@ impl Numeric {
             }
             q
         };
-        Numeric::make(if negative { -magnitude } else { magnitude }, i64::from(scale))
+        Numeric::make(
+            if negative { -magnitude } else { magnitude },
+            i64::from(scale),
+        )
     }
 
     /// PostgreSQL's binary format (`numeric_send`): int16 ndigits, int16 weight, uint16 sign,
     /// uint16 dscale, then the base-10000 digits as int16, all big-endian.
     pub fn to_pg_binary(&self) -> Vec<u8> {
         let (sign, scale, nbase) = match self {
-            Numeric::NaN => (WIRE_NAN, 0, NBaseDigits { weight: 0, digits: Vec::new() }),
+            Numeric::NaN => (
+                WIRE_NAN,
+                0,
+                NBaseDigits {
+                    weight: 0,
+                    digits: Vec::new(),
+                },
+            ),
             // PostgreSQL reads the dscale of an infinity out of its header word, where the
             // infinity bits land in the short-format scale field and come out as 32.
-            Numeric::PosInf => (WIRE_PINF, 32, NBaseDigits { weight: 0, digits: Vec::new() }),
-            Numeric::NegInf => (WIRE_NINF, 32, NBaseDigits { weight: 0, digits: Vec::new() }),
+            Numeric::PosInf => (
+                WIRE_PINF,
+                32,
+                NBaseDigits {
+                    weight: 0,
+                    digits: Vec::new(),
+                },
+            ),
+            Numeric::NegInf => (
+                WIRE_NINF,
+                32,
+                NBaseDigits {
+                    weight: 0,
+                    digits: Vec::new(),
+                },
+            ),
             Numeric::Finite { mantissa, scale } => {
-                let sign = if mantissa.is_negative() { WIRE_NEG } else { WIRE_POS };
+                let sign = if mantissa.is_negative() {
+                    WIRE_NEG
+                } else {
+                    WIRE_POS
+                };
                 (sign, *scale, NBaseDigits::of(mantissa, *scale))
             }
         };
@@ -163,16 +201,25 @@ impl Numeric {
         let sign = reader.u16()?;
         let scale = reader.u16()?;
         if !matches!(sign, WIRE_POS | WIRE_NEG | WIRE_NAN | WIRE_PINF | WIRE_NINF) {
-            return Err(NumericError::new("22P03", "invalid sign in external \"numeric\" value"));
+            return Err(NumericError::new(
+                "22P03",
+                "invalid sign in external \"numeric\" value",
+            ));
         }
         if scale > DSCALE_MAX {
-            return Err(NumericError::new("22P03", "invalid scale in external \"numeric\" value"));
+            return Err(NumericError::new(
+                "22P03",
+                "invalid scale in external \"numeric\" value",
+            ));
         }
         let mut digits = BigInt::zero();
         for _ in 0..ndigits {
             let d = reader.u16()? as i16;
             if !(0..NBASE as i16).contains(&d) {
-                return Err(NumericError::new("22P03", "invalid digit in external \"numeric\" value"));
+                return Err(NumericError::new(
+                    "22P03",
+                    "invalid digit in external \"numeric\" value",
+                ));
             }
             digits = digits * NBASE + d;
         }
@@ -193,7 +240,14 @@ impl Numeric {
         } else {
             digits / pow10((-shift) as u64)
         };
-        Numeric::make(if sign == WIRE_NEG { -magnitude } else { magnitude }, i64::from(scale))
+        Numeric::make(
+            if sign == WIRE_NEG {
+                -magnitude
+            } else {
+                magnitude
+            },
+            i64::from(scale),
+        )
     }
 }
 

@@ -50,7 +50,11 @@ pub struct NumericError {
 
 impl NumericError {
     pub(crate) fn new(sqlstate: &'static str, message: impl Into<String>) -> NumericError {
-        NumericError { sqlstate, message: message.into(), detail: None }
+        NumericError {
+            sqlstate,
+            message: message.into(),
+            detail: None,
+        }
     }
 
     pub(crate) fn overflow() -> NumericError {
@@ -88,12 +92,18 @@ pub enum Numeric {
 impl Numeric {
     /// Zero with display scale 0.
     pub fn zero() -> Numeric {
-        Numeric::Finite { mantissa: BigInt::zero(), scale: 0 }
+        Numeric::Finite {
+            mantissa: BigInt::zero(),
+            scale: 0,
+        }
     }
 
     /// One with display scale 0.
     pub fn one() -> Numeric {
-        Numeric::Finite { mantissa: BigInt::one(), scale: 0 }
+        Numeric::Finite {
+            mantissa: BigInt::one(),
+            scale: 0,
+        }
     }
 
     /// The finite value `mantissa × 10^-scale`, checked against PostgreSQL's storage limits
@@ -122,7 +132,10 @@ impl Numeric {
                 return Err(NumericError::overflow());
             }
         }
-        Ok(Numeric::Finite { mantissa, scale: scale as u16 })
+        Ok(Numeric::Finite {
+            mantissa,
+            scale: scale as u16,
+        })
     }
 
     /// True for a finite zero of any scale.
@@ -167,8 +180,14 @@ impl Numeric {
         }
         match (self, other) {
             (
-                Numeric::Finite { mantissa: a, scale: sa },
-                Numeric::Finite { mantissa: b, scale: sb },
+                Numeric::Finite {
+                    mantissa: a,
+                    scale: sa,
+                },
+                Numeric::Finite {
+                    mantissa: b,
+                    scale: sb,
+                },
             ) => cmp_scaled(a, *sa, b, *sb),
             _ => class(self).cmp(&class(other)),
         }

@@ -25,7 +25,10 @@ impl NBaseDigits {
     /// The base-10000 digits of `|mantissa| × 10^-scale`.
     pub(crate) fn of(mantissa: &BigInt, scale: u16) -> NBaseDigits {
         if mantissa.is_zero() {
-            return NBaseDigits { weight: 0, digits: Vec::new() };
+            return NBaseDigits {
+                weight: 0,
+                digits: Vec::new(),
+            };
         }
         // Align the scale to a whole base-10000 digit so the integer's digit groups line up.
         let groups_after_point = (i32::from(scale) + DEC_DIGITS - 1) / DEC_DIGITS;
@@ -33,7 +36,9 @@ impl NBaseDigits {
         let aligned = mantissa.magnitude() * pow10(pad).magnitude();
         let text = aligned.to_str_radix(10);
         let lead = (DEC_DIGITS as usize - text.len() % DEC_DIGITS as usize) % DEC_DIGITS as usize;
-        let padded: Vec<u8> = std::iter::repeat(b'0').take(lead).chain(text.bytes()).collect();
+        let padded: Vec<u8> = std::iter::repeat_n(b'0', lead)
+            .chain(text.bytes())
+            .collect();
         let mut digits: Vec<u16> = padded
             .chunks(DEC_DIGITS as usize)
             .map(|c| c.iter().fold(0u16, |acc, d| acc * 10 + u16::from(d - b'0')))

@@ -8,7 +8,9 @@ use num_traits::{Signed, ToPrimitive, Zero};
 
 use crate::fixed;
 use crate::nbase::{NBaseDigits, DEC_DIGITS, NBASE};
-use crate::transcendental::{clamp_rscale, estimate_ln_dweight, exp_var, ln_var, Scaled};
+use crate::transcendental::{
+    clamp_rscale, estimate_ln_dweight, exp_var, ln_var, Scaled, PG_LOG10_E,
+};
 use crate::{Numeric, NumericError, MAX_DISPLAY_SCALE, MAX_RESULT_SCALE, MIN_SIG_DIGITS};
 
 fn zero_to_negative() -> NumericError {
@@ -16,7 +18,10 @@ fn zero_to_negative() -> NumericError {
 }
 
 fn complex_result() -> NumericError {
-    NumericError::new("2201F", "a negative number raised to a non-integer power yields a complex result")
+    NumericError::new(
+        "2201F",
+        "a negative number raised to a non-integer power yields a complex result",
+    )
 }
 
 /// Whether a value is an integer; PostgreSQL counts the infinities as integral.
@@ -65,7 +70,9 @@ impl Numeric {
 
 /// The exponent as an i32 when it is an integer in range (`power_var`'s fast-path test).
 fn small_integer(exp: &Numeric) -> Option<i32> {
-    let Numeric::Finite { mantissa, scale } = exp else { return None };
+    let Numeric::Finite { mantissa, scale } = exp else {
+        return None;
+    };
     if !fixed::is_integral(mantissa, *scale) {
         return None;
     }
@@ -76,7 +83,11 @@ fn small_integer(exp: &Numeric) -> Option<i32> {
 fn power_special(x: &Numeric, y: &Numeric) -> Result<Numeric, NumericError> {
     let one = Numeric::one();
     if x.is_nan() {
-        return Ok(if y.is_finite() && y.is_zero() { one } else { Numeric::NaN });
+        return Ok(if y.is_finite() && y.is_zero() {
+            one
+        } else {
+            Numeric::NaN
+        });
     }
     if y.is_nan() {
         return Ok(if *x == one { one } else { Numeric::NaN });
@@ -96,7 +107,11 @@ fn power_special(x: &Numeric, y: &Numeric) -> Result<Numeric, NumericError> {
             return Ok(one);
         }
         let abs_x_gt_one = !x.is_finite() || x.abs() > one;
-        return Ok(if abs_x_gt_one == (sign_y > 0) { Numeric::PosInf } else { Numeric::zero() });
+        return Ok(if abs_x_gt_one == (sign_y > 0) {
+            Numeric::PosInf
+        } else {
+            Numeric::zero()
+        });
     }
     // x is ±Infinity and y finite and non-zero.
     Ok(match (x, sign_y > 0) {
@@ -109,11 +124,22 @@ fn power_special(x: &Numeric, y: &Numeric) -> Result<Numeric, NumericError> {
 
 /// `power_var_int`: base^n for an i32 exponent, rounded to `rscale`.
 fn power_var_int(base: &Scaled, n: i32, rscale: i64) -> Result<Scaled, NumericError> {
-    let at = |mantissa: BigInt| Ok(Scaled { mantissa, scale: rscale });
+    let at = |mantissa: BigInt| {
+        Ok(Scaled {
+            mantissa,
+            scale: rscale,
+        })
+    };
     match n {
         0 => return at(crate::pow10(rscale as u64)),
         1 => return at(fixed::round_to_scale(&base.mantissa, -base.scale, rscale)),
-        -1 => return at(fixed::reciprocal_to_scale(&base.mantissa, -base.scale, rscale)),
+        -1 => {
+            return at(fixed::reciprocal_to_scale(
+                &base.mantissa,
+                -base.scale,
+                rscale,
+            ))
+        }
         2 => return Ok(base.mul_round(base, rscale)),
         _ => {}
     }
@@ -143,10 +169,18 @@ fn power_var_int(base: &Scaled, n: i32, rscale: i64) -> Result<Scaled, NumericEr
     }
     let sig_digits = 1 + rscale + f as i64 + f64::from(n).abs().ln() as i64 + 8;
     // Extra digits beyond PostgreSQL's own guard make the last digit reliable.
-    let (mantissa, exponent) =
-        fixed::pow_approx(&base.mantissa, base.scale, n.unsigned_abs(), sig_digits.max(1) as u64 + 16);
+    let (mantissa, exponent) = fixed::pow_approx(
+        &base.mantissa,
+        base.scale,
+        n.unsigned_abs(),
+        sig_digits.max(1) as u64 + 16,
+    );
     let negative_base = base.mantissa.is_negative() && n % 2 != 0;
-    let mantissa = if negative_base { -mantissa.abs() } else { mantissa.abs() };
+    let mantissa = if negative_base {
+        -mantissa.abs()
+    } else {
+        mantissa.abs()
+    };
     if n < 0 {
         return at(fixed::reciprocal_to_scale(&mantissa, exponent, rscale));
     }
@@ -157,10 +191,16 @@ fn power_var_int(base: &Scaled, n: i32, rscale: i64) -> Result<Scaled, NumericEr
 /// result scale chosen from a first pass at about 8 significant digits.
 fn power_var(base: &Scaled, exp: &Scaled, odd_exponent: bool) -> Result<Scaled, NumericError> {
     if base.mantissa.is_zero() {
-        return Ok(Scaled { mantissa: BigInt::zero(), scale: i64::from(MIN_SIG_DIGITS) });
+        return Ok(Scaled {
+            mantissa: BigInt::zero(),
+            scale: i64::from(MIN_SIG_DIGITS),
+        });
     }
     let negative_result = base.mantissa.is_negative() && odd_exponent;
-    let abs_base = Scaled { mantissa: base.mantissa.abs(), scale: base.scale };
+    let abs_base = Scaled {
+        mantissa: base.mantissa.abs(),
+        scale: base.scale,
+    };
     let ln_dweight = estimate_ln_dweight(&abs_base);
     let local_rscale = i64::from((8 - ln_dweight).max(0));
     let ln_base = ln_var(&abs_base, local_rscale)?;
@@ -170,11 +210,16 @@ fn power_var(base: &Scaled, exp: &Scaled, odd_exponent: bool) -> Result<Scaled, 
         if val > 0.0 {
             return Err(NumericError::overflow());
         }
-        return Ok(Scaled { mantissa: BigInt::zero(), scale: i64::from(MAX_DISPLAY_SCALE) });
+        return Ok(Scaled {
+            mantissa: BigInt::zero(),
+            scale: i64::from(MAX_DISPLAY_SCALE),
+        });
     }
-    val *= 0.434294481903252;
+    val *= PG_LOG10_E;
     let rscale = clamp_rscale(
-        (MIN_SIG_DIGITS - val as i32).max(base.scale as i32).max(exp.scale as i32),
+        (MIN_SIG_DIGITS - val as i32)
+            .max(base.scale as i32)
+            .max(exp.scale as i32),
     );
     let sig_digits = (rscale + val as i32).max(0);
     let local_rscale = i64::from((sig_digits - ln_dweight + 8).max(0));

@@ -74,7 +74,11 @@ impl Numeric {
             return Ok(self.clone());
         };
         let unit = pow10(u64::from(*scale));
-        let result = if up { mantissa.div_ceil(&unit) } else { mantissa.div_floor(&unit) };
+        let result = if up {
+            mantissa.div_ceil(&unit)
+        } else {
+            mantissa.div_floor(&unit)
+        };
         Numeric::make(result, 0)
     }
 
@@ -125,8 +129,8 @@ impl Numeric {
             Numeric::NaN => return Ok(Numeric::NaN),
             Numeric::PosInf | Numeric::NegInf => {
                 return Err(overflow(format!(
-                    "A field with precision {precision}, scale {scale} cannot hold an infinite value."
-                )))
+                "A field with precision {precision}, scale {scale} cannot hold an infinite value."
+            )))
             }
             Numeric::Finite { mantissa, scale } => (mantissa, *scale),
         };

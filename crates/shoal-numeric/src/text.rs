@@ -29,7 +29,10 @@ impl Numeric {
     /// is 22003 `value overflows numeric format`.
     pub fn parse(text: &str) -> Result<Numeric, NumericError> {
         let syntax_error = || {
-            NumericError::new("22P02", format!("invalid input syntax for type numeric: \"{text}\""))
+            NumericError::new(
+                "22P02",
+                format!("invalid input syntax for type numeric: \"{text}\""),
+            )
         };
         let bytes = text.as_bytes();
         let mut pos = 0;
@@ -80,7 +83,7 @@ pub(crate) fn format_finite(mantissa: &BigInt, scale: usize) -> String {
         out.push('0');
         if scale > 0 {
             out.push('.');
-            out.extend(std::iter::repeat('0').take(scale - digits.len()));
+            out.extend(std::iter::repeat_n('0', scale - digits.len()));
             out.push_str(&digits);
         }
     }
@@ -182,9 +185,10 @@ fn parse_strtol(bytes: &[u8], mut pos: usize) -> Option<(i64, usize)> {
 /// Makes a zero's mantissa non-negative (`-0.00` reads as `0.00`).
 fn normalize_zero(n: Numeric) -> Numeric {
     match n {
-        Numeric::Finite { mantissa, scale } if mantissa.is_zero() => {
-            Numeric::Finite { mantissa: BigInt::zero(), scale }
-        }
+        Numeric::Finite { mantissa, scale } if mantissa.is_zero() => Numeric::Finite {
+            mantissa: BigInt::zero(),
+            scale,
+        },
         other => other,
     }
 }

@@ -35,9 +35,10 @@ pub(crate) struct Scaled {
 impl Scaled {
     pub(crate) fn of(n: &Numeric) -> Option<Scaled> {
         match n {
-            Numeric::Finite { mantissa, scale } => {
-                Some(Scaled { mantissa: mantissa.clone(), scale: i64::from(*scale) })
-            }
+            Numeric::Finite { mantissa, scale } => Some(Scaled {
+                mantissa: mantissa.clone(),
+                scale: i64::from(*scale),
+            }),
             _ => None,
         }
     }
@@ -56,7 +57,10 @@ impl Scaled {
     pub(crate) fn mul_round(&self, other: &Scaled, rscale: i64) -> Scaled {
         let product = &self.mantissa * &other.mantissa;
         let mantissa = fixed::round_to_scale(&product, -(self.scale + other.scale), rscale);
-        Scaled { mantissa, scale: rscale }
+        Scaled {
+            mantissa,
+            scale: rscale,
+        }
     }
 
     /// Compares with `numerator / denominator`.
@@ -67,9 +71,17 @@ impl Scaled {
     }
 }
 
+/// PostgreSQL's literal for log10(e). Its scale estimates truncate products with it to
+/// integers, so the same literal (not the exact constant) gives the same scales.
+#[allow(clippy::approx_constant)]
+pub(crate) const PG_LOG10_E: f64 = 0.434294481903252;
+/// PostgreSQL's literal for ln(10), used in `estimate_ln_dweight` for the same reason.
+#[allow(clippy::approx_constant)]
+const PG_LN_10: f64 = 2.302585092994046;
+
 /// Clamps a chosen result scale into PostgreSQL's [0, 1000] (`NUMERIC_MIN/MAX_DISPLAY_SCALE`).
 pub(crate) fn clamp_rscale(rscale: i32) -> i32 {
-    rscale.max(0).min(MAX_DISPLAY_SCALE)
+    rscale.clamp(0, MAX_DISPLAY_SCALE)
 }
 
 /// `estimate_ln_dweight`: PostgreSQL's guess at the decimal weight of ln(x), which sets the
@@ -94,7 +106,7 @@ pub(crate) fn estimate_ln_dweight(x: &Scaled) -> i32 {
         digits = digits * i64::from(NBASE) + i64::from(nb.digits[1]);
         dweight -= DEC_DIGITS;
     }
-    let ln_x = (digits as f64).ln() + f64::from(dweight) * 2.302585092994046;
+    let ln_x = (digits as f64).ln() + f64::from(dweight) * PG_LN_10;
     ln_x.abs().log10() as i32
 }
 
@@ -104,9 +116,15 @@ pub(crate) fn ln_var(x: &Scaled, rscale: i64) -> Result<Scaled, NumericError> {
         return Err(NumericError::new("2201E", "cannot take logarithm of zero"));
     }
     if x.mantissa.is_negative() {
-        return Err(NumericError::new("2201E", "cannot take logarithm of a negative number"));
+        return Err(NumericError::new(
+            "2201E",
+            "cannot take logarithm of a negative number",
+        ));
     }
-    Ok(Scaled { mantissa: fixed::ln(&x.mantissa, x.scale, rscale as u64), scale: rscale })
+    Ok(Scaled {
+        mantissa: fixed::ln(&x.mantissa, x.scale, rscale as u64),
+        scale: rscale,
+    })
 }
 
 /// `exp_var`: e^x rounded to `rscale`; 22003 when the result could not be stored, zero when
@@ -117,16 +135,23 @@ pub(crate) fn exp_var(x: &Scaled, rscale: i64) -> Result<Scaled, NumericError> {
         if val > 0.0 {
             return Err(NumericError::overflow());
         }
-        return Ok(Scaled { mantissa: BigInt::zero(), scale: rscale });
+        return Ok(Scaled {
+            mantissa: BigInt::zero(),
+            scale: rscale,
+        });
     }
-    Ok(Scaled { mantissa: fixed::exp(&x.mantissa, x.scale, rscale as u64, val), scale: rscale })
+    Ok(Scaled {
+        mantissa: fixed::exp(&x.mantissa, x.scale, rscale as u64, val),
+        scale: rscale,
+    })
 }
 
 impl Numeric {
     /// `sqrt(self)` (`numeric_sqrt`): at least 16 significant digits and no fewer places than
     /// the input; 2201F `cannot take square root of a negative number`.
     pub fn sqrt(&self) -> Result<Numeric, NumericError> {
-        let negative = || NumericError::new("2201F", "cannot take square root of a negative number");
+        let negative =
+            || NumericError::new("2201F", "cannot take square root of a negative number");
         let (mantissa, scale) = match self {
             Numeric::NaN | Numeric::PosInf => return Ok(self.clone()),
             Numeric::NegInf => return Err(negative()),
@@ -136,7 +161,10 @@ impl Numeric {
         let nb = NBaseDigits::of(mantissa, scale);
         let sweight = (nb.weight + 1) * DEC_DIGITS / 2 - 1;
         let rscale = clamp_rscale((MIN_SIG_DIGITS - sweight).max(i32::from(scale)));
-        Numeric::make(sqrt_rounded(mantissa, i32::from(scale), rscale), i64::from(rscale))
+        Numeric::make(
+            sqrt_rounded(mantissa, i32::from(scale), rscale),
+            i64::from(rscale),
+        )
     }
 
     /// `exp(self)` (`numeric_exp`): about 16 significant digits, no fewer places than the
@@ -147,7 +175,7 @@ impl Numeric {
             Numeric::NegInf => return Ok(Numeric::zero()),
             Numeric::Finite { .. } => Scaled::of(self).expect("finite"),
         };
-        let val = (x.to_f64() * 0.434294481903252)
+        let val = (x.to_f64() * PG_LOG10_E)
             .clamp(-f64::from(MAX_RESULT_SCALE), f64::from(MAX_RESULT_SCALE));
         let rscale = clamp_rscale((MIN_SIG_DIGITS - val as i32).max(x.scale as i32));
         exp_var(&x, i64::from(rscale))?.into_numeric()
@@ -158,7 +186,10 @@ impl Numeric {
         let x = match self {
             Numeric::NaN | Numeric::PosInf => return Ok(self.clone()),
             Numeric::NegInf => {
-                return Err(NumericError::new("2201E", "cannot take logarithm of a negative number"))
+                return Err(NumericError::new(
+                    "2201E",
+                    "cannot take logarithm of a negative number",
+                ))
             }
             Numeric::Finite { .. } => Scaled::of(self).expect("finite"),
         };
@@ -177,12 +208,17 @@ impl Numeric {
         if let Some(special) = log_special(base, x)? {
             return Ok(special);
         }
-        let (b, x) = (Scaled::of(base).expect("finite"), Scaled::of(x).expect("finite"));
+        let (b, x) = (
+            Scaled::of(base).expect("finite"),
+            Scaled::of(x).expect("finite"),
+        );
         let ln_base_dweight = estimate_ln_dweight(&b);
         let ln_num_dweight = estimate_ln_dweight(&x);
         let result_dweight = ln_num_dweight - ln_base_dweight;
         let rscale = clamp_rscale(
-            (MIN_SIG_DIGITS - result_dweight).max(b.scale as i32).max(x.scale as i32),
+            (MIN_SIG_DIGITS - result_dweight)
+                .max(b.scale as i32)
+                .max(x.scale as i32),
         );
         let ln_base_rscale = (rscale + result_dweight - ln_base_dweight + 8).max(0);
         let ln_num_rscale = (rscale + result_dweight - ln_num_dweight + 8).max(0);
@@ -211,7 +247,10 @@ fn log_special(base: &Numeric, x: &Numeric) -> Result<Option<Numeric>, NumericEr
         return Ok(Some(Numeric::NaN));
     }
     if base.signum() < 0 || x.signum() < 0 {
-        return Err(NumericError::new("2201E", "cannot take logarithm of a negative number"));
+        return Err(NumericError::new(
+            "2201E",
+            "cannot take logarithm of a negative number",
+        ));
     }
     if base.signum() == 0 || x.signum() == 0 {
         return Err(NumericError::new("2201E", "cannot take logarithm of zero"));
@@ -223,4 +262,3 @@ fn log_special(base: &Numeric, x: &Numeric) -> Result<Option<Numeric>, NumericEr
         _ => Numeric::PosInf,
     }))
 }
-

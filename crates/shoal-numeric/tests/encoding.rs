@@ -2,9 +2,9 @@
 //! recorded from PostgreSQL 15, and the sortable key's order and round trip checked over many
 //! random values (every pair: key order equals value order, equal values have equal keys).
 
-mod common;
 #[path = "cases/encoding.rs"]
 mod cases;
+mod common;
 
 use std::cmp::Ordering;
 
@@ -16,7 +16,10 @@ fn hex(bytes: &[u8]) -> String {
 }
 
 fn unhex(text: &str) -> Vec<u8> {
-    (0..text.len()).step_by(2).map(|i| u8::from_str_radix(&text[i..i + 2], 16).unwrap()).collect()
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&text[i..i + 2], 16).unwrap())
+        .collect()
 }
 
 #[test]
@@ -25,7 +28,11 @@ fn wire_format_matches_numeric_send() {
         let n = num(value);
         assert_eq!(hex(&n.to_pg_binary()), *expected, "numeric_send({value})");
         let back = Numeric::from_pg_binary(&unhex(expected)).unwrap();
-        assert_eq!(back.to_pg_text(), n.to_pg_text(), "numeric_recv({expected})");
+        assert_eq!(
+            back.to_pg_text(),
+            n.to_pg_text(),
+            "numeric_recv({expected})"
+        );
     }
 }
 
@@ -44,7 +51,10 @@ fn wire_format_rejects_malformed_input() {
 fn wire_format_truncates_digits_hidden_by_scale() {
     // 1.2345 sent with dscale 2 reads as 1.23, as numeric_recv's trunc_var does.
     let bytes = unhex("000200000000000200010929");
-    assert_eq!(Numeric::from_pg_binary(&bytes).unwrap().to_pg_text(), "1.23");
+    assert_eq!(
+        Numeric::from_pg_binary(&bytes).unwrap().to_pg_text(),
+        "1.23"
+    );
 }
 
 /// xorshift64*: a small deterministic generator so the property test needs no dependency.
@@ -72,7 +82,9 @@ fn random_value(rng: &mut Rng) -> Numeric {
     }
     let long = rng.below(4) == 0;
     let len = 1 + rng.below(if long { 40 } else { 4 }) as usize;
-    let digits: String = (0..len).map(|_| char::from(b'0' + rng.below(10) as u8)).collect();
+    let digits: String = (0..len)
+        .map(|_| char::from(b'0' + rng.below(10) as u8))
+        .collect();
     let sign = if rng.below(2) == 0 { "-" } else { "" };
     let exponent = rng.below(40) as i64 - 20;
     let text = format!("{sign}{digits}e{exponent}");
@@ -94,7 +106,9 @@ fn encode(n: &Numeric) -> Vec<u8> {
 fn sortable_key_orders_like_postgresql() {
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
     let mut values: Vec<Numeric> = (0..600).map(|_| random_value(&mut rng)).collect();
-    for text in ["0", "0.000", "1", "1.0", "1.00", "-1", "-1.000", "10", "0.1", "9.99", "10.01", "-0.1"] {
+    for text in [
+        "0", "0.000", "1", "1.0", "1.00", "-1", "-1.000", "10", "0.1", "9.99", "10.01", "-0.1",
+    ] {
         values.push(num(text));
     }
     let encoded: Vec<Vec<u8>> = values.iter().map(encode).collect();
@@ -109,7 +123,11 @@ fn sortable_key_orders_like_postgresql() {
             if a.cmp(b) != Ordering::Equal {
                 assert_eq!(ea.cmp(eb), a.cmp(b), "whole encoding order of {a} vs {b}");
             } else {
-                assert_eq!(ea.cmp(eb), a.scale().cmp(&b.scale()), "ties break on scale: {a} vs {b}");
+                assert_eq!(
+                    ea.cmp(eb),
+                    a.scale().cmp(&b.scale()),
+                    "ties break on scale: {a} vs {b}"
+                );
             }
         }
     }
@@ -121,7 +139,12 @@ fn sortable_key_is_self_delimiting() {
     let key_len = Numeric::sortable_key_len(&bytes);
     bytes.extend_from_slice(b"suffix");
     assert_eq!(Numeric::sortable_key_len(&bytes), key_len);
-    assert_eq!(Numeric::decode_sortable(&bytes[..key_len + 2]).unwrap().to_pg_text(), "-123.4500");
+    assert_eq!(
+        Numeric::decode_sortable(&bytes[..key_len + 2])
+            .unwrap()
+            .to_pg_text(),
+        "-123.4500"
+    );
 }
 
 #[test]

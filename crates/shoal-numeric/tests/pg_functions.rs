@@ -1,21 +1,40 @@
 //! sqrt, exp, ln, log, power, the float casts and the aggregate final functions checked
 //! against PostgreSQL 15's answers recorded in `cases/functions.rs`, digit for digit.
 
-mod common;
 #[path = "cases/functions.rs"]
 mod cases;
+mod common;
 
 use common::{check_all, num, render, squash};
 use shoal_numeric::{MomentsAccumulator, Numeric, NumericError};
 
-fn unary(what: &str, table: &[(&str, &str)], f: impl Fn(&Numeric) -> Result<Numeric, NumericError>) {
-    check_all(what, table.iter().map(|(v, expected)| (v.to_string(), expected.to_string(), render(&f(&num(v))))));
-}
-
-fn binary(what: &str, table: &[(&str, &str, &str)], f: impl Fn(&Numeric, &Numeric) -> Result<Numeric, NumericError>) {
+fn unary(
+    what: &str,
+    table: &[(&str, &str)],
+    f: impl Fn(&Numeric) -> Result<Numeric, NumericError>,
+) {
     check_all(
         what,
-        table.iter().map(|(a, b, expected)| (format!("{a}, {b}"), expected.to_string(), render(&f(&num(a), &num(b))))),
+        table
+            .iter()
+            .map(|(v, expected)| (v.to_string(), expected.to_string(), render(&f(&num(v))))),
+    );
+}
+
+fn binary(
+    what: &str,
+    table: &[(&str, &str, &str)],
+    f: impl Fn(&Numeric, &Numeric) -> Result<Numeric, NumericError>,
+) {
+    check_all(
+        what,
+        table.iter().map(|(a, b, expected)| {
+            (
+                format!("{a}, {b}"),
+                expected.to_string(),
+                render(&f(&num(a), &num(b))),
+            )
+        }),
     );
 }
 
@@ -56,10 +75,18 @@ fn float_text(v: f64, sci: String, plain: String, sig_max: i32) -> String {
         return "NaN".into();
     }
     if v.is_infinite() {
-        return if v > 0.0 { "Infinity".into() } else { "-Infinity".into() };
+        return if v > 0.0 {
+            "Infinity".into()
+        } else {
+            "-Infinity".into()
+        };
     }
     if v == 0.0 {
-        return if v.is_sign_negative() { "-0".into() } else { "0".into() };
+        return if v.is_sign_negative() {
+            "-0".into()
+        } else {
+            "0".into()
+        };
     }
     let (mant, exp) = sci.split_once('e').unwrap();
     let exp: i32 = exp.parse().unwrap();
@@ -73,17 +100,34 @@ fn float_text(v: f64, sci: String, plain: String, sig_max: i32) -> String {
 
 #[test]
 fn float_casts() {
-    unary("from_f64", cases::FROM_F64, |n| Numeric::from_f64(n_to_f64(n)));
-    unary("from_f32", cases::FROM_F32, |n| Numeric::from_f32(n_to_f64(n) as f32));
-    let show = |r: Result<String, NumericError>| r.unwrap_or_else(|e| format!("ERR {}", e.sqlstate));
+    unary("from_f64", cases::FROM_F64, |n| {
+        Numeric::from_f64(n_to_f64(n))
+    });
+    unary("from_f32", cases::FROM_F32, |n| {
+        Numeric::from_f32(n_to_f64(n) as f32)
+    });
+    let show =
+        |r: Result<String, NumericError>| r.unwrap_or_else(|e| format!("ERR {}", e.sqlstate));
     check_all(
         "to_f64",
-        cases::TO_F64.iter().map(|(v, e)| (v.to_string(), e.to_string(), show(num(v).to_f64().map(|f| float_text(f, format!("{f:e}"), format!("{f}"), 15))))),
+        cases::TO_F64.iter().map(|(v, e)| {
+            (
+                v.to_string(),
+                e.to_string(),
+                show(
+                    num(v)
+                        .to_f64()
+                        .map(|f| float_text(f, format!("{f:e}"), format!("{f}"), 15)),
+                ),
+            )
+        }),
     );
     check_all(
         "to_f32",
         cases::TO_F32.iter().map(|(v, e)| {
-            let text = num(v).to_f32().map(|f| float_text(f64::from(f), format!("{f:e}"), format!("{f}"), 6));
+            let text = num(v)
+                .to_f32()
+                .map(|f| float_text(f64::from(f), format!("{f:e}"), format!("{f}"), 6));
             (v.to_string(), e.to_string(), show(text))
         }),
     );
@@ -110,7 +154,11 @@ fn aggregates() {
             for (i, x) in inputs.iter().enumerate() {
                 sum = sum.add(x).unwrap();
                 // Split the group to exercise merge, as a parallel aggregate would.
-                if i % 2 == 0 { left.push(x).unwrap() } else { right.push(x).unwrap() }
+                if i % 2 == 0 {
+                    left.push(x).unwrap()
+                } else {
+                    right.push(x).unwrap()
+                }
             }
             left.merge(&right).unwrap();
             let actual = format!(

@@ -21,21 +21,33 @@ pub fn render(result: &Result<Numeric, NumericError>) -> String {
 
 pub fn squash(text: String) -> String {
     if text.len() > 240 {
-        format!("BIG {} {} {}", text.len(), &text[..40], &text[text.len() - 40..])
+        format!(
+            "BIG {} {} {}",
+            text.len(),
+            &text[..40],
+            &text[text.len() - 40..]
+        )
     } else {
         text
     }
 }
 
 /// Checks every case, reporting all mismatches together so one run shows the whole picture.
-pub fn check_all<'a>(what: &str, cases: impl IntoIterator<Item = (String, String, String)>) {
+pub fn check_all(what: &str, cases: impl IntoIterator<Item = (String, String, String)>) {
     let mut failures = Vec::new();
     let mut count = 0;
     for (input, expected, actual) in cases {
         count += 1;
         if expected != actual {
-            failures.push(format!("{what}({input}): expected {expected}, got {actual}"));
+            failures.push(format!(
+                "{what}({input}): expected {expected}, got {actual}"
+            ));
         }
     }
-    assert!(failures.is_empty(), "{} of {count} {what} cases differ:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {count} {what} cases differ:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
