@@ -65,6 +65,10 @@ pub fn storage_type_of_field(f: &datafusion::arrow::datatypes::Field) -> DataTyp
         Some(oid::VARCHAR) => DataType::Varchar(length),
         Some(oid::BPCHAR) => DataType::Char(length.unwrap_or(1)),
         Some(oid::UUID) => DataType::Uuid,
+        Some(oid::NUMERIC) => DataType::Numeric {
+            precision: length.map(|t| ((t >> 16) & 0xffff) as u8),
+            scale: length.map(|t| (t & 0xffff) as u8),
+        },
         _ => crate::params::storage_type_for_arrow(f.data_type()),
     }
 }

@@ -43,6 +43,7 @@ enum Answer {
 const WRAPPED: &[(&str, Answer)] = &[
     ("abs", Answer::Kernel(Op::Abs)),
     ("sign", Answer::Kernel(Op::Sign)),
+    ("signum", Answer::Kernel(Op::Sign)),
     ("ceil", Answer::Kernel(Op::Ceil)),
     ("floor", Answer::Kernel(Op::Floor)),
     ("round", Answer::Kernel(Op::Round)),
@@ -76,6 +77,9 @@ const WRAPPED: &[(&str, Answer)] = &[
     ("asinh", Answer::Float),
     ("acosh", Answer::Float),
     ("atanh", Answer::Float),
+    ("isnan", Answer::Float),
+    ("iszero", Answer::Float),
+    ("nanvl", Answer::Float),
 ];
 
 const WRAPPED_AGGREGATES: &[(&str, Statistic)] = &[
@@ -256,14 +260,17 @@ struct NumericAwareAggregate {
 
 impl NumericAwareAggregate {
     /// Whether PostgreSQL's result over this argument type is numeric: always over numerics;
-    /// for sum over bigints; for avg and the variances over any integers.
+    /// for avg and the variances over any integers.
     fn numeric_result(&self, arg_types: &[ArrowType]) -> bool {
         let [t] = arg_types else {
             return false;
         };
+        // The sum of bigints is numeric too, but DataFusion's coercion has made the sum of
+        // integers a sum of bigints by the time it asks again: the plan rule decides that one
+        // where the argument's own type is still visible.
         match self.statistic {
             _ if numeric_like(t) => true,
-            Statistic::Sum => matches!(t, ArrowType::Int64 | ArrowType::UInt64),
+            Statistic::Sum => false,
             _ => t.is_integer(),
         }
     }

@@ -56,6 +56,9 @@ pub enum Op {
     Scale,
     MinScale,
     Key,
+    /// The key as hexadecimal text, which sorts as the key does: a window's ORDER BY, whose
+    /// RANGE frames DataFusion runs over numbers and strings only.
+    SortKey,
     /// Into numeric: pg_numeric(x) or pg_numeric(x, precision, scale).
     Cast,
     ToInt2,
@@ -67,7 +70,7 @@ pub enum Op {
 }
 
 impl Op {
-    pub const ALL: [Op; 32] = [
+    pub const ALL: [Op; 33] = [
         Op::Add,
         Op::Sub,
         Op::Mul,
@@ -93,6 +96,7 @@ impl Op {
         Op::Scale,
         Op::MinScale,
         Op::Key,
+        Op::SortKey,
         Op::Cast,
         Op::ToInt2,
         Op::ToInt4,
@@ -131,6 +135,7 @@ impl Op {
             Op::Scale => "scale",
             Op::MinScale => "min_scale",
             Op::Key => "numeric_key",
+            Op::SortKey => "numeric_sort_key",
             Op::Cast => "pg_numeric",
             Op::ToInt2 => "numeric_int2",
             Op::ToInt4 => "numeric_int4",
@@ -145,6 +150,7 @@ impl Op {
         match self {
             Op::Scale | Op::MinScale => ArrowType::Int32,
             Op::Key => ArrowType::Binary,
+            Op::SortKey => ArrowType::Utf8,
             Op::ToInt2 => ArrowType::Int16,
             Op::ToInt4 => ArrowType::Int32,
             Op::ToInt8 => ArrowType::Int64,
@@ -272,6 +278,19 @@ fn evaluate(
             }
             Ok(Arc::new(b.finish()))
         }
+        Op::SortKey => {
+            let mut b = StringBuilder::with_capacity(rows, rows * 24);
+            for row in 0..rows {
+                match columns[0].is_valid(row) {
+                    true => {
+                        let key = super::key_of(columns[0].value(row));
+                        b.append_value(key.iter().map(|byte| format!("{byte:02x}")).collect::<String>())
+                    }
+                    false => b.append_null(),
+                }
+            }
+            Ok(Arc::new(b.finish()))
+        }
         Op::ToInt2 | Op::ToInt4 | Op::ToInt8 | Op::ToFloat4 | Op::ToFloat8 | Op::ToText => {
             convert_out(op, columns[0], rows)
         }
@@ -350,6 +369,7 @@ fn compute(op: Op, args: &[Numeric], digits: i64) -> Result<Numeric, NumericErro
         Op::Scale
         | Op::MinScale
         | Op::Key
+        | Op::SortKey
         | Op::Cast
         | Op::ToInt2
         | Op::ToInt4

@@ -57,9 +57,7 @@ fn rewrite_node(node: LogicalPlan) -> DfResult<Transformed<LogicalPlan>> {
         e.transform_up(|sub| rewrite_expr(sub, &schema))
             .map(|t| t.update_data(|e| saved.restore(e)))
     })?;
-    if !rewritten.transformed {
-        return Ok(rewritten);
-    }
+    // Also when only an input changed: a column's type may have become numeric below.
     rewritten.map_data(|node| node.recompute_schema())
 }
 
@@ -577,6 +575,19 @@ fn function(f: ScalarFunction, schema: &DFSchema) -> DfResult<Transformed<Expr>>
         Op::ToText
     } else if FLOAT_FUNCTIONS.contains(&name.as_str()) {
         Op::ToFloat8
+    } else if let Some(conversions) = argument_conversions(&f, schema) {
+        let args = f
+            .args
+            .into_iter()
+            .zip(conversions)
+            .map(|(e, op)| match op {
+                Some(op) => call(op, vec![e]),
+                None => e,
+            })
+            .collect();
+        return Ok(Transformed::yes(Expr::ScalarFunction(ScalarFunction::new_udf(
+            f.func, args,
+        ))));
     } else {
         // pg_typeof, pg_text_out and the like see the numeric itself.
         return Ok(Transformed::no(Expr::ScalarFunction(f)));
@@ -589,6 +600,49 @@ fn function(f: ScalarFunction, schema: &DFSchema) -> DfResult<Transformed<Expr>>
     Ok(Transformed::yes(Expr::ScalarFunction(ScalarFunction::new_udf(
         f.func, args,
     ))))
+}
+
+/// The conversion of each numeric argument a function asks for, by its own coercion: to the
+/// type it coerces that argument to, or to float8 when it refuses numerics but takes floats
+/// (`pg_sleep(0.5)`: PostgreSQL casts numeric to float8 implicitly). None when it takes the
+/// numerics as they are, or takes neither.
+fn argument_conversions(f: &ScalarFunction, schema: &DFSchema) -> Option<Vec<Option<Op>>> {
+    use datafusion::logical_expr::type_coercion::functions::fields_with_udf;
+    let types: Vec<ArrowType> = f
+        .args
+        .iter()
+        .map(|a| a.get_type(schema).ok())
+        .collect::<Option<_>>()?;
+    let fields = |float: bool| -> Vec<Arc<Field>> {
+        types
+            .iter()
+            .map(|t| {
+                let t = match float && is_numeric(t) {
+                    true => ArrowType::Float64,
+                    false => t.clone(),
+                };
+                Arc::new(Field::new("arg", t, true))
+            })
+            .collect()
+    };
+    let coerced = fields_with_udf(&fields(false), f.func.as_ref())
+        .or_else(|_| fields_with_udf(&fields(true), f.func.as_ref()))
+        .ok()?;
+    let conversions: Vec<Option<Op>> = types
+        .iter()
+        .zip(&coerced)
+        .map(|(t, c)| match (is_numeric(t), c.data_type()) {
+            (false, _) => None,
+            (true, c) if is_numeric(c) => None,
+            (true, ArrowType::Int16) => Some(Op::ToInt2),
+            (true, ArrowType::Int32) => Some(Op::ToInt4),
+            (true, ArrowType::Int64) => Some(Op::ToInt8),
+            (true, ArrowType::Float32) => Some(Op::ToFloat4),
+            (true, ArrowType::Utf8 | ArrowType::LargeUtf8 | ArrowType::Utf8View) => Some(Op::ToText),
+            (true, _) => Some(Op::ToFloat8),
+        })
+        .collect();
+    conversions.iter().any(Option::is_some).then_some(conversions)
 }
 
 /// `pg_numeric` of constants is computed now: a literal stays a literal, and `'abc'::numeric`
@@ -679,19 +733,74 @@ fn is_float_aggregate(name: &str) -> bool {
         )
 }
 
-fn window(mut w: WindowFunction, schema: &DFSchema) -> DfResult<Transformed<Expr>> {
+fn window(w: WindowFunction, schema: &DFSchema) -> DfResult<Transformed<Expr>> {
+    let ordered = window_keys(w, schema)?;
+    let changed = ordered.transformed;
+    let mut w = ordered.data;
     let WindowFunctionDefinition::AggregateUDF(udaf) = &w.fun else {
-        return lag_lead_default(w, schema);
+        let t = lag_lead_default(w, schema)?;
+        return Ok(Transformed::new(t.data, t.transformed || changed, t.tnr));
+    };
+    let name = udaf.name().to_string();
+    let unchanged = |w: WindowFunction| {
+        Ok(Transformed::new(
+            Expr::WindowFunction(Box::new(w)),
+            changed,
+            datafusion::common::tree_node::TreeNodeRecursion::Continue,
+        ))
     };
     let [arg] = &w.params.args[..] else {
-        return Ok(Transformed::no(Expr::WindowFunction(Box::new(w))));
+        return unchanged(w);
     };
-    if kind(arg, schema) == Kind::Numeric && is_float_aggregate(udaf.name()) {
-        let arg = w.params.args.remove(0);
-        w.params.args.push(to_float8(arg, schema)?);
-        return Ok(Transformed::yes(Expr::WindowFunction(Box::new(w))));
+    if kind(arg, schema) != Kind::Numeric || !is_float_aggregate(&name) {
+        return unchanged(w);
     }
-    Ok(Transformed::no(Expr::WindowFunction(Box::new(w))))
+    let arg = w.params.args.remove(0);
+    w.params.args.push(to_float8(arg, schema)?);
+    Ok(Transformed::yes(Expr::WindowFunction(Box::new(w))))
+}
+
+/// A window partitioned or ordered by numerics: partitions by value, and orders by the key as
+/// text, since DataFusion runs RANGE frames (the default with ORDER BY) over numbers and
+/// strings only. A RANGE frame with an offset (`RANGE 1 PRECEDING`) needs numeric arithmetic
+/// on the key, which is refused.
+fn window_keys(mut w: WindowFunction, schema: &DFSchema) -> DfResult<Transformed<WindowFunction>> {
+    let mut changed = false;
+    for e in &mut w.params.partition_by {
+        if kind(e, schema) == Kind::Numeric {
+            let numeric = to_numeric(e.clone(), schema)?;
+            *e = key(numeric);
+            changed = true;
+        }
+    }
+    let mut numeric_order = false;
+    for sort in &mut w.params.order_by {
+        if kind(&sort.expr, schema) == Kind::Numeric {
+            let numeric = to_numeric(sort.expr.clone(), schema)?;
+            sort.expr = call(Op::SortKey, vec![numeric]);
+            numeric_order = true;
+        }
+    }
+    let frame = &w.params.window_frame;
+    let offset = |b: &datafusion::logical_expr::WindowFrameBound| match b {
+        datafusion::logical_expr::WindowFrameBound::Preceding(v)
+        | datafusion::logical_expr::WindowFrameBound::Following(v) => !v.is_null(),
+        datafusion::logical_expr::WindowFrameBound::CurrentRow => false,
+    };
+    if numeric_order
+        && frame.units == datafusion::logical_expr::WindowFrameUnits::Range
+        && (offset(&frame.start_bound) || offset(&frame.end_bound))
+    {
+        return Err(plan_error(SqlError::new(
+            code::FEATURE_NOT_SUPPORTED,
+            "RANGE window frames with an offset over a numeric ORDER BY are not supported",
+        )));
+    }
+    Ok(Transformed::new(
+        w,
+        changed || numeric_order,
+        datafusion::common::tree_node::TreeNodeRecursion::Continue,
+    ))
 }
 
 /// lag/lead(x, n, default): the default takes x's type when one of them is numeric.
@@ -821,7 +930,19 @@ fn union_as_numeric(union: Union) -> DfResult<Transformed<LogicalPlan>> {
             .collect();
         common.push(common_kind(&kinds));
     }
-    if common.iter().all(Option::is_none) {
+    let converted = |t: &ArrowType, k: Kind| match k {
+        Kind::Float => t == &ArrowType::Float64,
+        _ => is_numeric(t),
+    };
+    let needed = common.iter().enumerate().any(|(c, k)| {
+        k.is_some_and(|k| {
+            union
+                .inputs
+                .iter()
+                .any(|i| !converted(i.schema().field(c).data_type(), k))
+        })
+    });
+    if !needed {
         return Ok(Transformed::no(LogicalPlan::Union(union)));
     }
     let inputs = union

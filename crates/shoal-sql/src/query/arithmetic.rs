@@ -53,15 +53,45 @@ pub fn type_for_postgres(plan: LogicalPlan) -> DfResult<LogicalPlan> {
         ) {
             return Ok(Transformed::no(node));
         }
+        let schema = datafusion::logical_expr::utils::merge_schema(&node.inputs());
         let names = NamePreserver::new(&node);
         node.map_expressions(|e| {
             let saved = names.save(&e);
-            e.transform_down(retype_literal)
+            e.transform_down(retype_literal)?
+                .transform_data(|e| e.transform_up(|e| sum_of_bigint(e, &schema)))
                 .map(|t| t.update_data(|e| saved.restore(e)))
         })?
         .map_data(|node| node.recompute_schema())
     })
     .map(|t| t.data)
+}
+
+/// The sum of bigints is numeric, so that it cannot overflow. This is decided here, once, on
+/// the plan as written: DataFusion's coercion turns every integer sum into a sum of bigints,
+/// and the analyzer runs again when the plan is executed.
+fn sum_of_bigint(e: Expr, schema: &DFSchema) -> DfResult<Transformed<Expr>> {
+    let is_bigint = |args: &[Expr]| match args {
+        [arg] => matches!(arg.get_type(schema), Ok(ArrowType::Int64 | ArrowType::UInt64)),
+        _ => false,
+    };
+    let numeric = |args: &mut Vec<Expr>| {
+        let arg = args.remove(0);
+        args.push(Expr::ScalarFunction(ScalarFunction::new_udf(
+            crate::numeric::kernels::udf(crate::numeric::kernels::Op::Cast),
+            vec![arg],
+        )));
+    };
+    match e {
+        Expr::AggregateFunction(mut f) if f.func.name() == "sum" && is_bigint(&f.params.args) => {
+            numeric(&mut f.params.args);
+            Ok(Transformed::yes(Expr::AggregateFunction(f)))
+        }
+        Expr::WindowFunction(mut w) if w.fun.name() == "sum" && is_bigint(&w.params.args) => {
+            numeric(&mut w.params.args);
+            Ok(Transformed::yes(Expr::WindowFunction(w)))
+        }
+        other => Ok(Transformed::no(other)),
+    }
 }
 
 fn retype_literal(e: Expr) -> DfResult<Transformed<Expr>> {

@@ -217,15 +217,6 @@ impl VisitorMut for Rewriter<'_> {
                 Ok(None) => {}
                 Err(e) => self.error = Some(e),
             },
-            // DataFusion's planner refuses unary minus on types it does not know as numbers,
-            // numeric among them (see `crate::numeric::functions`). A number literal stays
-            // as it is: DataFusion reads `-5` as one negative literal.
-            Expr::UnaryOp {
-                op: ast::UnaryOperator::Minus,
-                expr: operand,
-            } if !matches!(operand.as_ref(), Expr::Value(_)) => {
-                *expr = function_call("pg_negate", vec![(**operand).clone()]);
-            }
             Expr::TypedString(ts) => {
                 let literal = Expr::Value(ts.value.clone());
                 match numeric_cast(&literal, &ts.data_type) {
@@ -478,6 +469,11 @@ impl VisitorMut for Rewriter<'_> {
             } => {
                 if let Some(e) = negate_power_base(operand) {
                     *expr = e;
+                } else if !matches!(operand.as_ref(), Expr::Value(_)) {
+                    // DataFusion's planner refuses unary minus on types it does not know as
+                    // numbers, numeric among them (see `crate::numeric::functions`). A number
+                    // literal stays as it is: DataFusion reads `-5` as one negative literal.
+                    *expr = function_call("pg_negate", vec![(**operand).clone()]);
                 }
             }
             Expr::Collate { expr: inner, .. } => {
