@@ -44,7 +44,8 @@ impl AnalyzerRule for NumericSemantics {
     }
 }
 
-fn rewrite_node(node: LogicalPlan) -> DfResult<Transformed<LogicalPlan>> {
+/// One node of the rule, its inputs already rewritten.
+pub fn rewrite_node(node: LogicalPlan) -> DfResult<Transformed<LogicalPlan>> {
     let node = match node {
         LogicalPlan::Values(values) => return values_as_numeric(values),
         LogicalPlan::Union(union) => return union_as_numeric(union),

@@ -61,7 +61,9 @@ pub fn type_for_postgres(plan: LogicalPlan) -> DfResult<LogicalPlan> {
                 .transform_data(|e| e.transform_up(|e| sum_of_bigint(e, &schema)))
                 .map(|t| t.update_data(|e| saved.restore(e)))
         })?
-        .map_data(|node| node.recompute_schema())
+        // The numeric rule runs here too: a sum of bigints just became numeric, and the
+        // operators above it must become numeric ones before their types are computed again.
+        .transform_data(crate::numeric::plan::rewrite_node)
     })
     .map(|t| t.data)
 }
