@@ -17,6 +17,7 @@ pub mod errors;
 pub mod expr_pass;
 pub mod format;
 pub mod functions;
+pub mod in_subquery;
 pub mod information_schema;
 pub mod interval_order;
 pub mod join_using;
@@ -134,6 +135,8 @@ pub async fn plan_statement(
         .statement_to_plan(DfStatement::Statement(Box::new(stmt)))
         .await
         .map_err(|e| with_argument_types(pg_errors::from_datafusion(e), &unknown_calls))?;
+    // Before the pass below, which turns the EXISTS this one makes outside filters into counts.
+    let plan = in_subquery::three_valued_in_subqueries(plan).map_err(pg_errors::from_datafusion)?;
     let plan = scalar_subquery::aggregate_correlated_scalar_subqueries(plan)
         .map_err(pg_errors::from_datafusion)?;
     let plan = set_all::count_copies(plan).map_err(pg_errors::from_datafusion)?;
