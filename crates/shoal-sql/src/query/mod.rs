@@ -17,6 +17,7 @@ pub mod errors;
 pub mod expr_pass;
 pub mod format;
 pub mod functions;
+pub mod in_list;
 pub mod in_subquery;
 pub mod information_schema;
 pub mod interval_order;
@@ -113,6 +114,7 @@ pub fn new_session_state(scope: Arc<PlanScope>) -> SessionState {
     state.add_analyzer_rule(Arc::new(text_input::TextInput::new(zone)));
     state.add_analyzer_rule(Arc::new(interval_order::IntervalOrder::default()));
     state.add_analyzer_rule(Arc::new(text_types::BpcharAsText));
+    state.add_analyzer_rule(Arc::new(in_list::InListOverColumns));
     state
 }
 
