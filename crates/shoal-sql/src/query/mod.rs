@@ -41,6 +41,7 @@ pub mod shoal_memory;
 pub mod text_codes;
 pub mod text_input;
 pub mod text_types;
+pub mod topk_partitions;
 pub mod typecheck;
 pub mod unknown_literals;
 pub mod wall_clock;
@@ -99,6 +100,7 @@ pub fn new_session_state(scope: Arc<PlanScope>) -> SessionState {
         .with_catalog_list(Arc::new(ShoalCatalogList::new(scope.clone())))
         // Appended after DataFusion's own rules.
         .with_optimizer_rule(Arc::new(text_codes::GroupOnTextCodes))
+        .with_physical_optimizer_rule(Arc::new(topk_partitions::TopKWholeKey))
         .build();
     let zone = scope.time_zone.clone();
     functions::register(&mut state, scope);
