@@ -11,6 +11,7 @@ pub mod checks;
 pub mod civil_time;
 pub mod column_names;
 pub mod column_provider;
+pub mod count_row;
 pub mod datetime;
 pub mod datetime_construct;
 pub mod errors;
