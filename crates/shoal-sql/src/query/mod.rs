@@ -24,6 +24,7 @@ pub mod information_schema;
 pub mod interval_order;
 pub mod join_using;
 pub mod math_domain;
+pub mod natural_join;
 pub mod pg_catalog;
 pub mod pg_errors;
 pub mod pg_literals;
