@@ -61,9 +61,15 @@ fn rewrite_select(select: &mut Select) {
                 // `*` is the merged columns, then the other columns of each side in turn, then
                 // those of the relations joined later.
                 for m in &merged {
+                    // A relation joined later may have a column of the same name, which
+                    // DataFusion would call ambiguous next to a plain alias.
+                    let alias = match sides.len() {
+                        2 => Ident::new(&m.name),
+                        _ => crate::query::column_names::hidden_alias(&m.name, "merged"),
+                    };
                     projection.push(SelectItem::ExprWithAlias {
                         expr: m.expr.clone(),
-                        alias: Ident::new(&m.name),
+                        alias,
                     });
                 }
                 for (i, side) in sides.iter().enumerate() {
