@@ -40,6 +40,7 @@ pub mod schema;
 pub mod scope;
 pub mod set_all;
 pub mod shoal_memory;
+pub mod subquery_nullable;
 pub mod text_codes;
 pub mod text_input;
 pub mod text_types;
@@ -145,6 +146,8 @@ pub async fn plan_statement(
     let plan = in_subquery::three_valued_in_subqueries(plan).map_err(pg_errors::from_datafusion)?;
     let plan = scalar_subquery::aggregate_correlated_scalar_subqueries(plan)
         .map_err(pg_errors::from_datafusion)?;
+    let plan =
+        subquery_nullable::nullable_scalar_subqueries(plan).map_err(pg_errors::from_datafusion)?;
     let plan = set_all::count_copies(plan).map_err(pg_errors::from_datafusion)?;
     typecheck::check_plan(&plan)?;
     let plan = arithmetic::type_for_postgres(plan).map_err(pg_errors::from_datafusion)?;
