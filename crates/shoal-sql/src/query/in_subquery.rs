@@ -13,8 +13,8 @@ use std::sync::Arc;
 
 use datafusion::common::tree_node::{Transformed, TransformedResult, TreeNode};
 use datafusion::common::{Column, DFSchema, Result as DfResult, ScalarValue};
-use datafusion::logical_expr::utils::{conjunction, split_conjunction_owned};
 use datafusion::logical_expr::expr::{Exists, InSubquery};
+use datafusion::logical_expr::utils::{conjunction, split_conjunction_owned};
 use datafusion::logical_expr::{
     lit, when, BinaryExpr, Expr, LogicalPlan, LogicalPlanBuilder, Operator, Subquery,
 };

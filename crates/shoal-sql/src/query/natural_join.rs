@@ -3,13 +3,15 @@
 //! itself, but `join_using` gives USING joins PostgreSQL's merged columns (first in `*`, and
 //! for RIGHT and FULL joins the right side's or either side's value); spelling NATURAL out lets
 //! it do the same there. Only the first join of a FROM item is rewritten, between relations
-//! whose columns are known here: tables, and subqueries or views with a column list.
+//! whose columns are known here: tables, views, and subqueries whose select lists name their
+//! columns.
 
 use datafusion::sql::sqlparser::ast::{
-    Ident, JoinConstraint, JoinOperator, ObjectName, Query, SetExpr, TableFactor,
+    Expr, Ident, JoinConstraint, JoinOperator, ObjectName, Query, SelectItem, SetExpr, TableFactor,
 };
 use shoal_storage::catalog::RelationKind;
 
+use crate::query::column_names::output_name;
 use crate::query::scope::PlanScope;
 
 /// Rewrites the SELECTs directly in `query`'s body (nested queries are visited on their own).
@@ -72,12 +74,56 @@ fn natural_constraint(op: &mut JoinOperator) -> Option<&mut JoinConstraint> {
 /// The relation's column names, normalized as identifiers are, when they are known.
 fn relation_columns(factor: &TableFactor, scope: &PlanScope) -> Option<Vec<String>> {
     match factor {
-        TableFactor::Derived { alias: Some(a), .. } if !a.columns.is_empty() => {
-            Some(a.columns.iter().map(|c| normalize(&c.name)).collect())
+        TableFactor::Derived {
+            subquery, alias, ..
+        } => {
+            let mut names = output_names(&subquery.body);
+            // A column list renames the first columns.
+            if let Some(a) = alias.as_ref().filter(|a| !a.columns.is_empty()) {
+                let renamed: Vec<String> = a.columns.iter().map(|c| normalize(&c.name)).collect();
+                names = match names {
+                    Some(names) if names.len() < renamed.len() => return None,
+                    Some(names) => Some(
+                        renamed
+                            .iter()
+                            .cloned()
+                            .chain(names[renamed.len()..].iter().cloned())
+                            .collect(),
+                    ),
+                    None => None,
+                };
+            }
+            names
         }
         TableFactor::Table {
-            name, alias, args: None, ..
+            name,
+            alias,
+            args: None,
+            ..
         } if alias.as_ref().is_none_or(|a| a.columns.is_empty()) => table_columns(name, scope),
+        _ => None,
+    }
+}
+
+/// A subquery's column names when its (first) select list names each one plainly; its items
+/// already carry PostgreSQL's names as aliases (`column_names`).
+fn output_names(body: &SetExpr) -> Option<Vec<String>> {
+    match body {
+        SetExpr::Select(select) => select
+            .projection
+            .iter()
+            .map(|item| match item {
+                SelectItem::ExprWithAlias { alias, .. } => Some(normalize(alias)),
+                SelectItem::UnnamedExpr(Expr::Identifier(i)) => Some(normalize(i)),
+                SelectItem::UnnamedExpr(Expr::CompoundIdentifier(parts)) => {
+                    parts.last().map(normalize)
+                }
+                _ => None,
+            })
+            .map(|name| name.filter(|n| output_name(n) == n))
+            .collect(),
+        SetExpr::SetOperation { left, .. } => output_names(left),
+        SetExpr::Query(q) => output_names(&q.body),
         _ => None,
     }
 }
@@ -108,4 +154,3 @@ fn normalize(ident: &Ident) -> String {
         ident.value.to_lowercase()
     }
 }
-

@@ -11,13 +11,13 @@ use std::sync::Arc;
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::{Transformed, TransformedResult, TreeNode};
 use datafusion::common::Result as DfResult;
-use datafusion::physical_optimizer::PhysicalOptimizerRule;
 use datafusion::physical_expr::projection::update_expr;
 use datafusion::physical_expr::{LexOrdering, PhysicalSortExpr};
+use datafusion::physical_optimizer::PhysicalOptimizerRule;
+use datafusion::physical_plan::execution_plan::replace_children_if_necessary;
 use datafusion::physical_plan::projection::ProjectionExec;
 use datafusion::physical_plan::sorts::sort::SortExec;
 use datafusion::physical_plan::sorts::sort_preserving_merge::SortPreservingMergeExec;
-use datafusion::physical_plan::execution_plan::replace_children_if_necessary;
 use datafusion::physical_plan::ExecutionPlan;
 
 /// Appended after DataFusion's physical optimizer rules, which shorten the keys.
@@ -37,8 +37,8 @@ impl PhysicalOptimizerRule for TopKWholeKey {
             let Some(input) = with_whole_key(merge.input(), merge.expr().clone())? else {
                 return Ok(Transformed::no(node));
             };
-            let merge = SortPreservingMergeExec::new(merge.expr().clone(), input)
-                .with_fetch(merge.fetch());
+            let merge =
+                SortPreservingMergeExec::new(merge.expr().clone(), input).with_fetch(merge.fetch());
             Ok(Transformed::yes(Arc::new(merge) as Arc<dyn ExecutionPlan>))
         })
         .data()
@@ -82,7 +82,10 @@ fn with_whole_key(
         return Ok(None);
     };
     match with_whole_key(projection.input(), key)? {
-        Some(input) => Ok(Some(replace_children_if_necessary(Arc::clone(plan), vec![input])?)),
+        Some(input) => Ok(Some(replace_children_if_necessary(
+            Arc::clone(plan),
+            vec![input],
+        )?)),
         None => Ok(None),
     }
 }
