@@ -25,6 +25,7 @@ pub mod interval_order;
 pub mod join_using;
 pub mod math_domain;
 pub mod natural_join;
+pub mod outer_join_constants;
 pub mod pg_catalog;
 pub mod pg_errors;
 pub mod pg_literals;
@@ -148,6 +149,8 @@ pub async fn plan_statement(
         .map_err(pg_errors::from_datafusion)?;
     let plan =
         subquery_nullable::nullable_scalar_subqueries(plan).map_err(pg_errors::from_datafusion)?;
+    let plan = outer_join_constants::unfold_nullable_constants(plan)
+        .map_err(pg_errors::from_datafusion)?;
     let plan = set_all::count_copies(plan).map_err(pg_errors::from_datafusion)?;
     typecheck::check_plan(&plan)?;
     let plan = arithmetic::type_for_postgres(plan).map_err(pg_errors::from_datafusion)?;

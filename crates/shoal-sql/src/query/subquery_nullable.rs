@@ -56,17 +56,24 @@ fn maybe_null(sq: Subquery) -> DfResult<Subquery> {
     let (qualifier, field) = plan.schema().qualified_field(0);
     let name = field.name().clone();
     let column = Expr::Column(Column::new(qualifier.cloned(), field.name()));
-    let udf = ScalarUDF::new_from_impl(MaybeNull {
-        signature: Signature::any(1, Volatility::Volatile),
-    });
     let plan = LogicalPlanBuilder::from(plan)
-        .project(vec![udf.call(vec![column]).alias(name)])?
+        .project(vec![maybe_null_call(vec![column]).alias(name)])?
         .build()?;
     Ok(Subquery {
         subquery: Arc::new(plan),
         outer_ref_columns: sq.outer_ref_columns,
         spans: sq.spans,
     })
+}
+
+/// `maybe_null(e, ...)`: e, declared nullable and never folded into a constant. The further
+/// arguments are ignored; a column among them keeps the physical plan from taking the call
+/// for a constant.
+pub fn maybe_null_call(args: Vec<Expr>) -> Expr {
+    ScalarUDF::new_from_impl(MaybeNull {
+        signature: Signature::variadic_any(Volatility::Volatile),
+    })
+    .call(args)
 }
 
 /// The identity, declared nullable. Volatile, so that constant folding does not replace it
