@@ -13,6 +13,7 @@ pub mod engine;
 pub mod error;
 pub mod fastpath;
 pub mod interrupt;
+pub mod numeric;
 pub mod params;
 pub mod parse;
 pub mod pgtext;

@@ -89,7 +89,7 @@ pub fn arrow_type_for_oid(type_oid: u32) -> ArrowType {
         oid::INT8 | oid::OID => ArrowType::Int64,
         oid::FLOAT4 => ArrowType::Float32,
         oid::FLOAT8 => ArrowType::Float64,
-        oid::NUMERIC => ArrowType::Decimal128(38, 10),
+        oid::NUMERIC => crate::numeric::NUMERIC_ARROW,
         oid::BYTEA => ArrowType::Binary,
         oid::DATE => ArrowType::Date32,
         oid::TIMESTAMP => ArrowType::Timestamp(TimeUnit::Microsecond, None),
@@ -112,7 +112,11 @@ pub fn storage_type_for_arrow(t: &ArrowType) -> DataType {
             precision: Some(*p),
             scale: Some((*s).max(0) as u8),
         },
-        ArrowType::Binary | ArrowType::LargeBinary => DataType::Bytea,
+        ArrowType::LargeBinary => DataType::Numeric {
+            precision: None,
+            scale: None,
+        },
+        ArrowType::Binary => DataType::Bytea,
         ArrowType::Date32 => DataType::Date,
         ArrowType::Timestamp(_, None) => DataType::Timestamp,
         ArrowType::Timestamp(_, Some(_)) => DataType::TimestampTz,
@@ -127,12 +131,23 @@ fn scalar_of_type(scalar: ScalarValue, t: &ArrowType) -> ScalarValue {
     if scalar.data_type() == *t {
         return scalar;
     }
+    if crate::numeric::is_numeric(t) {
+        let converted = scalar
+            .to_array()
+            .and_then(|a| crate::numeric::kernels::to_numeric_array(&a))
+            .and_then(|a| ScalarValue::try_from_array(&a, 0));
+        return converted.unwrap_or(scalar);
+    }
     scalar.cast_to(t).unwrap_or(scalar)
 }
 
 /// Decodes a text-format parameter; a timestamptz without an offset is read in `zone`, the
 /// session's time zone.
 pub fn decode_text(text: &str, t: &ArrowType, zone: &TimeZone) -> SqlResult<ScalarValue> {
+    if crate::numeric::is_numeric(t) {
+        let n = shoal_numeric::Numeric::parse(text).map_err(crate::numeric::sql_error)?;
+        return Ok(crate::numeric::scalar(Some(&n)));
+    }
     let st = storage_type_for_arrow(t);
     let v = pgtext::parse_value(text, &st, zone)?;
     Ok(scalar_of_type(scalar_from_value(&v, &st), t))
@@ -148,6 +163,10 @@ pub fn decode_binary(bytes: &[u8], type_oid: u32, t: &ArrowType) -> SqlResult<Sc
     };
     let be_i64 =
         |b: &[u8]| -> SqlResult<i64> { Ok(i64::from_be_bytes(b.try_into().map_err(|_| bad())?)) };
+    if type_oid == oid::NUMERIC {
+        let n = shoal_numeric::Numeric::from_pg_binary(bytes).map_err(|_| bad())?;
+        return Ok(scalar_of_type(crate::numeric::scalar(Some(&n)), t));
+    }
     let v = match type_oid {
         oid::BOOL => Value::Bool(*bytes.first().ok_or_else(bad)? != 0),
         oid::INT2 => Value::Int16(i16::from_be_bytes(bytes.try_into().map_err(|_| bad())?)),
@@ -172,10 +191,6 @@ pub fn decode_binary(bytes: &[u8], type_oid: u32, t: &ArrowType) -> SqlResult<Sc
         oid::UUID => Value::Text(crate::types::format_uuid(u128::from_be_bytes(
             bytes.try_into().map_err(|_| bad())?,
         ))),
-        oid::NUMERIC => Value::Numeric {
-            mantissa: decode_numeric_binary(bytes).ok_or_else(bad)?,
-            scale: 10,
-        },
         _ => Value::Text(String::from_utf8(bytes.to_vec()).map_err(|_| {
             SqlError::new(code::PROTOCOL_VIOLATION, "invalid UTF-8 in bind parameter")
         })?),
@@ -183,11 +198,6 @@ pub fn decode_binary(bytes: &[u8], type_oid: u32, t: &ArrowType) -> SqlResult<Sc
     let st = storage_type_for_arrow(&arrow_type_for_oid(type_oid));
     let st = if matches!(v, Value::Text(_)) {
         DataType::Text
-    } else if type_oid == oid::NUMERIC {
-        DataType::Numeric {
-            precision: None,
-            scale: None,
-        }
     } else {
         st
     };
@@ -197,30 +207,6 @@ pub fn decode_binary(bytes: &[u8], type_oid: u32, t: &ArrowType) -> SqlResult<Sc
 /// Days and microseconds from 1970-01-01 to PostgreSQL's epoch, 2000-01-01.
 pub const PG_EPOCH_DAYS: i32 = 10_957;
 pub const PG_EPOCH_MICROS: i64 = 946_684_800_000_000;
-
-/// PostgreSQL's binary numeric: ndigits, weight, sign, dscale, then base-10000 digits.
-fn decode_numeric_binary(b: &[u8]) -> Option<i128> {
-    let rd =
-        |i: usize| -> Option<i16> { Some(i16::from_be_bytes(b.get(i..i + 2)?.try_into().ok()?)) };
-    let ndigits = rd(0)? as usize;
-    let weight = rd(2)? as i32;
-    let sign = rd(4)? as u16;
-    let mut value: i128 = 0;
-    let mut exp10: i32 = 0;
-    for i in 0..ndigits {
-        let d = rd(8 + i * 2)? as i128;
-        value = value.checked_mul(10_000)?.checked_add(d)?;
-        exp10 = (weight - i as i32) * 4;
-    }
-    // value * 10^exp10 at scale 10
-    let shift = exp10 + 10;
-    let mantissa = if shift >= 0 {
-        value.checked_mul(10i128.checked_pow(shift as u32)?)?
-    } else {
-        value / 10i128.pow((-shift) as u32)
-    };
-    Some(if sign == 0x4000 { -mantissa } else { mantissa })
-}
 
 /// Replaces $n placeholders with literal expressions of the bound values.
 pub fn substitute(stmt: &mut Statement, values: &[ScalarValue]) -> SqlResult<()> {
@@ -263,7 +249,7 @@ fn sql_type_name(t: &ArrowType) -> Option<&'static str> {
         ArrowType::Int64 => "BIGINT",
         ArrowType::Float32 => "REAL",
         ArrowType::Float64 => "DOUBLE PRECISION",
-        ArrowType::Decimal128(..) => "NUMERIC",
+        ArrowType::Decimal128(..) | ArrowType::LargeBinary => "NUMERIC",
         ArrowType::Boolean => "BOOLEAN",
         ArrowType::Date32 => "DATE",
         ArrowType::Timestamp(_, None) => "TIMESTAMP",

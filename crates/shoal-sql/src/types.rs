@@ -65,6 +65,10 @@ pub fn storage_type_of_field(f: &datafusion::arrow::datatypes::Field) -> DataTyp
         Some(oid::VARCHAR) => DataType::Varchar(length),
         Some(oid::BPCHAR) => DataType::Char(length.unwrap_or(1)),
         Some(oid::UUID) => DataType::Uuid,
+        Some(oid::NUMERIC) => DataType::Numeric {
+            precision: length.map(|t| ((t >> 16) & 0xffff) as u8),
+            scale: length.map(|t| (t & 0xffff) as u8),
+        },
         _ => crate::params::storage_type_for_arrow(f.data_type()),
     }
 }
@@ -77,10 +81,7 @@ pub fn arrow_type(t: &DataType) -> ArrowType {
         DataType::Int64 => ArrowType::Int64,
         DataType::Float32 => ArrowType::Float32,
         DataType::Float64 => ArrowType::Float64,
-        DataType::Numeric { precision, .. } => ArrowType::Decimal128(
-            precision.unwrap_or(NUMERIC_MAX_PRECISION),
-            t.numeric_scale() as i8,
-        ),
+        DataType::Numeric { .. } => crate::numeric::NUMERIC_ARROW,
         DataType::Text | DataType::Varchar(_) | DataType::Char(_) | DataType::Uuid => {
             ArrowType::Utf8
         }
@@ -164,7 +165,8 @@ pub fn pg_oid_for_arrow(t: &ArrowType) -> u32 {
         | ArrowType::Decimal64(..)
         | ArrowType::Decimal128(..)
         | ArrowType::Decimal256(..) => oid::NUMERIC,
-        ArrowType::Binary | ArrowType::LargeBinary | ArrowType::BinaryView => oid::BYTEA,
+        ArrowType::LargeBinary => oid::NUMERIC,
+        ArrowType::Binary | ArrowType::BinaryView => oid::BYTEA,
         ArrowType::FixedSizeBinary(_) => oid::BYTEA,
         ArrowType::Date32 | ArrowType::Date64 => oid::DATE,
         ArrowType::Time32(_) | ArrowType::Time64(_) => oid::TIME,
@@ -341,10 +343,10 @@ pub fn value_from_array(array: &dyn Array, row: usize, t: &DataType) -> SqlResul
         DataType::Int64 => Value::Int64(get!(Int64Array)),
         DataType::Float32 => Value::Float32(get!(Float32Array)),
         DataType::Float64 => Value::Float64(get!(Float64Array)),
-        DataType::Numeric { .. } => Value::Numeric {
-            mantissa: get!(Decimal128Array),
-            scale: t.numeric_scale(),
-        },
+        DataType::Numeric { precision, scale } => {
+            let bytes = get!(LargeBinaryArray);
+            numeric_value(&crate::numeric::decode(bytes), *precision, *scale)?
+        }
         DataType::Text | DataType::Varchar(_) => Value::Text(get!(StringArray).to_string()),
         DataType::Char(n) => Value::Text(pad_char(get!(StringArray), *n)),
         DataType::Uuid => Value::Uuid(parse_uuid(get!(StringArray))?),
@@ -361,6 +363,35 @@ pub fn value_from_array(array: &dyn Array, row: usize, t: &DataType) -> SqlResul
             })
         }
     })
+}
+
+/// A numeric as a row table stores it: with its column's typmod applied (rounded to the declared
+/// scale, checked against the precision), as a 128-bit mantissa and a scale. Values beyond 38
+/// digits are refused: PostgreSQL would store them, Shoal's row format does not yet.
+pub fn numeric_value(n: &shoal_numeric::Numeric, precision: Option<u8>, scale: Option<u8>) -> SqlResult<Value> {
+    let n = match precision {
+        Some(p) => n
+            .apply_typmod(p as u32, scale.unwrap_or(0) as i32)
+            .map_err(crate::numeric::sql_error)?,
+        None => n.clone(),
+    };
+    match n.to_i128_scaled() {
+        Some((mantissa, scale)) if scale <= u8::MAX as u16 => Ok(Value::Numeric {
+            mantissa,
+            scale: scale as u8,
+        }),
+        _ if !matches!(n, shoal_numeric::Numeric::Finite { .. }) => Err(SqlError::new(
+            code::FEATURE_NOT_SUPPORTED,
+            format!("numeric {n} cannot be stored in a table column"),
+        )),
+        _ => Err(SqlError::new(
+            code::FEATURE_NOT_SUPPORTED,
+            format!(
+                "numeric value {n} has more digits than a table column holds \
+                 (38 significant digits, 255 after the point)"
+            ),
+        )),
+    }
 }
 
 /// char(n) is blank-padded to n characters, as PostgreSQL stores it.
@@ -428,26 +459,13 @@ pub fn array_from_values<'a>(
             }
             Arc::new(b.finish())
         }
-        DataType::Numeric { .. } => {
-            let scale = t.numeric_scale();
-            let mut b = Decimal128Builder::with_capacity(values.len());
-            for v in values {
-                match v {
-                    Value::Numeric { mantissa, scale: s } => {
-                        b.append_value(rescale(*mantissa, *s, scale))
-                    }
-                    _ => b.append_null(),
-                }
-            }
-            let ArrowType::Decimal128(p, s) = arrow_type(t) else {
-                unreachable!()
-            };
-            Arc::new(
-                b.finish()
-                    .with_precision_and_scale(p, s)
-                    .expect("valid decimal type"),
-            )
-        }
+        DataType::Numeric { .. } => crate::numeric::array_from(values.map(|v| match v {
+            Value::Numeric { mantissa, scale } => Some(
+                shoal_numeric::Numeric::from_i128(*mantissa, *scale as u16)
+                    .expect("a stored scale is within numeric's limits"),
+            ),
+            _ => None,
+        })),
         DataType::Text | DataType::Varchar(_) | DataType::Char(_) => {
             let mut b = StringBuilder::with_capacity(values.len(), values.len() * 16);
             for v in values {

@@ -27,7 +27,7 @@ use datafusion::sql::sqlparser::ast::{self, Statement};
 use parking_lot::Mutex;
 use shoal_storage::catalog::TableDef;
 use shoal_storage::table::RowTable;
-use shoal_storage::types::{DataType, Value, NUMERIC_MAX_PRECISION};
+use shoal_storage::types::{DataType, Value};
 
 use crate::error::{code, SqlError, SqlResult};
 use crate::params::literal_expr;
@@ -181,15 +181,11 @@ pub fn column_values(
     check_assignable(array.data_type(), t, column)?;
     let through_clock = through_wall_clock(array, t, zone)?;
     let array = through_clock.as_ref().unwrap_or(array);
-    let target = match arrow_type(t) {
-        // Cast to the widest precision at the column's scale: a value too big for the
-        // column's precision is then reported by `enforce_type_limits` as PostgreSQL does
-        // ("numeric field overflow"), not as a failed cast.
-        ArrowType::Decimal128(_, scale) => ArrowType::Decimal128(NUMERIC_MAX_PRECISION, scale),
-        other => other,
-    };
+    let target = arrow_type(t);
     let cast = if array.data_type() == &target {
         array.clone()
+    } else if crate::numeric::is_numeric(&target) || crate::numeric::is_numeric(array.data_type()) {
+        crate::numeric::kernels::cast_array(array, &target).map_err(SqlError::from)?
     } else {
         cast_with_options(
             array,
@@ -273,6 +269,7 @@ fn check_assignable(from: &ArrowType, to: &DataType, column: &str) -> SqlResult<
         t.is_integer()
             || t.is_floating()
             || matches!(t, ArrowType::Decimal128(..) | ArrowType::Decimal256(..))
+            || crate::numeric::is_numeric(t)
     };
     let datetime = |t: &ArrowType| matches!(t, ArrowType::Date32 | ArrowType::Timestamp(..));
     let allowed = match to {
@@ -287,7 +284,7 @@ fn check_assignable(from: &ArrowType, to: &DataType, column: &str) -> SqlResult<
         | DataType::Numeric { .. } => numeric(from),
         DataType::Date | DataType::Timestamp | DataType::TimestampTz => datetime(from),
         DataType::Interval => matches!(from, ArrowType::Interval(_)),
-        DataType::Bytea => matches!(from, ArrowType::Binary | ArrowType::LargeBinary),
+        DataType::Bytea => matches!(from, ArrowType::Binary | ArrowType::BinaryView),
         DataType::Uuid => false,
     };
     if allowed {
@@ -313,12 +310,14 @@ pub(crate) fn pg_type_name_of_arrow(t: &ArrowType) -> &'static str {
         ArrowType::Int64 => "bigint",
         ArrowType::Float16 | ArrowType::Float32 => "real",
         ArrowType::Float64 => "double precision",
-        ArrowType::Decimal128(..) | ArrowType::Decimal256(..) => "numeric",
+        ArrowType::Decimal128(..) | ArrowType::Decimal256(..) | ArrowType::LargeBinary => {
+            "numeric"
+        }
         ArrowType::Date32 => "date",
         ArrowType::Timestamp(_, None) => "timestamp without time zone",
         ArrowType::Timestamp(_, Some(_)) => "timestamp with time zone",
         ArrowType::Interval(_) => "interval",
-        ArrowType::Binary | ArrowType::LargeBinary => "bytea",
+        ArrowType::Binary | ArrowType::BinaryView => "bytea",
         _ => "text",
     }
 }
@@ -331,18 +330,6 @@ fn enforce_type_limits(v: Value, t: &DataType) -> SqlResult<Value> {
         }
         (Value::Text(s), DataType::Char(n)) => {
             Value::Text(pgtext::check_char(s.trim_end_matches(' '), *n)?)
-        }
-        (
-            v @ Value::Numeric { .. },
-            DataType::Numeric {
-                precision: Some(p),
-                scale,
-            },
-        ) => {
-            if let Value::Numeric { mantissa, .. } = &v {
-                pgtext::check_numeric_precision(*mantissa, *p, scale.unwrap_or(0))?;
-            }
-            v
         }
         (v, _) => v,
     })

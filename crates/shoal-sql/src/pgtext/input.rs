@@ -3,7 +3,7 @@
 //! Errors carry PostgreSQL's SQLSTATEs and wording (22P02 for bad syntax, 22003 for values out
 //! of range, 22001 for strings too long).
 
-use shoal_storage::types::{DataType, Value, NUMERIC_MAX_PRECISION};
+use shoal_storage::types::{DataType, Value};
 
 use super::datetime_input::{parse_date_at, parse_timestamp_at, parse_timestamptz};
 use super::interval_input::parse_interval;
@@ -36,17 +36,8 @@ pub fn parse_value(s: &str, t: &DataType, zone: &TimeZone) -> SqlResult<Value> {
         DataType::Float32 => Value::Float32(parse_real(s)?),
         DataType::Float64 => Value::Float64(parse_double(s)?),
         DataType::Numeric { precision, scale } => {
-            let target_scale = t.numeric_scale();
-            let mantissa = parse_numeric(s, target_scale)?;
-            check_numeric_precision(
-                mantissa,
-                precision.unwrap_or(NUMERIC_MAX_PRECISION),
-                scale.unwrap_or(target_scale),
-            )?;
-            Value::Numeric {
-                mantissa,
-                scale: target_scale,
-            }
+            let n = shoal_numeric::Numeric::parse(s).map_err(crate::numeric::sql_error)?;
+            crate::types::numeric_value(&n, *precision, *scale)?
         }
         DataType::Text => Value::Text(s.to_string()),
         DataType::Varchar(limit) => Value::Text(check_varchar(s, *limit, t)?),

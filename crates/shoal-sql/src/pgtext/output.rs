@@ -7,7 +7,7 @@ use std::fmt::Write;
 
 use datafusion::arrow::array::*;
 use datafusion::arrow::datatypes::{DataType as ArrowType, IntervalUnit, TimeUnit};
-use shoal_storage::types::{Interval, Value, NUMERIC_DEFAULT_SCALE, NUMERIC_MAX_PRECISION};
+use shoal_storage::types::{Interval, Value};
 
 use super::{MICROS_PER_DAY, MICROS_PER_SECOND};
 use crate::query::civil_time::civil_from_days;
@@ -40,15 +40,16 @@ pub fn format_array_value(array: &dyn Array, row: usize, zone: &TimeZone, out: &
         ArrowType::UInt64 => write!(out, "{}", arr!(UInt64Array).value(row)).unwrap(),
         ArrowType::Float32 => format_float(arr!(Float32Array).value(row) as f64, 6, out),
         ArrowType::Float64 => format_float(arr!(Float64Array).value(row), 15, out),
-        ArrowType::Decimal128(p, s) => {
-            let trim = *p == NUMERIC_MAX_PRECISION && *s == NUMERIC_DEFAULT_SCALE as i8;
-            format_decimal(arr!(Decimal128Array).value(row), *s, trim, out)
+        ArrowType::Decimal128(_, s) => {
+            format_decimal(arr!(Decimal128Array).value(row), *s, false, out)
         }
         ArrowType::Utf8 => out.push_str(arr!(StringArray).value(row)),
         ArrowType::LargeUtf8 => out.push_str(arr!(LargeStringArray).value(row)),
         ArrowType::Utf8View => out.push_str(arr!(StringViewArray).value(row)),
         ArrowType::Binary => format_bytea(arr!(BinaryArray).value(row), out),
-        ArrowType::LargeBinary => format_bytea(arr!(LargeBinaryArray).value(row), out),
+        ArrowType::LargeBinary => {
+            out.push_str(&crate::numeric::decode(arr!(LargeBinaryArray).value(row)).to_pg_text())
+        }
         ArrowType::BinaryView => format_bytea(arr!(BinaryViewArray).value(row), out),
         ArrowType::Date32 => format_date(arr!(Date32Array).value(row), out),
         ArrowType::Timestamp(unit, tz) => {
@@ -441,12 +442,7 @@ pub fn write_value(v: &Value, zone: &TimeZone, out: &mut String) -> bool {
         Value::Int64(x) => write!(out, "{x}").unwrap(),
         Value::Float32(x) => format_float(*x as f64, 6, out),
         Value::Float64(x) => format_float(*x, 15, out),
-        Value::Numeric { mantissa, scale } => format_decimal(
-            *mantissa,
-            *scale as i8,
-            *scale == NUMERIC_DEFAULT_SCALE,
-            out,
-        ),
+        Value::Numeric { mantissa, scale } => format_decimal(*mantissa, *scale as i8, false, out),
         Value::Text(s) => out.push_str(s),
         Value::Bytea(b) => format_bytea(b, out),
         Value::Date(d) => format_date(*d, out),

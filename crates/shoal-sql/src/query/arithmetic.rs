@@ -23,7 +23,6 @@ use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::common::{DFSchema, DataFusionError, Result as DfResult, ScalarValue};
 use datafusion::logical_expr::expr::{BinaryExpr, Cast, ScalarFunction};
 use datafusion::logical_expr::expr_rewriter::NamePreserver;
-use datafusion::logical_expr::utils::merge_schema;
 use datafusion::logical_expr::{
     ColumnarValue, Expr, ExprSchemable, LogicalPlan, Operator, ScalarFunctionArgs, ScalarUDF,
     ScalarUDFImpl, Signature, Volatility,
@@ -31,9 +30,7 @@ use datafusion::logical_expr::{
 use datafusion::optimizer::AnalyzerRule;
 
 use crate::error::{code, SqlError};
-use crate::pgtext::{check_numeric_precision, parse_numeric};
 use crate::query::expr_pass::rewrite_expressions_up;
-use shoal_storage::types::{NUMERIC_DEFAULT_SCALE, NUMERIC_MAX_PRECISION};
 
 /// Gives integer literals PostgreSQL's type (integer when the value fits in four bytes, bigint
 /// otherwise, as DataFusion already has it), and a few functions of numbers their PostgreSQL
@@ -56,18 +53,12 @@ pub fn type_for_postgres(plan: LogicalPlan) -> DfResult<LogicalPlan> {
         ) {
             return Ok(Transformed::no(node));
         }
-        let schema = merge_schema(&node.inputs());
+        let schema = datafusion::logical_expr::utils::merge_schema(&node.inputs());
         let names = NamePreserver::new(&node);
         node.map_expressions(|e| {
             let saved = names.save(&e);
             e.transform_down(retype_literal)?
-                .transform_data(|e| {
-                    e.transform_up(|e| {
-                        numeric_constant(e)
-                            .transform_data(|e| Ok(numeric_result_scale(e, &schema)))?
-                            .transform_data(|e| sum_of_bigint(e, &schema))
-                    })
-                })
+                .transform_data(|e| e.transform_up(|e| sum_of_bigint(e, &schema)))
                 .map(|t| t.update_data(|e| saved.restore(e)))
         })?
         .map_data(|node| node.recompute_schema())
@@ -75,107 +66,32 @@ pub fn type_for_postgres(plan: LogicalPlan) -> DfResult<LogicalPlan> {
     .map(|t| t.data)
 }
 
-/// A numeric constant keeps the scale it is written with, so `'1.25'::numeric * 2` is 2.50.
-/// Cast at run time, it would be an unconstrained numeric, whose fixed scale hides trailing
-/// zeros (2.5). A text that is no number is left to the cast, which reports it.
-fn numeric_constant(e: Expr) -> Transformed<Expr> {
-    let Expr::Cast(Cast { expr, field }) = &e else {
-        return Transformed::no(e);
-    };
-    let unconstrained = ArrowType::Decimal128(NUMERIC_MAX_PRECISION, NUMERIC_DEFAULT_SCALE as i8);
-    let Expr::Literal(ScalarValue::Utf8(Some(text)), _) = expr.as_ref() else {
-        return Transformed::no(e);
-    };
-    if field.data_type() != &unconstrained {
-        return Transformed::no(e);
-    }
-    let Some(scale) = written_scale(text) else {
-        return Transformed::no(e);
-    };
-    let parsed = parse_numeric(text, scale)
-        .and_then(|m| check_numeric_precision(m, NUMERIC_MAX_PRECISION, scale).map(|()| m));
-    match parsed {
-        Ok(mantissa) => Transformed::yes(Expr::Literal(
-            ScalarValue::Decimal128(Some(mantissa), NUMERIC_MAX_PRECISION, scale as i8),
-            None,
-        )),
-        Err(_) => Transformed::no(e),
-    }
-}
-
-/// The number of fractional digits a numeric literal is written with (`1.5e1` has none).
-fn written_scale(text: &str) -> Option<u8> {
-    let text = text.trim();
-    let (digits, exponent) = match text.find(['e', 'E']) {
-        Some(i) => (&text[..i], text[i + 1..].parse::<i32>().ok()?),
-        None => (text, 0),
-    };
-    let fraction_len = digits.split_once('.').map_or(0, |(_, f)| f.len()) as i32;
-    u8::try_from((fraction_len.saturating_sub(exponent)).max(0))
-        .ok()
-        .filter(|scale| *scale <= NUMERIC_MAX_PRECISION)
-}
-
-/// The sum of bigints is numeric, so that it cannot overflow. This is decided here, once,
-/// rather than in `sum`'s argument coercion, which DataFusion repeats when it executes the
-/// plan: the sum of integers, already coerced to a sum of bigints, would turn numeric.
+/// The sum of bigints is numeric, so that it cannot overflow. This is decided here, once, on
+/// the plan as written: DataFusion's coercion turns every integer sum into a sum of bigints,
+/// and the analyzer runs again when the plan is executed.
 fn sum_of_bigint(e: Expr, schema: &DFSchema) -> DfResult<Transformed<Expr>> {
-    let Expr::AggregateFunction(mut f) = e else {
-        return Ok(Transformed::no(e));
-    };
-    let bigint_arg = match &f.params.args[..] {
-        [arg] => arg.get_type(schema).ok() == Some(ArrowType::Int64),
+    let is_bigint = |args: &[Expr]| match args {
+        [arg] => matches!(arg.get_type(schema), Ok(ArrowType::Int64 | ArrowType::UInt64)),
         _ => false,
     };
-    if f.func.name() != "sum" || !bigint_arg {
-        return Ok(Transformed::no(Expr::AggregateFunction(f)));
+    let numeric = |args: &mut Vec<Expr>| {
+        let arg = args.remove(0);
+        args.push(Expr::ScalarFunction(ScalarFunction::new_udf(
+            crate::numeric::kernels::udf(crate::numeric::kernels::Op::Cast),
+            vec![arg],
+        )));
+    };
+    match e {
+        Expr::AggregateFunction(mut f) if f.func.name() == "sum" && is_bigint(&f.params.args) => {
+            numeric(&mut f.params.args);
+            Ok(Transformed::yes(Expr::AggregateFunction(f)))
+        }
+        Expr::WindowFunction(mut w) if w.fun.name() == "sum" && is_bigint(&w.params.args) => {
+            numeric(&mut w.params.args);
+            Ok(Transformed::yes(Expr::WindowFunction(w)))
+        }
+        other => Ok(Transformed::no(other)),
     }
-    let arg = f.params.args.remove(0);
-    f.params.args.push(Expr::Cast(Cast::new(
-        Box::new(arg),
-        ArrowType::Decimal128(38, 0),
-    )));
-    Ok(Transformed::yes(Expr::AggregateFunction(f)))
-}
-
-/// PostgreSQL's ceil, floor and trunc of a numeric have no fractional digits, and trunc(x, n)
-/// has n of them; DataFusion keeps the argument's scale (`ceil(1.2)` is `2.0`).
-fn numeric_result_scale(e: Expr, schema: &DFSchema) -> Transformed<Expr> {
-    let Expr::ScalarFunction(ScalarFunction { func, args }) = &e else {
-        return Transformed::no(e);
-    };
-    let Some(ArrowType::Decimal128(precision, scale)) =
-        args.first().and_then(|a| a.get_type(schema).ok())
-    else {
-        return Transformed::no(e);
-    };
-    let result_scale = match (func.name(), &args[..]) {
-        ("ceil" | "floor" | "trunc", [_]) => 0,
-        ("trunc", [_, Expr::Literal(digits, _)]) => match digits.cast_to(&ArrowType::Int8) {
-            Ok(ScalarValue::Int8(Some(n))) if (0..scale).contains(&n) => n,
-            _ => return Transformed::no(e),
-        },
-        _ => return Transformed::no(e),
-    };
-    if result_scale >= scale {
-        return Transformed::no(e);
-    }
-    // Rounding away from zero can add a digit before the point (ceil(9.9) is 10), which
-    // DataFusion, keeping the argument's precision, reports as an overflow.
-    let wider = (precision + 1).min(NUMERIC_MAX_PRECISION);
-    let mut args = args.clone();
-    args[0] = Expr::Cast(Cast::new(
-        Box::new(args[0].clone()),
-        ArrowType::Decimal128(wider, scale),
-    ));
-    let call = Expr::ScalarFunction(ScalarFunction {
-        func: func.clone(),
-        args,
-    });
-    Transformed::yes(Expr::Cast(Cast::new(
-        Box::new(call),
-        ArrowType::Decimal128(wider, result_scale),
-    )))
 }
 
 fn retype_literal(e: Expr) -> DfResult<Transformed<Expr>> {

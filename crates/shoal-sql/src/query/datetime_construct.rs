@@ -150,6 +150,11 @@ impl ScalarUDFImpl for ToTimestampFromEpoch {
             return plan_err!("to_timestamp takes one number");
         };
         // An untyped literal ('Infinity') is a double precision, as in PostgreSQL.
+        // A numeric stays numeric here (DataFusion has no cast from it): the function converts
+        // it to a double precision itself.
+        if crate::numeric::is_numeric(t) {
+            return Ok(vec![t.clone()]);
+        }
         if !(t.is_numeric() || t.is_null() || matches!(t, ArrowType::Utf8)) {
             return plan_err!("to_timestamp takes one number");
         }
@@ -165,7 +170,10 @@ impl ScalarUDFImpl for ToTimestampFromEpoch {
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
         let (arrays, scalar) = arrays(&args)?;
-        let seconds = cast(&arrays[0], &ArrowType::Float64)?;
+        let seconds = match crate::numeric::is_numeric(arrays[0].data_type()) {
+            true => crate::numeric::kernels::cast_array(&arrays[0], &ArrowType::Float64)?,
+            false => cast(&arrays[0], &ArrowType::Float64)?,
+        };
         let seconds = seconds
             .as_any()
             .downcast_ref::<Float64Array>()

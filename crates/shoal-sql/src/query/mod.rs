@@ -98,6 +98,7 @@ pub fn new_session_state(scope: Arc<PlanScope>) -> SessionState {
         // type coercion.
         .with_analyzer_rules(vec![
             Arc::new(unknown_literals::UnknownLiterals),
+            Arc::new(crate::numeric::plan::NumericSemantics),
             Arc::new(datafusion::optimizer::analyzer::resolve_grouping_function::ResolveGroupingFunction::new()),
             Arc::new(datafusion::optimizer::analyzer::type_coercion::TypeCoercion::new()),
         ])
@@ -110,6 +111,9 @@ pub fn new_session_state(scope: Arc<PlanScope>) -> SessionState {
     functions::register(&mut state, scope);
     builtins::register(&mut state, &zone);
     math_domain::register(&mut state);
+    crate::numeric::kernels::register(&mut state);
+    // After builtins and math_domain: it wraps their functions.
+    crate::numeric::functions::register(&mut state);
     scalar_rows::register(&mut state);
     state
         .register_expr_planner(Arc::new(typecheck::OperatorTypeCheck))

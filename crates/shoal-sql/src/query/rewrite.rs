@@ -195,6 +195,12 @@ impl VisitorMut for Rewriter<'_> {
                     if let Some(plain) = pg_literals::without_exponent(digits) {
                         *digits = plain;
                     }
+                    // DataFusion reads a number into at most 38 digits; PostgreSQL's numeric
+                    // holds more.
+                    if digits.len() > LITERAL_DIGITS_MAX {
+                        let text = Expr::value(ast::Value::SingleQuotedString(digits.clone()));
+                        *expr = function_call("pg_numeric", vec![text]);
+                    }
                 }
             }
             Expr::SimilarTo {
@@ -216,6 +222,14 @@ impl VisitorMut for Rewriter<'_> {
                 Ok(None) => {}
                 Err(e) => self.error = Some(e),
             },
+            Expr::TypedString(ts) => {
+                let literal = Expr::Value(ts.value.clone());
+                match numeric_cast(&literal, &ts.data_type) {
+                    Ok(Some(call)) => *expr = call,
+                    Ok(None) => {}
+                    Err(e) => self.error = Some(e),
+                }
+            }
             Expr::AnyOp { right, .. } | Expr::AllOp { right, .. } => {
                 if let Expr::Subquery(q) = right.as_mut() {
                     name_quantified_subquery_column(q);
@@ -228,6 +242,17 @@ impl VisitorMut for Rewriter<'_> {
                 ..
             } => {
                 normalize_type_name(data_type);
+                match numeric_cast(inner, data_type) {
+                    Ok(Some(call)) => {
+                        *expr = call;
+                        return ControlFlow::Continue(());
+                    }
+                    Ok(None) => {}
+                    Err(e) => {
+                        self.error = Some(e);
+                        return ControlFlow::Break(());
+                    }
+                }
                 if matches!(data_type, DataType::Array(_)) {
                     if let Some(text) = string_literal_mut(inner) {
                         match crate::query::array_literal::to_expr(text, data_type) {
@@ -449,6 +474,11 @@ impl VisitorMut for Rewriter<'_> {
             } => {
                 if let Some(e) = negate_power_base(operand) {
                     *expr = e;
+                } else if !matches!(operand.as_ref(), Expr::Value(_)) {
+                    // DataFusion's planner refuses unary minus on types it does not know as
+                    // numbers, numeric among them (see `crate::numeric::functions`). A number
+                    // literal stays as it is: DataFusion reads `-5` as one negative literal.
+                    *expr = function_call("pg_negate", vec![(**operand).clone()]);
                 }
             }
             Expr::Collate { expr: inner, .. } => {
@@ -549,6 +579,50 @@ fn array_subquery(f: &Function) -> Option<Expr> {
 
 /// psql spells built-in types with their schema (`x::pg_catalog.text`, `pg_catalog.int2[]`);
 /// those become the types sqlparser knows by name, so DataFusion can plan the cast.
+/// A cast to numeric is `pg_numeric(x)`, or `pg_numeric(x, precision, scale)` for numeric(p,s):
+/// DataFusion's planner would make it a fixed-scale decimal (see `crate::numeric`). None for
+/// casts to other types.
+fn numeric_cast(inner: &Expr, t: &DataType) -> SqlResult<Option<Expr>> {
+    let info = match t {
+        DataType::Numeric(info) | DataType::Decimal(info) | DataType::Dec(info) => info,
+        _ => return Ok(None),
+    };
+    let (precision, scale) = match info {
+        ast::ExactNumberInfo::None => return Ok(Some(function_call("pg_numeric", vec![inner.clone()]))),
+        ast::ExactNumberInfo::Precision(p) => (*p, 0),
+        ast::ExactNumberInfo::PrecisionAndScale(_, s) if *s < 0 => {
+            return Err(SqlError::new(
+                crate::error::code::FEATURE_NOT_SUPPORTED,
+                "numeric with a negative scale is not supported",
+            ))
+        }
+        ast::ExactNumberInfo::PrecisionAndScale(p, s) => (*p, *s as u64),
+    };
+    if !(1..=NUMERIC_CAST_PRECISION_MAX).contains(&precision) {
+        return Err(SqlError::new(
+            crate::error::code::INVALID_PARAMETER_VALUE,
+            format!("NUMERIC precision {precision} must be between 1 and {NUMERIC_CAST_PRECISION_MAX}"),
+        ));
+    }
+    if scale > precision {
+        return Err(SqlError::new(
+            crate::error::code::INVALID_PARAMETER_VALUE,
+            format!("NUMERIC scale {scale} must be between 0 and precision {precision}"),
+        ));
+    }
+    let number = |n: u64| Expr::value(ast::Value::Number(n.to_string(), false));
+    Ok(Some(function_call(
+        "pg_numeric",
+        vec![inner.clone(), number(precision), number(scale)],
+    )))
+}
+
+/// The longest number literal left for DataFusion to read (a 128-bit decimal holds 38 digits).
+const LITERAL_DIGITS_MAX: usize = 38;
+
+/// PostgreSQL's largest numeric precision in a type modifier.
+const NUMERIC_CAST_PRECISION_MAX: u64 = 1000;
+
 fn normalize_type_name(t: &mut DataType) {
     if let DataType::Array(ast::ArrayElemTypeDef::SquareBracket(element, _)) = t {
         normalize_type_name(element);

@@ -198,6 +198,10 @@ impl ExprPlanner for OperatorTypeCheck {
     ) -> datafusion::common::Result<PlannerResult<RawBinaryExpr>> {
         check_operator(&expr.op, &expr.left, &expr.right, schema)
             .map_err(|e| DataFusionError::External(Box::new(e)))?;
+        let expr = match crate::numeric::plan::plan_binary_op(expr, schema)? {
+            PlannerResult::Planned(e) => return Ok(PlannerResult::Planned(e)),
+            PlannerResult::Original(expr) => expr,
+        };
         let expr = crate::query::text_types::plan_operands(expr, schema)
             .map_err(|e| DataFusionError::External(Box::new(e)))?;
         crate::query::datetime::plan_interval_scaling(expr, schema)
@@ -293,7 +297,7 @@ fn typed(e: &Expr, schema: &DFSchema) -> Option<(String, ArrowType)> {
 
 fn category(t: &ArrowType) -> Option<Category> {
     match t {
-        t if t.is_numeric() => Some(Category::Numeric),
+        t if t.is_numeric() || crate::numeric::is_numeric(t) => Some(Category::Numeric),
         ArrowType::Utf8 | ArrowType::LargeUtf8 | ArrowType::Utf8View => Some(Category::String),
         ArrowType::Boolean => Some(Category::Boolean),
         ArrowType::Dictionary(_, v) => category(v),
