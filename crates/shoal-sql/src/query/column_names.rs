@@ -20,6 +20,12 @@ pub fn output_name(field_name: &str) -> &str {
         .map_or(field_name, |(name, _)| name)
 }
 
+/// An alias clients see as `name`, unique inside the plan thanks to a hidden `tag`; for a
+/// column added after `name_columns` ran that may meet a column of the same name.
+pub fn hidden_alias(name: &str, tag: &str) -> Ident {
+    Ident::with_quote('"', format!("{name}{DUPLICATE_MARK}{tag}"))
+}
+
 /// Names the select-list items of the SELECTs directly in `body`.
 pub fn name_columns(body: &mut SetExpr) {
     match body {

@@ -1,8 +1,10 @@
-//! The merged column of a RIGHT or FULL join with USING. In PostgreSQL an unqualified `k` after
-//! `a FULL JOIN b USING (k)` is `COALESCE(a.k, b.k)` (for RIGHT joins, `b.k`), so rows that
-//! exist only on the right still show their key. DataFusion resolves `k` to `a.k`, which is NULL
-//! there. This rewrite spells the merged column out, for the common case of a USING join
-//! between two named relations at the start of a FROM item.
+//! The merged column of a join with USING (or NATURAL, see `natural_join`). In PostgreSQL an
+//! unqualified `k` after `a FULL JOIN b USING (k)` is `COALESCE(a.k, b.k)` (for RIGHT joins,
+//! `b.k`), so rows that exist only on the right still show their key. DataFusion resolves `k` to
+//! `a.k`, which is NULL there. And `*` lists the merged columns first, then each side's other
+//! columns, where DataFusion keeps every table's order. This rewrite spells the merged columns
+//! out, for the common case of a USING join between two named relations at the start of a FROM
+//! item.
 
 use std::ops::ControlFlow;
 
@@ -55,22 +57,31 @@ fn rewrite_select(select: &mut Select) {
                     };
                 }
             }
-            SelectItem::Wildcard(options) if options.opt_exclude.is_none() => {
-                // `*` is the merged columns, then the other columns of each side in turn.
+            SelectItem::Wildcard(options) if options.opt_exclude.is_none() && !sides.is_empty() => {
+                // `*` is the merged columns, then the other columns of each side in turn, then
+                // those of the relations joined later.
                 for m in &merged {
+                    // A relation joined later may have a column of the same name, which
+                    // DataFusion would call ambiguous next to a plain alias.
+                    let alias = match sides.len() {
+                        2 => Ident::new(&m.name),
+                        _ => crate::query::column_names::hidden_alias(&m.name, "merged"),
+                    };
                     projection.push(SelectItem::ExprWithAlias {
                         expr: m.expr.clone(),
-                        alias: Ident::new(&m.name),
+                        alias,
                     });
                 }
-                for side in &sides {
+                for (i, side) in sides.iter().enumerate() {
                     let mut options = options.clone();
-                    options.opt_exclude = Some(ExcludeSelectItem::Multiple(
-                        merged
-                            .iter()
-                            .map(|m| ObjectName::from(vec![Ident::new(&m.name)]))
-                            .collect(),
-                    ));
+                    if i < 2 {
+                        options.opt_exclude = Some(ExcludeSelectItem::Multiple(
+                            merged
+                                .iter()
+                                .map(|m| ObjectName::from(vec![Ident::new(&m.name)]))
+                                .collect(),
+                        ));
+                    }
                     projection.push(SelectItem::QualifiedWildcard(
                         SelectItemQualifiedWildcardKind::ObjectName(ObjectName::from(vec![
                             side.clone()
@@ -122,17 +133,22 @@ fn qualifier(factor: &TableFactor) -> Option<Ident> {
     }
 }
 
-/// The merged columns of a RIGHT/FULL USING join that directly follows the first relation of
-/// a FROM item; a single FROM item only, so `*` is unambiguous.
-fn merged_columns(select: &Select) -> Option<([Ident; 2], Vec<Merged>)> {
+/// The merged columns of a USING join that directly follows the first relation of a FROM
+/// item; a single FROM item only, so `*` is unambiguous. The qualifiers `*` expands to come
+/// with them, none when a later join has merged columns of its own or no name.
+fn merged_columns(select: &Select) -> Option<(Vec<Ident>, Vec<Merged>)> {
     let [from] = select.from.as_slice() else {
         return None;
     };
     let join = from.joins.first()?;
-    let (full, columns) = match &join.join_operator {
-        JoinOperator::FullOuter(JoinConstraint::Using(c)) => (true, c),
+    let (side, columns) = match &join.join_operator {
+        JoinOperator::FullOuter(JoinConstraint::Using(c)) => (Side::Either, c),
         JoinOperator::Right(JoinConstraint::Using(c))
-        | JoinOperator::RightOuter(JoinConstraint::Using(c)) => (false, c),
+        | JoinOperator::RightOuter(JoinConstraint::Using(c)) => (Side::Right, c),
+        JoinOperator::Join(JoinConstraint::Using(c))
+        | JoinOperator::Inner(JoinConstraint::Using(c))
+        | JoinOperator::Left(JoinConstraint::Using(c))
+        | JoinOperator::LeftOuter(JoinConstraint::Using(c)) => (Side::Left, c),
         _ => return None,
     };
     let left = qualifier(&from.relation)?;
@@ -141,12 +157,12 @@ fn merged_columns(select: &Select) -> Option<([Ident; 2], Vec<Merged>)> {
         .iter()
         .filter_map(|c| c.0.last().and_then(|p| p.as_ident()).cloned())
         .map(|col| {
+            let left_col = Expr::CompoundIdentifier(vec![left.clone(), col.clone()]);
             let right_col = Expr::CompoundIdentifier(vec![right.clone(), col.clone()]);
-            let expr = if full {
-                let left_col = Expr::CompoundIdentifier(vec![left.clone(), col.clone()]);
-                function_call("coalesce", vec![left_col, right_col])
-            } else {
-                right_col
+            let expr = match side {
+                Side::Left => left_col,
+                Side::Right => right_col,
+                Side::Either => function_call("coalesce", vec![left_col, right_col]),
             };
             Merged {
                 name: ident_name(&col),
@@ -154,7 +170,41 @@ fn merged_columns(select: &Select) -> Option<([Ident; 2], Vec<Merged>)> {
             }
         })
         .collect();
-    Some(([left, right], merged))
+    let mut sides = vec![left, right];
+    for later in &from.joins[1..] {
+        let merges = matches!(
+            join_constraint(&later.join_operator),
+            Some(JoinConstraint::Using(_) | JoinConstraint::Natural)
+        );
+        match qualifier(&later.relation) {
+            Some(q) if !merges => sides.push(q),
+            _ => {
+                sides.clear();
+                break;
+            }
+        }
+    }
+    Some((sides, merged))
+}
+
+/// Which side's value a merged column takes.
+enum Side {
+    Left,
+    Right,
+    Either,
+}
+
+fn join_constraint(op: &JoinOperator) -> Option<&JoinConstraint> {
+    match op {
+        JoinOperator::Join(c)
+        | JoinOperator::Inner(c)
+        | JoinOperator::Left(c)
+        | JoinOperator::LeftOuter(c)
+        | JoinOperator::Right(c)
+        | JoinOperator::RightOuter(c)
+        | JoinOperator::FullOuter(c) => Some(c),
+        _ => None,
+    }
 }
 
 /// Replaces unqualified references to merged columns outside nested queries.

@@ -11,16 +11,21 @@ pub mod checks;
 pub mod civil_time;
 pub mod column_names;
 pub mod column_provider;
+pub mod count_row;
 pub mod datetime;
 pub mod datetime_construct;
 pub mod errors;
 pub mod expr_pass;
 pub mod format;
 pub mod functions;
+pub mod in_list;
+pub mod in_subquery;
 pub mod information_schema;
 pub mod interval_order;
 pub mod join_using;
 pub mod math_domain;
+pub mod natural_join;
+pub mod outer_join_constants;
 pub mod pg_catalog;
 pub mod pg_errors;
 pub mod pg_literals;
@@ -36,9 +41,11 @@ pub mod schema;
 pub mod scope;
 pub mod set_all;
 pub mod shoal_memory;
+pub mod subquery_nullable;
 pub mod text_codes;
 pub mod text_input;
 pub mod text_types;
+pub mod topk_partitions;
 pub mod typecheck;
 pub mod unknown_literals;
 pub mod wall_clock;
@@ -98,6 +105,7 @@ pub fn new_session_state(scope: Arc<PlanScope>) -> SessionState {
         .with_catalog_list(Arc::new(ShoalCatalogList::new(scope.clone())))
         // Appended after DataFusion's own rules.
         .with_optimizer_rule(Arc::new(text_codes::GroupOnTextCodes))
+        .with_physical_optimizer_rule(Arc::new(topk_partitions::TopKWholeKey))
         .build();
     let zone = scope.time_zone.clone();
     functions::register(&mut state, scope);
@@ -116,6 +124,7 @@ pub fn new_session_state(scope: Arc<PlanScope>) -> SessionState {
     state.add_analyzer_rule(Arc::new(text_input::TextInput::new(zone)));
     state.add_analyzer_rule(Arc::new(interval_order::IntervalOrder::default()));
     state.add_analyzer_rule(Arc::new(text_types::BpcharAsText));
+    state.add_analyzer_rule(Arc::new(in_list::InListOverColumns));
     state
 }
 
@@ -138,7 +147,13 @@ pub async fn plan_statement(
         .statement_to_plan(DfStatement::Statement(Box::new(stmt)))
         .await
         .map_err(|e| with_argument_types(pg_errors::from_datafusion(e), &unknown_calls))?;
+    // Before the pass below, which turns the EXISTS this one makes outside filters into counts.
+    let plan = in_subquery::three_valued_in_subqueries(plan).map_err(pg_errors::from_datafusion)?;
     let plan = scalar_subquery::aggregate_correlated_scalar_subqueries(plan)
+        .map_err(pg_errors::from_datafusion)?;
+    let plan =
+        subquery_nullable::nullable_scalar_subqueries(plan).map_err(pg_errors::from_datafusion)?;
+    let plan = outer_join_constants::unfold_nullable_constants(plan)
         .map_err(pg_errors::from_datafusion)?;
     let plan = set_all::count_copies(plan).map_err(pg_errors::from_datafusion)?;
     typecheck::check_plan(&plan)?;

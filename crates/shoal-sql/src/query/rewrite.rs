@@ -175,7 +175,12 @@ impl VisitorMut for Rewriter<'_> {
     fn post_visit_query(&mut self, query: &mut ast::Query) -> ControlFlow<()> {
         fetch_to_limit(query);
         distinct_on_positions(query);
+        crate::query::natural_join::natural_to_using(query, self.scope);
         crate::query::join_using::merge_using_columns(query);
+        if let Err(e) = crate::query::count_row::count_present_rows(query, self.scope) {
+            self.error = Some(e);
+            return ControlFlow::Break(());
+        }
         self.query_depth -= 1;
         if self.query_depth == 0 {
             print_object_names(query);
