@@ -111,10 +111,16 @@ pub fn register(state: &mut datafusion::execution::SessionState) {
         let Ok(inner) = state.udaf(name) else {
             continue;
         };
+        let mut aliases = inner.aliases().to_vec();
+        // PostgreSQL's name for the sample variance, which DataFusion lacks.
+        if *name == "var" {
+            aliases.push("variance".to_string());
+        }
         let wrapped = NumericAwareAggregate {
             signature: Signature::user_defined(inner.signature().volatility),
             inner,
             statistic: *statistic,
+            aliases,
         };
         state
             .register_udaf(Arc::new(AggregateUDF::new_from_impl(wrapped)))
@@ -256,6 +262,7 @@ struct NumericAwareAggregate {
     inner: Arc<AggregateUDF>,
     statistic: Statistic,
     signature: Signature,
+    aliases: Vec<String>,
 }
 
 impl NumericAwareAggregate {
@@ -286,7 +293,7 @@ impl AggregateUDFImpl for NumericAwareAggregate {
     }
 
     fn aliases(&self) -> &[String] {
-        self.inner.aliases()
+        &self.aliases
     }
 
     fn signature(&self) -> &Signature {

@@ -527,9 +527,20 @@ fn function(f: ScalarFunction, schema: &DFSchema) -> DfResult<Transformed<Expr>>
     // Unary minus (see `functions::PgNegate`): DataFusion's own for all but numerics.
     if name == "pg_negate" && f.args.len() == 1 {
         let arg = f.args.into_iter().next().expect("one argument");
+        let t = arg.get_type(schema)?;
+        let negatable = t.is_signed_integer()
+            || t.is_floating()
+            || t.is_null()
+            || matches!(t, ArrowType::Interval(_) | ArrowType::Duration(_));
         return Ok(Transformed::yes(match kind(&arg, schema) {
             Kind::Numeric => call(Op::Neg, vec![to_numeric(arg, schema)?]),
-            _ => Expr::Negative(Box::new(arg)),
+            _ if negatable => Expr::Negative(Box::new(arg)),
+            _ => {
+                return Err(plan_error(SqlError::new(
+                    code::UNDEFINED_FUNCTION,
+                    format!("operator does not exist: - {}", type_name(&arg, schema)),
+                )))
+            }
         }));
     }
     if !kinds.contains(&Kind::Numeric) {
@@ -944,6 +955,18 @@ fn union_as_numeric(union: Union) -> DfResult<Transformed<LogicalPlan>> {
         })
     });
     if !needed {
+        // The inputs may have become numeric below (a decimal literal): the union's schema
+        // follows them.
+        let stale = (0..columns).any(|c| {
+            let t = union.schema.field(c).data_type();
+            union.inputs.iter().any(|i| i.schema().field(c).data_type() != t)
+        });
+        if stale && common.iter().any(Option::is_some) {
+            let inputs = union.inputs.clone();
+            return Ok(Transformed::yes(LogicalPlan::Union(
+                Union::try_new_with_loose_types(inputs)?,
+            )));
+        }
         return Ok(Transformed::no(LogicalPlan::Union(union)));
     }
     let inputs = union

@@ -18,9 +18,12 @@ pub fn from_datafusion(e: DataFusionError) -> SqlError {
             },
         },
         DataFusionError::Context(_, inner) => from_datafusion(*inner),
-        DataFusionError::Shared(inner) => from_datafusion(DataFusionError::External(Box::new(
-            SharedMessage(inner.to_string()),
-        ))),
+        DataFusionError::Shared(inner) => match shared_sql_error(&inner) {
+            Some(sql) => sql,
+            None => from_datafusion(DataFusionError::External(Box::new(SharedMessage(
+                inner.to_string(),
+            )))),
+        },
         DataFusionError::ArrowError(inner, _) => from_arrow(*inner),
         DataFusionError::SchemaError(inner, _) => schema_error(inner.to_string()),
         DataFusionError::SQL(inner, _) => SqlError::from(*inner),
@@ -37,6 +40,18 @@ pub fn from_datafusion(e: DataFusionError) -> SqlError {
             None => SqlError::internal("unknown error"),
         },
         other => classify(other.to_string(), code::INTERNAL_ERROR),
+    }
+}
+
+/// The SqlError inside an error DataFusion shares between tasks (a constant evaluated once).
+fn shared_sql_error(e: &DataFusionError) -> Option<SqlError> {
+    match e {
+        DataFusionError::External(inner) => inner.downcast_ref::<SqlError>().cloned(),
+        DataFusionError::Context(_, inner) | DataFusionError::Diagnostic(_, inner) => {
+            shared_sql_error(inner)
+        }
+        DataFusionError::Shared(inner) => shared_sql_error(inner),
+        _ => None,
     }
 }
 

@@ -19,6 +19,13 @@ const NO_FUNCTION_HINT: &str =
 
 /// Converts a DataFusion error raised while planning or running a query.
 pub fn from_datafusion(e: DataFusionError) -> SqlError {
+    // An analyzer rule's error comes wrapped in the rule's context.
+    let e = match e {
+        DataFusionError::Context(_, inner) if matches!(*inner, DataFusionError::External(_)) => {
+            *inner
+        }
+        other => other,
+    };
     if matches!(e, DataFusionError::External(_)) {
         return errors::from_datafusion(e);
     }
