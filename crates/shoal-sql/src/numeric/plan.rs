@@ -871,34 +871,48 @@ fn in_subquery(s: InSubquery, schema: &DFSchema) -> DfResult<Transformed<Expr>> 
 fn values_as_numeric(values: Values) -> DfResult<Transformed<LogicalPlan>> {
     let empty = DFSchema::empty();
     let columns = values.schema.fields().len();
-    let numeric_columns: Vec<usize> = (0..columns)
-        .filter(|&c| {
+    // The rows' own expressions first: they are no plan node's expressions. DataFusion cast
+    // each value to the column's common decimal type; the value as written keeps its own scale
+    // (a numeric cast the user wrote is a `pg_numeric` call, see `rewrite.rs`).
+    let mut rows = values
+        .values
+        .into_iter()
+        .map(|row| {
+            row.into_iter()
+                .map(|e| {
+                    let e = match e {
+                        Expr::Cast(Cast { expr, field }) if is_decimal(field.data_type()) => *expr,
+                        other => other,
+                    };
+                    e.transform_up(|x| rewrite_expr(x, &empty)).map(|t| t.data)
+                })
+                .collect::<DfResult<Vec<_>>>()
+        })
+        .collect::<DfResult<Vec<_>>>()?;
+    let kinds = |c: usize| -> Vec<Kind> { rows.iter().map(|row| kind(&row[c], &empty)).collect() };
+    let common: Vec<Option<Kind>> = (0..columns)
+        .map(|c| {
             let t = values.schema.field(c).data_type();
-            is_decimal(t)
-                || is_numeric(t)
-                || (t.is_integer()
-                    && values
-                        .values
-                        .iter()
-                        .any(|row| kind(&row[c], &empty) == Kind::Numeric))
+            match common_kind(&kinds(c)) {
+                None if is_decimal(t) || is_numeric(t) => Some(Kind::Numeric),
+                other => other,
+            }
         })
         .collect();
-    if numeric_columns.is_empty() {
-        return Ok(Transformed::no(LogicalPlan::Values(values)));
+    if common.iter().all(Option::is_none) {
+        return Ok(Transformed::no(LogicalPlan::Values(Values {
+            schema: values.schema,
+            values: rows,
+        })));
     }
-    let mut rows = values.values;
     for row in &mut rows {
-        for &c in &numeric_columns {
+        for (c, k) in common.iter().enumerate() {
+            let Some(k) = k else { continue };
             let e = std::mem::replace(&mut row[c], Expr::Literal(ScalarValue::Null, None));
-            // DataFusion cast the row's value to the column's common decimal type; the
-            // value as written keeps its own scale.
-            let e = match e {
-                Expr::Cast(Cast { expr, field }) if is_decimal(field.data_type()) => *expr,
-                other => other,
-            };
-            row[c] = match kind(&e, &empty) {
-                Kind::Null => Expr::Literal(ScalarValue::LargeBinary(None), None),
-                Kind::Other | Kind::Float => e,
+            row[c] = match (k, kind(&e, &empty)) {
+                (Kind::Float, _) => to_float8(e, &empty)?,
+                (_, Kind::Null) => Expr::Literal(ScalarValue::LargeBinary(None), None),
+                (_, Kind::Other | Kind::Float) => e,
                 _ => to_numeric(e, &empty)?,
             };
         }
@@ -907,10 +921,11 @@ fn values_as_numeric(values: Values) -> DfResult<Transformed<LogicalPlan>> {
         .schema
         .fields()
         .iter()
-        .enumerate()
-        .map(|(c, f)| match numeric_columns.contains(&c) {
-            true => Arc::new(Field::new(f.name(), NUMERIC_ARROW, true)),
-            false => f.clone(),
+        .zip(&common)
+        .map(|(f, k)| match k {
+            Some(Kind::Numeric) => Arc::new(Field::new(f.name(), NUMERIC_ARROW, true)),
+            Some(_) => Arc::new(Field::new(f.name(), ArrowType::Float64, true)),
+            None => f.clone(),
         })
         .collect::<Vec<_>>();
     let qualified = values
