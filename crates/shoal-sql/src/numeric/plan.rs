@@ -49,6 +49,7 @@ pub fn rewrite_node(node: LogicalPlan) -> DfResult<Transformed<LogicalPlan>> {
     let node = match node {
         LogicalPlan::Values(values) => return values_as_numeric(values),
         LogicalPlan::Union(union) => return union_as_numeric(union),
+        LogicalPlan::Join(join) => join_keys(join)?,
         other => other,
     };
     let schema = merge_schema(&node.inputs());
@@ -60,6 +61,21 @@ pub fn rewrite_node(node: LogicalPlan) -> DfResult<Transformed<LogicalPlan>> {
     })?;
     // Also when only an input changed: a column's type may have become numeric below.
     rewritten.map_data(|node| node.recompute_schema())
+}
+
+/// A join on numeric columns (USING, NATURAL, INTERSECT and EXCEPT, which DataFusion plans as
+/// joins) matches values, not display scales: its keys become `numeric_key`s.
+fn join_keys(mut join: datafusion::logical_expr::Join) -> DfResult<LogicalPlan> {
+    let (left, right) = (join.left.schema().clone(), join.right.schema().clone());
+    for (l, r) in &mut join.on {
+        if kind(l, &left) != Kind::Numeric && kind(r, &right) != Kind::Numeric {
+            continue;
+        }
+        *l = key(to_numeric(l.clone(), &left)?);
+        *r = key(to_numeric(r.clone(), &right)?);
+    }
+    // The keys do not change the join's output: its schema stands.
+    Ok(LogicalPlan::Join(join))
 }
 
 /// What an operand is to PostgreSQL's operator resolution.

@@ -173,6 +173,9 @@ impl VisitorMut for Rewriter<'_> {
     }
 
     fn post_visit_query(&mut self, query: &mut ast::Query) -> ControlFlow<()> {
+        if let ast::SetExpr::Values(values) = query.body.as_mut() {
+            numeric_values_columns(values);
+        }
         fetch_to_limit(query);
         distinct_on_positions(query);
         crate::query::natural_join::natural_to_using(query, self.scope);
@@ -193,6 +196,13 @@ impl VisitorMut for Rewriter<'_> {
             Expr::Value(v) => {
                 if let ast::Value::Number(digits, _) = &mut v.value {
                     if let Some(plain) = pg_literals::without_exponent(digits) {
+                        // A literal with an exponent is a numeric even when it is whole
+                        // (`1e3`), where DataFusion would read `1000` as an integer.
+                        if !plain.contains('.') {
+                            let text = Expr::value(ast::Value::SingleQuotedString(plain));
+                            *expr = function_call("pg_numeric", vec![text]);
+                            return ControlFlow::Continue(());
+                        }
                         *digits = plain;
                     }
                     // DataFusion reads a number into at most 38 digits; PostgreSQL's numeric
@@ -579,6 +589,61 @@ fn array_subquery(f: &Function) -> Option<Expr> {
 
 /// psql spells built-in types with their schema (`x::pg_catalog.text`, `pg_catalog.int2[]`);
 /// those become the types sqlparser knows by name, so DataFusion can plan the cast.
+/// DataFusion types a VALUES list while planning it and refuses a column whose rows mix its
+/// decimals or integers with numerics (`VALUES (round(1.25, 1)), (2.5)`), which PostgreSQL
+/// resolves to numeric. In a column that holds a decimal literal or a numeric cast, and no
+/// float cast, every row is made numeric (`pg_numeric`) before DataFusion sees it.
+fn numeric_values_columns(values: &mut ast::Values) {
+    if values.rows.len() < 2 {
+        return;
+    }
+    let columns = values.rows.iter().map(|r| r.content.len()).min().unwrap_or(0);
+    for c in 0..columns {
+        let cells = || values.rows.iter().map(move |row| &row.content[c]);
+        let numeric = cells().any(|e| is_decimal_literal(e) || is_numeric_cast(e));
+        let float = cells().any(is_float_cast);
+        let mixed = cells().any(|e| !is_decimal_literal(e) && !is_numeric_cast(e));
+        if !numeric || float || !mixed {
+            continue;
+        }
+        for row in &mut values.rows {
+            let cell = &mut row.content[c];
+            if !is_numeric_cast(cell) {
+                *cell = function_call("pg_numeric", vec![cell.clone()]);
+            }
+        }
+    }
+}
+
+fn is_decimal_literal(e: &Expr) -> bool {
+    match e {
+        Expr::Value(v) => matches!(&v.value, ast::Value::Number(n, _) if n.contains(['.', 'e', 'E'])),
+        Expr::UnaryOp { op: ast::UnaryOperator::Minus, expr } => is_decimal_literal(expr),
+        Expr::Nested(inner) => is_decimal_literal(inner),
+        _ => false,
+    }
+}
+
+fn is_numeric_cast(e: &Expr) -> bool {
+    matches!(e, Expr::Function(f) if object_name_parts(&f.name).as_slice() == ["pg_numeric"])
+}
+
+fn is_float_cast(e: &Expr) -> bool {
+    match e {
+        Expr::Cast { data_type, .. } => matches!(
+            data_type,
+            DataType::Real
+                | DataType::Float4
+                | DataType::Float8
+                | DataType::Float(_)
+                | DataType::Double(_)
+                | DataType::DoublePrecision
+        ),
+        Expr::Nested(inner) => is_float_cast(inner),
+        _ => false,
+    }
+}
+
 /// A cast to numeric is `pg_numeric(x)`, or `pg_numeric(x, precision, scale)` for numeric(p,s):
 /// DataFusion's planner would make it a fixed-scale decimal (see `crate::numeric`). None for
 /// casts to other types.
