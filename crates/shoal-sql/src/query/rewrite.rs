@@ -600,10 +600,14 @@ fn numeric_values_columns(values: &mut ast::Values) {
     let columns = values.rows.iter().map(|r| r.content.len()).min().unwrap_or(0);
     for c in 0..columns {
         let cells = || values.rows.iter().map(move |row| &row.content[c]);
-        let numeric = cells().any(|e| is_decimal_literal(e) || is_numeric_cast(e));
+        let casts = cells().filter(|e| is_numeric_cast(e)).count();
+        let decimal = cells().any(is_decimal_literal);
+        let computed = cells().any(|e| !matches!(e, Expr::Value(_)) && !is_decimal_literal(e));
         let float = cells().any(is_float_cast);
-        let mixed = cells().any(|e| !is_decimal_literal(e) && !is_numeric_cast(e));
-        if !numeric || float || !mixed {
+        // A numeric beside anything else, or a decimal literal beside an expression (which
+        // may be numeric): DataFusion's own typing would refuse the mix.
+        let mixed = (casts > 0 && casts < values.rows.len()) || (decimal && computed);
+        if float || !mixed {
             continue;
         }
         for row in &mut values.rows {
