@@ -86,7 +86,11 @@ fn group_by_value(node: LogicalPlan) -> DfResult<Transformed<LogicalPlan>> {
             !matches!(g, Expr::GroupingSet(_)) && kind(g, &input_schema) == Kind::Numeric
         })
         .collect();
-    if !numeric_groups.contains(&true) || agg.group_expr.iter().any(|g| matches!(g, Expr::GroupingSet(_))) {
+    // One output column per group expression (DataFusion merges a repeated one, `GROUP BY x,
+    // x`, into one column; such a grouping is left as it is).
+    let one_column_each = agg.schema.fields().len() == agg.group_expr.len() + agg.aggr_expr.len();
+    let grouping_sets = agg.group_expr.iter().any(|g| matches!(g, Expr::GroupingSet(_)));
+    if !numeric_groups.contains(&true) || grouping_sets || !one_column_each {
         return Ok(Transformed::no(LogicalPlan::Aggregate(agg)));
     }
     let mut group_expr = Vec::with_capacity(agg.group_expr.len());
