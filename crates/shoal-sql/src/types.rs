@@ -368,7 +368,11 @@ pub fn value_from_array(array: &dyn Array, row: usize, t: &DataType) -> SqlResul
 /// A numeric as a row table stores it: with its column's typmod applied (rounded to the declared
 /// scale, checked against the precision), as a 128-bit mantissa and a scale. Values beyond 38
 /// digits are refused: PostgreSQL would store them, Shoal's row format does not yet.
-pub fn numeric_value(n: &shoal_numeric::Numeric, precision: Option<u8>, scale: Option<u8>) -> SqlResult<Value> {
+pub fn numeric_value(
+    n: &shoal_numeric::Numeric,
+    precision: Option<u8>,
+    scale: Option<u8>,
+) -> SqlResult<Value> {
     let n = match precision {
         Some(p) => n
             .apply_typmod(p as u32, scale.unwrap_or(0) as i32)
@@ -459,12 +463,14 @@ pub fn array_from_values<'a>(
             }
             Arc::new(b.finish())
         }
-        DataType::Numeric { .. } => crate::numeric::array_from(values.map(|v| match v {
-            Value::Numeric { mantissa, scale } => Some(
-                shoal_numeric::Numeric::from_i128(*mantissa, *scale as u16)
-                    .expect("a stored scale is within numeric's limits"),
-            ),
-            _ => None,
+        DataType::Numeric { .. } => crate::numeric::array_from(values.map(|v| {
+            match v {
+                Value::Numeric { mantissa, scale } => Some(
+                    shoal_numeric::Numeric::from_i128(*mantissa, *scale as u16)
+                        .expect("a stored scale is within numeric's limits"),
+                ),
+                _ => None,
+            }
         })),
         DataType::Text | DataType::Varchar(_) | DataType::Char(_) => {
             let mut b = StringBuilder::with_capacity(values.len(), values.len() * 16);

@@ -310,9 +310,7 @@ pub(crate) fn pg_type_name_of_arrow(t: &ArrowType) -> &'static str {
         ArrowType::Int64 => "bigint",
         ArrowType::Float16 | ArrowType::Float32 => "real",
         ArrowType::Float64 => "double precision",
-        ArrowType::Decimal128(..) | ArrowType::Decimal256(..) | ArrowType::LargeBinary => {
-            "numeric"
-        }
+        ArrowType::Decimal128(..) | ArrowType::Decimal256(..) | ArrowType::LargeBinary => "numeric",
         ArrowType::Date32 => "date",
         ArrowType::Timestamp(_, None) => "timestamp without time zone",
         ArrowType::Timestamp(_, Some(_)) => "timestamp with time zone",

@@ -40,8 +40,9 @@ pub fn numeric_accumulator(statistic: Statistic, distinct: bool) -> Box<dyn Accu
 
 /// The partial state a numeric accumulator passes between partitions.
 pub fn numeric_state_fields(args: &StateFieldsArgs) -> Vec<FieldRef> {
-    let field =
-        |suffix: &str, t: ArrowType| Arc::new(Field::new(format!("{}[{suffix}]", args.name), t, true));
+    let field = |suffix: &str, t: ArrowType| {
+        Arc::new(Field::new(format!("{}[{suffix}]", args.name), t, true))
+    };
     if args.is_distinct {
         let item = Arc::new(Field::new_list_field(NUMERIC_ARROW, true));
         return vec![field("distinct", ArrowType::List(item))];

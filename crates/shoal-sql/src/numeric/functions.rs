@@ -15,9 +15,8 @@ use datafusion::common::Result as DfResult;
 use datafusion::execution::FunctionRegistry;
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
 use datafusion::logical_expr::{
-    Accumulator, AggregateUDF, AggregateUDFImpl, ColumnarValue, GroupsAccumulator,
-    ReturnFieldArgs, ReversedUDAF, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature,
-    Volatility,
+    Accumulator, AggregateUDF, AggregateUDFImpl, ColumnarValue, GroupsAccumulator, ReturnFieldArgs,
+    ReversedUDAF, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
 
 use super::aggregates::{numeric_accumulator, numeric_state_fields, Statistic};
@@ -85,10 +84,19 @@ const WRAPPED: &[(&str, Answer)] = &[
 const WRAPPED_AGGREGATES: &[(&str, Statistic)] = &[
     ("sum", Statistic::Sum),
     ("avg", Statistic::Avg),
-    ("stddev", Statistic::Moment(super::aggregates::Moment::StddevSamp)),
-    ("stddev_pop", Statistic::Moment(super::aggregates::Moment::StddevPop)),
+    (
+        "stddev",
+        Statistic::Moment(super::aggregates::Moment::StddevSamp),
+    ),
+    (
+        "stddev_pop",
+        Statistic::Moment(super::aggregates::Moment::StddevPop),
+    ),
     ("var", Statistic::Moment(super::aggregates::Moment::VarSamp)),
-    ("var_pop", Statistic::Moment(super::aggregates::Moment::VarPop)),
+    (
+        "var_pop",
+        Statistic::Moment(super::aggregates::Moment::VarPop),
+    ),
 ];
 
 /// Wraps the functions registered under the names above; runs after Shoal's other wrappers
@@ -140,7 +148,13 @@ fn inner_coercion<F: datafusion::logical_expr::type_coercion::functions::UDFCoer
 ) -> DfResult<Vec<ArrowType>> {
     let fields: Vec<FieldRef> = arg_types
         .iter()
-        .map(|t| Arc::new(datafusion::arrow::datatypes::Field::new("arg", t.clone(), true)))
+        .map(|t| {
+            Arc::new(datafusion::arrow::datatypes::Field::new(
+                "arg",
+                t.clone(),
+                true,
+            ))
+        })
         .collect();
     Ok(
         datafusion::logical_expr::type_coercion::functions::fields_with_udf(&fields, inner)?
@@ -225,7 +239,11 @@ impl ScalarUDFImpl for NumericAware {
     }
 
     fn return_field_from_args(&self, args: ReturnFieldArgs) -> DfResult<FieldRef> {
-        let types: Vec<ArrowType> = args.arg_fields.iter().map(|f| f.data_type().clone()).collect();
+        let types: Vec<ArrowType> = args
+            .arg_fields
+            .iter()
+            .map(|f| f.data_type().clone())
+            .collect();
         if !Self::has_numeric(&types) {
             return self.inner.return_field_from_args(args);
         }

@@ -284,7 +284,11 @@ fn evaluate(
                 match columns[0].is_valid(row) {
                     true => {
                         let key = super::key_of(columns[0].value(row));
-                        b.append_value(key.iter().map(|byte| format!("{byte:02x}")).collect::<String>())
+                        b.append_value(
+                            key.iter()
+                                .map(|byte| format!("{byte:02x}"))
+                                .collect::<String>(),
+                        )
                     }
                     false => b.append_null(),
                 }
@@ -312,8 +316,7 @@ fn evaluate(
         }
         _ => {
             let values = (0..rows).map(|row| {
-                let args: Option<Vec<Numeric>> =
-                    (0..columns.len()).map(|i| arg(row, i)).collect();
+                let args: Option<Vec<Numeric>> = (0..columns.len()).map(|i| arg(row, i)).collect();
                 let args = args?;
                 let digits = if integers.is_empty() {
                     Some(0)
@@ -380,7 +383,11 @@ fn compute(op: Op, args: &[Numeric], digits: i64) -> Result<Numeric, NumericErro
     }
 }
 
-fn convert_out(op: Op, column: &datafusion::arrow::array::LargeBinaryArray, rows: usize) -> DfResult<ArrayRef> {
+fn convert_out(
+    op: Op,
+    column: &datafusion::arrow::array::LargeBinaryArray,
+    rows: usize,
+) -> DfResult<ArrayRef> {
     macro_rules! build {
         ($builder:ty, $convert:expr) => {{
             let mut b = <$builder>::with_capacity(rows);

@@ -11,12 +11,11 @@ pub mod aggregates;
 pub mod functions;
 pub mod kernels;
 pub mod plan;
+mod relations;
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{
-    Array, ArrayRef, AsArray, LargeBinaryArray, LargeBinaryBuilder,
-};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, LargeBinaryArray, LargeBinaryBuilder};
 use datafusion::arrow::datatypes::DataType as ArrowType;
 use datafusion::common::{DataFusionError, Result as DfResult, ScalarValue};
 use shoal_numeric::{Numeric, NumericError};

@@ -18,16 +18,16 @@ use datafusion::logical_expr::expr::{
     TryCast, WindowFunction, WindowFunctionDefinition,
 };
 use datafusion::logical_expr::expr_rewriter::NamePreserver;
+use datafusion::logical_expr::planner::{PlannerResult, RawBinaryExpr};
 use datafusion::logical_expr::utils::merge_schema;
 use datafusion::logical_expr::{
-    Expr, ExprSchemable, LogicalPlan, LogicalPlanBuilder, Operator, Projection, Subquery, Union,
-    Values,
+    Expr, ExprSchemable, LogicalPlan, LogicalPlanBuilder, Operator, Subquery,
 };
-use datafusion::logical_expr::planner::{PlannerResult, RawBinaryExpr};
 use datafusion::optimizer::AnalyzerRule;
 use datafusion::sql::sqlparser::ast::BinaryOperator;
 
 use super::kernels::{self, Op};
+use super::relations;
 use super::{is_decimal, is_numeric, NUMERIC_ARROW};
 use crate::error::{code, SqlError};
 
@@ -47,9 +47,9 @@ impl AnalyzerRule for NumericSemantics {
 /// One node of the rule, its inputs already rewritten.
 pub fn rewrite_node(node: LogicalPlan) -> DfResult<Transformed<LogicalPlan>> {
     let node = match node {
-        LogicalPlan::Values(values) => return values_as_numeric(values),
-        LogicalPlan::Union(union) => return union_as_numeric(union),
-        LogicalPlan::Join(join) => join_keys(join)?,
+        LogicalPlan::Values(values) => return relations::values_as_numeric(values),
+        LogicalPlan::Union(union) => return relations::union_as_numeric(union),
+        LogicalPlan::Join(join) => relations::join_keys(join)?,
         other => other,
     };
     let schema = merge_schema(&node.inputs());
@@ -61,96 +61,12 @@ pub fn rewrite_node(node: LogicalPlan) -> DfResult<Transformed<LogicalPlan>> {
     })?;
     // Also when only an input changed: a column's type may have become numeric below.
     let rewritten = rewritten.map_data(|node| node.recompute_schema())?;
-    rewritten.transform_data(group_by_value)
-}
-
-/// GROUP BY and DISTINCT over numerics group values, not display scales (`1.5` and `1.50` are
-/// one group): the aggregation groups by `numeric_key`, and a projection above it gives each
-/// group's numeric back (its first value's display scale) under the column's name.
-fn group_by_value(node: LogicalPlan) -> DfResult<Transformed<LogicalPlan>> {
-    let agg = match node {
-        LogicalPlan::Aggregate(agg) => agg,
-        LogicalPlan::Distinct(datafusion::logical_expr::Distinct::All(input))
-            if input.schema().fields().iter().any(|f| is_numeric(f.data_type())) =>
-        {
-            let group = input.schema().columns().into_iter().map(Expr::Column).collect();
-            datafusion::logical_expr::Aggregate::try_new(input, group, vec![])?
-        }
-        other => return Ok(Transformed::no(other)),
-    };
-    let input_schema = agg.input.schema().clone();
-    let numeric_groups: Vec<bool> = agg
-        .group_expr
-        .iter()
-        .map(|g| {
-            !matches!(g, Expr::GroupingSet(_)) && kind(g, &input_schema) == Kind::Numeric
-        })
-        .collect();
-    // One output column per group expression (DataFusion merges a repeated one, `GROUP BY x,
-    // x`, into one column; such a grouping is left as it is).
-    let one_column_each = agg.schema.fields().len() == agg.group_expr.len() + agg.aggr_expr.len();
-    let grouping_sets = agg.group_expr.iter().any(|g| matches!(g, Expr::GroupingSet(_)));
-    if !numeric_groups.contains(&true) || grouping_sets || !one_column_each {
-        return Ok(Transformed::no(LogicalPlan::Aggregate(agg)));
-    }
-    let mut group_expr = Vec::with_capacity(agg.group_expr.len());
-    let mut aggr_expr = agg.aggr_expr.clone();
-    for (g, numeric) in agg.group_expr.iter().zip(&numeric_groups) {
-        if !numeric {
-            group_expr.push(g.clone());
-            continue;
-        }
-        let name = format!("numeric_group_{}", aggr_expr.len());
-        group_expr.push(key(g.clone()).alias(format!("{name}_key")));
-        // The group's first value, as PostgreSQL's hash aggregation shows it.
-        let first = datafusion::functions_aggregate::expr_fn::first_value(g.clone(), vec![]);
-        aggr_expr.push(first.alias(name));
-    }
-    let grouped = datafusion::logical_expr::Aggregate::try_new(agg.input.clone(), group_expr, aggr_expr)?;
-    let grouped_schema = grouped.schema.clone();
-    // Output columns as the original aggregation had them: groups, then aggregates.
-    let groups = agg.group_expr.len();
-    let mut extra = agg.aggr_expr.len();
-    let mut exprs = Vec::with_capacity(agg.schema.fields().len());
-    for (i, numeric) in numeric_groups.iter().enumerate() {
-        let (q, f) = agg.schema.qualified_field(i);
-        let source = match numeric {
-            true => {
-                let c = groups + extra;
-                extra += 1;
-                grouped_schema.qualified_field(c)
-            }
-            false => grouped_schema.qualified_field(i),
-        };
-        exprs.push(Expr::Column(source.into()).alias_qualified(q.cloned(), f.name()));
-    }
-    for a in 0..agg.aggr_expr.len() {
-        let (q, f) = agg.schema.qualified_field(groups + a);
-        let source = grouped_schema.qualified_field(groups + a);
-        exprs.push(Expr::Column(source.into()).alias_qualified(q.cloned(), f.name()));
-    }
-    let projection = Projection::try_new(exprs, Arc::new(LogicalPlan::Aggregate(grouped)))?;
-    Ok(Transformed::yes(LogicalPlan::Projection(projection)))
-}
-
-/// A join on numeric columns (USING, NATURAL, INTERSECT and EXCEPT, which DataFusion plans as
-/// joins) matches values, not display scales: its keys become `numeric_key`s.
-fn join_keys(mut join: datafusion::logical_expr::Join) -> DfResult<LogicalPlan> {
-    let (left, right) = (join.left.schema().clone(), join.right.schema().clone());
-    for (l, r) in &mut join.on {
-        if kind(l, &left) != Kind::Numeric && kind(r, &right) != Kind::Numeric {
-            continue;
-        }
-        *l = key(to_numeric(l.clone(), &left)?);
-        *r = key(to_numeric(r.clone(), &right)?);
-    }
-    // The keys do not change the join's output: its schema stands.
-    Ok(LogicalPlan::Join(join))
+    rewritten.transform_data(relations::group_by_value)
 }
 
 /// What an operand is to PostgreSQL's operator resolution.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
+pub(super) enum Kind {
     Numeric,
     Integer,
     Float,
@@ -160,7 +76,7 @@ enum Kind {
     Other,
 }
 
-fn kind(e: &Expr, schema: &DFSchema) -> Kind {
+pub(super) fn kind(e: &Expr, schema: &DFSchema) -> Kind {
     if let Expr::Literal(value, _) = strip_alias(e) {
         match value {
             ScalarValue::Utf8(Some(_)) => return Kind::Unknown,
@@ -194,7 +110,7 @@ fn plan_error(e: SqlError) -> DataFusionError {
 
 /// `e` as a numeric: constants are converted now (so a bad literal fails when the statement is
 /// planned, as in PostgreSQL, and constants stay constants), anything else by `pg_numeric`.
-fn to_numeric(e: Expr, schema: &DFSchema) -> DfResult<Expr> {
+pub(super) fn to_numeric(e: Expr, schema: &DFSchema) -> DfResult<Expr> {
     let t = e.get_type(schema)?;
     if is_numeric(&t) {
         return Ok(e);
@@ -211,20 +127,20 @@ fn numeric_constant(value: &ScalarValue) -> DfResult<ScalarValue> {
     ScalarValue::try_from_array(&converted, 0)
 }
 
-fn to_float8(e: Expr, schema: &DFSchema) -> DfResult<Expr> {
+pub(super) fn to_float8(e: Expr, schema: &DFSchema) -> DfResult<Expr> {
     Ok(match kind(&e, schema) {
         Kind::Numeric => call(Op::ToFloat8, vec![to_numeric(e, schema)?]),
         _ => e,
     })
 }
 
-fn key(e: Expr) -> Expr {
+pub(super) fn key(e: Expr) -> Expr {
     call(Op::Key, vec![e])
 }
 
 /// The common type PostgreSQL resolves for operands of these kinds when one is numeric:
 /// float8 if a float is among them, else numeric. None if no operand is numeric.
-fn common_kind(kinds: &[Kind]) -> Option<Kind> {
+pub(super) fn common_kind(kinds: &[Kind]) -> Option<Kind> {
     if !kinds.contains(&Kind::Numeric) {
         return None;
     }
@@ -235,7 +151,7 @@ fn common_kind(kinds: &[Kind]) -> Option<Kind> {
 }
 
 /// Converts `exprs` to the common type of `common_kind` (numeric or float8).
-fn unify(exprs: Vec<Expr>, common: Kind, schema: &DFSchema) -> DfResult<Vec<Expr>> {
+pub(super) fn unify(exprs: Vec<Expr>, common: Kind, schema: &DFSchema) -> DfResult<Vec<Expr>> {
     exprs
         .into_iter()
         .map(|e| match (common, kind(&e, schema)) {
@@ -246,11 +162,11 @@ fn unify(exprs: Vec<Expr>, common: Kind, schema: &DFSchema) -> DfResult<Vec<Expr
         .collect()
 }
 
-fn rewrite_expr(e: Expr, schema: &DFSchema) -> DfResult<Transformed<Expr>> {
+pub(super) fn rewrite_expr(e: Expr, schema: &DFSchema) -> DfResult<Transformed<Expr>> {
     match e {
-        Expr::Literal(ref value, _) if is_decimal(&value.data_type()) => {
-            Ok(Transformed::yes(Expr::Literal(numeric_constant(value)?, None)))
-        }
+        Expr::Literal(ref value, _) if is_decimal(&value.data_type()) => Ok(Transformed::yes(
+            Expr::Literal(numeric_constant(value)?, None),
+        )),
         Expr::BinaryExpr(b) => binary(b, schema),
         Expr::Negative(inner) if kind(&inner, schema) == Kind::Numeric => Ok(Transformed::yes(
             call(Op::Neg, vec![to_numeric(*inner, schema)?]),
@@ -468,7 +384,10 @@ fn kinds_of<'a>(exprs: impl Iterator<Item = &'a Expr>, schema: &DFSchema) -> Vec
 }
 
 fn in_list(list: InList, schema: &DFSchema) -> DfResult<Transformed<Expr>> {
-    let kinds = kinds_of(std::iter::once(list.expr.as_ref()).chain(&list.list), schema);
+    let kinds = kinds_of(
+        std::iter::once(list.expr.as_ref()).chain(&list.list),
+        schema,
+    );
     let Some(common) = common_kind(&kinds) else {
         return Ok(Transformed::no(Expr::InList(list)));
     };
@@ -524,7 +443,11 @@ fn case_expr(case: Case, schema: &DFSchema) -> DfResult<Transformed<Expr>> {
         if let Some(common) = common_kind(&kinds) {
             changed = true;
             let whens: Vec<Expr> = when_then_expr.iter().map(|(w, _)| (**w).clone()).collect();
-            let mut all = unify(std::iter::once(*base).chain(whens).collect(), common, schema)?;
+            let mut all = unify(
+                std::iter::once(*base).chain(whens).collect(),
+                common,
+                schema,
+            )?;
             if common == Kind::Numeric {
                 all = all.into_iter().map(key).collect();
             }
@@ -659,9 +582,9 @@ fn function(f: ScalarFunction, schema: &DFSchema) -> DfResult<Transformed<Expr>>
     if GENERIC_FUNCTIONS.contains(&name.as_str()) {
         let common = common_kind(&kinds).expect("a numeric argument");
         let args = unify(f.args, common, schema)?;
-        return Ok(Transformed::yes(Expr::ScalarFunction(ScalarFunction::new_udf(
-            f.func, args,
-        ))));
+        return Ok(Transformed::yes(Expr::ScalarFunction(
+            ScalarFunction::new_udf(f.func, args),
+        )));
     }
     let convert = |e: Expr, op: Op| -> DfResult<Expr> {
         Ok(match kind(&e, schema) {
@@ -683,9 +606,9 @@ fn function(f: ScalarFunction, schema: &DFSchema) -> DfResult<Transformed<Expr>>
                 None => e,
             })
             .collect();
-        return Ok(Transformed::yes(Expr::ScalarFunction(ScalarFunction::new_udf(
-            f.func, args,
-        ))));
+        return Ok(Transformed::yes(Expr::ScalarFunction(
+            ScalarFunction::new_udf(f.func, args),
+        )));
     } else {
         // pg_typeof, pg_text_out and the like see the numeric itself.
         return Ok(Transformed::no(Expr::ScalarFunction(f)));
@@ -695,9 +618,9 @@ fn function(f: ScalarFunction, schema: &DFSchema) -> DfResult<Transformed<Expr>>
         .into_iter()
         .map(|e| convert(e, op))
         .collect::<DfResult<Vec<_>>>()?;
-    Ok(Transformed::yes(Expr::ScalarFunction(ScalarFunction::new_udf(
-        f.func, args,
-    ))))
+    Ok(Transformed::yes(Expr::ScalarFunction(
+        ScalarFunction::new_udf(f.func, args),
+    )))
 }
 
 /// The conversion of each numeric argument a function asks for, by its own coercion: to the
@@ -736,11 +659,16 @@ fn argument_conversions(f: &ScalarFunction, schema: &DFSchema) -> Option<Vec<Opt
             (true, ArrowType::Int32) => Some(Op::ToInt4),
             (true, ArrowType::Int64) => Some(Op::ToInt8),
             (true, ArrowType::Float32) => Some(Op::ToFloat4),
-            (true, ArrowType::Utf8 | ArrowType::LargeUtf8 | ArrowType::Utf8View) => Some(Op::ToText),
+            (true, ArrowType::Utf8 | ArrowType::LargeUtf8 | ArrowType::Utf8View) => {
+                Some(Op::ToText)
+            }
             (true, _) => Some(Op::ToFloat8),
         })
         .collect();
-    conversions.iter().any(Option::is_some).then_some(conversions)
+    conversions
+        .iter()
+        .any(Option::is_some)
+        .then_some(conversions)
 }
 
 /// `pg_numeric` of constants is computed now: a literal stays a literal, and `'abc'::numeric`
@@ -759,19 +687,24 @@ fn fold_constant_cast(f: ScalarFunction) -> DfResult<Transformed<Expr>> {
     };
     let args = constants
         .iter()
-        .map(|c| c.to_array_of_size(1).map(datafusion::logical_expr::ColumnarValue::Array))
+        .map(|c| {
+            c.to_array_of_size(1)
+                .map(datafusion::logical_expr::ColumnarValue::Array)
+        })
         .collect::<DfResult<Vec<_>>>()?;
     let arg_fields = constants
         .iter()
         .map(|c| Arc::new(Field::new("arg", c.data_type(), true)))
         .collect();
-    let result = f.func.invoke_with_args(datafusion::logical_expr::ScalarFunctionArgs {
-        args,
-        arg_fields,
-        number_rows: 1,
-        return_field: Arc::new(Field::new("pg_numeric", NUMERIC_ARROW, true)),
-        config_options: Arc::new(ConfigOptions::default()),
-    })?;
+    let result = f
+        .func
+        .invoke_with_args(datafusion::logical_expr::ScalarFunctionArgs {
+            args,
+            arg_fields,
+            number_rows: 1,
+            return_field: Arc::new(Field::new("pg_numeric", NUMERIC_ARROW, true)),
+            config_options: Arc::new(ConfigOptions::default()),
+        })?;
     let value = match result {
         datafusion::logical_expr::ColumnarValue::Scalar(s) => s,
         datafusion::logical_expr::ColumnarValue::Array(a) => ScalarValue::try_from_array(&a, 0)?,
@@ -950,149 +883,4 @@ fn in_subquery(s: InSubquery, schema: &DFSchema) -> DfResult<Transformed<Expr>> 
         subquery,
         s.negated,
     ))))
-}
-
-/// A VALUES column that holds numerics holds them with each value's own scale: `VALUES (2),
-/// (77.7)` is 2 and 77.7. DataFusion typed the column as one decimal.
-fn values_as_numeric(values: Values) -> DfResult<Transformed<LogicalPlan>> {
-    let empty = DFSchema::empty();
-    let columns = values.schema.fields().len();
-    // The rows' own expressions first: they are no plan node's expressions. DataFusion cast
-    // each value to the column's common decimal type; the value as written keeps its own scale
-    // (a numeric cast the user wrote is a `pg_numeric` call, see `rewrite.rs`).
-    let mut rows = values
-        .values
-        .into_iter()
-        .map(|row| {
-            row.into_iter()
-                .map(|e| {
-                    let e = match e {
-                        Expr::Cast(Cast { expr, field }) if is_decimal(field.data_type()) => *expr,
-                        other => other,
-                    };
-                    e.transform_up(|x| rewrite_expr(x, &empty)).map(|t| t.data)
-                })
-                .collect::<DfResult<Vec<_>>>()
-        })
-        .collect::<DfResult<Vec<_>>>()?;
-    let kinds = |c: usize| -> Vec<Kind> { rows.iter().map(|row| kind(&row[c], &empty)).collect() };
-    let common: Vec<Option<Kind>> = (0..columns)
-        .map(|c| {
-            let t = values.schema.field(c).data_type();
-            match common_kind(&kinds(c)) {
-                None if is_decimal(t) || is_numeric(t) => Some(Kind::Numeric),
-                other => other,
-            }
-        })
-        .collect();
-    if common.iter().all(Option::is_none) {
-        return Ok(Transformed::no(LogicalPlan::Values(Values {
-            schema: values.schema,
-            values: rows,
-        })));
-    }
-    for row in &mut rows {
-        for (c, k) in common.iter().enumerate() {
-            let Some(k) = k else { continue };
-            let e = std::mem::replace(&mut row[c], Expr::Literal(ScalarValue::Null, None));
-            row[c] = match (k, kind(&e, &empty)) {
-                (Kind::Float, _) => to_float8(e, &empty)?,
-                (_, Kind::Null) => Expr::Literal(ScalarValue::LargeBinary(None), None),
-                (_, Kind::Other | Kind::Float) => e,
-                _ => to_numeric(e, &empty)?,
-            };
-        }
-    }
-    let fields = values
-        .schema
-        .fields()
-        .iter()
-        .zip(&common)
-        .map(|(f, k)| match k {
-            Some(Kind::Numeric) => Arc::new(Field::new(f.name(), NUMERIC_ARROW, true)),
-            Some(_) => Arc::new(Field::new(f.name(), ArrowType::Float64, true)),
-            None => f.clone(),
-        })
-        .collect::<Vec<_>>();
-    let qualified = values
-        .schema
-        .iter()
-        .zip(fields)
-        .map(|((q, _), f)| (q.cloned(), f))
-        .collect::<Vec<_>>();
-    let schema = DFSchema::new_with_metadata(qualified, values.schema.metadata().clone())?;
-    Ok(Transformed::yes(LogicalPlan::Values(Values {
-        schema: Arc::new(schema),
-        values: rows,
-    })))
-}
-
-/// A set operation's column is numeric when its branches mix numerics with integers (float8
-/// when a float is among them); each branch converts its own values.
-fn union_as_numeric(union: Union) -> DfResult<Transformed<LogicalPlan>> {
-    let columns = union.schema.fields().len();
-    let mut common = Vec::with_capacity(columns);
-    for c in 0..columns {
-        let kinds: Vec<Kind> = union
-            .inputs
-            .iter()
-            .map(|i| {
-                let f = i.schema().qualified_field(c);
-                kind(&Expr::Column(f.into()), i.schema())
-            })
-            .collect();
-        common.push(common_kind(&kinds));
-    }
-    let converted = |t: &ArrowType, k: Kind| match k {
-        Kind::Float => t == &ArrowType::Float64,
-        _ => is_numeric(t),
-    };
-    let needed = common.iter().enumerate().any(|(c, k)| {
-        k.is_some_and(|k| {
-            union
-                .inputs
-                .iter()
-                .any(|i| !converted(i.schema().field(c).data_type(), k))
-        })
-    });
-    if !needed {
-        // The inputs may have become numeric below (a decimal literal): the union's schema
-        // follows them.
-        let stale = (0..columns).any(|c| {
-            let t = union.schema.field(c).data_type();
-            union.inputs.iter().any(|i| i.schema().field(c).data_type() != t)
-        });
-        if stale && common.iter().any(Option::is_some) {
-            let inputs = union.inputs.clone();
-            return Ok(Transformed::yes(LogicalPlan::Union(
-                Union::try_new_with_loose_types(inputs)?,
-            )));
-        }
-        return Ok(Transformed::no(LogicalPlan::Union(union)));
-    }
-    let inputs = union
-        .inputs
-        .iter()
-        .map(|input| {
-            let schema = input.schema();
-            let exprs = (0..columns)
-                .map(|c| {
-                    let (q, f) = schema.qualified_field(c);
-                    let column = Expr::Column((q, f).into());
-                    let converted = match common[c] {
-                        None => column,
-                        Some(k) => unify(vec![column], k, schema)?.remove(0),
-                    };
-                    Ok(converted.alias_qualified(q.cloned(), f.name()))
-                })
-                .collect::<DfResult<Vec<_>>>()?;
-            Ok(Arc::new(LogicalPlan::Projection(Projection::try_new(
-                exprs,
-                input.clone(),
-            )?)))
-        })
-        .collect::<DfResult<Vec<_>>>()?;
-    Ok(Transformed::yes(LogicalPlan::Union(
-        Union::try_new_with_loose_types(inputs)?,
-    )))
 }

@@ -73,7 +73,10 @@ pub fn type_for_postgres(plan: LogicalPlan) -> DfResult<LogicalPlan> {
 /// and the analyzer runs again when the plan is executed.
 fn sum_of_bigint(e: Expr, schema: &DFSchema) -> DfResult<Transformed<Expr>> {
     let is_bigint = |args: &[Expr]| match args {
-        [arg] => matches!(arg.get_type(schema), Ok(ArrowType::Int64 | ArrowType::UInt64)),
+        [arg] => matches!(
+            arg.get_type(schema),
+            Ok(ArrowType::Int64 | ArrowType::UInt64)
+        ),
         _ => false,
     };
     let numeric = |args: &mut Vec<Expr>| {

@@ -597,7 +597,12 @@ fn numeric_values_columns(values: &mut ast::Values) {
     if values.rows.len() < 2 {
         return;
     }
-    let columns = values.rows.iter().map(|r| r.content.len()).min().unwrap_or(0);
+    let columns = values
+        .rows
+        .iter()
+        .map(|r| r.content.len())
+        .min()
+        .unwrap_or(0);
     for c in 0..columns {
         let cells = || values.rows.iter().map(move |row| &row.content[c]);
         let casts = cells().filter(|e| is_numeric_cast(e)).count();
@@ -621,8 +626,13 @@ fn numeric_values_columns(values: &mut ast::Values) {
 
 fn is_decimal_literal(e: &Expr) -> bool {
     match e {
-        Expr::Value(v) => matches!(&v.value, ast::Value::Number(n, _) if n.contains(['.', 'e', 'E'])),
-        Expr::UnaryOp { op: ast::UnaryOperator::Minus, expr } => is_decimal_literal(expr),
+        Expr::Value(v) => {
+            matches!(&v.value, ast::Value::Number(n, _) if n.contains(['.', 'e', 'E']))
+        }
+        Expr::UnaryOp {
+            op: ast::UnaryOperator::Minus,
+            expr,
+        } => is_decimal_literal(expr),
         Expr::Nested(inner) => is_decimal_literal(inner),
         _ => false,
     }
@@ -657,7 +667,9 @@ fn numeric_cast(inner: &Expr, t: &DataType) -> SqlResult<Option<Expr>> {
         _ => return Ok(None),
     };
     let (precision, scale) = match info {
-        ast::ExactNumberInfo::None => return Ok(Some(function_call("pg_numeric", vec![inner.clone()]))),
+        ast::ExactNumberInfo::None => {
+            return Ok(Some(function_call("pg_numeric", vec![inner.clone()])))
+        }
         ast::ExactNumberInfo::Precision(p) => (*p, 0),
         ast::ExactNumberInfo::PrecisionAndScale(_, s) if *s < 0 => {
             return Err(SqlError::new(
@@ -670,7 +682,9 @@ fn numeric_cast(inner: &Expr, t: &DataType) -> SqlResult<Option<Expr>> {
     if !(1..=NUMERIC_CAST_PRECISION_MAX).contains(&precision) {
         return Err(SqlError::new(
             crate::error::code::INVALID_PARAMETER_VALUE,
-            format!("NUMERIC precision {precision} must be between 1 and {NUMERIC_CAST_PRECISION_MAX}"),
+            format!(
+                "NUMERIC precision {precision} must be between 1 and {NUMERIC_CAST_PRECISION_MAX}"
+            ),
         ));
     }
     if scale > precision {
