@@ -30,8 +30,9 @@ fn numeric_like(t: &ArrowType) -> bool {
 /// What a wrapped scalar function answers when a numeric is among its arguments.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Answer {
-    /// Computed by this numeric kernel.
-    Kernel(Op),
+    /// Computed by the numeric kernel `plan::numeric_function` names for the call (one
+    /// mapping from PostgreSQL's names and arities to kernels, shared with the plan rule).
+    Kernel,
     /// The function itself over numerics (coalesce, greatest, least, nullif): the plan rule has
     /// made every argument numeric, or float8 when a float is among them.
     Generic,
@@ -40,21 +41,21 @@ enum Answer {
 }
 
 const WRAPPED: &[(&str, Answer)] = &[
-    ("abs", Answer::Kernel(Op::Abs)),
-    ("sign", Answer::Kernel(Op::Sign)),
-    ("signum", Answer::Kernel(Op::Sign)),
-    ("ceil", Answer::Kernel(Op::Ceil)),
-    ("floor", Answer::Kernel(Op::Floor)),
-    ("round", Answer::Kernel(Op::Round)),
-    ("trunc", Answer::Kernel(Op::Trunc)),
-    ("sqrt", Answer::Kernel(Op::Sqrt)),
-    ("exp", Answer::Kernel(Op::Exp)),
-    ("ln", Answer::Kernel(Op::Ln)),
-    ("log10", Answer::Kernel(Op::Log10)),
-    ("log", Answer::Kernel(Op::Log)),
-    ("power", Answer::Kernel(Op::Power)),
-    ("gcd", Answer::Kernel(Op::Gcd)),
-    ("lcm", Answer::Kernel(Op::Lcm)),
+    ("abs", Answer::Kernel),
+    ("sign", Answer::Kernel),
+    ("signum", Answer::Kernel),
+    ("ceil", Answer::Kernel),
+    ("floor", Answer::Kernel),
+    ("round", Answer::Kernel),
+    ("trunc", Answer::Kernel),
+    ("sqrt", Answer::Kernel),
+    ("exp", Answer::Kernel),
+    ("ln", Answer::Kernel),
+    ("log10", Answer::Kernel),
+    ("log", Answer::Kernel),
+    ("power", Answer::Kernel),
+    ("gcd", Answer::Kernel),
+    ("lcm", Answer::Kernel),
     ("coalesce", Answer::Generic),
     ("nullif", Answer::Generic),
     ("greatest", Answer::Generic),
@@ -261,7 +262,18 @@ impl ScalarUDFImpl for NumericAware {
             return self.inner.invoke_with_args(args);
         }
         match self.answer {
-            Answer::Kernel(op) => kernels::udf(op).invoke_with_args(args),
+            Answer::Kernel => {
+                let op = super::plan::numeric_function(self.name(), args.args.len()).ok_or_else(
+                    || {
+                        datafusion::common::DataFusionError::Internal(format!(
+                            "{} has no numeric form with {} arguments",
+                            self.name(),
+                            args.args.len()
+                        ))
+                    },
+                )?;
+                kernels::udf(op).invoke_with_args(args)
+            }
             Answer::Generic => self.inner.invoke_with_args(args),
             Answer::Float => {
                 let mut args = args;

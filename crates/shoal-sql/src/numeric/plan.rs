@@ -489,10 +489,10 @@ fn case_expr(case: Case, schema: &DFSchema) -> DfResult<Transformed<Expr>> {
 }
 
 /// PostgreSQL's numeric functions by name, for a call whose first argument is numeric.
-fn numeric_function(name: &str, args: usize) -> Option<Op> {
+pub(super) fn numeric_function(name: &str, args: usize) -> Option<Op> {
     Some(match (name, args) {
         ("abs", 1) => Op::Abs,
-        ("sign", 1) => Op::Sign,
+        ("sign" | "signum", 1) => Op::Sign,
         ("ceil" | "ceiling", 1) => Op::Ceil,
         ("floor", 1) => Op::Floor,
         ("round", 1 | 2) => Op::Round,
