@@ -13,6 +13,7 @@ pub mod engine;
 pub mod error;
 pub mod fastpath;
 pub mod interrupt;
+pub mod interval;
 pub mod numeric;
 pub mod params;
 pub mod parse;

@@ -212,7 +212,7 @@ pub fn plan_binary_op(
         return Ok(PlannerResult::Original(expr));
     }
     // numeric times an interval is the interval times a float8, which the interval rules
-    // plan (`datetime::plan_interval_scaling`).
+    // plan (`interval::arith::plan_operator`).
     let interval = |e: &Expr| matches!(e.get_type(schema), Ok(ArrowType::Interval(_)));
     if interval(&expr.left) || interval(&expr.right) {
         return Ok(PlannerResult::Original(RawBinaryExpr {

@@ -385,44 +385,51 @@ fn days_and_time(micros: i64) -> Interval {
     }
 }
 
-/// PostgreSQL's default IntervalStyle (postgres): "1 year 2 mons 3 days 04:05:06".
+/// PostgreSQL's default IntervalStyle (postgres): "1 year 2 mons 3 days 04:05:06". A positive
+/// field right after a negative one carries a '+' ("-1 mons +2 days -03:00:00"), as
+/// EncodeInterval writes it.
 pub fn format_interval(i: &Interval, out: &mut String) {
-    let mut parts: Vec<String> = Vec::new();
-    let years = i.months / 12;
-    let months = i.months % 12;
-    // Only exactly 1 is singular: PostgreSQL writes "-1 days".
-    let plural = |n: i64, unit: &str| format!("{n} {unit}{}", if n == 1 { "" } else { "s" });
-    if years != 0 {
-        parts.push(plural(years as i64, "year"));
-    }
-    if months != 0 {
-        parts.push(plural(months as i64, "mon"));
-    }
-    if i.days != 0 {
-        parts.push(plural(i.days as i64, "day"));
-    }
-    if i.micros != 0 || parts.is_empty() {
-        let negative = i.micros < 0;
+    let start = out.len();
+    // Whether the last field written was negative.
+    let mut after_negative = false;
+    let mut field = |n: i64, unit: &str, out: &mut String| {
+        if n == 0 {
+            return;
+        }
+        if out.len() > start {
+            out.push(' ');
+        }
+        let sign = if after_negative && n > 0 { "+" } else { "" };
+        // Only exactly 1 is singular: PostgreSQL writes "-1 days".
+        let plural = if n == 1 { "" } else { "s" };
+        write!(out, "{sign}{n} {unit}{plural}").unwrap();
+        after_negative = n < 0;
+    };
+    field(i64::from(i.months / 12), "year", out);
+    field(i64::from(i.months % 12), "mon", out);
+    field(i64::from(i.days), "day", out);
+    let nothing_written = out.len() == start;
+    if i.micros != 0 || nothing_written {
+        if !nothing_written {
+            out.push(' ');
+        }
+        if i.micros < 0 {
+            out.push('-');
+        } else if after_negative {
+            out.push('+');
+        }
         let abs = i.micros.unsigned_abs() as i64;
         let secs = abs / MICROS_PER_SECOND;
-        let mut s = String::new();
-        if negative {
-            s.push('-');
-        } else if parts.iter().any(|p| p.starts_with('-')) {
-            s.push('+');
-        }
         write!(
-            s,
+            out,
             "{:02}:{:02}:{:02}",
             secs / 3600,
             (secs / 60) % 60,
             secs % 60
         )
         .unwrap();
-        format_fraction(abs % MICROS_PER_SECOND, &mut s);
-        parts.push(s);
+        format_fraction(abs % MICROS_PER_SECOND, out);
     }
-    out.push_str(&parts.join(" "));
 }
 
 /// A storage value as PostgreSQL text (for COPY TO and errors' Key (...)=(...) details),

@@ -4,8 +4,7 @@
 //! `to_char` takes), and interval literals in PostgreSQL's forms that DataFusion's parser
 //! refuses (`1 day 04:05:06`), which `rewrite.rs` restates in units it reads. Also
 //! `AT TIME ZONE` (as `pg_at_time_zone`), which turns a timestamptz into the zone's local
-//! timestamp and a timestamp into a timestamptz. And
-//! `interval * number` / `interval / number`, which DataFusion has no kernel for.
+//! timestamp and a timestamp into a timestamptz. Interval arithmetic is in `crate::interval`.
 
 use std::sync::Arc;
 
@@ -16,14 +15,10 @@ use datafusion::arrow::array::{
 use datafusion::arrow::datatypes::{
     DataType as ArrowType, IntervalMonthDayNano, IntervalUnit, TimeUnit,
 };
-use datafusion::common::{plan_err, DFSchema, Result as DfResult};
-use datafusion::logical_expr::expr::ScalarFunction;
-use datafusion::logical_expr::planner::{PlannerResult, RawBinaryExpr};
+use datafusion::common::{plan_err, Result as DfResult};
 use datafusion::logical_expr::{
-    ColumnarValue, Expr, ExprSchemable, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature,
-    Volatility,
+    ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature,
 };
-use datafusion::sql::sqlparser::ast::BinaryOperator;
 
 use crate::query::civil_time::{civil_field, CivilField};
 
@@ -280,206 +275,6 @@ impl ScalarUDFImpl for AtTimeZone {
             ArrowType::Timestamp(_, Some(tz)) => out.with_timezone(tz.clone()),
             _ => out,
         };
-        Ok(ColumnarValue::Array(Arc::new(out)))
-    }
-}
-
-/// Plans `interval * number`, `number * interval` and `interval / number` as
-/// `pg_interval_mul(interval, factor)`, and makes `date ± interval` a timestamp; every other
-/// operation is left to DataFusion.
-pub fn plan_interval_scaling(
-    expr: RawBinaryExpr,
-    schema: &DFSchema,
-) -> DfResult<PlannerResult<RawBinaryExpr>> {
-    let is_interval = |e: &Expr| matches!(e.get_type(schema), Ok(ArrowType::Interval(_)));
-    let is_number = |e: &Expr| e.get_type(schema).is_ok_and(|t| t.is_numeric());
-    let is_date = |e: &Expr| matches!(e.get_type(schema), Ok(ArrowType::Date32));
-    // date ± interval is a timestamp in PostgreSQL (the date at midnight, moved).
-    let date_shift = matches!(expr.op, BinaryOperator::Plus | BinaryOperator::Minus)
-        && is_date(&expr.left)
-        && is_interval(&expr.right);
-    if date_shift
-        || expr.op == BinaryOperator::Plus && is_interval(&expr.left) && is_date(&expr.right)
-    {
-        let timestamp = ArrowType::Timestamp(TimeUnit::Microsecond, None);
-        let mut expr = expr;
-        if date_shift {
-            expr.left = cast(expr.left, timestamp);
-        } else {
-            expr.right = cast(expr.right, timestamp);
-        }
-        return Ok(PlannerResult::Original(expr));
-    }
-    let (interval, factor) = match expr.op {
-        BinaryOperator::Multiply if is_interval(&expr.left) && is_number(&expr.right) => (
-            expr.left.clone(),
-            cast(expr.right.clone(), ArrowType::Float64),
-        ),
-        BinaryOperator::Multiply if is_number(&expr.left) && is_interval(&expr.right) => (
-            expr.right.clone(),
-            cast(expr.left.clone(), ArrowType::Float64),
-        ),
-        BinaryOperator::Divide if is_interval(&expr.left) && is_number(&expr.right) => {
-            let divisor = cast(expr.right.clone(), ArrowType::Float64);
-            let reciprocal = ScalarUDF::new_from_impl(IntervalReciprocal::default());
-            let factor = ScalarFunction::new_udf(Arc::new(reciprocal), vec![divisor]);
-            (expr.left.clone(), Expr::ScalarFunction(factor))
-        }
-        _ => return Ok(PlannerResult::Original(expr)),
-    };
-    let mul = ScalarUDF::new_from_impl(IntervalMul::default());
-    Ok(PlannerResult::Planned(Expr::ScalarFunction(
-        ScalarFunction::new_udf(Arc::new(mul), vec![interval, factor]),
-    )))
-}
-
-fn cast(e: Expr, t: ArrowType) -> Expr {
-    Expr::Cast(datafusion::logical_expr::Cast::new(Box::new(e), t))
-}
-
-/// `interval * factor` as PostgreSQL's interval_mul: fractional months spill into days (30 to
-/// a month) and fractional days into time. `interval / d` is `interval * (1 / d)`.
-#[derive(Debug, PartialEq, Eq, Hash)]
-struct IntervalMul {
-    signature: Signature,
-}
-
-impl Default for IntervalMul {
-    fn default() -> Self {
-        IntervalMul {
-            signature: Signature::exact(
-                vec![
-                    ArrowType::Interval(IntervalUnit::MonthDayNano),
-                    ArrowType::Float64,
-                ],
-                Volatility::Immutable,
-            ),
-        }
-    }
-}
-
-impl ScalarUDFImpl for IntervalMul {
-    fn name(&self) -> &str {
-        "pg_interval_mul"
-    }
-
-    fn signature(&self) -> &Signature {
-        &self.signature
-    }
-
-    fn return_type(&self, _arg_types: &[ArrowType]) -> DfResult<ArrowType> {
-        Ok(ArrowType::Interval(IntervalUnit::MonthDayNano))
-    }
-
-    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
-        let rows = args.number_rows;
-        let spans = args.args[0].to_array(rows)?;
-        let spans = spans
-            .as_any()
-            .downcast_ref::<IntervalMonthDayNanoArray>()
-            .expect("signature makes intervals");
-        let factors = args.args[1].to_array(rows)?;
-        let factors = factors
-            .as_any()
-            .downcast_ref::<datafusion::arrow::array::Float64Array>()
-            .expect("signature makes float8");
-        let out: IntervalMonthDayNanoArray = (0..rows)
-            .map(|row| {
-                if spans.is_null(row) || factors.is_null(row) {
-                    return Ok(None);
-                }
-                scale_interval(spans.value(row), factors.value(row)).map(Some)
-            })
-            .collect::<DfResult<_>>()?;
-        Ok(ColumnarValue::Array(Arc::new(out)))
-    }
-}
-
-fn scale_interval(span: IntervalMonthDayNano, factor: f64) -> DfResult<IntervalMonthDayNano> {
-    const DAYS_PER_MONTH: f64 = 30.0;
-    const SECS_PER_DAY: f64 = 86_400.0;
-    // PostgreSQL rounds the spilled fractions to microseconds (TSROUND) on the way.
-    let ts_round = |v: f64| (v * 1e6).round() / 1e6;
-    let months_f = span.months as f64 * factor;
-    let days_f = span.days as f64 * factor;
-    let micros_f = (span.nanoseconds / 1000) as f64 * factor;
-    let fits = months_f.abs() < i32::MAX as f64
-        && days_f.abs() < i32::MAX as f64
-        && micros_f.abs() < i64::MAX as f64;
-    if !fits || !factor.is_finite() {
-        return Err(crate::query::functions::sql_error(
-            crate::error::SqlError::new(
-                crate::error::code::DATETIME_FIELD_OVERFLOW,
-                "interval out of range",
-            ),
-        ));
-    }
-    let months = months_f.trunc();
-    let mut days = days_f.trunc();
-    let month_remainder_days = ts_round((months_f - months) * DAYS_PER_MONTH);
-    let mut sec_remainder = ts_round(
-        (days_f - days + month_remainder_days - month_remainder_days.trunc()) * SECS_PER_DAY,
-    );
-    if sec_remainder.abs() >= SECS_PER_DAY {
-        days += (sec_remainder / SECS_PER_DAY).trunc();
-        sec_remainder -= (sec_remainder / SECS_PER_DAY).trunc() * SECS_PER_DAY;
-    }
-    days += month_remainder_days.trunc();
-    let micros = (micros_f + sec_remainder * 1e6).round() as i64;
-    Ok(IntervalMonthDayNano::new(
-        months as i32,
-        days as i32,
-        micros * 1000,
-    ))
-}
-
-/// `1 / divisor` for `interval / divisor`, failing with 22012 on zero as PostgreSQL does.
-#[derive(Debug, PartialEq, Eq, Hash)]
-struct IntervalReciprocal {
-    signature: Signature,
-}
-
-impl Default for IntervalReciprocal {
-    fn default() -> Self {
-        IntervalReciprocal {
-            signature: Signature::exact(vec![ArrowType::Float64], Volatility::Immutable),
-        }
-    }
-}
-
-impl ScalarUDFImpl for IntervalReciprocal {
-    fn name(&self) -> &str {
-        "pg_interval_divisor"
-    }
-
-    fn signature(&self) -> &Signature {
-        &self.signature
-    }
-
-    fn return_type(&self, _arg_types: &[ArrowType]) -> DfResult<ArrowType> {
-        Ok(ArrowType::Float64)
-    }
-
-    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
-        let rows = args.number_rows;
-        let divisors = args.args[0].to_array(rows)?;
-        let divisors = divisors
-            .as_any()
-            .downcast_ref::<datafusion::arrow::array::Float64Array>()
-            .expect("signature makes float8");
-        let out: datafusion::arrow::array::Float64Array = divisors
-            .iter()
-            .map(|d| match d {
-                Some(d) if d == 0.0 => Err(crate::query::functions::sql_error(
-                    crate::error::SqlError::new(
-                        crate::error::code::DIVISION_BY_ZERO,
-                        "division by zero",
-                    ),
-                )),
-                Some(d) => Ok(Some(1.0 / d)),
-                None => Ok(None),
-            })
-            .collect::<DfResult<_>>()?;
         Ok(ColumnarValue::Array(Arc::new(out)))
     }
 }

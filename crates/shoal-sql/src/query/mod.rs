@@ -21,7 +21,6 @@ pub mod functions;
 pub mod in_list;
 pub mod in_subquery;
 pub mod information_schema;
-pub mod interval_order;
 pub mod join_using;
 pub mod math_domain;
 pub mod natural_join;
@@ -122,7 +121,7 @@ pub fn new_session_state(scope: Arc<PlanScope>) -> SessionState {
     state.add_analyzer_rule(Arc::new(arithmetic::PgArithmetic));
     state.add_analyzer_rule(Arc::new(wall_clock::WallClock::new(zone.clone())));
     state.add_analyzer_rule(Arc::new(text_input::TextInput::new(zone)));
-    state.add_analyzer_rule(Arc::new(interval_order::IntervalOrder::default()));
+    state.add_analyzer_rule(Arc::new(crate::interval::order::IntervalOrder::default()));
     state.add_analyzer_rule(Arc::new(text_types::BpcharAsText));
     state.add_analyzer_rule(Arc::new(in_list::InListOverColumns));
     state

@@ -204,7 +204,7 @@ impl ExprPlanner for OperatorTypeCheck {
         };
         let expr = crate::query::text_types::plan_operands(expr, schema)
             .map_err(|e| DataFusionError::External(Box::new(e)))?;
-        crate::query::datetime::plan_interval_scaling(expr, schema)
+        crate::interval::arith::plan_operator(expr, schema)
     }
 }
 
