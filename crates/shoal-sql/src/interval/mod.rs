@@ -5,9 +5,11 @@
 //!   (days and a time below a day, as PostgreSQL's timestamp_mi), `interval * number`,
 //!   `interval / number`, and `date ± interval` as a timestamp.
 //! - `order`: comparisons and sort keys by the span an interval stands for (a month counts
-//!   30 days), so `'30 days' = '1 month'`.
+//!   30 days), so `'30 days' = '1 month'`; GROUP BY, DISTINCT, DISTINCT ON and windows by span.
+//! - `aggregates`: min and max by span.
 //!
 //! Text input and output live with the other types in `pgtext`.
 
+pub mod aggregates;
 pub mod arith;
 pub mod order;

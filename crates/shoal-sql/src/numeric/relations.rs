@@ -14,83 +14,14 @@ use super::plan::{common_kind, key, kind, rewrite_expr, to_float8, to_numeric, u
 use super::{is_decimal, is_numeric, NUMERIC_ARROW};
 
 /// GROUP BY and DISTINCT over numerics group values, not display scales (`1.5` and `1.50` are
-/// one group): the aggregation groups by `numeric_key`, and a projection above it gives each
-/// group's numeric back (its first value's display scale) under the column's name.
+/// one group): the aggregation groups by `numeric_key` (see `query::group_by_key`).
 pub(super) fn group_by_value(node: LogicalPlan) -> DfResult<Transformed<LogicalPlan>> {
-    let agg = match node {
-        LogicalPlan::Aggregate(agg) => agg,
-        LogicalPlan::Distinct(datafusion::logical_expr::Distinct::All(input))
-            if input
-                .schema()
-                .fields()
-                .iter()
-                .any(|f| is_numeric(f.data_type())) =>
-        {
-            let group = input
-                .schema()
-                .columns()
-                .into_iter()
-                .map(Expr::Column)
-                .collect();
-            datafusion::logical_expr::Aggregate::try_new(input, group, vec![])?
-        }
-        other => return Ok(Transformed::no(other)),
-    };
-    let input_schema = agg.input.schema().clone();
-    let numeric_groups: Vec<bool> = agg
-        .group_expr
-        .iter()
-        .map(|g| !matches!(g, Expr::GroupingSet(_)) && kind(g, &input_schema) == Kind::Numeric)
-        .collect();
-    // One output column per group expression (DataFusion merges a repeated one, `GROUP BY x,
-    // x`, into one column; such a grouping is left as it is).
-    let one_column_each = agg.schema.fields().len() == agg.group_expr.len() + agg.aggr_expr.len();
-    let grouping_sets = agg
-        .group_expr
-        .iter()
-        .any(|g| matches!(g, Expr::GroupingSet(_)));
-    if !numeric_groups.contains(&true) || grouping_sets || !one_column_each {
-        return Ok(Transformed::no(LogicalPlan::Aggregate(agg)));
-    }
-    let mut group_expr = Vec::with_capacity(agg.group_expr.len());
-    let mut aggr_expr = agg.aggr_expr.clone();
-    for (g, numeric) in agg.group_expr.iter().zip(&numeric_groups) {
-        if !numeric {
-            group_expr.push(g.clone());
-            continue;
-        }
-        let name = format!("numeric_group_{}", aggr_expr.len());
-        group_expr.push(key(g.clone()).alias(format!("{name}_key")));
-        // The group's first value, as PostgreSQL's hash aggregation shows it.
-        let first = datafusion::functions_aggregate::expr_fn::first_value(g.clone(), vec![]);
-        aggr_expr.push(first.alias(name));
-    }
-    let grouped =
-        datafusion::logical_expr::Aggregate::try_new(agg.input.clone(), group_expr, aggr_expr)?;
-    let grouped_schema = grouped.schema.clone();
-    // Output columns as the original aggregation had them: groups, then aggregates.
-    let groups = agg.group_expr.len();
-    let mut extra = agg.aggr_expr.len();
-    let mut exprs = Vec::with_capacity(agg.schema.fields().len());
-    for (i, numeric) in numeric_groups.iter().enumerate() {
-        let (q, f) = agg.schema.qualified_field(i);
-        let source = match numeric {
-            true => {
-                let c = groups + extra;
-                extra += 1;
-                grouped_schema.qualified_field(c)
-            }
-            false => grouped_schema.qualified_field(i),
-        };
-        exprs.push(Expr::Column(source.into()).alias_qualified(q.cloned(), f.name()));
-    }
-    for a in 0..agg.aggr_expr.len() {
-        let (q, f) = agg.schema.qualified_field(groups + a);
-        let source = grouped_schema.qualified_field(groups + a);
-        exprs.push(Expr::Column(source.into()).alias_qualified(q.cloned(), f.name()));
-    }
-    let projection = Projection::try_new(exprs, Arc::new(LogicalPlan::Aggregate(grouped)))?;
-    Ok(Transformed::yes(LogicalPlan::Projection(projection)))
+    crate::query::group_by_key::group_by_key(
+        node,
+        |e, schema| kind(e, schema) == Kind::Numeric,
+        key,
+        "numeric_group",
+    )
 }
 
 /// A join on numeric columns (USING, NATURAL, INTERSECT and EXCEPT, which DataFusion plans as

@@ -58,12 +58,16 @@ pub fn type_for_postgres(plan: LogicalPlan) -> DfResult<LogicalPlan> {
         node.map_expressions(|e| {
             let saved = names.save(&e);
             e.transform_down(retype_literal)?
-                .transform_data(|e| e.transform_up(|e| sum_of_bigint(e, &schema)))
+                .transform_data(|e| e.transform_up(|e| sum_of_bigint(e, &schema)))?
+                .transform_data(|e| {
+                    e.transform_up(|e| Ok(crate::interval::order::keyed_expr(e, &schema)))
+                })
                 .map(|t| t.update_data(|e| saved.restore(e)))
         })?
         // The numeric rule runs here too: a sum of bigints just became numeric, and the
         // operators above it must become numeric ones before their types are computed again.
-        .transform_data(crate::numeric::plan::rewrite_node)
+        .transform_data(crate::numeric::plan::rewrite_node)?
+        .transform_data(crate::query::window_types::cast_ranks)
     })
     .map(|t| t.data)
 }

@@ -18,6 +18,7 @@ pub mod errors;
 pub mod expr_pass;
 pub mod format;
 pub mod functions;
+pub mod group_by_key;
 pub mod in_list;
 pub mod in_subquery;
 pub mod information_schema;
@@ -48,6 +49,7 @@ pub mod topk_partitions;
 pub mod typecheck;
 pub mod unknown_literals;
 pub mod wall_clock;
+pub mod window_types;
 
 use std::sync::Arc;
 
