@@ -148,7 +148,7 @@ pub async fn first_check_failure(
                 let literals: Vec<String> = (0..def.columns.len())
                     .map(|c| literal(def, c, &row[c]))
                     .collect();
-                format!("({i}, {})", literals.join(", "))
+                format!("({i}::bigint, {})", literals.join(", "))
             })
             .collect();
         let sql = format!(

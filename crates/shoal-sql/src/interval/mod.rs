@@ -7,9 +7,11 @@
 //! - `order`: comparisons and sort keys by the span an interval stands for (a month counts
 //!   30 days), so `'30 days' = '1 month'`; GROUP BY, DISTINCT, DISTINCT ON and windows by span.
 //! - `aggregates`: min and max by span.
+//! - `functions`: justify_hours, justify_days, justify_interval.
 //!
 //! Text input and output live with the other types in `pgtext`.
 
 pub mod aggregates;
 pub mod arith;
+pub mod functions;
 pub mod order;

@@ -2,8 +2,9 @@
 //! IntervalStyle: numbers with unit words (`1 year 2 mons`, `1.5 weeks`), `hh:mm[:ss]` times
 //! with their own sign (`-1 +02:03` is minus a day plus two hours three minutes), a bare
 //! number meaning seconds (or days, before a time), SQL's `years-months` (`1-2`), the
-//! `@` prefix and a trailing `ago`. Fractions spill down into the next smaller field as
-//! PostgreSQL's do: a month is 30 days and a day 24 hours (`1.5 weeks` is 10 days 12:00:00).
+//! `@` prefix and a trailing `ago`, and ISO 8601 with designators (`P1Y2M3DT4H`). Fractions
+//! spill down into the next smaller field as PostgreSQL's do: a month is 30 days and a day 24
+//! hours (`1.5 weeks` is 10 days 12:00:00).
 
 use shoal_storage::types::Interval;
 
@@ -90,6 +91,10 @@ pub fn parse_interval(s: &str) -> SqlResult<Interval> {
 }
 
 fn read(s: &str) -> Result<Interval, Failure> {
+    // PostgreSQL reads the ISO 8601 form exactly: an upper-case P and designators, no spaces.
+    if let Some(designators) = s.strip_prefix('P') {
+        return read_iso8601(designators).and_then(into_interval);
+    }
     let lower = s.to_ascii_lowercase();
     let tokens = tokenize(&lower)?;
     if tokens.is_empty() {
@@ -118,6 +123,54 @@ fn read(s: &str) -> Result<Interval, Failure> {
             micros: -sums.micros,
         };
     }
+    into_interval(sums)
+}
+
+/// ISO 8601's format with designators, after its `P`: `1Y2M3W4DT5H6M7.5S` (each number may be
+/// signed and have a fraction, which spills into smaller fields as in the other forms).
+fn read_iso8601(text: &str) -> Result<Sums, Failure> {
+    let mut sums = Sums::default();
+    let mut in_time = false;
+    let mut rest = text;
+    if rest.is_empty() {
+        return Err(Failure::Syntax);
+    }
+    while !rest.is_empty() {
+        if let Some(after) = rest.strip_prefix('T') {
+            if in_time {
+                return Err(Failure::Syntax);
+            }
+            in_time = true;
+            rest = after;
+            continue;
+        }
+        let number_len = rest
+            .char_indices()
+            .find(|&(i, c)| !(c.is_ascii_digit() || c == '.' || (i == 0 && (c == '-' || c == '+'))))
+            .map(|(i, _)| i)
+            .ok_or(Failure::Syntax)?;
+        let (number, after) = rest.split_at(number_len);
+        let mut designator = after.chars();
+        let unit = match (designator.next(), in_time) {
+            (Some('Y'), false) => Unit::Year,
+            (Some('M'), false) => Unit::Month,
+            (Some('W'), false) => Unit::Week,
+            (Some('D'), false) => Unit::Day,
+            (Some('H'), true) => Unit::Hour,
+            (Some('M'), true) => Unit::Minute,
+            (Some('S'), true) => Unit::Second,
+            _ => return Err(Failure::Syntax),
+        };
+        if number.trim_start_matches(['-', '+']).is_empty() {
+            return Err(Failure::Syntax);
+        }
+        add_number(&mut sums, number, unit)?;
+        rest = designator.as_str();
+    }
+    Ok(sums)
+}
+
+fn into_interval(sums: Sums) -> Result<Interval, Failure> {
     Ok(Interval {
         months: i32::try_from(sums.months).map_err(|_| Failure::Overflow)?,
         days: i32::try_from(sums.days).map_err(|_| Failure::Overflow)?,
@@ -293,6 +346,12 @@ mod tests {
         assert_eq!(iv("1.5 months"), (1, 15, 0));
         assert_eq!(iv("1-2"), (14, 0, 0));
         assert_eq!(iv("10d"), (0, 10, 0));
+        assert_eq!(iv("P1Y2M3DT4H5M6.5S"), (14, 3, 4 * hour + 306_500_000));
+        assert_eq!(iv("P-1Y2M"), (-10, 0, 0));
+        assert_eq!(iv("PT"), (0, 0, 0));
+        for bad in ["P", "p1y", "P1H", " P1Y", "P1YT1HT"] {
+            assert!(parse_interval(bad).is_err(), "{bad}");
+        }
         assert_eq!(
             parse_interval("2147483648 days").unwrap_err().code,
             code::INTERVAL_FIELD_OVERFLOW

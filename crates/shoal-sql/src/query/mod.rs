@@ -112,6 +112,7 @@ pub fn new_session_state(scope: Arc<PlanScope>) -> SessionState {
     functions::register(&mut state, scope);
     builtins::register(&mut state, &zone);
     math_domain::register(&mut state);
+    crate::interval::functions::register(&mut state);
     crate::numeric::kernels::register(&mut state);
     // After builtins and math_domain: it wraps their functions.
     crate::numeric::functions::register(&mut state);

@@ -175,6 +175,7 @@ impl VisitorMut for Rewriter<'_> {
     fn post_visit_query(&mut self, query: &mut ast::Query) -> ControlFlow<()> {
         if let ast::SetExpr::Values(values) = query.body.as_mut() {
             numeric_values_columns(values);
+            integer_values(values);
         }
         fetch_to_limit(query);
         distinct_on_positions(query);
@@ -624,6 +625,47 @@ fn numeric_values_columns(values: &mut ast::Values) {
     }
 }
 
+/// Integer literals in a VALUES list are integers (int4) where they fit, as in PostgreSQL;
+/// DataFusion types every integer literal there as bigint. A column that also holds a bigint
+/// still becomes bigint.
+fn integer_values(values: &mut ast::Values) {
+    for row in &mut values.rows {
+        for cell in &mut row.content {
+            if fits_int4(cell) {
+                *cell = Expr::Cast {
+                    kind: ast::CastKind::Cast,
+                    expr: Box::new(cell.clone()),
+                    data_type: ast::DataType::Int(None),
+                    array: false,
+                    format: None,
+                };
+            }
+        }
+    }
+}
+
+/// Whether `e` is an integer literal (or its negation) within int4's range.
+fn fits_int4(e: &Expr) -> bool {
+    let text = match e {
+        Expr::Value(v) => match &v.value {
+            ast::Value::Number(n, _) => n.clone(),
+            _ => return false,
+        },
+        Expr::UnaryOp {
+            op: ast::UnaryOperator::Minus,
+            expr,
+        } => match expr.as_ref() {
+            Expr::Value(v) => match &v.value {
+                ast::Value::Number(n, _) => format!("-{n}"),
+                _ => return false,
+            },
+            _ => return false,
+        },
+        _ => return false,
+    };
+    text.parse::<i32>().is_ok()
+}
+
 fn is_decimal_literal(e: &Expr) -> bool {
     match e {
         Expr::Value(v) => {
@@ -854,7 +896,20 @@ fn distinct_on_positions(query: &mut ast::Query) {
             _ => None,
         }
     };
-    let distinct: Vec<Expr> = distinct
+    // An output column's alias stands for its expression.
+    let aliased = |e: &Expr| -> Option<Expr> {
+        let Expr::Identifier(name) = e else {
+            return None;
+        };
+        select.projection.iter().find_map(|item| match item {
+            ast::SelectItem::ExprWithAlias { expr, alias } if alias.value == name.value => {
+                Some(expr.clone())
+            }
+            _ => None,
+        })
+    };
+    let resolved = |e: &Expr| output(e).or_else(|| aliased(e)).unwrap_or_else(|| e.clone());
+    let mut distinct: Vec<Expr> = distinct
         .iter()
         .map(|e| output(e).unwrap_or_else(|| e.clone()))
         .collect();
@@ -863,6 +918,20 @@ fn distinct_on_positions(query: &mut ast::Query) {
         ..
     }) = &mut query.order_by
     {
+        // The DISTINCT ON expressions are a set: PostgreSQL takes them in any order as long
+        // as ORDER BY starts with them, where DataFusion wants them in ORDER BY's order.
+        if order.len() >= distinct.len() {
+            let leading: Vec<Expr> = order[..distinct.len()]
+                .iter()
+                .map(|item| resolved(&item.expr))
+                .collect();
+            let wanted: Vec<Expr> = distinct.iter().map(&resolved).collect();
+            let same_set = leading.iter().all(|e| wanted.contains(e))
+                && wanted.iter().all(|e| leading.contains(e));
+            if same_set && leading != wanted {
+                distinct = leading;
+            }
+        }
         for item in order.iter_mut() {
             // A constant stays a position: in ORDER BY a number is read as one.
             if let Some(e) = output(&item.expr).filter(|e| !matches!(e, Expr::Value(_))) {
