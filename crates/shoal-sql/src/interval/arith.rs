@@ -24,7 +24,8 @@ use crate::query::functions::sql_error;
 const MICROS_PER_DAY: i64 = 86_400_000_000;
 const NANOS_PER_MICRO: i64 = 1_000;
 
-/// Plans `timestamp - timestamp` as `pg_timestamp_mi`, `interval * number`,
+/// Plans `timestamp - timestamp` as `pg_timestamp_mi`, `date - date` as an integer,
+/// `interval * number`,
 /// `number * interval` and `interval / number` as `pg_interval_mul(interval, factor)`, and
 /// makes `date ± interval` a timestamp; every other operation is left to DataFusion.
 pub fn plan_operator(
@@ -33,6 +34,16 @@ pub fn plan_operator(
 ) -> DfResult<PlannerResult<RawBinaryExpr>> {
     if let Some(difference) = timestamp_difference(&expr, schema) {
         return Ok(PlannerResult::Planned(difference));
+    }
+    // date - date is an integer number of days, where DataFusion's is a bigint.
+    let is_date = |e: &Expr| matches!(e.get_type(schema), Ok(ArrowType::Date32));
+    if expr.op == BinaryOperator::Minus && is_date(&expr.left) && is_date(&expr.right) {
+        let days = Expr::BinaryExpr(datafusion::logical_expr::BinaryExpr::new(
+            Box::new(expr.left),
+            datafusion::logical_expr::Operator::Minus,
+            Box::new(expr.right),
+        ));
+        return Ok(PlannerResult::Planned(cast(days, ArrowType::Int32)));
     }
     let is_interval = |e: &Expr| matches!(e.get_type(schema), Ok(ArrowType::Interval(_)));
     let is_number = |e: &Expr| e.get_type(schema).is_ok_and(|t| t.is_numeric());

@@ -59,6 +59,7 @@ pub fn type_for_postgres(plan: LogicalPlan) -> DfResult<LogicalPlan> {
             let saved = names.save(&e);
             e.transform_down(retype_literal)?
                 .transform_data(|e| e.transform_up(|e| sum_of_bigint(e, &schema)))?
+                .transform_data(|e| e.transform_up(|e| nullif_of_integers(e, &schema)))?
                 .transform_data(|e| {
                     e.transform_up(|e| Ok(crate::interval::order::keyed_expr(e, &schema)))
                 })
@@ -70,6 +71,28 @@ pub fn type_for_postgres(plan: LogicalPlan) -> DfResult<LogicalPlan> {
         .transform_data(crate::query::window_types::cast_ranks)
     })
     .map(|t| t.data)
+}
+
+/// `nullif(a, b)` has the type of `a` in PostgreSQL when both are integers (there is an `=`
+/// between every two integer types), where DataFusion widens it to the wider of the two.
+fn nullif_of_integers(e: Expr, schema: &DFSchema) -> DfResult<Transformed<Expr>> {
+    let Expr::ScalarFunction(ScalarFunction { func, args }) = &e else {
+        return Ok(Transformed::no(e));
+    };
+    let [first, second] = &args[..] else {
+        return Ok(Transformed::no(e));
+    };
+    if func.name() != "nullif" {
+        return Ok(Transformed::no(e));
+    }
+    let (Ok(a), Ok(b)) = (first.get_type(schema), second.get_type(schema)) else {
+        return Ok(Transformed::no(e));
+    };
+    let narrower = |a: &ArrowType, b: &ArrowType| a.primitive_width() < b.primitive_width();
+    if !(is_integer(&a) && is_integer(&b) && narrower(&a, &b)) {
+        return Ok(Transformed::no(e));
+    }
+    Ok(Transformed::yes(Expr::Cast(Cast::new(Box::new(e), a))))
 }
 
 /// The sum of bigints is numeric, so that it cannot overflow. This is decided here, once, on

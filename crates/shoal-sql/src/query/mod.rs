@@ -17,6 +17,7 @@ pub mod datetime_construct;
 pub mod errors;
 pub mod expr_pass;
 pub mod format;
+pub mod float_math;
 pub mod functions;
 pub mod group_by_key;
 pub mod in_list;
@@ -112,6 +113,7 @@ pub fn new_session_state(scope: Arc<PlanScope>) -> SessionState {
     functions::register(&mut state, scope);
     builtins::register(&mut state, &zone);
     math_domain::register(&mut state);
+    float_math::register(&mut state);
     crate::interval::functions::register(&mut state);
     crate::numeric::kernels::register(&mut state);
     // After builtins and math_domain: it wraps their functions.
