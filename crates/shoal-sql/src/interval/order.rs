@@ -181,7 +181,13 @@ impl IntervalOrder {
                 })
                 .collect()
         });
-        let plan = DistinctOn::try_new(on_expr, on.select_expr, sort_expr, on.input)?;
+        // The output (the select list) is unchanged: the node keeps its schema, which
+        // DistinctOn::try_new would derive anew, without the fields' metadata.
+        let plan = DistinctOn {
+            on_expr,
+            sort_expr,
+            ..on
+        };
         Ok(Transformed::yes(LogicalPlan::Distinct(Distinct::On(plan))))
     }
 

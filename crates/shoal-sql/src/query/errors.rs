@@ -14,7 +14,10 @@ pub fn from_datafusion(e: DataFusionError) -> SqlError {
             Ok(sql) => *sql,
             Err(other) => match other.downcast::<DataFusionError>() {
                 Ok(df) => from_datafusion(*df),
-                Err(other) => SqlError::internal(other.to_string()),
+                Err(other) => match other.downcast::<ArrowError>() {
+                    Ok(arrow) => from_arrow(*arrow),
+                    Err(other) => classify(other.to_string(), code::INTERNAL_ERROR),
+                },
             },
         },
         DataFusionError::Context(_, inner) => from_datafusion(*inner),
@@ -219,6 +222,10 @@ fn classify(msg: String, default_code: &'static str) -> SqlError {
     }
     if let Some(e) = datetime_error(&msg) {
         return e;
+    }
+    // An Arrow cast failure that reached us as text (from a task, or shared).
+    if let Some(rest) = msg.split("Cast error: ").nth(1) {
+        return cast_error(rest);
     }
     if let Some(rest) = msg
         .split("table '")
