@@ -104,7 +104,11 @@ struct Extreme {
 
 impl Accumulator for Extreme {
     fn update_batch(&mut self, values: &[ArrayRef]) -> DfResult<()> {
-        for v in values[0].as_primitive::<IntervalMonthDayNanoType>().iter().flatten() {
+        for v in values[0]
+            .as_primitive::<IntervalMonthDayNanoType>()
+            .iter()
+            .flatten()
+        {
             self.best = match self.best {
                 Some(best) if !wins(self.largest, best, v) => Some(best),
                 _ => Some(v),
@@ -174,7 +178,6 @@ impl Accumulator for SlidingExtreme {
     }
 
     fn size(&self) -> usize {
-        std::mem::size_of_val(self)
-            + self.frame.len() * std::mem::size_of::<IntervalMonthDayNano>()
+        std::mem::size_of_val(self) + self.frame.len() * std::mem::size_of::<IntervalMonthDayNano>()
     }
 }

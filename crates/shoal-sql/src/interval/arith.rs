@@ -3,9 +3,7 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{
-    Array, AsArray, Float64Array, IntervalMonthDayNanoArray,
-};
+use datafusion::arrow::array::{Array, AsArray, Float64Array, IntervalMonthDayNanoArray};
 use datafusion::arrow::datatypes::{
     DataType as ArrowType, IntervalMonthDayNano, IntervalUnit, TimeUnit, TimestampMicrosecondType,
 };
@@ -180,7 +178,12 @@ impl ScalarUDFImpl for TimestampDifference {
 /// `a - b` microseconds as whole days and the rest; truncating division gives both the sign
 /// of the difference, as interval_justify_hours leaves them.
 fn days_and_time(a_micros: i64, b_micros: i64) -> DfResult<IntervalMonthDayNano> {
-    let out_of_range = || sql_error(SqlError::new(code::DATETIME_FIELD_OVERFLOW, "interval out of range"));
+    let out_of_range = || {
+        sql_error(SqlError::new(
+            code::DATETIME_FIELD_OVERFLOW,
+            "interval out of range",
+        ))
+    };
     let micros = a_micros.checked_sub(b_micros).ok_or_else(out_of_range)?;
     let days = i32::try_from(micros / MICROS_PER_DAY).map_err(|_| out_of_range())?;
     Ok(IntervalMonthDayNano::new(
@@ -264,12 +267,10 @@ fn scale_interval(span: IntervalMonthDayNano, factor: f64) -> DfResult<IntervalM
         && days_f.abs() < i32::MAX as f64
         && micros_f.abs() < i64::MAX as f64;
     if !fits || !factor.is_finite() {
-        return Err(sql_error(
-            SqlError::new(
-                code::DATETIME_FIELD_OVERFLOW,
-                "interval out of range",
-            ),
-        ));
+        return Err(sql_error(SqlError::new(
+            code::DATETIME_FIELD_OVERFLOW,
+            "interval out of range",
+        )));
     }
     let months = months_f.trunc();
     let mut days = days_f.trunc();
@@ -327,12 +328,10 @@ impl ScalarUDFImpl for IntervalReciprocal {
         let out: Float64Array = divisors
             .iter()
             .map(|d| match d {
-                Some(d) if d == 0.0 => Err(sql_error(
-                    SqlError::new(
-                        code::DIVISION_BY_ZERO,
-                        "division by zero",
-                    ),
-                )),
+                Some(d) if d == 0.0 => Err(sql_error(SqlError::new(
+                    code::DIVISION_BY_ZERO,
+                    "division by zero",
+                ))),
                 Some(d) => Ok(Some(1.0 / d)),
                 None => Ok(None),
             })
@@ -340,4 +339,3 @@ impl ScalarUDFImpl for IntervalReciprocal {
         Ok(ColumnarValue::Array(Arc::new(out)))
     }
 }
-

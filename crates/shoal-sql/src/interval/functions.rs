@@ -82,8 +82,12 @@ impl ScalarUDFImpl for Justify {
 }
 
 fn justify(fold: Fold, v: IntervalMonthDayNano) -> DfResult<IntervalMonthDayNano> {
-    let out_of_range =
-        || sql_error(SqlError::new(code::DATETIME_FIELD_OVERFLOW, "interval out of range"));
+    let out_of_range = || {
+        sql_error(SqlError::new(
+            code::DATETIME_FIELD_OVERFLOW,
+            "interval out of range",
+        ))
+    };
     let (mut months, mut days, mut nanos) = (v.months, v.days, v.nanoseconds);
     if fold != Fold::Days {
         let whole_days = i32::try_from(nanos / NANOS_PER_DAY).map_err(|_| out_of_range())?;
@@ -95,7 +99,11 @@ fn justify(fold: Fold, v: IntervalMonthDayNano) -> DfResult<IntervalMonthDayNano
         days -= whole_months * DAYS_PER_MONTH;
         months = months.checked_add(whole_months).ok_or_else(out_of_range)?;
         // justify_interval also looks at the time when the days came out zero.
-        let time_sign = if fold == Fold::Both { nanos.signum() } else { 0 };
+        let time_sign = if fold == Fold::Both {
+            nanos.signum()
+        } else {
+            0
+        };
         if months > 0 && (days < 0 || (days == 0 && time_sign < 0)) {
             days += DAYS_PER_MONTH;
             months -= 1;

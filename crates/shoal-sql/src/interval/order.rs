@@ -20,8 +20,9 @@ use datafusion::common::tree_node::Transformed;
 use datafusion::common::{plan_err, DFSchema, Result as DfResult, ScalarValue};
 use datafusion::logical_expr::expr::{ScalarFunction, Sort as SortExpr, WindowFunction};
 use datafusion::logical_expr::{
-    BinaryExpr, ColumnarValue, Distinct, DistinctOn, Expr, ExprSchemable, LogicalPlan, Operator,
-    ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Sort, Volatility, AggregateUDF, WindowFunctionDefinition,
+    AggregateUDF, BinaryExpr, ColumnarValue, Distinct, DistinctOn, Expr, ExprSchemable,
+    LogicalPlan, Operator, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Sort,
+    Volatility, WindowFunctionDefinition,
 };
 use datafusion::optimizer::analyzer::AnalyzerRule;
 
@@ -79,11 +80,9 @@ pub fn keyed_expr(e: Expr, schema: &DFSchema) -> Transformed<Expr> {
 
 /// Whether `func(args)` is DataFusion's min or max over an interval.
 fn interval_extreme(func: &Arc<AggregateUDF>, args: &[Expr], schema: &DFSchema) -> bool {
-    let datafusions = super::aggregates::extreme(func.name())
-        .is_some_and(|ours| !Arc::ptr_eq(&ours, func));
-    datafusions
-        && args.len() == 1
-        && args[0].get_type(schema).is_ok_and(|t| is_interval(&t))
+    let datafusions =
+        super::aggregates::extreme(func.name()).is_some_and(|ours| !Arc::ptr_eq(&ours, func));
+    datafusions && args.len() == 1 && args[0].get_type(schema).is_ok_and(|t| is_interval(&t))
 }
 
 /// A window partitioned or ordered by intervals partitions and orders by their spans; min and
@@ -164,7 +163,11 @@ impl IntervalOrder {
         let schema = on.input.schema().clone();
         let is_interval_key = |e: &Expr| e.get_type(&schema).is_ok_and(|t| is_interval(&t));
         let keyed = on.on_expr.iter().any(is_interval_key)
-            || on.sort_expr.iter().flatten().any(|s| is_interval_key(&s.expr));
+            || on
+                .sort_expr
+                .iter()
+                .flatten()
+                .any(|s| is_interval_key(&s.expr));
         if !keyed {
             return Ok(Transformed::no(LogicalPlan::Distinct(Distinct::On(on))));
         }
@@ -195,10 +198,14 @@ impl IntervalOrder {
         let plan = match plan {
             LogicalPlan::Distinct(Distinct::On(on)) => return self.distinct_on_keys(on),
             LogicalPlan::Aggregate(_) | LogicalPlan::Distinct(_) => {
-                let is_interval_expr = |e: &Expr, schema: &DFSchema| {
-                    e.get_type(schema).is_ok_and(|t| is_interval(&t))
-                };
-                return group_by_key(plan, is_interval_expr, |e| self.span_of(e), "interval_group");
+                let is_interval_expr =
+                    |e: &Expr, schema: &DFSchema| e.get_type(schema).is_ok_and(|t| is_interval(&t));
+                return group_by_key(
+                    plan,
+                    is_interval_expr,
+                    |e| self.span_of(e),
+                    "interval_group",
+                );
             }
             other => other,
         };
@@ -272,12 +279,7 @@ impl ScalarUDFImpl for IntervalSpan {
         let Some(intervals) = input.as_any().downcast_ref::<IntervalMonthDayNanoArray>() else {
             return plan_err!("pg_interval_span takes an interval");
         };
-        let out: Decimal128Array = intervals
-            .iter()
-            .map(|v| {
-                v.map(span_nanos)
-            })
-            .collect();
+        let out: Decimal128Array = intervals.iter().map(|v| v.map(span_nanos)).collect();
         let out: datafusion::arrow::array::ArrayRef =
             Arc::new(out.with_precision_and_scale(SPAN_PRECISION, 0)?);
         Ok(if scalar {

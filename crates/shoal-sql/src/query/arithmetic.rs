@@ -61,6 +61,9 @@ pub fn type_for_postgres(plan: LogicalPlan) -> DfResult<LogicalPlan> {
                 .transform_data(|e| e.transform_up(|e| sum_of_bigint(e, &schema)))?
                 .transform_data(|e| e.transform_up(|e| nullif_of_integers(e, &schema)))?
                 .transform_data(|e| {
+                    e.transform_up(|e| crate::query::integer_gcd::typed_gcd_lcm(e, &schema))
+                })?
+                .transform_data(|e| {
                     e.transform_up(|e| Ok(crate::interval::order::keyed_expr(e, &schema)))
                 })
                 .map(|t| t.update_data(|e| saved.restore(e)))

@@ -20,7 +20,13 @@ use datafusion::logical_expr::{
 fn glibc_cbrt(x: f64) -> f64 {
     const CBRT_2: f64 = 1.259_921_049_894_873_164_8;
     const CBRT_2_SQUARED: f64 = 1.587_401_051_968_199_474_8;
-    const FACTOR: [f64; 5] = [1.0 / CBRT_2_SQUARED, 1.0 / CBRT_2, 1.0, CBRT_2, CBRT_2_SQUARED];
+    const FACTOR: [f64; 5] = [
+        1.0 / CBRT_2_SQUARED,
+        1.0 / CBRT_2,
+        1.0,
+        CBRT_2,
+        CBRT_2_SQUARED,
+    ];
     if x == 0.0 || !x.is_finite() {
         return x + x;
     }

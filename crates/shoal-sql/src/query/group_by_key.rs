@@ -94,4 +94,3 @@ pub fn group_by_key(
     let projection = Projection::try_new(exprs, Arc::new(LogicalPlan::Aggregate(grouped)))?;
     Ok(Transformed::yes(LogicalPlan::Projection(projection)))
 }
-

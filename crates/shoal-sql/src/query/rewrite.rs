@@ -908,7 +908,11 @@ fn distinct_on_positions(query: &mut ast::Query) {
             _ => None,
         })
     };
-    let resolved = |e: &Expr| output(e).or_else(|| aliased(e)).unwrap_or_else(|| e.clone());
+    let resolved = |e: &Expr| {
+        output(e)
+            .or_else(|| aliased(e))
+            .unwrap_or_else(|| e.clone())
+    };
     let mut distinct: Vec<Expr> = distinct
         .iter()
         .map(|e| output(e).unwrap_or_else(|| e.clone()))
