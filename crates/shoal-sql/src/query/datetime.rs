@@ -370,13 +370,34 @@ impl ScalarUDFImpl for Extract {
         )))
     }
 
-    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
+    fn invoke_with_args(&self, mut args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
         use datafusion::arrow::array::{Decimal128Array, Int32Array};
         use datafusion::common::ScalarValue;
         let ColumnarValue::Scalar(field) = &args.args[0] else {
             return plan_err!("EXTRACT needs a constant field name");
         };
         let field_name = extract_field_name(Some(field))?;
+        // Infinite dates and timestamps: their fields are NULL, but the epoch, year and the
+        // like are ±Infinity, which the decimal this returns cannot hold.
+        {
+            let values = args.args[1].to_array(args.number_rows.max(1))?;
+            let (finite, signs) = split_infinite(&values)?;
+            if signs.iter().any(|&s| s != 0) {
+                if infinite_valued(&field_name) {
+                    return Err(crate::query::functions::sql_error(
+                        crate::error::SqlError::new(
+                            crate::error::code::FEATURE_NOT_SUPPORTED,
+                            format!(
+                                "EXTRACT({field_name} FROM ...) of an infinite date or \
+                                 timestamp (numeric Infinity) is not supported; date_part \
+                                 answers it as float8"
+                            ),
+                        ),
+                    ));
+                }
+                args.args[1] = ColumnarValue::Array(finite);
+            }
+        }
         let field = ExtractField::of(&field_name);
         let value_type = args.arg_fields[1].data_type().clone();
         let scale = field.scale(&value_type);
@@ -473,6 +494,54 @@ impl ScalarUDFImpl for Extract {
     }
 }
 
+/// Fields that are ±Infinity for an infinite date or timestamp (the others are NULL), as in
+/// PostgreSQL 15.
+fn infinite_valued(field: &str) -> bool {
+    matches!(
+        field.to_ascii_lowercase().as_str(),
+        "epoch" | "julian" | "year" | "years" | "decade" | "decades" | "century" | "centuries"
+            | "millennium" | "millennia" | "isoyear"
+    )
+}
+
+/// `values` with its infinite dates and timestamps made NULL, and each row's infinity sign
+/// (1, -1, or 0 for a finite value or NULL).
+fn split_infinite(values: &ArrayRef) -> DfResult<(ArrayRef, Vec<i8>)> {
+    use datafusion::arrow::array::{AsArray, BooleanArray};
+    use datafusion::arrow::datatypes::{Date32Type, Int64Type};
+    let signs: Vec<i8> = match values.data_type() {
+        ArrowType::Date32 => values
+            .as_primitive::<Date32Type>()
+            .iter()
+            .map(|d| match d {
+                Some(crate::pgtext::DATE_INFINITY) => 1,
+                Some(d) if d == -crate::pgtext::DATE_INFINITY - 1 => -1,
+                _ => 0,
+            })
+            .collect(),
+        // Infinity is the largest value in any unit (pgtext reads it so).
+        ArrowType::Timestamp(_, _) => {
+            let raw = datafusion::arrow::compute::cast(values, &ArrowType::Int64)?;
+            raw
+                .as_primitive::<Int64Type>()
+                .iter()
+                .map(|v| match v {
+                    Some(i64::MAX) => 1,
+                    Some(i64::MIN) => -1,
+                    _ => 0,
+                })
+                .collect()
+        }
+        _ => vec![0; values.len()],
+    };
+    if signs.iter().all(|&s| s == 0) {
+        return Ok((values.clone(), signs));
+    }
+    let infinite: BooleanArray = signs.iter().map(|&s| Some(s != 0)).collect();
+    let finite = datafusion::arrow::compute::nullif(values, &infinite)?;
+    Ok((finite, signs))
+}
+
 /// `date_trunc(unit, value)` as DataFusion's, except that a date is truncated as a
 /// timestamptz (PostgreSQL has no date_trunc for date: the date becomes a timestamptz at the
 /// session's midnight) rather than as a timestamp.
@@ -553,10 +622,33 @@ impl ScalarUDFImpl for DatePart {
             ArrowType::Decimal128(shoal_storage::types::NUMERIC_MAX_PRECISION, scale),
             true,
         ));
+        let rows = args.number_rows.max(1);
+        let values = args.args[1].to_array(rows)?;
+        let (finite, signs) = split_infinite(&values)?;
+        let mut args = args;
+        args.args[1] = ColumnarValue::Array(finite);
         let exact = self.extract.invoke_with_args(ScalarFunctionArgs {
             return_field,
             ..args
         })?;
-        exact.cast_to(&ArrowType::Float64, None)
+        let float = exact.to_array(rows)?;
+        let float = datafusion::arrow::compute::cast(&float, &ArrowType::Float64)?;
+        if !infinite_valued(&field) || signs.iter().all(|&s| s == 0) {
+            return Ok(ColumnarValue::Array(float));
+        }
+        // date_part of an infinite value: ±Infinity for the fields that grow without bound.
+        let float = float
+            .as_any()
+            .downcast_ref::<datafusion::arrow::array::Float64Array>()
+            .expect("cast to float8");
+        let out: datafusion::arrow::array::Float64Array = float
+            .iter()
+            .zip(&signs)
+            .map(|(v, &sign)| match sign {
+                0 => v,
+                s => Some(f64::INFINITY * f64::from(s)),
+            })
+            .collect();
+        Ok(ColumnarValue::Array(Arc::new(out)))
     }
 }
