@@ -12,7 +12,7 @@ use datafusion::arrow::datatypes::{DataType as ArrowType, Field, Schema, SchemaR
 use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
 use datafusion::catalog::memory::MemorySourceConfig;
 use datafusion::catalog::Session;
-use datafusion::common::{Result as DfResult, ScalarValue};
+use datafusion::common::{Constraint, Constraints, Result as DfResult, ScalarValue};
 use datafusion::datasource::{TableProvider, TableType};
 use datafusion::logical_expr::{BinaryExpr, Expr, Operator, TableProviderFilterPushDown};
 use datafusion::physical_plan::ExecutionPlan;
@@ -86,6 +86,9 @@ pub struct RowTableProvider {
     pub key_index: Option<(u64, Vec<usize>)>,
     capture: bool,
     schema: SchemaRef,
+    /// The primary key, which lets DataFusion know the functional dependencies PostgreSQL
+    /// knows (`GROUP BY id` allows selecting the table's other columns).
+    constraints: Constraints,
 }
 
 // TableProvider requires Debug, but shoal_storage's RowTable does not implement it.
@@ -108,6 +111,12 @@ impl RowTableProvider {
         capture: bool,
     ) -> Self {
         let schema = scan_schema(&def, capture);
+        let constraints = match def.primary_key() {
+            Some((_, columns)) => Constraints::new_unverified(vec![Constraint::PrimaryKey(
+                columns.to_vec(),
+            )]),
+            None => Constraints::default(),
+        };
         RowTableProvider {
             def,
             table,
@@ -115,6 +124,7 @@ impl RowTableProvider {
             key_index,
             capture,
             schema,
+            constraints,
         }
     }
 
@@ -321,6 +331,10 @@ impl TableProvider for RowTableProvider {
 
     fn table_type(&self) -> TableType {
         TableType::Base
+    }
+
+    fn constraints(&self) -> Option<&Constraints> {
+        Some(&self.constraints)
     }
 
     fn supports_filters_pushdown(
