@@ -499,8 +499,17 @@ impl ScalarUDFImpl for Extract {
 fn infinite_valued(field: &str) -> bool {
     matches!(
         field.to_ascii_lowercase().as_str(),
-        "epoch" | "julian" | "year" | "years" | "decade" | "decades" | "century" | "centuries"
-            | "millennium" | "millennia" | "isoyear"
+        "epoch"
+            | "julian"
+            | "year"
+            | "years"
+            | "decade"
+            | "decades"
+            | "century"
+            | "centuries"
+            | "millennium"
+            | "millennia"
+            | "isoyear"
     )
 }
 
@@ -522,8 +531,7 @@ fn split_infinite(values: &ArrayRef) -> DfResult<(ArrayRef, Vec<i8>)> {
         // Infinity is the largest value in any unit (pgtext reads it so).
         ArrowType::Timestamp(_, _) => {
             let raw = datafusion::arrow::compute::cast(values, &ArrowType::Int64)?;
-            raw
-                .as_primitive::<Int64Type>()
+            raw.as_primitive::<Int64Type>()
                 .iter()
                 .map(|v| match v {
                     Some(i64::MAX) => 1,

@@ -4,6 +4,7 @@
 //! `functions` supply what clients expect, `arithmetic` gives numbers PostgreSQL's types and
 //! overflow errors, and `errors` maps failures to SQLSTATEs.
 
+pub mod access_path;
 pub mod arithmetic;
 pub mod array_literal;
 pub mod builtins;

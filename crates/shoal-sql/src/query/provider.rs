@@ -12,16 +12,18 @@ use datafusion::arrow::datatypes::{DataType as ArrowType, Field, Schema, SchemaR
 use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
 use datafusion::catalog::memory::MemorySourceConfig;
 use datafusion::catalog::Session;
-use datafusion::common::{Constraint, Constraints, Result as DfResult, ScalarValue};
+use datafusion::common::{Constraint, Constraints, Result as DfResult};
 use datafusion::datasource::{TableProvider, TableType};
-use datafusion::logical_expr::{BinaryExpr, Expr, Operator, TableProviderFilterPushDown};
+use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
 use datafusion::physical_plan::ExecutionPlan;
 use parking_lot::Mutex;
 use shoal_storage::catalog::TableDef;
+use shoal_storage::index::IndexDef;
 use shoal_storage::row_codec;
 use shoal_storage::table::{RowRef, RowTable};
 use shoal_storage::types::{DataType, Value};
 
+use crate::query::access_path::{self, IndexRead};
 use crate::query::scope::PlanScope;
 
 use crate::types::{
@@ -82,8 +84,8 @@ pub struct RowTableProvider {
     /// Where the snapshot and the DML capture are read at scan time (not at planning time:
     /// a prepared statement's plan is reused by later statements with newer snapshots).
     pub scope: Arc<PlanScope>,
-    /// The primary key's storage index and columns, for range pushdown.
-    pub key_index: Option<(u64, Vec<usize>)>,
+    /// The table's indexes that hold every row, for index reads (`access_path`).
+    indexes: Vec<IndexDef>,
     capture: bool,
     schema: SchemaRef,
     /// The primary key, which lets DataFusion know the functional dependencies PostgreSQL
@@ -107,58 +109,24 @@ impl RowTableProvider {
         def: Arc<TableDef>,
         table: Arc<RowTable>,
         scope: Arc<PlanScope>,
-        key_index: Option<(u64, Vec<usize>)>,
         capture: bool,
     ) -> Self {
+        let indexes = table.indexes();
         let schema = scan_schema(&def, capture);
         let constraints = match def.primary_key() {
-            Some((_, columns)) => Constraints::new_unverified(vec![Constraint::PrimaryKey(
-                columns.to_vec(),
-            )]),
+            Some((_, columns)) => {
+                Constraints::new_unverified(vec![Constraint::PrimaryKey(columns.to_vec())])
+            }
             None => Constraints::default(),
         };
         RowTableProvider {
             def,
             table,
             scope,
-            key_index,
+            indexes,
             capture,
             schema,
             constraints,
-        }
-    }
-
-    /// Key bounds on the leading primary-key column implied by the filters, if any.
-    fn key_bounds(&self, filters: &[Expr]) -> Option<(Bound<Value>, Bound<Value>)> {
-        let (_, key_cols) = self.key_index.as_ref()?;
-        let lead = *key_cols.first()?;
-        let lead_name = &self.def.columns[lead].name;
-        let lead_type = &self.def.columns[lead].data_type;
-        let mut lower = Bound::Unbounded;
-        let mut upper = Bound::Unbounded;
-        for f in filters {
-            let Some((op, value)) = column_comparison(f, lead_name) else {
-                continue;
-            };
-            let Some(v) = scalar_to_key(&value, lead_type) else {
-                continue;
-            };
-            match op {
-                Operator::Eq => {
-                    lower = Bound::Included(v.clone());
-                    upper = Bound::Included(v);
-                }
-                Operator::Gt => lower = Bound::Excluded(v),
-                Operator::GtEq => lower = Bound::Included(v),
-                Operator::Lt => upper = Bound::Excluded(v),
-                Operator::LtEq => upper = Bound::Included(v),
-                _ => {}
-            }
-        }
-        if matches!((&lower, &upper), (Bound::Unbounded, Bound::Unbounded)) {
-            None
-        } else {
-            Some((lower, upper))
         }
     }
 
@@ -171,7 +139,7 @@ impl RowTableProvider {
 
     fn collect_rows(
         &self,
-        bounds: Option<(Bound<Value>, Bound<Value>)>,
+        read: Option<IndexRead>,
         projection: &[usize],
         limit: Option<usize>,
     ) -> Vec<RecordBatch> {
@@ -246,24 +214,29 @@ impl RowTableProvider {
             }
             limit.is_none_or(|l| total < l)
         };
-        match (bounds, &self.key_index) {
-            (Some((lo, hi)), Some((index, _))) => {
-                let lo_vec = bound_vec(&lo);
-                let hi_vec = bound_vec(&hi);
-                let scanned = self.table.index_scan(
-                    *index,
-                    &snapshot,
-                    as_slice_bound(&lo, &lo_vec),
-                    as_slice_bound(&hi, &hi_vec),
-                    &mut visit,
-                );
+        match read {
+            Some(read) => {
+                let mut scanned = Ok(());
+                for (lower, upper) in &read.ranges {
+                    scanned = self.table.index_scan(
+                        read.index,
+                        &snapshot,
+                        slice_bound(lower),
+                        slice_bound(upper),
+                        &mut visit,
+                    );
+                    // No limit comes with filters, so every range is read.
+                    if scanned.is_err() {
+                        break;
+                    }
+                }
                 // The only failure is a missing index (dropped since planning); it fails before
-                // visiting any row, and the key filters are Inexact, so a full scan is correct.
+                // visiting any row, and the filters are Inexact, so a full scan is correct.
                 if scanned.is_err() {
                     self.table.scan(&snapshot, &mut visit);
                 }
             }
-            _ => self.table.scan(&snapshot, &mut visit),
+            None => self.table.scan(&snapshot, &mut visit),
         }
         if rows_in_batch > 0 || batches.is_empty() {
             flush(&mut batches, &mut columns, &mut positions, rows_in_batch);
@@ -272,55 +245,12 @@ impl RowTableProvider {
     }
 }
 
-fn bound_vec(b: &Bound<Value>) -> Vec<Value> {
+fn slice_bound(b: &Bound<Vec<Value>>) -> Bound<&[Value]> {
     match b {
-        Bound::Included(v) | Bound::Excluded(v) => vec![v.clone()],
-        Bound::Unbounded => vec![],
-    }
-}
-
-fn as_slice_bound<'a>(b: &Bound<Value>, v: &'a [Value]) -> Bound<&'a [Value]> {
-    match b {
-        Bound::Included(_) => Bound::Included(v),
-        Bound::Excluded(_) => Bound::Excluded(v),
+        Bound::Included(v) => Bound::Included(v),
+        Bound::Excluded(v) => Bound::Excluded(v),
         Bound::Unbounded => Bound::Unbounded,
     }
-}
-
-/// `col op literal` (or `literal op col`, flipped) for the named column.
-fn column_comparison(e: &Expr, column: &str) -> Option<(Operator, ScalarValue)> {
-    let Expr::BinaryExpr(BinaryExpr { left, op, right }) = e else {
-        return None;
-    };
-    let strip = |e: &Expr| -> Option<Expr> {
-        match e {
-            Expr::Cast(c) => Some(c.expr.as_ref().clone()),
-            Expr::TryCast(c) => Some(c.expr.as_ref().clone()),
-            other => Some(other.clone()),
-        }
-    };
-    let (l, r) = (strip(left)?, strip(right)?);
-    match (&l, &r) {
-        (Expr::Column(c), Expr::Literal(v, _)) if c.name == column => Some((*op, v.clone())),
-        (Expr::Literal(v, _), Expr::Column(c)) if c.name == column => Some((op.swap()?, v.clone())),
-        _ => None,
-    }
-}
-
-/// Casts a filter literal to the key column's type; None when it does not fit exactly (then the
-/// filter is not used for the range and DataFusion applies it as usual).
-fn scalar_to_key(v: &ScalarValue, t: &DataType) -> Option<Value> {
-    if v.is_null() {
-        return None;
-    }
-    let target = arrow_type(t);
-    let cast = v.cast_to(&target).ok()?;
-    let back = cast.cast_to(&v.data_type()).ok()?;
-    if &back != v {
-        return None;
-    }
-    let array = cast.to_array().ok()?;
-    value_from_array(array.as_ref(), 0, t).ok()
 }
 
 #[async_trait]
@@ -341,19 +271,14 @@ impl TableProvider for RowTableProvider {
         &self,
         filters: &[&Expr],
     ) -> DfResult<Vec<TableProviderFilterPushDown>> {
-        let lead = self
-            .key_index
-            .as_ref()
-            .and_then(|(_, cols)| cols.first())
-            .map(|c| self.def.columns[*c].name.clone());
         Ok(filters
             .iter()
-            .map(|f| match &lead {
-                Some(name) if column_comparison(f, name).is_some() => {
-                    TableProviderFilterPushDown::Inexact
-                }
-                _ => TableProviderFilterPushDown::Unsupported,
-            })
+            .map(
+                |f| match access_path::narrows(&self.def, &self.indexes, f) {
+                    true => TableProviderFilterPushDown::Inexact,
+                    false => TableProviderFilterPushDown::Unsupported,
+                },
+            )
             .collect())
     }
 
@@ -366,10 +291,10 @@ impl TableProvider for RowTableProvider {
     ) -> DfResult<Arc<dyn ExecutionPlan>> {
         let all: Vec<usize> = (0..self.schema.fields().len()).collect();
         let projection = projection.cloned().unwrap_or(all);
-        let bounds = self.key_bounds(filters);
+        let read = access_path::choose(&self.def, &self.indexes, filters);
         // A limit is only safe to push when no filter is left for DataFusion to apply.
         let limit = if filters.is_empty() { limit } else { None };
-        let batches = self.collect_rows(bounds, &projection, limit);
+        let batches = self.collect_rows(read, &projection, limit);
         let schema = Arc::new(self.schema.project(&projection)?);
         let partitions = split_partitions(batches, state.config().target_partitions());
         Ok(MemorySourceConfig::try_new_exec(&partitions, schema, None)?)

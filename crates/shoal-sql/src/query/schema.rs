@@ -161,17 +161,10 @@ fn table_in_schema(
             let table = scope.engine.db.table(oid as u64).ok_or_else(|| {
                 DataFusionError::Plan(format!("relation \"{name}\" does not exist"))
             })?;
-            let key_index = def.primary_key().and_then(|(c, cols)| match &c.kind {
-                shoal_storage::catalog::ConstraintKind::PrimaryKey { index, .. } => {
-                    Some((*index as u64, cols.to_vec()))
-                }
-                _ => None,
-            });
             Ok(Some(Arc::new(RowTableProvider::new(
                 def,
                 table,
                 scope.clone(),
-                key_index,
                 capture,
             ))))
         }

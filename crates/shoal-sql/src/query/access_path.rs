@@ -1,0 +1,310 @@
+//! Which index a scan of a row table reads, from the filters DataFusion pushes down. Any index
+//! whose rows are all in it (not a partial one) qualifies: the primary key or a secondary
+//! index. The filters give each column equalities (`=`, `IN (...)`) and bounds (`<`, `<=`, `>`,
+//! `>=`, `BETWEEN`); an index is usable when its leading columns have equalities and the next
+//! one perhaps a bound, and the index with the longest such prefix wins (a unique index fully
+//! matched first). Its ranges are one per combination of the equalities' values.
+//!
+//! Every range covers at least the rows that pass the filters it came from, and the filters
+//! stay with DataFusion (pushed down as Inexact), so an index read never changes an answer:
+//! it only leaves out rows the filters would drop.
+
+use std::cmp::Ordering;
+use std::ops::Bound;
+
+use datafusion::arrow::datatypes::DataType as ArrowType;
+use datafusion::common::ScalarValue;
+use datafusion::logical_expr::expr::InList;
+use datafusion::logical_expr::{Between, BinaryExpr, Expr, Operator};
+use shoal_storage::catalog::TableDef;
+use shoal_storage::index::IndexDef;
+use shoal_storage::types::{DataType, Value};
+use shoal_storage::IndexId;
+
+/// Ranges an index read may expand into (the product of the IN lists' lengths); beyond it the
+/// IN list on the last such column is left to the filter.
+const INDEX_RANGES_MAX: usize = 1024;
+
+/// A key range of an index: bounds on a prefix of its columns.
+pub type KeyRange = (Bound<Vec<Value>>, Bound<Vec<Value>>);
+
+/// The index a scan reads and the key ranges it reads of it, in key order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IndexRead {
+    pub index: IndexId,
+    pub ranges: Vec<KeyRange>,
+}
+
+/// What the filters say about one column.
+#[derive(Debug, Default, Clone)]
+struct ColumnCondition {
+    /// The only values the column may have (from `=` or `IN`), sorted and distinct.
+    points: Option<Vec<Value>>,
+    lower: Option<Bound<Value>>,
+    upper: Option<Bound<Value>>,
+}
+
+impl ColumnCondition {
+    fn bounded(&self) -> bool {
+        self.lower.is_some() || self.upper.is_some()
+    }
+}
+
+/// The index read for `filters` over the table, or None when no index helps (a scan).
+pub fn choose(def: &TableDef, indexes: &[IndexDef], filters: &[Expr]) -> Option<IndexRead> {
+    let conditions = column_conditions(def, filters);
+    if conditions
+        .iter()
+        .all(|c| c.points.is_none() && !c.bounded())
+    {
+        return None;
+    }
+    let mut best: Option<((usize, bool, bool), &IndexDef, usize)> = None;
+    for index in indexes.iter().filter(|i| usable_index(i)) {
+        // The leading columns with equalities, as many as the range budget allows.
+        let mut prefix = 0;
+        let mut combinations = 1usize;
+        for &c in &index.columns {
+            let Some(points) = &conditions[c].points else {
+                break;
+            };
+            match combinations.checked_mul(points.len()) {
+                Some(n) if n <= INDEX_RANGES_MAX => combinations = n,
+                _ => break,
+            }
+            prefix += 1;
+        }
+        let ranged = index
+            .columns
+            .get(prefix)
+            .is_some_and(|&c| conditions[c].bounded());
+        if prefix == 0 && !ranged {
+            continue;
+        }
+        let whole_unique_key = index.unique && prefix == index.columns.len();
+        let score = (prefix, whole_unique_key, ranged);
+        if best.as_ref().is_none_or(|(s, _, _)| score > *s) {
+            best = Some((score, index, prefix));
+        }
+    }
+    let (_, index, prefix) = best?;
+    let range_column = index.columns.get(prefix).map(|&c| &conditions[c]);
+    let mut ranges = Vec::new();
+    for key in point_prefixes(index.columns[..prefix].iter().map(|&c| {
+        conditions[c]
+            .points
+            .as_deref()
+            .expect("prefix columns have points")
+    })) {
+        let lower = extend(&key, range_column.and_then(|c| c.lower.clone()));
+        let upper = extend(&key, range_column.and_then(|c| c.upper.clone()));
+        ranges.push((lower, upper));
+    }
+    Some(IndexRead {
+        index: index.id,
+        ranges,
+    })
+}
+
+/// Whether a filter can narrow an index read of the table (pushed down as Inexact).
+pub fn narrows(def: &TableDef, indexes: &[IndexDef], filter: &Expr) -> bool {
+    let Some((column, _)) = column_condition(def, filter) else {
+        return false;
+    };
+    indexes
+        .iter()
+        .filter(|i| usable_index(i))
+        .any(|i| i.columns.contains(&column))
+}
+
+/// Indexes holding every row of the table by plain columns.
+fn usable_index(index: &IndexDef) -> bool {
+    index.predicate.is_none() && !index.columns.is_empty()
+}
+
+/// A key prefix followed by a bound on the next column: `Included(prefix)` without one (an
+/// inclusive prefix bound covers every key starting with it).
+fn extend(prefix: &[Value], bound: Option<Bound<Value>>) -> Bound<Vec<Value>> {
+    let with = |v: Value| {
+        let mut key = prefix.to_vec();
+        key.push(v);
+        key
+    };
+    match bound {
+        Some(Bound::Included(v)) => Bound::Included(with(v)),
+        Some(Bound::Excluded(v)) => Bound::Excluded(with(v)),
+        Some(Bound::Unbounded) | None if prefix.is_empty() => Bound::Unbounded,
+        Some(Bound::Unbounded) | None => Bound::Included(prefix.to_vec()),
+    }
+}
+
+/// Every combination of one value per column, in key order.
+fn point_prefixes<'a>(columns: impl Iterator<Item = &'a [Value]>) -> Vec<Vec<Value>> {
+    let mut keys: Vec<Vec<Value>> = vec![Vec::new()];
+    for points in columns {
+        keys = keys
+            .iter()
+            .flat_map(|key| {
+                points.iter().map(move |v| {
+                    let mut longer = key.clone();
+                    longer.push(v.clone());
+                    longer
+                })
+            })
+            .collect();
+    }
+    keys
+}
+
+/// Each table column's condition from the filters.
+fn column_conditions(def: &TableDef, filters: &[Expr]) -> Vec<ColumnCondition> {
+    let mut conditions = vec![ColumnCondition::default(); def.columns.len()];
+    for f in filters {
+        let Some((column, found)) = column_condition(def, f) else {
+            continue;
+        };
+        let c = &mut conditions[column];
+        // Any one filter's condition covers the rows passing all of them: take the narrower
+        // list of points, and a bound where there was none.
+        if let Some(points) = found.points {
+            if c.points.as_ref().is_none_or(|p| points.len() < p.len()) {
+                c.points = Some(points);
+            }
+        }
+        if c.lower.is_none() {
+            c.lower = found.lower;
+        }
+        if c.upper.is_none() {
+            c.upper = found.upper;
+        }
+    }
+    conditions
+}
+
+/// The column one filter constrains, and how.
+fn column_condition(def: &TableDef, filter: &Expr) -> Option<(usize, ColumnCondition)> {
+    match filter {
+        Expr::BinaryExpr(BinaryExpr { left, op, right }) => {
+            let (column, value, op) = match (column_of(def, left), literal_of(right)) {
+                (Some(c), Some(v)) => (c, v, *op),
+                _ => (column_of(def, right)?, literal_of(left)?, op.swap()?),
+            };
+            let v = key_value(value, &def.columns[column].data_type)?;
+            let mut condition = ColumnCondition::default();
+            match op {
+                Operator::Eq => condition.points = Some(vec![v]),
+                Operator::Gt => condition.lower = Some(Bound::Excluded(v)),
+                Operator::GtEq => condition.lower = Some(Bound::Included(v)),
+                Operator::Lt => condition.upper = Some(Bound::Excluded(v)),
+                Operator::LtEq => condition.upper = Some(Bound::Included(v)),
+                _ => return None,
+            }
+            Some((column, condition))
+        }
+        Expr::InList(InList {
+            expr,
+            list,
+            negated: false,
+        }) => {
+            let column = column_of(def, expr)?;
+            let t = &def.columns[column].data_type;
+            let mut points = list
+                .iter()
+                .map(|e| key_value(literal_of(e)?, t))
+                .collect::<Option<Vec<Value>>>()?;
+            points.sort_by(Value::total_cmp);
+            points.dedup_by(|a, b| a.total_cmp(b) == Ordering::Equal);
+            let condition = ColumnCondition {
+                points: Some(points),
+                ..Default::default()
+            };
+            Some((column, condition))
+        }
+        Expr::Between(Between {
+            expr,
+            negated: false,
+            low,
+            high,
+        }) => {
+            let column = column_of(def, expr)?;
+            let t = &def.columns[column].data_type;
+            let condition = ColumnCondition {
+                points: None,
+                lower: Some(Bound::Included(key_value(literal_of(low)?, t)?)),
+                upper: Some(Bound::Included(key_value(literal_of(high)?, t)?)),
+            };
+            Some((column, condition))
+        }
+        _ => None,
+    }
+}
+
+/// The table column `e` reads, directly or through a cast between integer types (which keeps
+/// values and their order; a cast from text would not: `'05'::int = 5`).
+fn column_of(def: &TableDef, e: &Expr) -> Option<usize> {
+    let column = match e {
+        Expr::Column(c) => c,
+        Expr::Cast(cast) => match cast.expr.as_ref() {
+            Expr::Column(c) if is_integer(cast.field.data_type()) => c,
+            _ => return None,
+        },
+        _ => return None,
+    };
+    let position = def.columns.iter().position(|c| c.name == column.name)?;
+    if !exact_keys(&def.columns[position].data_type) {
+        return None;
+    }
+    let widened = !matches!(e, Expr::Column(_));
+    if widened && !is_integer(&crate::types::arrow_type(&def.columns[position].data_type)) {
+        return None;
+    }
+    Some(position)
+}
+
+/// Types whose key bytes are equal exactly when SQL calls the values equal. Not floats (`-0 =
+/// 0`), numerics (`1.5 = 1.50`), intervals (`'1 mon' = '30 days'`) or char(n) (trailing
+/// blanks do not count).
+fn exact_keys(t: &DataType) -> bool {
+    matches!(
+        t,
+        DataType::Bool
+            | DataType::Int16
+            | DataType::Int32
+            | DataType::Int64
+            | DataType::Text
+            | DataType::Varchar(_)
+            | DataType::Bytea
+            | DataType::Date
+            | DataType::Timestamp
+            | DataType::TimestampTz
+            | DataType::Uuid
+    )
+}
+
+fn is_integer(t: &ArrowType) -> bool {
+    matches!(t, ArrowType::Int16 | ArrowType::Int32 | ArrowType::Int64)
+}
+
+fn literal_of(e: &Expr) -> Option<&ScalarValue> {
+    match e {
+        Expr::Literal(v, _) => Some(v),
+        Expr::Cast(cast) => literal_of(&cast.expr),
+        _ => None,
+    }
+}
+
+/// A filter's literal as a key value of the column's type; None when it does not convert
+/// exactly (a fraction against an integer column), and the filter is left to DataFusion.
+fn key_value(v: &ScalarValue, t: &DataType) -> Option<Value> {
+    if v.is_null() {
+        return None;
+    }
+    let target = crate::types::arrow_type(t);
+    let cast = v.cast_to(&target).ok()?;
+    let back = cast.cast_to(&v.data_type()).ok()?;
+    if &back != v {
+        return None;
+    }
+    let array = cast.to_array().ok()?;
+    crate::types::value_from_array(array.as_ref(), 0, t).ok()
+}
