@@ -3,7 +3,9 @@
 //! index. The filters give each column equalities (`=`, `IN (...)`) and bounds (`<`, `<=`, `>`,
 //! `>=`, `BETWEEN`); an index is usable when its leading columns have equalities and the next
 //! one perhaps a bound, and the index with the longest such prefix wins (a unique index fully
-//! matched first). Its ranges are one per combination of the equalities' values.
+//! matched first). Its ranges are one per combination of the equalities' values. Row-value
+//! IN lists (`(a, b) IN ((1, 2), (3, 4))`) and ORs of such equalities pin several columns at
+//! once.
 //!
 //! Every range covers at least the rows that pass the filters it came from, and the filters
 //! stay with DataFusion (pushed down as Inexact), so an index read never changes an answer:
@@ -12,6 +14,7 @@
 use std::cmp::Ordering;
 use std::ops::Bound;
 
+use datafusion::arrow::array::Array;
 use datafusion::arrow::datatypes::DataType as ArrowType;
 use datafusion::common::ScalarValue;
 use datafusion::logical_expr::expr::InList;
@@ -53,27 +56,15 @@ impl ColumnCondition {
 /// The index read for `filters` over the table, or None when no index helps (a scan).
 pub fn choose(def: &TableDef, indexes: &[IndexDef], filters: &[Expr]) -> Option<IndexRead> {
     let conditions = column_conditions(def, filters);
-    if conditions
-        .iter()
-        .all(|c| c.points.is_none() && !c.bounded())
-    {
+    let tuples: Vec<TupleSet> = filters.iter().filter_map(|f| tuple_set(def, f)).collect();
+    let constrained = |c: &ColumnCondition| c.points.is_some() || c.bounded();
+    if tuples.is_empty() && !conditions.iter().any(constrained) {
         return None;
     }
-    let mut best: Option<((usize, bool, bool), &IndexDef, usize)> = None;
+    let mut best: Option<((usize, bool, bool), &IndexDef, Vec<Vec<Value>>)> = None;
     for index in indexes.iter().filter(|i| usable_index(i)) {
-        // The leading columns with equalities, as many as the range budget allows.
-        let mut prefix = 0;
-        let mut combinations = 1usize;
-        for &c in &index.columns {
-            let Some(points) = &conditions[c].points else {
-                break;
-            };
-            match combinations.checked_mul(points.len()) {
-                Some(n) if n <= INDEX_RANGES_MAX => combinations = n,
-                _ => break,
-            }
-            prefix += 1;
-        }
+        let keys = point_prefixes(index, &conditions, &tuples);
+        let prefix = keys.first().map_or(0, Vec::len);
         let ranged = index
             .columns
             .get(prefix)
@@ -84,37 +75,216 @@ pub fn choose(def: &TableDef, indexes: &[IndexDef], filters: &[Expr]) -> Option<
         let whole_unique_key = index.unique && prefix == index.columns.len();
         let score = (prefix, whole_unique_key, ranged);
         if best.as_ref().is_none_or(|(s, _, _)| score > *s) {
-            best = Some((score, index, prefix));
+            best = Some((score, index, keys));
         }
     }
-    let (_, index, prefix) = best?;
+    let (_, index, keys) = best?;
+    let prefix = keys.first().map_or(0, Vec::len);
     let range_column = index.columns.get(prefix).map(|&c| &conditions[c]);
-    let mut ranges = Vec::new();
-    for key in point_prefixes(index.columns[..prefix].iter().map(|&c| {
-        conditions[c]
-            .points
-            .as_deref()
-            .expect("prefix columns have points")
-    })) {
-        let lower = extend(&key, range_column.and_then(|c| c.lower.clone()));
-        let upper = extend(&key, range_column.and_then(|c| c.upper.clone()));
-        ranges.push((lower, upper));
-    }
+    let ranges = keys
+        .iter()
+        .map(|key| {
+            let lower = extend(key, range_column.and_then(|c| c.lower.clone()));
+            let upper = extend(key, range_column.and_then(|c| c.upper.clone()));
+            (lower, upper)
+        })
+        .collect();
     Some(IndexRead {
         index: index.id,
         ranges,
     })
 }
 
+/// The key prefixes the filters pin for an index: each combination of the equalities on its
+/// leading columns (as many columns as the range budget allows), or the rows of a row-value
+/// IN list or OR of equalities over exactly its first columns, whichever is longer. A single
+/// empty prefix when neither pins its first column.
+fn point_prefixes(
+    index: &IndexDef,
+    conditions: &[ColumnCondition],
+    tuples: &[TupleSet],
+) -> Vec<Vec<Value>> {
+    let mut keys: Vec<Vec<Value>> = vec![Vec::new()];
+    for &c in &index.columns {
+        let Some(points) = &conditions[c].points else {
+            break;
+        };
+        if keys.len().saturating_mul(points.len()) > INDEX_RANGES_MAX {
+            break;
+        }
+        keys = keys
+            .iter()
+            .flat_map(|key| {
+                points.iter().map(move |v| {
+                    let mut longer = key.clone();
+                    longer.push(v.clone());
+                    longer
+                })
+            })
+            .collect();
+    }
+    for t in tuples {
+        let width = t.columns.len();
+        let longer = width > keys[0].len() && width <= index.columns.len();
+        let leading = &index.columns[..width.min(index.columns.len())];
+        if !longer || t.rows.len() > INDEX_RANGES_MAX || !same_set(leading, &t.columns) {
+            continue;
+        }
+        // The tuple's values in the index's column order.
+        let order: Vec<usize> = leading
+            .iter()
+            .map(|c| t.columns.iter().position(|tc| tc == c).expect("same set"))
+            .collect();
+        keys = t
+            .rows
+            .iter()
+            .map(|row| order.iter().map(|&i| row[i].clone()).collect())
+            .collect();
+        // A row listed twice must be read once.
+        keys.sort_by(|a, b| compare_keys(a, b));
+        keys.dedup_by(|a, b| compare_keys(a, b) == Ordering::Equal);
+    }
+    keys
+}
+
+fn compare_keys(a: &[Value], b: &[Value]) -> Ordering {
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| x.total_cmp(y))
+        .find(|o| *o != Ordering::Equal)
+        .unwrap_or_else(|| a.len().cmp(&b.len()))
+}
+
+fn same_set(a: &[usize], b: &[usize]) -> bool {
+    a.len() == b.len() && a.iter().all(|c| b.contains(c)) && b.iter().all(|c| a.contains(c))
+}
+
 /// Whether a filter can narrow an index read of the table (pushed down as Inexact).
 pub fn narrows(def: &TableDef, indexes: &[IndexDef], filter: &Expr) -> bool {
-    let Some((column, _)) = column_condition(def, filter) else {
-        return false;
+    let columns: Vec<usize> = match (column_condition(def, filter), tuple_set(def, filter)) {
+        (Some((column, _)), _) => vec![column],
+        (None, Some(t)) => t.columns,
+        (None, None) => return false,
     };
     indexes
         .iter()
         .filter(|i| usable_index(i))
-        .any(|i| i.columns.contains(&column))
+        .any(|i| columns.iter().all(|c| i.columns.contains(c)))
+}
+
+/// Rows of values for several columns together, any of which a row must match: from
+/// `(a, b) IN ((1, 2), (3, 4))` or `(a = 1 AND b = 2) OR (a = 3 AND b = 4)`.
+#[derive(Debug, Clone)]
+struct TupleSet {
+    columns: Vec<usize>,
+    rows: Vec<Vec<Value>>,
+}
+
+fn tuple_set(def: &TableDef, filter: &Expr) -> Option<TupleSet> {
+    match filter {
+        Expr::InList(InList {
+            expr,
+            list,
+            negated: false,
+        }) => {
+            let Expr::ScalarFunction(f) = expr.as_ref() else {
+                return None;
+            };
+            if f.func.name() != "struct" {
+                return None;
+            }
+            let columns = f
+                .args
+                .iter()
+                .map(|a| column_of(def, a))
+                .collect::<Option<Vec<usize>>>()?;
+            let rows = list
+                .iter()
+                .map(|item| {
+                    let ScalarValue::Struct(fields) = literal_of(item)? else {
+                        return None;
+                    };
+                    if fields.num_columns() != columns.len() || fields.len() != 1 {
+                        return None;
+                    }
+                    columns
+                        .iter()
+                        .zip(fields.columns())
+                        .map(|(&c, array)| {
+                            let v = ScalarValue::try_from_array(array, 0).ok()?;
+                            key_value(&v, &def.columns[c].data_type)
+                        })
+                        .collect::<Option<Vec<Value>>>()
+                })
+                .collect::<Option<Vec<Vec<Value>>>>()?;
+            Some(TupleSet { columns, rows })
+        }
+        Expr::BinaryExpr(BinaryExpr {
+            op: Operator::Or, ..
+        }) => {
+            let mut disjuncts = Vec::new();
+            split_or(filter, &mut disjuncts);
+            let mut columns: Option<Vec<usize>> = None;
+            let mut rows = Vec::with_capacity(disjuncts.len());
+            for d in disjuncts {
+                let mut conjuncts = Vec::new();
+                split_and(d, &mut conjuncts);
+                let mut pinned: Vec<(usize, Value)> = Vec::with_capacity(conjuncts.len());
+                for c in conjuncts {
+                    let (column, condition) = column_condition(def, c)?;
+                    let point = match condition.points.as_deref() {
+                        Some([v]) => v.clone(),
+                        _ => return None,
+                    };
+                    pinned.push((column, point));
+                }
+                pinned.sort_by_key(|(c, _)| *c);
+                let these: Vec<usize> = pinned.iter().map(|(c, _)| *c).collect();
+                if these.windows(2).any(|w| w[0] == w[1]) {
+                    return None;
+                }
+                match &columns {
+                    None => columns = Some(these),
+                    Some(cols) if *cols == these => {}
+                    Some(_) => return None,
+                }
+                rows.push(pinned.into_iter().map(|(_, v)| v).collect());
+            }
+            Some(TupleSet {
+                columns: columns?,
+                rows,
+            })
+        }
+        _ => None,
+    }
+}
+
+fn split_or<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {
+    match e {
+        Expr::BinaryExpr(BinaryExpr {
+            left,
+            op: Operator::Or,
+            right,
+        }) => {
+            split_or(left, out);
+            split_or(right, out);
+        }
+        other => out.push(other),
+    }
+}
+
+fn split_and<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {
+    match e {
+        Expr::BinaryExpr(BinaryExpr {
+            left,
+            op: Operator::And,
+            right,
+        }) => {
+            split_and(left, out);
+            split_and(right, out);
+        }
+        other => out.push(other),
+    }
 }
 
 /// Indexes holding every row of the table by plain columns.
@@ -136,24 +306,6 @@ fn extend(prefix: &[Value], bound: Option<Bound<Value>>) -> Bound<Vec<Value>> {
         Some(Bound::Unbounded) | None if prefix.is_empty() => Bound::Unbounded,
         Some(Bound::Unbounded) | None => Bound::Included(prefix.to_vec()),
     }
-}
-
-/// Every combination of one value per column, in key order.
-fn point_prefixes<'a>(columns: impl Iterator<Item = &'a [Value]>) -> Vec<Vec<Value>> {
-    let mut keys: Vec<Vec<Value>> = vec![Vec::new()];
-    for points in columns {
-        keys = keys
-            .iter()
-            .flat_map(|key| {
-                points.iter().map(move |v| {
-                    let mut longer = key.clone();
-                    longer.push(v.clone());
-                    longer
-                })
-            })
-            .collect();
-    }
-    keys
 }
 
 /// Each table column's condition from the filters.
