@@ -116,3 +116,46 @@ async fn a_locking_read_over_a_parenthesised_join_waits_and_keeps_its_columns() 
     );
     assert_eq!(rows[0].get::<_, &str>(1), "first");
 }
+
+/// TPC-C's Delivery takes the oldest new order with `ORDER BY ... LIMIT 1 FOR UPDATE`. When a
+/// concurrent transaction deletes that row, PostgreSQL locks the next one instead (its LockRows
+/// runs below the Limit): the waiting read must return the next order, not nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_locking_read_with_limit_takes_the_next_row_when_its_row_is_deleted() {
+    let server = ShoalServer::start();
+    let holder = connect(&server).await;
+    let waiter = connect(&server).await;
+    holder
+        .batch_execute(
+            "CREATE TABLE new_order (w int, d int, o int, PRIMARY KEY (w, d, o));
+             INSERT INTO new_order VALUES (1, 1, 1), (1, 1, 2), (1, 1, 3);",
+        )
+        .await
+        .expect("set up");
+    let oldest = "SELECT o FROM new_order WHERE w = 1 AND d = 1 ORDER BY o LIMIT 1 FOR UPDATE";
+    holder
+        .batch_execute("BEGIN; DELETE FROM new_order WHERE w = 1 AND d = 1 AND o = 1;")
+        .await
+        .expect("delete the oldest");
+    let read = tokio::spawn(async move {
+        let rows = waiter.query(oldest, &[]).await;
+        (waiter, rows)
+    });
+    tokio::time::sleep(STILL_WAITING_AFTER).await;
+    assert!(!read.is_finished(), "the read should wait for the row lock");
+    holder.batch_execute("COMMIT").await.expect("commit");
+    let (waiter, rows) = read.await.expect("read task");
+    let rows = rows.expect("the locking read");
+    assert_eq!(rows.len(), 1, "the next order, in place of the deleted one");
+    assert_eq!(rows[0].get::<_, i32>(0), 2);
+    // With an OFFSET the rows before the window are locked too, and the window is returned.
+    let rows = waiter
+        .query(
+            "SELECT o FROM new_order WHERE w = 1 ORDER BY o LIMIT 1 OFFSET 1 FOR UPDATE",
+            &[],
+        )
+        .await
+        .expect("offset");
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].get::<_, i32>(0), 3);
+}

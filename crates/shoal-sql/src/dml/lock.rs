@@ -7,7 +7,8 @@
 //! row too); an outer join's nullable side is refused as written, where PostgreSQL first turns
 //! an outer join that the WHERE clause makes inner into an inner one; subqueries and views in
 //! FROM are refused rather than locked through; and every row a scan of a locked table visits
-//! gets a handle recorded, not only the rows the query returns.
+//! gets a handle recorded, not only the rows the query returns. A constant LIMIT/OFFSET is
+//! applied to the rows locked, as PostgreSQL's LockRows sits below its Limit.
 
 use std::ops::ControlFlow;
 use std::sync::Arc;
@@ -43,6 +44,7 @@ pub async fn select_for_update(
 ) -> SqlResult<StatementResult> {
     let locks = lock_clauses(std::mem::take(&mut q.locks));
     check_lockable(session, &q, &locks[0])?;
+    let window = take_row_window(&mut q);
     let ast::SetExpr::Select(select) = q.body.as_ref() else {
         return Err(SqlError::unsupported("FOR UPDATE on this query"));
     };
@@ -101,7 +103,7 @@ pub async fn select_for_update(
         })
         .collect();
     let mut kept: Vec<Kept> = Vec::new();
-    for (bi, b) in batches.iter().enumerate() {
+    'batches: for (bi, b) in batches.iter().enumerate() {
         // The locked tables' row positions, the batch's last columns.
         let positions: Vec<&UInt64Array> = b.columns()[b.num_columns() - locked.len()..]
             .iter()
@@ -133,7 +135,13 @@ pub async fn select_for_update(
                 row: r,
                 newest,
             });
+            if window.is_some_and(|w| kept.len() >= w.offset + w.limit) {
+                break 'batches;
+            }
         }
+    }
+    if let Some(w) = window {
+        kept.drain(..w.offset.min(kept.len()));
     }
     if batches.is_empty() {
         let plan = crate::query::plan_statement(
@@ -155,6 +163,47 @@ pub async fn select_for_update(
         batches: vec![out],
         tag: "SELECT",
     })
+}
+
+/// A constant LIMIT (and OFFSET) of a locking query, applied to the rows locked.
+#[derive(Debug, Clone, Copy)]
+struct RowWindow {
+    limit: usize,
+    offset: usize,
+}
+
+/// Takes a constant LIMIT/OFFSET off the query: PostgreSQL locks below its Limit node, so a row
+/// a concurrent transaction deleted (or changed so that it no longer qualifies) is skipped and
+/// the next one is locked in its place: `ORDER BY id LIMIT 1 FOR UPDATE` still returns a row
+/// while one is left. A limit that is not a constant stays in the query.
+fn take_row_window(q: &mut ast::Query) -> Option<RowWindow> {
+    let count = |e: &ast::Expr| match e {
+        ast::Expr::Value(v) => match &v.value {
+            ast::Value::Number(n, _) => n.parse::<usize>().ok(),
+            _ => None,
+        },
+        _ => None,
+    };
+    let Some(ast::LimitClause::LimitOffset {
+        limit: Some(limit),
+        offset,
+        limit_by,
+    }) = &q.limit_clause
+    else {
+        return None;
+    };
+    if !limit_by.is_empty() {
+        return None;
+    }
+    let window = RowWindow {
+        limit: count(limit)?,
+        offset: match offset {
+            Some(o) => count(&o.value)?,
+            None => 0,
+        },
+    };
+    q.limit_clause = None;
+    Some(window)
 }
 
 /// One locking clause and the lock it takes.

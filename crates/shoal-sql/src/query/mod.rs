@@ -23,6 +23,7 @@ pub mod functions;
 pub mod group_by_key;
 pub mod in_list;
 pub mod in_subquery;
+pub mod index_read_exec;
 pub mod information_schema;
 pub mod integer_gcd;
 pub mod join_using;

@@ -24,6 +24,7 @@ use shoal_storage::table::{RowRef, RowTable};
 use shoal_storage::types::{DataType, Value};
 
 use crate::query::access_path::{self, IndexRead};
+use crate::query::index_read_exec::IndexReadExec;
 use crate::query::scope::PlanScope;
 
 use crate::types::{
@@ -292,12 +293,33 @@ impl TableProvider for RowTableProvider {
         let all: Vec<usize> = (0..self.schema.fields().len()).collect();
         let projection = projection.cloned().unwrap_or(all);
         let read = access_path::choose(&self.def, &self.indexes, filters);
+        // What EXPLAIN shows of an index read.
+        let shown = read.as_ref().map(|r| {
+            let name = self
+                .indexes
+                .iter()
+                .find(|i| i.id == r.index)
+                .map_or_else(|| r.index.to_string(), |i| i.name.clone());
+            (name, r.ranges.len())
+        });
         // A limit is only safe to push when no filter is left for DataFusion to apply.
         let limit = if filters.is_empty() { limit } else { None };
         let batches = self.collect_rows(read, &projection, limit);
+        let rows_read = batches.iter().map(RecordBatch::num_rows).sum();
         let schema = Arc::new(self.schema.project(&projection)?);
         let partitions = split_partitions(batches, state.config().target_partitions());
-        Ok(MemorySourceConfig::try_new_exec(&partitions, schema, None)?)
+        let rows: Arc<dyn ExecutionPlan> =
+            MemorySourceConfig::try_new_exec(&partitions, schema, None)?;
+        Ok(match shown {
+            Some((index, ranges)) => Arc::new(IndexReadExec::new(
+                rows,
+                self.def.name.clone(),
+                index,
+                ranges,
+                rows_read,
+            )),
+            None => rows,
+        })
     }
 }
 
