@@ -52,6 +52,7 @@ pub mod text_types;
 pub mod topk_partitions;
 pub mod typecheck;
 pub mod unknown_literals;
+pub mod values_types;
 pub mod wall_clock;
 pub mod window_types;
 

@@ -71,7 +71,7 @@ pub fn function_call(name: &str, args: Vec<Expr>) -> Expr {
     })
 }
 
-fn object_name_parts(name: &ObjectName) -> Vec<String> {
+pub fn object_name_parts(name: &ObjectName) -> Vec<String> {
     name.0
         .iter()
         .map(|p| match p {
@@ -174,8 +174,8 @@ impl VisitorMut for Rewriter<'_> {
 
     fn post_visit_query(&mut self, query: &mut ast::Query) -> ControlFlow<()> {
         if let ast::SetExpr::Values(values) = query.body.as_mut() {
-            numeric_values_columns(values);
-            integer_values(values);
+            crate::query::values_types::numeric_values_columns(values);
+            crate::query::values_types::integer_values(values);
         }
         fetch_to_limit(query);
         distinct_on_positions(query);
@@ -588,118 +588,6 @@ fn array_subquery(f: &Function) -> Option<Expr> {
     ))
 }
 
-/// psql spells built-in types with their schema (`x::pg_catalog.text`, `pg_catalog.int2[]`);
-/// those become the types sqlparser knows by name, so DataFusion can plan the cast.
-/// DataFusion types a VALUES list while planning it and refuses a column whose rows mix its
-/// decimals or integers with numerics (`VALUES (round(1.25, 1)), (2.5)`), which PostgreSQL
-/// resolves to numeric. In a column that holds a decimal literal or a numeric cast, and no
-/// float cast, every row is made numeric (`pg_numeric`) before DataFusion sees it.
-fn numeric_values_columns(values: &mut ast::Values) {
-    if values.rows.len() < 2 {
-        return;
-    }
-    let columns = values
-        .rows
-        .iter()
-        .map(|r| r.content.len())
-        .min()
-        .unwrap_or(0);
-    for c in 0..columns {
-        let cells = || values.rows.iter().map(move |row| &row.content[c]);
-        let casts = cells().filter(|e| is_numeric_cast(e)).count();
-        let decimal = cells().any(is_decimal_literal);
-        let computed = cells().any(|e| !matches!(e, Expr::Value(_)) && !is_decimal_literal(e));
-        let float = cells().any(is_float_cast);
-        // A numeric beside anything else, or a decimal literal beside an expression (which
-        // may be numeric): DataFusion's own typing would refuse the mix.
-        let mixed = (casts > 0 && casts < values.rows.len()) || (decimal && computed);
-        if float || !mixed {
-            continue;
-        }
-        for row in &mut values.rows {
-            let cell = &mut row.content[c];
-            if !is_numeric_cast(cell) {
-                *cell = function_call("pg_numeric", vec![cell.clone()]);
-            }
-        }
-    }
-}
-
-/// Integer literals in a VALUES list are integers (int4) where they fit, as in PostgreSQL;
-/// DataFusion types every integer literal there as bigint. A column that also holds a bigint
-/// still becomes bigint.
-fn integer_values(values: &mut ast::Values) {
-    for row in &mut values.rows {
-        for cell in &mut row.content {
-            if fits_int4(cell) {
-                *cell = Expr::Cast {
-                    kind: ast::CastKind::Cast,
-                    expr: Box::new(cell.clone()),
-                    data_type: ast::DataType::Int(None),
-                    array: false,
-                    format: None,
-                };
-            }
-        }
-    }
-}
-
-/// Whether `e` is an integer literal (or its negation) within int4's range.
-fn fits_int4(e: &Expr) -> bool {
-    let text = match e {
-        Expr::Value(v) => match &v.value {
-            ast::Value::Number(n, _) => n.clone(),
-            _ => return false,
-        },
-        Expr::UnaryOp {
-            op: ast::UnaryOperator::Minus,
-            expr,
-        } => match expr.as_ref() {
-            Expr::Value(v) => match &v.value {
-                ast::Value::Number(n, _) => format!("-{n}"),
-                _ => return false,
-            },
-            _ => return false,
-        },
-        _ => return false,
-    };
-    text.parse::<i32>().is_ok()
-}
-
-fn is_decimal_literal(e: &Expr) -> bool {
-    match e {
-        Expr::Value(v) => {
-            matches!(&v.value, ast::Value::Number(n, _) if n.contains(['.', 'e', 'E']))
-        }
-        Expr::UnaryOp {
-            op: ast::UnaryOperator::Minus,
-            expr,
-        } => is_decimal_literal(expr),
-        Expr::Nested(inner) => is_decimal_literal(inner),
-        _ => false,
-    }
-}
-
-fn is_numeric_cast(e: &Expr) -> bool {
-    matches!(e, Expr::Function(f) if object_name_parts(&f.name).as_slice() == ["pg_numeric"])
-}
-
-fn is_float_cast(e: &Expr) -> bool {
-    match e {
-        Expr::Cast { data_type, .. } => matches!(
-            data_type,
-            DataType::Real
-                | DataType::Float4
-                | DataType::Float8
-                | DataType::Float(_)
-                | DataType::Double(_)
-                | DataType::DoublePrecision
-        ),
-        Expr::Nested(inner) => is_float_cast(inner),
-        _ => false,
-    }
-}
-
 /// A cast to numeric is `pg_numeric(x)`, or `pg_numeric(x, precision, scale)` for numeric(p,s):
 /// DataFusion's planner would make it a fixed-scale decimal (see `crate::numeric`). None for
 /// casts to other types.
@@ -748,6 +636,8 @@ const LITERAL_DIGITS_MAX: usize = 38;
 /// PostgreSQL's largest numeric precision in a type modifier.
 const NUMERIC_CAST_PRECISION_MAX: u64 = 1000;
 
+/// psql spells built-in types with their schema (`x::pg_catalog.text`, `pg_catalog.int2[]`);
+/// those become the types sqlparser knows by name, so DataFusion can plan the cast.
 fn normalize_type_name(t: &mut DataType) {
     if let DataType::Array(ast::ArrayElemTypeDef::SquareBracket(element, _)) = t {
         normalize_type_name(element);
