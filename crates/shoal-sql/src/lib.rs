@@ -14,6 +14,7 @@ pub mod error;
 pub mod fastpath;
 pub mod interrupt;
 pub mod interval;
+pub mod kept_plan;
 pub mod numeric;
 pub mod params;
 pub mod parse;

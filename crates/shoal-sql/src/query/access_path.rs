@@ -10,6 +10,10 @@
 //! Every range covers at least the rows that pass the filters it came from, and the filters
 //! stay with DataFusion (pushed down as Inexact), so an index read never changes an answer:
 //! it only leaves out rows the filters would drop.
+//!
+//! The values compared with may be literals or a kept plan's parameters (`kept_plan`): the
+//! filters of a kept plan are pushed down while they still hold placeholders, and its scans
+//! choose their index and ranges again from each execution's parameter values.
 
 use std::cmp::Ordering;
 use std::ops::Bound;
@@ -38,6 +42,16 @@ pub struct IndexRead {
     pub ranges: Vec<KeyRange>,
 }
 
+/// Which expressions count as values to compare key columns with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyValues {
+    /// Literals and the bound parameters of a kept plan: a scan choosing its ranges.
+    Bound,
+    /// Placeholders too, standing for any value: deciding which filters to push down, where
+    /// only the filters' shapes matter.
+    Shape,
+}
+
 /// What the filters say about one column.
 #[derive(Debug, Default, Clone)]
 struct ColumnCondition {
@@ -54,9 +68,17 @@ impl ColumnCondition {
 }
 
 /// The index read for `filters` over the table, or None when no index helps (a scan).
-pub fn choose(def: &TableDef, indexes: &[IndexDef], filters: &[Expr]) -> Option<IndexRead> {
-    let conditions = column_conditions(def, filters);
-    let tuples: Vec<TupleSet> = filters.iter().filter_map(|f| tuple_set(def, f)).collect();
+pub fn choose(
+    def: &TableDef,
+    indexes: &[IndexDef],
+    filters: &[Expr],
+    values: KeyValues,
+) -> Option<IndexRead> {
+    let conditions = column_conditions(def, filters, values);
+    let tuples: Vec<TupleSet> = filters
+        .iter()
+        .filter_map(|f| tuple_set(def, f, values))
+        .collect();
     let constrained = |c: &ColumnCondition| c.points.is_some() || c.bounded();
     if tuples.is_empty() && !conditions.iter().any(constrained) {
         return None;
@@ -161,7 +183,11 @@ fn same_set(a: &[usize], b: &[usize]) -> bool {
 
 /// Whether a filter can narrow an index read of the table (pushed down as Inexact).
 pub fn narrows(def: &TableDef, indexes: &[IndexDef], filter: &Expr) -> bool {
-    let columns: Vec<usize> = match (column_condition(def, filter), tuple_set(def, filter)) {
+    let shape = KeyValues::Shape;
+    let columns: Vec<usize> = match (
+        column_condition(def, filter, shape),
+        tuple_set(def, filter, shape),
+    ) {
         (Some((column, _)), _) => vec![column],
         (None, Some(t)) => t.columns,
         (None, None) => return false,
@@ -180,7 +206,7 @@ struct TupleSet {
     rows: Vec<Vec<Value>>,
 }
 
-fn tuple_set(def: &TableDef, filter: &Expr) -> Option<TupleSet> {
+fn tuple_set(def: &TableDef, filter: &Expr, values: KeyValues) -> Option<TupleSet> {
     match filter {
         Expr::InList(InList {
             expr,
@@ -201,19 +227,14 @@ fn tuple_set(def: &TableDef, filter: &Expr) -> Option<TupleSet> {
             let rows = list
                 .iter()
                 .map(|item| {
-                    let ScalarValue::Struct(fields) = literal_of(item)? else {
-                        return None;
-                    };
-                    if fields.num_columns() != columns.len() || fields.len() != 1 {
+                    let fields = struct_fields(item, values)?;
+                    if fields.len() != columns.len() {
                         return None;
                     }
                     columns
                         .iter()
-                        .zip(fields.columns())
-                        .map(|(&c, array)| {
-                            let v = ScalarValue::try_from_array(array, 0).ok()?;
-                            key_value(&v, &def.columns[c].data_type)
-                        })
+                        .zip(fields)
+                        .map(|(&c, v)| key_value(&v, &def.columns[c].data_type, values))
                         .collect::<Option<Vec<Value>>>()
                 })
                 .collect::<Option<Vec<Vec<Value>>>>()?;
@@ -231,7 +252,7 @@ fn tuple_set(def: &TableDef, filter: &Expr) -> Option<TupleSet> {
                 split_and(d, &mut conjuncts);
                 let mut pinned: Vec<(usize, Value)> = Vec::with_capacity(conjuncts.len());
                 for c in conjuncts {
-                    let (column, condition) = column_condition(def, c)?;
+                    let (column, condition) = column_condition(def, c, values)?;
                     let point = match condition.points.as_deref() {
                         Some([v]) => v.clone(),
                         _ => return None,
@@ -309,10 +330,10 @@ fn extend(prefix: &[Value], bound: Option<Bound<Value>>) -> Bound<Vec<Value>> {
 }
 
 /// Each table column's condition from the filters.
-fn column_conditions(def: &TableDef, filters: &[Expr]) -> Vec<ColumnCondition> {
+fn column_conditions(def: &TableDef, filters: &[Expr], values: KeyValues) -> Vec<ColumnCondition> {
     let mut conditions = vec![ColumnCondition::default(); def.columns.len()];
     for f in filters {
-        let Some((column, found)) = column_condition(def, f) else {
+        let Some((column, found)) = column_condition(def, f, values) else {
             continue;
         };
         let c = &mut conditions[column];
@@ -334,14 +355,18 @@ fn column_conditions(def: &TableDef, filters: &[Expr]) -> Vec<ColumnCondition> {
 }
 
 /// The column one filter constrains, and how.
-fn column_condition(def: &TableDef, filter: &Expr) -> Option<(usize, ColumnCondition)> {
+fn column_condition(
+    def: &TableDef,
+    filter: &Expr,
+    values: KeyValues,
+) -> Option<(usize, ColumnCondition)> {
     match filter {
         Expr::BinaryExpr(BinaryExpr { left, op, right }) => {
-            let (column, value, op) = match (column_of(def, left), literal_of(right)) {
+            let (column, value, op) = match (column_of(def, left), value_of(right, values)) {
                 (Some(c), Some(v)) => (c, v, *op),
-                _ => (column_of(def, right)?, literal_of(left)?, op.swap()?),
+                _ => (column_of(def, right)?, value_of(left, values)?, op.swap()?),
             };
-            let v = key_value(value, &def.columns[column].data_type)?;
+            let v = key_value(&value, &def.columns[column].data_type, values)?;
             let mut condition = ColumnCondition::default();
             match op {
                 Operator::Eq => condition.points = Some(vec![v]),
@@ -362,7 +387,7 @@ fn column_condition(def: &TableDef, filter: &Expr) -> Option<(usize, ColumnCondi
             let t = &def.columns[column].data_type;
             let mut points = list
                 .iter()
-                .map(|e| key_value(literal_of(e)?, t))
+                .map(|e| key_value(&value_of(e, values)?, t, values))
                 .collect::<Option<Vec<Value>>>()?;
             points.sort_by(Value::total_cmp);
             points.dedup_by(|a, b| a.total_cmp(b) == Ordering::Equal);
@@ -382,8 +407,16 @@ fn column_condition(def: &TableDef, filter: &Expr) -> Option<(usize, ColumnCondi
             let t = &def.columns[column].data_type;
             let condition = ColumnCondition {
                 points: None,
-                lower: Some(Bound::Included(key_value(literal_of(low)?, t)?)),
-                upper: Some(Bound::Included(key_value(literal_of(high)?, t)?)),
+                lower: Some(Bound::Included(key_value(
+                    &value_of(low, values)?,
+                    t,
+                    values,
+                )?)),
+                upper: Some(Bound::Included(key_value(
+                    &value_of(high, values)?,
+                    t,
+                    values,
+                )?)),
             };
             Some((column, condition))
         }
@@ -437,19 +470,53 @@ fn is_integer(t: &ArrowType) -> bool {
     matches!(t, ArrowType::Int16 | ArrowType::Int32 | ArrowType::Int64)
 }
 
-fn literal_of(e: &Expr) -> Option<&ScalarValue> {
+/// The value an expression compares a column with: a literal, or a kept plan's parameter
+/// (under `Shape`, any placeholder, as a NULL standing for the value to come).
+fn value_of(e: &Expr, values: KeyValues) -> Option<ScalarValue> {
     match e {
-        Expr::Literal(v, _) => Some(v),
-        Expr::Cast(cast) => literal_of(&cast.expr),
+        Expr::Literal(v, _) => Some(v.clone()),
+        Expr::Cast(cast) => value_of(&cast.expr, values),
+        Expr::Placeholder(_) if values == KeyValues::Shape => Some(ScalarValue::Null),
+        Expr::ScalarFunction(f) => {
+            let bound = crate::kept_plan::param::bound_value(f)?;
+            Some(match values {
+                KeyValues::Bound => bound,
+                KeyValues::Shape => ScalarValue::Null,
+            })
+        }
         _ => None,
     }
 }
 
-/// A filter's literal as a key value of the column's type; None when it does not convert
+/// The values of a row value in a row-value IN list: a struct literal, or `struct(...)` of
+/// values.
+fn struct_fields(item: &Expr, values: KeyValues) -> Option<Vec<ScalarValue>> {
+    match item {
+        Expr::ScalarFunction(f) if f.func.name() == "struct" => {
+            f.args.iter().map(|a| value_of(a, values)).collect()
+        }
+        _ => {
+            let ScalarValue::Struct(fields) = value_of(item, values)? else {
+                return None;
+            };
+            if fields.len() != 1 {
+                return None;
+            }
+            fields
+                .columns()
+                .iter()
+                .map(|array| ScalarValue::try_from_array(array, 0).ok())
+                .collect()
+        }
+    }
+}
+
+/// A filter's value as a key value of the column's type; None when it does not convert
 /// exactly (a fraction against an integer column), and the filter is left to DataFusion.
-fn key_value(v: &ScalarValue, t: &DataType) -> Option<Value> {
+/// Under `Shape`, a NULL stands for a value to come and converts to a NULL key.
+fn key_value(v: &ScalarValue, t: &DataType, values: KeyValues) -> Option<Value> {
     if v.is_null() {
-        return None;
+        return (values == KeyValues::Shape).then_some(Value::Null);
     }
     let target = crate::types::arrow_type(t);
     let cast = v.cast_to(&target).ok()?;

@@ -23,7 +23,6 @@ pub mod functions;
 pub mod group_by_key;
 pub mod in_list;
 pub mod in_subquery;
-pub mod index_read_exec;
 pub mod information_schema;
 pub mod integer_gcd;
 pub mod join_using;
@@ -38,6 +37,7 @@ pub mod psql_describe;
 pub mod query_memory;
 pub mod query_runtime;
 pub mod rewrite;
+pub mod row_scan_exec;
 pub mod row_stream;
 pub mod scalar_rows;
 pub mod scalar_subquery;
@@ -95,6 +95,13 @@ pub fn new_session_state(scope: Arc<PlanScope>) -> SessionState {
         opts.sql_parser.map_string_types_to_utf8view = false;
         opts.sql_parser.default_null_ordering = "nulls_max".to_string();
         opts.execution.time_zone = Some("+00:00".to_string());
+        // A dynamic filter is state that one run of a plan leaves for the next, and kept plans
+        // (`kept_plan`) run again; scans of in-memory rows gain little from them.
+        // Each kind is its own setting (the umbrella one sets them only when set by name).
+        opts.optimizer.enable_dynamic_filter_pushdown = false;
+        opts.optimizer.enable_topk_dynamic_filter_pushdown = false;
+        opts.optimizer.enable_join_dynamic_filter_pushdown = false;
+        opts.optimizer.enable_aggregate_dynamic_filter_pushdown = false;
     }
     let mut state = SessionStateBuilder::new()
         .with_config(config)

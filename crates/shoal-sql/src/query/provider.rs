@@ -10,7 +10,6 @@ use async_trait::async_trait;
 use datafusion::arrow::array::{ArrayRef, UInt64Array};
 use datafusion::arrow::datatypes::{DataType as ArrowType, Field, Schema, SchemaRef};
 use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
-use datafusion::catalog::memory::MemorySourceConfig;
 use datafusion::catalog::Session;
 use datafusion::common::{Constraint, Constraints, Result as DfResult};
 use datafusion::datasource::{TableProvider, TableType};
@@ -24,7 +23,7 @@ use shoal_storage::table::{RowRef, RowTable};
 use shoal_storage::types::{DataType, Value};
 
 use crate::query::access_path::{self, IndexRead};
-use crate::query::index_read_exec::IndexReadExec;
+use crate::query::row_scan_exec::{Partitions, RowScanExec, ScanRequest};
 use crate::query::scope::PlanScope;
 
 use crate::types::{
@@ -80,24 +79,36 @@ pub fn scan_schema(def: &TableDef, capture: bool) -> SchemaRef {
 }
 
 pub struct RowTableProvider {
+    source: Arc<RowSource>,
+    /// The primary key, which lets DataFusion know the functional dependencies PostgreSQL
+    /// knows (`GROUP BY id` allows selecting the table's other columns).
+    constraints: Constraints,
+}
+
+/// What a scan of a row table reads from: kept by the plan's scan nodes, which read it again
+/// when a kept plan runs again (`row_scan_exec`).
+pub struct RowSource {
     pub def: Arc<TableDef>,
     pub table: Arc<RowTable>,
     /// Where the snapshot and the DML capture are read at scan time (not at planning time:
     /// a prepared statement's plan is reused by later statements with newer snapshots).
     pub scope: Arc<PlanScope>,
     /// The table's indexes that hold every row, for index reads (`access_path`).
-    indexes: Vec<IndexDef>,
+    pub indexes: Vec<IndexDef>,
     capture: bool,
-    schema: SchemaRef,
-    /// The primary key, which lets DataFusion know the functional dependencies PostgreSQL
-    /// knows (`GROUP BY id` allows selecting the table's other columns).
-    constraints: Constraints,
+    pub schema: SchemaRef,
 }
 
 // TableProvider requires Debug, but shoal_storage's RowTable does not implement it.
 impl std::fmt::Debug for RowTableProvider {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RowTableProvider")
+        self.source.fmt(f)
+    }
+}
+
+impl std::fmt::Debug for RowSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RowSource")
             .field("table", &self.def.name)
             .field("oid", &self.def.oid)
             .field("capture", &self.capture)
@@ -120,17 +131,22 @@ impl RowTableProvider {
             }
             None => Constraints::default(),
         };
-        RowTableProvider {
+        let source = RowSource {
             def,
             table,
             scope,
             indexes,
             capture,
             schema,
+        };
+        RowTableProvider {
+            source: Arc::new(source),
             constraints,
         }
     }
+}
 
+impl RowSource {
     fn capture_list(&self) -> Option<RowCapture> {
         if !self.capture {
             return None;
@@ -138,7 +154,7 @@ impl RowTableProvider {
         self.scope.capture_for(self.def.oid)
     }
 
-    fn collect_rows(
+    pub fn collect_rows(
         &self,
         read: Option<IndexRead>,
         projection: &[usize],
@@ -257,7 +273,7 @@ fn slice_bound(b: &Bound<Vec<Value>>) -> Bound<&[Value]> {
 #[async_trait]
 impl TableProvider for RowTableProvider {
     fn schema(&self) -> SchemaRef {
-        self.schema.clone()
+        self.source.schema.clone()
     }
 
     fn table_type(&self) -> TableType {
@@ -272,10 +288,11 @@ impl TableProvider for RowTableProvider {
         &self,
         filters: &[&Expr],
     ) -> DfResult<Vec<TableProviderFilterPushDown>> {
+        let source = &self.source;
         Ok(filters
             .iter()
             .map(
-                |f| match access_path::narrows(&self.def, &self.indexes, f) {
+                |f| match access_path::narrows(&source.def, &source.indexes, f) {
                     true => TableProviderFilterPushDown::Inexact,
                     false => TableProviderFilterPushDown::Unsupported,
                 },
@@ -290,47 +307,16 @@ impl TableProvider for RowTableProvider {
         filters: &[Expr],
         limit: Option<usize>,
     ) -> DfResult<Arc<dyn ExecutionPlan>> {
-        let all: Vec<usize> = (0..self.schema.fields().len()).collect();
-        let projection = projection.cloned().unwrap_or(all);
-        let read = access_path::choose(&self.def, &self.indexes, filters);
-        // What EXPLAIN shows of an index read.
-        let shown = read.as_ref().map(|r| {
-            let name = self
-                .indexes
-                .iter()
-                .find(|i| i.id == r.index)
-                .map_or_else(|| r.index.to_string(), |i| i.name.clone());
-            (name, r.ranges.len())
+        let all: Vec<usize> = (0..self.source.schema.fields().len()).collect();
+        let request = Arc::new(ScanRequest {
+            source: self.source.clone(),
+            projection: projection.cloned().unwrap_or(all),
+            filters: filters.to_vec(),
+            limit,
         });
-        // A limit is only safe to push when no filter is left for DataFusion to apply.
-        let limit = if filters.is_empty() { limit } else { None };
-        let batches = self.collect_rows(read, &projection, limit);
-        let rows_read = batches.iter().map(RecordBatch::num_rows).sum();
-        let schema = Arc::new(self.schema.project(&projection)?);
-        let partitions = split_partitions(batches, state.config().target_partitions());
-        let rows: Arc<dyn ExecutionPlan> =
-            MemorySourceConfig::try_new_exec(&partitions, schema, None)?;
-        Ok(match shown {
-            Some((index, ranges)) => Arc::new(IndexReadExec::new(
-                rows,
-                self.def.name.clone(),
-                index,
-                ranges,
-                rows_read,
-            )),
-            None => rows,
-        })
+        let partitions = Partitions::UpTo(state.config().target_partitions());
+        Ok(Arc::new(RowScanExec::read(request, partitions)?))
     }
-}
-
-/// Spreads batches round-robin over partitions so DataFusion can work on them in parallel.
-fn split_partitions(batches: Vec<RecordBatch>, partitions: usize) -> Vec<Vec<RecordBatch>> {
-    let n = partitions.clamp(1, batches.len().max(1));
-    let mut out = vec![Vec::new(); n];
-    for (i, b) in batches.into_iter().enumerate() {
-        out[i % n].push(b);
-    }
-    out
 }
 
 /// Reads rows of an Arrow batch back as storage values of the given types.

@@ -42,6 +42,9 @@ pub struct RowStream {
     /// Set when the stream failed, so the session fails the transaction block the statement
     /// belonged to (see `Session::settle_stream_failure`).
     failed: Arc<AtomicBool>,
+    /// What the query's plan needs alive while it runs: a kept plan whose parameter values
+    /// this execution owns (see `kept_plan`).
+    held: Option<Arc<dyn std::any::Any + Send + Sync>>,
 }
 
 impl RowStream {
@@ -69,7 +72,13 @@ impl RowStream {
             cancel: None,
             deadline: None,
             failed: Arc::new(AtomicBool::new(false)),
+            held: None,
         }
+    }
+
+    /// Keeps `value` alive as long as the stream.
+    pub fn hold(&mut self, value: Arc<dyn std::any::Any + Send + Sync>) {
+        self.held = Some(value);
     }
 
     /// Lets `cancel` and the statement's `deadline` stop the stream.

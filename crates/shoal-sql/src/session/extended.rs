@@ -1,6 +1,7 @@
 //! The extended query protocol's side of a session: Parse analyzes a statement once (and plans
 //! queries, so Describe can answer with parameter and result types), and Execute runs it with
-//! bound values, on the fast path or the cached plan when the catalog has not changed since.
+//! bound values, on the fast path or its kept plan (`kept_plan`) when the catalog and the
+//! settings have not changed since.
 
 use std::sync::Arc;
 
@@ -13,6 +14,8 @@ use super::{columns_of_schema, parse_sql, ResultColumn, Session, StatementResult
 use crate::error::{SqlError, SqlResult};
 use crate::fastpath::{self, FastPlan};
 use crate::interrupt::interruptible;
+use crate::kept_plan::{self, KeptPlan};
+use crate::query::row_stream::RowStream;
 use crate::types::pg_oid_for_arrow;
 use crate::{dml, params, query};
 
@@ -26,9 +29,37 @@ pub struct Prepared {
     pub param_oids: Vec<u32>,
     /// Result columns; None when the statement returns no rows.
     pub columns: Option<Vec<ResultColumn>>,
-    plan: parking_lot::Mutex<Option<(LogicalPlan, u64)>>,
+    plan: parking_lot::Mutex<Option<PlannedQuery>>,
     /// The fast-path plan and the catalog version it was resolved against.
     fast: parking_lot::Mutex<Option<(Arc<FastPlan>, u64)>>,
+}
+
+/// A prepared query's plans, and what they were made under.
+#[derive(Debug)]
+struct PlannedQuery {
+    logical: LogicalPlan,
+    catalog_version: u64,
+    settings_generation: u64,
+    kept: Kept,
+}
+
+#[derive(Debug)]
+enum Kept {
+    /// Not built yet: the first execution builds it.
+    Untried,
+    Plan(Arc<KeptPlan>),
+    /// The plan cannot be kept (see `kept_plan`): every execution plans it.
+    Never,
+}
+
+impl Prepared {
+    /// Whether the query's plan is kept now: for tests and diagnostics.
+    pub fn has_kept_plan(&self) -> bool {
+        matches!(
+            self.plan.lock().as_ref().map(|p| &p.kept),
+            Some(Kept::Plan(_))
+        )
+    }
 }
 
 impl Session {
@@ -123,7 +154,12 @@ impl Session {
                     }
                     prepared.columns = Some(columns_of_schema(&plan.schema().inner().clone()));
                     if !modifying {
-                        *prepared.plan.lock() = Some((plan, version));
+                        *prepared.plan.lock() = Some(PlannedQuery {
+                            logical: plan,
+                            catalog_version: version,
+                            settings_generation: self.settings.generation(),
+                            kept: Kept::Untried,
+                        });
                     }
                 }
             }
@@ -185,36 +221,128 @@ impl Session {
         }
         let is_query = matches!(stmt, Statement::Query(q) if q.locks.is_empty());
         if is_query && !matches!(self.txn, TxnState::Failed(_)) {
-            let version = self.engine.catalog.read().version;
-            let cached = prepared
-                .plan
-                .lock()
-                .as_ref()
-                .filter(|(_, v)| *v == version)
-                .map(|(p, _)| p.clone());
-            if let Some(plan) = cached {
-                let (mut txn, implicit) = self.statement_transaction();
-                let snapshot = self.engine.db.statement_snapshot(&mut txn);
-                *self.scope.snapshot.lock() = snapshot;
-                let params = if values.is_empty() {
-                    None
-                } else {
-                    Some(ParamValues::List(
-                        values.into_iter().map(Into::into).collect(),
-                    ))
-                };
-                let mut cancel = self.cancel.take();
-                let timeout_ms = self.settings.statement_timeout_ms();
-                // Boxed for the reason given in `execute_sql`.
-                let work = Box::pin(self.run_plan(plan, params));
-                let result = interruptible(timeout_ms, &mut cancel, work).await;
-                self.cancel = cancel;
-                return self.finish_statement(txn, implicit, result).await;
+            if let Some(r) = self.execute_planned_query(prepared, values.clone()).await {
+                return r;
             }
         }
         let mut stmt = stmt.clone();
         params::substitute(&mut stmt, &values)?;
         Box::pin(self.execute_statement(stmt)).await
+    }
+
+    /// Runs a prepared query on its kept plan, or on its logical plan; None when it has no plan
+    /// (it was not planned at Parse) and the caller runs it the ordinary way.
+    async fn execute_planned_query(
+        &mut self,
+        prepared: &Prepared,
+        values: Vec<ScalarValue>,
+    ) -> Option<SqlResult<StatementResult>> {
+        let version = self.engine.catalog.read().version;
+        let generation = self.settings.generation();
+        let stale = prepared
+            .plan
+            .lock()
+            .as_ref()
+            .map(|p| p.catalog_version != version || p.settings_generation != generation)?;
+        if stale {
+            // DDL or a setting (search_path ...) changed since: plan again.
+            let stmt = prepared.stmt.clone().expect("planned statements have one");
+            match self.plan_with_snapshot(stmt).await {
+                Ok(logical) => {
+                    *prepared.plan.lock() = Some(PlannedQuery {
+                        logical,
+                        catalog_version: version,
+                        settings_generation: generation,
+                        kept: Kept::Untried,
+                    })
+                }
+                Err(e) => {
+                    self.fail_block();
+                    return Some(Err(e));
+                }
+            }
+        }
+        let (mut txn, implicit) = self.statement_transaction();
+        let snapshot = self.engine.db.statement_snapshot(&mut txn);
+        *self.scope.snapshot.lock() = snapshot;
+        let mut cancel = self.cancel.take();
+        let timeout_ms = self.settings.statement_timeout_ms();
+        // Boxed for the reason given in `execute_sql`.
+        let work = Box::pin(self.run_prepared_query(prepared, values));
+        let result = interruptible(timeout_ms, &mut cancel, work).await;
+        self.cancel = cancel;
+        Some(self.finish_statement(txn, implicit, result).await)
+    }
+
+    /// The rows of a prepared query, from its kept plan when it has one free to run.
+    async fn run_prepared_query(
+        &self,
+        prepared: &Prepared,
+        values: Vec<ScalarValue>,
+    ) -> SqlResult<StatementResult> {
+        let (logical, kept) = {
+            let planned = prepared.plan.lock();
+            let planned = planned.as_ref().expect("planned before");
+            let kept = match &planned.kept {
+                Kept::Plan(k) => Some(Some(k.clone())),
+                Kept::Untried => Some(None),
+                Kept::Never => None,
+            };
+            (planned.logical.clone(), kept)
+        };
+        let columns = columns_of_schema(logical.schema().inner());
+        let physical = match kept {
+            // Its last execution's rows may still be read (a suspended portal): that
+            // execution owns the plan's parameter values, so this one plans anew.
+            Some(Some(k)) if Arc::strong_count(&k) == 2 => {
+                match kept_plan::convert_values(k.param_types(), &values) {
+                    Some(converted) => Some((k.instantiate(converted)?, Some(k))),
+                    None => None,
+                }
+            }
+            Some(Some(_)) => None,
+            Some(None) => match KeptPlan::keepable(&logical, &prepared.param_types) {
+                Some(types) => match kept_plan::convert_values(&types, &values) {
+                    Some(converted) => {
+                        let built =
+                            KeptPlan::build(&self.state, &logical, types, converted).await?;
+                        if let Some(p) = prepared.plan.lock().as_mut() {
+                            p.kept = match &built.kept {
+                                Some(k) => Kept::Plan(k.clone()),
+                                None => Kept::Never,
+                            };
+                        }
+                        Some((built.physical, built.kept))
+                    }
+                    None => None,
+                },
+                None => {
+                    if let Some(p) = prepared.plan.lock().as_mut() {
+                        p.kept = Kept::Never;
+                    }
+                    None
+                }
+            },
+            None => None,
+        };
+        match physical {
+            Some((physical, lease)) => {
+                let mut rows = RowStream::start(physical, self.state.task_ctx());
+                if let Some(k) = lease {
+                    rows.hold(k);
+                }
+                Ok(StatementResult::RowStream {
+                    columns,
+                    rows,
+                    tag: "SELECT",
+                })
+            }
+            None => {
+                let params = (!values.is_empty())
+                    .then(|| ParamValues::List(values.into_iter().map(Into::into).collect()));
+                self.run_plan(logical, params).await
+            }
+        }
     }
 
     /// The prepared statement's fast plan, re-resolved if the catalog changed since.

@@ -1,0 +1,261 @@
+//! Kept plans: a prepared query planned once, by DataFusion, and run again for each execution
+//! without parsing, analysis, optimization or physical planning.
+//!
+//! DataFusion binds parameters by rewriting the logical plan into one with literals, which then
+//! has to be optimized and planned physically again: for a small OLTP query that is most of its
+//! cost. A kept plan is optimized once with its placeholders in it, then each placeholder
+//! becomes a call of `param::ParamUdf`, which reads the value bound for the execution under
+//! way, and the physical plan is made once. Each execution binds its values, takes fresh
+//! copies of the plan's nodes (operators such as hash joins and repartitions keep state from
+//! one run) and re-reads every row-table scan (`RowScanExec::reread`) under the execution's
+//! snapshot, choosing the scan's index ranges from the new values.
+//!
+//! A plan is kept only when running it again is the same as planning it again:
+//! - no Stable function (now(), current_setting(), the session's time zone conversions ...):
+//!   the optimizer folds those into constants of the moment it ran;
+//! - every placeholder has a type (from the plan, else as Parse described it: `$1::int` leaves
+//!   the placeholder untyped in DataFusion's plan), and each execution's values convert to
+//!   those types exactly
+//!   (a client may declare int8 for a parameter compared with an int4 column);
+//! - every scan is a row-table scan (column tables and system catalogs take their rows when
+//!   the plan is made, and the plan would keep them).
+//!
+//! The session keeps a plan with the catalog version and the settings generation it was made
+//! under, and plans again when either changed (DDL, `SET search_path`, ...).
+
+pub mod param;
+#[cfg(test)]
+mod tests;
+
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::DataType as ArrowType;
+use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
+use datafusion::common::{Result as DfResult, ScalarValue};
+use datafusion::execution::SessionState;
+use datafusion::logical_expr::{Expr, LogicalPlan, Volatility};
+use datafusion::physical_expr::expressions::DynamicFilterPhysicalExpr;
+use datafusion::physical_plan::empty::EmptyExec;
+use datafusion::physical_plan::placeholder_row::PlaceholderRowExec;
+use datafusion::physical_plan::{ChildrenPropertiesMode, ExecutionPlan, ReplaceChildrenOptions};
+
+use crate::error::SqlResult;
+use crate::query::pg_errors;
+use crate::query::row_scan_exec::RowScanExec;
+use param::{ParamSlot, ParamUdf};
+
+/// A query's physical plan, kept for the executions after the first.
+#[derive(Debug)]
+pub struct KeptPlan {
+    physical: Arc<dyn ExecutionPlan>,
+    params: Arc<ParamSlot>,
+    param_types: Vec<ArrowType>,
+}
+
+/// What `KeptPlan::build` made of a logical plan.
+pub struct Built {
+    /// The physical plan, ready to run with the values it was built with.
+    pub physical: Arc<dyn ExecutionPlan>,
+    /// The same plan kept for later executions, unless it cannot be kept.
+    pub kept: Option<Arc<KeptPlan>>,
+}
+
+impl KeptPlan {
+    /// The parameter types of `logical` (analyzed, with placeholders) when it can be kept,
+    /// None when it cannot (see the module). `described` are the types Parse described, for
+    /// placeholders the plan leaves untyped.
+    pub fn keepable(logical: &LogicalPlan, described: &[ArrowType]) -> Option<Vec<ArrowType>> {
+        keepable(logical, described)
+    }
+
+    /// Plans `logical` physically, with `values` (converted by `convert_values`) bound.
+    pub async fn build(
+        state: &SessionState,
+        logical: &LogicalPlan,
+        param_types: Vec<ArrowType>,
+        values: Vec<ScalarValue>,
+    ) -> SqlResult<Built> {
+        let params = Arc::new(ParamSlot::default());
+        params.set(values);
+        let optimized = state
+            .optimize(logical)
+            .map_err(pg_errors::from_datafusion)?;
+        let bound = bind_placeholders(optimized, &param_types, &params)
+            .map_err(pg_errors::from_datafusion)?;
+        let physical = state
+            .query_planner()
+            .create_physical_plan(&bound, state)
+            .await
+            .map_err(pg_errors::from_datafusion)?;
+        let kept = reusable(&physical).then(|| {
+            Arc::new(KeptPlan {
+                physical: physical.clone(),
+                params,
+                param_types,
+            })
+        });
+        Ok(Built { physical, kept })
+    }
+
+    pub fn param_types(&self) -> &[ArrowType] {
+        &self.param_types
+    }
+
+    /// The plan to run for one execution with `values` (converted by `convert_values`) bound,
+    /// its scans read under the scope's snapshot. The caller holds the `Arc` of this plan
+    /// until the execution's rows are all made, and runs it only when no other execution
+    /// holds one (the values are the plan's).
+    pub fn instantiate(&self, values: Vec<ScalarValue>) -> SqlResult<Arc<dyn ExecutionPlan>> {
+        self.params.set(values);
+        fresh_copy(&self.physical).map_err(pg_errors::from_datafusion)
+    }
+}
+
+/// The placeholder types of a plan that can be kept, None when it cannot (see the module).
+fn keepable(plan: &LogicalPlan, described: &[ArrowType]) -> Option<Vec<ArrowType>> {
+    let mut types: Vec<Option<ArrowType>> = vec![None; described.len()];
+    let mut ok = true;
+    let _ = plan.apply_with_subqueries(|node| {
+        if matches!(
+            node,
+            LogicalPlan::Explain(_)
+                | LogicalPlan::Analyze(_)
+                | LogicalPlan::Dml(_)
+                | LogicalPlan::Ddl(_)
+                | LogicalPlan::Copy(_)
+                | LogicalPlan::Statement(_)
+                | LogicalPlan::Extension(_)
+                | LogicalPlan::RecursiveQuery(_)
+        ) {
+            ok = false;
+        }
+        node.apply_expressions(|e| {
+            e.apply(|e| {
+                match e {
+                    // set_config() hands its settings to the statement's end, which the
+                    // session applies only for plans it runs the ordinary way.
+                    Expr::ScalarFunction(f) => {
+                        ok &= f.func.signature().volatility != Volatility::Stable
+                            && f.name() != "set_config";
+                    }
+                    Expr::AggregateFunction(f) => {
+                        ok &= f.func.signature().volatility != Volatility::Stable;
+                    }
+                    Expr::ScalarVariable(..) => ok = false,
+                    Expr::Placeholder(p) => {
+                        let index = crate::params::placeholder_index(&p.id);
+                        match index.and_then(|i| Some((types.get_mut(i)?, &described[i]))) {
+                            Some((slot, described)) => {
+                                let t = p.field.as_ref().map_or(described, |f| f.data_type());
+                                match slot {
+                                    Some(seen) if seen != t => ok = false,
+                                    _ => *slot = Some(t.clone()),
+                                }
+                            }
+                            None => ok = false,
+                        }
+                    }
+                    _ => {}
+                }
+                Ok(if ok {
+                    TreeNodeRecursion::Continue
+                } else {
+                    TreeNodeRecursion::Stop
+                })
+            })
+        })
+    });
+    if !ok {
+        return None;
+    }
+    types.into_iter().collect()
+}
+
+/// Each value as the type its placeholder was planned with; None when one does not convert
+/// exactly (5000000000 bound where an int4 was planned), and the execution is planned with
+/// its values instead.
+pub fn convert_values(types: &[ArrowType], values: &[ScalarValue]) -> Option<Vec<ScalarValue>> {
+    if types.len() != values.len() {
+        return None;
+    }
+    types
+        .iter()
+        .zip(values)
+        .map(|(t, v)| {
+            if &v.data_type() == t {
+                return Some(v.clone());
+            }
+            if v.is_null() {
+                return ScalarValue::try_from(t).ok();
+            }
+            let converted = v.cast_to(t).ok()?;
+            (converted.cast_to(&v.data_type()).ok()? == *v).then_some(converted)
+        })
+        .collect()
+}
+
+/// The plan with each placeholder replaced by a call reading its value from `params`.
+fn bind_placeholders(
+    plan: LogicalPlan,
+    types: &[ArrowType],
+    params: &Arc<ParamSlot>,
+) -> DfResult<LogicalPlan> {
+    plan.transform_up_with_subqueries(|node| {
+        node.map_expressions(|e| {
+            e.transform_up(|e| match e {
+                Expr::Placeholder(p) => {
+                    let index = crate::params::placeholder_index(&p.id)
+                        .expect("keepable plans have numbered placeholders");
+                    let call = ParamUdf::call(&p.id, index, types[index].clone(), params.clone());
+                    Ok(Transformed::yes(call))
+                }
+                other => Ok(Transformed::no(other)),
+            })
+        })
+    })
+    .map(|t| t.data)
+}
+
+/// Whether the physical plan can run again: every leaf makes its rows when it runs (or makes
+/// none), and no node holds a dynamic filter, which one run would leave set for the next (they
+/// are turned off in Shoal's session config; this guards that).
+fn reusable(plan: &Arc<dyn ExecutionPlan>) -> bool {
+    let mut dynamic = false;
+    let _ = plan.apply_expressions(&mut |e| {
+        e.apply(|x| {
+            dynamic |= x.downcast_ref::<DynamicFilterPhysicalExpr>().is_some();
+            Ok(TreeNodeRecursion::Continue)
+        })
+    });
+    if dynamic {
+        return false;
+    }
+    let children = plan.children();
+    if children.is_empty() {
+        return plan.downcast_ref::<RowScanExec>().is_some()
+            || plan.downcast_ref::<EmptyExec>().is_some()
+            || plan.downcast_ref::<PlaceholderRowExec>().is_some();
+    }
+    children.into_iter().all(reusable)
+}
+
+/// A copy of the plan for one execution: scans read again, every other node with its run
+/// state reset. The nodes' properties stay as planned: a re-read scan keeps its partitioning.
+fn fresh_copy(plan: &Arc<dyn ExecutionPlan>) -> DfResult<Arc<dyn ExecutionPlan>> {
+    if let Some(scan) = plan.downcast_ref::<RowScanExec>() {
+        return Ok(Arc::new(scan.reread()?));
+    }
+    let children = plan
+        .children()
+        .into_iter()
+        .map(fresh_copy)
+        .collect::<DfResult<Vec<_>>>()?;
+    let node = match children.is_empty() {
+        true => plan.clone(),
+        false => plan.clone().replace_children(
+            children,
+            ReplaceChildrenOptions::new(ChildrenPropertiesMode::Keep),
+        )?,
+    };
+    node.reset_state()
+}

@@ -1,0 +1,239 @@
+//! Kept plans give the answers planning afresh gives: new parameter values (other index
+//! ranges), rows written since, DDL and settings that change what the statement means, and
+//! two executions whose rows are read at the same time.
+
+use datafusion::common::ScalarValue;
+
+use crate::session::{Prepared, Session, StatementResult};
+
+/// Runs `test` on a thread with the stack the server's workers have (DataFusion's planning
+/// recurses deeply in debug builds).
+fn on_big_stack(test: fn()) {
+    std::thread::Builder::new()
+        .stack_size(64 << 20)
+        .spawn(test)
+        .unwrap()
+        .join()
+        .unwrap();
+}
+
+fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(f)
+}
+
+async fn run(s: &mut Session, sql: &str) {
+    for r in s.execute_sql(sql).await {
+        r.unwrap_or_else(|e| panic!("{sql}: {e:?}"));
+    }
+}
+
+/// The result's rows, each column as text.
+async fn rows_of(result: StatementResult) -> Vec<Vec<String>> {
+    let batches = match result {
+        StatementResult::Rows { batches, .. } => batches,
+        StatementResult::RowStream { rows, .. } => rows.collect().await.unwrap(),
+        other => panic!("not rows: {other:?}"),
+    };
+    let mut out = Vec::new();
+    for b in &batches {
+        for r in 0..b.num_rows() {
+            out.push(
+                b.columns()
+                    .iter()
+                    .map(|c| ScalarValue::try_from_array(c, r).unwrap().to_string())
+                    .collect(),
+            );
+        }
+    }
+    out
+}
+
+/// Runs `p` with `values` as the client would send them: bound as the parameter types Parse
+/// described.
+async fn execute(s: &mut Session, p: &Prepared, values: &[i64]) -> Vec<Vec<String>> {
+    rows_of(s.execute_prepared(p, bound(p, values)).await.unwrap()).await
+}
+
+fn bound(p: &Prepared, values: &[i64]) -> Vec<ScalarValue> {
+    values
+        .iter()
+        .zip(&p.param_types)
+        .map(|(v, t)| ScalarValue::Int64(Some(*v)).cast_to(t).unwrap())
+        .collect()
+}
+
+fn texts(rows: &[&[&str]]) -> Vec<Vec<String>> {
+    rows.iter()
+        .map(|r| r.iter().map(|v| v.to_string()).collect())
+        .collect()
+}
+
+#[test]
+fn a_kept_plan_reads_new_ranges_and_new_rows() {
+    on_big_stack(|| {
+        block_on(async {
+            let mut s = Session::new(crate::Engine::new());
+            run(
+                &mut s,
+                "CREATE TABLE kp (id int PRIMARY KEY, k int, c text)",
+            )
+            .await;
+            run(
+                &mut s,
+                "INSERT INTO kp SELECT g, g % 3, 'c' || g FROM generate_series(1, 50) g",
+            )
+            .await;
+            // Parameters declared int8, as sysbench declares them for an int4 column.
+            let p = s
+                .prepare(
+                    "SELECT c FROM kp WHERE id BETWEEN $1 AND $2 ORDER BY c",
+                    &[20, 20],
+                )
+                .await
+                .unwrap();
+            assert_eq!(
+                execute(&mut s, &p, &[1, 3]).await,
+                texts(&[&["c1"], &["c2"], &["c3"]])
+            );
+            assert!(p.has_kept_plan());
+            assert_eq!(
+                execute(&mut s, &p, &[9, 11]).await,
+                texts(&[&["c10"], &["c11"], &["c9"]])
+            );
+            run(&mut s, "INSERT INTO kp VALUES (51, 0, 'new')").await;
+            assert_eq!(
+                execute(&mut s, &p, &[50, 60]).await,
+                texts(&[&["c50"], &["new"]])
+            );
+            // A value no int4 holds runs planned with its value, and matches nothing.
+            assert_eq!(
+                execute(&mut s, &p, &[5_000_000_000, 6_000_000_000]).await,
+                texts(&[])
+            );
+            assert_eq!(execute(&mut s, &p, &[2, 2]).await, texts(&[&["c2"]]));
+            assert!(p.has_kept_plan());
+        })
+    });
+}
+
+#[test]
+fn a_kept_join_resets_its_state_between_runs() {
+    on_big_stack(|| {
+        block_on(async {
+            let mut s = Session::new(crate::Engine::new());
+            run(&mut s, "CREATE TABLE kj (id int PRIMARY KEY, k int)").await;
+            run(
+                &mut s,
+                "INSERT INTO kj SELECT g, g % 10 FROM generate_series(1, 100) g",
+            )
+            .await;
+            let p = s
+                .prepare(
+                    "SELECT a.id, b.id FROM kj a JOIN kj b ON a.k = b.k \
+                     WHERE a.id = $1 AND b.id < $2 ORDER BY 2",
+                    &[],
+                )
+                .await
+                .unwrap();
+            assert_eq!(
+                execute(&mut s, &p, &[3, 30]).await,
+                texts(&[&["3", "3"], &["3", "13"], &["3", "23"]])
+            );
+            assert!(p.has_kept_plan());
+            assert_eq!(
+                execute(&mut s, &p, &[4, 30]).await,
+                texts(&[&["4", "4"], &["4", "14"], &["4", "24"]])
+            );
+            let sum = s
+                .prepare(
+                    "SELECT count(*), sum(b.id) FROM kj a JOIN kj b ON a.k = b.k WHERE a.id = $1",
+                    &[],
+                )
+                .await
+                .unwrap();
+            assert_eq!(execute(&mut s, &sum, &[1]).await, texts(&[&["10", "460"]]));
+            assert_eq!(execute(&mut s, &sum, &[2]).await, texts(&[&["10", "470"]]));
+        })
+    });
+}
+
+#[test]
+fn ddl_and_settings_plan_again() {
+    on_big_stack(|| {
+        block_on(async {
+            let mut s = Session::new(crate::Engine::new());
+            run(&mut s, "CREATE TABLE kd (id int PRIMARY KEY, k int)").await;
+            run(
+                &mut s,
+                "INSERT INTO kd SELECT g, g % 5 FROM generate_series(1, 20) g",
+            )
+            .await;
+            let p = s
+                .prepare("SELECT id FROM kd WHERE k = $1 ORDER BY id", &[])
+                .await
+                .unwrap();
+            let k2 = texts(&[&["2"], &["7"], &["12"], &["17"]]);
+            assert_eq!(execute(&mut s, &p, &[2]).await, k2);
+            assert!(p.has_kept_plan());
+            run(&mut s, "CREATE INDEX kd_k ON kd (k)").await;
+            assert_eq!(execute(&mut s, &p, &[2]).await, k2);
+            run(&mut s, "DROP INDEX kd_k").await;
+            assert_eq!(execute(&mut s, &p, &[2]).await, k2);
+            // Another table of the same name earlier on the search_path.
+            run(&mut s, "CREATE SCHEMA other").await;
+            run(&mut s, "CREATE TABLE other.kd (id int PRIMARY KEY, k int)").await;
+            run(&mut s, "INSERT INTO other.kd VALUES (100, 2)").await;
+            run(&mut s, "SET search_path = other, public").await;
+            assert_eq!(execute(&mut s, &p, &[2]).await, texts(&[&["100"]]));
+            run(&mut s, "RESET search_path").await;
+            assert_eq!(execute(&mut s, &p, &[2]).await, k2);
+            assert!(p.has_kept_plan());
+        })
+    });
+}
+
+#[test]
+fn stable_functions_are_not_kept() {
+    on_big_stack(|| {
+        block_on(async {
+            let mut s = Session::new(crate::Engine::new());
+            let p = s
+                .prepare("SELECT $1::int8 + 1, now() = now()", &[])
+                .await
+                .unwrap();
+            assert_eq!(execute(&mut s, &p, &[1]).await, texts(&[&["2", "true"]]));
+            assert_eq!(execute(&mut s, &p, &[2]).await, texts(&[&["3", "true"]]));
+            assert!(!p.has_kept_plan());
+        })
+    });
+}
+
+#[test]
+fn two_executions_read_at_once_keep_their_own_values() {
+    on_big_stack(|| {
+        block_on(async {
+            let mut s = Session::new(crate::Engine::new());
+            run(&mut s, "CREATE TABLE kc (id int PRIMARY KEY, v int)").await;
+            run(
+                &mut s,
+                "INSERT INTO kc SELECT g, g * 10 FROM generate_series(1, 10) g",
+            )
+            .await;
+            let p = s
+                .prepare("SELECT v + $2::int FROM kc WHERE id BETWEEN $1 AND $1", &[])
+                .await
+                .unwrap();
+            assert_eq!(execute(&mut s, &p, &[1, 0]).await, texts(&[&["10"]]));
+            assert!(p.has_kept_plan());
+            // The first result is still unread (a suspended portal) when the second runs.
+            let first = s.execute_prepared(&p, bound(&p, &[2, 1])).await.unwrap();
+            let second = s.execute_prepared(&p, bound(&p, &[3, 2])).await.unwrap();
+            assert_eq!(rows_of(second).await, texts(&[&["32"]]));
+            assert_eq!(rows_of(first).await, texts(&[&["21"]]));
+        })
+    });
+}
