@@ -22,6 +22,11 @@
 //!
 //! The session keeps a plan with the catalog version and the settings generation it was made
 //! under, and plans again when either changed (DDL, `SET search_path`, ...).
+//!
+//! A plan whose scans read few rows when it was built (`SMALL_PLAN_ROWS`: the OLTP statement
+//! that reads a key or a short range) is planned for one partition, and runs on the
+//! connection's thread: splitting a hundred rows over partitions, and handing them to the
+//! query runtime's threads and back, costs more than the work itself.
 
 pub mod param;
 #[cfg(test)]
@@ -44,18 +49,24 @@ use crate::query::pg_errors;
 use crate::query::row_scan_exec::RowScanExec;
 use param::{ParamSlot, ParamUdf};
 
+/// Rows a plan's scans may read, when it is built, for it to be planned as a small one.
+pub const SMALL_PLAN_ROWS: usize = crate::query::BATCH_SIZE_ROWS;
+
 /// A query's physical plan, kept for the executions after the first.
 #[derive(Debug)]
 pub struct KeptPlan {
     physical: Arc<dyn ExecutionPlan>,
     params: Arc<ParamSlot>,
     param_types: Vec<ArrowType>,
+    small: bool,
 }
 
 /// What `KeptPlan::build` made of a logical plan.
 pub struct Built {
     /// The physical plan, ready to run with the values it was built with.
     pub physical: Arc<dyn ExecutionPlan>,
+    /// Whether it is a small plan (see the module), which runs on the caller's thread.
+    pub small: bool,
     /// The same plan kept for later executions, unless it cannot be kept.
     pub kept: Option<Arc<KeptPlan>>,
 }
@@ -82,23 +93,39 @@ impl KeptPlan {
             .map_err(pg_errors::from_datafusion)?;
         let bound = bind_placeholders(optimized, &param_types, &params)
             .map_err(pg_errors::from_datafusion)?;
-        let physical = state
-            .query_planner()
-            .create_physical_plan(&bound, state)
-            .await
-            .map_err(pg_errors::from_datafusion)?;
+        let mut physical = plan_physical(state, &bound).await?;
+        let small = rows_read(&physical) <= SMALL_PLAN_ROWS;
+        if small && state.config().target_partitions() > 1 {
+            let mut single = state.clone();
+            single
+                .config_mut()
+                .options_mut()
+                .execution
+                .target_partitions = 1;
+            physical = plan_physical(&single, &bound).await?;
+        }
         let kept = reusable(&physical).then(|| {
             Arc::new(KeptPlan {
                 physical: physical.clone(),
                 params,
                 param_types,
+                small,
             })
         });
-        Ok(Built { physical, kept })
+        Ok(Built {
+            physical,
+            small,
+            kept,
+        })
     }
 
     pub fn param_types(&self) -> &[ArrowType] {
         &self.param_types
+    }
+
+    /// Whether it is a small plan (see the module), which runs on the caller's thread.
+    pub fn is_small(&self) -> bool {
+        self.small
     }
 
     /// The plan to run for one execution with `values` (converted by `convert_values`) bound,
@@ -108,6 +135,25 @@ impl KeptPlan {
     pub fn instantiate(&self, values: Vec<ScalarValue>) -> SqlResult<Arc<dyn ExecutionPlan>> {
         self.params.set(values);
         fresh_copy(&self.physical).map_err(pg_errors::from_datafusion)
+    }
+}
+
+async fn plan_physical(
+    state: &SessionState,
+    plan: &LogicalPlan,
+) -> SqlResult<Arc<dyn ExecutionPlan>> {
+    state
+        .query_planner()
+        .create_physical_plan(plan, state)
+        .await
+        .map_err(pg_errors::from_datafusion)
+}
+
+/// The rows the plan's row-table scans read.
+fn rows_read(plan: &Arc<dyn ExecutionPlan>) -> usize {
+    match plan.downcast_ref::<RowScanExec>() {
+        Some(scan) => scan.rows_read(),
+        None => plan.children().into_iter().map(rows_read).sum(),
     }
 }
 

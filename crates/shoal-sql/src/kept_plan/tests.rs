@@ -218,22 +218,29 @@ fn two_executions_read_at_once_keep_their_own_values() {
         block_on(async {
             let mut s = Session::new(crate::Engine::new());
             run(&mut s, "CREATE TABLE kc (id int PRIMARY KEY, v int)").await;
+            // More rows than a small plan reads: its rows are streamed from the query runtime.
+            let rows = super::SMALL_PLAN_ROWS + 10;
             run(
                 &mut s,
-                "INSERT INTO kc SELECT g, g * 10 FROM generate_series(1, 10) g",
+                &format!("INSERT INTO kc SELECT g, g * 10 FROM generate_series(1, {rows}) g"),
             )
             .await;
             let p = s
-                .prepare("SELECT v + $2::int FROM kc WHERE id BETWEEN $1 AND $1", &[])
+                .prepare("SELECT max(v) + $1::int FROM kc WHERE v > $2", &[])
                 .await
                 .unwrap();
-            assert_eq!(execute(&mut s, &p, &[1, 0]).await, texts(&[&["10"]]));
+            let max = rows as i64 * 10;
+            assert_eq!(
+                execute(&mut s, &p, &[0, 0]).await,
+                texts(&[&[&max.to_string()]])
+            );
             assert!(p.has_kept_plan());
             // The first result is still unread (a suspended portal) when the second runs.
-            let first = s.execute_prepared(&p, bound(&p, &[2, 1])).await.unwrap();
-            let second = s.execute_prepared(&p, bound(&p, &[3, 2])).await.unwrap();
-            assert_eq!(rows_of(second).await, texts(&[&["32"]]));
-            assert_eq!(rows_of(first).await, texts(&[&["21"]]));
+            let first = s.execute_prepared(&p, bound(&p, &[1, 0])).await.unwrap();
+            let second = s.execute_prepared(&p, bound(&p, &[2, 5])).await.unwrap();
+            assert_eq!(rows_of(second).await, texts(&[&[&(max + 2).to_string()]]));
+            assert_eq!(rows_of(first).await, texts(&[&[&(max + 1).to_string()]]));
+            assert!(p.has_kept_plan());
         })
     });
 }

@@ -196,6 +196,29 @@ pub async fn execute_plan(
     batches.map_err(pg_errors::from_datafusion)
 }
 
+/// Runs a small physical plan (one whose scans read a few rows: see `kept_plan`) to the end on
+/// the caller's thread, without the query runtime's hand-offs. A panic fails the statement.
+pub async fn run_small_plan(
+    state: &SessionState,
+    plan: std::sync::Arc<dyn datafusion::physical_plan::ExecutionPlan>,
+) -> SqlResult<Vec<RecordBatch>> {
+    use futures::FutureExt;
+    let run = datafusion::physical_plan::collect(plan, state.task_ctx());
+    match std::panic::AssertUnwindSafe(run).catch_unwind().await {
+        Ok(batches) => batches.map_err(pg_errors::from_datafusion),
+        Err(panic) => {
+            let message = panic
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| panic.downcast_ref::<&str>().copied())
+                .unwrap_or("unknown panic");
+            Err(crate::error::SqlError::internal(format!(
+                "query failed: {message}"
+            )))
+        }
+    }
+}
+
 /// Plans `plan` physically, which takes the scans' rows under the statement's snapshot, and
 /// starts it: the rows follow as the client reads them (see `row_stream`).
 pub async fn stream_plan(

@@ -83,6 +83,10 @@ impl RowScanExec {
         })
     }
 
+    pub fn rows_read(&self) -> usize {
+        self.rows_read
+    }
+
     /// The same scan read again, under the scope's current snapshot and with the current
     /// values of the plan's parameters.
     pub fn reread(&self) -> DfResult<RowScanExec> {

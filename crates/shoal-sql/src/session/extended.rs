@@ -296,7 +296,7 @@ impl Session {
             // execution owns the plan's parameter values, so this one plans anew.
             Some(Some(k)) if Arc::strong_count(&k) == 2 => {
                 match kept_plan::convert_values(k.param_types(), &values) {
-                    Some(converted) => Some((k.instantiate(converted)?, Some(k))),
+                    Some(converted) => Some((k.instantiate(converted)?, k.is_small(), Some(k))),
                     None => None,
                 }
             }
@@ -312,7 +312,7 @@ impl Session {
                                 None => Kept::Never,
                             };
                         }
-                        Some((built.physical, built.kept))
+                        Some((built.physical, built.small, built.kept))
                     }
                     None => None,
                 },
@@ -326,7 +326,13 @@ impl Session {
             None => None,
         };
         match physical {
-            Some((physical, lease)) => {
+            // The plan ends here, so the kept plan's parameter values are free again after it.
+            Some((physical, true, _)) => Ok(StatementResult::Rows {
+                columns,
+                batches: query::run_small_plan(&self.state, physical).await?,
+                tag: "SELECT",
+            }),
+            Some((physical, false, lease)) => {
                 let mut rows = RowStream::start(physical, self.state.task_ctx());
                 if let Some(k) = lease {
                     rows.hold(k);
