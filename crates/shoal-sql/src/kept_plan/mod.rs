@@ -37,7 +37,7 @@ use std::sync::Arc;
 use datafusion::arrow::datatypes::DataType as ArrowType;
 use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::common::{Result as DfResult, ScalarValue};
-use datafusion::execution::SessionState;
+use datafusion::execution::{SessionState, TaskContext};
 use datafusion::logical_expr::{Expr, LogicalPlan, Volatility};
 use datafusion::physical_expr::expressions::DynamicFilterPhysicalExpr;
 use datafusion::physical_plan::empty::EmptyExec;
@@ -59,6 +59,9 @@ pub struct KeptPlan {
     params: Arc<ParamSlot>,
     param_types: Vec<ArrowType>,
     small: bool,
+    /// The session's functions and config, as the plan was made with: made once, as building
+    /// one copies the session's function registries.
+    task_ctx: Arc<TaskContext>,
 }
 
 /// What `KeptPlan::build` made of a logical plan.
@@ -67,6 +70,7 @@ pub struct Built {
     pub physical: Arc<dyn ExecutionPlan>,
     /// Whether it is a small plan (see the module), which runs on the caller's thread.
     pub small: bool,
+    pub task_ctx: Arc<TaskContext>,
     /// The same plan kept for later executions, unless it cannot be kept.
     pub kept: Option<Arc<KeptPlan>>,
 }
@@ -104,17 +108,20 @@ impl KeptPlan {
                 .target_partitions = 1;
             physical = plan_physical(&single, &bound).await?;
         }
+        let task_ctx = state.task_ctx();
         let kept = reusable(&physical).then(|| {
             Arc::new(KeptPlan {
                 physical: physical.clone(),
                 params,
                 param_types,
                 small,
+                task_ctx: task_ctx.clone(),
             })
         });
         Ok(Built {
             physical,
             small,
+            task_ctx,
             kept,
         })
     }
@@ -126,6 +133,10 @@ impl KeptPlan {
     /// Whether it is a small plan (see the module), which runs on the caller's thread.
     pub fn is_small(&self) -> bool {
         self.small
+    }
+
+    pub fn task_ctx(&self) -> Arc<TaskContext> {
+        self.task_ctx.clone()
     }
 
     /// The plan to run for one execution with `values` (converted by `convert_values`) bound,

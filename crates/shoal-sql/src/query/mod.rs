@@ -199,11 +199,11 @@ pub async fn execute_plan(
 /// Runs a small physical plan (one whose scans read a few rows: see `kept_plan`) to the end on
 /// the caller's thread, without the query runtime's hand-offs. A panic fails the statement.
 pub async fn run_small_plan(
-    state: &SessionState,
-    plan: std::sync::Arc<dyn datafusion::physical_plan::ExecutionPlan>,
+    plan: Arc<dyn datafusion::physical_plan::ExecutionPlan>,
+    task_ctx: Arc<datafusion::execution::TaskContext>,
 ) -> SqlResult<Vec<RecordBatch>> {
     use futures::FutureExt;
-    let run = datafusion::physical_plan::collect(plan, state.task_ctx());
+    let run = datafusion::physical_plan::collect(plan, task_ctx);
     match std::panic::AssertUnwindSafe(run).catch_unwind().await {
         Ok(batches) => batches.map_err(pg_errors::from_datafusion),
         Err(panic) => {

@@ -174,7 +174,9 @@ impl RowSource {
                 .expect("projection within schema"),
         );
         let mut batches = Vec::new();
-        let mut columns: Vec<Vec<Value>> = vec![Vec::with_capacity(BATCH_ROWS); data_cols.len()];
+        // Grown as rows come: a batch's worth up front is a block big enough for malloc to map
+        // and unmap on every scan (see `allocator`), which costs more than a short index read.
+        let mut columns: Vec<Vec<Value>> = vec![Vec::new(); data_cols.len()];
         let mut positions: Vec<u64> = Vec::new();
         let capture = self.capture_list();
         let mut captured = capture.as_ref().map(|c| c.lock());

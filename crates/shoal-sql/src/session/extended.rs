@@ -296,7 +296,10 @@ impl Session {
             // execution owns the plan's parameter values, so this one plans anew.
             Some(Some(k)) if Arc::strong_count(&k) == 2 => {
                 match kept_plan::convert_values(k.param_types(), &values) {
-                    Some(converted) => Some((k.instantiate(converted)?, k.is_small(), Some(k))),
+                    Some(converted) => {
+                        let plan = k.instantiate(converted)?;
+                        Some((plan, k.is_small(), k.task_ctx(), Some(k)))
+                    }
                     None => None,
                 }
             }
@@ -312,7 +315,7 @@ impl Session {
                                 None => Kept::Never,
                             };
                         }
-                        Some((built.physical, built.small, built.kept))
+                        Some((built.physical, built.small, built.task_ctx, built.kept))
                     }
                     None => None,
                 },
@@ -327,13 +330,13 @@ impl Session {
         };
         match physical {
             // The plan ends here, so the kept plan's parameter values are free again after it.
-            Some((physical, true, _)) => Ok(StatementResult::Rows {
+            Some((physical, true, task_ctx, _)) => Ok(StatementResult::Rows {
                 columns,
-                batches: query::run_small_plan(&self.state, physical).await?,
+                batches: query::run_small_plan(physical, task_ctx).await?,
                 tag: "SELECT",
             }),
-            Some((physical, false, lease)) => {
-                let mut rows = RowStream::start(physical, self.state.task_ctx());
+            Some((physical, false, task_ctx, lease)) => {
+                let mut rows = RowStream::start(physical, task_ctx);
                 if let Some(k) = lease {
                     rows.hold(k);
                 }
