@@ -24,9 +24,11 @@
 //! under, and plans again when either changed (DDL, `SET search_path`, ...).
 //!
 //! A plan whose scans read few rows when it was built (`SMALL_PLAN_ROWS`: the OLTP statement
-//! that reads a key or a short range) is planned for one partition, and runs on the
-//! connection's thread: splitting a hundred rows over partitions, and handing them to the
-//! query runtime's threads and back, costs more than the work itself.
+//! that reads a key or a short range) is planned for one partition: splitting a hundred rows
+//! over partitions costs more than the work itself. An execution of it runs on the
+//! connection's thread, without the hand-offs to the query runtime's threads and back, when
+//! its scans read few rows this time too and nothing in the plan makes more rows than it reads
+//! (no join, no unnest): its work is then bounded by those few rows.
 
 pub mod param;
 #[cfg(test)]
@@ -42,6 +44,7 @@ use datafusion::logical_expr::{Expr, LogicalPlan, Volatility};
 use datafusion::physical_expr::expressions::DynamicFilterPhysicalExpr;
 use datafusion::physical_plan::empty::EmptyExec;
 use datafusion::physical_plan::placeholder_row::PlaceholderRowExec;
+use datafusion::physical_plan::unnest::UnnestExec;
 use datafusion::physical_plan::{ChildrenPropertiesMode, ExecutionPlan, ReplaceChildrenOptions};
 
 use crate::error::SqlResult;
@@ -59,6 +62,8 @@ pub struct KeptPlan {
     params: Arc<ParamSlot>,
     param_types: Vec<ArrowType>,
     small: bool,
+    /// No node makes more rows than it reads (see `bounded_by_scans`).
+    bounded: bool,
     /// The session's functions and config, as the plan was made with: made once, as building
     /// one copies the session's function registries.
     task_ctx: Arc<TaskContext>,
@@ -68,8 +73,8 @@ pub struct KeptPlan {
 pub struct Built {
     /// The physical plan, ready to run with the values it was built with.
     pub physical: Arc<dyn ExecutionPlan>,
-    /// Whether it is a small plan (see the module), which runs on the caller's thread.
-    pub small: bool,
+    /// Whether it may run on the caller's thread (see the module).
+    pub inline: bool,
     pub task_ctx: Arc<TaskContext>,
     /// The same plan kept for later executions, unless it cannot be kept.
     pub kept: Option<Arc<KeptPlan>>,
@@ -109,18 +114,20 @@ impl KeptPlan {
             physical = plan_physical(&single, &bound).await?;
         }
         let task_ctx = state.task_ctx();
+        let bounded = bounded_by_scans(&physical);
         let kept = reusable(&physical).then(|| {
             Arc::new(KeptPlan {
                 physical: physical.clone(),
                 params,
                 param_types,
                 small,
+                bounded,
                 task_ctx: task_ctx.clone(),
             })
         });
         Ok(Built {
             physical,
-            small,
+            inline: small && bounded,
             task_ctx,
             kept,
         })
@@ -130,9 +137,9 @@ impl KeptPlan {
         &self.param_types
     }
 
-    /// Whether it is a small plan (see the module), which runs on the caller's thread.
-    pub fn is_small(&self) -> bool {
-        self.small
+    /// Whether `plan`, an instance of this one, may run on the caller's thread (see the module).
+    pub fn runs_inline(&self, plan: &Arc<dyn ExecutionPlan>) -> bool {
+        self.small && self.bounded && rows_read(plan) <= SMALL_PLAN_ROWS
     }
 
     pub fn task_ctx(&self) -> Arc<TaskContext> {
@@ -158,6 +165,15 @@ async fn plan_physical(
         .create_physical_plan(plan, state)
         .await
         .map_err(pg_errors::from_datafusion)
+}
+
+/// Whether no node of the plan makes more rows than its input has: no joins (a node of
+/// several inputs), no unnest.
+fn bounded_by_scans(plan: &Arc<dyn ExecutionPlan>) -> bool {
+    let children = plan.children();
+    children.len() <= 1
+        && plan.downcast_ref::<UnnestExec>().is_none()
+        && children.into_iter().all(bounded_by_scans)
 }
 
 /// The rows the plan's row-table scans read.

@@ -17,6 +17,7 @@ pub mod datetime;
 pub mod datetime_construct;
 pub mod errors;
 pub mod expr_pass;
+pub mod filter_first;
 pub mod float_math;
 pub mod format;
 pub mod functions;
@@ -119,6 +120,7 @@ pub fn new_session_state(scope: Arc<PlanScope>) -> SessionState {
         // Appended after DataFusion's own rules.
         .with_optimizer_rule(Arc::new(text_codes::GroupOnTextCodes))
         .with_physical_optimizer_rule(Arc::new(topk_partitions::TopKWholeKey))
+        .with_physical_optimizer_rule(Arc::new(filter_first::FilterFirst))
         .build();
     let zone = scope.time_zone.clone();
     functions::register(&mut state, scope);

@@ -298,7 +298,8 @@ impl Session {
                 match kept_plan::convert_values(k.param_types(), &values) {
                     Some(converted) => {
                         let plan = k.instantiate(converted)?;
-                        Some((plan, k.is_small(), k.task_ctx(), Some(k)))
+                        let inline = k.runs_inline(&plan);
+                        Some((plan, inline, k.task_ctx(), Some(k)))
                     }
                     None => None,
                 }
@@ -315,7 +316,7 @@ impl Session {
                                 None => Kept::Never,
                             };
                         }
-                        Some((built.physical, built.small, built.task_ctx, built.kept))
+                        Some((built.physical, built.inline, built.task_ctx, built.kept))
                     }
                     None => None,
                 },
