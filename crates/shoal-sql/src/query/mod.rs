@@ -208,16 +208,7 @@ pub async fn run_small_plan(
     let run = datafusion::physical_plan::collect(plan, task_ctx);
     match std::panic::AssertUnwindSafe(run).catch_unwind().await {
         Ok(batches) => batches.map_err(pg_errors::from_datafusion),
-        Err(panic) => {
-            let message = panic
-                .downcast_ref::<String>()
-                .map(String::as_str)
-                .or_else(|| panic.downcast_ref::<&str>().copied())
-                .unwrap_or("unknown panic");
-            Err(crate::error::SqlError::internal(format!(
-                "query failed: {message}"
-            )))
-        }
+        Err(panic) => Err(row_stream::query_panicked(panic.as_ref())),
     }
 }
 

@@ -57,12 +57,7 @@ impl RowStream {
             // rows sent so far for the whole answer.
             let run = AssertUnwindSafe(produce(plan, task_ctx, &sender)).catch_unwind();
             if let Err(panic) = run.await {
-                let message = panic
-                    .downcast_ref::<String>()
-                    .map(String::as_str)
-                    .or_else(|| panic.downcast_ref::<&str>().copied())
-                    .unwrap_or("unknown panic");
-                let error = SqlError::internal(format!("query failed: {message}"));
+                let error = query_panicked(panic.as_ref());
                 let _ = sender.send(Err(error)).await;
             }
         });
@@ -194,4 +189,14 @@ impl std::fmt::Debug for RowStream {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("RowStream")
     }
+}
+
+/// The error of a query whose execution panicked: the statement fails, the server goes on.
+pub(crate) fn query_panicked(panic: &(dyn std::any::Any + Send)) -> SqlError {
+    let message = panic
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| panic.downcast_ref::<&str>().copied())
+        .unwrap_or("unknown panic");
+    SqlError::internal(format!("query failed: {message}"))
 }
