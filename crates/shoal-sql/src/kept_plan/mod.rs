@@ -3,7 +3,9 @@
 //!
 //! DataFusion binds parameters by rewriting the logical plan into one with literals, which then
 //! has to be optimized and planned physically again: for a small OLTP query that is most of its
-//! cost. A kept plan is optimized once with its placeholders in it, then each placeholder
+//! cost. The session keeps the plan of a prepared query from its second execution on (the first
+//! runs planned the ordinary way: many statements run once). A kept plan is optimized once
+//! with its placeholders in it, then each placeholder
 //! becomes a call of `param::ParamUdf`, which reads the value bound for the execution under
 //! way, and the physical plan is made once. Each execution binds its values, takes fresh
 //! copies of the plan's nodes (operators such as hash joins and repartitions keep state from

@@ -58,6 +58,14 @@ async fn execute(s: &mut Session, p: &Prepared, values: &[i64]) -> Vec<Vec<Strin
     rows_of(s.execute_prepared(p, bound(p, values)).await.unwrap()).await
 }
 
+/// Runs `p` twice with `values`: the first execution is planned the ordinary way, the second
+/// builds the kept plan. Both answers must be the same.
+async fn execute_twice(s: &mut Session, p: &Prepared, values: &[i64]) -> Vec<Vec<String>> {
+    let planned = execute(s, p, values).await;
+    assert_eq!(execute(s, p, values).await, planned);
+    planned
+}
+
 fn bound(p: &Prepared, values: &[i64]) -> Vec<ScalarValue> {
     values
         .iter()
@@ -96,7 +104,7 @@ fn a_kept_plan_reads_new_ranges_and_new_rows() {
                 .await
                 .unwrap();
             assert_eq!(
-                execute(&mut s, &p, &[1, 3]).await,
+                execute_twice(&mut s, &p, &[1, 3]).await,
                 texts(&[&["c1"], &["c2"], &["c3"]])
             );
             assert!(p.has_kept_plan());
@@ -140,7 +148,7 @@ fn a_kept_join_resets_its_state_between_runs() {
                 .await
                 .unwrap();
             assert_eq!(
-                execute(&mut s, &p, &[3, 30]).await,
+                execute_twice(&mut s, &p, &[3, 30]).await,
                 texts(&[&["3", "3"], &["3", "13"], &["3", "23"]])
             );
             assert!(p.has_kept_plan());
@@ -157,6 +165,8 @@ fn a_kept_join_resets_its_state_between_runs() {
                 .unwrap();
             assert_eq!(execute(&mut s, &sum, &[1]).await, texts(&[&["10", "460"]]));
             assert_eq!(execute(&mut s, &sum, &[2]).await, texts(&[&["10", "470"]]));
+            assert_eq!(execute(&mut s, &sum, &[3]).await, texts(&[&["10", "480"]]));
+            assert!(sum.has_kept_plan());
         })
     });
 }
@@ -177,7 +187,7 @@ fn ddl_and_settings_plan_again() {
                 .await
                 .unwrap();
             let k2 = texts(&[&["2"], &["7"], &["12"], &["17"]]);
-            assert_eq!(execute(&mut s, &p, &[2]).await, k2);
+            assert_eq!(execute_twice(&mut s, &p, &[2]).await, k2);
             assert!(p.has_kept_plan());
             run(&mut s, "CREATE INDEX kd_k ON kd (k)").await;
             assert_eq!(execute(&mut s, &p, &[2]).await, k2);
@@ -190,7 +200,7 @@ fn ddl_and_settings_plan_again() {
             run(&mut s, "SET search_path = other, public").await;
             assert_eq!(execute(&mut s, &p, &[2]).await, texts(&[&["100"]]));
             run(&mut s, "RESET search_path").await;
-            assert_eq!(execute(&mut s, &p, &[2]).await, k2);
+            assert_eq!(execute_twice(&mut s, &p, &[2]).await, k2);
             assert!(p.has_kept_plan());
         })
     });
@@ -231,7 +241,7 @@ fn two_executions_read_at_once_keep_their_own_values() {
                 .unwrap();
             let max = rows as i64 * 10;
             assert_eq!(
-                execute(&mut s, &p, &[0, 0]).await,
+                execute_twice(&mut s, &p, &[0, 0]).await,
                 texts(&[&[&max.to_string()]])
             );
             assert!(p.has_kept_plan());

@@ -45,7 +45,11 @@ struct PlannedQuery {
 
 #[derive(Debug)]
 enum Kept {
-    /// Not built yet: the first execution builds it.
+    /// Not run yet. The first execution runs planned the ordinary way: building a kept plan
+    /// costs more than one planning, and many statements run once (an unnamed statement of
+    /// the extended protocol is parsed for every execution).
+    Unrun,
+    /// Run once: the next execution builds the kept plan.
     Untried,
     Plan(Arc<KeptPlan>),
     /// The plan cannot be kept (see `kept_plan`): every execution plans it.
@@ -158,7 +162,7 @@ impl Session {
                             logical: plan,
                             catalog_version: version,
                             settings_generation: self.settings.generation(),
-                            kept: Kept::Untried,
+                            kept: Kept::Unrun,
                         });
                     }
                 }
@@ -253,7 +257,7 @@ impl Session {
                         logical,
                         catalog_version: version,
                         settings_generation: generation,
-                        kept: Kept::Untried,
+                        kept: Kept::Unrun,
                     })
                 }
                 Err(e) => {
@@ -281,11 +285,15 @@ impl Session {
         values: Vec<ScalarValue>,
     ) -> SqlResult<StatementResult> {
         let (logical, kept) = {
-            let planned = prepared.plan.lock();
-            let planned = planned.as_ref().expect("planned before");
+            let mut planned = prepared.plan.lock();
+            let planned = planned.as_mut().expect("planned before");
             let kept = match &planned.kept {
                 Kept::Plan(k) => Some(Some(k.clone())),
                 Kept::Untried => Some(None),
+                Kept::Unrun => {
+                    planned.kept = Kept::Untried;
+                    None
+                }
                 Kept::Never => None,
             };
             (planned.logical.clone(), kept)
