@@ -3,12 +3,13 @@
 //! columns the projection passes on: `SELECT y, a / x FROM t WHERE y % 3 <> 0` then divides
 //! for every row, and a row the WHERE clause drops can raise 22012 (PostgreSQL evaluates the
 //! select list only for rows that pass). This rule, appended after DataFusion's, swaps them
-//! back where the projection computes anything more than columns.
+//! back where the projection computes anything more than columns and the filter reads only
+//! columns it passes on (the shape that swap leaves).
 
 use std::sync::Arc;
 
 use datafusion::common::config::ConfigOptions;
-use datafusion::common::tree_node::{Transformed, TransformedResult, TreeNode};
+use datafusion::common::tree_node::{Transformed, TransformedResult, TreeNode, TreeNodeRecursion};
 use datafusion::common::Result as DfResult;
 use datafusion::physical_expr::expressions::Column;
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
@@ -39,8 +40,20 @@ impl PhysicalOptimizerRule for FilterFirst {
             if filter.projection().is_some() || !computes {
                 return Ok(Transformed::no(node));
             }
-            // The predicate reads the projection's outputs; below it, their inputs.
+            // Only a filter over columns the projection passes on moves: a filter over a
+            // computed column (`WHERE q > 1` over `a / x AS q`, or over random()) stays above.
             let exprs = projection.expr();
+            let mut reads_computed = false;
+            filter.predicate().apply(|e| {
+                if let Some(c) = e.downcast_ref::<Column>() {
+                    reads_computed |= exprs[c.index()].expr.downcast_ref::<Column>().is_none();
+                }
+                Ok(TreeNodeRecursion::Continue)
+            })?;
+            if reads_computed {
+                return Ok(Transformed::no(node));
+            }
+            // The predicate reads the projection's outputs; below it, their inputs.
             let predicate = Arc::clone(filter.predicate()).transform_up(|e| {
                 match e.downcast_ref::<Column>() {
                     Some(c) => Ok(Transformed::yes(Arc::clone(&exprs[c.index()].expr))),
