@@ -83,13 +83,6 @@ pub struct Built {
 }
 
 impl KeptPlan {
-    /// The parameter types of `logical` (analyzed, with placeholders) when it can be kept,
-    /// None when it cannot (see the module). `described` are the types Parse described, for
-    /// placeholders the plan leaves untyped.
-    pub fn keepable(logical: &LogicalPlan, described: &[ArrowType]) -> Option<Vec<ArrowType>> {
-        keepable(logical, described)
-    }
-
     /// Plans `logical` physically, with `values` (converted by `convert_values`) bound.
     pub async fn build(
         state: &SessionState,
@@ -186,8 +179,10 @@ fn rows_read(plan: &Arc<dyn ExecutionPlan>) -> usize {
     }
 }
 
-/// The placeholder types of a plan that can be kept, None when it cannot (see the module).
-fn keepable(plan: &LogicalPlan, described: &[ArrowType]) -> Option<Vec<ArrowType>> {
+/// The parameter types of `plan` (analyzed, with placeholders) when it can be kept, None when
+/// it cannot (see the module). `described` are the types Parse described, for placeholders
+/// the plan leaves untyped.
+pub fn keepable(plan: &LogicalPlan, described: &[ArrowType]) -> Option<Vec<ArrowType>> {
     let mut types: Vec<Option<ArrowType>> = vec![None; described.len()];
     let mut ok = true;
     let _ = plan.apply_with_subqueries(|node| {

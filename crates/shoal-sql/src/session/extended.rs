@@ -313,7 +313,7 @@ impl Session {
                 }
             }
             Some(Some(_)) => None,
-            Some(None) => match KeptPlan::keepable(&logical, &prepared.param_types) {
+            Some(None) => match kept_plan::keepable(&logical, &prepared.param_types) {
                 Some(types) => match kept_plan::convert_values(&types, &values) {
                     Some(converted) => {
                         let built =
