@@ -159,3 +159,109 @@ async fn a_locking_read_with_limit_takes_the_next_row_when_its_row_is_deleted() 
     assert_eq!(rows.len(), 1);
     assert_eq!(rows[0].get::<_, i32>(0), 3);
 }
+
+/// A prepared point read that locks its row (the fast path's `SELECT ... FOR UPDATE`) waits for
+/// the row's holder and, once that commits, returns the holder's version, as PostgreSQL's READ
+/// COMMITTED does; with NOWAIT it fails with 55P03 at once, and with SKIP LOCKED it returns no
+/// row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_point_read_for_update_waits_for_the_holder_and_returns_its_version() {
+    let server = ShoalServer::start();
+    let holder = connect(&server).await;
+    let waiter = connect(&server).await;
+    holder
+        .batch_execute(
+            "CREATE TABLE counters (id int PRIMARY KEY, n int NOT NULL, s text NOT NULL);
+             INSERT INTO counters VALUES (1, 10, 'start');",
+        )
+        .await
+        .expect("set up");
+    holder.batch_execute("BEGIN").await.expect("begin");
+    holder
+        .execute("UPDATE counters SET n = 20, s = 'holder' WHERE id = 1", &[])
+        .await
+        .expect("lock the row");
+
+    let nowait = waiter
+        .query(
+            "SELECT n FROM counters WHERE id = $1 FOR UPDATE NOWAIT",
+            &[&1i32],
+        )
+        .await
+        .expect_err("NOWAIT on a locked row");
+    assert_eq!(
+        nowait.code(),
+        Some(&tokio_postgres::error::SqlState::LOCK_NOT_AVAILABLE)
+    );
+    let skipped = waiter
+        .query(
+            "SELECT n FROM counters WHERE id = $1 FOR UPDATE SKIP LOCKED",
+            &[&1i32],
+        )
+        .await
+        .expect("SKIP LOCKED");
+    assert!(skipped.is_empty());
+
+    let read = tokio::spawn(async move {
+        waiter.batch_execute("BEGIN").await.expect("begin");
+        let row = waiter
+            .query_one(
+                "SELECT n, s FROM counters WHERE id = $1 FOR UPDATE",
+                &[&1i32],
+            )
+            .await
+            .expect("the waiting locking read");
+        let seen: (i32, String) = (row.get(0), row.get(1));
+        waiter.batch_execute("COMMIT").await.expect("commit");
+        seen
+    });
+    tokio::time::sleep(STILL_WAITING_AFTER).await;
+    assert!(!read.is_finished(), "the locking read should wait");
+    holder.batch_execute("COMMIT").await.expect("commit");
+    assert_eq!(read.await.expect("read task"), (20, "holder".to_string()));
+}
+
+/// A parameter the client declares with another type than the column's means what PostgreSQL
+/// makes of it: an int key compared with a float8 1.5 finds no row (converting 1.5 to the key's
+/// type would find row 2), and an int8 added to a numeric column adds exactly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn declared_parameter_types_keep_their_meaning_on_point_statements() {
+    use tokio_postgres::types::Type;
+    let server = ShoalServer::start();
+    let client = connect(&server).await;
+    client
+        .batch_execute(
+            "CREATE TABLE accounts (id int PRIMARY KEY, bal numeric(12,2) NOT NULL);
+             INSERT INTO accounts VALUES (1, 0.50), (2, 7.25);",
+        )
+        .await
+        .expect("set up");
+    let by_float = client
+        .prepare_typed(
+            "SELECT bal::text FROM accounts WHERE id = $1",
+            &[Type::FLOAT8],
+        )
+        .await
+        .expect("prepare");
+    assert!(client
+        .query(&by_float, &[&1.5f64])
+        .await
+        .unwrap()
+        .is_empty());
+    let row = client.query_one(&by_float, &[&2.0f64]).await.unwrap();
+    assert_eq!(row.get::<_, String>(0), "7.25");
+
+    let add = client
+        .prepare_typed(
+            "UPDATE accounts SET bal = bal + $1 WHERE id = $2",
+            &[Type::INT8, Type::INT4],
+        )
+        .await
+        .expect("prepare");
+    assert_eq!(client.execute(&add, &[&-3i64, &1i32]).await.unwrap(), 1);
+    let row = client
+        .query_one("SELECT bal::text FROM accounts WHERE id = 1", &[])
+        .await
+        .unwrap();
+    assert_eq!(row.get::<_, String>(0), "-2.50");
+}

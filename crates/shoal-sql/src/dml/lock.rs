@@ -237,6 +237,34 @@ pub fn restore_locking_syntax(sql: &str) -> String {
     out
 }
 
+/// The lock of a query with one locking clause that names no table or only `table_name`: the
+/// lock a point SELECT on that table takes (see `fastpath`). None for anything else.
+pub fn single_table_lock(
+    q: &ast::Query,
+    table_name: &str,
+) -> Option<(RowLockMode, Option<ast::NonBlock>)> {
+    let locks = lock_clauses(q.locks.clone());
+    let [lock] = locks.as_slice() else {
+        return None;
+    };
+    match &lock.clause.of {
+        None => {}
+        Some(of) => match of.0.as_slice() {
+            [ast::ObjectNamePart::Identifier(id)] if ident_name(id) == table_name => {}
+            _ => return None,
+        },
+    }
+    Some((lock.mode, lock.clause.nonblock.clone()))
+}
+
+/// The error of a NOWAIT lock that a row's holder refuses.
+pub fn lock_not_available(table_name: &str) -> SqlError {
+    SqlError::new(
+        code::LOCK_NOT_AVAILABLE,
+        format!("could not obtain lock on row in relation \"{table_name}\""),
+    )
+}
+
 /// The statement's locking clauses with their locks, the marker clauses folded in.
 fn lock_clauses(clauses: Vec<ast::LockClause>) -> Vec<Lock> {
     let mut locks: Vec<Lock> = Vec::new();
@@ -352,15 +380,7 @@ async fn lock_one(
                 snap = newest_snapshot;
             }
             Err(StorageError::WouldBlock { holder }) => match lock.nonblock {
-                Some(ast::NonBlock::Nowait) => {
-                    return Err(SqlError::new(
-                        code::LOCK_NOT_AVAILABLE,
-                        format!(
-                            "could not obtain lock on row in relation \"{}\"",
-                            m.def.name
-                        ),
-                    ))
-                }
+                Some(ast::NonBlock::Nowait) => return Err(lock_not_available(&m.def.name)),
                 Some(ast::NonBlock::SkipLocked) => return Ok(None),
                 None => session.wait_for_row_holder(txn, holder).await?,
             },

@@ -39,7 +39,8 @@ use crate::types::{arrow_type, scalar_from_value, value_from_array};
 pub use insert::insert;
 use insert::target_columns;
 pub use lock::{
-    locking_command_name, restore_locking_syntax, rewrite_locking_syntax, select_for_update,
+    lock_not_available, locking_command_name, restore_locking_syntax, rewrite_locking_syntax,
+    select_for_update, single_table_lock,
 };
 use modify::target_query_sql;
 pub use modify::{delete, referential_action, update};

@@ -15,10 +15,11 @@
 //! prepared statements keep it and re-resolve when the catalog version changes.
 
 use datafusion::arrow::array::ArrayRef;
+use datafusion::arrow::datatypes::DataType as ArrowType;
 use datafusion::common::ScalarValue;
 use datafusion::sql::sqlparser::ast::{self, Expr, Statement};
 use shoal_storage::catalog::{ConstraintKind, TableDef};
-use shoal_storage::table::{RowTable, WriteOutcome};
+use shoal_storage::table::{RowLockMode, RowTable, WriteOutcome};
 use shoal_storage::types::{DataType, Value};
 use shoal_storage::{StorageError, Transaction};
 use std::sync::Arc;
@@ -61,6 +62,8 @@ pub enum FastKind {
         projection: Vec<usize>,
         /// Built once: each execution only clones the Arc.
         shape: Arc<SelectShape>,
+        /// `FOR UPDATE` / `FOR SHARE` ...: the row lock taken on the row found.
+        lock: Option<PointLock>,
     },
     Update {
         assignments: Vec<(usize, Assign)>,
@@ -72,6 +75,13 @@ pub enum FastKind {
     },
 }
 
+/// The row lock of a point `SELECT ... FOR UPDATE/SHARE`.
+#[derive(Clone, Debug)]
+pub struct PointLock {
+    pub mode: RowLockMode,
+    pub nonblock: Option<ast::NonBlock>,
+}
+
 /// A point statement resolved against the catalog.
 #[derive(Clone, Debug)]
 pub struct FastPlan {
@@ -81,8 +91,17 @@ pub struct FastPlan {
     pub key_index: u64,
     pub key: Vec<Operand>,
     pub kind: FastKind,
-    /// For each parameter, the table column it is compared with or assigned to.
-    pub param_columns: Vec<Option<usize>>,
+    /// For each parameter, what it meets.
+    pub params: Vec<Option<ParamUse>>,
+}
+
+/// What a parameter meets: the column it is compared with or assigned to, and the type its
+/// value is converted to: the column's, or unconstrained numeric when it is added to a numeric
+/// column (the sum is then rounded to the column's scale once, as PostgreSQL rounds it).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ParamUse {
+    pub column: usize,
+    pub data_type: DataType,
 }
 
 impl FastPlan {
@@ -96,11 +115,40 @@ impl FastPlan {
 
     /// The type each parameter should have, from the column it meets.
     pub fn param_type(&self, i: usize) -> Option<&DataType> {
-        self.param_columns
-            .get(i)
-            .copied()
-            .flatten()
-            .map(|c| &self.def.columns[c].data_type)
+        self.params.get(i)?.as_ref().map(|p| &p.data_type)
+    }
+
+    /// Whether the statement writes (or locks) rows, which a read-only transaction refuses.
+    pub fn writes(&self) -> bool {
+        !matches!(&self.kind, FastKind::Select { lock: None, .. })
+    }
+
+    /// Whether parameters of these types (as the client declared them) mean what the fast path
+    /// does with them: it converts each value to the type of the column it meets, where
+    /// PostgreSQL would compute in the declared type (`int_key = 1.5::float8` finds no row;
+    /// converted to the key's type it would find row 2). Integers of any width meet integer
+    /// and numeric columns exactly, and text is read by the column type's input function, as
+    /// an untyped parameter is; other mismatches go to the general path.
+    pub fn accepts(&self, declared: &[ArrowType]) -> bool {
+        self.params.iter().zip(declared).all(|(p, declared)| {
+            let Some(p) = p else { return true };
+            let integer = matches!(
+                declared,
+                ArrowType::Int16 | ArrowType::Int32 | ArrowType::Int64
+            );
+            *declared == crate::types::arrow_type(&p.data_type)
+                || matches!(declared, ArrowType::Utf8)
+                || (integer
+                    && matches!(
+                        p.data_type,
+                        DataType::Int16
+                            | DataType::Int32
+                            | DataType::Int64
+                            | DataType::Numeric { .. }
+                    ))
+                || (matches!(declared, ArrowType::Decimal128(..))
+                    && matches!(p.data_type, DataType::Numeric { .. }))
+        })
     }
 }
 
@@ -118,10 +166,7 @@ pub fn plan(session: &Session, stmt: &Statement, param_count: usize) -> Option<F
     if params.iter().any(Option::is_none) {
         return None;
     }
-    Some(FastPlan {
-        param_columns: params,
-        ..plan
-    })
+    Some(FastPlan { params, ..plan })
 }
 
 fn single_table(
@@ -172,21 +217,29 @@ fn ident_name(id: &ast::Ident) -> String {
     }
 }
 
-/// A value operand for column `col`: a literal, a parameter or now().
-fn operand(def: &TableDef, col: usize, e: &Expr, params: &mut [Option<usize>]) -> Option<Operand> {
-    let t = &def.columns[col].data_type;
+/// A value operand of type `t` for column `col`: a literal, a parameter or now().
+fn operand(
+    def: &TableDef,
+    col: usize,
+    t: &DataType,
+    e: &Expr,
+    params: &mut [Option<ParamUse>],
+) -> Option<Operand> {
     match e {
-        Expr::Nested(inner) => operand(def, col, inner, params),
+        Expr::Nested(inner) => operand(def, col, t, inner, params),
         Expr::Value(v) => match &v.value {
             ast::Value::Placeholder(p) => {
                 let i = crate::params::placeholder_index(p)?;
                 let slot = params.get_mut(i)?;
-                // A parameter used against two columns of different types is left to the
-                // general path, which infers one type for it.
-                if slot.is_some_and(|c| def.columns[c].data_type != *t) {
+                // A parameter used with two types is left to the general path, which infers
+                // one type for it.
+                if slot.as_ref().is_some_and(|p| p.data_type != *t) {
                     return None;
                 }
-                *slot = Some(col);
+                *slot = Some(ParamUse {
+                    column: col,
+                    data_type: t.clone(),
+                });
                 Some(Operand::Param(i))
             }
             ast::Value::Number(n, _) => literal(n, t, false),
@@ -263,7 +316,7 @@ fn key_condition(
     def: &TableDef,
     alias: Option<&str>,
     selection: Option<&Expr>,
-    params: &mut [Option<usize>],
+    params: &mut [Option<ParamUse>],
 ) -> Option<(u64, Vec<Operand>)> {
     let (pk, pk_cols) = def.primary_key()?;
     let ConstraintKind::PrimaryKey { index, .. } = &pk.kind else {
@@ -290,7 +343,8 @@ fn key_condition(
         if key[slot].is_some() {
             return None;
         }
-        key[slot] = Some(operand(def, col, value, params)?);
+        let t = &def.columns[col].data_type;
+        key[slot] = Some(operand(def, col, t, value, params)?);
     }
     let key: Option<Vec<Operand>> = key.into_iter().collect();
     Some((*index as u64, key?))
@@ -353,14 +407,9 @@ fn write_constraints(session: &Session, def: &TableDef) -> WriteConstraints {
 fn plan_select(
     session: &Session,
     q: &ast::Query,
-    params: &mut [Option<usize>],
+    params: &mut [Option<ParamUse>],
 ) -> Option<FastPlan> {
-    if q.with.is_some()
-        || q.order_by.is_some()
-        || q.limit_clause.is_some()
-        || q.fetch.is_some()
-        || !q.locks.is_empty()
-    {
+    if q.with.is_some() || q.order_by.is_some() || q.limit_clause.is_some() || q.fetch.is_some() {
         return None;
     }
     let ast::SetExpr::Select(s) = q.body.as_ref() else {
@@ -383,6 +432,12 @@ fn plan_select(
     }
     let (def, table, alias) = single_table(session, &s.from[0])?;
     let alias = alias.as_deref();
+    let lock = if q.locks.is_empty() {
+        None
+    } else {
+        let (mode, nonblock) = crate::dml::single_table_lock(q, alias.unwrap_or(&def.name))?;
+        Some(PointLock { mode, nonblock })
+    };
     let mut projection = Vec::new();
     let mut columns = Vec::new();
     for item in &s.projection {
@@ -417,8 +472,12 @@ fn plan_select(
         table,
         key_index,
         key,
-        kind: FastKind::Select { projection, shape },
-        param_columns: Vec::new(),
+        kind: FastKind::Select {
+            projection,
+            shape,
+            lock,
+        },
+        params: Vec::new(),
     })
 }
 
@@ -442,7 +501,7 @@ fn result_column(name: &str, t: &DataType) -> ResultColumn {
 fn plan_update(
     session: &Session,
     u: &ast::Update,
-    params: &mut [Option<usize>],
+    params: &mut [Option<ParamUse>],
 ) -> Option<FastPlan> {
     if u.from.is_some()
         || u.returning.is_some()
@@ -477,21 +536,26 @@ fn plan_update(
         {
             return None;
         }
+        let column_type = &def.columns[col].data_type;
         let assign = match &a.value {
             Expr::BinaryOp { left, op, right }
                 if matches!(op, ast::BinaryOperator::Plus | ast::BinaryOperator::Minus)
-                    && column_of(&def, alias, left) == Some(col)
-                    && matches!(
-                        def.columns[col].data_type,
-                        DataType::Int16 | DataType::Int32 | DataType::Int64
-                    ) =>
+                    && column_of(&def, alias, left) == Some(col) =>
             {
+                let operand_type = match column_type {
+                    DataType::Int16 | DataType::Int32 | DataType::Int64 => column_type.clone(),
+                    DataType::Numeric { .. } => DataType::Numeric {
+                        precision: None,
+                        scale: None,
+                    },
+                    _ => return None,
+                };
                 Assign::Add {
-                    operand: operand(&def, col, right, params)?,
+                    operand: operand(&def, col, &operand_type, right, params)?,
                     negate: matches!(op, ast::BinaryOperator::Minus),
                 }
             }
-            v => Assign::Set(operand(&def, col, v, params)?),
+            v => Assign::Set(operand(&def, col, column_type, v, params)?),
         };
         if assignments.iter().any(|(c, _)| *c == col) {
             return None; // PostgreSQL rejects this; let the general path say so.
@@ -505,14 +569,14 @@ fn plan_update(
         key_index,
         key,
         kind: FastKind::Update { assignments },
-        param_columns: Vec::new(),
+        params: Vec::new(),
     })
 }
 
 fn plan_delete(
     session: &Session,
     d: &ast::Delete,
-    params: &mut [Option<usize>],
+    params: &mut [Option<ParamUse>],
 ) -> Option<FastPlan> {
     if d.using.is_some()
         || d.returning.is_some()
@@ -539,14 +603,14 @@ fn plan_delete(
         key_index,
         key,
         kind: FastKind::Delete,
-        param_columns: Vec::new(),
+        params: Vec::new(),
     })
 }
 
 fn plan_insert(
     session: &Session,
     i: &ast::Insert,
-    params: &mut [Option<usize>],
+    params: &mut [Option<ParamUse>],
 ) -> Option<FastPlan> {
     if i.on.is_some()
         || i.returning.is_some()
@@ -603,7 +667,13 @@ fn plan_insert(
         {
             return None;
         }
-        row[*col] = Some(operand(&def, *col, e, params)?);
+        row[*col] = Some(operand(
+            &def,
+            *col,
+            &def.columns[*col].data_type,
+            e,
+            params,
+        )?);
     }
     let mut full = Vec::with_capacity(row.len());
     for (col, op) in row.into_iter().enumerate() {
@@ -624,7 +694,7 @@ fn plan_insert(
         key_index: 0,
         key: Vec::new(),
         kind: FastKind::Insert { row: full },
-        param_columns: Vec::new(),
+        params: Vec::new(),
     })
 }
 
@@ -659,12 +729,27 @@ impl Bindings<'_> {
             }),
             Operand::Param(i) => match self.params {
                 Params::Scalars(params) => {
-                    let c = &self.plan.def.columns[col];
-                    scalar_to_value(&params[*i], &c.data_type, &c.name, self.zone)
+                    let t = self.plan.param_type(*i).expect("every parameter is placed");
+                    let name = &self.plan.def.columns[col].name;
+                    scalar_to_value(&params[*i], t, name, self.zone)
                 }
                 Params::Values(params) => Ok(params[*i].clone()),
             },
         }
+    }
+
+    /// The operand of `col = col + v`. A bound integer is taken at its own width: PostgreSQL
+    /// adds an int8 parameter to an int4 column in int8 and checks the range of the sum only.
+    fn delta(&self, op: &Operand, col: usize) -> SqlResult<Value> {
+        if let (Operand::Param(i), Params::Scalars(params)) = (op, self.params) {
+            match &params[*i] {
+                ScalarValue::Int16(Some(x)) => return Ok(Value::Int64(*x as i64)),
+                ScalarValue::Int32(Some(x)) => return Ok(Value::Int64(*x as i64)),
+                ScalarValue::Int64(Some(x)) => return Ok(Value::Int64(*x)),
+                _ => {}
+            }
+        }
+        self.value(op, col)
     }
 }
 
@@ -689,6 +774,18 @@ fn scalar_to_value(
     }
 }
 
+fn as_numeric(v: &Value) -> Option<shoal_numeric::Numeric> {
+    match v {
+        Value::Int16(x) => Some(shoal_numeric::Numeric::from_i64(*x as i64)),
+        Value::Int32(x) => Some(shoal_numeric::Numeric::from_i64(*x as i64)),
+        Value::Int64(x) => Some(shoal_numeric::Numeric::from_i64(*x)),
+        Value::Numeric { mantissa, scale } => {
+            shoal_numeric::Numeric::from_i128(*mantissa, *scale as u16).ok()
+        }
+        _ => None,
+    }
+}
+
 fn not_null_check(def: &TableDef, row: &[Value], zone: &TimeZone) -> SqlResult<()> {
     for (c, v) in def.columns.iter().zip(row) {
         if c.not_null && matches!(v, Value::Null) {
@@ -705,7 +802,18 @@ fn not_null_check(def: &TableDef, row: &[Value], zone: &TimeZone) -> SqlResult<(
     Ok(())
 }
 
+/// `old + delta` (or `old - delta`) as a value of column type `t`: integers with PostgreSQL's
+/// range errors, numerics exactly and then rounded to the column's typmod. NULL on either side
+/// gives NULL.
 fn add_checked(old: &Value, delta: &Value, negate: bool, t: &DataType) -> SqlResult<Value> {
+    if let DataType::Numeric { precision, scale } = t {
+        let (Some(a), Some(b)) = (as_numeric(old), as_numeric(delta)) else {
+            return Ok(Value::Null);
+        };
+        let sum = if negate { a.sub(&b) } else { a.add(&b) };
+        let sum = sum.map_err(crate::numeric::sql_error)?;
+        return crate::types::numeric_value(&sum, *precision, *scale);
+    }
     let out_of_range = |name: &str| {
         SqlError::new(
             code::NUMERIC_VALUE_OUT_OF_RANGE,
@@ -788,9 +896,16 @@ async fn execute_with(
         key: &key,
     };
     match &plan.kind {
-        FastKind::Select { projection, shape } => {
-            execute_select(session, txn, &point, projection, shape)
-        }
+        FastKind::Select {
+            projection,
+            shape,
+            lock: None,
+        } => execute_select(session, txn, &point, projection, shape),
+        FastKind::Select {
+            projection,
+            shape,
+            lock: Some(lock),
+        } => execute_select_locking(session, txn, &point, projection, shape, lock).await,
         FastKind::Update { assignments } => {
             execute_update(session, txn, &point, &b, assignments).await
         }
@@ -840,6 +955,62 @@ fn execute_select(
     }
 }
 
+/// `SELECT ... FOR UPDATE/SHARE` of one row: the row found is locked, waiting for its holder
+/// (or failing with NOWAIT, or skipped with SKIP LOCKED). As in PostgreSQL under READ
+/// COMMITTED, a row a concurrent commit changed is locked and returned in its newest version
+/// if that still has the key.
+async fn execute_select_locking(
+    session: &Session,
+    txn: &mut Transaction,
+    point: &Point<'_>,
+    projection: &[usize],
+    shape: &Arc<SelectShape>,
+    lock: &PointLock,
+) -> SqlResult<StatementResult> {
+    let plan = point.plan;
+    let mut snap = session.engine.db.statement_snapshot(txn);
+    let found = plan.table.index_get(plan.key_index, &snap, point.key)?;
+    let mut rows = PointRows {
+        shape: shape.clone(),
+        rows: Vec::with_capacity(1),
+    };
+    if let Some((handle, mut row)) = found {
+        let locked = loop {
+            match plan.table.lock_row(txn, &handle, &snap, lock.mode) {
+                Ok(WriteOutcome::Done) => break true,
+                Ok(WriteOutcome::Changed { newest: None, .. }) => break false,
+                Ok(WriteOutcome::Changed {
+                    newest: Some(newest),
+                    newest_snapshot,
+                }) => {
+                    if !point.matches(&newest) {
+                        break false;
+                    }
+                    row = newest;
+                    snap = newest_snapshot;
+                }
+                Err(StorageError::WouldBlock { holder }) => match lock.nonblock {
+                    Some(ast::NonBlock::Nowait) => {
+                        return Err(crate::dml::lock_not_available(&plan.def.name))
+                    }
+                    Some(ast::NonBlock::SkipLocked) => break false,
+                    None => session.wait_for_row_holder(txn, holder).await?,
+                },
+                Err(e) => return Err(e.into()),
+            }
+        };
+        if locked {
+            rows.rows
+                .push(projection.iter().map(|c| row[*c].clone()).collect());
+        }
+    }
+    if shape.text_from_values {
+        Ok(StatementResult::PointRows(Box::new(rows)))
+    } else {
+        rows.into_rows()
+    }
+}
+
 async fn execute_update(
     session: &Session,
     txn: &mut Transaction,
@@ -850,10 +1021,10 @@ async fn execute_update(
     let plan = point.plan;
     let mut new_values = Vec::with_capacity(assignments.len());
     for (col, a) in assignments {
-        let op = match a {
-            Assign::Set(op) | Assign::Add { operand: op, .. } => op,
-        };
-        new_values.push(b.value(op, *col)?);
+        new_values.push(match a {
+            Assign::Set(op) => b.value(op, *col)?,
+            Assign::Add { operand, .. } => b.delta(operand, *col)?,
+        });
     }
     let mut snap = session.engine.db.statement_snapshot(txn);
     let Some((handle, mut base)) = plan.table.index_get(plan.key_index, &snap, point.key)? else {

@@ -111,6 +111,14 @@ impl Session {
         let count = params::count_placeholders(&stmt);
         let inferred = self.describe_prepared(&stmt, count, &mut prepared).await?;
         resolve_parameter_types(&mut prepared, &stmt, count, declared, &inferred);
+        let mut fast = prepared.fast.lock();
+        if fast
+            .as_ref()
+            .is_some_and(|(plan, _)| !plan.accepts(&prepared.param_types))
+        {
+            *fast = None;
+        }
+        drop(fast);
         Ok(prepared)
     }
 

@@ -360,7 +360,7 @@ impl Session {
                 plan?
             }
         };
-        if plan.columns().is_none() && self.read_only() {
+        if plan.writes() && self.read_only() {
             return None; // the ordinary path reports the error
         }
         let values = shape_cache::bind_literals(&plan, &literals)?;
