@@ -27,7 +27,7 @@ use shoal_storage::catalog::{Oid, RelationKind};
 use shoal_storage::table::{RowLockMode, RowRef, WriteOutcome};
 use shoal_storage::{StorageError, Transaction};
 
-use super::modify::{find_rows, reevaluate, Modification};
+use super::modify::{find_rows, reevaluate, Modification, Targets};
 use super::{ident_name, quote_ident, resolve_store, TableStore};
 use crate::error::{code, SqlError, SqlResult};
 use crate::query::provider::ROW_POSITION_COLUMN;
@@ -75,7 +75,8 @@ pub async fn select_for_update(
     oids.sort_unstable();
     oids.dedup();
     let aliases: Vec<&str> = resolved.iter().map(|(.., alias)| alias.as_str()).collect();
-    let (batches, handles) = find_rows(session, &oids, &with_positions(&q, &aliases)?).await?;
+    let sql = with_positions(&q, &aliases)?;
+    let (batches, handles) = find_rows(session, &oids, &sql, Targets::Statement).await?;
     // A changed row is re-checked, and re-projected, over its newest version; that needs the
     // locked table to be the query's only table.
     let single_table = match select.from.as_slice() {

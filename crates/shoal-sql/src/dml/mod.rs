@@ -30,6 +30,7 @@ use shoal_storage::table::RowTable;
 use shoal_storage::types::{DataType, Value};
 
 use crate::error::{code, SqlError, SqlResult};
+use crate::kept_plan::generated;
 use crate::params::literal_expr;
 use crate::pgtext;
 use crate::session::{parse_sql, ResultColumn, Session};
@@ -133,9 +134,24 @@ pub fn qualified(def: &TableDef) -> String {
     format!("{}.{}", quote_ident(&def.schema), quote_ident(&def.name))
 }
 
-/// Runs SQL text built by this module as a query and returns its batches.
+/// Runs SQL text built by this module as a query and returns its batches. In a prepared
+/// statement running with its placeholders in place, the text may hold them too, and the
+/// bound values are written in.
 async fn run_sql_query(session: &Session, sql: &str) -> SqlResult<Vec<RecordBatch>> {
-    crate::query::run_generated_sql(session.state(), &session.scope, sql).await
+    match &session.statement_params {
+        Some(p) => generated::run_substituted(session, sql, &p.values).await,
+        None => crate::query::run_generated_sql(session.state(), &session.scope, sql).await,
+    }
+}
+
+/// Runs the query that finds a statement's rows: on the plan kept with a prepared statement
+/// running with its placeholders in place (see `kept_plan::generated`), else as
+/// `run_sql_query`.
+async fn run_target_query(session: &Session, sql: &str) -> SqlResult<Vec<RecordBatch>> {
+    match &session.statement_params {
+        Some(p) => generated::run(session, p, sql).await,
+        None => crate::query::run_generated_sql(session.state(), &session.scope, sql).await,
+    }
 }
 
 /// Converts one result column into values of a table column's type, with PostgreSQL's input

@@ -20,7 +20,8 @@ use shoal_storage::{Snapshot, StorageError, Transaction};
 
 use super::{
     assignment_columns, column_values, finish_dml, qualified, quote_ident, resolve_store,
-    returning, row_as_values_sql, run_sql_query, table_alias, unique_violation_named, TableStore,
+    returning, row_as_values_sql, run_sql_query, run_target_query, table_alias,
+    unique_violation_named, TableStore,
 };
 use crate::constraints;
 use crate::error::{SqlError, SqlResult};
@@ -70,9 +71,19 @@ pub(super) async fn find_targets(
     session: &Session,
     def: &TableDef,
     sql: &str,
+    whose: Targets,
 ) -> SqlResult<(Vec<RecordBatch>, Vec<RowRef>)> {
-    let (batches, mut rows) = find_rows(session, &[def.oid], sql).await?;
+    let (batches, mut rows) = find_rows(session, &[def.oid], sql, whose).await?;
     Ok((batches, rows.pop().expect("one table's rows")))
+}
+
+/// Whose rows a target query finds, which decides whether its plan may be kept.
+#[derive(Clone, Copy, PartialEq)]
+pub(super) enum Targets {
+    /// The statement's own: its query is the same text at every execution.
+    Statement,
+    /// A foreign key action's, whose query has the referenced key's values written in.
+    Action,
 }
 
 /// Runs `sql` with the scans of the tables `oids` capturing row handles: the row position
@@ -82,13 +93,17 @@ pub(super) async fn find_rows(
     session: &Session,
     oids: &[Oid],
     sql: &str,
+    whose: Targets,
 ) -> SqlResult<(Vec<RecordBatch>, Vec<Vec<RowRef>>)> {
     let captures: Vec<(Oid, RowCapture)> = oids
         .iter()
         .map(|oid| (*oid, Arc::new(Mutex::new(Vec::new()))))
         .collect();
     *session.scope.dml_capture.lock() = captures.clone();
-    let result = run_sql_query(session, sql).await;
+    let result = match whose {
+        Targets::Statement => run_target_query(session, sql).await,
+        Targets::Action => run_sql_query(session, sql).await,
+    };
     session.scope.dml_capture.lock().clear();
     let batches = result?;
     let rows = captures
@@ -224,7 +239,7 @@ pub async fn update(
         returning: &returning,
     };
     let sql = target_query_sql(&def, &alias, &m.extra_columns(), &from, m.selection);
-    let (batches, handles) = find_targets(session, &def, &sql).await?;
+    let (batches, handles) = find_targets(session, &def, &sql, Targets::Statement).await?;
     let snap = session.scope.snapshot();
     let mut written = Written::default();
     let mut seen = HashSet::new();
@@ -391,7 +406,7 @@ pub async fn delete(
         returning: &returning,
     };
     let sql = target_query_sql(&def, &alias, &m.extra_columns(), &using, m.selection);
-    let (batches, handles) = find_targets(session, &def, &sql).await?;
+    let (batches, handles) = find_targets(session, &def, &sql, Targets::Statement).await?;
     let snap = session.scope.snapshot();
     let mut written = Written::default();
     let mut seen = HashSet::new();
@@ -451,7 +466,7 @@ pub async fn referential_action(
         returning: &[],
     };
     let sql = target_query_sql(def, &def.name, &m.extra_columns(), &[], m.selection);
-    let (batches, handles) = find_targets(session, def, &sql).await?;
+    let (batches, handles) = find_targets(session, def, &sql, Targets::Action).await?;
     let snap = session.scope.snapshot();
     let mut rows_seen = 0;
     for b in &batches {

@@ -32,6 +32,7 @@
 //! its scans read few rows this time too and nothing in the plan makes more rows than it reads
 //! (no join, no unnest): its work is then bounded by those few rows.
 
+pub mod generated;
 pub mod param;
 #[cfg(test)]
 mod tests;

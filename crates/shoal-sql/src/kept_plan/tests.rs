@@ -254,3 +254,78 @@ fn two_executions_read_at_once_keep_their_own_values() {
         })
     });
 }
+
+/// The row count of a command's result.
+async fn affected(s: &mut Session, p: &Prepared, values: &[i64]) -> usize {
+    match s.execute_prepared(p, bound(p, values)).await.unwrap() {
+        StatementResult::Command { rows: Some(n), .. } => n,
+        other => panic!("not a command: {other:?}"),
+    }
+}
+
+async fn query(s: &mut Session, sql: &str) -> Vec<Vec<String>> {
+    let mut results = s.execute_sql(sql).await;
+    rows_of(results.pop().unwrap().unwrap()).await
+}
+
+#[test]
+fn dml_finds_its_rows_on_a_kept_plan() {
+    on_big_stack(|| {
+        block_on(async {
+            let mut s = Session::new(crate::Engine::new());
+            run(&mut s, "CREATE TABLE kt (id int PRIMARY KEY, k int, v int)").await;
+            run(
+                &mut s,
+                "INSERT INTO kt SELECT g, g % 3, 0 FROM generate_series(1, 30) g",
+            )
+            .await;
+            // Not a point statement: `k` is no key, so the rows are found by a query.
+            let update = s
+                .prepare("UPDATE kt SET v = v + $1 WHERE k = $2 AND id < $3", &[])
+                .await
+                .unwrap();
+            for _ in 0..3 {
+                assert_eq!(affected(&mut s, &update, &[1, 0, 10]).await, 3);
+            }
+            assert!(update.has_kept_target_plan());
+            assert_eq!(affected(&mut s, &update, &[5, 1, 30]).await, 10);
+            run(&mut s, "CREATE INDEX kt_k ON kt (k)").await;
+            assert_eq!(affected(&mut s, &update, &[100, 2, 6]).await, 2);
+            assert_eq!(
+                query(&mut s, "SELECT k, sum(v) FROM kt GROUP BY k ORDER BY k").await,
+                texts(&[&["0", "9"], &["1", "50"], &["2", "200"]])
+            );
+
+            let delete = s
+                .prepare("DELETE FROM kt WHERE k = $1 AND id > $2", &[])
+                .await
+                .unwrap();
+            assert_eq!(affected(&mut s, &delete, &[0, 24]).await, 2);
+            assert_eq!(affected(&mut s, &delete, &[0, 24]).await, 0);
+            assert_eq!(affected(&mut s, &delete, &[1, 20]).await, 3);
+            assert!(delete.has_kept_target_plan());
+            assert_eq!(affected(&mut s, &delete, &[2, 0]).await, 10);
+
+            let lock = s
+                .prepare(
+                    "SELECT id, v FROM kt WHERE k = $1 AND id > $2 ORDER BY id LIMIT 1 FOR UPDATE",
+                    &[],
+                )
+                .await
+                .unwrap();
+            assert_eq!(execute(&mut s, &lock, &[0, 0]).await, texts(&[&["3", "3"]]));
+            assert_eq!(execute(&mut s, &lock, &[0, 3]).await, texts(&[&["6", "3"]]));
+            assert_eq!(execute(&mut s, &lock, &[1, 3]).await, texts(&[&["4", "5"]]));
+            assert!(lock.has_kept_target_plan());
+            assert_eq!(
+                execute(&mut s, &lock, &[0, 20]).await,
+                texts(&[&["21", "0"]])
+            );
+            assert_eq!(execute(&mut s, &lock, &[2, 0]).await, texts(&[]));
+            assert_eq!(
+                query(&mut s, "SELECT count(*), sum(v) FROM kt").await,
+                texts(&[&["15", "44"]])
+            );
+        })
+    });
+}

@@ -191,8 +191,20 @@ pub async fn execute_plan(
     params: Option<ParamValues>,
 ) -> SqlResult<Vec<RecordBatch>> {
     let physical = physical_plan(state, plan, params).await?;
-    let task_ctx = state.task_ctx();
-    let batches = query_runtime::run(datafusion::physical_plan::collect(physical, task_ctx))
+    collect_physical(physical, state.task_ctx(), false).await
+}
+
+/// Runs a physical plan to the end: on the caller's thread when `inline` (see
+/// `run_small_plan`), else on the query runtime.
+pub async fn collect_physical(
+    plan: Arc<dyn datafusion::physical_plan::ExecutionPlan>,
+    task_ctx: Arc<datafusion::execution::TaskContext>,
+    inline: bool,
+) -> SqlResult<Vec<RecordBatch>> {
+    if inline {
+        return run_small_plan(plan, task_ctx).await;
+    }
+    let batches = query_runtime::run(datafusion::physical_plan::collect(plan, task_ctx))
         .await
         .map_err(|e| crate::error::SqlError::internal(format!("query task failed: {e}")))?;
     batches.map_err(pg_errors::from_datafusion)

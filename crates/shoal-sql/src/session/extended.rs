@@ -8,12 +8,13 @@ use std::sync::Arc;
 use datafusion::arrow::datatypes::DataType as ArrowType;
 use datafusion::common::{ParamValues, ScalarValue};
 use datafusion::logical_expr::LogicalPlan;
-use datafusion::sql::sqlparser::ast::Statement;
+use datafusion::sql::sqlparser::ast::{self, Statement};
 
 use super::{columns_of_schema, parse_sql, ResultColumn, Session, StatementResult, TxnState};
 use crate::error::{SqlError, SqlResult};
 use crate::fastpath::{self, FastPlan};
 use crate::interrupt::interruptible;
+use crate::kept_plan::generated::{GeneratedPlans, StatementParams};
 use crate::kept_plan::{self, KeptPlan};
 use crate::query::row_stream::RowStream;
 use crate::types::pg_oid_for_arrow;
@@ -32,6 +33,8 @@ pub struct Prepared {
     plan: parking_lot::Mutex<Option<PlannedQuery>>,
     /// The fast-path plan and the catalog version it was resolved against.
     fast: parking_lot::Mutex<Option<(Arc<FastPlan>, u64)>>,
+    /// The kept plans of the queries an UPDATE, DELETE or locking SELECT generates.
+    generated: Arc<GeneratedPlans>,
 }
 
 /// A prepared query's plans, and what they were made under.
@@ -63,6 +66,12 @@ impl Prepared {
             self.plan.lock().as_ref().map(|p| &p.kept),
             Some(Kept::Plan(_))
         )
+    }
+
+    /// Whether the query an UPDATE, DELETE or locking SELECT runs to find its rows has a kept
+    /// plan now: for tests and diagnostics.
+    pub fn has_kept_target_plan(&self) -> bool {
+        self.generated.any_kept()
     }
 }
 
@@ -104,6 +113,7 @@ impl Session {
             columns: None,
             plan: parking_lot::Mutex::new(None),
             fast: parking_lot::Mutex::new(None),
+            generated: Arc::default(),
         };
         let Some(stmt) = stmt else {
             return Ok(prepared);
@@ -237,9 +247,53 @@ impl Session {
                 return r;
             }
         }
+        if !values.is_empty() && self.runs_with_placeholders(stmt) {
+            self.statement_params = Some(StatementParams {
+                types: prepared.param_types.clone(),
+                values,
+                plans: prepared.generated.clone(),
+            });
+            let result = Box::pin(self.execute_statement(stmt.clone())).await;
+            self.statement_params = None;
+            return result;
+        }
         let mut stmt = stmt.clone();
         params::substitute(&mut stmt, &values)?;
         Box::pin(self.execute_statement(stmt)).await
+    }
+
+    /// Whether a prepared statement runs with its placeholders left in it, so that the query
+    /// that finds its rows is the same text at every execution and its plan is kept (see
+    /// `kept_plan::generated`): an UPDATE or DELETE of a row table, or a locking SELECT, where
+    /// the placeholders are only in what the generated queries carry (not in RETURNING).
+    fn runs_with_placeholders(&self, stmt: &Statement) -> bool {
+        let target_is_row_table = |t: &ast::TableWithJoins| match &t.relation {
+            ast::TableFactor::Table { name, .. } => {
+                matches!(
+                    dml::resolve_store(self, name),
+                    Ok((_, dml::TableStore::Row(_)))
+                )
+            }
+            _ => false,
+        };
+        match stmt {
+            Statement::Update(u) => {
+                u.returning.is_none() && u.or.is_none() && target_is_row_table(&u.table)
+            }
+            Statement::Delete(d) => {
+                let tables = match &d.from {
+                    ast::FromTable::WithFromKeyword(t) | ast::FromTable::WithoutKeyword(t) => t,
+                };
+                d.returning.is_none()
+                    && d.tables.is_empty()
+                    && d.limit.is_none()
+                    && d.order_by.is_empty()
+                    && tables.len() == 1
+                    && target_is_row_table(&tables[0])
+            }
+            Statement::Query(q) => !q.locks.is_empty() && !dml::cte::has_modifying_cte(q),
+            _ => false,
+        }
     }
 
     /// Runs a prepared query on its kept plan, or on its logical plan; None when it has no plan

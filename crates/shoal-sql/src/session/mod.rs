@@ -159,6 +159,9 @@ pub struct Session {
     /// The failure flags of row streams of this session's block that may still be read
     /// (a portal can be suspended with rows left): a failed one fails the block.
     stream_failures: Vec<Arc<std::sync::atomic::AtomicBool>>,
+    /// The bound parameters of the prepared DML statement running with its placeholders in
+    /// place (see `kept_plan::generated`); None otherwise.
+    pub(crate) statement_params: Option<crate::kept_plan::generated::StatementParams>,
 }
 
 impl Drop for Session {
@@ -278,6 +281,7 @@ impl Session {
             scope_settings_generation,
             reported_changes: Vec::new(),
             shapes: ShapeCache::default(),
+            statement_params: None,
             statement_in_block: false,
             cancel: None,
             ddl_undo: Default::default(),
