@@ -51,6 +51,7 @@ use datafusion::physical_plan::unnest::UnnestExec;
 use datafusion::physical_plan::{ChildrenPropertiesMode, ExecutionPlan, ReplaceChildrenOptions};
 
 use crate::error::SqlResult;
+use crate::query::index_join::KeyedScanExec;
 use crate::query::pg_errors;
 use crate::query::row_scan_exec::RowScanExec;
 use param::{ParamSlot, ParamUdf};
@@ -304,6 +305,7 @@ fn reusable(plan: &Arc<dyn ExecutionPlan>) -> bool {
     let children = plan.children();
     if children.is_empty() {
         return plan.downcast_ref::<RowScanExec>().is_some()
+            || plan.downcast_ref::<KeyedScanExec>().is_some()
             || plan.downcast_ref::<EmptyExec>().is_some()
             || plan.downcast_ref::<PlaceholderRowExec>().is_some();
     }

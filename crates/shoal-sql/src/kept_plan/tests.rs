@@ -329,3 +329,55 @@ fn dml_finds_its_rows_on_a_kept_plan() {
         })
     });
 }
+
+#[test]
+fn a_kept_join_reads_its_probe_side_by_the_keys_of_each_run() {
+    on_big_stack(|| {
+        block_on(async {
+            let mut s = Session::new(crate::Engine::new());
+            run(
+                &mut s,
+                "CREATE TABLE kl_item (id int PRIMARY KEY, price int)",
+            )
+            .await;
+            run(
+                &mut s,
+                "INSERT INTO kl_item SELECT g, g * 2 FROM generate_series(1, 5000) g",
+            )
+            .await;
+            run(
+                &mut s,
+                "CREATE TABLE kl_line (o int, n int, item int, PRIMARY KEY (o, n))",
+            )
+            .await;
+            run(
+                &mut s,
+                "INSERT INTO kl_line SELECT o, n, o * 100 + n FROM generate_series(1, 40) o, \
+                 generate_series(1, 3) n",
+            )
+            .await;
+            let p = s
+                .prepare(
+                    "SELECT count(*), sum(i.price) FROM kl_line l JOIN kl_item i ON i.id = l.item \
+                     WHERE l.o BETWEEN $1 AND $2",
+                    &[],
+                )
+                .await
+                .unwrap();
+            // Orders 1 and 2: items 101..103 and 201..203.
+            assert_eq!(
+                execute_twice(&mut s, &p, &[1, 2]).await,
+                texts(&[&["6", "1824"]])
+            );
+            assert!(p.has_kept_plan());
+            assert_eq!(execute(&mut s, &p, &[3, 3]).await, texts(&[&["3", "1812"]]));
+            // Items past the table's end match nothing.
+            assert_eq!(
+                execute(&mut s, &p, &[50, 60]).await,
+                texts(&[&["0", "NULL"]])
+            );
+            run(&mut s, "UPDATE kl_item SET price = 0 WHERE id = 301").await;
+            assert_eq!(execute(&mut s, &p, &[3, 3]).await, texts(&[&["3", "1210"]]));
+        })
+    });
+}

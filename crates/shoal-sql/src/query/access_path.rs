@@ -30,7 +30,7 @@ use shoal_storage::IndexId;
 
 /// Ranges an index read may expand into (the product of the IN lists' lengths); beyond it the
 /// IN list on the last such column is left to the filter.
-const INDEX_RANGES_MAX: usize = 1024;
+pub const INDEX_RANGES_MAX: usize = 1024;
 
 /// A key range of an index: bounds on a prefix of its columns.
 pub type KeyRange = (Bound<Vec<Value>>, Bound<Vec<Value>>);
@@ -179,6 +179,32 @@ fn compare_keys(a: &[Value], b: &[Value]) -> Ordering {
 
 fn same_set(a: &[usize], b: &[usize]) -> bool {
     a.len() == b.len() && a.iter().all(|c| b.contains(c)) && b.iter().all(|c| a.contains(c))
+}
+
+/// Whether an index has `key_columns` among its leading columns, every other leading column
+/// before the last of them pinned by an equality of `filters`: reading it once per key value
+/// (`index_join`) then reads only rows with those keys.
+pub fn leads_an_index(
+    def: &TableDef,
+    indexes: &[IndexDef],
+    filters: &[Expr],
+    key_columns: &[usize],
+) -> bool {
+    let conditions = column_conditions(def, filters, KeyValues::Shape);
+    indexes.iter().filter(|i| usable_index(i)).any(|index| {
+        let mut missing = key_columns.len();
+        for c in &index.columns {
+            if key_columns.contains(c) {
+                missing -= 1;
+                if missing == 0 {
+                    return true;
+                }
+            } else if conditions[*c].points.is_none() {
+                return false;
+            }
+        }
+        false
+    })
 }
 
 /// Whether a filter can narrow an index read of the table (pushed down as Inexact).

@@ -24,6 +24,7 @@ pub mod functions;
 pub mod group_by_key;
 pub mod in_list;
 pub mod in_subquery;
+pub mod index_join;
 pub mod information_schema;
 pub mod integer_gcd;
 pub mod join_using;
@@ -121,6 +122,7 @@ pub fn new_session_state(scope: Arc<PlanScope>) -> SessionState {
         .with_optimizer_rule(Arc::new(text_codes::GroupOnTextCodes))
         .with_physical_optimizer_rule(Arc::new(topk_partitions::TopKWholeKey))
         .with_physical_optimizer_rule(Arc::new(filter_first::FilterFirst))
+        .with_physical_optimizer_rule(Arc::new(index_join::IndexLookupJoin))
         .build();
     let zone = scope.time_zone.clone();
     functions::register(&mut state, scope);

@@ -87,6 +87,14 @@ impl RowScanExec {
         self.rows_read
     }
 
+    pub fn request(&self) -> &ScanRequest {
+        &self.request
+    }
+
+    pub fn request_arc(&self) -> Arc<ScanRequest> {
+        self.request.clone()
+    }
+
     /// The same scan read again, under the scope's current snapshot and with the current
     /// values of the plan's parameters.
     pub fn reread(&self) -> DfResult<RowScanExec> {
