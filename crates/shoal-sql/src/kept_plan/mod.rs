@@ -47,6 +47,7 @@ use datafusion::logical_expr::{Expr, LogicalPlan, Volatility};
 use datafusion::physical_expr::expressions::DynamicFilterPhysicalExpr;
 use datafusion::physical_plan::empty::EmptyExec;
 use datafusion::physical_plan::placeholder_row::PlaceholderRowExec;
+use datafusion::physical_plan::sorts::sort::SortExec;
 use datafusion::physical_plan::unnest::UnnestExec;
 use datafusion::physical_plan::{ChildrenPropertiesMode, ExecutionPlan, ReplaceChildrenOptions};
 
@@ -289,14 +290,18 @@ fn bind_placeholders(
 }
 
 /// Whether the physical plan can run again: every leaf makes its rows when it runs (or makes
-/// none), and no node holds a dynamic filter, which one run would leave set for the next (they
-/// are turned off in Shoal's session config; this guards that).
+/// none), and no node reads a dynamic filter that one run would leave set for the next (their
+/// pushdown is turned off in Shoal's session config; this guards that). A TopK sort's own
+/// filter, which nothing else reads with pushdown off, is made anew by its `reset_state`.
 fn reusable(plan: &Arc<dyn ExecutionPlan>) -> bool {
     let mut dynamic = false;
-    let _ = plan.apply_expressions(&mut |e| {
-        e.apply(|x| {
-            dynamic |= x.downcast_ref::<DynamicFilterPhysicalExpr>().is_some();
-            Ok(TreeNodeRecursion::Continue)
+    let owns_its_filter = plan.downcast_ref::<SortExec>().is_some();
+    let _ = (!owns_its_filter).then(|| {
+        plan.apply_expressions(&mut |e| {
+            e.apply(|x| {
+                dynamic |= x.downcast_ref::<DynamicFilterPhysicalExpr>().is_some();
+                Ok(TreeNodeRecursion::Continue)
+            })
         })
     });
     if dynamic {

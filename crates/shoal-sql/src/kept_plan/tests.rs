@@ -381,3 +381,48 @@ fn a_kept_join_reads_its_probe_side_by_the_keys_of_each_run() {
         })
     });
 }
+
+/// `ORDER BY ... LIMIT` plans a TopK sort, which holds a filter of its own: the plan is kept,
+/// and each run's sort starts with a fresh one (a stale one would drop the next run's rows).
+#[test]
+fn a_kept_top_k_sort_starts_afresh_each_run() {
+    on_big_stack(|| {
+        block_on(async {
+            let mut s = Session::new(crate::Engine::new());
+            run(
+                &mut s,
+                "CREATE TABLE ko (o_id int, o_d_id int, o_c_id int, o_carrier_id int, \
+                 PRIMARY KEY (o_d_id, o_id))",
+            )
+            .await;
+            run(&mut s, "CREATE INDEX ko_c ON ko (o_d_id, o_c_id, o_id)").await;
+            run(
+                &mut s,
+                "INSERT INTO ko SELECT g, 1, g % 7, g % 3 FROM generate_series(1, 50) g",
+            )
+            .await;
+            let p = s
+                .prepare(
+                    "SELECT o_id, o_carrier_id FROM ko WHERE o_d_id = $1 AND o_c_id = $2 \
+                     ORDER BY o_id DESC LIMIT 2",
+                    &[],
+                )
+                .await
+                .unwrap();
+            assert_eq!(
+                execute_twice(&mut s, &p, &[1, 3]).await,
+                texts(&[&["45", "0"], &["38", "2"]])
+            );
+            assert!(p.has_kept_plan());
+            // Lower ids than the last run's: a filter left from it would drop them.
+            assert_eq!(
+                execute(&mut s, &p, &[1, 1]).await,
+                texts(&[&["50", "2"], &["43", "1"]])
+            );
+            assert_eq!(
+                execute(&mut s, &p, &[1, 0]).await,
+                texts(&[&["49", "1"], &["42", "0"]])
+            );
+        })
+    });
+}
