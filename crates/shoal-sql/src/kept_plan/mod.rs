@@ -42,6 +42,7 @@ use std::sync::Arc;
 use datafusion::arrow::datatypes::DataType as ArrowType;
 use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::common::{Result as DfResult, ScalarValue};
+use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::execution::{SessionState, TaskContext};
 use datafusion::logical_expr::{Expr, LogicalPlan, Volatility};
 use datafusion::physical_expr::expressions::DynamicFilterPhysicalExpr;
@@ -93,6 +94,7 @@ impl KeptPlan {
         param_types: Vec<ArrowType>,
         values: Vec<ScalarValue>,
     ) -> SqlResult<Built> {
+        let state = &without_statistics_answers(state);
         let params = Arc::new(ParamSlot::default());
         params.set(values);
         let optimized = state
@@ -152,6 +154,20 @@ impl KeptPlan {
         self.params.set(values);
         fresh_copy(&self.physical).map_err(pg_errors::from_datafusion)
     }
+}
+
+/// The session state without the rule that answers `count(*)`, `min()` and `max()` from the
+/// scans' statistics at planning: a kept plan would keep the answer of the moment it was made.
+fn without_statistics_answers(state: &SessionState) -> SessionState {
+    let rules = state
+        .physical_optimizers()
+        .iter()
+        .filter(|r| r.name() != "aggregate_statistics")
+        .cloned()
+        .collect();
+    SessionStateBuilder::new_from_existing(state.clone())
+        .with_physical_optimizer_rules(rules)
+        .build()
 }
 
 async fn plan_physical(

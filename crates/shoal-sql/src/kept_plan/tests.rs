@@ -426,3 +426,58 @@ fn a_kept_top_k_sort_starts_afresh_each_run() {
         })
     });
 }
+
+/// A statement parsed again with the same text (an unnamed statement, as drivers send before
+/// they prepare one) finds the first one's analysis and its kept plan; DDL makes it analyze
+/// afresh.
+#[test]
+fn the_same_text_parsed_again_shares_the_kept_plan() {
+    on_big_stack(|| {
+        block_on(async {
+            let mut s = Session::new(crate::Engine::new());
+            run(&mut s, "CREATE TABLE kr (id int PRIMARY KEY, k int)").await;
+            run(
+                &mut s,
+                "INSERT INTO kr SELECT g, g % 4 FROM generate_series(1, 40) g",
+            )
+            .await;
+            let sql = "SELECT count(*) FROM kr WHERE k = $1 AND id > $2";
+            let first = s.prepare(sql, &[]).await.unwrap();
+            assert_eq!(
+                execute_twice(&mut s, &first, &[1, 0]).await,
+                texts(&[&["10"]])
+            );
+            assert!(first.has_kept_plan());
+            let again = s.prepare(sql, &[]).await.unwrap();
+            assert!(again.has_kept_plan());
+            assert_eq!(execute(&mut s, &again, &[2, 20]).await, texts(&[&["5"]]));
+            // Other declared types are another statement.
+            assert!(!s.prepare(sql, &[20, 20]).await.unwrap().has_kept_plan());
+            run(&mut s, "ALTER TABLE kr ADD COLUMN v int").await;
+            let after_ddl = s.prepare(sql, &[]).await.unwrap();
+            assert!(!after_ddl.has_kept_plan());
+            assert_eq!(
+                execute(&mut s, &after_ddl, &[3, 0]).await,
+                texts(&[&["10"]])
+            );
+        })
+    });
+}
+
+/// `count(*)` over a whole table is not answered from the statistics of the moment the plan
+/// was kept.
+#[test]
+fn a_kept_count_counts_the_rows_of_each_run() {
+    on_big_stack(|| {
+        block_on(async {
+            let mut s = Session::new(crate::Engine::new());
+            run(&mut s, "CREATE TABLE kn (id int PRIMARY KEY)").await;
+            run(&mut s, "INSERT INTO kn VALUES (1), (2)").await;
+            let p = s.prepare("SELECT count(*) FROM kn", &[]).await.unwrap();
+            assert_eq!(execute_twice(&mut s, &p, &[]).await, texts(&[&["2"]]));
+            assert!(p.has_kept_plan());
+            run(&mut s, "INSERT INTO kn VALUES (3)").await;
+            assert_eq!(execute(&mut s, &p, &[]).await, texts(&[&["3"]]));
+        })
+    });
+}

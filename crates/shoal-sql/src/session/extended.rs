@@ -30,9 +30,10 @@ pub struct Prepared {
     pub param_oids: Vec<u32>,
     /// Result columns; None when the statement returns no rows.
     pub columns: Option<Vec<ResultColumn>>,
-    plan: parking_lot::Mutex<Option<PlannedQuery>>,
+    /// Shared with the copies the session's Parse cache hands out (see `ParseCache`).
+    plan: Arc<parking_lot::Mutex<Option<PlannedQuery>>>,
     /// The fast-path plan and the catalog version it was resolved against.
-    fast: parking_lot::Mutex<Option<(Arc<FastPlan>, u64)>>,
+    fast: Arc<parking_lot::Mutex<Option<(Arc<FastPlan>, u64)>>>,
     /// The kept plans of the queries an UPDATE, DELETE or locking SELECT generates.
     generated: Arc<GeneratedPlans>,
 }
@@ -60,6 +61,20 @@ enum Kept {
 }
 
 impl Prepared {
+    /// Another handle on the same statement, sharing its plans.
+    fn share(&self) -> Prepared {
+        Prepared {
+            sql: self.sql.clone(),
+            stmt: self.stmt.clone(),
+            param_types: self.param_types.clone(),
+            param_oids: self.param_oids.clone(),
+            columns: self.columns.clone(),
+            plan: self.plan.clone(),
+            fast: self.fast.clone(),
+            generated: self.generated.clone(),
+        }
+    }
+
     /// Whether the query's plan is kept now: for tests and diagnostics.
     pub fn has_kept_plan(&self) -> bool {
         matches!(
@@ -95,6 +110,22 @@ impl Session {
     }
 
     async fn prepare_statement(&mut self, sql: &str, declared: &[u32]) -> SqlResult<Prepared> {
+        let catalog_version = self.engine.catalog.read().version;
+        let generation = self.settings.generation();
+        if !matches!(self.txn, TxnState::Failed(_)) {
+            if let Some(p) = self.parsed.get(sql, declared, catalog_version, generation) {
+                return Ok(p);
+            }
+        }
+        let prepared = self.analyze_statement(sql, declared).await?;
+        if reanalysis_would_match(&prepared) {
+            self.parsed
+                .insert(&prepared, declared, catalog_version, generation);
+        }
+        Ok(prepared)
+    }
+
+    async fn analyze_statement(&mut self, sql: &str, declared: &[u32]) -> SqlResult<Prepared> {
         let mut statements = parse_sql(sql)?;
         if statements.len() > 1 {
             return Err(SqlError::syntax(
@@ -111,8 +142,8 @@ impl Session {
             param_types: Vec::new(),
             param_oids: Vec::new(),
             columns: None,
-            plan: parking_lot::Mutex::new(None),
-            fast: parking_lot::Mutex::new(None),
+            plan: Arc::default(),
+            fast: Arc::default(),
             generated: Arc::default(),
         };
         let Some(stmt) = stmt else {
@@ -445,6 +476,98 @@ impl Session {
             .map(Arc::new);
         *fast = plan.clone().map(|p| (p, version));
         plan
+    }
+}
+
+/// Whether analyzing the statement again (at the same catalog version and settings) would give
+/// what `prepared` holds: DML, which is planned at each execution, and queries whose plan reads
+/// row tables only (a system catalog's or a sequence's rows may be taken when the plan is made).
+fn reanalysis_would_match(prepared: &Prepared) -> bool {
+    match &prepared.stmt {
+        Some(Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_)) => true,
+        Some(Statement::Query(_)) => match prepared.plan.lock().as_ref() {
+            Some(planned) => reads_row_tables_only(&planned.logical),
+            None => prepared.fast.lock().is_some(),
+        },
+        _ => false,
+    }
+}
+
+fn reads_row_tables_only(plan: &LogicalPlan) -> bool {
+    use datafusion::common::tree_node::TreeNodeRecursion;
+    let mut row_tables_only = true;
+    let _ = plan.apply_with_subqueries(|node| {
+        if let LogicalPlan::TableScan(scan) = node {
+            row_tables_only &=
+                datafusion::datasource::source_as_provider(&scan.source).is_ok_and(|p| {
+                    p.downcast_ref::<crate::query::provider::RowTableProvider>()
+                        .is_some()
+                });
+        }
+        Ok(if row_tables_only {
+            TreeNodeRecursion::Continue
+        } else {
+            TreeNodeRecursion::Stop
+        })
+    });
+    row_tables_only
+}
+
+/// Statements Parse has analyzed, by their text and declared parameter types: a client that
+/// does not name its statements (an unnamed statement of the extended protocol, as psycopg
+/// sends before it prepares one, and after any ROLLBACK) parses the same text again and again,
+/// and finds the first analysis and its kept plans here. Entries hold for one catalog version
+/// and settings generation; when full the cache starts over.
+#[derive(Default)]
+pub(super) struct ParseCache {
+    catalog_version: u64,
+    settings_generation: u64,
+    by_text: std::collections::HashMap<(String, Vec<u32>), Prepared>,
+}
+
+/// Statements remembered per session.
+const PARSE_CACHE_STATEMENTS: usize = 128;
+
+impl ParseCache {
+    fn get(
+        &mut self,
+        sql: &str,
+        declared: &[u32],
+        catalog_version: u64,
+        settings_generation: u64,
+    ) -> Option<Prepared> {
+        if (self.catalog_version, self.settings_generation)
+            != (catalog_version, settings_generation)
+        {
+            self.by_text.clear();
+            return None;
+        }
+        // The key is built only on a lookup that can hit.
+        if self.by_text.is_empty() {
+            return None;
+        }
+        self.by_text
+            .get(&(sql.to_string(), declared.to_vec()))
+            .map(Prepared::share)
+    }
+
+    fn insert(
+        &mut self,
+        prepared: &Prepared,
+        declared: &[u32],
+        catalog_version: u64,
+        settings_generation: u64,
+    ) {
+        if (self.catalog_version, self.settings_generation)
+            != (catalog_version, settings_generation)
+            || self.by_text.len() >= PARSE_CACHE_STATEMENTS
+        {
+            self.by_text.clear();
+            self.catalog_version = catalog_version;
+            self.settings_generation = settings_generation;
+        }
+        self.by_text
+            .insert((prepared.sql.clone(), declared.to_vec()), prepared.share());
     }
 }
 

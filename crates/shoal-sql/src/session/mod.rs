@@ -162,6 +162,8 @@ pub struct Session {
     /// The bound parameters of the prepared DML statement running with its placeholders in
     /// place (see `kept_plan::generated`); None otherwise.
     pub(crate) statement_params: Option<crate::kept_plan::generated::StatementParams>,
+    /// Statements Parse analyzed, for clients that parse the same text again.
+    parsed: extended::ParseCache,
 }
 
 impl Drop for Session {
@@ -282,6 +284,7 @@ impl Session {
             reported_changes: Vec::new(),
             shapes: ShapeCache::default(),
             statement_params: None,
+            parsed: Default::default(),
             statement_in_block: false,
             cancel: None,
             ddl_undo: Default::default(),
