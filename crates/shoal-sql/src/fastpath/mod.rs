@@ -948,11 +948,7 @@ fn execute_select(
         shape: shape.clone(),
         rows: found.into_iter().collect(),
     };
-    if shape.text_from_values {
-        Ok(StatementResult::PointRows(Box::new(rows)))
-    } else {
-        rows.into_rows()
-    }
+    rows.into_result()
 }
 
 /// `SELECT ... FOR UPDATE/SHARE` of one row: the row found is locked, waiting for its holder
@@ -1004,11 +1000,7 @@ async fn execute_select_locking(
                 .push(projection.iter().map(|c| row[*c].clone()).collect());
         }
     }
-    if shape.text_from_values {
-        Ok(StatementResult::PointRows(Box::new(rows)))
-    } else {
-        rows.into_rows()
-    }
+    rows.into_result()
 }
 
 async fn execute_update(

@@ -67,6 +67,16 @@ pub struct PointRows {
 }
 
 impl PointRows {
+    /// The statement's result: the rows as they are when the wire encoder can print them from
+    /// storage values, else as an Arrow batch.
+    pub fn into_result(self) -> SqlResult<StatementResult> {
+        if self.shape.text_from_values {
+            Ok(StatementResult::PointRows(Box::new(self)))
+        } else {
+            self.into_rows()
+        }
+    }
+
     /// The rows as a one-batch `StatementResult::Rows`.
     pub fn into_rows(self) -> SqlResult<StatementResult> {
         let shape = &self.shape;

@@ -382,7 +382,7 @@ fn note_keys(
 
 /// A row-table scan that reads, when first polled, only the rows with the keys the build side
 /// of its join had (see the module).
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct KeyedScanExec {
     request: Arc<ScanRequest>,
     /// The table columns the keys are values of, in the keys' order.
@@ -504,13 +504,7 @@ impl ExecutionPlan for KeyedScanExec {
     ) -> DfResult<SendableRecordBatchStream> {
         // Reads on the first poll: the join polls its probe side only after its build side is
         // collected, and with it the keys.
-        let scan = KeyedScanExec {
-            request: self.request.clone(),
-            key_columns: self.key_columns.clone(),
-            slot: self.slot.clone(),
-            schema: self.schema.clone(),
-            properties: self.properties.clone(),
-        };
+        let scan = self.clone();
         let stream = futures::stream::once(async move { scan.read() })
             .flat_map(|batches| futures::stream::iter(batches.into_iter().map(Ok)));
         Ok(Box::pin(RecordBatchStreamAdapter::new(

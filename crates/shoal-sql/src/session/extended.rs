@@ -152,14 +152,11 @@ impl Session {
         let count = params::count_placeholders(&stmt);
         let inferred = self.describe_prepared(&stmt, count, &mut prepared).await?;
         resolve_parameter_types(&mut prepared, &stmt, count, declared, &inferred);
-        let mut fast = prepared.fast.lock();
-        if fast
-            .as_ref()
-            .is_some_and(|(plan, _)| !plan.accepts(&prepared.param_types))
-        {
-            *fast = None;
-        }
-        drop(fast);
+        let types = &prepared.param_types;
+        prepared
+            .fast
+            .lock()
+            .take_if(|(plan, _)| !plan.accepts(types));
         Ok(prepared)
     }
 
@@ -522,7 +519,8 @@ fn reads_row_tables_only(plan: &LogicalPlan) -> bool {
 pub(super) struct ParseCache {
     catalog_version: u64,
     settings_generation: u64,
-    by_text: std::collections::HashMap<(String, Vec<u32>), Prepared>,
+    /// By text; each with the parameter types it was declared with.
+    by_text: std::collections::HashMap<String, (Vec<u32>, Prepared)>,
 }
 
 /// Statements remembered per session.
@@ -542,13 +540,10 @@ impl ParseCache {
             self.by_text.clear();
             return None;
         }
-        // The key is built only on a lookup that can hit.
-        if self.by_text.is_empty() {
-            return None;
+        match self.by_text.get(sql) {
+            Some((types, prepared)) if types == declared => Some(prepared.share()),
+            _ => None,
         }
-        self.by_text
-            .get(&(sql.to_string(), declared.to_vec()))
-            .map(Prepared::share)
     }
 
     fn insert(
@@ -567,7 +562,7 @@ impl ParseCache {
             self.settings_generation = settings_generation;
         }
         self.by_text
-            .insert((prepared.sql.clone(), declared.to_vec()), prepared.share());
+            .insert(prepared.sql.clone(), (declared.to_vec(), prepared.share()));
     }
 }
 
