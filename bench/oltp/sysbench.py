@@ -48,9 +48,10 @@ def wait_ready(port, timeout_s=60):
 class Postgres:
     name = "PostgreSQL 15"
 
-    def __init__(self):
+    def __init__(self, dir="/tmp/sysbench-pg", max_connections=100):
         self.port = free_port()
-        self.dir = "/tmp/sysbench-pg"
+        self.dir = dir
+        self.max_connections = max_connections
         self.proc = None
 
     def start(self):
@@ -64,7 +65,7 @@ class Postgres:
         subprocess.run(as_postgres + [f"{PG_BIN}/pg_ctl", "-D", self.dir, "-l",
                                       f"{self.dir}/log", "-o",
                                       f"-p {self.port} -c listen_addresses=127.0.0.1 "
-                                      "-c max_connections=100 -c shared_buffers=1GB",
+                                      f"-c max_connections={self.max_connections} -c shared_buffers=1GB",
                                       "start"], check=True, capture_output=True)
         wait_ready(self.port)
 
@@ -77,15 +78,15 @@ class Postgres:
 class Shoal:
     name = "Shoal"
 
-    def __init__(self, binary):
+    def __init__(self, binary, dir="/tmp/sysbench-shoal"):
         self.binary = binary
         self.port = free_port()
-        self.dir = "/tmp/sysbench-shoal"
+        self.dir = dir
         self.proc = None
 
     def start(self):
         shutil.rmtree(self.dir, ignore_errors=True)
-        log = open("/tmp/sysbench-shoal.log", "w")
+        log = open(self.dir + ".log", "w")
         self.proc = subprocess.Popen(
             [self.binary, "serve", "--listen", f"127.0.0.1:{self.port}", "--data-dir",
              self.dir, "--unix-socket-dir", ""],

@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use parking_lot::{Mutex, MutexGuard};
 
-use crate::ordered_entries::{OrderedEntries, RunBuilder};
+use crate::ordered_entries::{Direction, OrderedEntries, RunBuilder};
 use crate::point_map::PointMap;
 use crate::table::RowRef;
 use crate::types::{DataType, Value};
@@ -159,6 +159,32 @@ impl Index {
         f: impl FnMut(&[u8], &RowRef) -> bool,
     ) {
         self.entries.for_each(lower, upper, f)
+    }
+
+    /// How many entries lie within the bounds, counted up to `enough`.
+    pub(crate) fn count_range_up_to(
+        &self,
+        lower: Bound<&[u8]>,
+        upper: Bound<&[u8]>,
+        enough: usize,
+    ) -> usize {
+        self.entries.count_range_up_to(lower, upper, enough)
+    }
+
+    /// Entries in the index, about.
+    pub(crate) fn len_estimate(&self) -> usize {
+        self.entries.len_estimate()
+    }
+
+    /// `for_each_entry` in either key order.
+    pub(crate) fn walk_entries(
+        &self,
+        direction: Direction,
+        lower: Bound<&[u8]>,
+        upper: Bound<&[u8]>,
+        f: impl FnMut(&[u8], &RowRef) -> bool,
+    ) {
+        self.entries.walk(direction, lower, upper, f)
     }
 
     pub(crate) fn clear(&self) {

@@ -37,6 +37,7 @@ pub use early_redo::EarlyRedo;
 pub use error::StorageError;
 pub use gc::GcStats;
 pub use index::{IndexDef, RowPredicate};
+pub use ordered_entries::Direction;
 pub use table::{
     InsertOutcome, RowChain, RowLockMode, RowRef, RowTable, TableMemory, WriteOutcome,
 };

@@ -152,6 +152,15 @@ impl SortedRun {
         cmp_entry(self.key(i), || self.rows[i].row_id(), probe)
     }
 
+    /// Index one past the last entry within the upper bound (as `in_upper` decides).
+    fn upper_index(&self, upper: Bound<&[u8]>) -> usize {
+        match upper {
+            Bound::Unbounded => self.len(),
+            Bound::Included(p) => self.partition_point(|i| self.cmp_at(i, p) != Ordering::Greater),
+            Bound::Excluded(p) => self.partition_point(|i| self.cmp_at(i, p) == Ordering::Less),
+        }
+    }
+
     /// Index of the first entry at or after the bound.
     fn lower_index(&self, lower: Bound<&[u8]>) -> usize {
         match lower {
@@ -236,7 +245,24 @@ fn in_upper(entry: &[u8], upper: Bound<&[u8]>) -> bool {
     }
 }
 
-/// One source of the merged walk: yields (entry key, row) in order.
+fn in_lower(entry: &[u8], lower: Bound<&[u8]>) -> bool {
+    match lower {
+        Bound::Unbounded => true,
+        Bound::Included(l) => entry >= l,
+        Bound::Excluded(l) => entry > l,
+    }
+}
+
+/// The order a walk visits entries in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Direction {
+    /// Ascending key order.
+    Forward,
+    /// Descending key order.
+    Backward,
+}
+
+/// One source of the merged walk: yields (entry key, row) in the walk's order.
 struct Cursor<'a, 'b> {
     source: Source<'a, 'b>,
     /// The entry at the cursor, materialized (key + row id).
@@ -247,31 +273,56 @@ type DeltaRange<'a, 'b> =
     crossbeam_skiplist::map::Range<'a, [u8], (Bound<&'b [u8]>, Bound<&'b [u8]>), EntryKey, RowRef>;
 
 enum Source<'a, 'b> {
-    Run { run: &'a SortedRun, next: usize },
+    /// Forward: `next` is the next entry to visit. Backward: `next` is one past it.
+    Run {
+        run: &'a SortedRun,
+        next: usize,
+    },
     Delta(DeltaRange<'a, 'b>),
 }
 
 impl Cursor<'_, '_> {
-    fn advance(&mut self, upper: Bound<&[u8]>) {
+    /// Moves to the next entry within the bounds in `direction`, or to none.
+    fn advance(&mut self, direction: Direction, lower: Bound<&[u8]>, upper: Bound<&[u8]>) {
         let mut buf = self.current.take().map(|(b, _)| b).unwrap_or_default();
         buf.clear();
         match &mut self.source {
             Source::Run { run, next } => {
-                while *next < run.len() && run.is_removed(*next) {
-                    *next += 1;
-                }
-                if *next < run.len() {
-                    let row = &run.rows[*next];
-                    buf.extend_from_slice(run.key(*next));
+                let at = match direction {
+                    Direction::Forward => {
+                        while *next < run.len() && run.is_removed(*next) {
+                            *next += 1;
+                        }
+                        (*next < run.len()).then(|| {
+                            *next += 1;
+                            *next - 1
+                        })
+                    }
+                    Direction::Backward => {
+                        while *next > 0 && run.is_removed(*next - 1) {
+                            *next -= 1;
+                        }
+                        (*next > 0).then(|| {
+                            *next -= 1;
+                            *next
+                        })
+                    }
+                };
+                if let Some(i) = at {
+                    let row = &run.rows[i];
+                    buf.extend_from_slice(run.key(i));
                     buf.extend_from_slice(&row.row_id().to_be_bytes());
-                    *next += 1;
-                    if in_upper(&buf, upper) {
+                    if in_upper(&buf, upper) && in_lower(&buf, lower) {
                         self.current = Some((buf, row.clone()));
                     }
                 }
             }
             Source::Delta(range) => {
-                if let Some(e) = range.next() {
+                let e = match direction {
+                    Direction::Forward => range.next(),
+                    Direction::Backward => range.next_back(),
+                };
+                if let Some(e) = e {
                     buf.extend_from_slice(e.key().as_bytes());
                     self.current = Some((buf, e.value().clone()));
                 }
@@ -356,6 +407,17 @@ impl OrderedEntries {
         &self,
         lower: Bound<&[u8]>,
         upper: Bound<&[u8]>,
+        f: impl FnMut(&[u8], &RowRef) -> bool,
+    ) {
+        self.walk(Direction::Forward, lower, upper, f)
+    }
+
+    /// `for_each` in either direction.
+    pub(crate) fn walk(
+        &self,
+        direction: Direction,
+        lower: Bound<&[u8]>,
+        upper: Bound<&[u8]>,
         mut f: impl FnMut(&[u8], &RowRef) -> bool,
     ) {
         let view = self.view();
@@ -373,25 +435,34 @@ impl OrderedEntries {
         cursors.push(Cursor {
             source: Source::Run {
                 run: &view.run,
-                next: view.run.lower_index(lower),
+                next: match direction {
+                    Direction::Forward => view.run.lower_index(lower),
+                    Direction::Backward => view.run.upper_index(upper),
+                },
             },
             current: None,
         });
         for c in &mut cursors {
-            c.advance(upper);
+            c.advance(direction, lower, upper);
         }
+        // The entry each step visits: the smallest of the cursors' going forward, the
+        // largest going backward.
+        let comes_first = |a: &[u8], b: &[u8]| match direction {
+            Direction::Forward => a < b,
+            Direction::Backward => a > b,
+        };
         loop {
-            let mut smallest: Option<usize> = None;
+            let mut first: Option<usize> = None;
             for (i, c) in cursors.iter().enumerate() {
                 if let Some((key, _)) = &c.current {
-                    if smallest.is_none_or(|s| {
-                        key.as_slice() < cursors[s].current.as_ref().expect("current").0.as_slice()
+                    if first.is_none_or(|s| {
+                        comes_first(key, &cursors[s].current.as_ref().expect("current").0)
                     }) {
-                        smallest = Some(i);
+                        first = Some(i);
                     }
                 }
             }
-            let Some(s) = smallest else { return };
+            let Some(s) = first else { return };
             let (key, row) = cursors[s].current.as_ref().expect("current");
             if !f(key, row) {
                 return;
@@ -400,10 +471,41 @@ impl OrderedEntries {
             let key = key.clone();
             for c in &mut cursors {
                 if c.current.as_ref().is_some_and(|(k, _)| *k == key) {
-                    c.advance(upper);
+                    c.advance(direction, lower, upper);
                 }
             }
         }
+    }
+
+    /// How many entries lie within the bounds, counted up to `enough` (the count stops
+    /// there): the sorted run's by two binary searches (removed ones counted until the next
+    /// merge), the deltas' by walking their range. For choosing between an index and a scan.
+    pub(crate) fn count_range_up_to(
+        &self,
+        lower: Bound<&[u8]>,
+        upper: Bound<&[u8]>,
+        enough: usize,
+    ) -> usize {
+        let view = self.view();
+        let run = &view.run;
+        let mut within = run
+            .upper_index(upper)
+            .saturating_sub(run.lower_index(lower));
+        for delta in std::iter::once(&view.delta).chain(view.frozen.as_ref()) {
+            for _ in delta.range::<[u8], _>((lower, upper)) {
+                if within >= enough {
+                    return within;
+                }
+                within += 1;
+            }
+        }
+        within
+    }
+
+    /// Entries, removed ones of the run counted until the next merge (walks nothing).
+    pub(crate) fn len_estimate(&self) -> usize {
+        let view = self.view();
+        view.run.len() + view.delta.len() + view.frozen.as_ref().map_or(0, |f| f.len())
     }
 
     /// Entries, removed ones not counted (walks nothing: a few atomics).
@@ -628,6 +730,25 @@ mod tests {
                     model.iter().map(|(k, &id)| (k.clone(), id)).collect();
                 assert_eq!(all(&entries), want, "after step {step}");
                 assert_eq!(entries.len(), model.len());
+                // Backward walks over the run, the delta and bounds that fall inside keys.
+                for (lo, hi) in [
+                    (vec![], vec![9]),
+                    (vec![1], vec![2, 1]),
+                    (vec![0, 2], vec![2]),
+                ] {
+                    let mut got = Vec::new();
+                    let (lower, upper) = (Bound::Excluded(&lo[..]), Bound::Included(&hi[..]));
+                    entries.walk(Direction::Backward, lower, upper, |k, r| {
+                        got.push((k.to_vec(), r.row_id()));
+                        true
+                    });
+                    let want: Vec<(Vec<u8>, u64)> = model
+                        .range::<[u8], _>((lower, upper))
+                        .rev()
+                        .map(|(k, &id)| (k.clone(), id))
+                        .collect();
+                    assert_eq!(got, want, "backward {lo:?}..={hi:?} after step {step}");
+                }
             }
         }
         // Bounded walks agree with the model's ranges, prefix bounds included.

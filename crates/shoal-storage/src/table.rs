@@ -21,7 +21,7 @@ use crate::txn::{
     Transaction, TxnId, TxnShared, WriteEntry, END_UNSET,
 };
 use crate::types::{DataType, Value};
-use crate::{IndexId, TableId};
+use crate::{Direction, IndexId, TableId};
 
 pub(crate) use crate::row_chain::{ChainState, Version, VersionData};
 pub use crate::row_chain::{RowChain, RowRef};
@@ -694,6 +694,20 @@ impl RowTable {
         snap: &Snapshot,
         lower: Bound<&[Value]>,
         upper: Bound<&[Value]>,
+        f: impl FnMut(&RowRef, &[u8]) -> bool,
+    ) -> Result<(), StorageError> {
+        self.index_scan_in(Direction::Forward, index, snap, lower, upper, f)
+    }
+
+    /// `index_scan` in either key order: `Backward` visits the largest key first (ORDER BY
+    /// ... DESC read from the index).
+    pub fn index_scan_in(
+        &self,
+        direction: Direction,
+        index: IndexId,
+        snap: &Snapshot,
+        lower: Bound<&[Value]>,
+        upper: Bound<&[Value]>,
         mut f: impl FnMut(&RowRef, &[u8]) -> bool,
     ) -> Result<(), StorageError> {
         let shape = self.shape.read_recursive();
@@ -704,7 +718,9 @@ impl RowTable {
             .ok_or(StorageError::NoSuchIndex(index))?;
         with_key_scratch(|s| {
             if let (Bound::Included(lo), Bound::Included(hi)) = (lower, upper) {
-                if lo.len() == idx.def.columns.len() && lo == hi {
+                // Rows of one full key come in row id order, which is the forward order.
+                if lo.len() == idx.def.columns.len() && lo == hi && direction == Direction::Forward
+                {
                     let point_key = &mut s.other_key;
                     point_key.clear();
                     key_codec::encode_key_into(lo, point_key);
@@ -727,7 +743,8 @@ impl RowTable {
                 }
             }
             let (lo, hi) = key_codec::key_range(lower, upper);
-            idx.for_each_entry(as_slice_bound(&lo), as_slice_bound(&hi), |entry, chain| {
+            let (lo, hi) = (as_slice_bound(&lo), as_slice_bound(&hi));
+            idx.walk_entries(direction, lo, hi, |entry, chain| {
                 let Some(data) = chain.visible_data(snap) else {
                     return true;
                 };
@@ -741,6 +758,35 @@ impl RowTable {
             });
         });
         Ok(())
+    }
+
+    /// Whether more than `share` (0 to 1) of an index's entries lie in the key ranges: an index
+    /// read would visit more than that part of what a scan visits. Counts the index's sorted
+    /// run by binary searches and walks its recent entries only up to that share. False for an
+    /// index of fewer than `min_entries` entries; None when the index is gone.
+    pub fn index_ranges_exceed(
+        &self,
+        index: IndexId,
+        ranges: &[(Bound<&[Value]>, Bound<&[Value]>)],
+        share: f64,
+        min_entries: usize,
+    ) -> Option<bool> {
+        let shape = self.shape.read_recursive();
+        let idx = shape.indexes.iter().find(|i| i.def.id == index)?;
+        let entries = idx.len_estimate();
+        if entries < min_entries {
+            return Some(false);
+        }
+        let enough = (entries as f64 * share) as usize + 1;
+        let mut within = 0;
+        for (lower, upper) in ranges {
+            let (lo, hi) = key_codec::key_range(*lower, *upper);
+            within += idx.count_range_up_to(as_slice_bound(&lo), as_slice_bound(&hi), enough);
+            if within >= enough {
+                return Some(true);
+            }
+        }
+        Some(false)
     }
 
     /// Point lookup on an index: the first visible row with exactly `key`.

@@ -91,3 +91,106 @@ async fn explain_shows_an_index_lookup_join() {
     .await;
     assert!(!scan.contains("IndexLookup"), "{scan}");
 }
+
+/// ORDER BY an index's next columns after equalities on its leading ones reads the index in
+/// order (`query/index_order.rs`): EXPLAIN shows the ordered read, its direction and how many
+/// rows it stopped after; a sort by anything else is still a sort.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn explain_shows_an_ordered_index_read() {
+    let server = ShoalServer::start();
+    let client = connect(&server).await;
+    client
+        .batch_execute(
+            "CREATE TABLE io_new (w int, d int, o int, note text, PRIMARY KEY (w, d, o));
+             INSERT INTO io_new SELECT w, d, o, 'x' FROM generate_series(1, 2) w,
+                 generate_series(1, 10) d, generate_series(1, 900) o;",
+        )
+        .await
+        .expect("set up");
+    let oldest = plan(
+        &client,
+        "SELECT o FROM io_new WHERE w = 1 AND d = 5 ORDER BY o LIMIT 1",
+    )
+    .await;
+    assert!(
+        oldest.contains(
+            "IndexOrderRead: table=io_new index=io_new_pkey order=forward fetch=1 rows=1"
+        ),
+        "{oldest}"
+    );
+    assert!(!oldest.contains("SortExec"), "{oldest}");
+    let newest = plan(
+        &client,
+        "SELECT o FROM io_new WHERE w = 2 AND d = 1 ORDER BY o DESC LIMIT 3",
+    )
+    .await;
+    assert!(
+        newest.contains(
+            "IndexOrderRead: table=io_new index=io_new_pkey order=backward fetch=3 rows=3"
+        ),
+        "{newest}"
+    );
+    // Another filter: the read goes on until the filter above has its rows.
+    let filtered = plan(
+        &client,
+        "SELECT o FROM io_new WHERE w = 2 AND d = 1 AND note = 'y' ORDER BY o DESC LIMIT 3",
+    )
+    .await;
+    assert!(
+        filtered.contains("IndexOrderRead: table=io_new index=io_new_pkey order=backward rows=900"),
+        "{filtered}"
+    );
+    let max = plan(&client, "SELECT max(o) FROM io_new WHERE w = 1 AND d = 5").await;
+    assert!(
+        max.contains(
+            "IndexOrderRead: table=io_new index=io_new_pkey order=backward fetch=1 rows=1"
+        ),
+        "{max}"
+    );
+    let min = plan(&client, "SELECT min(o) FROM io_new WHERE w = 1 AND d = 5").await;
+    assert!(
+        min.contains("IndexOrderRead: table=io_new index=io_new_pkey order=forward fetch=1 rows=1"),
+        "{min}"
+    );
+    let by_note = plan(
+        &client,
+        "SELECT o FROM io_new WHERE w = 2 AND d = 1 ORDER BY note LIMIT 3",
+    )
+    .await;
+    assert!(by_note.contains("SortExec"), "{by_note}");
+    assert!(!by_note.contains("IndexOrderRead"), "{by_note}");
+}
+
+/// A range that keeps most of a table is read by a scan, a narrow one through the index: the
+/// choice counts the index's entries in the range (`RowTable::index_ranges_exceed`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_range_over_most_of_a_table_is_scanned() {
+    let server = ShoalServer::start();
+    let client = connect(&server).await;
+    client
+        .batch_execute(
+            "CREATE TABLE is_t (id int PRIMARY KEY, k int);
+             CREATE INDEX is_t_k ON is_t (k);
+             INSERT INTO is_t SELECT g, g % 10 FROM generate_series(1, 5000) g;",
+        )
+        .await
+        .expect("set up");
+    let most = plan(&client, "SELECT count(*) FROM is_t WHERE id > 100").await;
+    assert!(most.contains("RowScan: table=is_t rows=5000"), "{most}");
+    let few = plan(&client, "SELECT count(*) FROM is_t WHERE id > 4900").await;
+    assert!(
+        few.contains("IndexRead: table=is_t index=is_t_pkey ranges=1 rows=100"),
+        "{few}"
+    );
+    let half = plan(
+        &client,
+        "SELECT count(*) FROM is_t WHERE k IN (1, 2, 3, 4, 5)",
+    )
+    .await;
+    assert!(half.contains("RowScan: table=is_t"), "{half}");
+    let tenth = plan(&client, "SELECT count(*) FROM is_t WHERE k = 7").await;
+    assert!(
+        tenth.contains("IndexRead: table=is_t index=is_t_k ranges=1 rows=500"),
+        "{tenth}"
+    );
+}

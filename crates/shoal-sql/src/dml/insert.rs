@@ -109,7 +109,7 @@ fn insert_source_sql(
                 let mut full: Vec<String> = (0..n).map(|c| default_expr_sql(def, c)).collect();
                 for (pos, col) in targets.iter().enumerate() {
                     if !is_default_keyword(&row[pos]) && takes_explicit(*col)? {
-                        full[*col] = row[pos].to_string();
+                        full[*col] = explicit_value_sql(def, *col, &row[pos]);
                     }
                 }
                 rows.push(format!("({})", full.join(", ")));
@@ -129,6 +129,22 @@ fn insert_source_sql(
         select.join(", "),
         src_cols.join(", ")
     ))
+}
+
+/// A VALUES entry for column `col`. A string literal into an integer column is read as that
+/// column's type, as PostgreSQL types each row's literal by its target column (VALUES rows
+/// typed together would read `'x'` in a bigint column as an integer).
+fn explicit_value_sql(def: &TableDef, col: usize, value: &ast::Expr) -> String {
+    use shoal_storage::types::DataType;
+    let t = &def.columns[col].data_type;
+    let is_string = matches!(
+        value,
+        ast::Expr::Value(v) if matches!(v.value, ast::Value::SingleQuotedString(_))
+    );
+    if is_string && matches!(t, DataType::Int16 | DataType::Int32 | DataType::Int64) {
+        return format!("CAST({value} AS {})", crate::types::format_type(t));
+    }
+    value.to_string()
 }
 
 pub async fn insert(

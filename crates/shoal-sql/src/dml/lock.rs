@@ -76,7 +76,6 @@ pub async fn select_for_update(
     oids.dedup();
     let aliases: Vec<&str> = resolved.iter().map(|(.., alias)| alias.as_str()).collect();
     let sql = with_positions(&q, &aliases)?;
-    let (batches, handles) = find_rows(session, &oids, &sql, Targets::Statement).await?;
     // A changed row is re-checked, and re-projected, over its newest version; that needs the
     // locked table to be the query's only table.
     let single_table = match select.from.as_slice() {
@@ -85,7 +84,7 @@ pub async fn select_for_update(
     };
     let projection: Vec<String> = select.projection.iter().map(|i| i.to_string()).collect();
     let zone = session.settings.time_zone().clone();
-    let locked: Vec<(Modification, &[RowRef], &Lock)> = resolved
+    let modifications: Vec<(Modification, &Lock)> = resolved
         .iter()
         .zip(&targets)
         .map(|((def, table, alias), target)| {
@@ -99,48 +98,69 @@ pub async fn select_for_update(
                 selection: select.selection.as_ref(),
                 returning: if single_table { &projection } else { &[] },
             };
-            let rows = &handles[oids.binary_search(&def.oid).expect("a locked table's oid")];
-            (m, rows.as_slice(), &target.lock)
+            (m, &target.lock)
         })
         .collect();
-    let mut kept: Vec<Kept> = Vec::new();
-    'batches: for (bi, b) in batches.iter().enumerate() {
-        // The locked tables' row positions, the batch's last columns.
-        let positions: Vec<&UInt64Array> = b.columns()[b.num_columns() - locked.len()..]
-            .iter()
-            .map(|c| c.as_any().downcast_ref().expect("position column"))
-            .collect();
-        'rows: for r in 0..b.num_rows() {
-            let mut newest = None;
-            for ((m, rows, lock), positions) in locked.iter().zip(&positions) {
-                let handle = &rows[positions.value(r) as usize];
-                let Some(changed) = lock_one(
-                    session,
-                    txn,
-                    m,
-                    handle,
-                    lock.mode,
-                    &lock.clause,
-                    single_table,
-                )
-                .await?
-                else {
-                    // Skipped (SKIP LOCKED, or gone): the result row goes, and the rows of
-                    // other tables it locked stay locked, as in PostgreSQL.
-                    continue 'rows;
-                };
-                newest = newest.or(changed);
-            }
-            kept.push(Kept {
-                batch: bi,
-                row: r,
-                newest,
-            });
-            if window.is_some_and(|w| kept.len() >= w.offset + w.limit) {
-                break 'batches;
+    // With a window, the query first asks for only the rows the window needs (an ordered index
+    // read then stops there: `query::index_order`). Should one of them be skipped (SKIP LOCKED,
+    // deleted or changed by a concurrent commit), the rows after it are needed too: the query
+    // runs again without the limit, and the rows locked already are locked again at no cost.
+    let mut limited = window.map(|w| w.offset + w.limit);
+    let (batches, mut kept) = loop {
+        let run_sql = match limited {
+            Some(n) => format!("{sql} LIMIT {n}"),
+            None => sql.clone(),
+        };
+        let (batches, handles) = find_rows(session, &oids, &run_sql, Targets::Statement).await?;
+        let mut kept: Vec<Kept> = Vec::new();
+        let mut skipped = false;
+        'batches: for (bi, b) in batches.iter().enumerate() {
+            // The locked tables' row positions, the batch's last columns.
+            let positions: Vec<&UInt64Array> = b.columns()[b.num_columns() - modifications.len()..]
+                .iter()
+                .map(|c| c.as_any().downcast_ref().expect("position column"))
+                .collect();
+            'rows: for r in 0..b.num_rows() {
+                let mut newest = None;
+                for ((m, lock), positions) in modifications.iter().zip(&positions) {
+                    let rows = &handles[oids
+                        .binary_search(&m.def.oid)
+                        .expect("a locked table's oid")];
+                    let handle = &rows[positions.value(r) as usize];
+                    let Some(changed) = lock_one(
+                        session,
+                        txn,
+                        m,
+                        handle,
+                        lock.mode,
+                        &lock.clause,
+                        single_table,
+                    )
+                    .await?
+                    else {
+                        // Skipped (SKIP LOCKED, or gone): the result row goes, and the rows of
+                        // other tables it locked stay locked, as in PostgreSQL.
+                        skipped = true;
+                        continue 'rows;
+                    };
+                    newest = newest.or(changed);
+                }
+                kept.push(Kept {
+                    batch: bi,
+                    row: r,
+                    newest,
+                });
+                if window.is_some_and(|w| kept.len() >= w.offset + w.limit) {
+                    break 'batches;
+                }
             }
         }
-    }
+        if skipped && limited.is_some() {
+            limited = None;
+            continue;
+        }
+        break (batches, kept);
+    };
     if let Some(w) = window {
         kept.drain(..w.offset.min(kept.len()));
     }
@@ -158,7 +178,7 @@ pub async fn select_for_update(
             tag: "SELECT",
         });
     }
-    let out = locked_rows(&batches, locked.len(), &kept)?;
+    let out = locked_rows(&batches, modifications.len(), &kept)?;
     Ok(StatementResult::Rows {
         columns: columns_of_schema(&out.schema()),
         batches: vec![out],

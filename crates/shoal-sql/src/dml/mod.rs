@@ -438,7 +438,7 @@ pub(crate) fn default_expr_sql(def: &TableDef, col: usize) -> String {
     }
 }
 
-fn is_default_keyword(e: &ast::Expr) -> bool {
+pub(crate) fn is_default_keyword(e: &ast::Expr) -> bool {
     matches!(e, ast::Expr::Identifier(i) if i.value.eq_ignore_ascii_case("default") && i.quote_style.is_none())
 }
 

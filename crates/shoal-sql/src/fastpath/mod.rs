@@ -5,20 +5,21 @@
 //! - `SELECT cols FROM t WHERE pk = v [AND pk2 = v2 ...]`
 //! - `UPDATE t SET c = v | c = c + v | c = c - v, ... WHERE pk = v ...`
 //! - `DELETE FROM t WHERE pk = v ...`
-//! - `INSERT INTO t [(cols)] VALUES (v, ...)` with one row
+//! - `INSERT INTO t [(cols)] VALUES (v, ...), ...` with any number of rows
 //!
-//! where each `v` is a literal, a parameter (`$n`) or `CURRENT_TIMESTAMP`/`now()`. Anything
-//! else (RETURNING, CHECK constraints, an UPDATE of a foreign key's column or a DELETE from a
-//! referenced table (see `write_constraints`), defaults that are not constants, expressions the
-//! fast path cannot evaluate exactly as PostgreSQL does) falls back to the general path, which
-//! is always correct. A plan is resolved against the catalog once;
+//! where each `v` is a literal, a parameter (`$n`) or `CURRENT_TIMESTAMP`/`now()`, and the
+//! columns an INSERT leaves out (or gives `DEFAULT`) default to a constant, `now()` or a
+//! sequence (serial and identity columns). Anything else (RETURNING, CHECK constraints, an
+//! UPDATE of a foreign key's column or a DELETE from a referenced table (see
+//! `write_constraints`), other defaults, expressions the fast path cannot evaluate exactly as
+//! PostgreSQL does) falls back to the general path, which is always correct. A plan is resolved against the catalog once;
 //! prepared statements keep it and re-resolve when the catalog version changes.
 
 use datafusion::arrow::array::ArrayRef;
 use datafusion::arrow::datatypes::DataType as ArrowType;
 use datafusion::common::ScalarValue;
 use datafusion::sql::sqlparser::ast::{self, Expr, Statement};
-use shoal_storage::catalog::{ConstraintKind, TableDef};
+use shoal_storage::catalog::{ConstraintKind, SequenceDef, TableDef};
 use shoal_storage::table::{RowLockMode, RowTable, WriteOutcome};
 use shoal_storage::types::{DataType, Value};
 use shoal_storage::{StorageError, Transaction};
@@ -43,6 +44,8 @@ pub enum Operand {
     Const(Value),
     /// `CURRENT_TIMESTAMP` / `now()`.
     Now,
+    /// A serial or identity column's default, `nextval(seq)`: a new value for every row.
+    NextVal(Arc<SequenceDef>),
 }
 
 /// The right side of `SET col = ...`.
@@ -70,8 +73,8 @@ pub enum FastKind {
     },
     Delete,
     Insert {
-        /// One operand per table column, in table order.
-        row: Vec<Operand>,
+        /// Per row of VALUES, one operand per table column, in table order.
+        rows: Vec<Vec<Operand>>,
     },
 }
 
@@ -636,11 +639,9 @@ fn plan_insert(
     let ast::SetExpr::Values(values) = source.body.as_ref() else {
         return None;
     };
-    let [exprs] = values.rows.as_slice() else {
-        return None;
-    };
+    let width = values.rows.first()?.len();
     let targets: Vec<usize> = if i.columns.is_empty() {
-        (0..exprs.len().min(def.columns.len())).collect()
+        (0..width.min(def.columns.len())).collect()
     } else {
         let mut t = Vec::new();
         for c in &i.columns {
@@ -655,47 +656,109 @@ fn plan_insert(
         }
         t
     };
-    if targets.len() != exprs.len() {
-        return None;
-    }
-    let mut row: Vec<Option<Operand>> = vec![None; def.columns.len()];
-    for (col, e) in targets.iter().zip(exprs.iter()) {
-        if def.columns[*col]
-            .identity
-            .as_ref()
-            .is_some_and(|id| id.always)
-        {
+    // Each column left out (or given DEFAULT) gets its default, resolved once.
+    let mut defaults: Vec<Option<Operand>> = vec![None; def.columns.len()];
+    let mut default_of = |col: usize| -> Option<Operand> {
+        if defaults[col].is_none() {
+            defaults[col] = Some(default_operand(session, &def, col)?);
+        }
+        defaults[col].clone()
+    };
+    let mut rows = Vec::with_capacity(values.rows.len());
+    for exprs in &values.rows {
+        // Rows of another width are an error the general path words as PostgreSQL does.
+        if exprs.len() != targets.len() {
             return None;
         }
-        row[*col] = Some(operand(
-            &def,
-            *col,
-            &def.columns[*col].data_type,
-            e,
-            params,
-        )?);
-    }
-    let mut full = Vec::with_capacity(row.len());
-    for (col, op) in row.into_iter().enumerate() {
-        match op {
-            Some(op) => full.push(op),
-            // A column left out gets its default; only "no default" (NULL) is done here.
-            None if def.columns[col].default_sql.is_none()
-                && def.columns[col].identity.is_none() =>
-            {
-                full.push(Operand::Const(Value::Null))
+        let mut row: Vec<Option<Operand>> = vec![None; def.columns.len()];
+        for (col, e) in targets.iter().zip(exprs.iter()) {
+            if crate::dml::is_default_keyword(e) {
+                continue;
             }
-            None => return None,
+            if def.columns[*col]
+                .identity
+                .as_ref()
+                .is_some_and(|id| id.always)
+            {
+                return None;
+            }
+            row[*col] = Some(operand(
+                &def,
+                *col,
+                &def.columns[*col].data_type,
+                e,
+                params,
+            )?);
         }
+        let mut full = Vec::with_capacity(row.len());
+        for (col, op) in row.into_iter().enumerate() {
+            full.push(match op {
+                Some(op) => op,
+                None => default_of(col)?,
+            });
+        }
+        rows.push(full);
     }
     Some(FastPlan {
         def,
         table,
         key_index: 0,
         key: Vec::new(),
-        kind: FastKind::Insert { row: full },
+        kind: FastKind::Insert { rows },
         params: Vec::new(),
     })
+}
+
+/// The operand of a column's default when the fast path can compute it exactly: none (NULL),
+/// a constant, `now()`/`CURRENT_TIMESTAMP` into a timestamp, or `nextval('seq')` into an
+/// integer column (serial, identity). None sends the statement to the general path.
+fn default_operand(session: &Session, def: &TableDef, col: usize) -> Option<Operand> {
+    let column = &def.columns[col];
+    let Some(sql) = &column.default_sql else {
+        return Some(Operand::Const(Value::Null));
+    };
+    let dialect = datafusion::sql::sqlparser::dialect::PostgreSqlDialect {};
+    let e = datafusion::sql::sqlparser::parser::Parser::new(&dialect)
+        .try_with_sql(sql)
+        .ok()?
+        .parse_expr()
+        .ok()?;
+    if let Expr::Function(f) = &e {
+        if f.name.to_string().eq_ignore_ascii_case("nextval")
+            && matches!(
+                column.data_type,
+                DataType::Int16 | DataType::Int32 | DataType::Int64
+            )
+        {
+            let name = sequence_name_argument(f)?;
+            let seq = crate::query::functions::sequence_by_name(&session.scope, name).ok()?;
+            return Some(Operand::NextVal(seq));
+        }
+    }
+    operand(def, col, &column.data_type, &e, &mut [])
+}
+
+/// The sequence name in `nextval('name')` or `nextval('name'::regclass)`.
+fn sequence_name_argument(f: &ast::Function) -> Option<&str> {
+    let ast::FunctionArguments::List(list) = &f.args else {
+        return None;
+    };
+    let [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(arg))] = list.args.as_slice() else {
+        return None;
+    };
+    let arg = match arg {
+        Expr::Cast {
+            expr, data_type, ..
+        } if data_type.to_string().eq_ignore_ascii_case("regclass") => expr.as_ref(),
+        other => other,
+    };
+    match arg {
+        Expr::Value(v) => match &v.value {
+            ast::Value::SingleQuotedString(s) => Some(s),
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 // ----------------------------------------------------------------------------------------
@@ -723,6 +786,7 @@ impl Bindings<'_> {
     fn value(&self, op: &Operand, col: usize) -> SqlResult<Value> {
         match op {
             Operand::Const(v) => Ok(v.clone()),
+            Operand::NextVal(_) => unreachable!("nextval is evaluated by execute_insert"),
             Operand::Now => Ok(match self.plan.def.columns[col].data_type {
                 DataType::Timestamp => Value::Timestamp(self.zone.utc_to_local(self.now_micros)),
                 _ => Value::TimestampTz(self.now_micros),
@@ -910,7 +974,7 @@ async fn execute_with(
             execute_update(session, txn, &point, &b, assignments).await
         }
         FastKind::Delete => execute_delete(session, txn, &point).await,
-        FastKind::Insert { row } => execute_insert(session, txn, plan, &b, row).await,
+        FastKind::Insert { rows } => execute_insert(session, txn, plan, &b, rows).await,
     }
 }
 
@@ -1106,30 +1170,69 @@ async fn execute_insert(
     txn: &mut Transaction,
     plan: &FastPlan,
     b: &Bindings<'_>,
-    ops: &[Operand],
+    rows: &[Vec<Operand>],
 ) -> SqlResult<StatementResult> {
-    let mut row = Vec::with_capacity(ops.len());
-    for (col, op) in ops.iter().enumerate() {
-        row.push(b.value(op, col)?);
-    }
-    not_null_check(&plan.def, &row, b.zone)?;
-    loop {
-        match plan.table.insert(txn, &row) {
-            Ok(_) => {
-                // After the row is in, so that it may reference itself.
-                crate::constraints::check_foreign_keys(session, txn, &plan.def, &row, None).await?;
-                return Ok(StatementResult::Command {
-                    tag: "INSERT".into(),
-                    rows: Some(1),
-                    oid: Some(0),
-                });
+    // Foreign keys are checked once every row is in, as PostgreSQL's checks run at the end of
+    // the statement: a row may reference itself or a later row of the same VALUES.
+    let has_references = plan
+        .def
+        .constraints
+        .iter()
+        .any(|c| matches!(c.kind, ConstraintKind::ForeignKey { .. }));
+    let mut inserted = Vec::with_capacity(if has_references { rows.len() } else { 0 });
+    for (i, ops) in rows.iter().enumerate() {
+        crate::dml::yield_between_rows(i).await;
+        let mut row = Vec::with_capacity(ops.len());
+        for (col, op) in ops.iter().enumerate() {
+            row.push(match op {
+                Operand::NextVal(seq) => sequence_value(session, seq, &plan.def, col)?,
+                op => b.value(op, col)?,
+            });
+        }
+        not_null_check(&plan.def, &row, b.zone)?;
+        loop {
+            match plan.table.insert(txn, &row) {
+                Ok(_) => break,
+                Err(StorageError::WouldBlock { holder }) => {
+                    session.wait_for_row_holder(txn, holder).await?
+                }
+                Err(e) => return Err(write_error(&plan.def, e, b.zone)),
             }
-            Err(StorageError::WouldBlock { holder }) => {
-                session.wait_for_row_holder(txn, holder).await?
-            }
-            Err(e) => return Err(write_error(&plan.def, e, b.zone)),
+        }
+        if has_references {
+            inserted.push(row);
         }
     }
+    for row in &inserted {
+        crate::constraints::check_foreign_keys(session, txn, &plan.def, row, None).await?;
+    }
+    Ok(StatementResult::Command {
+        tag: "INSERT".into(),
+        rows: Some(rows.len()),
+        oid: Some(0),
+    })
+}
+
+/// nextval of a column's sequence, in the column's type: bigint's value assigned to a smaller
+/// integer fails as PostgreSQL's cast does when out of its range.
+fn sequence_value(
+    session: &Session,
+    seq: &SequenceDef,
+    def: &TableDef,
+    col: usize,
+) -> SqlResult<Value> {
+    let v = crate::query::functions::next_sequence_value(&session.scope, seq)?;
+    let out_of_range = |type_name: &str| {
+        SqlError::new(
+            code::NUMERIC_VALUE_OUT_OF_RANGE,
+            format!("{type_name} out of range"),
+        )
+    };
+    Ok(match def.columns[col].data_type {
+        DataType::Int16 => Value::Int16(i16::try_from(v).map_err(|_| out_of_range("smallint"))?),
+        DataType::Int32 => Value::Int32(i32::try_from(v).map_err(|_| out_of_range("integer"))?),
+        _ => Value::Int64(v),
+    })
 }
 
 /// A storage error of a write as the client sees it; unique violations name the constraint

@@ -481,3 +481,54 @@ fn a_kept_count_counts_the_rows_of_each_run() {
         })
     });
 }
+
+/// An ordered index read (ORDER BY ... LIMIT, min, max) kept with its statement reads each run's
+/// range in order: other districts, rows written since, a range with no rows.
+#[test]
+fn a_kept_ordered_read_reads_each_runs_range() {
+    on_big_stack(|| {
+        block_on(async {
+            let mut s = Session::new(crate::Engine::new());
+            run(
+                &mut s,
+                "CREATE TABLE kn (w int, d int, o int, PRIMARY KEY (w, d, o))",
+            )
+            .await;
+            run(
+                &mut s,
+                "INSERT INTO kn SELECT 1, d, o FROM generate_series(1, 3) d, \
+                 generate_series(d * 10, d * 10 + 20) o",
+            )
+            .await;
+            let oldest = s
+                .prepare(
+                    "SELECT o FROM kn WHERE w = $1 AND d = $2 ORDER BY o LIMIT 1",
+                    &[],
+                )
+                .await
+                .unwrap();
+            let newest = s
+                .prepare("SELECT max(o) FROM kn WHERE w = $1 AND d = $2", &[])
+                .await
+                .unwrap();
+            assert_eq!(
+                execute_twice(&mut s, &oldest, &[1, 2]).await,
+                texts(&[&["20"]])
+            );
+            assert_eq!(
+                execute_twice(&mut s, &newest, &[1, 2]).await,
+                texts(&[&["40"]])
+            );
+            assert!(oldest.has_kept_plan() && newest.has_kept_plan());
+            assert_eq!(execute(&mut s, &oldest, &[1, 3]).await, texts(&[&["30"]]));
+            assert_eq!(execute(&mut s, &newest, &[1, 1]).await, texts(&[&["30"]]));
+            assert_eq!(execute(&mut s, &oldest, &[2, 1]).await, texts(&[]));
+            assert_eq!(execute(&mut s, &newest, &[2, 1]).await, texts(&[&["NULL"]]));
+            run(&mut s, "DELETE FROM kn WHERE d = 3 AND o < 35").await;
+            run(&mut s, "INSERT INTO kn VALUES (1, 1, 99), (1, 1, 5)").await;
+            assert_eq!(execute(&mut s, &oldest, &[1, 3]).await, texts(&[&["35"]]));
+            assert_eq!(execute(&mut s, &oldest, &[1, 1]).await, texts(&[&["5"]]));
+            assert_eq!(execute(&mut s, &newest, &[1, 1]).await, texts(&[&["99"]]));
+        })
+    });
+}

@@ -15,7 +15,7 @@
 //! filters of a kept plan are pushed down while they still hold placeholders, and its scans
 //! choose their index and ranges again from each execution's parameter values.
 
-use std::cmp::Ordering;
+use std::cmp::{Ordering, Reverse};
 use std::ops::Bound;
 
 use datafusion::arrow::array::Array;
@@ -205,6 +205,92 @@ pub fn leads_an_index(
         }
         false
     })
+}
+
+/// An index whose order is `sort_columns`' order once the filters pin its leading columns:
+/// `WHERE w = $1 AND d = $2 ORDER BY o` over an index on (w, d, o, ...). Returns the index and
+/// how many leading columns are pinned (by `=` with one value each); None when no index has
+/// that order. The index with the most pinned columns is preferred (its range is the
+/// narrowest), then a unique one, then the shortest.
+pub fn ordered_index(
+    def: &TableDef,
+    indexes: &[IndexDef],
+    filters: &[Expr],
+    sort_columns: &[usize],
+) -> Option<(IndexId, usize)> {
+    let conditions = column_conditions(def, filters, KeyValues::Shape);
+    let pinned = |c: usize| conditions[c].points.as_ref().is_some_and(|p| p.len() == 1);
+    indexes
+        .iter()
+        .filter(|i| usable_index(i))
+        .filter_map(|index| {
+            let prefix = index.columns.iter().take_while(|&&c| pinned(c)).count();
+            // A pinned column may also be sorted on (it has one value): the sort columns
+            // start at the first that is not pinned.
+            let sorted: Vec<usize> = sort_columns
+                .iter()
+                .copied()
+                .skip_while(|&c| index.columns[..prefix].contains(&c))
+                .collect();
+            let follows = index.columns[prefix..].starts_with(&sorted);
+            (follows && !sorted.is_empty()).then_some((index, prefix))
+        })
+        .min_by_key(|(index, prefix)| (Reverse(*prefix), !index.unique, index.columns.len()))
+        .map(|(index, prefix)| (index.id, prefix))
+}
+
+/// The key range an ordered read of `index` covers (see `ordered_index`): its first `prefix`
+/// columns equal to the filters' values, and a bound on the next column if they give one.
+/// Also whether every filter is answered by the range, so that the first rows of the range
+/// in order are the first rows of the answer (a LIMIT can stop the read). None when the
+/// filters do not pin each of those columns to one value this time (a NULL parameter).
+pub fn ordered_range(
+    def: &TableDef,
+    index: &IndexDef,
+    prefix: usize,
+    filters: &[Expr],
+) -> Option<(KeyRange, bool)> {
+    let mut key = Vec::with_capacity(prefix);
+    let mut answered = vec![false; filters.len()];
+    for &c in &index.columns[..prefix] {
+        let (i, v) = filters.iter().enumerate().find_map(|(i, f)| {
+            match column_condition(def, f, KeyValues::Bound)? {
+                (
+                    column,
+                    ColumnCondition {
+                        points: Some(p), ..
+                    },
+                ) if column == c && p.len() == 1 => Some((i, p[0].clone())),
+                _ => None,
+            }
+        })?;
+        answered[i] = true;
+        key.push(v);
+    }
+    let (mut lower, mut upper) = (None, None);
+    if let Some(&next) = index.columns.get(prefix) {
+        for (i, f) in filters.iter().enumerate() {
+            let Some((column, condition)) = column_condition(def, f, KeyValues::Bound) else {
+                continue;
+            };
+            if column != next || condition.points.is_some() {
+                continue;
+            }
+            // One filter per side: a second bound is left to the filter above.
+            let takes_lower = condition.lower.is_some() && lower.is_none();
+            let takes_upper = condition.upper.is_some() && upper.is_none();
+            answered[i] = (condition.lower.is_none() || takes_lower)
+                && (condition.upper.is_none() || takes_upper);
+            if takes_lower {
+                lower = condition.lower;
+            }
+            if takes_upper {
+                upper = condition.upper;
+            }
+        }
+    }
+    let range = (extend(&key, lower), extend(&key, upper));
+    Some((range, answered.iter().all(|a| *a)))
 }
 
 /// Whether a filter can narrow an index read of the table (pushed down as Inexact).
@@ -475,7 +561,7 @@ fn column_of(def: &TableDef, e: &Expr) -> Option<usize> {
 /// Types whose key bytes are equal exactly when SQL calls the values equal. Not floats (`-0 =
 /// 0`), numerics (`1.5 = 1.50`), intervals (`'1 mon' = '30 days'`) or char(n) (trailing
 /// blanks do not count).
-fn exact_keys(t: &DataType) -> bool {
+pub(crate) fn exact_keys(t: &DataType) -> bool {
     matches!(
         t,
         DataType::Bool

@@ -12,7 +12,7 @@ use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, TypeSignature,
     Volatility,
 };
-use shoal_storage::catalog::{Oid, RelationKind};
+use shoal_storage::catalog::{Oid, RelationKind, SequenceDef};
 
 use crate::error::{code, SqlError};
 use crate::query::pg_catalog::{
@@ -292,15 +292,26 @@ fn sequence_oid(scope: &PlanScope, name: &str) -> Result<Oid, SqlError> {
 }
 
 pub fn nextval(scope: &PlanScope, name: &str) -> Result<i64, SqlError> {
+    let seq = sequence_by_name(scope, name)?;
+    next_sequence_value(scope, &seq)
+}
+
+/// The sequence `name` resolves to through the search path.
+pub fn sequence_by_name(scope: &PlanScope, name: &str) -> Result<Arc<SequenceDef>, SqlError> {
     let oid = sequence_oid(scope, name)?;
-    let seq = scope
+    scope
         .engine
         .catalog
         .read()
         .sequences
         .get(&oid)
         .cloned()
-        .ok_or_else(|| SqlError::undefined_table(name))?;
+        .ok_or_else(|| SqlError::undefined_table(name))
+}
+
+/// nextval of a resolved sequence: advances it, logs it and remembers it for currval.
+pub fn next_sequence_value(scope: &PlanScope, seq: &SequenceDef) -> Result<i64, SqlError> {
+    let oid = seq.oid;
     let v = seq.next_value().map_err(|_| {
         SqlError::new(
             code::SEQUENCE_GENERATOR_LIMIT_EXCEEDED,

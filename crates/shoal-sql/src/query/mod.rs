@@ -25,6 +25,7 @@ pub mod group_by_key;
 pub mod in_list;
 pub mod in_subquery;
 pub mod index_join;
+pub mod index_order;
 pub mod information_schema;
 pub mod integer_gcd;
 pub mod join_using;
@@ -39,6 +40,7 @@ pub mod psql_describe;
 pub mod query_memory;
 pub mod query_runtime;
 pub mod rewrite;
+mod row_compare;
 pub mod row_scan_exec;
 pub mod row_stream;
 pub mod scalar_rows;
@@ -123,6 +125,7 @@ pub fn new_session_state(scope: Arc<PlanScope>) -> SessionState {
         .with_physical_optimizer_rule(Arc::new(topk_partitions::TopKWholeKey))
         .with_physical_optimizer_rule(Arc::new(filter_first::FilterFirst))
         .with_physical_optimizer_rule(Arc::new(index_join::IndexLookupJoin))
+        .with_physical_optimizer_rule(Arc::new(index_order::IndexOrder))
         .build();
     let zone = scope.time_zone.clone();
     functions::register(&mut state, scope);

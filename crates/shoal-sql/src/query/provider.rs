@@ -21,6 +21,7 @@ use shoal_storage::index::IndexDef;
 use shoal_storage::row_codec;
 use shoal_storage::table::{RowRef, RowTable};
 use shoal_storage::types::{DataType, Value};
+use shoal_storage::{Direction, StorageError};
 
 use crate::query::access_path::{self, IndexRead};
 use crate::query::row_scan_exec::{Partitions, RowScanExec, ScanRequest};
@@ -160,6 +161,20 @@ impl RowSource {
         projection: &[usize],
         limit: Option<usize>,
     ) -> Vec<RecordBatch> {
+        self.collect_rows_in(None, read, projection, limit)
+            .expect("an unordered read falls back to a scan")
+    }
+
+    /// `collect_rows`, and with `order`, an index read whose rows come in the index's key
+    /// order (ascending or descending). An ordered read cannot fall back to a table scan, so
+    /// it fails when its index is gone.
+    pub fn collect_rows_in(
+        &self,
+        order: Option<Direction>,
+        read: Option<IndexRead>,
+        projection: &[usize],
+        limit: Option<usize>,
+    ) -> Result<Vec<RecordBatch>, StorageError> {
         let types = self.def.column_types();
         let table_columns = self.def.columns.len();
         let data_cols: Vec<usize> = projection
@@ -237,7 +252,8 @@ impl RowSource {
             Some(read) => {
                 let mut scanned = Ok(());
                 for (lower, upper) in &read.ranges {
-                    scanned = self.table.index_scan(
+                    scanned = self.table.index_scan_in(
+                        order.unwrap_or(Direction::Forward),
                         read.index,
                         &snapshot,
                         slice_bound(lower),
@@ -251,8 +267,10 @@ impl RowSource {
                 }
                 // The only failure is a missing index (dropped since planning); it fails before
                 // visiting any row, and the filters are Inexact, so a full scan is correct.
-                if scanned.is_err() {
-                    self.table.scan(&snapshot, &mut visit);
+                match scanned {
+                    Err(e) if order.is_some() => return Err(e),
+                    Err(_) => self.table.scan(&snapshot, &mut visit),
+                    Ok(()) => {}
                 }
             }
             None => self.table.scan(&snapshot, &mut visit),
@@ -260,7 +278,7 @@ impl RowSource {
         if rows_in_batch > 0 || batches.is_empty() {
             flush(&mut batches, &mut columns, &mut positions, rows_in_batch);
         }
-        batches
+        Ok(batches)
     }
 }
 
@@ -315,6 +333,7 @@ impl TableProvider for RowTableProvider {
             projection: projection.cloned().unwrap_or(all),
             filters: filters.to_vec(),
             limit,
+            order: None,
         });
         let partitions = Partitions::UpTo(state.config().target_partitions());
         Ok(Arc::new(RowScanExec::read(request, partitions)?))

@@ -193,6 +193,13 @@ impl VisitorMut for Rewriter<'_> {
     }
 
     fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+        if let Expr::BinaryOp { left, op, right } = expr {
+            match crate::query::row_compare::expand(left, op, right) {
+                Some(Ok(expanded)) => *expr = Expr::Nested(Box::new(expanded)),
+                Some(Err(e)) => self.error = Some(e),
+                None => {}
+            }
+        }
         match expr {
             Expr::Value(v) => {
                 if let ast::Value::Number(digits, _) = &mut v.value {

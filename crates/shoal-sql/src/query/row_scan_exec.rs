@@ -9,21 +9,28 @@
 //! (`access_path`), and `RowScan: table, rows` where it read the whole table.
 
 use std::fmt;
+use std::ops::Bound;
 use std::sync::Arc;
 
+use datafusion::arrow::compute::SortOptions;
+use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::catalog::memory::MemorySourceConfig;
 use datafusion::common::tree_node::TreeNodeRecursion;
-use datafusion::common::{Result as DfResult, Statistics};
+use datafusion::common::{DataFusionError, Result as DfResult, Statistics};
+use datafusion::datasource::source::DataSourceExec;
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::logical_expr::Expr;
+use datafusion::physical_expr::expressions::Column;
 use datafusion::physical_expr::PhysicalExpr;
+use datafusion::physical_expr::{LexOrdering, PhysicalSortExpr};
 use datafusion::physical_plan::metrics::MetricsSet;
 use datafusion::physical_plan::statistics::StatisticsArgs;
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties};
 
-use crate::query::access_path::{self, KeyValues};
+use crate::query::access_path::{self, IndexRead, KeyValues};
 use crate::query::provider::RowSource;
+use shoal_storage::{Direction, IndexId};
 
 /// What one scan of a row table reads: fixed when the plan is made.
 #[derive(Debug)]
@@ -34,6 +41,20 @@ pub struct ScanRequest {
     /// The filters DataFusion pushed down (Inexact: DataFusion applies them again).
     pub filters: Vec<Expr>,
     pub limit: Option<usize>,
+    /// Rows in an index's order (`index_order`), for an ORDER BY read from the index.
+    pub order: Option<ScanOrder>,
+}
+
+/// An index read in key order: the index's first `pinned` columns equal to the filters'
+/// values, the rows in the order of its next columns.
+#[derive(Debug, Clone)]
+pub struct ScanOrder {
+    pub index: IndexId,
+    pub pinned: usize,
+    pub direction: Direction,
+    /// The rows the statement needs at most (its LIMIT): when the index range answers every
+    /// filter, the read stops there.
+    pub fetch: Option<usize>,
 }
 
 #[derive(Debug)]
@@ -46,16 +67,88 @@ pub struct RowScanExec {
     rows_read: usize,
 }
 
+/// Above this share of an index's entries, a scan of the table reads the rows sooner than the
+/// index does (an index read visits entries in key order and follows each to its row).
+const INDEX_SHARE_MAX: f64 = 0.3;
+/// Smaller indexes are always read: either way costs little.
+const JUDGED_ENTRIES_MIN: usize = 1024;
+
+/// Whether an index read would visit more of the index than `INDEX_SHARE_MAX`, counted in the
+/// index itself (`RowTable::index_ranges_exceed`). Reads of many ranges (IN lists) are taken as
+/// narrow.
+fn reads_most_of_the_table(source: &RowSource, read: &IndexRead) -> bool {
+    const RANGES_JUDGED_MAX: usize = 8;
+    if read.ranges.len() > RANGES_JUDGED_MAX {
+        return false;
+    }
+    let ranges: Vec<_> = read
+        .ranges
+        .iter()
+        .map(|(lower, upper)| {
+            (
+                lower.as_ref().map(Vec::as_slice),
+                upper.as_ref().map(Vec::as_slice),
+            )
+        })
+        .collect();
+    source
+        .table
+        .index_ranges_exceed(read.index, &ranges, INDEX_SHARE_MAX, JUDGED_ENTRIES_MIN)
+        .unwrap_or(false)
+}
+
+/// What an ordered read reads this time: one range of its index, and the rows it may stop
+/// after.
+fn ordered_read(request: &ScanRequest, order: &ScanOrder) -> (IndexRead, Option<usize>) {
+    let source = &request.source;
+    let range = source
+        .indexes
+        .iter()
+        .find(|i| i.id == order.index)
+        .and_then(|index| {
+            access_path::ordered_range(&source.def, index, order.pinned, &request.filters)
+        });
+    match range {
+        Some((range, answers_every_filter)) => (
+            IndexRead {
+                index: order.index,
+                ranges: vec![range],
+            },
+            order.fetch.filter(|_| answers_every_filter),
+        ),
+        // The filters do not pin the leading columns this time (a NULL parameter): the whole
+        // index in order, and the filters above drop what they drop.
+        None => (
+            IndexRead {
+                index: order.index,
+                ranges: vec![(Bound::Unbounded, Bound::Unbounded)],
+            },
+            None,
+        ),
+    }
+}
+
 impl RowScanExec {
     /// Reads the rows `request` asks for into `partitions`.
     pub fn read(request: Arc<ScanRequest>, partitions: Partitions) -> DfResult<RowScanExec> {
         let source = &request.source;
-        let read = access_path::choose(
-            &source.def,
-            &source.indexes,
-            &request.filters,
-            KeyValues::Bound,
-        );
+        // A limit is only safe to push when no filter is left for DataFusion to apply.
+        let (read, limit) = match &request.order {
+            Some(order) => {
+                let (read, limit) = ordered_read(&request, order);
+                (Some(read), limit)
+            }
+            None => (
+                access_path::choose(
+                    &source.def,
+                    &source.indexes,
+                    &request.filters,
+                    KeyValues::Bound,
+                )
+                .filter(|read| !reads_most_of_the_table(source, read)),
+                request.limit.filter(|_| request.filters.is_empty()),
+            ),
+        };
         let index = read.as_ref().map(|r| {
             let name = source
                 .indexes
@@ -64,17 +157,29 @@ impl RowScanExec {
                 .map_or_else(|| r.index.to_string(), |i| i.name.clone());
             (name, r.ranges.len())
         });
-        // A limit is only safe to push when no filter is left for DataFusion to apply.
-        let limit = request.limit.filter(|_| request.filters.is_empty());
-        let batches = source.collect_rows(read, &request.projection, limit);
+        let direction = request.order.as_ref().map(|o| o.direction);
+        let batches = source
+            .collect_rows_in(direction, read, &request.projection, limit)
+            .map_err(|e| DataFusionError::External(Box::new(e)))?;
         let rows_read = batches.iter().map(RecordBatch::num_rows).sum();
         let schema = Arc::new(source.schema.project(&request.projection)?);
-        let n = match partitions {
-            Partitions::UpTo(target) => target.clamp(1, batches.len().max(1)),
-            Partitions::Exactly(n) => n.max(1),
+        let rows: Arc<dyn ExecutionPlan> = match &request.order {
+            // Ordered rows stay in one partition, which says its order.
+            Some(order) => {
+                let ordering = output_ordering(&request, order, &schema);
+                let config = MemorySourceConfig::try_new(&[batches], schema, None)?
+                    .try_with_sort_information(ordering.into_iter().collect())?;
+                DataSourceExec::from_data_source(config)
+            }
+            None => {
+                let n = match partitions {
+                    Partitions::UpTo(target) => target.clamp(1, batches.len().max(1)),
+                    Partitions::Exactly(n) => n.max(1),
+                };
+                let parts = split_partitions(batches, n);
+                MemorySourceConfig::try_new_exec(&parts, schema, None)?
+            }
         };
-        let parts = split_partitions(batches, n);
-        let rows: Arc<dyn ExecutionPlan> = MemorySourceConfig::try_new_exec(&parts, schema, None)?;
         Ok(RowScanExec {
             request,
             rows,
@@ -103,6 +208,35 @@ impl RowScanExec {
     }
 }
 
+/// The order of an ordered read's output: its index's columns after the pinned ones, as far
+/// as the scan reads them. NULL keys sort last, so ascending is NULLS LAST and descending
+/// NULLS FIRST, as PostgreSQL's defaults.
+fn output_ordering(
+    request: &ScanRequest,
+    order: &ScanOrder,
+    schema: &SchemaRef,
+) -> Option<LexOrdering> {
+    let index = request
+        .source
+        .indexes
+        .iter()
+        .find(|i| i.id == order.index)?;
+    let backward = order.direction == Direction::Backward;
+    let options = SortOptions {
+        descending: backward,
+        nulls_first: backward,
+    };
+    let sort: Vec<PhysicalSortExpr> = index.columns[order.pinned..]
+        .iter()
+        .map_while(|c| request.projection.iter().position(|p| p == c))
+        .map(|at| {
+            let column = Column::new(schema.field(at).name(), at);
+            PhysicalSortExpr::new(Arc::new(column), options)
+        })
+        .collect();
+    LexOrdering::new(sort)
+}
+
 /// How many partitions a scan spreads its batches over.
 #[derive(Debug, Clone, Copy)]
 pub enum Partitions {
@@ -126,6 +260,21 @@ fn split_partitions(batches: Vec<RecordBatch>, n: usize) -> Vec<Vec<RecordBatch>
 impl DisplayAs for RowScanExec {
     fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
         let table = &self.request.source.def.name;
+        if let Some(order) = &self.request.order {
+            let index = self.index.as_ref().map_or("?", |(name, _)| name.as_str());
+            let direction = match order.direction {
+                Direction::Forward => "forward",
+                Direction::Backward => "backward",
+            };
+            write!(
+                f,
+                "IndexOrderRead: table={table} index={index} order={direction}"
+            )?;
+            if let Some(fetch) = order.fetch {
+                write!(f, " fetch={fetch}")?;
+            }
+            return write!(f, " rows={}", self.rows_read);
+        }
         match &self.index {
             Some((index, ranges)) => write!(
                 f,
