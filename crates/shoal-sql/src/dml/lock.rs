@@ -112,6 +112,16 @@ pub async fn select_for_update(
             None => sql.clone(),
         };
         let (batches, handles) = find_rows(session, &oids, &run_sql, Targets::Statement).await?;
+        // Each locked table's row handles, in the order of `modifications`.
+        let handles_of: Vec<&[RowRef]> = modifications
+            .iter()
+            .map(|(m, _)| {
+                let at = oids
+                    .binary_search(&m.def.oid)
+                    .expect("a locked table's oid");
+                handles[at].as_slice()
+            })
+            .collect();
         let mut kept: Vec<Kept> = Vec::new();
         let mut skipped = false;
         'batches: for (bi, b) in batches.iter().enumerate() {
@@ -122,10 +132,9 @@ pub async fn select_for_update(
                 .collect();
             'rows: for r in 0..b.num_rows() {
                 let mut newest = None;
-                for ((m, lock), positions) in modifications.iter().zip(&positions) {
-                    let rows = &handles[oids
-                        .binary_search(&m.def.oid)
-                        .expect("a locked table's oid")];
+                for (((m, lock), rows), positions) in
+                    modifications.iter().zip(&handles_of).zip(&positions)
+                {
                     let handle = &rows[positions.value(r) as usize];
                     let Some(changed) = lock_one(
                         session,

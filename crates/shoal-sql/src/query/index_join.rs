@@ -50,7 +50,7 @@ use futures::StreamExt;
 use parking_lot::Mutex;
 
 use crate::query::access_path::{self, KeyValues, INDEX_RANGES_MAX};
-use crate::query::row_scan_exec::{RowScanExec, ScanRequest};
+use crate::query::row_scan_exec::{scan_below, RowScanExec, ScanRequest};
 
 /// Rows a probe-side scan must have read, and how many times the build side's expected rows,
 /// for the lookups to be worth their overhead.
@@ -122,7 +122,7 @@ fn keyed(
             None => return Ok(None),
         }
     }
-    let Some((scan, scan_columns)) = probe_scan(join.right(), right_columns) else {
+    let Some((scan, scan_columns)) = scan_below(join.right(), right_columns) else {
         return Ok(None);
     };
     let request = scan.request();
@@ -191,40 +191,7 @@ fn rows_at_most(plan: &Arc<dyn ExecutionPlan>) -> Option<usize> {
     }
 }
 
-/// The row-table scan under the probe side, through filters, column projections and batch
-/// and partition shuffles, with the scan's output columns for `columns`.
-fn probe_scan(
-    plan: &Arc<dyn ExecutionPlan>,
-    columns: Vec<usize>,
-) -> Option<(&RowScanExec, Vec<usize>)> {
-    if let Some(scan) = plan.downcast_ref::<RowScanExec>() {
-        return Some((scan, columns));
-    }
-    if let Some(filter) = plan.downcast_ref::<FilterExec>() {
-        let columns = match filter.projection() {
-            Some(p) => columns
-                .iter()
-                .map(|c| p.get(*c).copied())
-                .collect::<Option<_>>()?,
-            None => columns,
-        };
-        return probe_scan(filter.input(), columns);
-    }
-    if let Some(projection) = plan.downcast_ref::<ProjectionExec>() {
-        let exprs = projection.expr();
-        let columns = columns
-            .iter()
-            .map(|c| Some(exprs.get(*c)?.expr.downcast_ref::<Column>()?.index()))
-            .collect::<Option<_>>()?;
-        return probe_scan(projection.input(), columns);
-    }
-    if let Some(r) = plan.downcast_ref::<RepartitionExec>() {
-        return probe_scan(r.input(), columns);
-    }
-    None
-}
-
-/// `plan` with its row-table scan (the one `probe_scan` found) replaced by `keyed`.
+/// `plan` with its row-table scan (the one `scan_below` found) replaced by `keyed`.
 fn replace_scan(
     plan: &Arc<dyn ExecutionPlan>,
     keyed: &Arc<dyn ExecutionPlan>,

@@ -30,7 +30,6 @@ use datafusion::physical_plan::aggregates::{AggregateExec, AggregateMode};
 use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
 use datafusion::physical_plan::filter::FilterExec;
 use datafusion::physical_plan::limit::GlobalLimitExec;
-use datafusion::physical_plan::projection::ProjectionExec;
 use datafusion::physical_plan::repartition::RepartitionExec;
 use datafusion::physical_plan::sorts::sort::SortExec;
 use datafusion::physical_plan::sorts::sort_preserving_merge::SortPreservingMergeExec;
@@ -38,7 +37,7 @@ use datafusion::physical_plan::{ChildrenPropertiesMode, ExecutionPlan, ReplaceCh
 use shoal_storage::Direction;
 
 use crate::query::access_path;
-use crate::query::row_scan_exec::{Partitions, RowScanExec, ScanOrder, ScanRequest};
+use crate::query::row_scan_exec::{scan_below, Partitions, RowScanExec, ScanOrder, ScanRequest};
 
 #[derive(Debug, Default)]
 pub struct IndexOrder;
@@ -108,7 +107,7 @@ fn ordered_rows(
     fetch: Option<usize>,
 ) -> DfResult<Option<Arc<dyn ExecutionPlan>>> {
     let columns = keys.iter().map(|k| k.0).collect();
-    let Some((scan, scan_columns)) = scan_under(input, columns) else {
+    let Some((scan, scan_columns)) = scan_below(input, columns) else {
         return Ok(None);
     };
     let request = scan.request();
@@ -231,7 +230,7 @@ fn min_or_max(node: &Arc<dyn ExecutionPlan>) -> DfResult<Option<Arc<dyn Executio
 /// Whether column `column` of `plan`'s output is a NOT NULL column of the row table scanned
 /// under it.
 fn not_null_column(plan: &Arc<dyn ExecutionPlan>, column: usize) -> bool {
-    let Some((scan, scan_columns)) = scan_under(plan, vec![column]) else {
+    let Some((scan, scan_columns)) = scan_below(plan, vec![column]) else {
         return false;
     };
     let request = scan.request();
@@ -240,42 +239,6 @@ fn not_null_column(plan: &Arc<dyn ExecutionPlan>, column: usize) -> bool {
         .get(scan_columns[0])
         .and_then(|&c| request.source.def.columns.get(c))
         .is_some_and(|c| c.not_null)
-}
-
-/// The row-table scan under a sort, through filters, column projections and partition
-/// shuffles, with the scan's output columns for `columns`.
-fn scan_under(
-    plan: &Arc<dyn ExecutionPlan>,
-    columns: Vec<usize>,
-) -> Option<(&RowScanExec, Vec<usize>)> {
-    if let Some(scan) = plan.downcast_ref::<RowScanExec>() {
-        return Some((scan, columns));
-    }
-    if let Some(filter) = plan.downcast_ref::<FilterExec>() {
-        let columns = match filter.projection() {
-            Some(p) => columns
-                .iter()
-                .map(|c| p.get(*c).copied())
-                .collect::<Option<_>>()?,
-            None => columns,
-        };
-        return scan_under(filter.input(), columns);
-    }
-    if let Some(projection) = plan.downcast_ref::<ProjectionExec>() {
-        let exprs = projection.expr();
-        let columns = columns
-            .iter()
-            .map(|c| Some(exprs.get(*c)?.expr.downcast_ref::<Column>()?.index()))
-            .collect::<Option<_>>()?;
-        return scan_under(projection.input(), columns);
-    }
-    if let Some(r) = plan.downcast_ref::<RepartitionExec>() {
-        return scan_under(r.input(), columns);
-    }
-    if let Some(c) = plan.downcast_ref::<CoalescePartitionsExec>() {
-        return scan_under(c.input(), columns);
-    }
-    None
 }
 
 /// The conjuncts of the filters on the way from `plan` down to its row-table scan.

@@ -24,7 +24,11 @@ use datafusion::logical_expr::Expr;
 use datafusion::physical_expr::expressions::Column;
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_expr::{LexOrdering, PhysicalSortExpr};
+use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
+use datafusion::physical_plan::filter::FilterExec;
 use datafusion::physical_plan::metrics::MetricsSet;
+use datafusion::physical_plan::projection::ProjectionExec;
+use datafusion::physical_plan::repartition::RepartitionExec;
 use datafusion::physical_plan::statistics::StatisticsArgs;
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties};
 
@@ -335,4 +339,41 @@ impl ExecutionPlan for RowScanExec {
     ) -> DfResult<Arc<Statistics>> {
         self.rows.statistics_from_inputs(input_stats, args)
     }
+}
+
+/// The row-table scan under `plan`, through filters, column projections and partition
+/// shuffles, with the scan's output columns for `plan`'s output columns `columns`. None when
+/// anything else stands between them.
+pub fn scan_below(
+    plan: &Arc<dyn ExecutionPlan>,
+    columns: Vec<usize>,
+) -> Option<(&RowScanExec, Vec<usize>)> {
+    if let Some(scan) = plan.downcast_ref::<RowScanExec>() {
+        return Some((scan, columns));
+    }
+    if let Some(filter) = plan.downcast_ref::<FilterExec>() {
+        let columns = match filter.projection() {
+            Some(p) => columns
+                .iter()
+                .map(|c| p.get(*c).copied())
+                .collect::<Option<_>>()?,
+            None => columns,
+        };
+        return scan_below(filter.input(), columns);
+    }
+    if let Some(projection) = plan.downcast_ref::<ProjectionExec>() {
+        let exprs = projection.expr();
+        let columns = columns
+            .iter()
+            .map(|c| Some(exprs.get(*c)?.expr.downcast_ref::<Column>()?.index()))
+            .collect::<Option<_>>()?;
+        return scan_below(projection.input(), columns);
+    }
+    if let Some(r) = plan.downcast_ref::<RepartitionExec>() {
+        return scan_below(r.input(), columns);
+    }
+    if let Some(c) = plan.downcast_ref::<CoalescePartitionsExec>() {
+        return scan_below(c.input(), columns);
+    }
+    None
 }
