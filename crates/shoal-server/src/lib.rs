@@ -11,7 +11,6 @@ use std::sync::Arc;
 
 use pgwire::api::cancel::DefaultCancelHandler;
 use pgwire::api::ConnectionManager;
-use pgwire::api::PgWireServerHandlers;
 use shoal_sql::Engine;
 use tokio::net::{TcpStream, UnixStream};
 use tokio::sync::Semaphore;
@@ -27,27 +26,10 @@ pub const CONNECTIONS_MAX: usize = 4096;
 /// How long to wait after a failed accept (say, out of file descriptors) before the next.
 const ACCEPT_RETRY_DELAY: std::time::Duration = std::time::Duration::from_millis(100);
 
+/// One client's protocol handlers.
 struct Handlers {
     connection: Arc<ConnectionHandler>,
     cancel: Arc<DefaultCancelHandler>,
-}
-
-impl PgWireServerHandlers for Handlers {
-    fn simple_query_handler(&self) -> Arc<impl pgwire::api::query::SimpleQueryHandler> {
-        self.connection.clone()
-    }
-    fn extended_query_handler(&self) -> Arc<impl pgwire::api::query::ExtendedQueryHandler> {
-        self.connection.clone()
-    }
-    fn startup_handler(&self) -> Arc<impl pgwire::api::auth::StartupHandler> {
-        self.connection.clone()
-    }
-    fn copy_handler(&self) -> Arc<impl pgwire::api::copy::CopyHandler> {
-        self.connection.clone()
-    }
-    fn cancel_handler(&self) -> Arc<impl pgwire::api::cancel::CancelHandler> {
-        self.cancel.clone()
-    }
 }
 
 /// A client socket taken off a listener, in the std form that moves between runtimes.
@@ -70,12 +52,11 @@ impl Accepted {
         match self {
             Accepted::Tcp(socket, _) => {
                 let socket = TcpStream::from_std(socket)?;
-                pgwire::tokio::process_socket(socket, None, handlers).await
+                pg::connection::serve_tcp(socket, handlers.connection, handlers.cancel).await
             }
-            // libpq never asks for TLS on a Unix socket, so there is nothing to negotiate.
             Accepted::Unix(socket) => {
                 let socket = UnixStream::from_std(socket)?;
-                pgwire::tokio::process_socket_unix(socket, handlers).await
+                pg::connection::serve_unix(socket, handlers.connection, handlers.cancel).await
             }
         }
     }

@@ -38,6 +38,10 @@ pub struct Engine {
     /// Held by each statement that changes the catalog while it runs, so that what one
     /// statement changed (`ddl::undo`) is never mixed with another session's changes.
     pub(crate) ddl_statement: tokio::sync::Mutex<()>,
+    /// The sessions listening for notifications (LISTEN/NOTIFY).
+    pub notifications: Arc<crate::notify::Hub>,
+    /// Advisory locks (`pg_advisory_lock` and its siblings).
+    pub advisory_locks: Arc<crate::advisory::LockTable>,
 }
 
 impl Engine {
@@ -51,6 +55,8 @@ impl Engine {
             durability: None,
             next_backend_pid: AtomicI32::new(1000),
             ddl_statement: tokio::sync::Mutex::new(()),
+            notifications: Default::default(),
+            advisory_locks: Default::default(),
         });
         start_segment_merger(Arc::downgrade(&engine));
         engine
@@ -73,6 +79,8 @@ impl Engine {
             durability: Some(durability),
             next_backend_pid: AtomicI32::new(1000),
             ddl_statement: tokio::sync::Mutex::new(()),
+            notifications: Default::default(),
+            advisory_locks: Default::default(),
         });
         start_checkpointer(Arc::downgrade(&engine));
         start_segment_merger(Arc::downgrade(&engine));

@@ -3,6 +3,7 @@
 //! bulk loads to `copy`, and queries to `query` (DataFusion over the storage engine). `types`
 //! and `pgtext` translate values between storage, Arrow and PostgreSQL's text formats.
 
+pub mod advisory;
 pub mod allocator;
 pub mod constraints;
 pub mod copy;
@@ -15,6 +16,7 @@ pub mod fastpath;
 pub mod interrupt;
 pub mod interval;
 pub mod kept_plan;
+pub mod notify;
 pub mod numeric;
 pub mod params;
 pub mod parse;

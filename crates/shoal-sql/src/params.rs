@@ -24,8 +24,12 @@ pub fn placeholder_index(name: &str) -> Option<usize> {
         .checked_sub(1)
 }
 
-/// The number of parameters: the highest $n used.
+/// The number of parameters: the highest $n used. A PREPARE has none of its own: the $n in
+/// the statement it prepares are that statement's, bound by EXECUTE.
 pub fn count_placeholders(stmt: &Statement) -> usize {
+    if matches!(stmt, Statement::Prepare { .. }) {
+        return 0;
+    }
     struct Counter(usize);
     impl Visitor for Counter {
         type Break = ();
@@ -208,8 +212,12 @@ pub fn decode_binary(bytes: &[u8], type_oid: u32, t: &ArrowType) -> SqlResult<Sc
 pub const PG_EPOCH_DAYS: i32 = 10_957;
 pub const PG_EPOCH_MICROS: i64 = 946_684_800_000_000;
 
-/// Replaces $n placeholders with literal expressions of the bound values.
+/// Replaces $n placeholders with literal expressions of the bound values (none in a PREPARE,
+/// whose placeholders belong to the statement it prepares).
 pub fn substitute(stmt: &mut Statement, values: &[ScalarValue]) -> SqlResult<()> {
+    if matches!(stmt, Statement::Prepare { .. }) {
+        return Ok(());
+    }
     struct Sub<'a> {
         values: &'a [ScalarValue],
         error: Option<SqlError>,

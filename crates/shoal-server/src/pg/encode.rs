@@ -377,3 +377,42 @@ mod tests {
         assert!(!SelectShape::prints_from_values(&DataType::Char(4)));
     }
 }
+
+/// A COPY ... TO STDOUT's messages up to its CopyDone: CopyOutResponse (text format, `columns`
+/// columns) and a CopyData per line of `data`, queued (written as the buffer fills) and left
+/// for the ReadyForQuery after them to flush, as PostgreSQL sends them. The caller sends the
+/// CommandComplete with the row count the statement gave (a CSV header is not a row).
+/// pgwire's `send_copy_out_response` flushes CopyDone and CommandComplete one by one and
+/// counts CopyData messages as rows; a client that ends its COPY stream at CopyDone (Node's
+/// pg-copy-streams) could then read the count before it arrived.
+pub async fn feed_copy_out<C>(
+    client: &mut C,
+    columns: usize,
+    data: &[u8],
+) -> pgwire::error::PgWireResult<()>
+where
+    C: futures::Sink<pgwire::messages::PgWireBackendMessage> + Unpin,
+    pgwire::error::PgWireError: From<C::Error>,
+{
+    use futures::SinkExt;
+    use pgwire::messages::copy::{CopyData, CopyDone, CopyOutResponse};
+    use pgwire::messages::PgWireBackendMessage;
+    client
+        .feed(PgWireBackendMessage::CopyOutResponse(CopyOutResponse::new(
+            0,
+            columns as i16,
+            vec![0; columns],
+        )))
+        .await?;
+    for line in data.split_inclusive(|b| *b == b'\n') {
+        client
+            .feed(PgWireBackendMessage::CopyData(CopyData::new(
+                bytes::Bytes::copy_from_slice(line),
+            )))
+            .await?;
+    }
+    client
+        .feed(PgWireBackendMessage::CopyDone(CopyDone::new()))
+        .await?;
+    Ok(())
+}

@@ -31,12 +31,15 @@ use pgwire::error::{PgWireError, PgWireResult};
 use pgwire::messages::copy::{CopyData, CopyDone, CopyFail};
 use pgwire::messages::data::{DataRow, RowDescription};
 use pgwire::messages::extendedquery::{Bind, Describe, Execute, Parse, Sync as PgSync};
-use pgwire::messages::response::{EmptyQueryResponse, ReadyForQuery, TransactionStatus};
+use pgwire::messages::response::{
+    EmptyQueryResponse, NotificationResponse, ReadyForQuery, TransactionStatus,
+};
 use pgwire::messages::simplequery::Query;
 use pgwire::messages::startup::ParameterStatus;
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 use shoal_sql::copy::{CopyIn, CopyRequest};
 use shoal_sql::interrupt::{cancel_signal_from, CancelSignal};
+use shoal_sql::notify::Inbox;
 use shoal_sql::query::row_stream::RowStream;
 use shoal_sql::session::Prepared;
 use shoal_sql::timezone::TimeZone;
@@ -56,11 +59,14 @@ pub struct ConnectionHandler {
     copy: Mutex<Option<CopyIn>>,
     connections: Arc<ConnectionManager>,
     parser: Arc<ShoalQueryParser>,
+    /// Where the session's notifications arrive (LISTEN/NOTIFY), read without its lock.
+    inbox: Arc<Inbox>,
 }
 
 impl ConnectionHandler {
     pub fn new(engine: Arc<Engine>, connections: Arc<ConnectionManager>) -> Arc<Self> {
         let session = Session::new(engine);
+        let inbox = session.scope.notifications.inbox();
         Arc::new_cyclic(
             |weak: &std::sync::Weak<ConnectionHandler>| ConnectionHandler {
                 session: Mutex::new(session),
@@ -70,8 +76,34 @@ impl ConnectionHandler {
                 parser: Arc::new(ShoalQueryParser {
                     handler: weak.clone(),
                 }),
+                inbox,
             },
         )
+    }
+
+    pub fn notification_inbox(&self) -> Arc<Inbox> {
+        self.inbox.clone()
+    }
+
+    /// Notifications that arrived while the statement ran go out before its ReadyForQuery
+    /// when the session is idle; inside a transaction block they wait for its end, as in
+    /// PostgreSQL.
+    async fn feed_notifications<C>(&self, client: &mut C, status: TransactionStatus) -> PgWireResult<()>
+    where
+        C: Sink<PgWireBackendMessage> + Unpin,
+        PgWireError: From<C::Error>,
+    {
+        if !matches!(status, TransactionStatus::Idle) || self.inbox.is_empty() {
+            return Ok(());
+        }
+        for n in self.inbox.take_all() {
+            client
+                .feed(PgWireBackendMessage::NotificationResponse(
+                    NotificationResponse::new(n.sender_pid, n.channel, n.payload),
+                ))
+                .await?;
+        }
+        Ok(())
     }
 }
 
@@ -198,6 +230,30 @@ fn to_response(
         }
         StatementResult::Empty => Response::EmptyQuery,
     }
+}
+
+/// A COPY ... TO STDOUT result: its messages up to CopyDone go out now, and it becomes the
+/// command whose completion ("COPY n") follows them. Other results are returned unchanged.
+async fn copy_out_then_tag<C>(client: &mut C, result: StatementResult) -> PgWireResult<StatementResult>
+where
+    C: Sink<PgWireBackendMessage> + Unpin,
+    PgWireError: From<C::Error>,
+{
+    let StatementResult::CopyOut {
+        columns,
+        data,
+        rows,
+        ..
+    } = result
+    else {
+        return Ok(result);
+    };
+    super::encode::feed_copy_out(client, columns, &data).await?;
+    Ok(StatementResult::Command {
+        tag: "COPY".to_string(),
+        rows: Some(rows),
+        oid: None,
+    })
 }
 
 /// A query's DataRows, encoded a batch at a time as the client takes them (see
@@ -341,6 +397,7 @@ impl SimpleQueryHandler for ConnectionHandler {
                 let is_copy_in = matches!(result, StatementResult::CopyIn(_));
                 let streamed = matches!(result, StatementResult::RowStream { .. });
                 let result = self.begin_copy(&session, result).await;
+                let result = copy_out_then_tag(client, result).await?;
                 let zone = session.settings.time_zone();
                 match to_response(result, &|_| false, None, zone) {
                     Response::Query(q) => send_query_rows(client, q).await?,
@@ -386,6 +443,7 @@ impl SimpleQueryHandler for ConnectionHandler {
             drop(session);
             client.set_state(PgWireConnectionState::ReadyForQuery);
             client.set_transaction_status(status);
+            self.feed_notifications(client, status).await?;
             reply_batch::before_reply(waited_for).await;
             client
                 .send(PgWireBackendMessage::ReadyForQuery(ReadyForQuery::new(
@@ -574,6 +632,7 @@ impl ExtendedQueryHandler for ConnectionHandler {
         match result {
             Ok(r) => {
                 let r = self.begin_copy(&session, r).await;
+                let r = copy_out_then_tag(client, r).await?;
                 let binary = |i: usize| portal.result_column_format.is_binary(i);
                 // Execute sends no RowDescription (Describe does), so the response needs no
                 // field list: one shared empty list instead of building one per execution.
@@ -642,6 +701,7 @@ impl ExtendedQueryHandler for ConnectionHandler {
             (status, session.transaction_is_waited_for())
         };
         client.set_transaction_status(status);
+        self.feed_notifications(client, status).await?;
         reply_batch::before_reply(waited_for).await;
         client
             .send(PgWireBackendMessage::ReadyForQuery(ReadyForQuery::new(

@@ -1,5 +1,6 @@
 //! The PostgreSQL wire protocol front end (on pgwire): one `ConnectionHandler` per client.
 
+pub mod connection;
 pub mod encode;
 pub mod errors;
 mod extended;

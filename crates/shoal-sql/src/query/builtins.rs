@@ -20,6 +20,7 @@ use datafusion::logical_expr::{
     Signature, Volatility,
 };
 
+use crate::query::functions::VOID_OID;
 use crate::query::pg_catalog::format_type_oid;
 use crate::timezone::SessionZone;
 use crate::types::{pg_oid_for_arrow, PG_TYPE_METADATA_KEY};
@@ -401,8 +402,6 @@ struct PgSleep {
     signature: Signature,
 }
 
-/// PostgreSQL's `void`, the type of functions that return nothing; its output is empty.
-const VOID_OID: u32 = 2278;
 
 impl ScalarUDFImpl for PgSleep {
     fn name(&self) -> &str {

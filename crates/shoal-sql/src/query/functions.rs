@@ -27,6 +27,8 @@ pub struct PgFunction {
     name: String,
     signature: Signature,
     return_type: ArrowType,
+    /// The PostgreSQL type of the result when the Arrow type does not say it (`void`).
+    pg_type_oid: Option<u32>,
     body: Arc<RowFn>,
 }
 
@@ -59,6 +61,22 @@ impl ScalarUDFImpl for PgFunction {
 
     fn return_type(&self, _arg_types: &[ArrowType]) -> DfResult<ArrowType> {
         Ok(self.return_type.clone())
+    }
+
+    fn return_field_from_args(
+        &self,
+        _args: datafusion::logical_expr::ReturnFieldArgs,
+    ) -> DfResult<datafusion::arrow::datatypes::FieldRef> {
+        let field =
+            datafusion::arrow::datatypes::Field::new(self.name(), self.return_type.clone(), true);
+        Ok(Arc::new(match self.pg_type_oid {
+            Some(oid) => field.with_metadata(
+                [(crate::types::PG_TYPE_METADATA_KEY.to_string(), oid.to_string())]
+                    .into_iter()
+                    .collect(),
+            ),
+            None => field,
+        }))
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
@@ -136,7 +154,29 @@ fn udf(
         name: name.to_string(),
         signature,
         return_type,
+        pg_type_oid: None,
         body: Arc::new(body),
+    })
+}
+
+/// PostgreSQL's `void`, the type of functions that return nothing; its output is empty.
+pub const VOID_OID: u32 = 2278;
+
+/// A function returning `void` (an empty text value of that type), called for its effect.
+fn void_udf(
+    name: &str,
+    arity: usize,
+    body: impl Fn(&[ScalarValue]) -> DfResult<()> + Send + Sync + 'static,
+) -> ScalarUDF {
+    ScalarUDF::new_from_impl(PgFunction {
+        name: name.to_string(),
+        signature: Signature::new(TypeSignature::Any(arity), Volatility::Volatile),
+        return_type: ArrowType::Utf8,
+        pg_type_oid: Some(VOID_OID),
+        body: Arc::new(move |a: &[ScalarValue]| {
+            body(a)?;
+            Ok(ScalarValue::Utf8(Some(String::new())))
+        }),
     })
 }
 
@@ -144,6 +184,43 @@ fn udf(
 /// with their SQLSTATE intact (see `errors.rs`).
 pub fn sql_error(e: SqlError) -> DataFusionError {
     DataFusionError::External(Box::new(e))
+}
+
+/// The OID of the built-in type a name spells, as `regtype` input reads it: any case, the
+/// catalog name (`int4`) or the SQL one (`integer`), a type modifier ignored (`varchar(20)`), and
+/// `[]` for the array type.
+fn type_oid_by_name(name: &str) -> Option<u32> {
+    let mut n = name.trim().to_lowercase();
+    let array = n.ends_with("[]");
+    if array {
+        n.truncate(n.len() - 2);
+    }
+    if let (Some(open), true) = (n.find('('), n.ends_with(')')) {
+        n.truncate(open);
+    }
+    let n = n.trim().strip_prefix("pg_catalog.").unwrap_or(n.trim());
+    let element = crate::query::pg_catalog::BUILTIN_TYPES
+        .iter()
+        .find(|t| t.1 == n || format_type_oid(t.0, -1).as_deref() == Some(n))?
+        .0;
+    if !array {
+        return Some(element);
+    }
+    crate::query::pg_catalog::BUILTIN_TYPES
+        .iter()
+        .find(|t| crate::types::array_element_oid(t.0) == Some(element))
+        .map(|t| t.0)
+}
+
+/// A string literal for `t`, as PostgreSQL's quote_literal writes it: quotes doubled, and with
+/// backslashes doubled behind an `E` prefix when there are any.
+fn quote_literal(t: &str) -> String {
+    let quoted = t.replace('\'', "''");
+    if t.contains('\\') {
+        format!("E'{}'", quoted.replace('\\', "\\\\"))
+    } else {
+        format!("'{quoted}'")
+    }
 }
 
 fn text_arg(v: &ScalarValue) -> Option<String> {
@@ -430,6 +507,25 @@ pub fn register(state: &mut datafusion::execution::SessionState, scope: Arc<Plan
     ));
     let sc = s.clone();
     add(udf(
+        "current_schemas",
+        &[1],
+        ArrowType::List(Arc::new(
+            datafusion::arrow::datatypes::Field::new_list_field(ArrowType::Utf8, true),
+        )),
+        Volatility::Stable,
+        move |a| {
+            let implicit = matches!(a[0], ScalarValue::Boolean(Some(true)));
+            Ok(ScalarValue::List(ScalarValue::new_list_nullable(
+                &sc.current_schemas(implicit)
+                    .into_iter()
+                    .map(|n| ScalarValue::Utf8(Some(n)))
+                    .collect::<Vec<_>>(),
+                &ArrowType::Utf8,
+            )))
+        },
+    ));
+    let sc = s.clone();
+    add(udf(
         "pg_backend_pid",
         &[0],
         ArrowType::Int32,
@@ -610,21 +706,29 @@ pub fn register(state: &mut datafusion::execution::SessionState, scope: Arc<Plan
             let Some(name) = text_arg(&a[0]) else {
                 return Ok(ScalarValue::UInt32(None));
             };
-            let n = name.trim().to_lowercase();
-            if let Ok(oid) = n.parse::<u32>() {
+            if let Ok(oid) = name.trim().parse::<u32>() {
                 return Ok(ScalarValue::UInt32(Some(oid)));
             }
-            let found = crate::query::pg_catalog::BUILTIN_TYPES
-                .iter()
-                .find(|t| t.1 == n || format_type_oid(t.0, -1).as_deref() == Some(n.as_str()));
-            found
-                .map(|t| ScalarValue::UInt32(Some(t.0)))
+            type_oid_by_name(&name)
+                .map(|oid| ScalarValue::UInt32(Some(oid)))
                 .ok_or_else(|| {
                     sql_error(SqlError::new(
                         code::UNDEFINED_OBJECT,
                         format!("type \"{name}\" does not exist"),
                     ))
                 })
+        },
+    ));
+    // to_regtype: the type's OID, or NULL when no type has that name (where the cast fails).
+    add(udf(
+        "to_regtype",
+        &[1],
+        ArrowType::UInt32,
+        Volatility::Stable,
+        move |a| {
+            Ok(ScalarValue::UInt32(
+                text_arg(&a[0]).and_then(|name| type_oid_by_name(&name)),
+            ))
         },
     ));
     add(udf(
@@ -643,6 +747,33 @@ pub fn register(state: &mut datafusion::execution::SessionState, scope: Arc<Plan
             Ok(ScalarValue::Utf8(
                 text_arg(&a[0]).map(|n| quote_ident_if_needed(&n)),
             ))
+        },
+    ));
+    let sc = s.clone();
+    add(void_udf("pg_notify", 2, move |a| {
+        // NULL arguments: PostgreSQL's pg_notify is not strict, and reads them as empty.
+        let channel = text_arg(&a[0]).unwrap_or_default();
+        let payload = text_arg(&a[1]).unwrap_or_default();
+        sc.notifications
+            .notify(&channel, &payload)
+            .map_err(sql_error)
+    }));
+    add(udf(
+        "quote_literal",
+        &[1],
+        ArrowType::Utf8,
+        Volatility::Immutable,
+        |a| Ok(ScalarValue::Utf8(text_arg(&a[0]).map(|t| quote_literal(&t)))),
+    ));
+    add(udf(
+        "quote_nullable",
+        &[1],
+        ArrowType::Utf8,
+        Volatility::Immutable,
+        |a| {
+            Ok(ScalarValue::Utf8(Some(
+                text_arg(&a[0]).map_or_else(|| "NULL".to_string(), |t| quote_literal(&t)),
+            )))
         },
     ));
     for size_fn in [

@@ -8,6 +8,7 @@ pub mod access_path;
 pub mod arithmetic;
 pub mod array_literal;
 pub mod builtins;
+mod bytea;
 pub mod checks;
 pub mod civil_time;
 pub mod column_names;
@@ -47,6 +48,7 @@ pub mod scalar_rows;
 pub mod scalar_subquery;
 pub mod schema;
 pub mod scope;
+mod select_srf;
 pub mod set_all;
 pub mod shoal_memory;
 pub mod subquery_nullable;
@@ -128,6 +130,7 @@ pub fn new_session_state(scope: Arc<PlanScope>) -> SessionState {
         .with_physical_optimizer_rule(Arc::new(index_order::IndexOrder))
         .build();
     let zone = scope.time_zone.clone();
+    crate::advisory::register(&mut state, &scope);
     functions::register(&mut state, scope);
     builtins::register(&mut state, &zone);
     math_domain::register(&mut state);
@@ -136,6 +139,7 @@ pub fn new_session_state(scope: Arc<PlanScope>) -> SessionState {
     crate::numeric::kernels::register(&mut state);
     // After builtins and math_domain: it wraps their functions.
     crate::numeric::functions::register(&mut state);
+    bytea::register(&mut state);
     scalar_rows::register(&mut state);
     state
         .register_expr_planner(Arc::new(typecheck::OperatorTypeCheck))

@@ -178,6 +178,7 @@ impl VisitorMut for Rewriter<'_> {
             crate::query::values_types::integer_values(values);
         }
         fetch_to_limit(query);
+        crate::query::select_srf::expand_in_select_list(query);
         distinct_on_positions(query);
         crate::query::natural_join::natural_to_using(query, self.scope);
         crate::query::join_using::merge_using_columns(query);
@@ -403,6 +404,31 @@ impl VisitorMut for Rewriter<'_> {
                 } else if let DataType::Char(_) | DataType::Character(_) = data_type {
                     *data_type = DataType::Text;
                 }
+            }
+            // SUBSTRING(x FROM a FOR b) and substr(x, a, b) become a call of the registered
+            // `substr`, which knows bytea (`bytea.rs`); DataFusion would plan its own, for text
+            // only. A FROM that is a string literal is the regular-expression form: left alone.
+            Expr::Substring {
+                expr: value,
+                substring_from,
+                substring_for,
+                ..
+            } if !substring_from
+                .as_deref()
+                .is_some_and(|e| string_literal_mut(&mut e.clone()).is_some()) =>
+            {
+                let one = Expr::value(ast::Value::Number("1".into(), false));
+                let mut args = vec![
+                    (**value).clone(),
+                    substring_from.as_deref().cloned().unwrap_or(one),
+                ];
+                args.extend(substring_for.as_deref().cloned());
+                *expr = function_call("substr", args);
+            }
+            // POSITION(a IN b) likewise becomes the registered strpos(b, a).
+            Expr::Position { expr: needle, r#in } => {
+                let args = vec![(**r#in).clone(), (**needle).clone()];
+                *expr = function_call("strpos", args);
             }
             // EXTRACT is numeric in PostgreSQL (see `datetime::Extract`).
             Expr::Extract {
@@ -742,8 +768,8 @@ fn print_format_object_names(f: &mut Function) {
 fn object_name_output_function(e: &Expr) -> Option<&'static str> {
     let Expr::Function(f) = e else { return None };
     match object_name_parts(&f.name).as_slice() {
-        [n] if n == "to_regclass_oid" => Some("regclass_out"),
-        [n] if n == "to_regtype_oid" => Some("regtype_out"),
+        [n] if n == "to_regclass_oid" || n == "to_regclass" => Some("regclass_out"),
+        [n] if n == "to_regtype_oid" || n == "to_regtype" => Some("regtype_out"),
         [n] if n == "to_regnamespace_oid" => Some("regnamespace_out"),
         _ => None,
     }

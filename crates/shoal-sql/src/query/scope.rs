@@ -31,6 +31,12 @@ pub struct PlanScope {
     /// The session time zone, for the functions that show or read local time.
     pub time_zone: SessionZone,
     pub backend_pid: i32,
+    /// LISTEN and NOTIFY of this session (NOTIFY and pg_notify() queue here).
+    pub notifications: crate::notify::SessionNotifications,
+    /// This session's advisory locks.
+    pub advisory_locks: crate::advisory::SessionLocks,
+    /// SQL-level prepared statements (PREPARE), by name.
+    pub prepared_statements: Mutex<std::collections::BTreeMap<String, crate::session::SqlPrepared>>,
 }
 
 impl std::fmt::Debug for PlanScope {
@@ -43,7 +49,14 @@ impl std::fmt::Debug for PlanScope {
 
 impl PlanScope {
     pub fn new(engine: Arc<Engine>, backend_pid: i32) -> Self {
+        let notifications =
+            crate::notify::SessionNotifications::new(engine.notifications.clone(), backend_pid);
+        let advisory_locks =
+            crate::advisory::SessionLocks::new(engine.advisory_locks.clone(), backend_pid);
         PlanScope {
+            notifications,
+            advisory_locks,
+            prepared_statements: Mutex::default(),
             engine,
             snapshot: Mutex::new(Snapshot { ts: 0, txn: 0 }),
             search_path: Mutex::new(vec!["public".to_string()]),
@@ -93,6 +106,24 @@ impl PlanScope {
             .iter()
             .find(|s| catalog.schemas.contains_key(*s) && *s != "pg_catalog")
             .cloned()
+    }
+
+    /// current_schemas(): the search_path's schemas that exist, in order, with pg_catalog first
+    /// when `implicit` and the path does not name it (it is searched first then, as in
+    /// PostgreSQL).
+    pub fn current_schemas(&self, implicit: bool) -> Vec<String> {
+        let catalog = self.engine.catalog.read();
+        let path = self.search_path.lock();
+        let mut schemas = Vec::new();
+        if implicit && !path.iter().any(|s| s == "pg_catalog") {
+            schemas.push("pg_catalog".to_string());
+        }
+        schemas.extend(
+            path.iter()
+                .filter(|s| catalog.schemas.contains_key(*s) || *s == "pg_catalog")
+                .cloned(),
+        );
+        schemas
     }
 
     /// Resolves a possibly qualified relation name to (schema, kind, oid).

@@ -150,8 +150,18 @@ impl Session {
             return Ok(prepared);
         };
         let count = params::count_placeholders(&stmt);
-        let inferred = self.describe_prepared(&stmt, count, &mut prepared).await?;
-        resolve_parameter_types(&mut prepared, &stmt, count, declared, &inferred);
+        let mut inferred_oids = vec![None; count];
+        let inferred = self
+            .describe_prepared(&stmt, count, &mut prepared, &mut inferred_oids)
+            .await?;
+        resolve_parameter_types(
+            &mut prepared,
+            &stmt,
+            count,
+            declared,
+            &inferred,
+            &inferred_oids,
+        );
         let types = &prepared.param_types;
         prepared
             .fast
@@ -161,13 +171,15 @@ impl Session {
     }
 
     /// What Describe reports, found at Parse: the parameter types the statement implies (None
-    /// where it implies none) and, in `prepared`, its result columns and its fast or general
-    /// plan when it has one.
+    /// where it implies none), in `oids` the PostgreSQL types where the Arrow type does not
+    /// tell (a uuid, char(n) or numeric column compared with the parameter), and, in
+    /// `prepared`, its result columns and its fast or general plan when it has one.
     async fn describe_prepared(
         &mut self,
         stmt: &Statement,
         count: usize,
         prepared: &mut Prepared,
+        oids: &mut [Option<u32>],
     ) -> SqlResult<Vec<Option<ArrowType>>> {
         let mut inferred: Vec<Option<ArrowType>> = vec![None; count];
         // The version before the plan: DDL landing while it is made re-plans it at once.
@@ -178,6 +190,9 @@ impl Session {
                 let plan = fast.expect("checked");
                 for (i, slot) in inferred.iter_mut().enumerate() {
                     *slot = plan.param_type(i).map(crate::types::arrow_type);
+                    oids[i] = plan
+                        .param_type(i)
+                        .and_then(|t| described_oid(crate::types::pg_type_of(t).0));
                 }
                 prepared.columns = plan.columns().map(<[ResultColumn]>::to_vec);
                 *prepared.fast.lock() = Some((Arc::new(plan), version));
@@ -194,13 +209,20 @@ impl Session {
                         _ => stmt.clone(),
                     };
                     let plan = self.plan_with_snapshot(planned).await?;
-                    let types = plan.get_parameter_types()?;
-                    for (name, t) in types {
-                        if let Some(i) = params::placeholder_index(&name) {
-                            if i < inferred.len() {
-                                inferred[i] = t;
-                            }
-                        }
+                    // A parameter compared with a column takes the column's field, and with it
+                    // the PostgreSQL type the column declares.
+                    for (name, field) in plan.get_parameter_fields()? {
+                        let Some(i) = params::placeholder_index(&name).filter(|i| *i < count)
+                        else {
+                            continue;
+                        };
+                        oids[i] = field.as_ref().and_then(|f| {
+                            f.metadata()
+                                .get(crate::types::PG_TYPE_METADATA_KEY)
+                                .and_then(|v| v.parse().ok())
+                                .and_then(described_oid)
+                        });
+                        inferred[i] = field.map(|f| f.data_type().clone());
                     }
                     prepared.columns = Some(columns_of_schema(&plan.schema().inner().clone()));
                     if !modifying {
@@ -217,6 +239,19 @@ impl Session {
                 let (types, columns) = dml::describe(self, stmt, count).await?;
                 inferred = types;
                 prepared.columns = columns;
+            }
+            // EXECUTE of a PREPAREd statement answers with that statement's columns.
+            Statement::Execute { name: Some(name), .. } => {
+                let name = match name.0.as_slice() {
+                    [ast::ObjectNamePart::Identifier(id)] if id.quote_style.is_none() => {
+                        id.value.to_lowercase()
+                    }
+                    [ast::ObjectNamePart::Identifier(id)] => id.value.clone(),
+                    _ => name.to_string(),
+                };
+                if let Some(p) = self.scope.prepared_statements.lock().get(&name) {
+                    prepared.columns = p.prepared.columns.clone();
+                }
             }
             Statement::ShowVariable { variable } => {
                 let name = variable
@@ -446,6 +481,7 @@ impl Session {
                 })
             }
             None => {
+                let values = conform_to_plan(&logical, values);
                 let params = (!values.is_empty())
                     .then(|| ParamValues::List(values.into_iter().map(Into::into).collect()));
                 self.run_plan(logical, params).await
@@ -474,6 +510,30 @@ impl Session {
         *fast = plan.clone().map(|p| (p, version));
         plan
     }
+}
+
+/// The bound values in the types the plan gave its placeholders, where those differ and a
+/// value converts without loss: a parameter the client declared int2 in `$1 * 2` was planned
+/// as the literal's bigint, and the arithmetic kernels do not mix widths.
+fn conform_to_plan(plan: &LogicalPlan, values: Vec<ScalarValue>) -> Vec<ScalarValue> {
+    let Ok(fields) = plan.get_parameter_fields() else {
+        return values;
+    };
+    values
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| {
+            let Some(Some(field)) = fields.get(&format!("${}", i + 1)) else {
+                return v;
+            };
+            kept_plan::convert_values(
+                std::slice::from_ref(field.data_type()),
+                std::slice::from_ref(&v),
+            )
+            .and_then(|mut converted| converted.pop())
+            .unwrap_or(v)
+        })
+        .collect()
 }
 
 /// Whether analyzing the statement again (at the same catalog version and settings) would give
@@ -574,6 +634,7 @@ fn resolve_parameter_types(
     count: usize,
     declared: &[u32],
     inferred: &[Option<ArrowType>],
+    inferred_oids: &[Option<u32>],
 ) {
     let cast_types = params::placeholder_cast_types(stmt, count);
     for i in 0..count {
@@ -581,7 +642,11 @@ fn resolve_parameter_types(
         let inferred_type = inferred.get(i).cloned().flatten();
         let (t, oid) = match (declared_oid, inferred_type, &cast_types[i]) {
             (0, Some(t), _) => {
-                let oid = pg_oid_for_arrow(&t);
+                let oid = inferred_oids
+                    .get(i)
+                    .copied()
+                    .flatten()
+                    .unwrap_or_else(|| pg_oid_for_arrow(&t));
                 (t, oid)
             }
             (0, None, Some((t, oid))) => (t.clone(), *oid),
@@ -591,6 +656,13 @@ fn resolve_parameter_types(
         prepared.param_types.push(t);
         prepared.param_oids.push(oid);
     }
+}
+
+/// The type Describe gives a parameter that takes the type of a column declared `oid`. A
+/// varchar column compares as text in PostgreSQL (varchar has no operators of its own), so its
+/// parameters are text, as the Arrow type already says.
+fn described_oid(oid: u32) -> Option<u32> {
+    (oid != crate::types::oid::VARCHAR).then_some(oid)
 }
 
 /// The statements a failed block accepts: those that end it, or roll back to a savepoint.

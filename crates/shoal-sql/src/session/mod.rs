@@ -9,9 +9,11 @@ mod extended;
 mod query_run;
 mod route;
 mod set_show;
+mod sql_prepare;
 mod transaction;
 
 pub use extended::Prepared;
+pub use sql_prepare::SqlPrepared;
 pub use query_run::QueryRun;
 
 use std::sync::Arc;
@@ -402,6 +404,12 @@ impl Session {
         }
         if matches!(self.txn, TxnState::Failed(_)) {
             return Err(SqlError::in_failed_transaction());
+        }
+        if let Some(r) = self.sql_prepared_command(&stmt).await {
+            if r.is_err() {
+                self.fail_block();
+            }
+            return r;
         }
         if let Some(r) = self.session_command(&stmt) {
             if r.is_err() {

@@ -160,7 +160,7 @@ impl Session {
                 self.engine.db.rollback(t);
             }
             self.undo_ddl(false);
-            self.end_transaction_settings(false);
+            self.end_transaction_state(false);
         }
     }
 

@@ -36,13 +36,63 @@ impl Session {
                 self.sync_scope_settings();
                 Ok(StatementResult::command("RESET"))
             }
-            Statement::Discard { .. } => Ok(StatementResult::command("DISCARD ALL")),
+            Statement::Discard { object_type } => self.discard(object_type),
             Statement::Deallocate { .. } => Ok(StatementResult::command("DEALLOCATE")),
             Statement::Comment { .. } => Ok(StatementResult::command("COMMENT")),
-            Statement::LISTEN { .. } => Ok(StatementResult::command("LISTEN")),
-            Statement::UNLISTEN { .. } => Ok(StatementResult::command("UNLISTEN")),
+            Statement::LISTEN { channel } => self
+                .scope
+                .notifications
+                .listen(&channel_name(channel))
+                .map(|()| self.notification_command("LISTEN")),
+            Statement::UNLISTEN { channel } => {
+                let all = channel.quote_style.is_none() && channel.value == "*";
+                let name = channel_name(channel);
+                self.scope
+                    .notifications
+                    .unlisten((!all).then_some(name.as_str()));
+                Ok(self.notification_command("UNLISTEN"))
+            }
+            Statement::NOTIFY { channel, payload } => self
+                .scope
+                .notifications
+                .notify(&channel_name(channel), payload.as_deref().unwrap_or(""))
+                .map(|()| self.notification_command("NOTIFY")),
             _ => return None,
         })
+    }
+
+    /// LISTEN, UNLISTEN and NOTIFY take effect at commit: now, outside a transaction block.
+    fn notification_command(&self, tag: &str) -> StatementResult {
+        if matches!(self.txn, TxnState::Idle) {
+            self.scope.notifications.end_transaction(true);
+        }
+        StatementResult::command(tag)
+    }
+
+    /// DISCARD ALL puts the session back as it was at connection (what connection pools send
+    /// between clients): settings reset, no channel listened to, no advisory lock held, no
+    /// SQL-level prepared statement. DISCARD PLANS, SEQUENCES and TEMP have nothing to drop
+    /// that a client could see.
+    fn discard(&mut self, object: &ast::DiscardObject) -> SqlResult<StatementResult> {
+        if !matches!(object, ast::DiscardObject::ALL) {
+            return Ok(StatementResult::command(&format!("DISCARD {object}")));
+        }
+        if !matches!(self.txn, TxnState::Idle) {
+            return Err(SqlError::new(
+                crate::error::code::ACTIVE_SQL_TRANSACTION,
+                "DISCARD ALL cannot run inside a transaction block",
+            ));
+        }
+        for n in self.settings.reset_all() {
+            self.setting_changed(&n);
+        }
+        self.sync_scope_settings();
+        self.scope.notifications.unlisten(None);
+        self.scope.notifications.end_transaction(true);
+        self.scope.advisory_locks.unlock_all();
+        self.scope.prepared_statements.lock().clear();
+        self.scope.sequence_last.lock().clear();
+        Ok(StatementResult::command("DISCARD ALL"))
     }
 
     fn set(&mut self, set: &ast::Set) -> SqlResult<StatementResult> {
@@ -245,7 +295,11 @@ impl Session {
         self.sync_scope_settings();
     }
 
-    pub(super) fn end_transaction_settings(&mut self, committed: bool) {
+    /// The transaction ended (committed or not): its SET LOCALs end, and its LISTEN, UNLISTEN
+    /// and notifications take effect or are dropped.
+    pub(super) fn end_transaction_state(&mut self, committed: bool) {
+        self.scope.notifications.end_transaction(committed);
+        self.scope.advisory_locks.end_transaction();
         for name in self.settings.end_transaction(committed) {
             self.setting_changed(&name);
         }
@@ -346,5 +400,13 @@ fn setting_value_text(e: &ast::Expr) -> String {
             expr,
         } => format!("-{}", setting_value_text(expr)),
         other => other.to_string(),
+    }
+}
+
+/// A channel name as PostgreSQL reads an identifier: folded to lower case unless quoted.
+fn channel_name(channel: &ast::Ident) -> String {
+    match channel.quote_style {
+        Some(_) => channel.value.clone(),
+        None => channel.value.to_lowercase(),
     }
 }

@@ -87,13 +87,13 @@ impl Session {
             (true, Ok(r)) => {
                 let committed = self.commit_txn(txn).await;
                 self.undo_ddl(committed.is_ok());
-                self.end_transaction_settings(committed.is_ok());
+                self.end_transaction_state(committed.is_ok());
                 committed.map(|_| r)
             }
             (true, Err(e)) => {
                 self.rollback_txn(txn).await;
                 self.undo_ddl(false);
-                self.end_transaction_settings(false);
+                self.end_transaction_state(false);
                 self.wait_released_flushed().await;
                 Err(e)
             }
@@ -329,7 +329,7 @@ impl Session {
             }
         };
         self.undo_ddl(committed == Ok(true));
-        self.end_transaction_settings(committed == Ok(true));
+        self.end_transaction_state(committed == Ok(true));
         let tag = if committed.clone()? {
             "COMMIT"
         } else {
@@ -474,7 +474,7 @@ impl Session {
             TxnState::Idle => {}
         }
         self.undo_ddl(false);
-        self.end_transaction_settings(false);
+        self.end_transaction_state(false);
         StatementResult::TransactionEnd("ROLLBACK".into())
     }
 

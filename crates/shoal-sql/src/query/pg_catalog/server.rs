@@ -1,15 +1,18 @@
 //! The catalog tables of the server rather than of a schema: pg_database (Shoal's one
 //! database), pg_roles with pg_user and pg_authid (its one role), pg_am (the table and index
-//! access methods) and pg_settings (the session's settings).
+//! access methods), pg_settings (the session's settings) and pg_prepared_statements (its
+//! PREPAREd statements).
 
 use std::sync::Arc;
 
 use datafusion::common::ScalarValue;
 use datafusion::datasource::TableProvider;
 
+use datafusion::arrow::datatypes::DataType as ArrowType;
+
 use super::{
-    b, i32v, null_text, o, s, TableBuilder, BOOL, BTREE_AM_OID, COLUMNAR_AM_OID, DATABASE_OID,
-    HEAP_AM_OID, I32, OID, SUPERUSER_OID, T,
+    b, i32v, i64v, null_text, o, s, TableBuilder, BOOL, BTREE_AM_OID, COLUMNAR_AM_OID,
+    DATABASE_OID, HEAP_AM_OID, I32, I64, OID, SUPERUSER_OID, T,
 };
 use crate::query::scope::PlanScope;
 
@@ -155,6 +158,44 @@ pub(super) fn pg_settings(scope: &Arc<PlanScope>) -> Arc<dyn TableProvider> {
             null_text(),
             ScalarValue::Int32(None),
             b(false),
+        ]);
+    }
+    t.build()
+}
+
+/// pg_prepared_statements: the session's SQL-level prepared statements (PREPARE).
+pub(super) fn pg_prepared_statements(scope: &Arc<PlanScope>) -> Arc<dyn TableProvider> {
+    let timestamptz = ArrowType::Timestamp(
+        datafusion::arrow::datatypes::TimeUnit::Microsecond,
+        Some("UTC".into()),
+    );
+    let type_names = ArrowType::List(Arc::new(
+        datafusion::arrow::datatypes::Field::new_list_field(T, true),
+    ));
+    let mut t = TableBuilder::new(&[
+        ("name", T),
+        ("statement", T),
+        ("prepare_time", timestamptz),
+        ("parameter_types", type_names),
+        ("from_sql", BOOL),
+        ("generic_plans", I64),
+        ("custom_plans", I64),
+    ]);
+    for (name, p) in scope.prepared_statements.lock().iter() {
+        let types: Vec<ScalarValue> = p
+            .prepared
+            .param_oids
+            .iter()
+            .map(|oid| s(&super::format_type_oid(*oid, -1).unwrap_or_else(|| oid.to_string())))
+            .collect();
+        t.row(vec![
+            s(name),
+            s(&p.text),
+            ScalarValue::TimestampMicrosecond(Some(p.prepared_at_micros), Some("UTC".into())),
+            ScalarValue::List(ScalarValue::new_list_nullable(&types, &T)),
+            b(true),
+            i64v(0),
+            i64v(0),
         ]);
     }
     t.build()

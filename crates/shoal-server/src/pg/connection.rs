@@ -1,0 +1,163 @@
+//! A client's connection loop. It is pgwire's (read a message, hand it to the handlers, report
+//! a failure) with one addition: notifications (LISTEN/NOTIFY) reach a client that is idle
+//! between transactions without its asking, as PostgreSQL sends them. A client waiting for them
+//! (psycopg's `notifies()`, pgx's `WaitForNotification`, JDBC's `getNotifications`) sends
+//! nothing meanwhile, so the loop waits for the client's next message or a notification,
+//! whichever comes first. Notifications that arrive while a statement runs go out just before
+//! its ReadyForQuery (see `handler`).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::{SinkExt, StreamExt};
+use pgwire::api::cancel::DefaultCancelHandler;
+use pgwire::api::{ClientInfo, DefaultClient, PgWireConnectionState};
+use pgwire::messages::response::{NotificationResponse, TransactionStatus};
+use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
+use pgwire::tokio::server::{
+    negotiate_tls, process_error, process_message, MaybeTls, PgWireMessageServerCodec,
+};
+use shoal_sql::notify::Inbox;
+use shoal_sql::session::Prepared;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::{TcpStream, UnixStream};
+use tokio_util::codec::Framed;
+
+use super::handler::ConnectionHandler;
+
+/// How long a client has to finish its startup, authentication included (PostgreSQL's
+/// authentication_timeout).
+const STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
+
+type Socket<S> = Framed<S, PgWireMessageServerCodec<Arc<Prepared>>>;
+
+/// Serves a TCP client (no TLS is offered) until it leaves.
+pub async fn serve_tcp(
+    socket: TcpStream,
+    connection: Arc<ConnectionHandler>,
+    cancel: Arc<DefaultCancelHandler>,
+) -> std::io::Result<()> {
+    let startup = tokio::time::sleep(STARTUP_TIMEOUT);
+    tokio::pin!(startup);
+    let socket = tokio::select! {
+        _ = &mut startup => return Ok(()),
+        socket = negotiate_tls(socket, None) => socket?,
+    };
+    // None: the client asked for TLS directly, which is not offered.
+    let Some(mut socket) = socket else {
+        return Ok(());
+    };
+    serve_messages(&mut socket, startup, connection, cancel).await
+}
+
+/// Serves a Unix-socket client until it leaves (libpq never asks for TLS there).
+pub async fn serve_unix(
+    socket: UnixStream,
+    connection: Arc<ConnectionHandler>,
+    cancel: Arc<DefaultCancelHandler>,
+) -> std::io::Result<()> {
+    let startup = tokio::time::sleep(STARTUP_TIMEOUT);
+    tokio::pin!(startup);
+    // PostgreSQL shows Unix-socket clients without an address; pgwire wants one.
+    let client = DefaultClient::new(
+        std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+        false,
+    );
+    let mut socket = Framed::new(
+        MaybeTls::Unix(socket),
+        PgWireMessageServerCodec::new(client),
+    );
+    socket.set_state(PgWireConnectionState::AwaitingStartup);
+    serve_messages(&mut socket, startup, connection, cancel).await
+}
+
+async fn serve_messages<S>(
+    socket: &mut Socket<S>,
+    mut startup: std::pin::Pin<&mut tokio::time::Sleep>,
+    connection: Arc<ConnectionHandler>,
+    cancel: Arc<DefaultCancelHandler>,
+) -> std::io::Result<()>
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + Sync + 'static,
+{
+    let inbox = connection.notification_inbox();
+    // Whether an extended-protocol exchange is open (messages after its last Sync): the client
+    // is then not waiting between transactions, whatever the transaction status says.
+    let mut exchange_open = false;
+    loop {
+        let starting = matches!(
+            socket.state(),
+            PgWireConnectionState::AwaitingStartup | PgWireConnectionState::AuthenticationInProgress
+        );
+        let idle = !starting
+            && !exchange_open
+            && matches!(socket.state(), PgWireConnectionState::ReadyForQuery)
+            && matches!(socket.transaction_status(), TransactionStatus::Idle);
+        // What arrived while the last message was handled, or whose wake-up a message took
+        // the place of (the select below drops the losing future, and its wake-up with it).
+        if idle && !inbox.is_empty() {
+            send_notifications(socket, &inbox).await?;
+        }
+        let msg = tokio::select! {
+            _ = &mut startup, if starting => None,
+            msg = socket.next() => msg,
+            _ = inbox.arrival(), if idle => {
+                send_notifications(socket, &inbox).await?;
+                continue;
+            }
+        };
+        let Some(Ok(msg)) = msg else {
+            break;
+        };
+        // A Terminate means the client is leaving: close, as PostgreSQL does (a client that
+        // waits for the server to hang up would otherwise wait forever).
+        if matches!(msg, PgWireFrontendMessage::Terminate(_)) {
+            break;
+        }
+        if msg.is_extended_query() {
+            exchange_open = !matches!(msg, PgWireFrontendMessage::Sync(_));
+        }
+        let in_extended = match socket.state() {
+            PgWireConnectionState::CopyInProgress(extended) => extended,
+            _ => msg.is_extended_query(),
+        };
+        let is_cancel_request = matches!(msg, PgWireFrontendMessage::CancelRequest(_));
+        if let Err(e) = process_message(
+            msg,
+            socket,
+            connection.clone(),
+            connection.clone(),
+            connection.clone(),
+            connection.clone(),
+            cancel.clone(),
+        )
+        .await
+        {
+            // A FATAL error ends the session, as in PostgreSQL.
+            let fatal = e.is_fatal();
+            process_error(socket, e, in_extended).await?;
+            if fatal {
+                break;
+            }
+        }
+        if is_cancel_request {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// Writes what has arrived in `inbox` as NotificationResponse messages.
+pub(crate) async fn send_notifications<C>(client: &mut C, inbox: &Inbox) -> std::io::Result<()>
+where
+    C: futures::Sink<PgWireBackendMessage, Error = std::io::Error> + Unpin,
+{
+    for n in inbox.take_all() {
+        client
+            .feed(PgWireBackendMessage::NotificationResponse(
+                NotificationResponse::new(n.sender_pid, n.channel, n.payload),
+            ))
+            .await?;
+    }
+    client.flush().await
+}

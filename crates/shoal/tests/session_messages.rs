@@ -1,0 +1,179 @@
+//! What sessions tell each other: notifications (LISTEN/NOTIFY), delivered to an idle client
+//! without its asking and only for committed transactions, and advisory locks, which make one
+//! session wait for another and end with the session that held them.
+
+mod support;
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use support::{connect, ShoalServer};
+use tokio::sync::mpsc;
+use tokio_postgres::AsyncMessage;
+
+/// How long a test waits for something that must happen.
+const ARRIVAL_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a test waits to be fairly sure that something does not happen.
+const QUIET: Duration = Duration::from_millis(300);
+
+/// A client whose notifications (channel, payload, sender's backend pid) come out of the
+/// returned receiver as the connection reads them, whether or not a query runs.
+async fn listening_client(
+    server: &ShoalServer,
+) -> (tokio_postgres::Client, mpsc::UnboundedReceiver<(String, String, i32)>) {
+    let conn = format!(
+        "host=127.0.0.1 port={} user=postgres dbname=postgres",
+        server.port()
+    );
+    let (client, mut connection) = tokio_postgres::connect(&conn, tokio_postgres::NoTls)
+        .await
+        .expect("connect to shoal");
+    let (tx, rx) = mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        let mut messages = futures::stream::poll_fn(move |cx| connection.poll_message(cx));
+        while let Some(Ok(message)) = messages.next().await {
+            if let AsyncMessage::Notification(n) = message {
+                let _ = tx.send((
+                    n.channel().to_string(),
+                    n.payload().to_string(),
+                    n.process_id(),
+                ));
+            }
+        }
+    });
+    (client, rx)
+}
+
+async fn backend_pid(client: &tokio_postgres::Client) -> i32 {
+    client
+        .query_one("SELECT pg_backend_pid()", &[])
+        .await
+        .unwrap()
+        .get(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn notifications_reach_an_idle_listener_once_the_sender_commits() {
+    let server = ShoalServer::start();
+    let (listener, mut inbox) = listening_client(&server).await;
+    let sender = connect(&server).await;
+    let sender_pid = backend_pid(&sender).await;
+    listener.batch_execute("LISTEN jobs").await.unwrap();
+
+    // The listener sends nothing more: the notification must come by itself.
+    sender.batch_execute("NOTIFY jobs, 'first'").await.unwrap();
+    let got = tokio::time::timeout(ARRIVAL_TIMEOUT, inbox.recv())
+        .await
+        .expect("a notification reaches the idle listener")
+        .unwrap();
+    assert_eq!(got, ("jobs".to_string(), "first".to_string(), sender_pid));
+
+    // Inside the sender's block nothing is sent; its commit sends it, a rollback drops it.
+    sender
+        .batch_execute("BEGIN; NOTIFY jobs, 'committed'; SELECT pg_notify('jobs', 'committed')")
+        .await
+        .unwrap();
+    assert!(tokio::time::timeout(QUIET, inbox.recv()).await.is_err());
+    sender.batch_execute("COMMIT").await.unwrap();
+    let got = tokio::time::timeout(ARRIVAL_TIMEOUT, inbox.recv())
+        .await
+        .expect("the committed notification arrives")
+        .unwrap();
+    assert_eq!(got.1, "committed");
+    sender
+        .batch_execute("BEGIN; NOTIFY jobs, 'rolled back'; ROLLBACK")
+        .await
+        .unwrap();
+    sender.batch_execute("NOTIFY other, 'not listened'").await.unwrap();
+    assert!(tokio::time::timeout(QUIET, inbox.recv()).await.is_err());
+
+    // A listener inside its own block hears of it when its block ends.
+    listener.batch_execute("BEGIN").await.unwrap();
+    sender.batch_execute("NOTIFY jobs, 'later'").await.unwrap();
+    assert!(tokio::time::timeout(QUIET, inbox.recv()).await.is_err());
+    listener.batch_execute("COMMIT").await.unwrap();
+    let got = tokio::time::timeout(ARRIVAL_TIMEOUT, inbox.recv())
+        .await
+        .expect("delivered at the end of the listener's block")
+        .unwrap();
+    assert_eq!(got.1, "later");
+
+    // After UNLISTEN, nothing.
+    listener.batch_execute("UNLISTEN *").await.unwrap();
+    sender.batch_execute("NOTIFY jobs, 'unheard'").await.unwrap();
+    assert!(tokio::time::timeout(QUIET, inbox.recv()).await.is_err());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_advisory_lock_waits_for_its_holder_and_detects_deadlocks() {
+    let server = ShoalServer::start();
+    let a = connect(&server).await;
+    let b = std::sync::Arc::new(connect(&server).await);
+    a.batch_execute("SELECT pg_advisory_lock(5)").await.unwrap();
+
+    let waiter = {
+        let b = b.clone();
+        tokio::spawn(async move { b.batch_execute("SELECT pg_advisory_lock(5)").await })
+    };
+    tokio::time::sleep(QUIET).await;
+    assert!(!waiter.is_finished(), "the second session waits for the first");
+    let released: bool = a
+        .query_one("SELECT pg_advisory_unlock(5)", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert!(released);
+    tokio::time::timeout(ARRIVAL_TIMEOUT, waiter)
+        .await
+        .expect("the waiter gets the lock once it is released")
+        .unwrap()
+        .unwrap();
+
+    // lock_timeout bounds the wait.
+    let e = a
+        .batch_execute("SET lock_timeout = '100ms'; SELECT pg_advisory_lock(5)")
+        .await
+        .unwrap_err();
+    assert_eq!(e.code().unwrap().code(), "55P03");
+    a.batch_execute("RESET lock_timeout").await.unwrap();
+
+    // a holds 1 and waits for 5 (held by b); b asking for 1 closes the cycle.
+    a.batch_execute("SELECT pg_advisory_lock(1)").await.unwrap();
+    let a = std::sync::Arc::new(a);
+    let a_waits = {
+        let a = a.clone();
+        tokio::spawn(async move { a.batch_execute("SELECT pg_advisory_lock(5)").await })
+    };
+    tokio::time::sleep(QUIET).await;
+    let e = b
+        .batch_execute("SELECT pg_advisory_lock(1)")
+        .await
+        .unwrap_err();
+    assert_eq!(e.code().unwrap().code(), "40P01");
+    b.batch_execute("SELECT pg_advisory_unlock_all()").await.unwrap();
+    tokio::time::timeout(ARRIVAL_TIMEOUT, a_waits)
+        .await
+        .expect("the other waiter proceeds")
+        .unwrap()
+        .unwrap();
+
+    // A session that ends lets go of its locks.
+    drop(a);
+    let c = connect(&server).await;
+    let deadline = tokio::time::Instant::now() + ARRIVAL_TIMEOUT;
+    loop {
+        let got: bool = c
+            .query_one("SELECT pg_try_advisory_lock(5)", &[])
+            .await
+            .unwrap()
+            .get(0);
+        if got {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the lock of a closed session is never released"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
