@@ -68,6 +68,18 @@ async fn notifications_reach_an_idle_listener_once_the_sender_commits() {
         .unwrap();
     assert_eq!(got, ("jobs".to_string(), "first".to_string(), sender_pid));
 
+    // pg_notify() in a query of its own (extended protocol, autocommit): sent when that
+    // query's transaction commits, not left for the sender's next one.
+    sender
+        .query("SELECT pg_notify($1, $2)", &[&"jobs", &"from a query"])
+        .await
+        .unwrap();
+    let got = tokio::time::timeout(ARRIVAL_TIMEOUT, inbox.recv())
+        .await
+        .expect("pg_notify's notification arrives")
+        .unwrap();
+    assert_eq!(got.1, "from a query");
+
     // Inside the sender's block nothing is sent; its commit sends it, a rollback drops it.
     sender
         .batch_execute("BEGIN; NOTIFY jobs, 'committed'; SELECT pg_notify('jobs', 'committed')")

@@ -221,11 +221,12 @@ pub fn keepable(plan: &LogicalPlan, described: &[ArrowType]) -> Option<Vec<Arrow
         node.apply_expressions(|e| {
             e.apply(|e| {
                 match e {
-                    // set_config() hands its settings to the statement's end, which the
-                    // session applies only for plans it runs the ordinary way.
+                    // set_config(), pg_notify() and transaction-level advisory locks hand their
+                    // effects to the transaction's end, which the session settles only for
+                    // plans it runs the ordinary way.
                     Expr::ScalarFunction(f) => {
                         ok &= f.func.signature().volatility != Volatility::Stable
-                            && f.name() != "set_config";
+                            && !crate::query::TRANSACTION_SCOPED_FUNCTIONS.contains(&f.name());
                     }
                     Expr::AggregateFunction(f) => {
                         ok &= f.func.signature().volatility != Volatility::Stable;

@@ -260,15 +260,29 @@ async fn physical_plan(
         .map_err(pg_errors::from_datafusion)
 }
 
-/// Whether the plan calls set_config(), whose setting changes the statement applies when it
-/// ends, so its rows must all be made before then.
-pub fn calls_set_config(plan: &LogicalPlan) -> bool {
+/// Functions whose effect belongs to the statement's transaction and is settled when it ends:
+/// set_config()'s setting changes, pg_notify()'s notifications, the transaction-level advisory
+/// locks. A query calling one must make all its rows before its transaction ends (a streamed
+/// autocommit query would otherwise call it after the commit, and its effect would land in
+/// the next transaction).
+pub const TRANSACTION_SCOPED_FUNCTIONS: &[&str] = &[
+    "set_config",
+    "pg_notify",
+    "pg_advisory_xact_lock",
+    "pg_advisory_xact_lock_shared",
+    "pg_try_advisory_xact_lock",
+    "pg_try_advisory_xact_lock_shared",
+];
+
+/// Whether the plan calls one of `TRANSACTION_SCOPED_FUNCTIONS`.
+pub fn calls_transaction_scoped_function(plan: &LogicalPlan) -> bool {
     use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
     let mut found = false;
     let _ = plan.apply_with_subqueries(|node| {
         node.apply_expressions(|expr| {
             expr.apply(|e| {
-                found |= matches!(e, datafusion::logical_expr::Expr::ScalarFunction(f) if f.name() == "set_config");
+                found |= matches!(e, datafusion::logical_expr::Expr::ScalarFunction(f)
+                    if TRANSACTION_SCOPED_FUNCTIONS.contains(&f.name()));
                 Ok(if found {
                     TreeNodeRecursion::Stop
                 } else {

@@ -112,9 +112,10 @@ impl Session {
         params: Option<ParamValues>,
     ) -> SqlResult<StatementResult> {
         let columns = columns_of_schema(plan.schema().inner());
-        // set_config() changes settings as its rows are made, and the statement applies them
-        // when it ends: such a query runs to the end before it answers.
-        if query::calls_set_config(&plan) {
+        // set_config(), pg_notify() and transaction-level advisory locks act as the rows are
+        // made, and their effects are settled when the statement's transaction ends: such a
+        // query runs to the end before it answers.
+        if query::calls_transaction_scoped_function(&plan) {
             let batches = query::execute_plan(&self.state, plan, params).await?;
             return Ok(StatementResult::Rows {
                 columns,
