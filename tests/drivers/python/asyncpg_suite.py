@@ -10,13 +10,13 @@ import datetime
 import decimal
 import io
 import json
-import sys
-import traceback
 import uuid
 
 import asyncpg
 from asyncpg import exceptions as exc
 from asyncpg import introspection
+
+from suite import run_cases
 
 CASES = []
 # Seconds one case may take before it counts as hung (the next case still runs).
@@ -920,20 +920,7 @@ async def run_case(fn):
 
 
 def main():
-    only = {a for a in sys.argv[1:] if not a.startswith("-")}
-    for fn in CASES:
-        if only and fn.__name__ not in only:
-            continue
-        try:
-            asyncio.run(run_case(fn))
-            print(f"ok {fn.__name__}", flush=True)
-        except BaseException as e:  # noqa: BLE001 - every failure is reported, then the next case runs
-            if isinstance(e, KeyboardInterrupt):
-                raise
-            message = " ".join(str(e).split()) or type(e).__name__
-            print(f"not ok {fn.__name__}: {type(e).__name__}: {message[:400]}", flush=True)
-            if "-v" in sys.argv:
-                traceback.print_exc()
+    run_cases(CASES, lambda fn: asyncio.run(run_case(fn)))
 
 
 if __name__ == "__main__":

@@ -5,14 +5,14 @@ and tables, so one failure does not spill into the next."""
 
 import datetime
 import decimal
-import sys
 import threading
-import traceback
 import uuid
 
 import psycopg
 from psycopg import errors
 from psycopg.types.json import Json, Jsonb
+
+from suite import run_cases
 
 CASES = []
 
@@ -373,18 +373,7 @@ def concurrent_connections():
 
 
 def main():
-    only = {a for a in sys.argv[1:] if not a.startswith("-")}
-    for fn in CASES:
-        if only and fn.__name__ not in only:
-            continue
-        try:
-            fn()
-            print(f"ok {fn.__name__}", flush=True)
-        except Exception as e:  # noqa: BLE001 - every failure is reported, then the next case runs
-            message = " ".join(str(e).split()) or type(e).__name__
-            print(f"not ok {fn.__name__}: {type(e).__name__}: {message[:400]}", flush=True)
-            if "-v" in sys.argv:
-                traceback.print_exc()
+    run_cases(CASES)
 
 
 if __name__ == "__main__":

@@ -12,10 +12,8 @@ import decimal
 import io
 import os
 import shutil
-import sys
 import tempfile
 import time
-import traceback
 import uuid
 
 import sqlalchemy as sa
@@ -23,6 +21,8 @@ from sqlalchemy import exc, inspect, select, func, text
 from sqlalchemy.dialects import postgresql as pg
 from sqlalchemy.orm import (DeclarativeBase, Mapped, Session, joinedload, mapped_column,
                             relationship, selectinload)
+
+from suite import run_cases
 
 CASES = []
 # "postgresql+psycopg://" with nothing else: psycopg (libpq) takes the host, port, user and
@@ -951,18 +951,7 @@ def alembic_handwritten_upgrade_downgrade():
 
 
 def main():
-    only = {a for a in sys.argv[1:] if not a.startswith("-")}
-    for fn in CASES:
-        if only and fn.__name__ not in only:
-            continue
-        try:
-            fn()
-            print(f"ok {fn.__name__}", flush=True)
-        except Exception as e:  # noqa: BLE001 - every failure is reported, then the next case runs
-            message = " ".join(str(e).split()) or type(e).__name__
-            print(f"not ok {fn.__name__}: {type(e).__name__}: {message[:400]}", flush=True)
-            if "-v" in sys.argv:
-                traceback.print_exc()
+    run_cases(CASES)
 
 
 if __name__ == "__main__":
