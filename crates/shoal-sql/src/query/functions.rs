@@ -758,6 +758,21 @@ pub fn register(state: &mut datafusion::execution::SessionState, scope: Arc<Plan
             .notify(&channel, &payload)
             .map_err(sql_error)
     }));
+    // LIKE ... ESCAPE 'c' with a computed pattern (see `rewrite.rs`).
+    add(udf(
+        "pg_like_escape",
+        &[2],
+        ArrowType::Utf8,
+        Volatility::Immutable,
+        |a| match (text_arg(&a[0]), text_arg(&a[1])) {
+            (Some(pattern), Some(escape)) => {
+                crate::query::rewrite::like_pattern_with_backslash(&pattern, &escape)
+                    .map(|p| ScalarValue::Utf8(Some(p)))
+                    .map_err(sql_error)
+            }
+            _ => Ok(ScalarValue::Utf8(None)),
+        },
+    ));
     add(udf(
         "quote_literal",
         &[1],

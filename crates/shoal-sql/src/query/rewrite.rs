@@ -222,6 +222,41 @@ impl VisitorMut for Rewriter<'_> {
                     }
                 }
             }
+            // LIKE ... ESCAPE 'c': DataFusion knows only the backslash, so a literal pattern is
+            // rewritten with backslashes (a backslash that is no escape becomes `\\`).
+            Expr::Like {
+                pattern,
+                escape_char,
+                ..
+            }
+            | Expr::ILike {
+                pattern,
+                escape_char,
+                ..
+            } => {
+                let escape = escape_char.as_ref().and_then(|v| match &v.value {
+                    ast::Value::SingleQuotedString(e) => Some(e.clone()),
+                    _ => None,
+                });
+                if let Some(escape) = escape.filter(|e| e != "\\") {
+                    match string_literal_mut(pattern) {
+                        Some(text) => match like_pattern_with_backslash(text, &escape) {
+                            Ok(rewritten) => {
+                                *text = rewritten;
+                                *escape_char = None;
+                            }
+                            Err(e) => self.error = Some(e),
+                        },
+                        // A computed pattern is rewritten when it is known.
+                        None => {
+                            let escape = Expr::value(ast::Value::SingleQuotedString(escape));
+                            **pattern =
+                                function_call("pg_like_escape", vec![(**pattern).clone(), escape]);
+                            *escape_char = None;
+                        }
+                    }
+                }
+            }
             Expr::SimilarTo {
                 negated,
                 expr: subject,
@@ -1026,6 +1061,42 @@ fn name_scalar_function_column(factor: &mut TableFactor) {
             alias.name.value.clone(),
         )];
     }
+}
+
+/// A LIKE pattern written with escape character `escape` (empty: none), rewritten for the
+/// backslash: `a#_b` with `#` is `a\_b`, and a backslash that escapes nothing is doubled.
+/// (PostgreSQL checks a trailing escape character only when the match reaches it.)
+pub(crate) fn like_pattern_with_backslash(pattern: &str, escape: &str) -> SqlResult<String> {
+    let invalid = |message: &str| SqlError::new("22025", message);
+    let mut escape_chars = escape.chars();
+    let escape = match (escape_chars.next(), escape_chars.next()) {
+        (None, _) => None,
+        (Some(c), None) => Some(c),
+        _ => {
+            return Err(invalid("invalid escape string")
+                .with_hint("Escape string must be empty or one character."))
+        }
+    };
+    let mut out = String::with_capacity(pattern.len() + 2);
+    let mut chars = pattern.chars();
+    while let Some(c) = chars.next() {
+        if Some(c) == escape {
+            // PostgreSQL reports a trailing escape only when matching reaches it; here it is
+            // read as a literal backslash, which gives its answer wherever the match fails
+            // before that point.
+            let Some(next) = chars.next() else {
+                out.push_str("\\\\");
+                break;
+            };
+            out.push('\\');
+            out.push(next);
+        } else if c == '\\' {
+            out.push_str("\\\\");
+        } else {
+            out.push(c);
+        }
+    }
+    Ok(out)
 }
 
 /// The text of a string literal, to rewrite in place; None for anything else.
