@@ -15,8 +15,8 @@ use datafusion::arrow::datatypes::{DataType as ArrowType, Field, FieldRef};
 use datafusion::common::{Result as DfResult, ScalarValue};
 use datafusion::logical_expr::async_udf::{AsyncScalarUDF, AsyncScalarUDFImpl};
 use datafusion::logical_expr::{
-    ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDFImpl, Signature,
-    TypeSignature, Volatility,
+    ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDFImpl, Signature, TypeSignature,
+    Volatility,
 };
 use parking_lot::Mutex;
 
@@ -297,23 +297,77 @@ impl Drop for SessionLocks {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Call {
     /// Waits; returns void.
-    Lock { mode: Mode, xact: bool },
+    Lock {
+        mode: Mode,
+        xact: bool,
+    },
     /// Returns whether it got the lock.
-    TryLock { mode: Mode, xact: bool },
+    TryLock {
+        mode: Mode,
+        xact: bool,
+    },
     /// Returns whether a lock was held.
     Unlock(Mode),
     UnlockAll,
 }
 
 const FUNCTIONS: &[(&str, Call)] = &[
-    ("pg_advisory_lock", Call::Lock { mode: Mode::Exclusive, xact: false }),
-    ("pg_advisory_lock_shared", Call::Lock { mode: Mode::Shared, xact: false }),
-    ("pg_advisory_xact_lock", Call::Lock { mode: Mode::Exclusive, xact: true }),
-    ("pg_advisory_xact_lock_shared", Call::Lock { mode: Mode::Shared, xact: true }),
-    ("pg_try_advisory_lock", Call::TryLock { mode: Mode::Exclusive, xact: false }),
-    ("pg_try_advisory_lock_shared", Call::TryLock { mode: Mode::Shared, xact: false }),
-    ("pg_try_advisory_xact_lock", Call::TryLock { mode: Mode::Exclusive, xact: true }),
-    ("pg_try_advisory_xact_lock_shared", Call::TryLock { mode: Mode::Shared, xact: true }),
+    (
+        "pg_advisory_lock",
+        Call::Lock {
+            mode: Mode::Exclusive,
+            xact: false,
+        },
+    ),
+    (
+        "pg_advisory_lock_shared",
+        Call::Lock {
+            mode: Mode::Shared,
+            xact: false,
+        },
+    ),
+    (
+        "pg_advisory_xact_lock",
+        Call::Lock {
+            mode: Mode::Exclusive,
+            xact: true,
+        },
+    ),
+    (
+        "pg_advisory_xact_lock_shared",
+        Call::Lock {
+            mode: Mode::Shared,
+            xact: true,
+        },
+    ),
+    (
+        "pg_try_advisory_lock",
+        Call::TryLock {
+            mode: Mode::Exclusive,
+            xact: false,
+        },
+    ),
+    (
+        "pg_try_advisory_lock_shared",
+        Call::TryLock {
+            mode: Mode::Shared,
+            xact: false,
+        },
+    ),
+    (
+        "pg_try_advisory_xact_lock",
+        Call::TryLock {
+            mode: Mode::Exclusive,
+            xact: true,
+        },
+    ),
+    (
+        "pg_try_advisory_xact_lock_shared",
+        Call::TryLock {
+            mode: Mode::Shared,
+            xact: true,
+        },
+    ),
     ("pg_advisory_unlock", Call::Unlock(Mode::Exclusive)),
     ("pg_advisory_unlock_shared", Call::Unlock(Mode::Shared)),
     ("pg_advisory_unlock_all", Call::UnlockAll),
@@ -519,7 +573,10 @@ mod tests {
         assert!(a.try_lock(k, Mode::Exclusive, false));
         assert!(a.try_lock(k, Mode::Exclusive, false), "reentrant");
         assert!(!b.try_lock(k, Mode::Shared, false));
-        assert!(b.try_lock(LockKey::Pair(0, 42), Mode::Exclusive, false), "another key space");
+        assert!(
+            b.try_lock(LockKey::Pair(0, 42), Mode::Exclusive, false),
+            "another key space"
+        );
         assert!(a.unlock(k, Mode::Exclusive));
         assert!(!b.try_lock(k, Mode::Exclusive, false), "still held once");
         assert!(a.unlock(k, Mode::Exclusive));
@@ -528,7 +585,10 @@ mod tests {
         assert!(a.try_lock(k, Mode::Shared, false), "shared with shared");
         assert!(!a.try_lock(LockKey::Pair(0, 42), Mode::Shared, false));
         drop(b);
-        assert!(a.try_lock(LockKey::Pair(0, 42), Mode::Exclusive, false), "freed at session end");
+        assert!(
+            a.try_lock(LockKey::Pair(0, 42), Mode::Exclusive, false),
+            "freed at session end"
+        );
     }
 
     #[test]

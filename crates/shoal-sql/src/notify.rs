@@ -255,9 +255,17 @@ mod tests {
         sender.notify("jobs", "a").unwrap();
         sender.notify("other", "x").unwrap();
         sender.notify("jobs", "b").unwrap();
-        assert!(listener.inbox().is_empty(), "nothing before the sender commits");
+        assert!(
+            listener.inbox().is_empty(),
+            "nothing before the sender commits"
+        );
         sender.end_transaction(true);
-        let got: Vec<String> = listener.inbox().take_all().into_iter().map(|n| n.payload).collect();
+        let got: Vec<String> = listener
+            .inbox()
+            .take_all()
+            .into_iter()
+            .map(|n| n.payload)
+            .collect();
         assert_eq!(got, ["a", "b"]);
         sender.notify("jobs", "rolled back").unwrap();
         sender.end_transaction(false);

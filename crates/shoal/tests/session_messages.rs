@@ -20,7 +20,10 @@ const QUIET: Duration = Duration::from_millis(300);
 /// returned receiver as the connection reads them, whether or not a query runs.
 async fn listening_client(
     server: &ShoalServer,
-) -> (tokio_postgres::Client, mpsc::UnboundedReceiver<(String, String, i32)>) {
+) -> (
+    tokio_postgres::Client,
+    mpsc::UnboundedReceiver<(String, String, i32)>,
+) {
     let conn = format!(
         "host=127.0.0.1 port={} user=postgres dbname=postgres",
         server.port()
@@ -96,7 +99,10 @@ async fn notifications_reach_an_idle_listener_once_the_sender_commits() {
         .batch_execute("BEGIN; NOTIFY jobs, 'rolled back'; ROLLBACK")
         .await
         .unwrap();
-    sender.batch_execute("NOTIFY other, 'not listened'").await.unwrap();
+    sender
+        .batch_execute("NOTIFY other, 'not listened'")
+        .await
+        .unwrap();
     assert!(tokio::time::timeout(QUIET, inbox.recv()).await.is_err());
 
     // A listener inside its own block hears of it when its block ends.
@@ -112,7 +118,10 @@ async fn notifications_reach_an_idle_listener_once_the_sender_commits() {
 
     // After UNLISTEN, nothing.
     listener.batch_execute("UNLISTEN *").await.unwrap();
-    sender.batch_execute("NOTIFY jobs, 'unheard'").await.unwrap();
+    sender
+        .batch_execute("NOTIFY jobs, 'unheard'")
+        .await
+        .unwrap();
     assert!(tokio::time::timeout(QUIET, inbox.recv()).await.is_err());
 }
 
@@ -128,7 +137,10 @@ async fn an_advisory_lock_waits_for_its_holder_and_detects_deadlocks() {
         tokio::spawn(async move { b.batch_execute("SELECT pg_advisory_lock(5)").await })
     };
     tokio::time::sleep(QUIET).await;
-    assert!(!waiter.is_finished(), "the second session waits for the first");
+    assert!(
+        !waiter.is_finished(),
+        "the second session waits for the first"
+    );
     let released: bool = a
         .query_one("SELECT pg_advisory_unlock(5)", &[])
         .await
@@ -162,7 +174,9 @@ async fn an_advisory_lock_waits_for_its_holder_and_detects_deadlocks() {
         .await
         .unwrap_err();
     assert_eq!(e.code().unwrap().code(), "40P01");
-    b.batch_execute("SELECT pg_advisory_unlock_all()").await.unwrap();
+    b.batch_execute("SELECT pg_advisory_unlock_all()")
+        .await
+        .unwrap();
     tokio::time::timeout(ARRIVAL_TIMEOUT, a_waits)
         .await
         .expect("the other waiter proceeds")

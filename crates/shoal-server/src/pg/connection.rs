@@ -59,10 +59,7 @@ pub async fn serve_unix(
     let startup = tokio::time::sleep(STARTUP_TIMEOUT);
     tokio::pin!(startup);
     // PostgreSQL shows Unix-socket clients without an address; pgwire wants one.
-    let client = DefaultClient::new(
-        std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
-        false,
-    );
+    let client = DefaultClient::new(std::net::SocketAddr::from(([127, 0, 0, 1], 0)), false);
     let mut socket = Framed::new(
         MaybeTls::Unix(socket),
         PgWireMessageServerCodec::new(client),
@@ -87,7 +84,8 @@ where
     loop {
         let starting = matches!(
             socket.state(),
-            PgWireConnectionState::AwaitingStartup | PgWireConnectionState::AuthenticationInProgress
+            PgWireConnectionState::AwaitingStartup
+                | PgWireConnectionState::AuthenticationInProgress
         );
         let idle = !starting
             && !exchange_open

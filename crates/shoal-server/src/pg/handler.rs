@@ -88,7 +88,11 @@ impl ConnectionHandler {
     /// Notifications that arrived while the statement ran go out before its ReadyForQuery
     /// when the session is idle; inside a transaction block they wait for its end, as in
     /// PostgreSQL.
-    async fn feed_notifications<C>(&self, client: &mut C, status: TransactionStatus) -> PgWireResult<()>
+    async fn feed_notifications<C>(
+        &self,
+        client: &mut C,
+        status: TransactionStatus,
+    ) -> PgWireResult<()>
     where
         C: Sink<PgWireBackendMessage> + Unpin,
         PgWireError: From<C::Error>,
@@ -234,7 +238,10 @@ fn to_response(
 
 /// A COPY ... TO STDOUT result: its messages up to CopyDone go out now, and it becomes the
 /// command whose completion ("COPY n") follows them. Other results are returned unchanged.
-async fn copy_out_then_tag<C>(client: &mut C, result: StatementResult) -> PgWireResult<StatementResult>
+async fn copy_out_then_tag<C>(
+    client: &mut C,
+    result: StatementResult,
+) -> PgWireResult<StatementResult>
 where
     C: Sink<PgWireBackendMessage> + Unpin,
     PgWireError: From<C::Error>,

@@ -143,7 +143,9 @@ pub fn register(state: &mut datafusion::execution::SessionState) {
 }
 
 /// The argument types the wrapped function's own signature asks for.
-pub(crate) fn inner_coercion<F: datafusion::logical_expr::type_coercion::functions::UDFCoercionExt>(
+pub(crate) fn inner_coercion<
+    F: datafusion::logical_expr::type_coercion::functions::UDFCoercionExt,
+>(
     arg_types: &[ArrowType],
     inner: &F,
 ) -> DfResult<Vec<ArrowType>> {

@@ -402,7 +402,6 @@ struct PgSleep {
     signature: Signature,
 }
 
-
 impl ScalarUDFImpl for PgSleep {
     fn name(&self) -> &str {
         "pg_sleep"

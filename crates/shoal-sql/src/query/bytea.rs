@@ -90,7 +90,9 @@ fn argument_arrays(args: &ScalarFunctionArgs) -> DfResult<(Vec<ArrayRef>, bool)>
 
 fn answer(result: ArrayRef, constant: bool) -> DfResult<ColumnarValue> {
     if constant {
-        return Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(&result, 0)?));
+        return Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(
+            &result, 0,
+        )?));
     }
     Ok(ColumnarValue::Array(result))
 }
@@ -98,12 +100,20 @@ fn answer(result: ArrayRef, constant: bool) -> DfResult<ColumnarValue> {
 /// Each row's bytes, None for NULL.
 fn bytes_of(array: &ArrayRef) -> DfResult<Vec<Option<Vec<u8>>>> {
     let binary = cast(array, &ArrowType::Binary)?;
-    Ok(binary.as_binary::<i32>().iter().map(|v| v.map(<[u8]>::to_vec)).collect())
+    Ok(binary
+        .as_binary::<i32>()
+        .iter()
+        .map(|v| v.map(<[u8]>::to_vec))
+        .collect())
 }
 
 fn texts_of(array: &ArrayRef) -> DfResult<Vec<Option<String>>> {
     let text = cast(array, &ArrowType::Utf8)?;
-    Ok(text.as_string::<i32>().iter().map(|v| v.map(str::to_string)).collect())
+    Ok(text
+        .as_string::<i32>()
+        .iter()
+        .map(|v| v.map(str::to_string))
+        .collect())
 }
 
 fn integers_of(array: &ArrayRef) -> DfResult<Vec<Option<i64>>> {
@@ -229,7 +239,9 @@ impl ScalarUDFImpl for ByteaAware {
                 for (row, v) in values.iter().enumerate() {
                     let count = counts.as_ref().map(|c| c[row]);
                     match (v, starts[row], count) {
-                        (Some(b), Some(start), None) => out.append_value(substring(b, start, None)?),
+                        (Some(b), Some(start), None) => {
+                            out.append_value(substring(b, start, None)?)
+                        }
                         (Some(b), Some(start), Some(Some(count))) => {
                             out.append_value(substring(b, start, Some(count))?)
                         }
@@ -258,12 +270,7 @@ impl ScalarUDFImpl for ByteaAware {
 /// is the first byte.
 fn substring(b: &[u8], start: i64, count: Option<i64>) -> DfResult<&[u8]> {
     let end = match count {
-        Some(c) if c < 0 => {
-            return Err(error(
-                "22011",
-                "negative substring length not allowed",
-            ))
-        }
+        Some(c) if c < 0 => return Err(error("22011", "negative substring length not allowed")),
         Some(c) => start.saturating_add(c),
         None => i64::MAX,
     };
@@ -334,7 +341,10 @@ impl ScalarUDFImpl for ByteaUdf {
                     || match w {
                         Binary => is_bytes(t),
                         Int64 => t.is_integer(),
-                        _ => matches!(t, ArrowType::Utf8 | ArrowType::LargeUtf8 | ArrowType::Utf8View),
+                        _ => matches!(
+                            t,
+                            ArrowType::Utf8 | ArrowType::LargeUtf8 | ArrowType::Utf8View
+                        ),
                     }
             });
         if !fits {
@@ -547,10 +557,13 @@ fn decode(t: &str, format: Format) -> DfResult<Vec<u8>> {
     match format {
         Format::Hex => {
             let digit = |at: usize| -> DfResult<u8> {
-                (s[at] as char).to_digit(16).map(|d| d as u8).ok_or_else(|| {
-                    let c = t[at..].chars().next().unwrap_or('?');
-                    invalid(format!("invalid hexadecimal digit: \"{c}\""))
-                })
+                (s[at] as char)
+                    .to_digit(16)
+                    .map(|d| d as u8)
+                    .ok_or_else(|| {
+                        let c = t[at..].chars().next().unwrap_or('?');
+                        invalid(format!("invalid hexadecimal digit: \"{c}\""))
+                    })
             };
             let mut out = Vec::with_capacity(s.len() / 2);
             let mut i = 0;
@@ -648,8 +661,8 @@ fn decode(t: &str, format: Format) -> DfResult<Vec<u8>> {
                 return Err(sql_error(
                     SqlError::new(code::INVALID_PARAMETER_VALUE, "invalid base64 end sequence")
                         .with_hint(
-                            "Input data is missing padding, is truncated, or is otherwise corrupted.",
-                        ),
+                        "Input data is missing padding, is truncated, or is otherwise corrupted.",
+                    ),
                 ));
             }
             Ok(out)
@@ -777,4 +790,3 @@ mod tests {
         assert_eq!(position(b"abc", b"x"), 0);
     }
 }
-

@@ -71,9 +71,12 @@ impl ScalarUDFImpl for PgFunction {
             datafusion::arrow::datatypes::Field::new(self.name(), self.return_type.clone(), true);
         Ok(Arc::new(match self.pg_type_oid {
             Some(oid) => field.with_metadata(
-                [(crate::types::PG_TYPE_METADATA_KEY.to_string(), oid.to_string())]
-                    .into_iter()
-                    .collect(),
+                [(
+                    crate::types::PG_TYPE_METADATA_KEY.to_string(),
+                    oid.to_string(),
+                )]
+                .into_iter()
+                .collect(),
             ),
             None => field,
         }))
@@ -778,7 +781,11 @@ pub fn register(state: &mut datafusion::execution::SessionState, scope: Arc<Plan
         &[1],
         ArrowType::Utf8,
         Volatility::Immutable,
-        |a| Ok(ScalarValue::Utf8(text_arg(&a[0]).map(|t| quote_literal(&t)))),
+        |a| {
+            Ok(ScalarValue::Utf8(
+                text_arg(&a[0]).map(|t| quote_literal(&t)),
+            ))
+        },
     ));
     add(udf(
         "quote_nullable",
@@ -786,9 +793,10 @@ pub fn register(state: &mut datafusion::execution::SessionState, scope: Arc<Plan
         ArrowType::Utf8,
         Volatility::Immutable,
         |a| {
-            Ok(ScalarValue::Utf8(Some(
-                text_arg(&a[0]).map_or_else(|| "NULL".to_string(), |t| quote_literal(&t)),
-            )))
+            Ok(ScalarValue::Utf8(Some(text_arg(&a[0]).map_or_else(
+                || "NULL".to_string(),
+                |t| quote_literal(&t),
+            ))))
         },
     ));
     for size_fn in [

@@ -51,7 +51,10 @@ impl VisitorMut for Unnester {
 
     fn pre_visit_expr(&mut self, e: &mut Expr) -> ControlFlow<()> {
         // A subquery's select list is expanded by its own query's pass.
-        if matches!(e, Expr::Subquery(_) | Expr::Exists { .. } | Expr::InSubquery { .. }) {
+        if matches!(
+            e,
+            Expr::Subquery(_) | Expr::Exists { .. } | Expr::InSubquery { .. }
+        ) {
             self.inside_unnest += 1;
         }
         if called(e).as_deref() == Some("unnest") {
@@ -61,7 +64,10 @@ impl VisitorMut for Unnester {
     }
 
     fn post_visit_expr(&mut self, e: &mut Expr) -> ControlFlow<()> {
-        if matches!(e, Expr::Subquery(_) | Expr::Exists { .. } | Expr::InSubquery { .. }) {
+        if matches!(
+            e,
+            Expr::Subquery(_) | Expr::Exists { .. } | Expr::InSubquery { .. }
+        ) {
             self.inside_unnest -= 1;
             return ControlFlow::Continue(());
         }

@@ -241,7 +241,9 @@ impl Session {
                 prepared.columns = columns;
             }
             // EXECUTE of a PREPAREd statement answers with that statement's columns.
-            Statement::Execute { name: Some(name), .. } => {
+            Statement::Execute {
+                name: Some(name), ..
+            } => {
                 let name = match name.0.as_slice() {
                     [ast::ObjectNamePart::Identifier(id)] if id.quote_style.is_none() => {
                         id.value.to_lowercase()

@@ -13,8 +13,8 @@ mod sql_prepare;
 mod transaction;
 
 pub use extended::Prepared;
-pub use sql_prepare::SqlPrepared;
 pub use query_run::QueryRun;
+pub use sql_prepare::SqlPrepared;
 
 use std::sync::Arc;
 

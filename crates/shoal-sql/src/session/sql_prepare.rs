@@ -128,7 +128,9 @@ impl Session {
                 arguments.len()
             )));
         }
-        let values = self.evaluate_arguments(arguments, &prepared.param_oids).await?;
+        let values = self
+            .evaluate_arguments(arguments, &prepared.param_oids)
+            .await?;
         let values = values
             .into_iter()
             .zip(&prepared.param_types)
@@ -149,10 +151,12 @@ impl Session {
         let items: Vec<String> = arguments
             .iter()
             .zip(oids)
-            .map(|(e, oid)| match crate::query::pg_catalog::format_type_oid(*oid, -1) {
-                Some(t) if *oid != 0 => format!("CAST(({e}) AS {t})"),
-                _ => format!("({e})"),
-            })
+            .map(
+                |(e, oid)| match crate::query::pg_catalog::format_type_oid(*oid, -1) {
+                    Some(t) if *oid != 0 => format!("CAST(({e}) AS {t})"),
+                    _ => format!("({e})"),
+                },
+            )
             .collect();
         let batches = crate::query::run_generated_sql(
             self.state(),
