@@ -17,6 +17,22 @@ pub struct SqlError {
     pub hint: Option<String>,
     /// Where the error happened, as PostgreSQL's CONTEXT field (e.g. `COPY t, line 3`).
     pub context: Option<String>,
+    /// The 1-based character offset into the statement's text where a syntax error was found
+    /// (ErrorResponse field `P`; psql draws its caret from it).
+    pub position: Option<u32>,
+    /// The object a constraint or data error is about (fields `s`, `t`, `c`, `d`, `n`), which
+    /// drivers expose as e.g. psycopg's `diag.constraint_name` and ORMs use to name the column.
+    pub object: Option<Box<ErrorObject>>,
+}
+
+/// The schema object an error names, as PostgreSQL reports it with constraint violations.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ErrorObject {
+    pub schema: Option<String>,
+    pub table: Option<String>,
+    pub column: Option<String>,
+    pub datatype: Option<String>,
+    pub constraint: Option<String>,
 }
 
 pub type SqlResult<T> = Result<T, SqlError>;
@@ -101,7 +117,51 @@ impl SqlError {
             detail: None,
             hint: None,
             context: None,
+            position: None,
+            object: None,
         }
+    }
+
+    /// Names the table (and its schema) the error is about.
+    pub fn with_table(mut self, schema: &str, table: &str) -> Self {
+        let object = self.object.get_or_insert_with(Default::default);
+        object.schema = Some(schema.to_string());
+        object.table = Some(table.to_string());
+        self
+    }
+
+    pub fn with_column(mut self, column: &str) -> Self {
+        self.object.get_or_insert_with(Default::default).column = Some(column.to_string());
+        self
+    }
+
+    pub fn with_constraint(mut self, constraint: &str) -> Self {
+        self.object.get_or_insert_with(Default::default).constraint = Some(constraint.to_string());
+        self
+    }
+
+    pub fn with_position(mut self, position: u32) -> Self {
+        self.position = Some(position);
+        self
+    }
+
+    /// Adds the position of the missing relation or column an error names in `sql` (the
+    /// statement's text), as PostgreSQL reports it, unless the error has one already.
+    pub fn locate_in(mut self, sql: &str) -> Self {
+        if self.position.is_some()
+            || !matches!(self.code, code::UNDEFINED_TABLE | code::UNDEFINED_COLUMN)
+        {
+            return self;
+        }
+        let name = self
+            .message
+            .split_once('"')
+            .and_then(|(_, rest)| rest.split_once('"'))
+            .map(|(name, _)| name.to_string());
+        if let Some(position) = name.and_then(|n| crate::parse::name_position(sql, &n)) {
+            self.position = Some(position);
+        }
+        self
     }
 
     pub fn with_context(mut self, context: impl Into<String>) -> Self {

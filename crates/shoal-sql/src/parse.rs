@@ -335,6 +335,14 @@ fn normalize_statement(mut seg: Vec<TokenWithSpan>) -> (Vec<TokenWithSpan>, bool
         Some(Keyword::COPY) => changed |= copy_boolean_options(&mut seg),
         Some(Keyword::VACUUM) => changed |= strip_vacuum_options(&mut seg),
         Some(Keyword::RESET) => changed |= rewrite_reset_time_zone(&mut seg),
+        Some(Keyword::FETCH) => changed |= rewrite_fetch(&mut seg, false),
+        // MOVE is not one of sqlparser's keywords.
+        Some(Keyword::NoKeyword)
+            if matches!(significant(&seg).first().map(|&i| &seg[i].token),
+                Some(Token::Word(w)) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case("move")) =>
+        {
+            changed |= rewrite_fetch(&mut seg, true)
+        }
         Some(Keyword::INSERT) | Some(Keyword::WITH) => {
             if let Some(o) = strip_overriding(&mut seg) {
                 changed = true;
@@ -346,6 +354,97 @@ fn normalize_statement(mut seg: Vec<TokenWithSpan>) -> (Vec<TokenWithSpan>, bool
     changed |= reorder_identity_options(&mut seg);
     seg.retain(|t| !is_marker(t));
     (seg, changed, notes)
+}
+
+/// `FETCH`/`MOVE [direction] [FROM | IN] cursor` in any of PostgreSQL's spellings becomes the
+/// `FETCH direction FROM cursor` sqlparser takes: a missing direction is NEXT, FORWARD and
+/// BACKWARD alone are NEXT and PRIOR, signed counts become one number token, and a MOVE is a
+/// FETCH marked `INTO shoal_move` (see `session::MOVE_MARKER`).
+fn rewrite_fetch(seg: &mut Vec<TokenWithSpan>, is_move: bool) -> bool {
+    let sig = significant(seg);
+    let tokens: Vec<&Token> = sig.iter().map(|&i| &seg[i].token).collect();
+    let kw = |k: usize| match tokens.get(k) {
+        Some(Token::Word(w)) if w.quote_style.is_none() => w.keyword,
+        _ => Keyword::NoKeyword,
+    };
+    // A count with its sign, and how many tokens it took.
+    let count_at = |k: usize| -> Option<(String, usize)> {
+        match (tokens.get(k), tokens.get(k + 1)) {
+            (Some(Token::Minus), Some(Token::Number(n, _))) => Some((format!("-{n}"), 2)),
+            (Some(Token::Plus), Some(Token::Number(n, _))) => Some((n.clone(), 2)),
+            (Some(Token::Number(n, _)), _) => Some((n.clone(), 1)),
+            _ => None,
+        }
+    };
+    let word = |k: Keyword| Token::make_keyword(&format!("{k:?}"));
+    let number = |n: String| Token::Number(n, false);
+    let mut at = 1;
+    let direction: Vec<Token> = match kw(at) {
+        k @ (Keyword::NEXT | Keyword::PRIOR | Keyword::FIRST | Keyword::LAST | Keyword::ALL) => {
+            at += 1;
+            vec![word(k)]
+        }
+        k @ (Keyword::ABSOLUTE | Keyword::RELATIVE) => {
+            let Some((n, used)) = count_at(at + 1) else {
+                return false;
+            };
+            at += 1 + used;
+            vec![word(k), number(n)]
+        }
+        k @ (Keyword::FORWARD | Keyword::BACKWARD) => {
+            if kw(at + 1) == Keyword::ALL {
+                at += 2;
+                vec![word(k), word(Keyword::ALL)]
+            } else if let Some((n, used)) = count_at(at + 1) {
+                at += 1 + used;
+                vec![word(k), number(n)]
+            } else {
+                at += 1;
+                match k {
+                    Keyword::FORWARD => vec![word(Keyword::NEXT)],
+                    _ => vec![word(Keyword::PRIOR)],
+                }
+            }
+        }
+        _ => match count_at(at) {
+            Some((n, used)) => {
+                at += used;
+                vec![number(n)]
+            }
+            None => vec![word(Keyword::NEXT)],
+        },
+    };
+    if matches!(kw(at), Keyword::FROM | Keyword::IN) {
+        at += 1;
+    }
+    let (Some(&name_at), None) = (sig.get(at), sig.get(at + 1)) else {
+        return false;
+    };
+    if !matches!(seg[name_at].token, Token::Word(_)) {
+        return false;
+    }
+    let name = seg[name_at].clone();
+    let mut out = vec![TokenWithSpan::wrap(word(Keyword::FETCH))];
+    out.extend(direction.into_iter().map(TokenWithSpan::wrap));
+    out.push(TokenWithSpan::wrap(word(Keyword::FROM)));
+    out.push(name);
+    if is_move {
+        out.push(TokenWithSpan::wrap(word(Keyword::INTO)));
+        out.push(TokenWithSpan::wrap(Token::make_word(
+            crate::session::MOVE_MARKER,
+            None,
+        )));
+    }
+    // Spaces between the words, for the parser's error messages.
+    let mut spaced = Vec::with_capacity(out.len() * 2);
+    for t in out {
+        if !spaced.is_empty() {
+            spaced.push(TokenWithSpan::wrap(Token::Whitespace(Whitespace::Space)));
+        }
+        spaced.push(t);
+    }
+    *seg = spaced;
+    true
 }
 
 /// `RESET TIME ZONE` (PostgreSQL's spelling, which sqlparser lacks) becomes `RESET timezone`.
@@ -793,18 +892,20 @@ mod tests {
 
 /// The first reserved word (unquoted) right after TABLE or INTO, where only a relation name
 /// may stand: PostgreSQL reports its syntax error there, sqlparser at the next token.
-pub fn reserved_word_as_name(sql: &str) -> Option<String> {
-    let tokens = Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize().ok()?;
+pub fn reserved_word_as_name(sql: &str) -> Option<(String, u32)> {
+    let tokens = Tokenizer::new(&PostgreSqlDialect {}, sql)
+        .tokenize_with_location()
+        .ok()?;
     let mut words = tokens
         .iter()
-        .filter(|t| !matches!(t, Token::Whitespace(_)))
-        .map(|t| match t {
-            Token::Word(w) => Some(w),
+        .filter(|t| !matches!(t.token, Token::Whitespace(_)))
+        .map(|t| match &t.token {
+            Token::Word(w) => Some((w, t.span.start)),
             _ => None,
         });
     let mut previous = words.next()?;
     for word in words {
-        if let (Some(before), Some(name)) = (previous, word) {
+        if let (Some((before, _)), Some((name, at))) = (previous, word) {
             let introduces_name = matches!(before.keyword, Keyword::TABLE | Keyword::INTO);
             let reserved = crate::query::checks::RESERVED_KEYWORDS
                 .contains(&name.value.to_lowercase().as_str());
@@ -814,10 +915,61 @@ pub fn reserved_word_as_name(sql: &str) -> Option<String> {
                 && name.quote_style.is_none()
                 && name.keyword != Keyword::ONLY
             {
-                return Some(name.value.clone());
+                return Some((name.value.clone(), char_position(sql, at.line, at.column)?));
             }
         }
         previous = word;
     }
     None
+}
+
+/// The 1-based character offset of sqlparser's 1-based (line, column) in `sql`, as PostgreSQL's
+/// error position counts.
+pub fn char_position(sql: &str, line: u64, column: u64) -> Option<u32> {
+    if line == 0 || column == 0 {
+        return None;
+    }
+    let mut offset: u64 = 0;
+    for (index, text) in sql.split('\n').enumerate() {
+        if index as u64 + 1 == line {
+            return u32::try_from(offset + column).ok();
+        }
+        // The line's characters and its newline.
+        offset += text.chars().count() as u64 + 1;
+    }
+    None
+}
+
+/// Where sqlparser's error message says it stopped: `... found: X at Line: 1, Column: 8`, or the
+/// end of the input.
+pub fn error_position(sql: &str, parser_message: &str) -> Option<u32> {
+    let found = parser_message.rsplit_once("found: ")?.1;
+    if found.trim() == "EOF" {
+        return u32::try_from(
+            sql.trim_end_matches([' ', '\n', '\t', '\r', ';'])
+                .chars()
+                .count()
+                + 1,
+        )
+        .ok();
+    }
+    let location = found.rsplit_once(" at Line: ")?.1;
+    let (line, column) = location.split_once(", Column: ")?;
+    char_position(sql, line.trim().parse().ok()?, column.trim().parse().ok()?)
+}
+
+/// Where a name an error message quotes first appears in `sql` as an identifier: PostgreSQL
+/// reports the position of the relation or column it could not find (`relation "t" does not
+/// exist`), which psql marks with a caret.
+pub fn name_position(sql: &str, name: &str) -> Option<u32> {
+    let first = name.split('.').next()?;
+    let tokens = Tokenizer::new(&PostgreSqlDialect {}, sql)
+        .tokenize_with_location()
+        .ok()?;
+    let at = tokens.iter().find(|t| match &t.token {
+        Token::Word(w) if w.quote_style.is_none() => w.value.to_lowercase() == first,
+        Token::Word(w) => w.value == first,
+        _ => false,
+    })?;
+    char_position(sql, at.span.start.line, at.span.start.column)
 }

@@ -726,6 +726,11 @@ impl Transaction {
         self.writes.len() + self.column_writes.len()
     }
 
+    /// Whether the transaction has written rows of this row table.
+    pub fn writes_table(&self, table: TableId) -> bool {
+        self.writes.iter().any(|w| w.table == table)
+    }
+
     /// Whether the transaction changed anything (what a commit must log and stamp).
     pub(crate) fn has_writes(&self) -> bool {
         !self.writes.is_empty() || !self.column_writes.is_empty()

@@ -603,6 +603,30 @@ async fn column_type_changes_and_partial_indexes_survive_kill_9() {
     }
 }
 
+/// ALTER COLUMN TYPE inside a block that rolls back: the old table comes back and is logged
+/// again, so after kill -9 the rows have their old type and values, not the rebuilt ones.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rolled_back_column_type_change_stays_undone_after_kill_9() {
+    let server = ShoalServer::start();
+    let c = connect(&server).await;
+    execute_each(
+        &c,
+        "CREATE TABLE unretyped (id integer PRIMARY KEY, code integer);
+         INSERT INTO unretyped SELECT g, g * 10 FROM generate_series(1, 1000) g;
+         BEGIN;
+         ALTER TABLE unretyped ALTER COLUMN code TYPE text USING (code * 2)::text;
+         ROLLBACK;
+         INSERT INTO unretyped VALUES (1001, 7);",
+    )
+    .await;
+    let sums = "SELECT (count(*) * 1000000000 + sum(code + id))::bigint FROM unretyped";
+    let before = count(&server, sums).await;
+    assert_eq!(before, 1001 * 1_000_000_000 + 11 * 500_500 + 1001 + 7);
+    drop(c);
+    let server = restart(server.crash(), &[]);
+    assert_eq!(count(&server, sums).await, before, "rows from the log");
+}
+
 /// A full disk (the data directory on a small tmpfs): commits fail with 53100 and change
 /// nothing, reads go on, and writes work again once space returns. Needs root to mount the
 /// tmpfs; skipped with a note otherwise.

@@ -206,3 +206,67 @@ fn vanished_client_loses_its_transaction_but_not_committed_data() {
     );
     assert_server_healthy(&mut server);
 }
+
+/// Parse, Bind and Execute of `sql` (unnamed statement and portal), without a Sync.
+fn extended_messages(sql: &str) -> Vec<u8> {
+    fn message(out: &mut Vec<u8>, kind: u8, body: &[u8]) {
+        out.push(kind);
+        out.extend_from_slice(&((body.len() + 4) as u32).to_be_bytes());
+        out.extend_from_slice(body);
+    }
+    let mut out = Vec::new();
+    let mut parse = vec![0u8]; // unnamed statement
+    parse.extend_from_slice(sql.as_bytes());
+    parse.extend_from_slice(&[0, 0, 0]); // end of text, no parameter types
+    message(&mut out, b'P', &parse);
+    // Unnamed portal and statement, no formats, no parameters, no result formats.
+    message(&mut out, b'B', &[0, 0, 0, 0, 0, 0, 0, 0]);
+    message(&mut out, b'E', &[0, 0, 0, 0, 0]); // unnamed portal, all rows
+    out
+}
+
+/// The statements of an extended-protocol pipeline up to its Sync form one implicit
+/// transaction, as in PostgreSQL: an error rolls back the statements before it (pgJDBC's and
+/// pgx's batches rely on this), and a pipeline that succeeds commits at the Sync.
+#[test]
+fn a_pipeline_up_to_sync_is_one_transaction() {
+    let server = ShoalServer::start();
+    let mut c = RawClient::ready(&server);
+    c.query_column("CREATE TABLE piped (id int PRIMARY KEY)");
+    c.query_column("INSERT INTO piped VALUES (1)");
+
+    let mut batch = Vec::new();
+    for sql in [
+        "INSERT INTO piped VALUES (2)",
+        "INSERT INTO piped VALUES (3)",
+        "INSERT INTO piped VALUES (1)",
+        "INSERT INTO piped VALUES (4)",
+    ] {
+        batch.extend(extended_messages(sql));
+    }
+    batch.extend_from_slice(&[b'S', 0, 0, 0, 4]);
+    c.stream.write_all(&batch).expect("write");
+    let messages = c.read_until_ready().expect("pipeline answered");
+    let errors: Vec<String> = messages
+        .iter()
+        .filter(|m| m.kind == b'E')
+        .map(|m| sqlstate(&m.body))
+        .collect();
+    assert_eq!(errors, vec!["23505"]);
+    assert_eq!(messages.last().unwrap().body, b"I", "idle after the Sync");
+    assert_eq!(c.query_column("SELECT count(*) FROM piped"), vec!["1"]);
+
+    let mut batch = Vec::new();
+    for sql in [
+        "INSERT INTO piped VALUES (2)",
+        "INSERT INTO piped VALUES (3)",
+    ] {
+        batch.extend(extended_messages(sql));
+    }
+    batch.extend_from_slice(&[b'S', 0, 0, 0, 4]);
+    c.stream.write_all(&batch).expect("write");
+    let messages = c.read_until_ready().expect("pipeline answered");
+    assert!(messages.iter().all(|m| m.kind != b'E'));
+    assert_eq!(messages.last().unwrap().body, b"I");
+    assert_eq!(c.query_column("SELECT count(*) FROM piped"), vec!["3"]);
+}

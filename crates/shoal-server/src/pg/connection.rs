@@ -120,6 +120,13 @@ where
             _ => msg.is_extended_query(),
         };
         let is_cancel_request = matches!(msg, PgWireFrontendMessage::CancelRequest(_));
+        if matches!(msg, PgWireFrontendMessage::Execute(_)) {
+            // A Sync message is 'S' and its length, 4, with no body.
+            let sync_follows = socket.read_buffer().starts_with(&[b'S', 0, 0, 0, 4]);
+            connection
+                .sync_follows
+                .store(sync_follows, std::sync::atomic::Ordering::Relaxed);
+        }
         if let Err(e) = process_message(
             msg,
             socket,

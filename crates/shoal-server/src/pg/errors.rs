@@ -8,6 +8,14 @@ pub fn error_info(e: &SqlError) -> ErrorInfo {
     info.detail = e.detail.clone();
     info.hint = e.hint.clone();
     info.where_context = e.context.clone();
+    info.position = e.position.map(|p| p.to_string());
+    if let Some(object) = &e.object {
+        info.schema = object.schema.clone();
+        info.table = object.table.clone();
+        info.column = object.column.clone();
+        info.datatype = object.datatype.clone();
+        info.constraint = object.constraint.clone();
+    }
     info
 }
 

@@ -125,6 +125,20 @@ where
     }
 }
 
+/// Describe of a portal that is an SQL cursor (`DECLARE name CURSOR`): PostgreSQL's cursors
+/// share the protocol's portal names, and psycopg's server-side cursors learn their columns so.
+pub async fn describe_cursor<C>(
+    client: &mut C,
+    fields: Vec<pgwire::api::results::FieldInfo>,
+) -> PgWireResult<()>
+where
+    C: Sink<PgWireBackendMessage> + Unpin,
+    C::Error: Debug,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
+    feed_describe_response(client, &DescribePortalResponse::new(fields)).await
+}
+
 /// pgwire's `send_describe_response` with `feed`; its `into_row_description` is crate-private,
 /// so the RowDescription is built here from the public `FieldInfo` conversion.
 async fn feed_describe_response<C, DR>(client: &mut C, response: &DR) -> PgWireResult<()>
@@ -142,7 +156,11 @@ where
             ))
             .await?;
     }
-    if response.is_no_data() {
+    // NoData for a statement without result columns, whether or not it has parameters
+    // (pgwire's `is_no_data` answers an INSERT with parameters by an empty RowDescription,
+    // which pgJDBC takes for a result). A SELECT of zero columns also gets NoData here, where
+    // PostgreSQL sends a RowDescription without fields.
+    if response.is_no_data() || response.fields().is_empty() {
         client
             .feed(PgWireBackendMessage::NoData(NoData::new()))
             .await?;

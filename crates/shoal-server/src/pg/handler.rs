@@ -30,7 +30,9 @@ use pgwire::api::{
 use pgwire::error::{PgWireError, PgWireResult};
 use pgwire::messages::copy::{CopyData, CopyDone, CopyFail};
 use pgwire::messages::data::{DataRow, RowDescription};
-use pgwire::messages::extendedquery::{Bind, Describe, Execute, Parse, Sync as PgSync};
+use pgwire::messages::extendedquery::{
+    Bind, Describe, Execute, Parse, Sync as PgSync, TARGET_TYPE_BYTE_PORTAL,
+};
 use pgwire::messages::response::{
     EmptyQueryResponse, NotificationResponse, ReadyForQuery, TransactionStatus,
 };
@@ -61,6 +63,9 @@ pub struct ConnectionHandler {
     parser: Arc<ShoalQueryParser>,
     /// Where the session's notifications arrive (LISTEN/NOTIFY), read without its lock.
     inbox: Arc<Inbox>,
+    /// Whether the message being handled has a Sync right behind it in the read buffer (set
+    /// by the connection loop): an Execute without one starts or continues a pipeline.
+    pub sync_follows: std::sync::atomic::AtomicBool,
 }
 
 impl ConnectionHandler {
@@ -73,6 +78,7 @@ impl ConnectionHandler {
                 connection: std::sync::OnceLock::new(),
                 copy: Mutex::new(None),
                 connections,
+                sync_follows: std::sync::atomic::AtomicBool::new(true),
                 parser: Arc::new(ShoalQueryParser {
                     handler: weak.clone(),
                 }),
@@ -625,6 +631,12 @@ impl ExtendedQueryHandler for ConnectionHandler {
     {
         let prepared = portal.statement.statement.clone();
         let mut session = self.session.lock().await;
+        // Statements up to a Sync form one implicit transaction, as in PostgreSQL: a batch
+        // whose third statement fails leaves nothing of the first two. An Execute with its
+        // Sync right behind it (the usual case) runs as a single statement.
+        if !self.sync_follows.load(std::sync::atomic::Ordering::Relaxed) {
+            session.continue_pipeline(&prepared);
+        }
         let values = match decode_parameters(&prepared, portal, session.settings.time_zone()) {
             Ok(v) => v,
             Err(e) => {
@@ -681,6 +693,17 @@ impl ExtendedQueryHandler for ConnectionHandler {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
+        if message.target_type == TARGET_TYPE_BYTE_PORTAL {
+            if let Some(name) = message.name.as_deref().filter(|n| !n.is_empty()) {
+                if client.portal_store().get_portal(name).is_none() {
+                    let columns = self.session.lock().await.cursor_columns(name);
+                    if let Some(columns) = columns {
+                        let fields = field_info_list(&columns, |_| false);
+                        return extended::describe_cursor(client, fields).await;
+                    }
+                }
+            }
+        }
         extended::describe(self, client, message).await
     }
 
@@ -704,6 +727,11 @@ impl ExtendedQueryHandler for ConnectionHandler {
         client.portal_store().rm_portal(pgwire::api::DEFAULT_NAME);
         let (status, waited_for) = {
             let mut session = self.session.lock().await;
+            if let Err(e) = session.sync().await {
+                client
+                    .feed(PgWireBackendMessage::ErrorResponse(error_info(&e).into()))
+                    .await?;
+            }
             let status = status_of(session.transaction_status());
             (status, session.transaction_is_waited_for())
         };

@@ -80,6 +80,8 @@ pub(super) async fn check_reference(
             child.name
         ),
     )
+    .with_table(&child.schema, &child.name)
+    .with_constraint(constraint)
     .with_detail(format!(
         "Key ({names})=({vals}) is not present in table \"{}\".",
         target.name
@@ -343,7 +345,9 @@ async fn check_references(
                 def.name, constraint.name, child.name
             ),
         )
-        .with_detail(format!("Key ({names})=({vals}) is still referenced from table \"{}\".", child.name)));
+        .with_detail(format!("Key ({names})=({vals}) is still referenced from table \"{}\".", child.name))
+        .with_table(&child.schema, &child.name)
+        .with_constraint(&constraint.name));
     }
     Ok(())
 }

@@ -217,7 +217,9 @@ pub async fn check_row_with(
                     c.name, def.name
                 ),
             )
-            .with_detail(failing_row(row, session.settings.time_zone())));
+            .with_detail(failing_row(row, session.settings.time_zone()))
+            .with_table(&def.schema, &def.name)
+            .with_column(&c.name));
         }
     }
     for constraint in &def.constraints {
@@ -245,7 +247,9 @@ pub async fn check_row_with(
                             def.name, constraint.name
                         ),
                     )
-                    .with_detail(failing_row(row, session.settings.time_zone())));
+                    .with_detail(failing_row(row, session.settings.time_zone()))
+                    .with_table(&def.schema, &def.name)
+                    .with_constraint(&constraint.name));
                 }
             }
             _ => {}

@@ -622,6 +622,7 @@ pub(super) async fn alter_table(
                     } => {
                         super::alter_type::alter_column_type(
                             session,
+                            txn,
                             &def,
                             pos,
                             &data_type,

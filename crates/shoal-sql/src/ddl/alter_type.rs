@@ -8,9 +8,11 @@
 //! Everything is computed and checked (NOT NULL, unique indexes) before anything changes, so a
 //! failure leaves the table as it was. The table is then rebuilt under the same oid the way
 //! `SET ACCESS METHOD` rebuilds one: its image is logged before the catalog change, so a crash
-//! leaves either the old table or the new one. For the same reason as there, the statement is
-//! refused inside a transaction block, and it fails (55P03) rather than lose a change another
-//! session has not committed yet or committed after the rows were read (`close_and_log_rebuild`).
+//! leaves either the old table or the new one. It fails (55P03) rather than lose a change
+//! another session has not committed yet or committed after the rows were read
+//! (`close_and_log_rebuild`). Inside a transaction block, ROLLBACK puts the old table back
+//! (`undo`); the block must not have changed rows of the table before (their redo names rows
+//! of the old table).
 
 use std::collections::HashSet;
 
@@ -30,6 +32,7 @@ const LOAD_ROWS_PER_BLOCK: usize = 4096;
 
 pub(super) async fn alter_column_type(
     session: &Session,
+    txn: &shoal_storage::Transaction,
     def: &TableDef,
     pos: usize,
     data_type: &ast::DataType,
@@ -51,10 +54,11 @@ pub(super) async fn alter_column_type(
             format_type(&new_type)
         )));
     }
-    if session.statement_in_block() {
-        return Err(SqlError::new(
-            code::ACTIVE_SQL_TRANSACTION,
-            "ALTER TABLE ... ALTER COLUMN ... TYPE cannot run inside a transaction block",
+    // The transaction's own row changes are logged at its commit, naming rows as the old
+    // table numbers them; the rebuilt table numbers them anew, so replay could not apply them.
+    if txn.writes_table(def.oid as u64) {
+        return Err(SqlError::unsupported(
+            "ALTER TABLE ... ALTER COLUMN ... TYPE of a table the same transaction has changed rows of",
         ));
     }
     let mut new_def = def.clone();

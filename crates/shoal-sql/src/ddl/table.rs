@@ -42,6 +42,19 @@ pub(super) async fn create_table(
             "table inheritance (INHERITS) is not supported",
         ));
     }
+    // sqlparser takes some of PostgreSQL's reserved words as table names (`CREATE TABLE
+    // select (...)`), which PostgreSQL refuses.
+    if let Some(ast::ObjectNamePart::Identifier(last)) = ct.name.0.last() {
+        let word = last.value.to_lowercase();
+        if last.quote_style.is_none()
+            && crate::query::checks::RESERVED_KEYWORDS.contains(&word.as_str())
+        {
+            return Err(SqlError::syntax(format!(
+                "syntax error at or near \"{}\"",
+                last.value
+            )));
+        }
+    }
     let (schema, name) = creation_target(session, &ct.name)?;
     if session
         .engine

@@ -8,8 +8,8 @@
 //! intact. The session's `DdlUndoLog` holds these until the transaction ends: COMMIT forgets
 //! them, ROLLBACK (or ROLLBACK TO SAVEPOINT, or a commit that fails) hands them to `undo`,
 //! which puts the objects back and brings storage in line: tables created are dropped, tables
-//! dropped come back with their rows, columns added are cut off again, indexes follow the
-//! restored catalog.
+//! dropped come back with their rows, tables rebuilt (ALTER COLUMN TYPE) get their old storage
+//! back, columns added are cut off again, indexes follow the restored catalog.
 //!
 //! Statements that change the catalog run one at a time (`Engine::ddl_statement`, taken by
 //! `Session::execute_statement` around the mark, so a statement canceled half-way is still
@@ -22,8 +22,8 @@
 //! columns that another open transaction is writing is left as it is (with a warning in the
 //! server log) rather than destroying their work. Not covered: a crash while the block is
 //! still open keeps the DDL it ran so far (the catalog is logged when the DDL runs), and DROP
-//! COLUMN, ALTER COLUMN TYPE and SET ACCESS METHOD, which rewrite a table's rows in place, are
-//! refused inside a transaction block.
+//! COLUMN and SET ACCESS METHOD, which rewrite a table's rows in place, are refused inside a
+//! transaction block.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -31,13 +31,16 @@ use std::sync::Arc;
 use shoal_storage::catalog::{AccessMethod, Catalog, Oid};
 use shoal_storage::catalog_undo::{CatalogObject, ObjectKey, PriorObject};
 use shoal_storage::column::row_id as segment_row_id;
-use shoal_storage::{ColumnTable, RowTable, Snapshot, TableId};
+use shoal_storage::{ColumnTable, CommitTs, RowTable, Snapshot, TableId};
 
 use crate::engine::Engine;
 use crate::error::{SqlError, SqlResult};
 
 /// The catalog and the storage registry before a DDL statement.
 pub(crate) struct DdlMark {
+    /// The newest commit before the statement: a rebuilt table with a commit after it holds
+    /// another session's rows.
+    ts: CommitTs,
     catalog: Catalog,
     row_tables: HashMap<TableId, Arc<RowTable>>,
     column_tables: HashMap<TableId, Arc<ColumnTable>>,
@@ -52,12 +55,15 @@ pub(crate) struct DdlUndo {
     /// Storage of the tables the statement dropped.
     dropped_row_tables: Vec<Arc<RowTable>>,
     dropped_column_tables: Vec<Arc<ColumnTable>>,
+    /// Row tables the statement rebuilt under the same id, as they were, with the mark's ts.
+    replaced_row_tables: Vec<(Arc<RowTable>, CommitTs)>,
 }
 
 impl DdlMark {
     pub(crate) fn capture(engine: &Engine) -> DdlMark {
         let by_id = |t: &Arc<RowTable>| (t.id(), t.clone());
         DdlMark {
+            ts: engine.db.newest_commit_ts(),
             catalog: engine.catalog.read().clone(),
             row_tables: engine.db.tables().iter().map(by_id).collect(),
             column_tables: engine
@@ -78,7 +84,19 @@ impl DdlMark {
         }
         let after = changes.iter().map(|c| catalog.object(&c.key)).collect();
         drop(catalog);
+        let replaced_row_tables = self
+            .row_tables
+            .values()
+            .filter(|t| {
+                engine
+                    .db
+                    .table(t.id())
+                    .is_some_and(|now| !Arc::ptr_eq(&now, t))
+            })
+            .map(|t| (t.clone(), self.ts))
+            .collect();
         Some(DdlUndo {
+            replaced_row_tables,
             dropped_row_tables: gone(self.row_tables, |id| engine.db.table(id).is_some()),
             dropped_column_tables: gone(self.column_tables, |id| {
                 engine.db.column_table(id).is_some()
@@ -152,7 +170,7 @@ pub(crate) fn undo(engine: &Engine, statements: Vec<DdlUndo>) -> SqlResult<()> {
     if statements.is_empty() {
         return Ok(());
     }
-    let mut skipped_tables: Vec<Oid> = Vec::new();
+    let mut skipped_tables = restore_rebuilt_tables(engine, &statements)?;
     let (mut kept, mut target) = undoable_changes(engine, &statements, &skipped_tables);
     // Columns an ADD COLUMN added are cut off first; a table another transaction is writing
     // keeps them, and its definition with them.
@@ -260,6 +278,36 @@ pub(crate) fn undo(engine: &Engine, statements: Vec<DdlUndo>) -> SqlResult<()> {
         forget_unbuilt_indexes(engine, &unbuilt)?;
     }
     Ok(())
+}
+
+/// Puts back the storage of the tables the statements rebuilt (the oldest, from before the
+/// first rebuild), and logs it. A rebuilt table that holds another session's changes since
+/// (uncommitted, or committed after the rebuild) stays, with its definition: returned.
+fn restore_rebuilt_tables(engine: &Engine, statements: &[DdlUndo]) -> SqlResult<Vec<Oid>> {
+    let mut oldest: HashMap<TableId, (Arc<RowTable>, CommitTs)> = HashMap::new();
+    for s in statements {
+        for (table, ts) in &s.replaced_row_tables {
+            oldest.entry(table.id()).or_insert((table.clone(), *ts));
+        }
+    }
+    let mut skipped = Vec::new();
+    for (id, (old, ts)) in oldest {
+        let Some(current) = engine.db.table(id) else {
+            continue; // dropped later in the block: comes back with the dropped tables
+        };
+        // The rolled back transaction's own versions are undone by now.
+        if !current.close_for_rebuild(&Snapshot { ts, txn: 0 }) {
+            tracing::warn!(
+                "rollback: table {id} keeps its rebuilt rows: another transaction has changed them"
+            );
+            skipped.push(id as Oid);
+            continue;
+        }
+        engine.db.drop_table(id);
+        engine.db.restore_table(old.clone());
+        engine.log_table_rewrite(&old)?;
+    }
+    Ok(skipped)
 }
 
 /// Takes indexes a rollback could not rebuild out of the catalog, with the PRIMARY KEY or

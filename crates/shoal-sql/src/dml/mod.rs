@@ -453,7 +453,8 @@ pub fn unique_violation(session: &Session, def: &TableDef, index: u64, row: &[Va
         None => SqlError::new(
             code::UNIQUE_VIOLATION,
             "duplicate key value violates unique constraint",
-        ),
+        )
+        .with_table(&def.schema, &def.name),
     }
 }
 
@@ -472,6 +473,8 @@ pub fn unique_violation_named(
         "Key {} already exists.",
         key_text(def, key_columns, key, zone)
     ))
+    .with_table(&def.schema, &def.name)
+    .with_constraint(index_name)
 }
 
 /// CREATE UNIQUE INDEX (or a rewrite rebuilding one) found two rows with the same key.
@@ -490,6 +493,8 @@ pub fn duplicate_index_key(
         "Key {} is duplicated.",
         key_text(def, key_columns, key, zone)
     ))
+    .with_table(&def.schema, &def.name)
+    .with_constraint(index_name)
 }
 
 /// `(a, b)=(1, x)`, as PostgreSQL's unique-violation details show a key.

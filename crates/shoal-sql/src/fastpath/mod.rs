@@ -860,7 +860,9 @@ fn not_null_check(def: &TableDef, row: &[Value], zone: &TimeZone) -> SqlResult<(
                     c.name, def.name
                 ),
             )
-            .with_detail(crate::constraints::failing_row(row, zone)));
+            .with_detail(crate::constraints::failing_row(row, zone))
+            .with_table(&def.schema, &def.name)
+            .with_column(&c.name));
         }
     }
     Ok(())

@@ -37,6 +37,8 @@ pub struct PlanScope {
     pub advisory_locks: crate::advisory::SessionLocks,
     /// SQL-level prepared statements (PREPARE), by name.
     pub prepared_statements: Mutex<std::collections::BTreeMap<String, crate::session::SqlPrepared>>,
+    /// Open SQL cursors (DECLARE), by name.
+    pub cursors: Mutex<std::collections::BTreeMap<String, crate::session::SqlCursor>>,
 }
 
 impl std::fmt::Debug for PlanScope {
@@ -57,6 +59,7 @@ impl PlanScope {
             notifications,
             advisory_locks,
             prepared_statements: Mutex::default(),
+            cursors: Mutex::default(),
             engine,
             snapshot: Mutex::new(Snapshot { ts: 0, txn: 0 }),
             search_path: Mutex::new(vec!["public".to_string()]),

@@ -100,7 +100,7 @@ impl Session {
         if prepared.is_err() {
             self.fail_block();
         }
-        prepared
+        prepared.map_err(|e| e.locate_in(sql))
     }
 
     /// A protocol-level error of a statement (parameters that Bind cannot decode): it fails
@@ -255,6 +255,7 @@ impl Session {
                     prepared.columns = p.prepared.columns.clone();
                 }
             }
+            Statement::Fetch { .. } => prepared.columns = self.fetch_columns(stmt),
             Statement::ShowVariable { variable } => {
                 let name = variable
                     .iter()
@@ -325,6 +326,36 @@ impl Session {
         let mut stmt = stmt.clone();
         params::substitute(&mut stmt, &values)?;
         Box::pin(self.execute_statement(stmt)).await
+    }
+
+    /// An Execute with more than a Sync behind it: the statements up to the Sync share one
+    /// implicit transaction block (PostgreSQL's), opened here unless a block is open. BEGIN,
+    /// COMMIT and ROLLBACK manage the transaction themselves and open none.
+    pub fn continue_pipeline(&mut self, prepared: &Prepared) {
+        let controls_transaction = matches!(
+            prepared.stmt,
+            None | Some(
+                Statement::StartTransaction { .. }
+                    | Statement::Commit { .. }
+                    | Statement::Rollback {
+                        savepoint: None,
+                        ..
+                    }
+            )
+        );
+        if !controls_transaction {
+            self.begin_implicit_block();
+        }
+    }
+
+    /// Sync: an implicit block of the statements since the last Sync commits (or, if one of
+    /// them failed, rolls back). The commit's error, if any, is the answer to the Sync.
+    pub async fn sync(&mut self) -> SqlResult<()> {
+        if !self.implicit_block || matches!(self.txn, TxnState::Idle) {
+            return Ok(());
+        }
+        self.implicit_block = false;
+        self.commit_block().await.map(|_| ())
     }
 
     /// Whether a prepared statement runs with its placeholders left in it, so that the query

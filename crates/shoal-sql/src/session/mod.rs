@@ -5,6 +5,7 @@
 //! path inside the right transaction. The extended protocol's Parse and Execute are in
 //! `extended`.
 
+mod cursor;
 mod extended;
 mod query_run;
 mod route;
@@ -12,6 +13,7 @@ mod set_show;
 mod sql_prepare;
 mod transaction;
 
+pub use cursor::{SqlCursor, MOVE_MARKER};
 pub use extended::Prepared;
 pub use query_run::QueryRun;
 pub use sql_prepare::SqlPrepared;
@@ -236,14 +238,19 @@ pub fn parse_sql(sql: &str) -> SqlResult<Vec<Statement>> {
                 return Ok(statements);
             }
         }
-        if let Some(word) = crate::parse::reserved_word_as_name(sql) {
-            return Err(SqlError::syntax(format!(
-                "syntax error at or near \"{word}\""
-            )));
+        if let Some((word, position)) = crate::parse::reserved_word_as_name(sql) {
+            return Err(
+                SqlError::syntax(format!("syntax error at or near \"{word}\""))
+                    .with_position(position),
+            );
         }
         let msg = e.to_string();
         let msg = msg.trim_start_matches("sql parser error: ");
-        Err(SqlError::syntax(pg_syntax_message(msg)))
+        let error = SqlError::syntax(pg_syntax_message(msg));
+        Err(match crate::parse::error_position(sql, msg) {
+            Some(position) => error.with_position(position),
+            None => error,
+        })
     })
 }
 
@@ -412,6 +419,12 @@ impl Session {
             return r;
         }
         if let Some(r) = self.session_command(&stmt) {
+            if r.is_err() {
+                self.fail_block();
+            }
+            return r;
+        }
+        if let Some(r) = self.cursor_command(&stmt) {
             if r.is_err() {
                 self.fail_block();
             }

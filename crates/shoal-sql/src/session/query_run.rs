@@ -24,6 +24,8 @@ pub struct QueryRun {
     several: bool,
     /// The implicit block's commit has been tried (its error, if any, was returned).
     ended: bool,
+    /// The message's text, where errors find the position of what they name.
+    text: String,
 }
 
 enum Step {
@@ -37,7 +39,10 @@ impl Session {
     /// Prepares to run `sql`; `next_result` runs its statements.
     pub fn start_query(&mut self, sql: &str) -> QueryRun {
         self.settle_stream_failure();
-        let mut run = QueryRun::default();
+        let mut run = QueryRun {
+            text: sql.to_string(),
+            ..QueryRun::default()
+        };
         // sqlparser does not know PostgreSQL's CHECKPOINT: such strings run piece by piece.
         // The substring test keeps the tokenizer off every other query.
         let pieces = match sql.to_ascii_lowercase().contains("checkpoint") {
@@ -139,6 +144,7 @@ impl Session {
         run: &mut QueryRun,
         result: SqlResult<StatementResult>,
     ) -> SqlResult<StatementResult> {
+        let result = result.map_err(|e| e.locate_in(&run.text));
         match &result {
             Err(_) => self.abort_message(run),
             // The data of COPY FROM STDIN arrives after this message: the statements after it
@@ -179,7 +185,7 @@ impl Session {
     }
 
     /// Opens the implicit block of a several-statement message, if no block is open.
-    fn begin_implicit_block(&mut self) {
+    pub(super) fn begin_implicit_block(&mut self) {
         if matches!(self.txn, TxnState::Idle) {
             let isolation = self.default_isolation();
             let read_only = self.settings.get("default_transaction_read_only") == Some("on");

@@ -24,6 +24,9 @@ impl Session {
         *self.scope.snapshot.lock() = snapshot;
         match stmt {
             Statement::Query(q) => self.run_query(txn, *q).await,
+            Statement::Declare { mut stmts } if stmts.len() == 1 => {
+                self.declare_cursor(txn, stmts.pop().expect("one")).await
+            }
             Statement::Insert(insert) => dml::insert(self, txn, insert).await,
             Statement::Update(update) => dml::update(self, txn, update).await,
             Statement::Delete(delete) => dml::delete(self, txn, delete).await,

@@ -91,6 +91,7 @@ impl Session {
         self.scope.notifications.end_transaction(true);
         self.scope.advisory_locks.unlock_all();
         self.scope.prepared_statements.lock().clear();
+        self.scope.cursors.lock().clear();
         self.scope.sequence_last.lock().clear();
         Ok(StatementResult::command("DISCARD ALL"))
     }
@@ -300,6 +301,7 @@ impl Session {
     pub(super) fn end_transaction_state(&mut self, committed: bool) {
         self.scope.notifications.end_transaction(committed);
         self.scope.advisory_locks.end_transaction();
+        self.end_transaction_cursors(committed);
         for name in self.settings.end_transaction(committed) {
             self.setting_changed(&name);
         }

@@ -35,7 +35,7 @@ use constraints::pg_constraint;
 use indexes::{pg_index, pg_indexes};
 use relations::{pg_class, pg_namespace, pg_sequence, pg_tables, pg_views};
 use routines::{pg_operator, pg_proc};
-use server::{pg_am, pg_database, pg_prepared_statements, pg_roles, pg_settings};
+use server::{pg_am, pg_cursors, pg_database, pg_prepared_statements, pg_roles, pg_settings};
 use types::pg_type;
 
 /// Builds a table from column definitions and rows of scalars.
@@ -157,6 +157,7 @@ pub fn table(scope: &Arc<PlanScope>, name: &str) -> Option<Arc<dyn TableProvider
         "pg_sequence" => pg_sequence(&catalog),
         "pg_settings" => pg_settings(scope),
         "pg_prepared_statements" => pg_prepared_statements(scope),
+        "pg_cursors" => pg_cursors(scope),
         "shoal_memory" => crate::query::shoal_memory::shoal_memory(scope),
         "pg_description" => TableBuilder::new(&[
             ("objoid", OID),

@@ -200,3 +200,30 @@ pub(super) fn pg_prepared_statements(scope: &Arc<PlanScope>) -> Arc<dyn TablePro
     }
     t.build()
 }
+
+/// pg_cursors: the session's open SQL cursors (DECLARE).
+pub(super) fn pg_cursors(scope: &Arc<PlanScope>) -> Arc<dyn TableProvider> {
+    let timestamptz = ArrowType::Timestamp(
+        datafusion::arrow::datatypes::TimeUnit::Microsecond,
+        Some("UTC".into()),
+    );
+    let mut t = TableBuilder::new(&[
+        ("name", T),
+        ("statement", T),
+        ("is_holdable", BOOL),
+        ("is_binary", BOOL),
+        ("is_scrollable", BOOL),
+        ("creation_time", timestamptz),
+    ]);
+    for (name, c) in scope.cursors.lock().iter() {
+        t.row(vec![
+            s(name),
+            s(&c.text),
+            b(c.holdable),
+            b(false),
+            b(c.scrollable),
+            ScalarValue::TimestampMicrosecond(Some(c.declared_at_micros), Some("UTC".into())),
+        ]);
+    }
+    t.build()
+}
