@@ -145,19 +145,26 @@ impl SqlError {
         self
     }
 
-    /// Adds the position of the missing relation or column an error names in `sql` (the
+    /// Adds the position of the missing relation, column or function an error names in `sql` (the
     /// statement's text), as PostgreSQL reports it, unless the error has one already.
     pub fn locate_in(mut self, sql: &str) -> Self {
-        if self.position.is_some()
-            || !matches!(self.code, code::UNDEFINED_TABLE | code::UNDEFINED_COLUMN)
-        {
+        if self.position.is_some() {
             return self;
         }
-        let name = self
-            .message
-            .split_once('"')
-            .and_then(|(_, rest)| rest.split_once('"'))
-            .map(|(name, _)| name.to_string());
+        let name = match self.code {
+            code::UNDEFINED_TABLE | code::UNDEFINED_COLUMN => self
+                .message
+                .split_once('"')
+                .and_then(|(_, rest)| rest.split_once('"'))
+                .map(|(name, _)| name.to_string()),
+            // `function f(integer) does not exist`
+            code::UNDEFINED_FUNCTION => self
+                .message
+                .strip_prefix("function ")
+                .and_then(|rest| rest.split_once('('))
+                .map(|(name, _)| name.to_string()),
+            _ => None,
+        };
         if let Some(position) = name.and_then(|n| crate::parse::name_position(sql, &n)) {
             self.position = Some(position);
         }

@@ -427,7 +427,7 @@ fn normalize(name: &str, value: &str) -> SqlResult<String> {
             match v.as_str() {
                 "read committed" | "read uncommitted" => "read committed".to_string(),
                 "repeatable read" => "repeatable read".to_string(),
-                "serializable" => return Err(serializable_unsupported()),
+                "serializable" => "serializable".to_string(),
                 _ => return Err(bad()),
             }
         }
@@ -487,14 +487,6 @@ fn output_style_unsupported(setting: &str, value: &str) -> SqlError {
     .with_hint(format!(
         "Shoal prints dates, times, intervals and floats as PostgreSQL does by default; reset {setting} to its default."
     ))
-}
-
-pub fn serializable_unsupported() -> SqlError {
-    SqlError::new(
-        code::FEATURE_NOT_SUPPORTED,
-        "SERIALIZABLE isolation is not supported",
-    )
-    .with_hint("Use REPEATABLE READ (snapshot isolation) or READ COMMITTED.")
 }
 
 /// A time setting as SHOW prints it: in the largest unit that divides it evenly ("5s",

@@ -480,7 +480,9 @@ impl RowTable {
         newest: impl FnOnce() -> Option<Vec<Value>>,
     ) -> Result<WriteCheck, StorageError> {
         match txn.isolation() {
-            IsolationLevel::RepeatableRead => Err(StorageError::SerializationFailure),
+            IsolationLevel::RepeatableRead | IsolationLevel::Serializable => {
+                Err(StorageError::SerializationFailure)
+            }
             IsolationLevel::ReadCommitted => {
                 // The change is stamped, so its commit is done with this row; the watermark may
                 // still lag behind it, the re-check only needs this row.

@@ -50,7 +50,36 @@ pub(crate) fn stamp_txn(stamp: u64) -> TxnId {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum IsolationLevel {
     ReadCommitted,
+    /// Snapshot isolation: one snapshot for the whole transaction, and a write to a row
+    /// changed since it fails (first updater wins).
     RepeatableRead,
+    /// Snapshot isolation, and at commit a transaction that writes must not have read a table
+    /// another transaction wrote after its snapshot (or is committing now): otherwise it fails
+    /// with a serialization failure. A table read by the transaction is one the caller named
+    /// with [`Transaction::note_reads`]. Serializable transactions that write are then
+    /// equivalent to running one at a time in commit order, each at its commit, and a
+    /// read-only one sees a prefix of that order, so it needs no check. Coarser than
+    /// PostgreSQL's predicate locks (any write to a table read counts), so it fails more
+    /// often, never less.
+    Serializable,
+}
+
+impl IsolationLevel {
+    /// Whether the transaction reads at one snapshot taken at its first statement.
+    pub fn keeps_snapshot(self) -> bool {
+        !matches!(self, IsolationLevel::ReadCommitted)
+    }
+}
+
+/// SERIALIZABLE's commit-time check (see [`IsolationLevel::Serializable`]): what every writer
+/// leaves behind for it.
+#[derive(Default)]
+struct TableWrites {
+    /// The newest commit timestamp that wrote each table.
+    last_commit: HashMap<TableId, CommitTs>,
+    /// Writers of each table between their check-in and the moment their timestamp is in
+    /// `last_commit`: their timestamps are not known yet.
+    committing: HashMap<TableId, usize>,
 }
 
 /// What a statement sees: every commit with timestamp <= `ts`, plus the own writes of `txn`.
@@ -321,6 +350,7 @@ pub(crate) struct TxnShared {
     /// Last horizon computed by GC. Writers prune versions dead below it while they hold a
     /// chain anyway; it only ever lags the true horizon, which keeps that safe.
     pub(crate) gc_horizon_ts: AtomicU64,
+    table_writes: Mutex<TableWrites>,
 }
 
 impl TxnShared {
@@ -337,6 +367,7 @@ impl TxnShared {
             early_log_pins: Mutex::new(HashMap::new()),
             early_redo_bytes: AtomicUsize::new(EARLY_REDO_BYTES_DEFAULT),
             gc_horizon_ts: AtomicU64::new(0),
+            table_writes: Mutex::new(TableWrites::default()),
         }
     }
 
@@ -355,6 +386,7 @@ impl TxnShared {
             early: EarlyRowRedo::default(),
             early_log_end: 0,
             finished: false,
+            tables_read: Vec::new(),
         }
     }
 
@@ -390,7 +422,7 @@ impl TxnShared {
 
     pub(crate) fn statement_snapshot(&self, txn: &mut Transaction) -> Snapshot {
         debug_assert!(!txn.finished);
-        if txn.isolation == IsolationLevel::RepeatableRead {
+        if txn.isolation.keeps_snapshot() {
             if let Some(s) = txn.snapshot {
                 return s;
             }
@@ -420,9 +452,55 @@ impl TxnShared {
             self.end(txn);
             return Ok((ts, None));
         }
+        let written = txn.written_tables();
+        let mut table_writes = self.table_writes.lock();
+        if txn.isolation == IsolationLevel::Serializable {
+            // Never read: nothing to check (reads take a snapshot first).
+            let snapshot_ts = txn.snapshot.map_or(CommitTs::MAX, |s| s.ts);
+            let changed_since_read = txn.tables_read.iter().any(|t| {
+                table_writes
+                    .last_commit
+                    .get(t)
+                    .is_some_and(|&ts| ts > snapshot_ts)
+                    || table_writes.committing.get(t).is_some_and(|&n| n > 0)
+            });
+            if changed_since_read {
+                drop(table_writes);
+                self.undo_writes(txn, 0);
+                self.end(txn);
+                return Err(StorageError::SerializationFailure);
+            }
+        }
+        for t in &written {
+            *table_writes.committing.entry(*t).or_default() += 1;
+        }
+        // A serializable commit keeps the check-in closed until it has its timestamp, so every
+        // writer that checks in after its check gets a later one.
+        let held = match txn.isolation {
+            IsolationLevel::Serializable => Some(table_writes),
+            _ => {
+                drop(table_writes);
+                None
+            }
+        };
+        let check_out =
+            |ts: Option<CommitTs>, held: Option<parking_lot::MutexGuard<'_, TableWrites>>| {
+                let mut table_writes = held.unwrap_or_else(|| self.table_writes.lock());
+                for t in &written {
+                    if let Some(n) = table_writes.committing.get_mut(t) {
+                        *n -= 1;
+                    }
+                    if let Some(ts) = ts {
+                        let last = table_writes.last_commit.entry(*t).or_default();
+                        *last = (*last).max(ts);
+                    }
+                }
+            };
         let sink = self.redo_sink.read().clone();
         let Some(sink) = sink else {
-            return Ok((self.clock.begin_commit(0, None), None));
+            let ts = self.clock.begin_commit(0, None);
+            check_out(Some(ts), held);
+            return Ok((ts, None));
         };
         // Column inserts are logged as whole segments (Arrow IPC), column deletes by row id.
         // A segment logged ahead of the commit is named with an empty image.
@@ -482,6 +560,7 @@ impl TxnShared {
             )
         });
         drop(changes);
+        check_out(ts.filter(|_| logged.is_ok()), held);
         match (logged, ts) {
             (Ok(pos), Some(ts)) => Ok((ts, Some(pos))),
             (Ok(_), None) => unreachable!("redo sink did not take a commit timestamp"),
@@ -699,6 +778,8 @@ pub struct Transaction {
     /// changes or a column segment), 0 if none.
     pub(crate) early_log_end: u64,
     finished: bool,
+    /// Tables the transaction read, as its caller named them (SERIALIZABLE's commit check).
+    tables_read: Vec<TableId>,
 }
 
 impl Transaction {
@@ -724,6 +805,34 @@ impl Transaction {
     /// How many writes the commit will log and stamp (row versions and column-table changes).
     pub fn write_count(&self) -> usize {
         self.writes.len() + self.column_writes.len()
+    }
+
+    /// Names tables the transaction has read, for a SERIALIZABLE transaction's commit check.
+    pub fn note_reads(&mut self, tables: impl IntoIterator<Item = TableId>) {
+        for t in tables {
+            if !self.tables_read.contains(&t) {
+                self.tables_read.push(t);
+            }
+        }
+    }
+
+    /// The tables the transaction wrote (row and column tables), each once.
+    fn written_tables(&self) -> Vec<TableId> {
+        let mut tables: Vec<TableId> = Vec::new();
+        let mut last = None;
+        let ids = self
+            .writes
+            .iter()
+            .map(|w| w.table)
+            .chain(self.column_writes.iter().map(|w| w.table_id()));
+        for t in ids {
+            // Writes come in runs per table: skip the repeats cheaply.
+            if last != Some(t) && !tables.contains(&t) {
+                tables.push(t);
+            }
+            last = Some(t);
+        }
+        tables
     }
 
     /// Whether the transaction has written rows of this row table.

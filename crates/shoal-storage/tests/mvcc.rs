@@ -156,6 +156,69 @@ fn write_conflicts_follow_isolation_level() {
     assert_eq!(balance(&t, &db.statement_snapshot(&mut r), 0), Some(16));
 }
 
+/// SERIALIZABLE's commit check: a transaction that writes fails if a table it read was
+/// written by a commit after its snapshot, whoever made it; a read-only one never fails; one
+/// whose reads stayed untouched commits.
+#[test]
+fn serializable_writers_fail_when_a_table_they_read_changed() {
+    let db = Database::new();
+    let t = accounts(&db);
+    let other = db.create_table(2, vec![DataType::Int32, DataType::Int64, DataType::Text]);
+    load(&db, &t, 1, 10);
+
+    // Read accounts, then a READ COMMITTED commit writes it: the reader's write fails.
+    let mut s = db.begin(IsolationLevel::Serializable);
+    let snap = db.statement_snapshot(&mut s);
+    assert_eq!(balance(&t, &snap, 0), Some(10));
+    s.note_reads([ACCOUNTS]);
+    let mut w = db.begin(IsolationLevel::ReadCommitted);
+    add_balance(&db, &t, &mut w, 0, 5).unwrap();
+    db.commit(w).unwrap();
+    other.insert(&mut s, &row(1, 1, "")).unwrap();
+    assert_eq!(db.commit(s), Err(StorageError::SerializationFailure));
+    let mut r = db.begin(IsolationLevel::ReadCommitted);
+    let rs = db.statement_snapshot(&mut r);
+    assert_eq!(
+        other.live_row_count(&rs),
+        0,
+        "the failed commit left nothing"
+    );
+    db.rollback(r);
+
+    // The same with a read-only serializable transaction: it commits.
+    let mut ro = db.begin(IsolationLevel::Serializable);
+    let snap = db.statement_snapshot(&mut ro);
+    assert_eq!(balance(&t, &snap, 0), Some(15));
+    ro.note_reads([ACCOUNTS]);
+    let mut w = db.begin(IsolationLevel::ReadCommitted);
+    add_balance(&db, &t, &mut w, 0, 1).unwrap();
+    db.commit(w).unwrap();
+    assert!(db.commit(ro).is_ok());
+
+    // A write to a table it did not read does not stop it.
+    let mut s = db.begin(IsolationLevel::Serializable);
+    db.statement_snapshot(&mut s);
+    s.note_reads([2]);
+    let mut w = db.begin(IsolationLevel::ReadCommitted);
+    add_balance(&db, &t, &mut w, 0, 1).unwrap();
+    db.commit(w).unwrap();
+    other.insert(&mut s, &row(2, 2, "")).unwrap();
+    assert!(db.commit(s).is_ok());
+
+    // A commit that has its timestamp but is not visible yet counts as a change: the reader
+    // cannot commit as if it came first, having not seen it.
+    let mut s = db.begin(IsolationLevel::Serializable);
+    db.statement_snapshot(&mut s);
+    s.note_reads([ACCOUNTS]);
+    let mut w = db.begin(IsolationLevel::ReadCommitted);
+    add_balance(&db, &t, &mut w, 0, 1).unwrap();
+    let prepared = db.prepare_commit(w).unwrap();
+    other.insert(&mut s, &row(3, 3, "")).unwrap();
+    let result = db.commit(s);
+    prepared.finish();
+    assert_eq!(result, Err(StorageError::SerializationFailure));
+}
+
 #[test]
 fn concurrent_delete_reports_gone_row() {
     let db = Database::new();

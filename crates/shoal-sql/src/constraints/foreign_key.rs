@@ -19,7 +19,7 @@ use std::sync::Arc;
 use shoal_storage::catalog::{ConstraintDef, ConstraintKind, ForeignKeyAction, TableDef};
 use shoal_storage::table::{RowLockMode, WriteOutcome};
 use shoal_storage::types::{DataType, Value};
-use shoal_storage::{IsolationLevel, Snapshot, StorageError, Transaction};
+use shoal_storage::{Snapshot, StorageError, Transaction};
 
 use super::{key_text, literal, query_bool};
 use crate::error::{code, SqlError, SqlResult};
@@ -35,9 +35,11 @@ fn latest_snapshot(session: &Session, txn: &Transaction) -> Snapshot {
     }
 }
 
-/// The snapshot a REPEATABLE READ transaction reads at; None in READ COMMITTED.
+/// The snapshot a REPEATABLE READ or SERIALIZABLE transaction reads at; None in READ
+/// COMMITTED.
 fn transaction_snapshot(session: &Session, txn: &mut Transaction) -> Option<Snapshot> {
-    (txn.isolation() == IsolationLevel::RepeatableRead)
+    txn.isolation()
+        .keeps_snapshot()
         .then(|| session.engine.db.statement_snapshot(txn))
 }
 

@@ -165,6 +165,8 @@ pub async fn insert(
     }
     let on_conflict = match &ins.on {
         Some(ast::OnInsert::OnConflict(oc)) => {
+            // Whether a row with the key exists decides what happens: a read of the table.
+            session.scope.note_read(def.oid as u64);
             let arbiters = arbiter_indexes(session, &def, oc)?;
             let update_lock = match &oc.action {
                 ast::OnConflictAction::DoUpdate(du) => update_lock(session, &def, du),

@@ -1007,6 +1007,7 @@ fn execute_select(
 ) -> SqlResult<StatementResult> {
     let plan = point.plan;
     let snap = session.engine.db.statement_snapshot(txn);
+    note_read(txn, plan.table.id());
     let found = plan
         .table
         .index_get_columns(plan.key_index, &snap, point.key, projection)?;
@@ -1031,6 +1032,7 @@ async fn execute_select_locking(
 ) -> SqlResult<StatementResult> {
     let plan = point.plan;
     let mut snap = session.engine.db.statement_snapshot(txn);
+    note_read(txn, plan.table.id());
     let found = plan.table.index_get(plan.key_index, &snap, point.key)?;
     let mut rows = PointRows {
         shape: shape.clone(),
@@ -1085,6 +1087,7 @@ async fn execute_update(
         });
     }
     let mut snap = session.engine.db.statement_snapshot(txn);
+    note_read(txn, plan.table.id());
     let Some((handle, mut base)) = plan.table.index_get(plan.key_index, &snap, point.key)? else {
         return Ok(command("UPDATE", 0));
     };
@@ -1142,6 +1145,7 @@ async fn execute_delete(
 ) -> SqlResult<StatementResult> {
     let plan = point.plan;
     let mut snap = session.engine.db.statement_snapshot(txn);
+    note_read(txn, plan.table.id());
     let Some((handle, _)) = plan.table.index_get(plan.key_index, &snap, point.key)? else {
         return Ok(command("DELETE", 0));
     };
@@ -1255,5 +1259,12 @@ fn command(tag: &str, rows: usize) -> StatementResult {
         tag: tag.into(),
         rows: Some(rows),
         oid: None,
+    }
+}
+
+/// A SERIALIZABLE transaction's point read of `table`, for its commit check.
+fn note_read(txn: &mut Transaction, table: shoal_storage::TableId) {
+    if txn.isolation() == shoal_storage::IsolationLevel::Serializable {
+        txn.note_reads([table]);
     }
 }

@@ -195,6 +195,7 @@ impl TableProvider for ColumnTableProvider {
         let out_schema = Arc::new(self.schema.project(&projection)?);
         let table_columns = self.def.columns.len();
         let snapshot = self.scope.snapshot();
+        self.scope.note_read(self.table.id());
         let segments: Vec<Arc<Segment>> = self
             .table
             .segments()

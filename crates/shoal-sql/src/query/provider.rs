@@ -196,6 +196,7 @@ impl RowSource {
         let capture = self.capture_list();
         let mut captured = capture.as_ref().map(|c| c.lock());
         let snapshot = self.scope.snapshot();
+        self.scope.note_read(self.table.id());
         let mut rows_in_batch = 0usize;
         let mut total = 0usize;
         let mut scratch = Vec::with_capacity(data_cols.len());

@@ -37,6 +37,10 @@ pub struct PlanScope {
     pub advisory_locks: crate::advisory::SessionLocks,
     /// SQL-level prepared statements (PREPARE), by name.
     pub prepared_statements: Mutex<std::collections::BTreeMap<String, crate::session::SqlPrepared>>,
+    /// Whether the running transaction is SERIALIZABLE: table reads are then noted in
+    /// `tables_read`, which its commit checks (see `IsolationLevel::Serializable`).
+    track_reads: std::sync::atomic::AtomicBool,
+    tables_read: Mutex<Vec<shoal_storage::TableId>>,
     /// Open SQL cursors (DECLARE), by name.
     pub cursors: Mutex<std::collections::BTreeMap<String, crate::session::SqlCursor>>,
 }
@@ -60,6 +64,8 @@ impl PlanScope {
             advisory_locks,
             prepared_statements: Mutex::default(),
             cursors: Mutex::default(),
+            track_reads: std::sync::atomic::AtomicBool::new(false),
+            tables_read: Mutex::default(),
             engine,
             snapshot: Mutex::new(Snapshot { ts: 0, txn: 0 }),
             search_path: Mutex::new(vec!["public".to_string()]),
@@ -83,6 +89,27 @@ impl PlanScope {
 
     pub fn time_zone(&self) -> TimeZone {
         self.time_zone.get()
+    }
+
+    /// Turns the noting of table reads on (a SERIALIZABLE transaction's statement) or off.
+    pub fn set_read_tracking(&self, on: bool) {
+        self.track_reads
+            .store(on, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// A statement read `table` (row or column table).
+    pub fn note_read(&self, table: shoal_storage::TableId) {
+        if self.track_reads.load(std::sync::atomic::Ordering::Relaxed) {
+            let mut read = self.tables_read.lock();
+            if !read.contains(&table) {
+                read.push(table);
+            }
+        }
+    }
+
+    /// The tables noted since the last call.
+    pub fn take_reads(&self) -> Vec<shoal_storage::TableId> {
+        std::mem::take(&mut *self.tables_read.lock())
     }
 
     pub fn snapshot(&self) -> Snapshot {

@@ -4,7 +4,6 @@
 //! scope. The settings themselves (names, defaults, validation) live in `crate::settings`.
 
 use datafusion::sql::sqlparser::ast::{self, Statement};
-use shoal_storage::IsolationLevel;
 
 use super::transaction::isolation_of;
 use super::{columns_of_schema, rows_batch, Session, StatementResult, TxnState};
@@ -198,11 +197,7 @@ impl Session {
             }
             if let ast::TransactionMode::IsolationLevel(level) = m {
                 let iso = isolation_of(level)?;
-                let text = if iso == IsolationLevel::RepeatableRead {
-                    "repeatable read"
-                } else {
-                    "read committed"
-                };
+                let text = super::transaction::isolation_name(iso);
                 if session {
                     self.settings
                         .set("default_transaction_isolation", text, false)?;
@@ -373,6 +368,18 @@ impl Session {
     }
 
     fn setting_changed(&mut self, name: &str) {
+        // Outside a block the next transaction takes the new default, and SHOW says so now.
+        if matches!(self.txn, TxnState::Idle) {
+            match name {
+                "default_transaction_isolation" => {
+                    self.reset_to_default("transaction_isolation", "read committed")
+                }
+                "default_transaction_read_only" => {
+                    self.reset_to_default("transaction_read_only", "off")
+                }
+                _ => {}
+            }
+        }
         if Settings::is_reported(name) {
             let value = self.settings.get(name).unwrap_or("").to_string();
             self.reported_changes

@@ -10,7 +10,6 @@ use super::{on_blocking_thread, Session, StatementResult, TxnState};
 use crate::ddl::undo::DdlUndo;
 use crate::engine::Engine;
 use crate::error::{code, SqlError, SqlResult};
-use crate::settings::serializable_unsupported;
 
 /// A commit or rollback with at least this many writes runs on a blocking thread: logging and
 /// stamping, or undoing, hundreds of thousands of versions (a bulk load's COPY in one
@@ -33,6 +32,8 @@ impl Session {
         };
         self.statement_started_at = std::time::Instant::now();
         self.statement_in_block = !result.1;
+        self.scope
+            .set_read_tracking(result.0.isolation() == IsolationLevel::Serializable);
         self.mark_statement_start();
         result
     }
@@ -269,15 +270,7 @@ impl Session {
             .set("transaction_read_only", access, false)
             .ok();
         self.settings
-            .set(
-                "transaction_isolation",
-                if isolation == IsolationLevel::RepeatableRead {
-                    "repeatable read"
-                } else {
-                    "read committed"
-                },
-                false,
-            )
+            .set("transaction_isolation", isolation_name(isolation), false)
             .ok();
         self.sync_scope_settings();
         self.txn_started_at = chrono::Utc::now();
@@ -287,6 +280,7 @@ impl Session {
     pub(super) fn default_isolation(&self) -> IsolationLevel {
         match self.settings.get("default_transaction_isolation") {
             Some("repeatable read") => IsolationLevel::RepeatableRead,
+            Some("serializable") => IsolationLevel::Serializable,
             _ => IsolationLevel::ReadCommitted,
         }
     }
@@ -295,6 +289,8 @@ impl Session {
     pub(super) fn set_block_isolation(&mut self, level: &str) -> SqlResult<()> {
         let iso = if level.contains("repeatable") {
             IsolationLevel::RepeatableRead
+        } else if level.contains("serializable") {
+            IsolationLevel::Serializable
         } else {
             IsolationLevel::ReadCommitted
         };
@@ -344,7 +340,10 @@ impl Session {
     /// others stay invisible until the flush, and if the log cannot take them their changes are
     /// undone and the error says why. A read-only transaction waits for the flush of the
     /// commits released early it may have seen.
-    async fn commit_txn(&mut self, txn: Transaction) -> SqlResult<()> {
+    async fn commit_txn(&mut self, mut txn: Transaction) -> SqlResult<()> {
+        // What the transaction read (a streamed result may have read after its statement
+        // ended), for SERIALIZABLE's check.
+        txn.note_reads(self.scope.take_reads());
         // A large transaction's records logged ahead of its commit must be durable before the
         // commit record names them; waiting here keeps `prepare_commit` from blocking a worker
         // thread on that flush (it checks again, and finds it done).
@@ -565,13 +564,22 @@ fn write_command_name(stmt: &Statement) -> Option<String> {
     })
 }
 
+/// The isolation level as `transaction_isolation` shows it.
+pub(super) fn isolation_name(isolation: IsolationLevel) -> &'static str {
+    match isolation {
+        IsolationLevel::ReadCommitted => "read committed",
+        IsolationLevel::RepeatableRead => "repeatable read",
+        IsolationLevel::Serializable => "serializable",
+    }
+}
+
 pub(super) fn isolation_of(level: &ast::TransactionIsolationLevel) -> SqlResult<IsolationLevel> {
     match level {
         ast::TransactionIsolationLevel::ReadCommitted
         | ast::TransactionIsolationLevel::ReadUncommitted => Ok(IsolationLevel::ReadCommitted),
         ast::TransactionIsolationLevel::RepeatableRead
         | ast::TransactionIsolationLevel::Snapshot => Ok(IsolationLevel::RepeatableRead),
-        ast::TransactionIsolationLevel::Serializable => Err(serializable_unsupported()),
+        ast::TransactionIsolationLevel::Serializable => Ok(IsolationLevel::Serializable),
     }
 }
 
