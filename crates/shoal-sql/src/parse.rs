@@ -23,6 +23,11 @@
 //!   rewritten to `ALTER TABLE name SET (shoal_access_method = method)` ([`ACCESS_METHOD_OPTION`]),
 //!   which the ALTER TABLE executor reads back.
 //!
+//! - `[NOT] DEFERRABLE` among the transaction modes of BEGIN, START TRANSACTION and SET
+//!   TRANSACTION: sqlparser has no such mode. It is removed; a DEFERRABLE BEGIN or START
+//!   TRANSACTION is marked with the modifier [`DEFERRABLE_MARKER`] (a modifier sqlparser reads
+//!   only in other dialects), which the session shows as `transaction_deferrable`.
+//!
 //! When the parse still fails, [`reserved_word_as_name`] finds the reserved word PostgreSQL
 //! would have stopped at (`CREATE TABLE TABLE t`), which sqlparser took as a name.
 //!
@@ -40,6 +45,9 @@ use datafusion::sql::sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer, Whi
 /// The insert setting that carries OVERRIDING SYSTEM VALUE / OVERRIDING USER VALUE.
 pub const OVERRIDING_SETTING: &str = "shoal_overriding";
 
+/// The transaction modifier that marks `BEGIN ... DEFERRABLE` (see the module comment).
+pub const DEFERRABLE_MARKER: ast::TransactionModifier = ast::TransactionModifier::Deferred;
+
 /// The `ALTER TABLE ... SET (option)` that carries SET ACCESS METHOD.
 pub const ACCESS_METHOD_OPTION: &str = "shoal_access_method";
 
@@ -56,6 +64,7 @@ pub enum Overriding {
 #[derive(Clone, Debug)]
 enum Note {
     NoData,
+    Deferrable,
     AccessMethod(String),
     Overriding(Overriding),
 }
@@ -245,6 +254,9 @@ pub fn insert_overriding(ins: &ast::Insert) -> Option<Overriding> {
 
 fn apply_note(stmt: &mut Statement, note: Note) {
     match (stmt, note) {
+        (Statement::StartTransaction { modifier, .. }, Note::Deferrable) => {
+            *modifier = Some(DEFERRABLE_MARKER);
+        }
         (Statement::CreateTable(create), Note::AccessMethod(method)) => {
             create
                 .hive_formats
@@ -336,6 +348,12 @@ fn normalize_statement(mut seg: Vec<TokenWithSpan>) -> (Vec<TokenWithSpan>, bool
         Some(Keyword::VACUUM) => changed |= strip_vacuum_options(&mut seg),
         Some(Keyword::RESET) => changed |= rewrite_reset_time_zone(&mut seg),
         Some(Keyword::FETCH) => changed |= rewrite_fetch(&mut seg, false),
+        Some(Keyword::BEGIN | Keyword::START | Keyword::SET) => {
+            if let Some(deferrable) = strip_deferrable(&mut seg) {
+                changed = true;
+                notes.extend(deferrable.then_some(Note::Deferrable));
+            }
+        }
         // MOVE is not one of sqlparser's keywords.
         Some(Keyword::NoKeyword)
             if matches!(significant(&seg).first().map(|&i| &seg[i].token),
@@ -354,6 +372,32 @@ fn normalize_statement(mut seg: Vec<TokenWithSpan>) -> (Vec<TokenWithSpan>, bool
     changed |= reorder_identity_options(&mut seg);
     seg.retain(|t| !is_marker(t));
     (seg, changed, notes)
+}
+
+/// Removes `[NOT] DEFERRABLE` (and a comma that joins it to another mode) from a statement's
+/// transaction modes; Some(true) if it was DEFERRABLE, Some(false) if NOT DEFERRABLE.
+fn strip_deferrable(seg: &mut [TokenWithSpan]) -> Option<bool> {
+    let sig = significant(seg);
+    let at = sig
+        .iter()
+        .position(|&i| keyword_of(&seg[i]) == Keyword::DEFERRABLE)?;
+    let mut first = at;
+    let deferrable = !(at > 0 && keyword_of(&seg[sig[at - 1]]) == Keyword::NOT);
+    if !deferrable {
+        first -= 1;
+    }
+    let mut remove: Vec<usize> = sig[first..=at].to_vec();
+    if first > 0 && seg[sig[first - 1]].token == Token::Comma {
+        remove.push(sig[first - 1]);
+    } else if let Some(&next) = sig.get(at + 1) {
+        if seg[next].token == Token::Comma {
+            remove.push(next);
+        }
+    }
+    for i in remove {
+        seg[i] = marker();
+    }
+    Some(deferrable)
 }
 
 /// `FETCH`/`MOVE [direction] [FROM | IN] cursor` in any of PostgreSQL's spellings becomes the

@@ -39,6 +39,8 @@ const KNOWN_SETTINGS: &[(&str, &str, bool)] = &[
     ("timezone", "UTC", true),
     ("transaction_isolation", "read committed", false),
     ("transaction_read_only", "off", false),
+    ("transaction_deferrable", "off", false),
+    ("default_transaction_deferrable", "off", false),
     ("bytea_output", "hex", false),
     ("enable_seqscan", "on", false),
     ("jit", "off", false),
@@ -425,7 +427,10 @@ fn normalize(name: &str, value: &str) -> SqlResult<String> {
         "transaction_isolation" | "default_transaction_isolation" => {
             let v = value.to_lowercase();
             match v.as_str() {
-                "read committed" | "read uncommitted" => "read committed".to_string(),
+                // READ UNCOMMITTED runs as READ COMMITTED, as in PostgreSQL, which still
+                // shows the level asked for.
+                "read committed" => "read committed".to_string(),
+                "read uncommitted" => "read uncommitted".to_string(),
                 "repeatable read" => "repeatable read".to_string(),
                 "serializable" => "serializable".to_string(),
                 _ => return Err(bad()),

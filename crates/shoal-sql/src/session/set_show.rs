@@ -197,7 +197,7 @@ impl Session {
             }
             if let ast::TransactionMode::IsolationLevel(level) = m {
                 let iso = isolation_of(level)?;
-                let text = super::transaction::isolation_name(iso);
+                let text = super::transaction::level_name(level, iso);
                 if session {
                     self.settings
                         .set("default_transaction_isolation", text, false)?;
@@ -302,6 +302,7 @@ impl Session {
         }
         self.reset_to_default("transaction_isolation", "read committed");
         self.reset_to_default("transaction_read_only", "off");
+        self.reset_to_default("transaction_deferrable", "off");
         self.sync_scope_settings();
     }
 
@@ -311,6 +312,7 @@ impl Session {
         let default_name = match name {
             "transaction_isolation" => "default_transaction_isolation",
             "transaction_read_only" => "default_transaction_read_only",
+            "transaction_deferrable" => "default_transaction_deferrable",
             _ => unreachable!("no default_ setting for {name}"),
         };
         let wanted = self.settings.get(default_name).unwrap_or(fallback);

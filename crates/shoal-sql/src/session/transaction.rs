@@ -211,10 +211,16 @@ impl Session {
     /// BEGIN, COMMIT, ROLLBACK and savepoints. None for every other statement.
     fn transaction_control(&mut self, stmt: &Statement) -> Option<SqlResult<StatementResult>> {
         Some(match stmt {
-            Statement::StartTransaction { modes, begin, .. } => {
+            Statement::StartTransaction {
+                modes,
+                begin,
+                modifier,
+                ..
+            } => {
                 // The tag repeats the command's spelling: BEGIN or START TRANSACTION.
                 let tag = if *begin { "BEGIN" } else { "START TRANSACTION" };
-                self.begin_block(modes, tag)
+                let deferrable = *modifier == Some(crate::parse::DEFERRABLE_MARKER);
+                self.begin_block(modes, deferrable, tag)
             }
             // COMMIT waits for the log and a big ROLLBACK for a blocking thread: see
             // execute_transaction_control.
@@ -235,6 +241,7 @@ impl Session {
     fn begin_block(
         &mut self,
         modes: &[ast::TransactionMode],
+        deferrable: bool,
         tag: &str,
     ) -> SqlResult<StatementResult> {
         match self.txn {
@@ -248,16 +255,36 @@ impl Session {
             TxnState::Failed(_) => return Err(SqlError::in_failed_transaction()),
         }
         let mut isolation = self.default_isolation();
+        let mut shown_level = None;
         let mut read_only = self.settings.get("default_transaction_read_only") == Some("on");
         for m in modes {
             match m {
-                ast::TransactionMode::IsolationLevel(level) => isolation = isolation_of(level)?,
+                ast::TransactionMode::IsolationLevel(level) => {
+                    isolation = isolation_of(level)?;
+                    shown_level = Some(level_name(level, isolation));
+                }
                 ast::TransactionMode::AccessMode(mode) => {
                     read_only = matches!(mode, ast::TransactionAccessMode::ReadOnly)
                 }
             }
         }
         self.start_block(isolation, read_only);
+        // READ UNCOMMITTED (asked for, or the default) shows as itself.
+        let shown_level = shown_level.unwrap_or_else(|| {
+            match self.settings.get("default_transaction_isolation") {
+                Some("read uncommitted") => "read uncommitted",
+                _ => isolation_name(isolation),
+            }
+        });
+        self.settings
+            .set("transaction_isolation", shown_level, false)
+            .ok();
+        if deferrable {
+            self.settings
+                .set("transaction_deferrable", "on", false)
+                .ok();
+        }
+        self.sync_scope_settings();
         Ok(StatementResult::TransactionStart(tag.into()))
     }
 
@@ -570,6 +597,18 @@ pub(super) fn isolation_name(isolation: IsolationLevel) -> &'static str {
         IsolationLevel::ReadCommitted => "read committed",
         IsolationLevel::RepeatableRead => "repeatable read",
         IsolationLevel::Serializable => "serializable",
+    }
+}
+
+/// The name `transaction_isolation` shows for a level asked for: READ UNCOMMITTED keeps its
+/// name, though it runs as READ COMMITTED.
+pub(super) fn level_name(
+    level: &ast::TransactionIsolationLevel,
+    isolation: IsolationLevel,
+) -> &'static str {
+    match level {
+        ast::TransactionIsolationLevel::ReadUncommitted => "read uncommitted",
+        _ => isolation_name(isolation),
     }
 }
 
