@@ -464,3 +464,131 @@ lines'), (7, 'NULL'), (8, 'plain')",
         }
     }
 }
+
+const BINARY_TYPES_TABLE: &str = "CREATE TABLE bin_types (
+    id int PRIMARY KEY, small smallint, big bigint, real_v real, dbl double precision,
+    num numeric(12, 3), big_num numeric, name text, code varchar(8), flag boolean, day date,
+    at timestamp, at_tz timestamptz, span interval, raw bytea, uid uuid)";
+
+const BINARY_TYPES_ROWS: &str = "INSERT INTO bin_types VALUES
+    (1, -3, 9000000000, 1.5, -2.25, 12345.678, -0.000123, 'héllo', 'abc', true, '2024-02-29',
+     '2001-02-03 04:05:06.789', '1999-12-31 23:59:59+00', '1 year 2 mons 3 days 04:05:06',
+     '\\x00ff10', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'),
+    (2, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL),
+    (3, 32767, -1, -0.0, 1e300, 0, 123456789012345678.5, '', 'x', false, '1970-01-01',
+     '1900-01-01 00:00:00', '2038-01-19 03:14:08+00', '-1 days', '\\x', NULL)";
+
+const BINARY_TYPES_DUMP: &str = "SELECT id::text, small::text, big::text, real_v::text,
+    dbl::text, num::text, big_num::text, name, code, flag::text, day::text, at::text,
+    at_tz::text, span::text, raw::text, uid::text FROM bin_types ORDER BY id";
+
+async fn text_rows(client: &Client, sql: &str) -> Vec<Vec<Option<String>>> {
+    client
+        .query(sql, &[])
+        .await
+        .expect(sql)
+        .iter()
+        .map(|r| {
+            (0..r.len())
+                .map(|i| r.get::<_, Option<String>>(i))
+                .collect()
+        })
+        .collect()
+}
+
+/// Binary COPY (pgx's CopyFrom, asyncpg's copy_records_to_table): tokio-postgres's binary
+/// writer loads rows, a binary image PostgreSQL made of every type loads into Shoal as the
+/// same values, and Shoal's binary COPY TO gives back PostgreSQL's bytes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn binary_copy_from_stdin_loads_every_type() {
+    use tokio_postgres::binary_copy::BinaryCopyInWriter;
+    use tokio_postgres::types::{ToSql, Type};
+    let server = ShoalServer::start();
+    let client = connect(&server).await;
+    client
+        .batch_execute("CREATE TABLE bin_simple (id int PRIMARY KEY, name text, ok boolean)")
+        .await
+        .unwrap();
+    let sink = client
+        .copy_in("COPY bin_simple FROM STDIN (FORMAT binary)")
+        .await
+        .unwrap();
+    let writer = BinaryCopyInWriter::new(sink, &[Type::INT4, Type::TEXT, Type::BOOL]);
+    let mut writer = pin!(writer);
+    for id in 0..1000i32 {
+        let name = format!("n{id}");
+        let ok = id % 2 == 0;
+        let row: [&(dyn ToSql + Sync); 3] = [&id, &name, &ok];
+        writer.as_mut().write(&row).await.unwrap();
+    }
+    assert_eq!(writer.finish().await.unwrap(), 1000);
+    assert_eq!(
+        text_rows(&client, "SELECT count(*)::text, sum(id)::text, count(*) FILTER (WHERE ok)::text FROM bin_simple").await,
+        vec![vec![Some("1000".into()), Some("499500".into()), Some("500".into())]]
+    );
+    // A duplicate key fails the COPY, and none of its rows stay.
+    let sink = client
+        .copy_in("COPY bin_simple FROM STDIN (FORMAT binary)")
+        .await
+        .unwrap();
+    let mut writer = pin!(BinaryCopyInWriter::new(
+        sink,
+        &[Type::INT4, Type::TEXT, Type::BOOL]
+    ));
+    for id in [5000i32, 7] {
+        let name = String::new();
+        let row: [&(dyn ToSql + Sync); 3] = [&id, &name, &true];
+        writer.as_mut().write(&row).await.unwrap();
+    }
+    let err = writer.finish().await.expect_err("duplicate key");
+    assert_eq!(err.code().map(|c| c.code()), Some("23505"), "{err:?}");
+    assert_eq!(
+        one_i64(&client, "SELECT count(*) FROM bin_simple").await,
+        1000
+    );
+
+    let Some(postgres) = support::postgres::Postgres::start() else {
+        return;
+    };
+    let pg = support::connect_to(&postgres.addr).await;
+    pg.batch_execute(&format!("{BINARY_TYPES_TABLE}; {BINARY_TYPES_ROWS}"))
+        .await
+        .unwrap();
+    let mut image = Vec::new();
+    let mut out = pin!(pg
+        .copy_out("COPY bin_types TO STDOUT (FORMAT binary)")
+        .await
+        .unwrap());
+    while let Some(piece) = futures::StreamExt::next(&mut out).await {
+        image.extend_from_slice(&piece.unwrap());
+    }
+    client.batch_execute(BINARY_TYPES_TABLE).await.unwrap();
+    let loaded = copy_in(
+        &client,
+        "COPY bin_types FROM STDIN (FORMAT binary)",
+        &image,
+        7,
+    )
+    .await
+    .unwrap();
+    assert_eq!(loaded, 3);
+    assert_eq!(
+        text_rows(&client, BINARY_TYPES_DUMP).await,
+        text_rows(&pg, BINARY_TYPES_DUMP).await
+    );
+    // And back out: COPY TO STDOUT (FORMAT binary) gives PostgreSQL's bytes.
+    let copy_out = "COPY (SELECT * FROM bin_types ORDER BY id) TO STDOUT (FORMAT binary)";
+    assert_eq!(
+        copy_out_bytes(&client, copy_out).await,
+        copy_out_bytes(&pg, copy_out).await
+    );
+}
+
+async fn copy_out_bytes(client: &Client, sql: &str) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    let mut out = pin!(client.copy_out(sql).await.expect(sql));
+    while let Some(piece) = futures::StreamExt::next(&mut out).await {
+        bytes.extend_from_slice(&piece.unwrap());
+    }
+    bytes
+}

@@ -378,6 +378,24 @@ mod tests {
     }
 }
 
+/// Bytes per CopyData message of a binary COPY TO STDOUT (clients reassemble the stream).
+const COPY_BINARY_PIECE_BYTES: usize = 64 * 1024;
+
+/// The rows in PostgreSQL's binary COPY format: the signature, flags and header extension,
+/// each row as a field count and its fields (the body of a binary DataRow), and the trailer.
+pub fn copy_binary_data(batches: &[RecordBatch], columns: &[ResultColumn]) -> Vec<u8> {
+    let mut out = BytesMut::new();
+    out.put_slice(b"PGCOPY\n\xff\r\n\0");
+    out.put_i32(0); // flags: no OIDs
+    out.put_i32(0); // no header extension
+    for row in encode_rows(batches, columns, &|_| true, &TimeZone::default()) {
+        out.put_i16(row.field_count);
+        out.put_slice(&row.data);
+    }
+    out.put_i16(-1);
+    out.to_vec()
+}
+
 /// A COPY ... TO STDOUT's messages up to its CopyDone: CopyOutResponse (text format, `columns`
 /// columns) and a CopyData per line of `data`, queued (written as the buffer fills) and left
 /// for the ReadyForQuery after them to flush, as PostgreSQL sends them. The caller sends the
@@ -387,7 +405,7 @@ mod tests {
 /// pg-copy-streams) could then read the count before it arrived.
 pub async fn feed_copy_out<C>(
     client: &mut C,
-    columns: usize,
+    column_formats: &[i16],
     data: &[u8],
 ) -> pgwire::error::PgWireResult<()>
 where
@@ -399,12 +417,17 @@ where
     use pgwire::messages::PgWireBackendMessage;
     client
         .feed(PgWireBackendMessage::CopyOutResponse(CopyOutResponse::new(
-            0,
-            columns as i16,
-            vec![0; columns],
+            i8::from(column_formats.first() == Some(&1)),
+            column_formats.len() as i16,
+            column_formats.to_vec(),
         )))
         .await?;
-    for line in data.split_inclusive(|b| *b == b'\n') {
+    // Text goes a line per message, as PostgreSQL sends it; binary in pieces of whole rows.
+    let pieces: Box<dyn Iterator<Item = &[u8]> + Send> = match column_formats.first() {
+        Some(1) => Box::new(data.chunks(COPY_BINARY_PIECE_BYTES)),
+        _ => Box::new(data.split_inclusive(|b| *b == b'\n')),
+    };
+    for line in pieces {
         client
             .feed(PgWireBackendMessage::CopyData(CopyData::new(
                 bytes::Bytes::copy_from_slice(line),

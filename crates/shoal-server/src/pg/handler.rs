@@ -229,7 +229,8 @@ fn to_response(
         StatementResult::TransactionEnd(tag) => Response::TransactionEnd(Tag::new(&tag)),
         StatementResult::CopyIn(req) => {
             let cols = req.column_count();
-            Response::CopyIn(CopyResponse::new(0, cols, stream::empty()))
+            let format = i8::from(req.format.binary);
+            Response::CopyIn(CopyResponse::new(format, cols, stream::empty()))
         }
         StatementResult::CopyOut { columns, data, .. } => {
             let chunks: Vec<PgWireResult<CopyData>> = data
@@ -237,6 +238,9 @@ fn to_response(
                 .map(|line| Ok(CopyData::new(bytes::Bytes::copy_from_slice(line))))
                 .collect();
             Response::CopyOut(CopyResponse::new(0, columns, stream::iter(chunks)))
+        }
+        StatementResult::CopyOutBinary { .. } => {
+            unreachable!("COPY TO STDOUT results are sent by copy_out_then_tag")
         }
         StatementResult::Empty => Response::EmptyQuery,
     }
@@ -252,16 +256,21 @@ where
     C: Sink<PgWireBackendMessage> + Unpin,
     PgWireError: From<C::Error>,
 {
-    let StatementResult::CopyOut {
-        columns,
-        data,
-        rows,
-        ..
-    } = result
-    else {
-        return Ok(result);
+    let (rows, data, format) = match result {
+        StatementResult::CopyOut {
+            columns,
+            data,
+            rows,
+            ..
+        } => (rows, data, vec![0; columns]),
+        StatementResult::CopyOutBinary { columns, batches } => {
+            let rows = batches.iter().map(|b| b.num_rows()).sum();
+            let data = super::encode::copy_binary_data(&batches, &columns);
+            (rows, data, vec![1; columns.len()])
+        }
+        other => return Ok(other),
     };
-    super::encode::feed_copy_out(client, columns, &data).await?;
+    super::encode::feed_copy_out(client, &format, &data).await?;
     Ok(StatementResult::Command {
         tag: "COPY".to_string(),
         rows: Some(rows),
@@ -365,10 +374,11 @@ impl ConnectionHandler {
     /// Stashes a COPY FROM STDIN until its data arrives.
     async fn begin_copy(&self, session: &Session, result: StatementResult) -> StatementResult {
         if let StatementResult::CopyIn(req) = result {
+            let binary = req.format.binary;
             let copy = CopyIn::new(session, req);
             let cols = copy.column_count();
             *self.copy.lock().await = Some(copy);
-            return StatementResult::CopyIn(CopyRequest::placeholder(cols));
+            return StatementResult::CopyIn(CopyRequest::placeholder(cols, binary));
         }
         result
     }

@@ -51,6 +51,8 @@ pub struct CopyLoader {
     ended: bool,
     /// Rows whose referenced row was missing when they were written, checked again at the end.
     deferred: crate::constraints::DeferredReferences,
+    /// Binary format: rows are read here as whole rows arrive, not by parse jobs.
+    binary: Option<super::binary::BinaryReader>,
 }
 
 enum Sink {
@@ -115,6 +117,7 @@ impl CopyLoader {
             rows: 0,
             ended: false,
             deferred: Default::default(),
+            binary: format.binary.then(Default::default),
         })
     }
 
@@ -129,6 +132,9 @@ impl CopyLoader {
             return Ok(());
         }
         self.pending.extend_from_slice(data);
+        if self.binary.is_some() {
+            return self.push_binary(session, txn).await;
+        }
         let cuts = self.splitter.cuts(&self.pending);
         let Some(&last) = cuts.last() else {
             return Ok(());
@@ -153,7 +159,9 @@ impl CopyLoader {
 
     /// The input is complete: parses the rest, writes everything, returns the row count.
     pub async fn finish(mut self, session: &Session, txn: &mut Transaction) -> SqlResult<usize> {
-        if !self.ended && !self.pending.is_empty() {
+        if let Some(reader) = &self.binary {
+            reader.finish(self.pending.len())?;
+        } else if !self.ended && !self.pending.is_empty() {
             let rest = std::mem::take(&mut self.pending);
             let len = rest.len();
             self.spawn(Arc::new(rest), 0..len);
@@ -174,6 +182,40 @@ impl CopyLoader {
         // The parse buffers and log images of a large load are free now; give them back.
         crate::allocator::release_free_memory();
         Ok(self.rows)
+    }
+
+    /// Binary format: writes the whole rows received so far.
+    async fn push_binary(&mut self, session: &Session, txn: &mut Transaction) -> SqlResult<()> {
+        let reader = self.binary.as_mut().expect("binary COPY");
+        let types: Vec<_> = self
+            .columns
+            .iter()
+            .map(|c| self.def.columns[*c].data_type.clone())
+            .collect();
+        let (rows, used) = reader
+            .read_rows(&self.pending, &types, session.settings.time_zone())
+            .map_err(|e| {
+                e.with_context(format!("COPY {}, line {}", self.def.name, self.next_line))
+            })?;
+        self.ended = reader.ended;
+        self.pending.drain(..used);
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let arrays = types
+            .iter()
+            .enumerate()
+            .map(|(i, t)| array_from_values(t, rows.iter().map(|r| &r[i])))
+            .collect();
+        let first = self.next_line;
+        self.next_line += rows.len();
+        let parsed = ParsedChunk {
+            arrays,
+            stats: None,
+            lines: (first..self.next_line).collect(),
+            saw_end_marker: false,
+        };
+        self.write(session, txn, parsed).await
     }
 
     fn spawn(&mut self, data: Arc<Vec<u8>>, chunk: std::ops::Range<usize>) {

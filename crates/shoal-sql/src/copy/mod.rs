@@ -1,9 +1,11 @@
 //! COPY: bulk load (COPY t FROM STDIN or from a server file) and bulk export (COPY t/query TO
-//! STDOUT or a server file), in PostgreSQL's text and CSV formats. Loading streams through
+//! STDOUT or a server file), in PostgreSQL's text and CSV formats, and loading in its binary
+//! format (`binary`). Loading text streams through
 //! parallel parse workers (`load`): `split` cuts the input into chunks of whole records and
 //! `parse` turns each into Arrow arrays. A bad line fails the whole COPY with its line number,
 //! and the transaction's rollback leaves nothing loaded.
 
+mod binary;
 mod decimal;
 mod load;
 mod parse;
@@ -33,6 +35,8 @@ const FILE_READ_BYTES: usize = 8 << 20;
 #[derive(Clone, Debug)]
 pub struct CopyFormat {
     pub csv: bool,
+    /// PostgreSQL's binary format (FORMAT binary).
+    pub binary: bool,
     pub delimiter: char,
     pub null: String,
     pub header: bool,
@@ -44,6 +48,7 @@ impl Default for CopyFormat {
     fn default() -> Self {
         CopyFormat {
             csv: false,
+            binary: false,
             delimiter: '\t',
             null: "\\N".into(),
             header: false,
@@ -70,7 +75,7 @@ impl CopyRequest {
 
     /// A stand-in sent to the protocol layer while the real request (with its transaction)
     /// waits in the connection for the data.
-    pub fn placeholder(columns: usize) -> Self {
+    pub fn placeholder(columns: usize, binary: bool) -> Self {
         CopyRequest {
             def: Arc::new(TableDef {
                 oid: 0,
@@ -82,7 +87,10 @@ impl CopyRequest {
                 options: vec![],
             }),
             columns: (0..columns).collect(),
-            format: CopyFormat::default(),
+            format: CopyFormat {
+                binary,
+                ..CopyFormat::default()
+            },
             txn: None,
         }
     }
@@ -101,7 +109,7 @@ fn parse_format(options: &[CopyOption], legacy: &[CopyLegacyOption]) -> SqlResul
             CopyOption::Format(i) => match i.value.to_lowercase().as_str() {
                 "csv" => f.csv = true,
                 "text" => f.csv = false,
-                "binary" => return Err(SqlError::unsupported("COPY BINARY")),
+                "binary" => f.binary = true,
                 other => {
                     return Err(SqlError::new(
                         code::INVALID_PARAMETER_VALUE,
@@ -134,7 +142,7 @@ fn parse_format(options: &[CopyOption], legacy: &[CopyLegacyOption]) -> SqlResul
             CopyLegacyOption::Delimiter(c) => delimiter = Some(*c),
             CopyLegacyOption::Null(s) => null = Some(s.clone()),
             CopyLegacyOption::Header => f.header = true,
-            CopyLegacyOption::Binary => return Err(SqlError::unsupported("COPY BINARY")),
+            CopyLegacyOption::Binary => f.binary = true,
             _ => {}
         }
     }
@@ -158,6 +166,11 @@ fn parse_format(options: &[CopyOption], legacy: &[CopyLegacyOption]) -> SqlResul
             }
             _ => {}
         }
+    }
+    if f.binary && (f.csv || delimiter.is_some() || null.is_some() || f.header) {
+        return Err(SqlError::syntax(
+            "cannot specify CSV, DELIMITER, NULL or HEADER in BINARY mode",
+        ));
     }
     if f.csv {
         f.delimiter = delimiter.unwrap_or(',');
@@ -253,6 +266,14 @@ pub async fn start(
                 .pop()
                 .expect("one statement");
             let plan = crate::query::plan_statement(session.state(), &session.scope, stmt).await?;
+            if format.binary {
+                if matches!(target, CopyTarget::File { .. }) {
+                    return Err(SqlError::unsupported("COPY TO a file in binary format"));
+                }
+                let columns = crate::session::columns_of_schema(plan.schema().inner());
+                let batches = crate::query::execute_plan(session.state(), plan, None).await?;
+                return Ok(StatementResult::CopyOutBinary { columns, batches });
+            }
             let columns = plan.schema().fields().len();
             let names: Vec<String> = plan
                 .schema()

@@ -103,6 +103,12 @@ pub enum StatementResult {
         rows: usize,
         csv: bool,
     },
+    /// COPY ... TO STDOUT (FORMAT binary): the rows, which the protocol layer writes in
+    /// PostgreSQL's binary COPY format with its binary encoders.
+    CopyOutBinary {
+        columns: Vec<ResultColumn>,
+        batches: Vec<RecordBatch>,
+    },
     Empty,
 }
 
