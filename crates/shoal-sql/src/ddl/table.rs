@@ -24,8 +24,12 @@ type Serial = (usize, Option<Identity>, Vec<ast::SequenceOptions>);
 pub(super) async fn create_table(
     session: &mut Session,
     txn: &mut Transaction,
-    ct: ast::CreateTable,
+    mut ct: ast::CreateTable,
 ) -> SqlResult<StatementResult> {
+    if let Some(like) = ct.like.take() {
+        let columns = like_columns(session, &like)?;
+        ct.columns.splice(0..0, columns);
+    }
     // sqlparser reads PostgreSQL's declarative partitioning; Shoal does not route rows to
     // partitions, so it refuses rather than create a plain table (pgbench -i --partitions).
     if ct.partition_by.is_some() || ct.partition_of.is_some() {
@@ -398,4 +402,40 @@ fn table_access_method(ct: &ast::CreateTable) -> SqlResult<AccessMethod> {
         return Ok(AccessMethod::Heap);
     };
     access_method::access_method_named(&ident(format))
+}
+
+/// The columns of `CREATE TABLE t (LIKE source [INCLUDING | EXCLUDING DEFAULTS])`: the
+/// source's names, types and NOT NULL constraints, and its defaults if asked for, as
+/// PostgreSQL copies them (other constraints, indexes and identities are not copied).
+fn like_columns(
+    session: &Session,
+    like: &ast::CreateTableLikeKind,
+) -> SqlResult<Vec<ast::ColumnDef>> {
+    let (ast::CreateTableLikeKind::Parenthesized(like) | ast::CreateTableLikeKind::Plain(like)) =
+        like;
+    let (def, _) = crate::dml::resolve_store(session, &like.name)?;
+    let with_defaults = matches!(like.defaults, Some(ast::CreateTableLikeDefaults::Including));
+    let columns: Vec<String> = def
+        .columns
+        .iter()
+        .map(|c| {
+            let mut sql = format!(
+                "{} {}",
+                crate::dml::quote_ident(&c.name),
+                crate::types::format_type(&c.data_type)
+            );
+            if c.not_null {
+                sql.push_str(" NOT NULL");
+            }
+            if let (true, Some(default)) = (with_defaults, &c.default_sql) {
+                sql.push_str(&format!(" DEFAULT {default}"));
+            }
+            sql
+        })
+        .collect();
+    let sql = format!("CREATE TABLE like_source ({})", columns.join(", "));
+    match crate::parse::parse_statements(&sql)?.pop() {
+        Some(Statement::CreateTable(parsed)) => Ok(parsed.columns),
+        _ => Err(SqlError::internal("LIKE: the copied columns did not parse")),
+    }
 }
