@@ -603,8 +603,9 @@ async fn column_type_changes_and_partial_indexes_survive_kill_9() {
     }
 }
 
-/// ALTER COLUMN TYPE inside a block that rolls back: the old table comes back and is logged
-/// again, so after kill -9 the rows have their old type and values, not the rebuilt ones.
+/// ALTER COLUMN TYPE and DROP COLUMN inside blocks that roll back: the old table comes back
+/// and is logged again, so after kill -9 the rows have their old columns and values, not the
+/// rebuilt ones.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rolled_back_column_type_change_stays_undone_after_kill_9() {
     let server = ShoalServer::start();
@@ -615,6 +616,9 @@ async fn a_rolled_back_column_type_change_stays_undone_after_kill_9() {
          INSERT INTO unretyped SELECT g, g * 10 FROM generate_series(1, 1000) g;
          BEGIN;
          ALTER TABLE unretyped ALTER COLUMN code TYPE text USING (code * 2)::text;
+         ROLLBACK;
+         BEGIN;
+         ALTER TABLE unretyped DROP COLUMN code;
          ROLLBACK;
          INSERT INTO unretyped VALUES (1001, 7);",
     )

@@ -491,14 +491,6 @@ pub(super) async fn alter_table(
                 drop_behavior,
                 ..
             } => {
-                // The rows are rewritten in place without the column, which ROLLBACK could
-                // not give back (see `undo`).
-                if session.statement_in_block() {
-                    return Err(SqlError::new(
-                        code::ACTIVE_SQL_TRANSACTION,
-                        "ALTER TABLE ... DROP COLUMN cannot run inside a transaction block",
-                    ));
-                }
                 let cascade = matches!(drop_behavior, Some(ast::DropBehavior::Cascade));
                 for c in column_names {
                     let name = ident(&c);
@@ -519,7 +511,7 @@ pub(super) async fn alter_table(
                             format!("column \"{name}\" of relation \"{rel}\" does not exist"),
                         ));
                     };
-                    drop_column(session, &def, pos, cascade)?;
+                    drop_column(session, txn, &def, pos, cascade)?;
                 }
             }
             ast::AlterTableOperation::RenameColumn {
@@ -692,8 +684,17 @@ fn sql_mentions(sql: &str, column: &str) -> bool {
     sql.to_lowercase().contains(column)
 }
 
-fn drop_column(session: &Session, def: &TableDef, pos: usize, cascade: bool) -> SqlResult<()> {
-    let table = session
+/// ALTER TABLE ... DROP COLUMN. Outside a transaction block the rows are rewritten in place;
+/// inside one the table is rebuilt without the column under the same oid, so that ROLLBACK can
+/// put the old storage back (see `undo`).
+fn drop_column(
+    session: &Session,
+    txn: &Transaction,
+    def: &TableDef,
+    pos: usize,
+    cascade: bool,
+) -> SqlResult<()> {
+    let mut table = session
         .engine
         .db
         .table(def.oid as u64)
@@ -742,14 +743,18 @@ fn drop_column(session: &Session, def: &TableDef, pos: usize, cascade: bool) -> 
     }
     new_def.columns.remove(pos);
     let types = new_def.column_types();
-    let in_flight = table.alter_columns_unless_in_flight(types, &|mut row: Vec<Value>| {
-        if pos < row.len() {
-            row.remove(pos);
-        }
-        row
-    })?;
-    refuse_in_flight_rewrite(session, &def.name, in_flight)?;
-    session.engine.log_table_rewrite(&table)?;
+    if session.statement_in_block() {
+        table = rebuild_without_column(session, txn, &table, def, &new_def, pos)?;
+    } else {
+        let in_flight = table.alter_columns_unless_in_flight(types, &|mut row: Vec<Value>| {
+            if pos < row.len() {
+                row.remove(pos);
+            }
+            row
+        })?;
+        refuse_in_flight_rewrite(session, &def.name, in_flight)?;
+        session.engine.log_table_rewrite(&table)?;
+    }
     session
         .engine
         .catalog
@@ -759,6 +764,48 @@ fn drop_column(session: &Session, def: &TableDef, pos: usize, cascade: bool) -> 
         rebuild_index_without(session, &table, &new_def, &idx, pos, &column)?;
     }
     Ok(())
+}
+
+/// DROP COLUMN inside a transaction block: copies the rows the statement sees without the
+/// column into a new table under the same oid (its image logged first, as ALTER COLUMN TYPE
+/// does), and installs it with `new_def`. It fails (55P03) rather than lose another
+/// session's uncommitted or newer change; the block must not have changed rows of the table
+/// before (their redo names rows of the old table).
+fn rebuild_without_column(
+    session: &Session,
+    txn: &Transaction,
+    table: &Arc<shoal_storage::RowTable>,
+    def: &TableDef,
+    new_def: &TableDef,
+    pos: usize,
+) -> SqlResult<Arc<shoal_storage::RowTable>> {
+    if txn.writes_table(def.oid as u64) {
+        return Err(SqlError::unsupported(
+            "ALTER TABLE ... DROP COLUMN of a table the same transaction has changed rows of",
+        ));
+    }
+    let old_types = def.column_types();
+    let new_types = new_def.column_types();
+    let mut image: Vec<(u64, Box<[u8]>)> = Vec::new();
+    table.scan(&session.scope.snapshot(), |_, bytes| {
+        let mut row = shoal_storage::row_codec::decode_all(&old_types, bytes);
+        row.remove(pos);
+        let id = image.len() as u64;
+        image.push((id, shoal_storage::row_codec::encode(&new_types, &row)));
+        true
+    });
+    super::close_and_log_rebuild(session, new_def, image.iter().map(|(id, r)| (*id, &r[..])))?;
+    // Storage and catalog change together: no statement sees the new rows with the old columns.
+    let engine = &session.engine;
+    let mut catalog = engine.catalog.write();
+    engine.db.drop_table(def.oid as u64);
+    let rebuilt = engine.db.create_table(def.oid as u64, new_types);
+    let rows: Vec<(u64, &[u8])> = image.iter().map(|(id, r)| (*id, &r[..])).collect();
+    for block in rows.chunks(4096) {
+        rebuilt.load_rows(block);
+    }
+    catalog.replace_table(new_def.clone())?;
+    Ok(rebuilt)
 }
 
 /// Puts back an index dropped for DROP COLUMN unless it used the column, at shifted positions.

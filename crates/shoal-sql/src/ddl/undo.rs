@@ -8,8 +8,9 @@
 //! intact. The session's `DdlUndoLog` holds these until the transaction ends: COMMIT forgets
 //! them, ROLLBACK (or ROLLBACK TO SAVEPOINT, or a commit that fails) hands them to `undo`,
 //! which puts the objects back and brings storage in line: tables created are dropped, tables
-//! dropped come back with their rows, tables rebuilt (ALTER COLUMN TYPE) get their old storage
-//! back, columns added are cut off again, indexes follow the restored catalog.
+//! dropped come back with their rows, tables rebuilt (ALTER COLUMN TYPE, and DROP COLUMN in a
+//! block) get their old storage back, columns added are cut off again, indexes follow the
+//! restored catalog.
 //!
 //! Statements that change the catalog run one at a time (`Engine::ddl_statement`, taken by
 //! `Session::execute_statement` around the mark, so a statement canceled half-way is still
@@ -21,9 +22,9 @@
 //! the rollback: an object changed again since, a name taken since, or a table with added
 //! columns that another open transaction is writing is left as it is (with a warning in the
 //! server log) rather than destroying their work. Not covered: a crash while the block is
-//! still open keeps the DDL it ran so far (the catalog is logged when the DDL runs), and DROP
-//! COLUMN and SET ACCESS METHOD, which rewrite a table's rows in place, are refused inside a
-//! transaction block.
+//! still open keeps the DDL it ran so far (the catalog is logged when the DDL runs), and SET
+//! ACCESS METHOD, which rewrites a table's rows in place, is refused inside a transaction
+//! block.
 
 use std::collections::HashMap;
 use std::sync::Arc;
