@@ -90,6 +90,18 @@ impl RawClient {
         }
     }
 
+    /// Sends each statement's Parse, Bind and Execute, then one Sync, in a single write, and
+    /// reads the answers up to ReadyForQuery.
+    fn pipeline(&mut self, statements: &[&str]) -> Vec<Message> {
+        let mut batch = Vec::new();
+        for sql in statements {
+            batch.extend(extended_messages(sql));
+        }
+        batch.extend_from_slice(&[b'S', 0, 0, 0, 4]);
+        self.stream.write_all(&batch).expect("write");
+        self.read_until_ready().expect("pipeline answered")
+    }
+
     /// Runs a simple query and returns the text of the first column of each row.
     fn query_column(&mut self, sql: &str) -> Vec<String> {
         self.query(sql);
@@ -235,18 +247,12 @@ fn a_pipeline_up_to_sync_is_one_transaction() {
     c.query_column("CREATE TABLE piped (id int PRIMARY KEY)");
     c.query_column("INSERT INTO piped VALUES (1)");
 
-    let mut batch = Vec::new();
-    for sql in [
+    let messages = c.pipeline(&[
         "INSERT INTO piped VALUES (2)",
         "INSERT INTO piped VALUES (3)",
         "INSERT INTO piped VALUES (1)",
         "INSERT INTO piped VALUES (4)",
-    ] {
-        batch.extend(extended_messages(sql));
-    }
-    batch.extend_from_slice(&[b'S', 0, 0, 0, 4]);
-    c.stream.write_all(&batch).expect("write");
-    let messages = c.read_until_ready().expect("pipeline answered");
+    ]);
     let errors: Vec<String> = messages
         .iter()
         .filter(|m| m.kind == b'E')
@@ -256,16 +262,10 @@ fn a_pipeline_up_to_sync_is_one_transaction() {
     assert_eq!(messages.last().unwrap().body, b"I", "idle after the Sync");
     assert_eq!(c.query_column("SELECT count(*) FROM piped"), vec!["1"]);
 
-    let mut batch = Vec::new();
-    for sql in [
+    let messages = c.pipeline(&[
         "INSERT INTO piped VALUES (2)",
         "INSERT INTO piped VALUES (3)",
-    ] {
-        batch.extend(extended_messages(sql));
-    }
-    batch.extend_from_slice(&[b'S', 0, 0, 0, 4]);
-    c.stream.write_all(&batch).expect("write");
-    let messages = c.read_until_ready().expect("pipeline answered");
+    ]);
     assert!(messages.iter().all(|m| m.kind != b'E'));
     assert_eq!(messages.last().unwrap().body, b"I");
     assert_eq!(c.query_column("SELECT count(*) FROM piped"), vec!["3"]);

@@ -19,6 +19,7 @@ use datafusion::arrow::compute;
 use datafusion::sql::sqlparser::ast::{self, Statement};
 use shoal_storage::Transaction;
 
+use super::sql_prepare::statement_name as cursor_name;
 use super::{ResultColumn, Session, StatementResult};
 use crate::error::{code, SqlError, SqlResult};
 
@@ -59,13 +60,6 @@ enum Motion {
     Absolute(i64),
     /// Go `n` rows from the current one and return the row there (0: the current row again).
     Relative(i64),
-}
-
-fn cursor_name(name: &ast::Ident) -> String {
-    match name.quote_style {
-        Some(_) => name.value.clone(),
-        None => name.value.to_lowercase(),
-    }
 }
 
 fn missing(name: &str) -> SqlError {

@@ -25,7 +25,8 @@ const INVALID_SQL_STATEMENT_NAME: &str = "26000";
 /// SQLSTATE 42P05.
 const DUPLICATE_PREPARED_STATEMENT: &str = "42P05";
 
-fn statement_name(name: &ast::Ident) -> String {
+/// A statement's (or cursor's) name as PostgreSQL folds it: lower-cased unless quoted.
+pub(super) fn statement_name(name: &ast::Ident) -> String {
     match name.quote_style {
         Some(_) => name.value.clone(),
         None => name.value.to_lowercase(),
