@@ -250,6 +250,11 @@ impl Database {
     pub fn newest_commit_ts(&self) -> CommitTs {
         self.shared.clock.newest_issued()
     }
+
+    /// Whether a commit after `ts` wrote rows of `table`, or a commit that does is under way.
+    pub fn table_written_since(&self, table: TableId, ts: CommitTs) -> bool {
+        self.shared.table_written_since(table, ts)
+    }
 }
 
 /// A commit between its two halves: logged, not yet visible. Dropping it unfinished finishes

@@ -420,6 +420,15 @@ impl TxnShared {
         oldest
     }
 
+    pub(crate) fn table_written_since(&self, table: TableId, ts: CommitTs) -> bool {
+        let table_writes = self.table_writes.lock();
+        table_writes
+            .last_commit
+            .get(&table)
+            .is_some_and(|&last| last > ts)
+            || table_writes.committing.get(&table).is_some_and(|&n| n > 0)
+    }
+
     pub(crate) fn statement_snapshot(&self, txn: &mut Transaction) -> Snapshot {
         debug_assert!(!txn.finished);
         if txn.isolation.keeps_snapshot() {

@@ -282,3 +282,59 @@ async fn column_rewrites_wait_for_no_one_and_replay_to_the_same_rows() {
     let server = ShoalServer::start_in(data_dir, &[]).expect("restart after the crash");
     assert_eq!(read(connect(&server).await).await, expected);
 }
+
+/// A table rebuilt inside a block (ALTER COLUMN TYPE, DROP COLUMN) that another session writes
+/// to before the block rolls back keeps the rebuilt table and that session's commit: putting
+/// the old storage back would lose it. Without such a write the old table comes back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rolled_back_rebuild_keeps_rows_other_sessions_committed_since() {
+    let server = ShoalServer::start();
+    let ddl = connect(&server).await;
+    let other = connect(&server).await;
+    ddl.batch_execute(
+        "CREATE TABLE rb (id int PRIMARY KEY, n int, extra text);
+         INSERT INTO rb VALUES (1, 10, 'a'), (2, 20, 'b')",
+    )
+    .await
+    .unwrap();
+    ddl.batch_execute("BEGIN; ALTER TABLE rb ALTER COLUMN n TYPE bigint")
+        .await
+        .unwrap();
+    other
+        .batch_execute("INSERT INTO rb VALUES (3, 30, 'c')")
+        .await
+        .unwrap();
+    ddl.batch_execute("ALTER TABLE rb DROP COLUMN extra; ROLLBACK")
+        .await
+        .unwrap();
+    let rows = other
+        .query("SELECT id, n::text FROM rb ORDER BY id", &[])
+        .await
+        .unwrap();
+    let got: Vec<(i32, String)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+    assert_eq!(
+        got,
+        vec![(1, "10".into()), (2, "20".into()), (3, "30".into())],
+        "the other session's committed row stays"
+    );
+    // Nobody else writes this time: the old table, with its column, comes back.
+    ddl.batch_execute("BEGIN; ALTER TABLE rb ALTER COLUMN n TYPE text; ROLLBACK")
+        .await
+        .unwrap();
+    let n_type: String = ddl
+        .query_one(
+            "SELECT data_type::text FROM information_schema.columns \
+             WHERE table_name = 'rb' AND column_name = 'n'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_ne!(n_type, "text");
+    let sum: i64 = ddl
+        .query_one("SELECT sum(n)::bigint FROM rb", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(sum, 60);
+}

@@ -694,6 +694,13 @@ fn drop_column(
     pos: usize,
     cascade: bool,
 ) -> SqlResult<()> {
+    // Checked before anything changes: the block's own row changes are logged at its commit,
+    // naming rows as the old table numbers them, which the rebuilt table numbers anew.
+    if session.statement_in_block() && txn.writes_table(def.oid as u64) {
+        return Err(SqlError::unsupported(
+            "ALTER TABLE ... DROP COLUMN of a table the same transaction has changed rows of",
+        ));
+    }
     let mut table = session
         .engine
         .db
@@ -779,11 +786,7 @@ fn rebuild_without_column(
     new_def: &TableDef,
     pos: usize,
 ) -> SqlResult<Arc<shoal_storage::RowTable>> {
-    if txn.writes_table(def.oid as u64) {
-        return Err(SqlError::unsupported(
-            "ALTER TABLE ... DROP COLUMN of a table the same transaction has changed rows of",
-        ));
-    }
+    debug_assert!(!txn.writes_table(def.oid as u64), "checked by drop_column");
     let old_types = def.column_types();
     let new_types = new_def.column_types();
     let mut image: Vec<(u64, Box<[u8]>)> = Vec::new();

@@ -26,6 +26,7 @@ pub(super) async fn truncate(
         }
     }
     for (def, table) in &column_tables {
+        session.scope.note_read(table.id());
         crate::dml::column::delete_all_rows(session, txn, def, table).await?;
     }
     let cascade = matches!(t.cascade, Some(ast::CascadeOption::Cascade));
@@ -90,6 +91,7 @@ async fn delete_all_rows(
     table: &shoal_storage::RowTable,
 ) -> SqlResult<()> {
     let snap = session.scope.snapshot();
+    session.scope.note_read(table.id());
     let mut rows = Vec::new();
     table.scan(&snap, |row, _| {
         rows.push(row.clone());

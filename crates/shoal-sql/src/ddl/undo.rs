@@ -171,8 +171,11 @@ pub(crate) fn undo(engine: &Engine, statements: Vec<DdlUndo>) -> SqlResult<()> {
     if statements.is_empty() {
         return Ok(());
     }
-    let mut skipped_tables = restore_rebuilt_tables(engine, &statements)?;
-    let (mut kept, mut target) = undoable_changes(engine, &statements, &skipped_tables);
+    let (mut kept, mut target) = undoable_changes(engine, &statements, &[]);
+    let mut skipped_tables = restore_rebuilt_tables(engine, &statements, &target)?;
+    if !skipped_tables.is_empty() {
+        (kept, target) = undoable_changes(engine, &statements, &skipped_tables);
+    }
     // Columns an ADD COLUMN added are cut off first; a table another transaction is writing
     // keeps them, and its definition with them.
     for &oid in &touched_tables(&engine.catalog.read(), &kept) {
@@ -282,9 +285,16 @@ pub(crate) fn undo(engine: &Engine, statements: Vec<DdlUndo>) -> SqlResult<()> {
 }
 
 /// Puts back the storage of the tables the statements rebuilt (the oldest, from before the
-/// first rebuild), and logs it. A rebuilt table that holds another session's changes since
-/// (uncommitted, or committed after the rebuild) stays, with its definition: returned.
-fn restore_rebuilt_tables(engine: &Engine, statements: &[DdlUndo]) -> SqlResult<Vec<Oid>> {
+/// first rebuild), and logs it; also when the block dropped the rebuilt table afterwards. A
+/// table stays as it is, with its definition (returned), when another session wrote to it
+/// since the first rebuild (any commit after it, or one under way: undoing would lose it), or
+/// when the catalog the rollback restores does not describe the old storage (another
+/// session's DDL on the table since).
+fn restore_rebuilt_tables(
+    engine: &Engine,
+    statements: &[DdlUndo],
+    target: &Catalog,
+) -> SqlResult<Vec<Oid>> {
     let mut oldest: HashMap<TableId, (Arc<RowTable>, CommitTs)> = HashMap::new();
     for s in statements {
         for (table, ts) in &s.replaced_row_tables {
@@ -293,18 +303,29 @@ fn restore_rebuilt_tables(engine: &Engine, statements: &[DdlUndo]) -> SqlResult<
     }
     let mut skipped = Vec::new();
     for (id, (old, ts)) in oldest {
-        let Some(current) = engine.db.table(id) else {
-            continue; // dropped later in the block: comes back with the dropped tables
+        let oid = id as Oid;
+        // A table the block created: the restored catalog has none, and its storage goes.
+        let Some(def) = target.tables.get(&oid) else {
+            continue;
         };
+        let current = engine.db.table(id);
         // The rolled back transaction's own versions are undone by now.
-        if !current.close_for_rebuild(&Snapshot { ts, txn: 0 }) {
+        let written = engine.db.table_written_since(id, ts)
+            || current
+                .as_ref()
+                .is_some_and(|t| !t.close_for_rebuild(&Snapshot { ts, txn: 0 }));
+        // The old storage may hold columns an ADD COLUMN of the block added: cut off later.
+        if written || !old.types().starts_with(&def.column_types()) {
             tracing::warn!(
-                "rollback: table {id} keeps its rebuilt rows: another transaction has changed them"
+                "rollback: table \"{}\" keeps its rebuilt rows: another session has changed it since",
+                def.name
             );
-            skipped.push(id as Oid);
+            skipped.push(oid);
             continue;
         }
-        engine.db.drop_table(id);
+        if current.is_some() {
+            engine.db.drop_table(id);
+        }
         engine.db.restore_table(old.clone());
         engine.log_table_rewrite(&old)?;
     }
@@ -365,12 +386,34 @@ fn undoable_changes(
         }
         let undoable: Vec<PriorObject> = undoable
             .into_iter()
-            .filter(|c| !matches!(c.key, ObjectKey::Table(oid) if skipped_tables.contains(&oid)))
+            .filter(|c| !concerns_skipped_table(c, skipped_tables, &target))
             .collect();
         target.restore(&undoable);
         kept.push(undoable);
     }
     (kept, target)
+}
+
+/// Whether undoing `change` would touch a table left as it is (`skipped`): the table itself,
+/// one of its indexes, or a table whose foreign key references it (DROP COLUMN shifted its
+/// referenced positions).
+fn concerns_skipped_table(change: &PriorObject, skipped: &[Oid], current: &Catalog) -> bool {
+    if skipped.is_empty() {
+        return false;
+    }
+    match (&change.key, &change.before) {
+        (ObjectKey::Table(oid), _) if skipped.contains(oid) => true,
+        (ObjectKey::Table(_), Some(CatalogObject::Table(def))) => def.constraints.iter().any(|c| {
+            matches!(&c.kind, shoal_storage::catalog::ConstraintKind::ForeignKey { ref_table, .. }
+                if skipped.contains(ref_table))
+        }),
+        (ObjectKey::Index(_), Some(CatalogObject::Index(def))) => skipped.contains(&def.table),
+        (ObjectKey::Index(oid), None) => current
+            .indexes
+            .get(oid)
+            .is_some_and(|def| skipped.contains(&def.table)),
+        _ => false,
+    }
 }
 
 /// Tables whose storage an undo may change: those the changes name, and the tables of the

@@ -1151,10 +1151,17 @@ fn local_time_expr(time_only: bool) -> Expr {
     }
 }
 
+/// Most rows of a VALUES list with subqueries rewritten into SELECTs.
+const VALUES_SUBQUERY_ROWS_MAX: usize = 64;
+
 /// `VALUES (e1, e2), ...` whose expressions hold a subquery, as `SELECT e1 AS column1, e2 AS
 /// column2 UNION ALL ...`: DataFusion cannot evaluate a scalar subquery inside VALUES
 /// (`INSERT INTO t VALUES (1, (SELECT max(id) FROM u))` failed with an internal error).
 fn values_with_subqueries_as_selects(values: &ast::Values) -> Option<ast::SetExpr> {
+    // The UNION ALL nests a level per row: a long list would nest deeper than planning can.
+    if values.rows.len() > VALUES_SUBQUERY_ROWS_MAX {
+        return None;
+    }
     let mut has_subquery = false;
     let _ = ast::Visit::visit(
         values,

@@ -10,7 +10,8 @@
 //! that a cursor holds its whole result at once, where PostgreSQL's streams rows from its plan.
 //!
 //! Transactions end cursors as in PostgreSQL: the end of a transaction closes the cursors
-//! declared WITHOUT HOLD, and a rollback also closes the WITH HOLD cursors it declared.
+//! declared WITHOUT HOLD, a rollback also closes the WITH HOLD cursors it declared, and
+//! ROLLBACK TO SAVEPOINT closes those declared after the savepoint.
 
 use std::sync::Arc;
 
@@ -48,6 +49,36 @@ pub struct SqlCursor {
     pub declared_at_micros: i64,
     /// Declared by the transaction that is still open: its rollback closes the cursor.
     declared_in_open_transaction: bool,
+    /// Its place among the session's DECLAREs (see `CursorMarks`).
+    declared_seq: u64,
+}
+
+/// Where each open savepoint stands in the session's sequence of DECLAREs, so that ROLLBACK
+/// TO SAVEPOINT closes the cursors declared after it.
+#[derive(Default)]
+pub(super) struct CursorMarks {
+    next_seq: u64,
+    /// Savepoint name and the sequence number of the first DECLARE after it.
+    savepoints: Vec<(String, u64)>,
+}
+
+impl CursorMarks {
+    pub(super) fn savepoint(&mut self, name: &str) {
+        self.savepoints.push((name.to_string(), self.next_seq));
+    }
+
+    pub(super) fn release(&mut self, name: &str) {
+        if let Some(at) = self.savepoints.iter().rposition(|(n, _)| n == name) {
+            self.savepoints.truncate(at);
+        }
+    }
+
+    /// ROLLBACK TO: the savepoint stays; returns where its DECLAREs begin.
+    fn rollback_to(&mut self, name: &str) -> Option<u64> {
+        let at = self.savepoints.iter().rposition(|(n, _)| n == name)?;
+        self.savepoints.truncate(at + 1);
+        Some(self.savepoints[at].1)
+    }
 }
 
 /// Where a FETCH or MOVE goes, relative to PostgreSQL's cursor position.
@@ -241,7 +272,9 @@ impl Session {
             text,
             declared_at_micros: chrono::Utc::now().timestamp_micros(),
             declared_in_open_transaction: true,
+            declared_seq: self.cursor_marks.next_seq,
         };
+        self.cursor_marks.next_seq += 1;
         self.scope.cursors.lock().insert(name, cursor);
         Ok(StatementResult::command("DECLARE CURSOR"))
     }
@@ -338,9 +371,20 @@ impl Session {
             .map(|c| c.columns.clone())
     }
 
+    /// ROLLBACK TO SAVEPOINT: the cursors declared since the savepoint close.
+    pub(super) fn rollback_cursors_to(&mut self, savepoint: &str) {
+        if let Some(first) = self.cursor_marks.rollback_to(savepoint) {
+            self.scope
+                .cursors
+                .lock()
+                .retain(|_, c| c.declared_seq < first);
+        }
+    }
+
     /// The transaction ended: its WITHOUT HOLD cursors close, and so, if it rolled back, do
     /// the WITH HOLD cursors it declared.
     pub(super) fn end_transaction_cursors(&mut self, committed: bool) {
+        self.cursor_marks.savepoints.clear();
         let mut cursors = self.scope.cursors.lock();
         if cursors.is_empty() {
             return;
@@ -372,6 +416,7 @@ mod tests {
             text: String::new(),
             declared_at_micros: 0,
             declared_in_open_transaction: true,
+            declared_seq: 0,
         }
     }
 

@@ -351,6 +351,8 @@ impl Session {
     /// Sync: an implicit block of the statements since the last Sync commits (or, if one of
     /// them failed, rolls back). The commit's error, if any, is the answer to the Sync.
     pub async fn sync(&mut self) -> SqlResult<()> {
+        // A statement whose rows failed while they were sent fails the batch.
+        self.settle_stream_failure();
         if !self.implicit_block || matches!(self.txn, TxnState::Idle) {
             return Ok(());
         }

@@ -156,6 +156,8 @@ pub struct Session {
     /// Whether the running statement belongs to a transaction block (rather than its own
     /// implicit transaction): `self.txn` is taken out while a statement runs.
     statement_in_block: bool,
+    /// Savepoints' places among the DECLAREs, for ROLLBACK TO SAVEPOINT.
+    cursor_marks: cursor::CursorMarks,
     /// The client's CancelRequest for the query running now, if the protocol layer gave one.
     cancel: Option<CancelSignal>,
     /// DDL of the current transaction, undone if it rolls back (see `ddl::undo`).
@@ -301,6 +303,7 @@ impl Session {
             statement_params: None,
             parsed: Default::default(),
             statement_in_block: false,
+            cursor_marks: Default::default(),
             cancel: None,
             ddl_undo: Default::default(),
             implicit_block: false,

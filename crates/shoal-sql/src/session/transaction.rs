@@ -24,6 +24,7 @@ impl Session {
             TxnState::Block(t) => (t, false),
             TxnState::Idle => {
                 self.txn_started_at = chrono::Utc::now();
+                self.scope.take_reads();
                 (self.engine.db.begin(self.default_isolation()), true)
             }
             TxnState::Failed(_) => {
@@ -65,6 +66,18 @@ impl Session {
         self.scope.dml_capture.lock().clear();
         self.apply_set_config_calls(!implicit, result.is_ok());
         let mut result = result;
+        // SERIALIZABLE's check at commit needs every read: an autocommit statement that wrote
+        // (a query with a data-modifying CTE) reads its rows to the end before it commits.
+        if implicit && txn.isolation() == IsolationLevel::Serializable && !txn.is_read_only_so_far()
+        {
+            if let Ok(StatementResult::RowStream { columns, rows, tag }) = result {
+                result = rows.collect().await.map(|batches| StatementResult::Rows {
+                    columns,
+                    batches,
+                    tag,
+                });
+            }
+        }
         if let Ok(StatementResult::RowStream { rows, .. }) = &mut result {
             let timeout_ms = self.settings.statement_timeout_ms();
             let deadline = (timeout_ms > 0).then(|| {
@@ -301,6 +314,7 @@ impl Session {
             .ok();
         self.sync_scope_settings();
         self.txn_started_at = chrono::Utc::now();
+        self.scope.take_reads();
         self.txn = TxnState::Block(self.engine.db.begin(isolation));
     }
 
@@ -483,6 +497,8 @@ impl Session {
 
     /// Rolls `txn` back; one with many writes on a blocking thread, as its commit would run.
     async fn rollback_txn(&self, txn: Transaction) {
+        // Reads noted for SERIALIZABLE's check belong to this transaction only.
+        self.scope.take_reads();
         if txn.write_count() < BLOCKING_END_WRITES {
             self.engine.db.rollback(txn);
             return;
@@ -517,6 +533,7 @@ impl Session {
             TxnState::Block(t) => {
                 self.engine.db.savepoint(t, name);
                 self.ddl_undo.savepoint(name);
+                self.cursor_marks.savepoint(name);
                 Ok(StatementResult::command("SAVEPOINT"))
             }
             TxnState::Failed(_) => Err(SqlError::in_failed_transaction()),
@@ -536,6 +553,7 @@ impl Session {
                     return Err(e.into());
                 }
                 self.ddl_undo.release(name);
+                self.cursor_marks.release(name);
                 Ok(StatementResult::command("RELEASE"))
             }
             TxnState::Failed(_) => Err(SqlError::in_failed_transaction()),
@@ -552,6 +570,7 @@ impl Session {
                 match self.engine.db.rollback_to_savepoint(&mut t, name) {
                     Ok(()) => {
                         self.txn = TxnState::Block(t);
+                        self.rollback_cursors_to(name);
                         let statements = self.ddl_undo.take_after(name);
                         crate::ddl::undo::undo(&self.engine, statements)?;
                         Ok(StatementResult::command("ROLLBACK"))
