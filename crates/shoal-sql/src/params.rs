@@ -99,6 +99,7 @@ pub fn arrow_type_for_oid(type_oid: u32) -> ArrowType {
         oid::TIMESTAMP => ArrowType::Timestamp(TimeUnit::Microsecond, None),
         oid::TIMESTAMPTZ => ArrowType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
         oid::INTERVAL => ArrowType::Interval(IntervalUnit::MonthDayNano),
+        oid::TIME => ArrowType::Time64(TimeUnit::Nanosecond),
         _ => ArrowType::Utf8,
     }
 }
@@ -125,6 +126,7 @@ pub fn storage_type_for_arrow(t: &ArrowType) -> DataType {
         ArrowType::Timestamp(_, None) => DataType::Timestamp,
         ArrowType::Timestamp(_, Some(_)) => DataType::TimestampTz,
         ArrowType::Interval(_) => DataType::Interval,
+        ArrowType::Time64(_) | ArrowType::Time32(_) => DataType::Time,
         _ => DataType::Text,
     }
 }
@@ -192,6 +194,15 @@ pub fn decode_binary(bytes: &[u8], type_oid: u32, t: &ArrowType) -> SqlResult<Sc
             months: i32::from_be_bytes(bytes[12..].try_into().map_err(|_| bad())?),
         }),
         oid::INTERVAL => return Err(bad()),
+        oid::TIME => match be_i64(bytes)? {
+            micros @ 0..=86_400_000_000 => Value::Time(micros),
+            _ => return Err(bad()),
+        },
+        // jsonb_send: a format version (1), then the text.
+        oid::JSONB => match bytes.split_first() {
+            Some((1, text)) => Value::Text(String::from_utf8(text.to_vec()).map_err(|_| bad())?),
+            _ => return Err(bad()),
+        },
         oid::UUID => Value::Text(crate::types::format_uuid(u128::from_be_bytes(
             bytes.try_into().map_err(|_| bad())?,
         ))),

@@ -39,6 +39,8 @@ pub mod oid {
     pub const REGCLASS: u32 = 2205;
     pub const REGTYPE: u32 = 2206;
     pub const UUID: u32 = 2950;
+    pub const JSON: u32 = 114;
+    pub const JSONB: u32 = 3802;
     pub const INT2_ARRAY: u32 = 1005;
     pub const INT4_ARRAY: u32 = 1007;
     pub const TEXT_ARRAY: u32 = 1009;
@@ -65,6 +67,8 @@ pub fn storage_type_of_field(f: &datafusion::arrow::datatypes::Field) -> DataTyp
         Some(oid::VARCHAR) => DataType::Varchar(length),
         Some(oid::BPCHAR) => DataType::Char(length.unwrap_or(1)),
         Some(oid::UUID) => DataType::Uuid,
+        Some(oid::JSON) => DataType::Json,
+        Some(oid::JSONB) => DataType::Jsonb,
         Some(oid::NUMERIC) => DataType::Numeric {
             precision: length.map(|t| ((t >> 16) & 0xffff) as u8),
             scale: length.map(|t| (t & 0xffff) as u8),
@@ -82,14 +86,19 @@ pub fn arrow_type(t: &DataType) -> ArrowType {
         DataType::Float32 => ArrowType::Float32,
         DataType::Float64 => ArrowType::Float64,
         DataType::Numeric { .. } => crate::numeric::NUMERIC_ARROW,
-        DataType::Text | DataType::Varchar(_) | DataType::Char(_) | DataType::Uuid => {
-            ArrowType::Utf8
-        }
+        DataType::Text
+        | DataType::Varchar(_)
+        | DataType::Char(_)
+        | DataType::Uuid
+        | DataType::Json
+        | DataType::Jsonb => ArrowType::Utf8,
         DataType::Bytea => ArrowType::Binary,
         DataType::Date => ArrowType::Date32,
         DataType::Timestamp => ArrowType::Timestamp(TimeUnit::Microsecond, None),
         DataType::TimestampTz => ArrowType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
         DataType::Interval => ArrowType::Interval(IntervalUnit::MonthDayNano),
+        // Nanoseconds, as DataFusion types `time '...'`, so columns and literals compare.
+        DataType::Time => ArrowType::Time64(TimeUnit::Nanosecond),
     }
 }
 
@@ -119,6 +128,9 @@ pub fn pg_type_of(t: &DataType) -> (u32, i32) {
         DataType::TimestampTz => (oid::TIMESTAMPTZ, -1),
         DataType::Interval => (oid::INTERVAL, -1),
         DataType::Uuid => (oid::UUID, -1),
+        DataType::Time => (oid::TIME, -1),
+        DataType::Json => (oid::JSON, -1),
+        DataType::Jsonb => (oid::JSONB, -1),
     }
 }
 
@@ -148,6 +160,9 @@ pub fn format_type(t: &DataType) -> String {
         DataType::TimestampTz => "timestamp with time zone".into(),
         DataType::Interval => "interval".into(),
         DataType::Uuid => "uuid".into(),
+        DataType::Time => "time without time zone".into(),
+        DataType::Json => "json".into(),
+        DataType::Jsonb => "jsonb".into(),
     }
 }
 
@@ -228,6 +243,9 @@ pub fn from_sql_type(t: &ast::DataType) -> SqlResult<DataType> {
         S::TimestampNtz(_) => DataType::Timestamp,
         S::Interval { .. } => DataType::Interval,
         S::Uuid => DataType::Uuid,
+        S::JSON => DataType::Json,
+        S::JSONB => DataType::Jsonb,
+        S::Time(_, ast::TimezoneInfo::None | ast::TimezoneInfo::WithoutTimeZone) => DataType::Time,
         S::Custom(name, mods) => {
             let n = name.to_string().to_lowercase();
             let n = n.trim_matches('"');
@@ -243,6 +261,8 @@ pub fn from_sql_type(t: &ast::DataType) -> SqlResult<DataType> {
                 "bpchar" => DataType::Char(mods.first().and_then(|m| m.parse().ok()).unwrap_or(1)),
                 "timestamptz" => DataType::TimestampTz,
                 "citext" | "name" => DataType::Text,
+                "json" => DataType::Json,
+                "jsonb" => DataType::Jsonb,
                 _ => {
                     return Err(SqlError::new(
                         code::UNDEFINED_OBJECT,
@@ -347,11 +367,14 @@ pub fn value_from_array(array: &dyn Array, row: usize, t: &DataType) -> SqlResul
             let bytes = get!(LargeBinaryArray);
             numeric_value(&crate::numeric::decode(bytes), *precision, *scale)?
         }
-        DataType::Text | DataType::Varchar(_) => Value::Text(get!(StringArray).to_string()),
+        DataType::Text | DataType::Varchar(_) | DataType::Json | DataType::Jsonb => {
+            Value::Text(get!(StringArray).to_string())
+        }
         DataType::Char(n) => Value::Text(pad_char(get!(StringArray), *n)),
         DataType::Uuid => Value::Uuid(parse_uuid(get!(StringArray))?),
         DataType::Bytea => Value::Bytea(get!(BinaryArray).to_vec()),
         DataType::Date => Value::Date(get!(Date32Array)),
+        DataType::Time => Value::Time(get!(Time64NanosecondArray) / 1000),
         DataType::Timestamp => Value::Timestamp(get!(TimestampMicrosecondArray)),
         DataType::TimestampTz => Value::TimestampTz(get!(TimestampMicrosecondArray)),
         DataType::Interval => {
@@ -451,6 +474,16 @@ pub fn array_from_values<'a>(
         DataType::Float32 => build!(Float32Builder, Value::Float32),
         DataType::Float64 => build!(Float64Builder, Value::Float64),
         DataType::Date => build!(Date32Builder, Value::Date),
+        DataType::Time => {
+            let mut b = Time64NanosecondBuilder::with_capacity(values.len());
+            for v in values {
+                match v {
+                    Value::Time(micros) => b.append_value(micros * 1000),
+                    _ => b.append_null(),
+                }
+            }
+            Arc::new(b.finish())
+        }
         DataType::Timestamp => build!(TimestampMicrosecondBuilder, Value::Timestamp),
         DataType::TimestampTz => {
             let mut b =
@@ -472,7 +505,11 @@ pub fn array_from_values<'a>(
                 _ => None,
             }
         })),
-        DataType::Text | DataType::Varchar(_) | DataType::Char(_) => {
+        DataType::Text
+        | DataType::Varchar(_)
+        | DataType::Char(_)
+        | DataType::Json
+        | DataType::Jsonb => {
             let mut b = StringBuilder::with_capacity(values.len(), values.len() * 16);
             for v in values {
                 match v {

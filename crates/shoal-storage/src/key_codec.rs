@@ -33,6 +33,7 @@ fn tag(v: &Value) -> u8 {
         Value::TimestampTz(_) => 11,
         Value::Interval(_) => 12,
         Value::Uuid(_) => 13,
+        Value::Time(_) => 14,
     }
 }
 
@@ -60,7 +61,7 @@ pub fn encode_value_into(v: &Value, out: &mut Vec<u8>) {
         Value::Int32(x) | Value::Date(x) => {
             out.extend_from_slice(&((*x as u32) ^ 0x8000_0000).to_be_bytes())
         }
-        Value::Int64(x) | Value::Timestamp(x) | Value::TimestampTz(x) => {
+        Value::Int64(x) | Value::Timestamp(x) | Value::TimestampTz(x) | Value::Time(x) => {
             out.extend_from_slice(&flip_i64(*x).to_be_bytes())
         }
         Value::Float32(x) => {
@@ -248,6 +249,7 @@ mod tests {
                 micros: rng.random_range(-1..2),
             }),
             DataType::Uuid => Value::Uuid([0, 1, u128::MAX][rng.random_range(0..3)]),
+            DataType::Time => Value::Time([0, 1, 86_400_000_000][rng.random_range(0..3)]),
             _ => Value::Date(rng.random_range(-2..2)),
         }
     }
@@ -271,6 +273,7 @@ mod tests {
             DataType::Date,
             DataType::Interval,
             DataType::Uuid,
+            DataType::Time,
         ];
         for _ in 0..20_000 {
             let width = rng.random_range(1..4);

@@ -23,10 +23,19 @@ pub fn slot_width_bytes(t: &DataType) -> usize {
         DataType::Bool => 1,
         DataType::Int16 => 2,
         DataType::Int32 | DataType::Float32 | DataType::Date => 4,
-        DataType::Int64 | DataType::Float64 | DataType::Timestamp | DataType::TimestampTz => 8,
+        DataType::Int64
+        | DataType::Float64
+        | DataType::Timestamp
+        | DataType::TimestampTz
+        | DataType::Time => 8,
         DataType::Numeric { .. } => NUMERIC_BYTES,
         DataType::Interval | DataType::Uuid => 16,
-        DataType::Text | DataType::Varchar(_) | DataType::Char(_) | DataType::Bytea => 4,
+        DataType::Text
+        | DataType::Varchar(_)
+        | DataType::Char(_)
+        | DataType::Json
+        | DataType::Jsonb
+        | DataType::Bytea => 4,
     }
 }
 
@@ -34,7 +43,12 @@ pub fn slot_width_bytes(t: &DataType) -> usize {
 pub fn is_variable_width(t: &DataType) -> bool {
     matches!(
         t,
-        DataType::Text | DataType::Varchar(_) | DataType::Char(_) | DataType::Bytea
+        DataType::Text
+            | DataType::Varchar(_)
+            | DataType::Char(_)
+            | DataType::Json
+            | DataType::Jsonb
+            | DataType::Bytea
     )
 }
 
@@ -50,13 +64,18 @@ fn value_fits(t: &DataType, v: &Value) -> bool {
             | (DataType::Float64, Value::Float64(_))
             | (DataType::Numeric { .. }, Value::Numeric { .. })
             | (
-                DataType::Text | DataType::Varchar(_) | DataType::Char(_),
+                DataType::Text
+                    | DataType::Varchar(_)
+                    | DataType::Char(_)
+                    | DataType::Json
+                    | DataType::Jsonb,
                 Value::Text(_)
             )
             | (DataType::Bytea, Value::Bytea(_))
             | (DataType::Date, Value::Date(_))
             | (DataType::Timestamp, Value::Timestamp(_))
             | (DataType::TimestampTz, Value::TimestampTz(_))
+            | (DataType::Time, Value::Time(_))
             | (DataType::Interval, Value::Interval(_))
             | (DataType::Uuid, Value::Uuid(_))
     )
@@ -154,7 +173,7 @@ fn write_fixed(t: &DataType, v: &Value, slot: &mut [u8]) {
         Value::Bool(b) => slot[0] = *b as u8,
         Value::Int16(x) => slot.copy_from_slice(&x.to_le_bytes()),
         Value::Int32(x) | Value::Date(x) => slot.copy_from_slice(&x.to_le_bytes()),
-        Value::Int64(x) | Value::Timestamp(x) | Value::TimestampTz(x) => {
+        Value::Int64(x) | Value::Timestamp(x) | Value::TimestampTz(x) | Value::Time(x) => {
             slot.copy_from_slice(&x.to_le_bytes())
         }
         Value::Float32(x) => slot.copy_from_slice(&x.to_le_bytes()),
@@ -185,6 +204,7 @@ fn read_fixed(t: &DataType, slot: &[u8]) -> Value {
         DataType::Int64 => Value::Int64(i64::from_le_bytes(arr(slot))),
         DataType::Timestamp => Value::Timestamp(i64::from_le_bytes(arr(slot))),
         DataType::TimestampTz => Value::TimestampTz(i64::from_le_bytes(arr(slot))),
+        DataType::Time => Value::Time(i64::from_le_bytes(arr(slot))),
         DataType::Float32 => Value::Float32(f32::from_le_bytes(arr(slot))),
         DataType::Float64 => Value::Float64(f64::from_le_bytes(arr(slot))),
         DataType::Numeric { .. } => Value::Numeric {
@@ -197,7 +217,12 @@ fn read_fixed(t: &DataType, slot: &[u8]) -> Value {
             micros: i64::from_le_bytes(arr(&slot[8..])),
         }),
         DataType::Uuid => Value::Uuid(u128::from_le_bytes(arr(slot))),
-        DataType::Text | DataType::Varchar(_) | DataType::Char(_) | DataType::Bytea => {
+        DataType::Text
+        | DataType::Varchar(_)
+        | DataType::Char(_)
+        | DataType::Json
+        | DataType::Jsonb
+        | DataType::Bytea => {
             unreachable!("variable-width columns are not read from their slot")
         }
     }
@@ -357,6 +382,7 @@ mod tests {
             DataType::Date,
             DataType::Timestamp,
             DataType::TimestampTz,
+            DataType::Time,
             DataType::Interval,
             DataType::Uuid,
         ]
@@ -409,7 +435,9 @@ mod tests {
                 },
                 scale: rng.random_range(0..6),
             },
-            DataType::Text | DataType::Varchar(_) => Value::Text(random_text(rng)),
+            DataType::Text | DataType::Varchar(_) | DataType::Json | DataType::Jsonb => {
+                Value::Text(random_text(rng))
+            }
             // The SQL layer pads char(n) values before they reach storage.
             DataType::Char(width_chars) => Value::Text(pad_char(random_text(rng), *width_chars)),
             DataType::Bytea => {
@@ -418,6 +446,7 @@ mod tests {
             DataType::Date => Value::Date(rng.random()),
             DataType::Timestamp => Value::Timestamp(rng.random()),
             DataType::TimestampTz => Value::TimestampTz(rng.random()),
+            DataType::Time => Value::Time(rng.random_range(0..=86_400_000_000)),
             DataType::Interval => Value::Interval(Interval {
                 months: rng.random(),
                 days: rng.random(),

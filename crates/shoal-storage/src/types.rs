@@ -33,6 +33,14 @@ pub enum DataType {
     TimestampTz,
     Interval,
     Uuid,
+    /// `time [without time zone]`: microseconds since midnight, 0..=86_400_000_000 (24:00:00
+    /// is a valid time in PostgreSQL).
+    Time,
+    /// `json`: the client's text, validated, kept as written.
+    Json,
+    /// `jsonb`: kept as the text PostgreSQL prints for it (keys ordered and deduplicated,
+    /// normalized spacing and numbers), so storage sees a string either way.
+    Jsonb,
 }
 
 /// Scale used for unconstrained `numeric` columns, which are stored as 128-bit decimals.
@@ -88,6 +96,7 @@ pub enum Value {
     TimestampTz(i64),
     Interval(Interval),
     Uuid(u128),
+    Time(i64),
 }
 
 impl Value {
@@ -134,6 +143,7 @@ impl Value {
             (TimestampTz(a), TimestampTz(b)) => a.cmp(b),
             (Interval(a), Interval(b)) => a.cmp(b),
             (Uuid(a), Uuid(b)) => a.cmp(b),
+            (Time(a), Time(b)) => a.cmp(b),
             _ => self.variant_rank().cmp(&other.variant_rank()),
         }
     }
@@ -155,6 +165,7 @@ impl Value {
             Value::TimestampTz(_) => 11,
             Value::Interval(_) => 12,
             Value::Uuid(_) => 13,
+            Value::Time(_) => 14,
         }
     }
 }

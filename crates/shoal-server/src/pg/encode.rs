@@ -194,6 +194,11 @@ fn encode_binary(array: &dyn Array, row: usize, type_oid: u32, out: &mut BytesMu
                 Err(_) => out.put_slice(s.as_bytes()),
             }
         }
+        (oid::JSONB, _) => {
+            // jsonb_send: format version 1, then the text.
+            out.put_u8(1);
+            put_text(array, row, out)
+        }
         (oid::NUMERIC, _) => {
             // The text form already carries PostgreSQL's display scale, so both formats show
             // the same digits.

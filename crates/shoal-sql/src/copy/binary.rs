@@ -184,12 +184,26 @@ fn decode(bytes: &[u8], t: &DataType, zone: &TimeZone) -> SqlResult<Value> {
             })
         }
         DataType::Uuid => Value::Uuid(u128::from_be_bytes(exact(16)?.try_into().expect("16"))),
+        DataType::Time => match i64_at(exact(8)?) {
+            micros @ 0..=86_400_000_000 => Value::Time(micros),
+            _ => return Err(bad_value(t)),
+        },
         DataType::Bytea => Value::Bytea(bytes.to_vec()),
         DataType::Numeric { .. } => {
             let n = shoal_numeric::Numeric::from_pg_binary(bytes).map_err(|_| bad_value(t))?;
             crate::pgtext::parse_value(&n.to_string(), t, zone)?
         }
-        DataType::Text | DataType::Varchar(_) | DataType::Char(_) => {
+        DataType::Text
+        | DataType::Varchar(_)
+        | DataType::Char(_)
+        | DataType::Json
+        | DataType::Jsonb => {
+            // jsonb_send puts a format version (1) before the text.
+            let bytes = match (t, bytes.split_first()) {
+                (DataType::Jsonb, Some((1, text))) => text,
+                (DataType::Jsonb, _) => return Err(bad_value(t)),
+                _ => bytes,
+            };
             let s = std::str::from_utf8(bytes).map_err(|_| {
                 SqlError::new(
                     code::CHARACTER_NOT_IN_REPERTOIRE,

@@ -303,6 +303,8 @@ fn check_assignable(from: &ArrowType, to: &DataType, column: &str) -> SqlResult<
         DataType::Interval => matches!(from, ArrowType::Interval(_)),
         DataType::Bytea => matches!(from, ArrowType::Binary | ArrowType::BinaryView),
         DataType::Uuid => false,
+        DataType::Time => matches!(from, ArrowType::Time64(_) | ArrowType::Time32(_)),
+        DataType::Json | DataType::Jsonb => false,
     };
     if allowed {
         return Ok(());
@@ -537,7 +539,12 @@ fn column_literal(v: &Value, t: &DataType) -> String {
         DataType::Numeric {
             precision: Some(_), ..
         } => format!("CAST({literal} AS {})", crate::types::format_type(t)),
-        DataType::Text | DataType::Varchar(_) | DataType::Char(_) | DataType::Uuid
+        DataType::Text
+        | DataType::Varchar(_)
+        | DataType::Char(_)
+        | DataType::Uuid
+        | DataType::Json
+        | DataType::Jsonb
             if v.is_null() =>
         {
             "CAST(NULL AS TEXT)".to_string()

@@ -272,7 +272,8 @@ fn cast_name(t: &DataType) -> Option<String> {
         | DataType::Numeric { .. }
         | DataType::Date
         | DataType::Timestamp
-        | DataType::TimestampTz => Some(crate::types::format_type(t)),
+        | DataType::TimestampTz
+        | DataType::Time => Some(crate::types::format_type(t)),
         _ => None,
     }
 }

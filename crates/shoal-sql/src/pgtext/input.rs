@@ -5,7 +5,7 @@
 
 use shoal_storage::types::{DataType, Value};
 
-use super::datetime_input::{parse_date_at, parse_timestamp_at, parse_timestamptz};
+use super::datetime_input::{parse_date_at, parse_time, parse_timestamp_at, parse_timestamptz};
 use super::interval_input::parse_interval;
 use crate::error::{code, SqlError, SqlResult};
 use crate::timezone::TimeZone;
@@ -48,6 +48,14 @@ pub fn parse_value(s: &str, t: &DataType, zone: &TimeZone) -> SqlResult<Value> {
         DataType::TimestampTz => Value::TimestampTz(parse_timestamptz(s, zone)?),
         DataType::Interval => Value::Interval(parse_interval(s)?),
         DataType::Uuid => Value::Uuid(parse_uuid(s)?),
+        DataType::Time => Value::Time(parse_time(s, zone)?),
+        DataType::Json => {
+            shoal_json::validate_json(s).map_err(crate::query::json::sql_error)?;
+            Value::Text(s.to_string())
+        }
+        DataType::Jsonb => {
+            Value::Text(shoal_json::jsonb_in(s).map_err(crate::query::json::sql_error)?)
+        }
     })
 }
 

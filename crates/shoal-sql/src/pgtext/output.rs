@@ -457,6 +457,7 @@ pub fn write_value(v: &Value, zone: &TimeZone, out: &mut String) -> bool {
         Value::TimestampTz(t) => format_timestamp(*t, Some(zone), out),
         Value::Interval(i) => format_interval(i, out),
         Value::Uuid(u) => out.push_str(&crate::types::format_uuid(*u)),
+        Value::Time(t) => format_time(*t, out),
     }
     true
 }

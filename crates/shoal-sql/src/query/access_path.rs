@@ -575,6 +575,7 @@ pub(crate) fn exact_keys(t: &DataType) -> bool {
             | DataType::Timestamp
             | DataType::TimestampTz
             | DataType::Uuid
+            | DataType::Time
     )
 }
 

@@ -162,6 +162,11 @@ fn type_name(t: &DataType) -> String {
         DataType::Interval { .. } => "interval".into(),
         DataType::Bytea => "bytea".into(),
         DataType::Uuid => "uuid".into(),
+        DataType::Time(_, tz) => match tz {
+            datafusion::sql::sqlparser::ast::TimezoneInfo::WithTimeZone
+            | datafusion::sql::sqlparser::ast::TimezoneInfo::Tz => "timetz".into(),
+            _ => "time".into(),
+        },
         DataType::JSON => "json".into(),
         DataType::JSONB => "jsonb".into(),
         // A quoted type name (`"char"`) names the column without its quotes.

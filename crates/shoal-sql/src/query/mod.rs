@@ -30,6 +30,7 @@ pub mod index_order;
 pub mod information_schema;
 pub mod integer_gcd;
 pub mod join_using;
+pub mod json;
 pub mod math_domain;
 pub mod natural_join;
 pub mod outer_join_constants;
@@ -140,6 +141,7 @@ pub fn new_session_state(scope: Arc<PlanScope>) -> SessionState {
     // After builtins and math_domain: it wraps their functions.
     crate::numeric::functions::register(&mut state);
     bytea::register(&mut state);
+    json::register(&mut state);
     scalar_rows::register(&mut state);
     state
         .register_expr_planner(Arc::new(typecheck::OperatorTypeCheck))

@@ -47,6 +47,8 @@ pub fn table_schema(def: &TableDef) -> SchemaRef {
             if matches!(
                 c.data_type,
                 DataType::Uuid
+                    | DataType::Json
+                    | DataType::Jsonb
                     | DataType::Varchar(_)
                     | DataType::Char(_)
                     | DataType::Numeric {

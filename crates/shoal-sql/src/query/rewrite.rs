@@ -310,6 +310,21 @@ impl VisitorMut for Rewriter<'_> {
                         return ControlFlow::Break(());
                     }
                 }
+                // json and jsonb are text to DataFusion; the cast reads (and for jsonb
+                // normalizes) the text and marks the value's type.
+                let json_cast = match data_type {
+                    DataType::JSON => Some("shoal_to_json"),
+                    DataType::JSONB => Some("shoal_to_jsonb"),
+                    _ => match custom_type_name(data_type).as_deref() {
+                        Some("json") => Some("shoal_to_json"),
+                        Some("jsonb") => Some("shoal_to_jsonb"),
+                        _ => None,
+                    },
+                };
+                if let Some(function) = json_cast {
+                    *expr = function_call(function, vec![(**inner).clone()]);
+                    return ControlFlow::Continue(());
+                }
                 if matches!(data_type, DataType::Array(_)) {
                     if let Some(text) = string_literal_mut(inner) {
                         match crate::query::array_literal::to_expr(text, data_type) {

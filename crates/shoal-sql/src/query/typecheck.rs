@@ -18,7 +18,7 @@ use crate::error::{code, SqlError, SqlResult};
 use crate::query::pg_catalog::format_type_oid;
 use crate::types::pg_oid_for_arrow;
 
-const NO_OPERATOR_HINT: &str =
+pub(crate) const NO_OPERATOR_HINT: &str =
     "No operator matches the given name and argument types. You might need to add explicit type casts.";
 
 /// Type categories that PostgreSQL never converts between implicitly.
@@ -196,6 +196,10 @@ impl ExprPlanner for OperatorTypeCheck {
         expr: RawBinaryExpr,
         schema: &DFSchema,
     ) -> datafusion::common::Result<PlannerResult<RawBinaryExpr>> {
+        let expr = match crate::query::json::plan_operator(expr, schema)? {
+            PlannerResult::Planned(e) => return Ok(PlannerResult::Planned(e)),
+            PlannerResult::Original(expr) => expr,
+        };
         check_operator(&expr.op, &expr.left, &expr.right, schema)
             .map_err(|e| DataFusionError::External(Box::new(e)))?;
         let expr = match crate::numeric::plan::plan_binary_op(expr, schema)? {

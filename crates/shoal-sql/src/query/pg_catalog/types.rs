@@ -36,6 +36,8 @@ pub const BUILTIN_TYPES: &[(u32, &str, i16, &str)] = &[
     (oid::REGCLASS, "regclass", 4, "N"),
     (oid::REGTYPE, "regtype", 4, "N"),
     (oid::UUID, "uuid", 16, "U"),
+    (oid::JSON, "json", -1, "U"),
+    (oid::JSONB, "jsonb", -1, "U"),
     (oid::BOOL_ARRAY, "_bool", -1, "A"),
     (oid::INT2_ARRAY, "_int2", -1, "A"),
     (oid::INT4_ARRAY, "_int4", -1, "A"),
