@@ -16,7 +16,7 @@ use datafusion::sql::sqlparser::ast::BinaryOperator;
 
 use crate::error::{code, SqlError, SqlResult};
 use crate::query::pg_catalog::format_type_oid;
-use crate::types::pg_oid_for_arrow;
+use crate::types::{pg_oid_for_arrow, PG_TYPE_METADATA_KEY};
 
 pub(crate) const NO_OPERATOR_HINT: &str =
     "No operator matches the given name and argument types. You might need to add explicit type casts.";
@@ -196,6 +196,8 @@ impl ExprPlanner for OperatorTypeCheck {
         expr: RawBinaryExpr,
         schema: &DFSchema,
     ) -> datafusion::common::Result<PlannerResult<RawBinaryExpr>> {
+        let mut expr = expr;
+        adopt_operand_type(&mut expr, schema);
         let expr = match crate::query::json::plan_operator(expr, schema)? {
             PlannerResult::Planned(e) => return Ok(PlannerResult::Planned(e)),
             PlannerResult::Original(expr) => expr,
@@ -209,6 +211,47 @@ impl ExprPlanner for OperatorTypeCheck {
         let expr = crate::query::text_types::plan_operands(expr, schema)
             .map_err(|e| DataFusionError::External(Box::new(e)))?;
         crate::interval::arith::plan_operator(expr, schema)
+    }
+}
+
+/// An untyped parameter compared with (or computed with) a value of a type DataFusion does not
+/// know by its Arrow type alone (numeric, uuid, char(n), json) takes that value's type, as
+/// PostgreSQL resolves it: Describe then reports that type, so drivers send their encoding of
+/// it. (DataFusion infers plain types itself, but the rewrites of those operators would hide
+/// the other operand from it.)
+fn adopt_operand_type(expr: &mut RawBinaryExpr, schema: &DFSchema) {
+    if !matches!(
+        expr.op,
+        BinaryOperator::Eq
+            | BinaryOperator::NotEq
+            | BinaryOperator::Lt
+            | BinaryOperator::LtEq
+            | BinaryOperator::Gt
+            | BinaryOperator::GtEq
+            | BinaryOperator::Plus
+            | BinaryOperator::Minus
+            | BinaryOperator::Multiply
+            | BinaryOperator::Divide
+            | BinaryOperator::Modulo
+    ) {
+        return;
+    }
+    let untyped = |e: &Expr| matches!(e, Expr::Placeholder(p) if p.field.is_none());
+    let special_field = |e: &Expr| {
+        if untyped(e) {
+            return None;
+        }
+        let (_, field) = e.to_field(schema).ok()?;
+        let declared = field.metadata().contains_key(PG_TYPE_METADATA_KEY);
+        (declared || crate::numeric::is_numeric(field.data_type())).then_some(field)
+    };
+    let (left_field, right_field) = (special_field(&expr.left), special_field(&expr.right));
+    for (side, other) in [(&mut expr.left, right_field), (&mut expr.right, left_field)] {
+        if let (Expr::Placeholder(p), Some(other)) = (side, other) {
+            if p.field.is_none() {
+                p.field = Some(std::sync::Arc::new(other.as_ref().clone().with_name(&p.id)));
+            }
+        }
     }
 }
 
