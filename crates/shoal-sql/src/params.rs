@@ -74,8 +74,8 @@ pub fn placeholder_cast_types(stmt: &Statement, count: usize) -> Vec<Option<(Arr
                 return ControlFlow::Continue(());
             };
             let slot = placeholder_index(name).and_then(|i| self.0.get_mut(i));
-            if let (Some(slot @ None), Ok(t)) = (slot, crate::types::from_sql_type(data_type)) {
-                *slot = Some((crate::types::arrow_type(&t), crate::types::pg_type_of(&t).0));
+            if let (Some(slot @ None), Some(declared)) = (slot, declared_type(data_type)) {
+                *slot = Some(declared);
             }
             ControlFlow::Continue(())
         }
@@ -83,6 +83,22 @@ pub fn placeholder_cast_types(stmt: &Statement, count: usize) -> Vec<Option<(Arr
     let mut casts = Casts(vec![None; count]);
     let _ = stmt.visit(&mut casts);
     casts.0
+}
+
+/// The Arrow type and PostgreSQL OID a cast to `data_type` gives a parameter. `oid[]` is an
+/// array of bigints to Shoal, but clients know it by its own OID (asyncpg's type queries send
+/// `$1::oid[]` and have no codec for int8[] until they have asked for one).
+fn declared_type(data_type: &ast::DataType) -> Option<(ArrowType, u32)> {
+    if let ast::DataType::Array(ast::ArrayElemTypeDef::SquareBracket(element, _)) = data_type {
+        if let ast::DataType::Custom(name, _) = element.as_ref() {
+            if name.to_string().eq_ignore_ascii_case("oid") {
+                let t = DataType::Array(Box::new(DataType::Int64));
+                return Some((crate::types::arrow_type(&t), 1028));
+            }
+        }
+    }
+    let t = crate::types::from_sql_type(data_type).ok()?;
+    Some((crate::types::arrow_type(&t), crate::types::pg_type_of(&t).0))
 }
 
 pub fn arrow_type_for_oid(type_oid: u32) -> ArrowType {
@@ -100,7 +116,23 @@ pub fn arrow_type_for_oid(type_oid: u32) -> ArrowType {
         oid::TIMESTAMPTZ => ArrowType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
         oid::INTERVAL => ArrowType::Interval(IntervalUnit::MonthDayNano),
         oid::TIME => ArrowType::Time64(TimeUnit::Nanosecond),
-        _ => ArrowType::Utf8,
+        array => match crate::types::array_element_oid(array) {
+            Some(element) => {
+                let element = storage_type_for_arrow(&arrow_type_for_oid(element));
+                crate::types::arrow_type(&DataType::Array(Box::new(element)))
+            }
+            None => ArrowType::Utf8,
+        },
+    }
+}
+
+/// The storage type whose values a parameter of PostgreSQL type `type_oid` holds.
+fn storage_type_for_oid(type_oid: u32) -> DataType {
+    match type_oid {
+        oid::UUID => DataType::Uuid,
+        oid::JSON => DataType::Json,
+        oid::JSONB => DataType::Jsonb,
+        other => storage_type_for_arrow(&arrow_type_for_oid(other)),
     }
 }
 
@@ -127,6 +159,9 @@ pub fn storage_type_for_arrow(t: &ArrowType) -> DataType {
         ArrowType::Timestamp(_, Some(_)) => DataType::TimestampTz,
         ArrowType::Interval(_) => DataType::Interval,
         ArrowType::Time64(_) | ArrowType::Time32(_) => DataType::Time,
+        ArrowType::List(element) | ArrowType::LargeList(element) => {
+            DataType::Array(Box::new(crate::types::storage_type_of_field(element)))
+        }
         _ => DataType::Text,
     }
 }
@@ -172,6 +207,23 @@ pub fn decode_binary(bytes: &[u8], type_oid: u32, t: &ArrowType) -> SqlResult<Sc
     if type_oid == oid::NUMERIC {
         let n = shoal_numeric::Numeric::from_pg_binary(bytes).map_err(|_| bad())?;
         return Ok(scalar_of_type(crate::numeric::scalar(Some(&n)), t));
+    }
+    if let Some(element_oid) = crate::types::array_element_oid(type_oid) {
+        let element = storage_type_for_oid(element_oid);
+        let utc = TimeZone::utc();
+        let elements = crate::copy::binary::decode_array(bytes, |b| match element_oid {
+            // An oid is 4 unsigned bytes; Shoal holds it as a bigint.
+            oid::OID => Ok(Value::Int64(
+                u32::from_be_bytes(b.try_into().map_err(|_| bad())?) as i64,
+            )),
+            _ => crate::copy::binary::decode_field(b, &element, &utc),
+        })
+        .ok_or_else(bad)??;
+        let array_type = DataType::Array(Box::new(element));
+        return Ok(scalar_of_type(
+            scalar_from_value(&Value::Array(elements), &array_type),
+            t,
+        ));
     }
     let v = match type_oid {
         oid::BOOL => Value::Bool(*bytes.first().ok_or_else(bad)? != 0),

@@ -47,6 +47,38 @@ pub mod oid {
     pub const FLOAT8_ARRAY: u32 = 1022;
     pub const INT8_ARRAY: u32 = 1016;
     pub const BOOL_ARRAY: u32 = 1000;
+
+    /// Each element type's array type (pg_type.typarray), as PostgreSQL numbers them.
+    pub const ARRAY_TYPES: &[(u32, u32)] = &[
+        (BOOL, BOOL_ARRAY),
+        (BYTEA, 1001),
+        (INT2, INT2_ARRAY),
+        (INT4, INT4_ARRAY),
+        (INT8, INT8_ARRAY),
+        (TEXT, TEXT_ARRAY),
+        (BPCHAR, 1014),
+        (VARCHAR, 1015),
+        (FLOAT4, 1021),
+        (FLOAT8, FLOAT8_ARRAY),
+        (OID, 1028),
+        (DATE, 1182),
+        (TIME, 1183),
+        (TIMESTAMP, 1115),
+        (TIMESTAMPTZ, 1185),
+        (INTERVAL, 1187),
+        (NUMERIC, 1231),
+        (UUID, 2951),
+        (JSON, 199),
+        (JSONB, 3807),
+    ];
+
+    /// The array type of an element type.
+    pub fn array_of(element: u32) -> Option<u32> {
+        ARRAY_TYPES
+            .iter()
+            .find(|(e, _)| *e == element)
+            .map(|(_, a)| *a)
+    }
 }
 
 /// Arrow field metadata key carrying the PostgreSQL type OID of a column whose Arrow type alone
@@ -73,8 +105,45 @@ pub fn storage_type_of_field(f: &datafusion::arrow::datatypes::Field) -> DataTyp
             precision: length.map(|t| ((t >> 16) & 0xffff) as u8),
             scale: length.map(|t| (t & 0xffff) as u8),
         },
-        _ => crate::params::storage_type_for_arrow(f.data_type()),
+        _ => match f.data_type() {
+            ArrowType::List(element) | ArrowType::LargeList(element) => {
+                DataType::Array(Box::new(storage_type_of_field(element)))
+            }
+            t => crate::params::storage_type_for_arrow(t),
+        },
     }
+}
+
+/// The Arrow field of a column (or array element) of type `t`: its Arrow type, and its
+/// PostgreSQL type in the metadata where the Arrow type does not say it.
+pub fn arrow_field(name: &str, t: &DataType) -> datafusion::arrow::datatypes::Field {
+    let field = datafusion::arrow::datatypes::Field::new(name, arrow_type(t), true);
+    if !declares_pg_type(t) {
+        return field;
+    }
+    let (type_oid, typmod) = pg_type_of(t);
+    let mut metadata: std::collections::HashMap<String, String> =
+        [(PG_TYPE_METADATA_KEY.to_string(), type_oid.to_string())].into();
+    if typmod >= 0 {
+        metadata.insert(PG_TYPMOD_METADATA_KEY.to_string(), typmod.to_string());
+    }
+    field.with_metadata(metadata)
+}
+
+/// Types whose Arrow type alone does not say which PostgreSQL type they are.
+pub fn declares_pg_type(t: &DataType) -> bool {
+    matches!(
+        t,
+        DataType::Uuid
+            | DataType::Json
+            | DataType::Jsonb
+            | DataType::Varchar(_)
+            | DataType::Char(_)
+            | DataType::Numeric {
+                precision: Some(_),
+                ..
+            }
+    )
 }
 
 pub fn arrow_type(t: &DataType) -> ArrowType {
@@ -99,6 +168,7 @@ pub fn arrow_type(t: &DataType) -> ArrowType {
         DataType::Interval => ArrowType::Interval(IntervalUnit::MonthDayNano),
         // Nanoseconds, as DataFusion types `time '...'`, so columns and literals compare.
         DataType::Time => ArrowType::Time64(TimeUnit::Nanosecond),
+        DataType::Array(element) => ArrowType::List(Arc::new(arrow_field("item", element))),
     }
 }
 
@@ -131,6 +201,10 @@ pub fn pg_type_of(t: &DataType) -> (u32, i32) {
         DataType::Time => (oid::TIME, -1),
         DataType::Json => (oid::JSON, -1),
         DataType::Jsonb => (oid::JSONB, -1),
+        DataType::Array(element) => {
+            let (element, typmod) = pg_type_of(element);
+            (oid::array_of(element).unwrap_or(oid::TEXT_ARRAY), typmod)
+        }
     }
 }
 
@@ -163,6 +237,7 @@ pub fn format_type(t: &DataType) -> String {
         DataType::Time => "time without time zone".into(),
         DataType::Json => "json".into(),
         DataType::Jsonb => "jsonb".into(),
+        DataType::Array(element) => format!("{}[]", format_type(element)),
     }
 }
 
@@ -188,14 +263,19 @@ pub fn pg_oid_for_arrow(t: &ArrowType) -> u32 {
         ArrowType::Timestamp(_, None) => oid::TIMESTAMP,
         ArrowType::Timestamp(_, Some(_)) => oid::TIMESTAMPTZ,
         ArrowType::Interval(_) | ArrowType::Duration(_) => oid::INTERVAL,
-        ArrowType::List(f) | ArrowType::LargeList(f) => match f.data_type() {
-            ArrowType::Int16 => oid::INT2_ARRAY,
-            ArrowType::Int32 => oid::INT4_ARRAY,
-            ArrowType::Int64 => oid::INT8_ARRAY,
-            ArrowType::Float64 => oid::FLOAT8_ARRAY,
-            ArrowType::Boolean => oid::BOOL_ARRAY,
-            _ => oid::TEXT_ARRAY,
-        },
+        ArrowType::List(f) | ArrowType::LargeList(f) => {
+            let declared = f
+                .metadata()
+                .get(PG_TYPE_METADATA_KEY)
+                .and_then(|v| v.parse::<u32>().ok());
+            let element = match (declared, f.data_type()) {
+                (Some(element), _) => element,
+                // Catalog OIDs are UInt32: array_agg(oid) is an oid[], as in PostgreSQL.
+                (None, ArrowType::UInt32) => oid::OID,
+                (None, t) => pg_oid_for_arrow(t),
+            };
+            oid::array_of(element).unwrap_or(oid::TEXT_ARRAY)
+        }
         ArrowType::Dictionary(_, v) => pg_oid_for_arrow(v),
         _ => oid::TEXT,
     }
@@ -203,15 +283,10 @@ pub fn pg_oid_for_arrow(t: &ArrowType) -> u32 {
 
 /// The element type of an array type that result columns can have.
 pub fn array_element_oid(array_oid: u32) -> Option<u32> {
-    Some(match array_oid {
-        oid::INT2_ARRAY => oid::INT2,
-        oid::INT4_ARRAY => oid::INT4,
-        oid::INT8_ARRAY => oid::INT8,
-        oid::FLOAT8_ARRAY => oid::FLOAT8,
-        oid::BOOL_ARRAY => oid::BOOL,
-        oid::TEXT_ARRAY => oid::TEXT,
-        _ => return None,
-    })
+    oid::ARRAY_TYPES
+        .iter()
+        .find(|(_, a)| *a == array_oid)
+        .map(|(e, _)| *e)
 }
 
 /// Maps a parsed SQL type name to a storage type; PostgreSQL's spelling variants included.
@@ -245,6 +320,13 @@ pub fn from_sql_type(t: &ast::DataType) -> SqlResult<DataType> {
         S::Uuid => DataType::Uuid,
         S::JSON => DataType::Json,
         S::JSONB => DataType::Jsonb,
+        S::Array(
+            ast::ArrayElemTypeDef::SquareBracket(element, _)
+            | ast::ArrayElemTypeDef::AngleBracket(element),
+        ) => match from_sql_type(element)? {
+            DataType::Array(_) => return Err(SqlError::unsupported("multidimensional arrays")),
+            element => DataType::Array(Box::new(element)),
+        },
         S::Time(_, ast::TimezoneInfo::None | ast::TimezoneInfo::WithoutTimeZone) => DataType::Time,
         S::Custom(name, mods) => {
             let n = name.to_string().to_lowercase();
@@ -375,6 +457,25 @@ pub fn value_from_array(array: &dyn Array, row: usize, t: &DataType) -> SqlResul
         DataType::Bytea => Value::Bytea(get!(BinaryArray).to_vec()),
         DataType::Date => Value::Date(get!(Date32Array)),
         DataType::Time => Value::Time(get!(Time64NanosecondArray) / 1000),
+        DataType::Array(element) => {
+            let elements = array
+                .as_any()
+                .downcast_ref::<ListArray>()
+                .ok_or_else(|| {
+                    SqlError::internal(format!("unexpected array type {:?}", array.data_type()))
+                })?
+                .value(row);
+            let elements = if elements.data_type() == &arrow_type(element) {
+                elements
+            } else {
+                datafusion::arrow::compute::cast(&elements, &arrow_type(element))?
+            };
+            Value::Array(
+                (0..elements.len())
+                    .map(|i| value_from_array(elements.as_ref(), i, element))
+                    .collect::<SqlResult<_>>()?,
+            )
+        }
         DataType::Timestamp => Value::Timestamp(get!(TimestampMicrosecondArray)),
         DataType::TimestampTz => Value::TimestampTz(get!(TimestampMicrosecondArray)),
         DataType::Interval => {
@@ -474,6 +575,29 @@ pub fn array_from_values<'a>(
         DataType::Float32 => build!(Float32Builder, Value::Float32),
         DataType::Float64 => build!(Float64Builder, Value::Float64),
         DataType::Date => build!(Date32Builder, Value::Date),
+        DataType::Array(element) => {
+            let mut offsets = Vec::with_capacity(values.len() + 1);
+            offsets.push(0i32);
+            let mut nulls = NullBufferBuilder::new(values.len());
+            let mut flat: Vec<&Value> = Vec::new();
+            for v in values {
+                match v {
+                    Value::Array(elements) => {
+                        flat.extend(elements);
+                        nulls.append_non_null();
+                    }
+                    _ => nulls.append_null(),
+                }
+                offsets.push(flat.len() as i32);
+            }
+            let child = array_from_values(element, flat.into_iter());
+            Arc::new(ListArray::new(
+                Arc::new(arrow_field("item", element)),
+                datafusion::arrow::buffer::OffsetBuffer::new(offsets.into()),
+                child,
+                nulls.finish(),
+            ))
+        }
         DataType::Time => {
             let mut b = Time64NanosecondBuilder::with_capacity(values.len());
             for v in values {

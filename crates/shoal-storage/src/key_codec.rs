@@ -34,6 +34,7 @@ fn tag(v: &Value) -> u8 {
         Value::Interval(_) => 12,
         Value::Uuid(_) => 13,
         Value::Time(_) => 14,
+        Value::Array(_) => 15,
     }
 }
 
@@ -91,6 +92,15 @@ pub fn encode_value_into(v: &Value, out: &mut Vec<u8>) {
             out.extend_from_slice(&flip_i64(i.micros).to_be_bytes());
         }
         Value::Uuid(u) => out.extend_from_slice(&u.to_be_bytes()),
+        // Each element after a 1, then a 0: a prefix sorts before the arrays that extend it,
+        // as in PostgreSQL's array order.
+        Value::Array(elements) => {
+            for e in elements {
+                out.push(1);
+                encode_value_into(e, out);
+            }
+            out.push(0);
+        }
     }
 }
 

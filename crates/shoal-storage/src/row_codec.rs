@@ -9,6 +9,8 @@
 //! columns as NULL. A char(n) value is stored without its trailing blanks and padded again when
 //! read: pgbench's `filler char(84)` is blank, and 84 bytes of blanks per row are a lot of RAM.
 
+use std::borrow::Cow;
+
 use crate::error::StorageError;
 use crate::types::{DataType, Interval, Value};
 
@@ -35,7 +37,8 @@ pub fn slot_width_bytes(t: &DataType) -> usize {
         | DataType::Char(_)
         | DataType::Json
         | DataType::Jsonb
-        | DataType::Bytea => 4,
+        | DataType::Bytea
+        | DataType::Array(_) => 4,
     }
 }
 
@@ -49,10 +52,20 @@ pub fn is_variable_width(t: &DataType) -> bool {
             | DataType::Json
             | DataType::Jsonb
             | DataType::Bytea
+            | DataType::Array(_)
     )
 }
 
+/// Most elements an array value holds: its elements are encoded as one row of that many
+/// columns.
+pub const ARRAY_ELEMENTS_MAX: usize = u16::MAX as usize;
+
 fn value_fits(t: &DataType, v: &Value) -> bool {
+    if let (DataType::Array(element), Value::Array(values)) = (t, v) {
+        return values.len() <= ARRAY_ELEMENTS_MAX
+            && values.iter().all(|v| value_fits(element, v))
+            && !matches!(element.as_ref(), DataType::Array(_));
+    }
     matches!(
         (t, v),
         (_, Value::Null)
@@ -101,13 +114,18 @@ pub fn check_row(types: &[DataType], values: &[Value]) -> Result<(), StorageErro
     Ok(())
 }
 
-/// The bytes a variable-width value keeps in the tail.
-fn variable_bytes<'v>(t: &DataType, v: &'v Value) -> &'v [u8] {
+/// The bytes a variable-width value keeps in the tail. An array's are its elements encoded as
+/// one row with a column per element.
+fn variable_bytes<'v>(t: &DataType, v: &'v Value) -> Cow<'v, [u8]> {
     match (t, v) {
-        (DataType::Char(_), Value::Text(s)) => s.trim_end_matches(' ').as_bytes(),
-        (_, Value::Text(s)) => s.as_bytes(),
-        (_, Value::Bytea(b)) => b,
-        _ => &[],
+        (DataType::Char(_), Value::Text(s)) => Cow::Borrowed(s.trim_end_matches(' ').as_bytes()),
+        (_, Value::Text(s)) => Cow::Borrowed(s.as_bytes()),
+        (_, Value::Bytea(b)) => Cow::Borrowed(b),
+        (DataType::Array(element), Value::Array(values)) => {
+            let types = vec![element.as_ref().clone(); values.len()];
+            Cow::Owned(encode_vec(&types, values))
+        }
+        _ => Cow::Borrowed(&[]),
     }
 }
 
@@ -156,7 +174,7 @@ pub fn encode_vec(types: &[DataType], values: &[Value]) -> Vec<u8> {
             out[COUNT_BYTES + col / 8] |= 1 << (col % 8);
         }
         if is_variable_width(t) {
-            out.extend_from_slice(variable_bytes(t, v));
+            out.extend_from_slice(&variable_bytes(t, v));
             let end = (out.len() - tail_start) as u32;
             out[slot..slot + 4].copy_from_slice(&end.to_le_bytes());
         } else if !v.is_null() {
@@ -222,7 +240,8 @@ fn read_fixed(t: &DataType, slot: &[u8]) -> Value {
         | DataType::Char(_)
         | DataType::Json
         | DataType::Jsonb
-        | DataType::Bytea => {
+        | DataType::Bytea
+        | DataType::Array(_) => {
             unreachable!("variable-width columns are not read from their slot")
         }
     }
@@ -275,6 +294,10 @@ fn read_column(t: &DataType, bytes: &[u8], h: &RowHeader, slot: usize, var_start
     match t {
         DataType::Bytea => Value::Bytea(raw.to_vec()),
         DataType::Char(width_chars) => Value::Text(pad_char(text(), *width_chars)),
+        DataType::Array(element) => {
+            let count = u16::from_le_bytes([raw[0], raw[1]]) as usize;
+            Value::Array(decode_all(&vec![element.as_ref().clone(); count], raw))
+        }
         _ => Value::Text(text()),
     }
 }
@@ -383,6 +406,8 @@ mod tests {
             DataType::Timestamp,
             DataType::TimestampTz,
             DataType::Time,
+            DataType::Array(Box::new(DataType::Int32)),
+            DataType::Array(Box::new(DataType::Text)),
             DataType::Interval,
             DataType::Uuid,
         ]
@@ -447,6 +472,11 @@ mod tests {
             DataType::Timestamp => Value::Timestamp(rng.random()),
             DataType::TimestampTz => Value::TimestampTz(rng.random()),
             DataType::Time => Value::Time(rng.random_range(0..=86_400_000_000)),
+            DataType::Array(element) => Value::Array(
+                (0..rng.random_range(0..4))
+                    .map(|_| random_value(element, rng))
+                    .collect(),
+            ),
             DataType::Interval => Value::Interval(Interval {
                 months: rng.random(),
                 days: rng.random(),

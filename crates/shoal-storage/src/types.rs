@@ -41,6 +41,8 @@ pub enum DataType {
     /// `jsonb`: kept as the text PostgreSQL prints for it (keys ordered and deduplicated,
     /// normalized spacing and numbers), so storage sees a string either way.
     Jsonb,
+    /// A one-dimensional array of the element type (`int[]`, `text[]`), its lower bound 1.
+    Array(Box<DataType>),
 }
 
 /// Scale used for unconstrained `numeric` columns, which are stored as 128-bit decimals.
@@ -97,6 +99,8 @@ pub enum Value {
     Interval(Interval),
     Uuid(u128),
     Time(i64),
+    /// An array's elements, each of the column's element type or NULL.
+    Array(Vec<Value>),
 }
 
 impl Value {
@@ -144,6 +148,16 @@ impl Value {
             (Interval(a), Interval(b)) => a.cmp(b),
             (Uuid(a), Uuid(b)) => a.cmp(b),
             (Time(a), Time(b)) => a.cmp(b),
+            // PostgreSQL's array order: element by element, then the shorter array first.
+            (Array(a), Array(b)) => {
+                for (x, y) in a.iter().zip(b) {
+                    match x.total_cmp(y) {
+                        Ordering::Equal => {}
+                        unequal => return unequal,
+                    }
+                }
+                a.len().cmp(&b.len())
+            }
             _ => self.variant_rank().cmp(&other.variant_rank()),
         }
     }
@@ -166,6 +180,7 @@ impl Value {
             Value::Interval(_) => 12,
             Value::Uuid(_) => 13,
             Value::Time(_) => 14,
+            Value::Array(_) => 15,
         }
     }
 }

@@ -92,7 +92,7 @@ impl BinaryReader {
                     break;
                 };
                 pos += len;
-                row.push(decode(bytes, t, zone)?);
+                row.push(decode_field(bytes, t, zone)?);
             }
             if !complete {
                 break;
@@ -142,8 +142,42 @@ fn read_i32(data: &[u8], at: usize) -> Option<i32> {
     Some(i32::from_be_bytes(data.get(at..at + 4)?.try_into().ok()?))
 }
 
+/// PostgreSQL's binary array (array_send): dimensions, a has-nulls flag, the element type, a
+/// length and lower bound per dimension, then each element as a length and its bytes (-1 for
+/// NULL). None when the bytes are not that; an error from an element's decoding as is.
+pub(crate) fn decode_array(
+    bytes: &[u8],
+    mut element: impl FnMut(&[u8]) -> SqlResult<Value>,
+) -> Option<SqlResult<Vec<Value>>> {
+    let dims = read_i32(bytes, 0)?;
+    if dims == 0 {
+        return Some(Ok(Vec::new()));
+    }
+    if dims != 1 {
+        return Some(Err(SqlError::unsupported("multidimensional arrays")));
+    }
+    let count = usize::try_from(read_i32(bytes, 12)?).ok()?;
+    let mut at = 20;
+    let mut out = Vec::with_capacity(count.min(bytes.len() / 4));
+    for _ in 0..count {
+        let len = read_i32(bytes, at)?;
+        at += 4;
+        if len < 0 {
+            out.push(Value::Null);
+            continue;
+        }
+        let value = bytes.get(at..at + len as usize)?;
+        at += len as usize;
+        match element(value) {
+            Ok(v) => out.push(v),
+            Err(e) => return Some(Err(e)),
+        }
+    }
+    (at == bytes.len()).then_some(Ok(out))
+}
+
 /// One field in the binary format of the column's type.
-fn decode(bytes: &[u8], t: &DataType, zone: &TimeZone) -> SqlResult<Value> {
+pub(crate) fn decode_field(bytes: &[u8], t: &DataType, zone: &TimeZone) -> SqlResult<Value> {
     let exact = |n: usize| -> SqlResult<&[u8]> {
         if bytes.len() == n {
             Ok(bytes)
@@ -153,6 +187,10 @@ fn decode(bytes: &[u8], t: &DataType, zone: &TimeZone) -> SqlResult<Value> {
     };
     let i64_at = |b: &[u8]| i64::from_be_bytes(b.try_into().expect("8 bytes"));
     Ok(match t {
+        DataType::Array(element) => Value::Array(
+            decode_array(bytes, |b| decode_field(b, element, zone))
+                .ok_or_else(|| bad_value(t))??,
+        ),
         DataType::Bool => Value::Bool(exact(1)?[0] != 0),
         DataType::Int16 => Value::Int16(i16::from_be_bytes(exact(2)?.try_into().expect("2"))),
         DataType::Int32 => Value::Int32(i32::from_be_bytes(exact(4)?.try_into().expect("4"))),

@@ -5,7 +5,7 @@
 //! `parse` turns each into Arrow arrays. A bad line fails the whole COPY with its line number,
 //! and the transaction's rollback leaves nothing loaded.
 
-mod binary;
+pub(crate) mod binary;
 mod decimal;
 mod load;
 mod parse;

@@ -49,6 +49,7 @@ pub fn parse_value(s: &str, t: &DataType, zone: &TimeZone) -> SqlResult<Value> {
         DataType::Interval => Value::Interval(parse_interval(s)?),
         DataType::Uuid => Value::Uuid(parse_uuid(s)?),
         DataType::Time => Value::Time(parse_time(s, zone)?),
+        DataType::Array(element) => Value::Array(parse_array(s, element, zone)?),
         DataType::Json => {
             shoal_json::validate_json(s).map_err(crate::query::json::sql_error)?;
             Value::Text(s.to_string())
@@ -57,6 +58,19 @@ pub fn parse_value(s: &str, t: &DataType, zone: &TimeZone) -> SqlResult<Value> {
             Value::Text(shoal_json::jsonb_in(s).map_err(crate::query::json::sql_error)?)
         }
     })
+}
+
+/// An array's text (`{1,2,NULL}`, `{"a b",c}`): each element read by the element type's input.
+fn parse_array(s: &str, element: &DataType, zone: &TimeZone) -> SqlResult<Vec<Value>> {
+    use crate::query::array_literal::{parse, Element};
+    parse(s)?
+        .into_iter()
+        .map(|e| match e {
+            Element::Null => Ok(Value::Null),
+            Element::Text(text) => parse_value(&text, element, zone),
+            Element::Array(_) => Err(SqlError::unsupported("multidimensional arrays")),
+        })
+        .collect()
 }
 
 pub fn parse_bool(s: &str) -> SqlResult<bool> {

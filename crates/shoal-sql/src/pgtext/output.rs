@@ -158,26 +158,35 @@ fn format_pg_array(values: &dyn Array, zone: &TimeZone, out: &mut String) {
         }
         let mut item = String::new();
         format_array_value(values, i, zone, &mut item);
-        let needs_quotes = !nested
-            && (item.is_empty()
-                || item.eq_ignore_ascii_case("null")
-                || item
-                    .chars()
-                    .any(|c| matches!(c, ',' | '{' | '}' | '"' | '\\') || is_pg_space(c)));
-        if needs_quotes {
-            out.push('"');
-            for c in item.chars() {
-                if c == '"' || c == '\\' {
-                    out.push('\\');
-                }
-                out.push(c);
-            }
-            out.push('"');
-        } else {
+        if nested {
             out.push_str(&item);
+        } else {
+            push_array_item(&item, out);
         }
     }
     out.push('}');
+}
+
+/// One element of an array's text, quoted when it is empty, reads as NULL, or holds a
+/// delimiter, a brace, a quote, a backslash or white space.
+fn push_array_item(item: &str, out: &mut String) {
+    let needs_quotes = item.is_empty()
+        || item.eq_ignore_ascii_case("null")
+        || item
+            .chars()
+            .any(|c| matches!(c, ',' | '{' | '}' | '"' | '\\') || is_pg_space(c));
+    if needs_quotes {
+        out.push('"');
+        for c in item.chars() {
+            if c == '"' || c == '\\' {
+                out.push('\\');
+            }
+            out.push(c);
+        }
+        out.push('"');
+    } else {
+        out.push_str(item);
+    }
 }
 
 /// A row value as PostgreSQL writes a record: `(1,"a b",)`, a NULL field left empty, a field
@@ -458,6 +467,21 @@ pub fn write_value(v: &Value, zone: &TimeZone, out: &mut String) -> bool {
         Value::Interval(i) => format_interval(i, out),
         Value::Uuid(u) => out.push_str(&crate::types::format_uuid(*u)),
         Value::Time(t) => format_time(*t, out),
+        Value::Array(elements) => {
+            out.push('{');
+            for (i, e) in elements.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                let mut item = String::new();
+                if write_value(e, zone, &mut item) {
+                    push_array_item(&item, out);
+                } else {
+                    out.push_str("NULL");
+                }
+            }
+            out.push('}');
+        }
     }
     true
 }

@@ -162,6 +162,10 @@ fn udf(
     })
 }
 
+fn array_length(elements: usize) -> i32 {
+    i32::try_from(elements).unwrap_or(i32::MAX)
+}
+
 /// PostgreSQL's `void`, the type of functions that return nothing; its output is empty.
 pub const VOID_OID: u32 = 2278;
 
@@ -462,6 +466,34 @@ pub fn register(state: &mut datafusion::execution::SessionState, scope: Arc<Plan
             )))
         },
     ));
+    // Array bounds as PostgreSQL gives them for one-dimensional arrays: NULL for an empty array
+    // or another dimension (DataFusion's array_length says 0 for an empty one).
+    for (name, bound) in [
+        ("array_length", array_length as fn(usize) -> i32),
+        ("array_upper", array_length),
+        ("array_lower", |_| 1),
+    ] {
+        add(udf(
+            name,
+            &[2],
+            ArrowType::Int32,
+            Volatility::Immutable,
+            move |a| {
+                let length = match &a[0] {
+                    ScalarValue::List(list)
+                        if !datafusion::arrow::array::Array::is_null(list.as_ref(), 0) =>
+                    {
+                        list.value(0).len()
+                    }
+                    _ => return Ok(ScalarValue::Int32(None)),
+                };
+                let dimension = a[1].cast_to(&ArrowType::Int64)?;
+                Ok(ScalarValue::Int32(
+                    (length > 0 && dimension == ScalarValue::Int64(Some(1))).then(|| bound(length)),
+                ))
+            },
+        ));
+    }
     add(udf(
         "current_database",
         &[0],

@@ -7,6 +7,7 @@
 pub mod access_path;
 pub mod arithmetic;
 pub mod array_literal;
+pub mod array_parameters;
 pub mod builtins;
 mod bytea;
 pub mod checks;
@@ -175,6 +176,7 @@ pub async fn plan_statement(
         .statement_to_plan(DfStatement::Statement(Box::new(stmt)))
         .await
         .map_err(|e| with_argument_types(pg_errors::from_datafusion(e), &unknown_calls))?;
+    let plan = array_parameters::type_any_parameters(plan).map_err(pg_errors::from_datafusion)?;
     // Before the pass below, which turns the EXISTS this one makes outside filters into counts.
     let plan = in_subquery::three_valued_in_subqueries(plan).map_err(pg_errors::from_datafusion)?;
     let plan = scalar_subquery::aggregate_correlated_scalar_subqueries(plan)

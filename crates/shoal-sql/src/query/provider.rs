@@ -27,9 +27,7 @@ use crate::query::access_path::{self, IndexRead};
 use crate::query::row_scan_exec::{Partitions, RowScanExec, ScanRequest};
 use crate::query::scope::PlanScope;
 
-use crate::types::{
-    array_from_values, arrow_type, value_from_array, PG_TYPE_METADATA_KEY, PG_TYPMOD_METADATA_KEY,
-};
+use crate::types::{array_from_values, value_from_array};
 
 /// Name of the extra column the DML scan adds: the position of the row in the capture list.
 pub const ROW_POSITION_COLUMN: &str = "__shoal_row_position";
@@ -42,30 +40,7 @@ pub fn table_schema(def: &TableDef) -> SchemaRef {
     let fields: Vec<Field> = def
         .columns
         .iter()
-        .map(|c| {
-            let mut f = Field::new(&c.name, arrow_type(&c.data_type), true);
-            if matches!(
-                c.data_type,
-                DataType::Uuid
-                    | DataType::Json
-                    | DataType::Jsonb
-                    | DataType::Varchar(_)
-                    | DataType::Char(_)
-                    | DataType::Numeric {
-                        precision: Some(_),
-                        ..
-                    }
-            ) {
-                let (oid, typmod) = crate::types::pg_type_of(&c.data_type);
-                let mut metadata: std::collections::HashMap<String, String> =
-                    [(PG_TYPE_METADATA_KEY.to_string(), oid.to_string())].into();
-                if typmod >= 0 {
-                    metadata.insert(PG_TYPMOD_METADATA_KEY.to_string(), typmod.to_string());
-                }
-                f = f.with_metadata(metadata);
-            }
-            f
-        })
+        .map(|c| crate::types::arrow_field(&c.name, &c.data_type))
         .collect();
     Arc::new(Schema::new(fields))
 }

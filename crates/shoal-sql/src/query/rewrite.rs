@@ -727,6 +727,13 @@ const NUMERIC_CAST_PRECISION_MAX: u64 = 1000;
 fn normalize_type_name(t: &mut DataType) {
     if let DataType::Array(ast::ArrayElemTypeDef::SquareBracket(element, _)) = t {
         normalize_type_name(element);
+        // Object identifiers are bigints to Shoal; an array of them too (`$1::oid[]`).
+        if matches!(
+            custom_type_name(element).as_deref(),
+            Some("oid" | "regproc" | "regrole" | "xid" | "cid" | "regclass" | "regtype")
+        ) {
+            **element = DataType::BigInt(None);
+        }
         return;
     }
     let DataType::Custom(name, modifiers) = t else {

@@ -676,11 +676,14 @@ fn resolve_parameter_types(
         let declared_oid = declared.get(i).copied().unwrap_or(0);
         let inferred_type = inferred.get(i).cloned().flatten();
         let (t, oid) = match (declared_oid, inferred_type, &cast_types[i]) {
-            (0, Some(t), _) => {
+            (0, Some(t), cast) => {
+                // A cast names the type more precisely than its Arrow type (`$1::oid[]`).
+                let cast_oid = cast.as_ref().filter(|(ct, _)| *ct == t).map(|(_, o)| *o);
                 let oid = inferred_oids
                     .get(i)
                     .copied()
                     .flatten()
+                    .or(cast_oid)
                     .unwrap_or_else(|| pg_oid_for_arrow(&t));
                 (t, oid)
             }

@@ -166,6 +166,30 @@ pub fn table(scope: &Arc<PlanScope>, name: &str) -> Option<Arc<dyn TableProvider
             ("description", T),
         ])
         .build(),
+        // No range types and no operator classes beyond the defaults: empty, so that clients'
+        // type and index introspection (asyncpg, SQLAlchemy) finds nothing to add.
+        "pg_range" => TableBuilder::new(&[
+            ("rngtypid", OID),
+            ("rngsubtype", OID),
+            ("rngmultitypid", OID),
+            ("rngcollation", OID),
+            ("rngsubopc", OID),
+            ("rngcanonical", T),
+            ("rngsubdiff", T),
+        ])
+        .build(),
+        "pg_opclass" => TableBuilder::new(&[
+            ("oid", OID),
+            ("opcmethod", OID),
+            ("opcname", T),
+            ("opcnamespace", OID),
+            ("opcowner", OID),
+            ("opcfamily", OID),
+            ("opcintype", OID),
+            ("opcdefault", BOOL),
+            ("opckeytype", OID),
+        ])
+        .build(),
         "pg_inherits" => TableBuilder::new(&[
             ("inhrelid", OID),
             ("inhparent", OID),

@@ -86,16 +86,19 @@ pub(super) fn pg_type() -> Arc<dyn TableProvider> {
         ("typcollation", OID),
         ("typdefault", T),
     ]);
-    for (type_oid, name, len, category) in BUILTIN_TYPES {
-        let elem = match *type_oid {
-            oid::BOOL_ARRAY => oid::BOOL,
-            oid::INT2_ARRAY => oid::INT2,
-            oid::INT4_ARRAY => oid::INT4,
-            oid::INT8_ARRAY => oid::INT8,
-            oid::TEXT_ARRAY => oid::TEXT,
-            oid::FLOAT8_ARRAY => oid::FLOAT8,
-            _ => 0,
-        };
+    let array_types = oid::ARRAY_TYPES.iter().filter_map(|(element, array)| {
+        let name = BUILTIN_TYPES.iter().find(|t| t.0 == *element)?.1;
+        Some((*array, format!("_{name}"), -1i16, "A"))
+    });
+    let types = BUILTIN_TYPES
+        .iter()
+        .filter(|t| crate::types::array_element_oid(t.0).is_none())
+        .map(|(o, name, len, category)| (*o, name.to_string(), *len, *category))
+        .chain(array_types);
+    for (type_oid, name, len, category) in types {
+        let (type_oid, name, len, category) = (&type_oid, &name, &len, &category);
+        let elem = crate::types::array_element_oid(*type_oid).unwrap_or(0);
+        let typarray = oid::array_of(*type_oid).unwrap_or(0);
         t.row(vec![
             o(*type_oid),
             s(name),
@@ -109,13 +112,17 @@ pub(super) fn pg_type() -> Arc<dyn TableProvider> {
             b(true),
             s(","),
             o(0),
-            s("-"),
+            s(if elem != 0 {
+                "array_subscript_handler"
+            } else {
+                "-"
+            }),
             o(elem),
-            o(0),
-            s(&format!("{name}in")),
-            s(&format!("{name}out")),
-            s(&format!("{name}recv")),
-            s(&format!("{name}send")),
+            o(typarray),
+            s(&io_function(name, elem, "in")),
+            s(&io_function(name, elem, "out")),
+            s(&io_function(name, elem, "recv")),
+            s(&io_function(name, elem, "send")),
             b(false),
             o(0),
             i32v(-1),
@@ -128,6 +135,15 @@ pub(super) fn pg_type() -> Arc<dyn TableProvider> {
         t.row(pseudo_type_row(*type_oid, name));
     }
     t.build()
+}
+
+/// A type's input, output, receive or send function: `int4in`, or `array_in` for arrays.
+fn io_function(name: &str, element: u32, which: &str) -> String {
+    if element != 0 {
+        format!("array_{which}")
+    } else {
+        format!("{name}{which}")
+    }
 }
 
 fn pseudo_type_row(type_oid: u32, name: &str) -> Vec<ScalarValue> {
@@ -163,6 +179,9 @@ fn pseudo_type_row(type_oid: u32, name: &str) -> Vec<ScalarValue> {
 
 /// `format_type(oid, typmod)` for the types Shoal knows.
 pub fn format_type_oid(type_oid: u32, typmod: i32) -> Option<String> {
+    if let Some(element) = crate::types::array_element_oid(type_oid) {
+        return Some(format!("{}[]", format_type_oid(element, typmod)?));
+    }
     let base = match type_oid {
         oid::NUMERIC if typmod >= 4 => {
             let m = typmod - 4;
