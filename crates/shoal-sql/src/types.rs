@@ -324,7 +324,8 @@ pub fn from_sql_type(t: &ast::DataType) -> SqlResult<DataType> {
             ast::ArrayElemTypeDef::SquareBracket(element, _)
             | ast::ArrayElemTypeDef::AngleBracket(element),
         ) => match from_sql_type(element)? {
-            DataType::Array(_) => return Err(SqlError::unsupported("multidimensional arrays")),
+            // `int[][]` is `int[]`: PostgreSQL does not enforce declared dimensions.
+            array @ DataType::Array(_) => array,
             element => DataType::Array(Box::new(element)),
         },
         S::Time(_, ast::TimezoneInfo::None | ast::TimezoneInfo::WithoutTimeZone) => DataType::Time,

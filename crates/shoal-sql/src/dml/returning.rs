@@ -273,7 +273,10 @@ fn cast_name(t: &DataType) -> Option<String> {
         | DataType::Date
         | DataType::Timestamp
         | DataType::TimestampTz
-        | DataType::Time => Some(crate::types::format_type(t)),
+        | DataType::Time
+        | DataType::Json
+        | DataType::Jsonb
+        | DataType::Array(_) => Some(crate::types::format_type(t)),
         _ => None,
     }
 }

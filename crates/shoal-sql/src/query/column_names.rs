@@ -169,6 +169,11 @@ fn type_name(t: &DataType) -> String {
         },
         DataType::JSON => "json".into(),
         DataType::JSONB => "jsonb".into(),
+        // An array cast names the column after the element type (`'{}'::int[]` is "int4").
+        DataType::Array(
+            datafusion::sql::sqlparser::ast::ArrayElemTypeDef::SquareBracket(element, _)
+            | datafusion::sql::sqlparser::ast::ArrayElemTypeDef::AngleBracket(element),
+        ) => type_name(element),
         // A quoted type name (`"char"`) names the column without its quotes.
         DataType::Custom(name, _) => match name.0.last() {
             Some(ObjectNamePart::Identifier(ident)) if ident.quote_style.is_some() => {

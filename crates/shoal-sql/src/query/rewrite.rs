@@ -734,6 +734,14 @@ fn normalize_type_name(t: &mut DataType) {
         ) {
             **element = DataType::BigInt(None);
         }
+        // Text to DataFusion, as their scalars are (`$1::uuid[]`, `'{...}'::jsonb[]`).
+        if matches!(
+            element.as_ref(),
+            DataType::Uuid | DataType::JSON | DataType::JSONB
+        ) || matches!(custom_type_name(element).as_deref(), Some("json" | "jsonb"))
+        {
+            **element = DataType::Text;
+        }
         return;
     }
     let DataType::Custom(name, modifiers) = t else {
