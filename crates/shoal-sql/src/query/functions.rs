@@ -287,14 +287,32 @@ pub fn regclass(scope: &PlanScope, name: &str) -> Result<Oid, SqlError> {
     scope
         .resolve_relation(schema.as_deref(), &rel)
         .map(|(_, _, oid)| oid)
+        .or_else(|| system_catalog_oid(schema.as_deref(), &rel))
         .ok_or_else(|| SqlError::undefined_table(name))
+}
+
+/// A system catalog's OID, for a bare name or one in pg_catalog.
+fn system_catalog_oid(schema: Option<&str>, name: &str) -> Option<Oid> {
+    if !matches!(schema, None | Some("pg_catalog")) {
+        return None;
+    }
+    crate::query::pg_catalog::SYSTEM_CATALOG_OIDS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, oid)| *oid)
 }
 
 /// regclass output: the relation's name, schema-qualified when the search path would not find
 /// it, or the bare number for an OID that names no relation (as PostgreSQL prints it).
 fn regclass_text(scope: &PlanScope, oid: Oid) -> String {
     let Some((schema, name)) = scope.engine.catalog.read().relation_name(oid) else {
-        return oid.to_string();
+        return match crate::query::pg_catalog::SYSTEM_CATALOG_OIDS
+            .iter()
+            .find(|(_, o)| *o == oid)
+        {
+            Some((name, _)) => name.to_string(),
+            None => oid.to_string(),
+        };
     };
     if relation_is_visible(scope, oid) {
         quote_ident_if_needed(&name)
@@ -494,6 +512,31 @@ pub fn register(state: &mut datafusion::execution::SessionState, scope: Arc<Plan
             },
         ));
     }
+    add(ScalarUDF::new_from_impl(PgFunction {
+        name: "shoal_to_uuid".to_string(),
+        signature: Signature::new(TypeSignature::Any(1), Volatility::Immutable),
+        return_type: ArrowType::Utf8,
+        pg_type_oid: Some(crate::types::oid::UUID),
+        body: Arc::new(|a: &[ScalarValue]| {
+            Ok(ScalarValue::Utf8(match &a[0] {
+                ScalarValue::Utf8(Some(s))
+                | ScalarValue::LargeUtf8(Some(s))
+                | ScalarValue::Utf8View(Some(s)) => Some(crate::types::format_uuid(
+                    crate::types::parse_uuid(s).map_err(sql_error)?,
+                )),
+                v if v.is_null() => None,
+                v => {
+                    return Err(sql_error(SqlError::new(
+                        code::CANNOT_COERCE,
+                        format!(
+                            "cannot cast type {} to uuid",
+                            crate::dml::pg_type_name_of_arrow(&v.data_type())
+                        ),
+                    )))
+                }
+            }))
+        }),
+    }));
     add(udf(
         "current_database",
         &[0],
@@ -1001,6 +1044,14 @@ pub fn register(state: &mut datafusion::execution::SessionState, scope: Arc<Plan
                 int_arg(&a[0]).map(|oid| relation_is_visible(&sc, oid as Oid)),
             ))
         },
+    ));
+    // Shoal has no collations beyond the default, which every schema sees.
+    add(udf(
+        "pg_collation_is_visible",
+        &[1],
+        ArrowType::Boolean,
+        Volatility::Stable,
+        |a| Ok(ScalarValue::Boolean(int_arg(&a[0]).map(|_| true))),
     ));
     add(udf(
         "pg_type_is_visible",

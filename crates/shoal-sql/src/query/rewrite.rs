@@ -100,6 +100,7 @@ impl VisitorMut for Rewriter<'_> {
 
     fn pre_visit_table_factor(&mut self, factor: &mut TableFactor) -> ControlFlow<()> {
         name_scalar_function_column(factor);
+        integer_series(factor);
         let TableFactor::Table {
             name,
             alias,
@@ -421,7 +422,9 @@ impl VisitorMut for Rewriter<'_> {
                             }
                         }
                     }
-                    *data_type = DataType::Text;
+                    // Values are read by uuid's input (an error for what is not one) and
+                    // marked as uuid, so Describe reports the type.
+                    *expr = function_call("shoal_to_uuid", vec![(**inner).clone()]);
                 } else if let Some(limit) = explicit_length_limit(data_type) {
                     // An explicit cast to varchar(n) or char(n) cuts a longer string to n
                     // characters (where storing it would fail). char(n) is text here, which
@@ -1078,6 +1081,69 @@ const SCALAR_SET_FUNCTIONS: [&str; 3] = ["generate_series", "unnest", "pg_catalo
 /// alias: `FROM generate_series(1, 3) AS n` has a column `n` (pgbench's server-side data
 /// generation relies on it). DataFusion names it after the function, so the alias gets a
 /// column list.
+/// `generate_series` of integers is a series of integers (int4) in PostgreSQL; DataFusion's
+/// gives bigints. Over integer literals (the usual `generate_series(1, 10)`), the series is
+/// read through a cast to integer, under the name PostgreSQL gives its column.
+fn integer_series(factor: &mut TableFactor) {
+    let TableFactor::Table {
+        name,
+        alias,
+        args: Some(args),
+        ..
+    } = factor
+    else {
+        return;
+    };
+    if !matches!(object_name_parts(name).as_slice(), [n] if n == "generate_series") {
+        return;
+    }
+    let literals: Option<Vec<i32>> = args
+        .args
+        .iter()
+        .map(|a| match a {
+            FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => {
+                crate::query::select_srf::int4_literal(e)
+            }
+            _ => None,
+        })
+        .collect();
+    let Some(literals) = literals.filter(|l| (2..=3).contains(&l.len())) else {
+        return;
+    };
+    let bounds: Vec<String> = literals
+        .iter()
+        .map(|v| format!("CAST({v} AS bigint)"))
+        .collect();
+    let column = match alias {
+        Some(a) if !a.columns.is_empty() => a.columns[0].name.value.clone(),
+        Some(a) => a.name.value.clone(),
+        None => "generate_series".to_string(),
+    };
+    let sql = format!(
+        "SELECT CAST(value AS integer) AS {} FROM generate_series({})",
+        crate::query::functions::quote_ident_if_needed(&column),
+        bounds.join(", ")
+    );
+    let Ok(query) = Parser::new(&PostgreSqlDialect {})
+        .try_with_sql(&sql)
+        .and_then(|mut p| p.parse_query())
+    else {
+        return;
+    };
+    let alias = alias.clone().unwrap_or(TableAlias {
+        explicit: false,
+        name: Ident::new("generate_series"),
+        columns: vec![],
+        at: None,
+    });
+    *factor = TableFactor::Derived {
+        lateral: false,
+        subquery: query,
+        alias: Some(alias),
+        sample: None,
+    };
+}
+
 fn name_scalar_function_column(factor: &mut TableFactor) {
     let TableFactor::Table {
         name,

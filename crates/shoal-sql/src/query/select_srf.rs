@@ -46,6 +46,41 @@ fn called(e: &Expr) -> Option<String> {
     }
 }
 
+/// An integer literal that fits int4 (`-5` included), as PostgreSQL types it.
+pub(crate) fn int4_literal(e: &Expr) -> Option<i32> {
+    use datafusion::sql::sqlparser::ast::{UnaryOperator, Value};
+    match e {
+        Expr::Value(v) => match &v.value {
+            Value::Number(n, _) => n.parse().ok(),
+            _ => None,
+        },
+        Expr::UnaryOp {
+            op: UnaryOperator::Minus,
+            expr,
+        } => int4_literal(expr).and_then(|v| v.checked_neg()),
+        Expr::Nested(inner) => int4_literal(inner),
+        _ => None,
+    }
+}
+
+/// The arguments of a call without DISTINCT, ORDER BY or named arguments.
+fn plain_arguments(e: &Expr) -> Option<Vec<Expr>> {
+    use datafusion::sql::sqlparser::ast::{FunctionArg, FunctionArgExpr, FunctionArguments};
+    let Expr::Function(f) = e else {
+        return None;
+    };
+    let FunctionArguments::List(list) = &f.args else {
+        return None;
+    };
+    list.args
+        .iter()
+        .map(|a| match a {
+            FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => Some(e.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
 impl VisitorMut for Unnester {
     type Break = ();
 
@@ -73,8 +108,33 @@ impl VisitorMut for Unnester {
         }
         match called(e).as_deref() {
             Some("unnest") => self.inside_unnest -= 1,
+            // generate_subscripts(a, dim): the subscripts of that dimension, in order; none for
+            // an empty or NULL array.
+            Some("generate_subscripts") if self.inside_unnest == 0 => {
+                if let Some([array, dim]) = plain_arguments(e).as_deref() {
+                    let bound = |f: &str| function_call(f, vec![array.clone(), dim.clone()]);
+                    let series = function_call(
+                        "generate_series",
+                        vec![bound("array_lower"), bound("array_upper")],
+                    );
+                    *e = function_call("unnest", vec![series]);
+                }
+            }
             Some(name) if self.inside_unnest == 0 && LIST_RETURNING.contains(&name) => {
+                let integers = plain_arguments(e).is_some_and(|args| {
+                    (2..=3).contains(&args.len()) && args.iter().all(|a| int4_literal(a).is_some())
+                });
                 *e = function_call("unnest", vec![e.clone()]);
+                // A series of integer literals is a series of integers (int4), not bigints.
+                if integers {
+                    *e = Expr::Cast {
+                        kind: datafusion::sql::sqlparser::ast::CastKind::Cast,
+                        expr: Box::new(e.clone()),
+                        data_type: datafusion::sql::sqlparser::ast::DataType::Integer(None),
+                        array: false,
+                        format: None,
+                    };
+                }
             }
             _ => {}
         }

@@ -138,6 +138,28 @@ const BTREE_AM_OID: u32 = 403;
 /// Shoal's column table access method (outside PostgreSQL's built-in OIDs, below user OIDs).
 const COLUMNAR_AM_OID: u32 = 9300;
 
+/// The system catalogs by their PostgreSQL OIDs, which `'pg_catalog.pg_class'::regclass`
+/// gives (clients compare pg_description.classoid and pg_depend.classid with them).
+pub const SYSTEM_CATALOG_OIDS: &[(&str, u32)] = &[
+    ("pg_type", 1247),
+    ("pg_attribute", 1249),
+    ("pg_proc", 1255),
+    ("pg_class", 1259),
+    ("pg_authid", 1260),
+    ("pg_database", 1262),
+    ("pg_sequence", 2224),
+    ("pg_am", 2601),
+    ("pg_attrdef", 2604),
+    ("pg_constraint", 2606),
+    ("pg_description", 2609),
+    ("pg_index", 2610),
+    ("pg_inherits", 2611),
+    ("pg_namespace", 2615),
+    ("pg_trigger", 2620),
+    ("pg_extension", 3079),
+    ("pg_collation", 3456),
+];
+
 pub fn table(scope: &Arc<PlanScope>, name: &str) -> Option<Arc<dyn TableProvider>> {
     let catalog = scope.engine.catalog.read();
     Some(match name {
