@@ -14,7 +14,6 @@ pub mod checks;
 pub mod civil_time;
 pub mod column_names;
 pub mod column_provider;
-pub mod correlated;
 pub mod count_row;
 pub mod datetime;
 pub mod datetime_construct;
@@ -127,8 +126,6 @@ pub fn new_session_state(scope: Arc<PlanScope>) -> SessionState {
         .with_catalog_list(Arc::new(ShoalCatalogList::new(scope.clone())))
         // Appended after DataFusion's own rules.
         .with_optimizer_rule(Arc::new(text_codes::GroupOnTextCodes))
-        // Last: what DataFusion's rules could not turn into joins runs once per outer row.
-        .with_optimizer_rule(Arc::new(correlated::RunSubqueriesPerRow))
         .with_physical_optimizer_rule(Arc::new(topk_partitions::TopKWholeKey))
         .with_physical_optimizer_rule(Arc::new(filter_first::FilterFirst))
         .with_physical_optimizer_rule(Arc::new(index_join::IndexLookupJoin))
@@ -180,8 +177,6 @@ pub async fn plan_statement(
         .await
         .map_err(|e| with_argument_types(pg_errors::from_datafusion(e), &unknown_calls))?;
     let plan = array_parameters::type_any_parameters(plan).map_err(pg_errors::from_datafusion)?;
-    let plan =
-        correlated::run_nested_correlation_per_row(plan).map_err(pg_errors::from_datafusion)?;
     // Before the pass below, which turns the EXISTS this one makes outside filters into counts.
     let plan = in_subquery::three_valued_in_subqueries(plan).map_err(pg_errors::from_datafusion)?;
     let plan = scalar_subquery::aggregate_correlated_scalar_subqueries(plan)
