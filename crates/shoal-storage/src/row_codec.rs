@@ -21,6 +21,10 @@ const NUMERIC_BYTES: usize = 17;
 
 /// Bytes a column takes in the fixed area.
 pub fn slot_width_bytes(t: &DataType) -> usize {
+    if is_variable_width(t) {
+        // The end offset of its bytes in the tail.
+        return 4;
+    }
     match t {
         DataType::Bool => 1,
         DataType::Int16 => 2,
@@ -38,7 +42,7 @@ pub fn slot_width_bytes(t: &DataType) -> usize {
         | DataType::Json
         | DataType::Jsonb
         | DataType::Bytea
-        | DataType::Array(_) => 4,
+        | DataType::Array(_) => unreachable!("variable-width: answered above"),
     }
 }
 

@@ -214,14 +214,10 @@ impl ExprPlanner for OperatorTypeCheck {
     }
 }
 
-/// An untyped parameter compared with (or computed with) a value of a type DataFusion does not
-/// know by its Arrow type alone (numeric, uuid, char(n), json) takes that value's type, as
-/// PostgreSQL resolves it: Describe then reports that type, so drivers send their encoding of
-/// it. (DataFusion infers plain types itself, but the rewrites of those operators would hide
-/// the other operand from it.)
-fn adopt_operand_type(expr: &mut RawBinaryExpr, schema: &DFSchema) {
-    if !matches!(
-        expr.op,
+/// The comparison and arithmetic operators, whose operands PostgreSQL resolves to one type.
+fn compares_or_computes(op: &BinaryOperator) -> bool {
+    matches!(
+        op,
         BinaryOperator::Eq
             | BinaryOperator::NotEq
             | BinaryOperator::Lt
@@ -233,7 +229,16 @@ fn adopt_operand_type(expr: &mut RawBinaryExpr, schema: &DFSchema) {
             | BinaryOperator::Multiply
             | BinaryOperator::Divide
             | BinaryOperator::Modulo
-    ) {
+    )
+}
+
+/// An untyped parameter compared with (or computed with) a value of a type DataFusion does not
+/// know by its Arrow type alone (numeric, uuid, char(n), json) takes that value's type, as
+/// PostgreSQL resolves it: Describe then reports that type, so drivers send their encoding of
+/// it. (DataFusion infers plain types itself, but the rewrites of those operators would hide
+/// the other operand from it.)
+fn adopt_operand_type(expr: &mut RawBinaryExpr, schema: &DFSchema) {
+    if !compares_or_computes(&expr.op) {
         return;
     }
     let untyped = |e: &Expr| matches!(e, Expr::Placeholder(p) if p.field.is_none());
@@ -261,21 +266,7 @@ fn check_operator(
     right: &Expr,
     schema: &DFSchema,
 ) -> SqlResult<()> {
-    let checked = matches!(
-        op,
-        BinaryOperator::Eq
-            | BinaryOperator::NotEq
-            | BinaryOperator::Lt
-            | BinaryOperator::LtEq
-            | BinaryOperator::Gt
-            | BinaryOperator::GtEq
-            | BinaryOperator::Plus
-            | BinaryOperator::Minus
-            | BinaryOperator::Multiply
-            | BinaryOperator::Divide
-            | BinaryOperator::Modulo
-    );
-    if !checked {
+    if !compares_or_computes(op) {
         return Ok(());
     }
     let (Some(left), Some(right)) = (typed(left, schema), typed(right, schema)) else {
