@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, ArrayRef};
 use datafusion::arrow::compute::{cast_with_options, CastOptions};
-use datafusion::arrow::datatypes::DataType as ArrowType;
+use datafusion::arrow::datatypes::{DataType as ArrowType, FieldRef};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::sql::sqlparser::ast::{self, Statement};
 use parking_lot::Mutex;
@@ -656,12 +656,14 @@ fn table_alias(t: &ast::TableWithJoins) -> SqlResult<(ast::ObjectName, Option<St
 
 /// Describe for a DML statement: parameter types (from the target columns and the statement's
 /// expressions) and RETURNING columns.
+/// The fields of a DML statement's parameters (their Arrow types, and in the metadata the
+/// PostgreSQL type where the Arrow type does not say it: uuid, json) and its result columns.
 pub async fn describe(
     session: &mut Session,
     stmt: &Statement,
     count: usize,
-) -> SqlResult<(Vec<Option<ArrowType>>, Option<Vec<ResultColumn>>)> {
-    let mut types: Vec<Option<ArrowType>> = vec![None; count];
+) -> SqlResult<(Vec<Option<FieldRef>>, Option<Vec<ResultColumn>>)> {
+    let mut types: Vec<Option<FieldRef>> = vec![None; count];
     let columns = match stmt {
         Statement::Insert(ins) => describe_insert(session, ins, &mut types).await?,
         Statement::Update(upd) => describe_update(session, upd, &mut types).await?,
@@ -672,11 +674,11 @@ pub async fn describe(
 }
 
 /// The type of parameter `$n` when `e` is just that parameter.
-fn set_placeholder_type(e: &ast::Expr, t: &DataType, types: &mut [Option<ArrowType>]) {
+fn set_placeholder_type(e: &ast::Expr, t: &DataType, types: &mut [Option<FieldRef>]) {
     if let ast::Expr::Value(v) = e {
         if let ast::Value::Placeholder(p) = &v.value {
             if let Some(i) = crate::params::placeholder_index(p).filter(|i| *i < types.len()) {
-                types[i] = Some(arrow_type(t));
+                types[i] = Some(Arc::new(crate::types::arrow_field(p, t)));
             }
         }
     }
@@ -685,7 +687,7 @@ fn set_placeholder_type(e: &ast::Expr, t: &DataType, types: &mut [Option<ArrowTy
 async fn describe_insert(
     session: &Session,
     ins: &ast::Insert,
-    types: &mut [Option<ArrowType>],
+    types: &mut [Option<FieldRef>],
 ) -> SqlResult<Option<Vec<ResultColumn>>> {
     let ast::TableObject::TableName(name) = &ins.table else {
         return Ok(None);
@@ -717,7 +719,7 @@ async fn describe_insert(
 async fn describe_update(
     session: &Session,
     upd: &ast::Update,
-    types: &mut [Option<ArrowType>],
+    types: &mut [Option<FieldRef>],
 ) -> SqlResult<Option<Vec<ResultColumn>>> {
     let rewritten = view::update_onto_table(session, upd.clone())?;
     let upd = &rewritten;
@@ -748,7 +750,7 @@ async fn describe_update(
 async fn describe_delete(
     session: &Session,
     del: &ast::Delete,
-    types: &mut [Option<ArrowType>],
+    types: &mut [Option<FieldRef>],
 ) -> SqlResult<Option<Vec<ResultColumn>>> {
     let rewritten = view::delete_onto_table(session, del.clone())?;
     let del = &rewritten;
@@ -776,13 +778,13 @@ async fn infer_from_query(
     session: &Session,
     def: &TableDef,
     sql: &str,
-    types: &mut [Option<ArrowType>],
+    types: &mut [Option<FieldRef>],
 ) -> SqlResult<()> {
     let stmt = parse_sql(sql)?.pop().expect("one statement");
     *session.scope.dml_capture.lock() = vec![(def.oid, Arc::new(Mutex::new(Vec::new())))];
     let plan = crate::query::plan_statement(session.state(), &session.scope, stmt).await;
     session.scope.dml_capture.lock().clear();
-    for (name, t) in plan?.get_parameter_types()? {
+    for (name, t) in plan?.get_parameter_fields()? {
         if let Some(i) = crate::params::placeholder_index(&name) {
             if i < types.len() && types[i].is_none() {
                 types[i] = t;

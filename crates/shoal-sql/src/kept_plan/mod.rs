@@ -95,11 +95,24 @@ impl KeptPlan {
         values: Vec<ScalarValue>,
     ) -> SqlResult<Built> {
         let state = &without_statistics_answers(state);
-        let params = Arc::new(ParamSlot::default());
-        params.set(values);
         let optimized = state
             .optimize(logical)
             .map_err(pg_errors::from_datafusion)?;
+        if crate::query::correlated::left_for_per_row(logical, &optimized) {
+            // Its subqueries run per row with the values bound into them: planned each time.
+            let values = values.into_iter().map(Into::into).collect();
+            let params = datafusion::common::ParamValues::List(values);
+            let physical =
+                crate::query::physical_plan(state, logical.clone(), Some(params)).await?;
+            return Ok(Built {
+                physical,
+                inline: false,
+                task_ctx: state.task_ctx(),
+                kept: None,
+            });
+        }
+        let params = Arc::new(ParamSlot::default());
+        params.set(values);
         let bound = bind_placeholders(optimized, &param_types, &params)
             .map_err(pg_errors::from_datafusion)?;
         let mut physical = plan_physical(state, &bound).await?;

@@ -46,6 +46,12 @@ pub fn to_expr(text: &str, array_type: &DataType) -> SqlResult<Expr> {
     })
 }
 
+/// The ARRAY constructor of `text`'s elements as untyped literals: the array of `x = ANY
+/// ('{1,2}')`, whose element type comes from the other operand.
+pub fn untyped_constructor(text: &str) -> SqlResult<Expr> {
+    Ok(constructor(&parse(text)?, None))
+}
+
 fn constructor(elements: &[Element], element_type: Option<&DataType>) -> Expr {
     let elem = elements
         .iter()

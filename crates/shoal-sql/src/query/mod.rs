@@ -6,6 +6,7 @@
 
 pub mod access_path;
 pub mod arithmetic;
+pub mod array_compare;
 pub mod array_literal;
 pub mod array_parameters;
 pub mod builtins;
@@ -14,6 +15,7 @@ pub mod checks;
 pub mod civil_time;
 pub mod column_names;
 pub mod column_provider;
+pub mod correlated;
 pub mod count_row;
 pub mod datetime;
 pub mod datetime_construct;
@@ -111,7 +113,7 @@ pub fn new_session_state(scope: Arc<PlanScope>) -> SessionState {
         opts.optimizer.enable_join_dynamic_filter_pushdown = false;
         opts.optimizer.enable_aggregate_dynamic_filter_pushdown = false;
     }
-    let mut state = SessionStateBuilder::new()
+    let mut builder = SessionStateBuilder::new()
         .with_config(config)
         .with_runtime_env(query_memory::runtime_env())
         .with_default_features()
@@ -129,8 +131,13 @@ pub fn new_session_state(scope: Arc<PlanScope>) -> SessionState {
         .with_physical_optimizer_rule(Arc::new(topk_partitions::TopKWholeKey))
         .with_physical_optimizer_rule(Arc::new(filter_first::FilterFirst))
         .with_physical_optimizer_rule(Arc::new(index_join::IndexLookupJoin))
-        .with_physical_optimizer_rule(Arc::new(index_order::IndexOrder))
-        .build();
+        .with_physical_optimizer_rule(Arc::new(index_order::IndexOrder));
+    // Before DataFusion's own planners, which take `@>` and `<@` over lists for array_has_all
+    // with other NULL rules.
+    if let Some(planners) = builder.expr_planners() {
+        planners.insert(0, Arc::new(array_compare::ArrayOperators));
+    }
+    let mut state = builder.build();
     let zone = scope.time_zone.clone();
     crate::advisory::register(&mut state, &scope);
     functions::register(&mut state, scope);
@@ -143,6 +150,7 @@ pub fn new_session_state(scope: Arc<PlanScope>) -> SessionState {
     crate::numeric::functions::register(&mut state);
     bytea::register(&mut state);
     json::register(&mut state);
+    array_compare::register(&mut state);
     scalar_rows::register(&mut state);
     state
         .register_expr_planner(Arc::new(typecheck::OperatorTypeCheck))
@@ -249,7 +257,7 @@ pub async fn stream_plan(
 }
 
 /// The physical plan of `plan` with its parameters bound. Making it runs the scans' reads.
-async fn physical_plan(
+pub(crate) async fn physical_plan(
     state: &SessionState,
     plan: LogicalPlan,
     params: Option<ParamValues>,
@@ -258,10 +266,17 @@ async fn physical_plan(
         Some(p) => plan.with_param_values(p)?,
         None => plan,
     };
-    state
-        .create_physical_plan(&plan)
-        .await
-        .map_err(pg_errors::from_datafusion)
+    match correlated::prepare(state, plan).map_err(pg_errors::from_datafusion)? {
+        correlated::Prepared::Optimized(optimized) => state
+            .query_planner()
+            .create_physical_plan(&optimized, state)
+            .await
+            .map_err(pg_errors::from_datafusion),
+        correlated::Prepared::PerRow(plan) => state
+            .create_physical_plan(&plan)
+            .await
+            .map_err(pg_errors::from_datafusion),
+    }
 }
 
 /// Functions whose effect belongs to the statement's transaction and is settled when it ends:

@@ -87,6 +87,34 @@ pub fn object_name_parts(name: &ObjectName) -> Vec<String> {
         .collect()
 }
 
+/// `x op ANY|ALL (array)` as a call of `array_compare`'s function, with PostgreSQL's NULL
+/// rules; an untyped string literal on the right is read as an array literal.
+fn array_comparison(expr: &mut Expr) -> SqlResult<()> {
+    let (left, op, right, all) = match expr {
+        Expr::AnyOp {
+            left,
+            compare_op,
+            right,
+            ..
+        } => (left, compare_op, right, false),
+        Expr::AllOp {
+            left,
+            compare_op,
+            right,
+        } => (left, compare_op, right, true),
+        _ => return Ok(()),
+    };
+    let Some(function) = crate::query::array_compare::function_name(&op.to_string(), all) else {
+        return Ok(());
+    };
+    let array = match string_literal_mut(right) {
+        Some(text) => crate::query::array_literal::untyped_constructor(text)?,
+        None => (**right).clone(),
+    };
+    *expr = function_call(&function, vec![(**left).clone(), array]);
+    Ok(())
+}
+
 fn custom_type_name(t: &DataType) -> Option<String> {
     match t {
         DataType::Custom(name, _) => object_name_parts(name).last().cloned(),
@@ -291,6 +319,8 @@ impl VisitorMut for Rewriter<'_> {
             Expr::AnyOp { right, .. } | Expr::AllOp { right, .. } => {
                 if let Expr::Subquery(q) = right.as_mut() {
                     name_quantified_subquery_column(q);
+                } else if let Err(e) = array_comparison(expr) {
+                    self.error = Some(e);
                 }
             }
             Expr::Cast {

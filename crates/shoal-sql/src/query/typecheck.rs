@@ -204,6 +204,10 @@ impl ExprPlanner for OperatorTypeCheck {
         };
         check_operator(&expr.op, &expr.left, &expr.right, schema)
             .map_err(|e| DataFusionError::External(Box::new(e)))?;
+        let expr = match smallint_shift(expr, schema) {
+            PlannerResult::Planned(e) => return Ok(PlannerResult::Planned(e)),
+            PlannerResult::Original(expr) => expr,
+        };
         let expr = match crate::numeric::plan::plan_binary_op(expr, schema)? {
             PlannerResult::Planned(e) => return Ok(PlannerResult::Planned(e)),
             PlannerResult::Original(expr) => expr,
@@ -212,6 +216,38 @@ impl ExprPlanner for OperatorTypeCheck {
             .map_err(|e| DataFusionError::External(Box::new(e)))?;
         crate::interval::arith::plan_operator(expr, schema)
     }
+}
+
+/// `smallint << n` and `smallint >> n` are smallints in PostgreSQL, the shifted bits past the
+/// sixteenth dropped (`32767::int2 << 3` is -8); DataFusion shifts in the coerced int4. The
+/// shift runs in int4, and its low sixteen bits are read back as a signed smallint.
+fn smallint_shift(expr: RawBinaryExpr, schema: &DFSchema) -> PlannerResult<RawBinaryExpr> {
+    use datafusion::logical_expr::{cast, lit, Operator};
+    let op = match expr.op {
+        BinaryOperator::PGBitwiseShiftLeft => Operator::BitwiseShiftLeft,
+        BinaryOperator::PGBitwiseShiftRight => Operator::BitwiseShiftRight,
+        _ => return PlannerResult::Original(expr),
+    };
+    if !matches!(expr.left.get_type(schema), Ok(ArrowType::Int16)) {
+        return PlannerResult::Original(expr);
+    }
+    let shifted = Expr::BinaryExpr(datafusion::logical_expr::BinaryExpr::new(
+        Box::new(cast(expr.left, ArrowType::Int32)),
+        op,
+        Box::new(cast(expr.right, ArrowType::Int32)),
+    ));
+    // Sign-extends the low sixteen bits: ((v & 0xffff) ^ 0x8000) - 0x8000.
+    let low = Expr::BinaryExpr(datafusion::logical_expr::BinaryExpr::new(
+        Box::new(shifted),
+        Operator::BitwiseAnd,
+        Box::new(lit(0xffff_i32)),
+    ));
+    let flipped = Expr::BinaryExpr(datafusion::logical_expr::BinaryExpr::new(
+        Box::new(low),
+        Operator::BitwiseXor,
+        Box::new(lit(0x8000_i32)),
+    ));
+    PlannerResult::Planned(cast(flipped - lit(0x8000_i32), ArrowType::Int16))
 }
 
 /// The comparison and arithmetic operators, whose operands PostgreSQL resolves to one type.

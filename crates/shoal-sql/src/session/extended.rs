@@ -236,8 +236,18 @@ impl Session {
                 }
             }
             Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_) => {
-                let (types, columns) = dml::describe(self, stmt, count).await?;
-                inferred = types;
+                let (fields, columns) = dml::describe(self, stmt, count).await?;
+                for (i, field) in fields.into_iter().enumerate() {
+                    let Some(field) = field else { continue };
+                    if let Some(type_oid) = field
+                        .metadata()
+                        .get(crate::types::PG_TYPE_METADATA_KEY)
+                        .and_then(|v| v.parse().ok())
+                    {
+                        oids[i] = described_oid(type_oid);
+                    }
+                    inferred[i] = Some(field.data_type().clone());
+                }
                 prepared.columns = columns;
             }
             // EXECUTE of a PREPAREd statement answers with that statement's columns.

@@ -1,0 +1,490 @@
+//! `x op ANY (array)` and `x op ALL (array)` with PostgreSQL's NULL rules: ANY is true when a
+//! comparison is true, else NULL when one is NULL, else false (false for an empty array);
+//! ALL is false when a comparison is false, else NULL when one is NULL, else true (true for an
+//! empty array); a NULL array gives NULL.
+//!
+//! DataFusion plans `= ANY` as `array_has`, which answers false where a NULL element makes
+//! PostgreSQL's answer NULL (`1 = ANY('{2,NULL}')`), and the other operators through the
+//! array's minimum or maximum, which loses the NULLs the same way. The rewrite (`rewrite.rs`)
+//! turns each such expression over an array (not a subquery) into a call of one of the
+//! functions here, `shoal_any_<op>` / `shoal_all_<op>`, with the operand first.
+//!
+//! The containment operators `@>`, `<@` and `&&` over arrays are here too (`plan_operator`).
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, BooleanArray, BooleanBuilder};
+use datafusion::arrow::compute::kernels::cmp;
+use datafusion::arrow::datatypes::{DataType as ArrowType, Field};
+use datafusion::common::{DFSchema, Result as DfResult, ScalarValue};
+use datafusion::execution::{FunctionRegistry, SessionState};
+use datafusion::logical_expr::planner::{ExprPlanner, PlannerResult, RawBinaryExpr};
+use datafusion::logical_expr::type_coercion::binary::comparison_coercion;
+use datafusion::logical_expr::{
+    ColumnarValue, Operator, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
+};
+use datafusion::logical_expr::{Expr, ExprSchemable};
+use datafusion::sql::sqlparser::ast::BinaryOperator;
+
+use crate::error::{code, SqlError};
+use crate::query::array_literal::Element;
+use crate::query::functions::sql_error;
+
+/// The comparisons ANY and ALL take, by the names in the functions' names.
+const OPERATORS: &[(&str, Operator, &str)] = &[
+    ("eq", Operator::Eq, "="),
+    ("ne", Operator::NotEq, "<>"),
+    ("lt", Operator::Lt, "<"),
+    ("le", Operator::LtEq, "<="),
+    ("gt", Operator::Gt, ">"),
+    ("ge", Operator::GtEq, ">="),
+];
+
+/// The function standing for `x <op> ANY|ALL (array)`, if `op` (as SQL writes it) is one of
+/// the comparisons.
+pub fn function_name(op: &str, all: bool) -> Option<String> {
+    let (name, _, _) = OPERATORS.iter().find(|(_, _, sql)| *sql == op)?;
+    Some(format!("shoal_{}_{name}", if all { "all" } else { "any" }))
+}
+
+/// Whether `name` is one of these functions (the array is its second argument).
+pub fn is_array_compare(name: &str) -> bool {
+    name.starts_with("shoal_any_") || name.starts_with("shoal_all_")
+}
+
+pub fn register(state: &mut SessionState) {
+    for &(name, op, sql) in OPERATORS {
+        for all in [false, true] {
+            let udf = ArrayCompare {
+                name: format!("shoal_{}_{name}", if all { "all" } else { "any" }),
+                op,
+                sql,
+                all,
+                signature: Signature::user_defined(Volatility::Immutable),
+            };
+            state
+                .register_udf(Arc::new(ScalarUDF::new_from_impl(udf)))
+                .expect("registering a function cannot fail");
+        }
+    }
+}
+
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct ArrayCompare {
+    name: String,
+    op: Operator,
+    sql: &'static str,
+    all: bool,
+    signature: Signature,
+}
+
+impl ArrayCompare {
+    fn no_operator(
+        &self,
+        left: &ArrowType,
+        right: &ArrowType,
+    ) -> datafusion::error::DataFusionError {
+        let quantifier = if self.all { "ALL" } else { "ANY" };
+        let name = |t: &ArrowType| {
+            let type_oid = crate::types::pg_oid_for_arrow(t);
+            crate::query::pg_catalog::format_type_oid(type_oid, -1)
+                .unwrap_or_else(|| type_oid.to_string())
+        };
+        sql_error(SqlError::new(
+            code::UNDEFINED_FUNCTION,
+            format!(
+                "operator does not exist: {} {} {quantifier} ({})",
+                name(left),
+                self.sql,
+                name(right)
+            ),
+        ))
+    }
+
+    /// The type both sides compare as: the operand's, and the array's elements'.
+    fn common_type(&self, args: &[ArrowType]) -> DfResult<ArrowType> {
+        let [left, right] = args else {
+            return Err(self.no_operator(&ArrowType::Null, &ArrowType::Null));
+        };
+        let element = match right {
+            ArrowType::List(f) | ArrowType::LargeList(f) | ArrowType::FixedSizeList(f, _) => {
+                f.data_type().clone()
+            }
+            ArrowType::Null => left.clone(),
+            _ => {
+                return Err(sql_error(SqlError::new(
+                    code::WRONG_OBJECT_TYPE,
+                    "op ANY/ALL (array) requires array on right side",
+                )));
+            }
+        };
+        let common = match (left, &element) {
+            (ArrowType::Null, e) => e.clone(),
+            (l, ArrowType::Null) => l.clone(),
+            // The elements of an untyped array literal (`x = ANY('{1,2}')`) take x's type.
+            (l, ArrowType::Utf8) if !crate::numeric::is_numeric(l) => l.clone(),
+            // Numerics compare as numerics only with numerics: a cast of another type to
+            // their Arrow type would reinterpret bytes.
+            (l, e) if crate::numeric::is_numeric(l) || crate::numeric::is_numeric(e) => {
+                if l != e {
+                    return Err(sql_error(SqlError::new(
+                        code::FEATURE_NOT_SUPPORTED,
+                        "ANY/ALL comparing numeric with another type is not supported; cast \
+                         both sides to numeric",
+                    )));
+                }
+                l.clone()
+            }
+            (l, e) => comparison_coercion(l, e).ok_or_else(|| self.no_operator(l, right))?,
+        };
+        Ok(common)
+    }
+}
+
+impl ScalarUDFImpl for ArrayCompare {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, args: &[ArrowType]) -> DfResult<ArrowType> {
+        self.common_type(args)?;
+        Ok(ArrowType::Boolean)
+    }
+
+    fn coerce_types(&self, args: &[ArrowType]) -> DfResult<Vec<ArrowType>> {
+        // A mismatch is reported by return_type: DataFusion words a coercion's error itself.
+        Ok(match self.common_type(args) {
+            Ok(common) => vec![
+                common.clone(),
+                ArrowType::List(Arc::new(Field::new_list_field(common, true))),
+            ],
+            Err(_) => args.to_vec(),
+        })
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
+        let rows = args.number_rows;
+        let left = args.args[0].to_array(rows)?;
+        let right = args.args[1].to_array(rows)?;
+        let mut out = BooleanBuilder::with_capacity(rows);
+        let lists = match right.data_type() {
+            ArrowType::Null => {
+                out.append_nulls(rows);
+                return Ok(ColumnarValue::Array(Arc::new(out.finish())));
+            }
+            _ => right.as_list_opt::<i32>().ok_or_else(|| {
+                datafusion::error::DataFusionError::Internal(format!(
+                    "{} called with {} for an array",
+                    self.name,
+                    right.data_type()
+                ))
+            })?,
+        };
+        for row in 0..rows {
+            if lists.is_null(row) {
+                out.append_null();
+                continue;
+            }
+            let elements = lists.value(row);
+            if elements.is_empty() {
+                out.append_value(self.all);
+                continue;
+            }
+            if left.is_null(row) {
+                out.append_null();
+                continue;
+            }
+            let needle = ScalarValue::try_from_array(&left, row)?;
+            let results = compare(self.op, &elements, &needle)?;
+            // ANY is decided by a true comparison, ALL by a false one.
+            let decided = if self.all {
+                results.false_count() > 0
+            } else {
+                results.true_count() > 0
+            };
+            if decided {
+                out.append_value(!self.all);
+            } else if results.null_count() > 0 {
+                out.append_null();
+            } else {
+                out.append_value(self.all);
+            }
+        }
+        Ok(ColumnarValue::Array(Arc::new(out.finish())))
+    }
+}
+
+/// `needle op element` for each element.
+fn compare(op: Operator, elements: &ArrayRef, needle: &ScalarValue) -> DfResult<BooleanArray> {
+    // With the element on the left: `x < e` is `e > x`.
+    let op = match op {
+        Operator::Lt => Operator::Gt,
+        Operator::LtEq => Operator::GtEq,
+        Operator::Gt => Operator::Lt,
+        Operator::GtEq => Operator::LtEq,
+        other => other,
+    };
+    if crate::numeric::is_numeric(elements.data_type()) {
+        // Numerics compare by their sortable key (the display scale left out).
+        let elements = crate::numeric::as_numeric_array(elements.as_ref())?;
+        let ScalarValue::LargeBinary(Some(needle)) = needle else {
+            return Ok(BooleanArray::new_null(elements.len()));
+        };
+        let needle = crate::numeric::key_of(needle);
+        return Ok(elements
+            .iter()
+            .map(|e| {
+                e.map(|e| {
+                    let ordering = crate::numeric::key_of(e).cmp(needle);
+                    match op {
+                        Operator::Eq => ordering.is_eq(),
+                        Operator::NotEq => ordering.is_ne(),
+                        Operator::Lt => ordering.is_lt(),
+                        Operator::LtEq => ordering.is_le(),
+                        Operator::Gt => ordering.is_gt(),
+                        _ => ordering.is_ge(),
+                    }
+                })
+            })
+            .collect());
+    }
+    let needle = needle.to_scalar()?;
+    Ok(match op {
+        Operator::Eq => cmp::eq(elements, &needle)?,
+        Operator::NotEq => cmp::neq(elements, &needle)?,
+        Operator::Lt => cmp::lt(elements, &needle)?,
+        Operator::LtEq => cmp::lt_eq(elements, &needle)?,
+        Operator::Gt => cmp::gt(elements, &needle)?,
+        _ => cmp::gt_eq(elements, &needle)?,
+    })
+}
+
+/// The expression planner of the array operators (see `plan_operator`).
+#[derive(Debug)]
+pub struct ArrayOperators;
+
+impl ExprPlanner for ArrayOperators {
+    fn plan_binary_op(
+        &self,
+        expr: RawBinaryExpr,
+        schema: &DFSchema,
+    ) -> DfResult<PlannerResult<RawBinaryExpr>> {
+        plan_operator(expr, schema)
+    }
+}
+
+/// The array operators `@>` (contains), `<@` (is contained by) and `&&` (overlaps), as
+/// PostgreSQL defines them: elements compare by equality, a NULL element equals nothing (so
+/// `ARRAY[1,NULL] @> ARRAY[NULL]` is false), and either array NULL gives NULL. DataFusion
+/// plans none of them over lists. An untyped parameter takes the other side's array type; an
+/// untyped string literal is read as an array literal of it.
+pub fn plan_operator(
+    expr: RawBinaryExpr,
+    schema: &DFSchema,
+) -> DfResult<PlannerResult<RawBinaryExpr>> {
+    let kind = match expr.op {
+        BinaryOperator::AtArrow => Containment::Contains,
+        BinaryOperator::ArrowAt => Containment::ContainedBy,
+        BinaryOperator::PGOverlap => Containment::Overlaps,
+        _ => return Ok(PlannerResult::Original(expr)),
+    };
+    let is_list = |e: &Expr| {
+        matches!(
+            e.get_type(schema),
+            Ok(ArrowType::List(_) | ArrowType::LargeList(_) | ArrowType::FixedSizeList(..))
+        )
+    };
+    if !is_list(&expr.left) && !is_list(&expr.right) {
+        return Ok(PlannerResult::Original(expr));
+    }
+    let (mut left, mut right) = (expr.left, expr.right);
+    adopt_array_type(&mut left, &right, schema)?;
+    adopt_array_type(&mut right, &left, schema)?;
+    Ok(PlannerResult::Planned(Expr::ScalarFunction(
+        datafusion::logical_expr::expr::ScalarFunction::new_udf(
+            Arc::new(ScalarUDF::new_from_impl(ArrayContainment::new(kind))),
+            vec![left, right],
+        ),
+    )))
+}
+
+/// An untyped parameter or string literal `e` as an array of `other`'s type.
+fn adopt_array_type(e: &mut Expr, other: &Expr, schema: &DFSchema) -> DfResult<()> {
+    match e {
+        Expr::Placeholder(p) if p.field.is_none() => {
+            if let Ok((_, field)) = other.to_field(schema) {
+                p.field = Some(Arc::new(field.as_ref().clone().with_name(&p.id)));
+            }
+        }
+        Expr::Literal(ScalarValue::Utf8(Some(text)), _) => {
+            let elements = crate::query::array_literal::parse(text).map_err(sql_error)?;
+            let elements = elements
+                .into_iter()
+                .map(|element| match element {
+                    Element::Null => Ok(Expr::Literal(ScalarValue::Utf8(None), None)),
+                    Element::Text(s) => Ok(Expr::Literal(ScalarValue::Utf8(Some(s)), None)),
+                    Element::Array(_) => Err(sql_error(SqlError::new(
+                        code::FEATURE_NOT_SUPPORTED,
+                        "multidimensional arrays are not supported",
+                    ))),
+                })
+                .collect::<DfResult<Vec<_>>>()?;
+            *e = datafusion::functions_nested::expr_fn::make_array(elements);
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Containment {
+    Contains,
+    ContainedBy,
+    Overlaps,
+}
+
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct ArrayContainment {
+    kind: Containment,
+    signature: Signature,
+}
+
+impl ArrayContainment {
+    fn new(kind: Containment) -> Self {
+        ArrayContainment {
+            kind,
+            signature: Signature::user_defined(Volatility::Immutable),
+        }
+    }
+
+    /// The element type both arrays compare as.
+    fn element_type(args: &[ArrowType]) -> DfResult<ArrowType> {
+        let element = |t: &ArrowType| match t {
+            ArrowType::List(f) | ArrowType::LargeList(f) | ArrowType::FixedSizeList(f, _) => {
+                Some(f.data_type().clone())
+            }
+            ArrowType::Null => Some(ArrowType::Null),
+            _ => None,
+        };
+        let (Some(l), Some(r)) = (
+            args.first().and_then(element),
+            args.get(1).and_then(element),
+        ) else {
+            return Err(sql_error(SqlError::new(
+                code::UNDEFINED_FUNCTION,
+                "operator does not exist: array containment needs two arrays",
+            )));
+        };
+        let common = match (&l, &r) {
+            (ArrowType::Null, t) | (t, ArrowType::Null) => t.clone(),
+            (a, b) if a == b => a.clone(),
+            // An array literal's text elements take the other array's type.
+            (a, ArrowType::Utf8) | (ArrowType::Utf8, a) if !crate::numeric::is_numeric(a) => {
+                a.clone()
+            }
+            (a, b) if crate::numeric::is_numeric(a) || crate::numeric::is_numeric(b) => {
+                return Err(sql_error(SqlError::new(
+                    code::FEATURE_NOT_SUPPORTED,
+                    "array containment between numeric[] and another array type is not \
+                     supported; cast both to numeric[]",
+                )))
+            }
+            (a, b) => comparison_coercion(a, b).ok_or_else(|| {
+                sql_error(SqlError::new(
+                    code::UNDEFINED_FUNCTION,
+                    "operator does not exist: arrays of different element types",
+                ))
+            })?,
+        };
+        Ok(common)
+    }
+}
+
+impl ScalarUDFImpl for ArrayContainment {
+    fn name(&self) -> &str {
+        match self.kind {
+            Containment::Contains => "arraycontains",
+            Containment::ContainedBy => "arraycontained",
+            Containment::Overlaps => "arrayoverlap",
+        }
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, args: &[ArrowType]) -> DfResult<ArrowType> {
+        Self::element_type(args)?;
+        Ok(ArrowType::Boolean)
+    }
+
+    fn coerce_types(&self, args: &[ArrowType]) -> DfResult<Vec<ArrowType>> {
+        // A mismatch is reported by return_type: DataFusion words a coercion's error itself.
+        Ok(match Self::element_type(args) {
+            Ok(common) => {
+                let list = ArrowType::List(Arc::new(Field::new_list_field(common, true)));
+                vec![list.clone(), list]
+            }
+            Err(_) => args.to_vec(),
+        })
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
+        let rows = args.number_rows;
+        let left = args.args[0].to_array(rows)?;
+        let right = args.args[1].to_array(rows)?;
+        let mut out = BooleanBuilder::with_capacity(rows);
+        let (Some(left), Some(right)) = (left.as_list_opt::<i32>(), right.as_list_opt::<i32>())
+        else {
+            out.append_nulls(rows);
+            return Ok(ColumnarValue::Array(Arc::new(out.finish())));
+        };
+        for row in 0..rows {
+            if left.is_null(row) || right.is_null(row) {
+                out.append_null();
+                continue;
+            }
+            let (a, b) = (left.value(row), right.value(row));
+            let value = match self.kind {
+                Containment::Contains => contains_all(&a, &b)?,
+                Containment::ContainedBy => contains_all(&b, &a)?,
+                Containment::Overlaps => contains_any(&a, &b)?,
+            };
+            out.append_value(value);
+        }
+        Ok(ColumnarValue::Array(Arc::new(out.finish())))
+    }
+}
+
+/// Whether some non-NULL element of `haystack` equals element `i` of `needles`.
+fn holds(haystack: &ArrayRef, needles: &ArrayRef, i: usize) -> DfResult<bool> {
+    if needles.is_null(i) {
+        return Ok(false);
+    }
+    let needle = ScalarValue::try_from_array(needles, i)?;
+    Ok(compare(Operator::Eq, haystack, &needle)?.true_count() > 0)
+}
+
+/// Whether every element of `needles` is in `haystack` (`haystack @> needles`).
+fn contains_all(haystack: &ArrayRef, needles: &ArrayRef) -> DfResult<bool> {
+    for i in 0..needles.len() {
+        if !holds(haystack, needles, i)? {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// Whether some element of `needles` is in `haystack` (`haystack && needles`).
+fn contains_any(haystack: &ArrayRef, needles: &ArrayRef) -> DfResult<bool> {
+    for i in 0..needles.len() {
+        if holds(haystack, needles, i)? {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
