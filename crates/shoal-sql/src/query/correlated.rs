@@ -90,7 +90,8 @@ pub fn has_correlated_subquery(plan: &LogicalPlan) -> bool {
     found
 }
 
-/// Whether a subquery reads a column of a query two or more levels out.
+/// Whether a subquery reads a column of a query two or more levels out, or will once
+/// DataFusion's rules move an operand into one.
 fn skips_a_level(plan: &LogicalPlan) -> bool {
     let mut found = false;
     let _ = plan.apply_with_subqueries(|node| {
@@ -101,6 +102,18 @@ fn skips_a_level(plan: &LogicalPlan) -> bool {
                     found |= free_outer_refs(&sub.subquery)
                         .iter()
                         .any(|c| !schema.has_column(c));
+                }
+                // DataFusion moves the operand of `x op ANY (...)` and `x IN (...)` into the
+                // subquery: a correlated subquery in x then reads two levels out.
+                if let Expr::SetComparison(SetComparison { expr, .. })
+                | Expr::InSubquery(InSubquery { expr, .. }) = x
+                {
+                    found |= expr
+                        .exists(|e| {
+                            Ok(subquery_of(e)
+                                .is_some_and(|s| !free_outer_refs(&s.subquery).is_empty()))
+                        })
+                        .unwrap_or(false);
                 }
                 Ok(stop_if(found))
             })
