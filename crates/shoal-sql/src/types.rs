@@ -41,6 +41,10 @@ pub mod oid {
     pub const UUID: u32 = 2950;
     pub const JSON: u32 = 114;
     pub const JSONB: u32 = 3802;
+    /// The catalogs' vectors (pg_index.indkey, indclass): arrays whose subscripts start at 0
+    /// and whose text form separates the elements with spaces.
+    pub const INT2VECTOR: u32 = 22;
+    pub const OIDVECTOR: u32 = 30;
     pub const INT2_ARRAY: u32 = 1005;
     pub const INT4_ARRAY: u32 = 1007;
     pub const TEXT_ARRAY: u32 = 1009;
@@ -283,10 +287,26 @@ pub fn pg_oid_for_arrow(t: &ArrowType) -> u32 {
 
 /// The element type of an array type that result columns can have.
 pub fn array_element_oid(array_oid: u32) -> Option<u32> {
+    match array_oid {
+        oid::INT2VECTOR => return Some(oid::INT2),
+        oid::OIDVECTOR => return Some(oid::OID),
+        _ => {}
+    }
     oid::ARRAY_TYPES
         .iter()
         .find(|(_, a)| *a == array_oid)
         .map(|(e, _)| *e)
+}
+
+/// Whether a field holds one of the catalogs' vectors (int2vector, oidvector), whose first
+/// subscript is 0.
+pub fn is_catalog_vector(f: &datafusion::arrow::datatypes::Field) -> bool {
+    matches!(
+        f.metadata()
+            .get(PG_TYPE_METADATA_KEY)
+            .and_then(|v| v.parse::<u32>().ok()),
+        Some(oid::INT2VECTOR | oid::OIDVECTOR)
+    )
 }
 
 /// Maps a parsed SQL type name to a storage type; PostgreSQL's spelling variants included.

@@ -96,7 +96,12 @@ pub fn encode_rows(
                     put_binary_value(array.as_ref(), r, type_oids[c], &mut data);
                 } else {
                     text.clear();
-                    pgtext::format_array_value(array.as_ref(), r, zone, &mut text);
+                    match type_oids[c] {
+                        oid::INT2VECTOR | oid::OIDVECTOR => {
+                            pgtext::format_vector_value(array.as_ref(), r, &mut text)
+                        }
+                        _ => pgtext::format_array_value(array.as_ref(), r, zone, &mut text),
+                    }
                     data.put_i32(text.len() as i32);
                     data.put_slice(text.as_bytes());
                 }
@@ -207,7 +212,14 @@ fn encode_binary(array: &dyn Array, row: usize, type_oid: u32, out: &mut BytesMu
             numeric_binary(&s, out);
         }
         (_, ArrowType::List(_)) => match shoal_sql::types::array_element_oid(type_oid) {
-            Some(element_oid) => array_binary(arr!(ListArray).value(row), element_oid, out),
+            Some(element_oid) => {
+                // The catalogs' vectors count their subscripts from 0.
+                let lower_bound = match type_oid {
+                    oid::INT2VECTOR | oid::OIDVECTOR => 0,
+                    _ => 1,
+                };
+                array_binary(arr!(ListArray).value(row), element_oid, lower_bound, out)
+            }
             None => put_text(array, row, out),
         },
         _ => put_text(array, row, out),
@@ -221,8 +233,8 @@ fn put_text(array: &dyn Array, row: usize, out: &mut BytesMut) {
 }
 
 /// PostgreSQL's binary array: dimensions, a has-nulls flag, the element type, the length and
-/// lower bound (1) of the one dimension, then each element with its length.
-fn array_binary(elements: ArrayRef, element_oid: u32, out: &mut BytesMut) {
+/// lower bound of the one dimension, then each element with its length.
+fn array_binary(elements: ArrayRef, element_oid: u32, lower_bound: i32, out: &mut BytesMut) {
     let elements = wire_array(&elements, element_oid);
     let dims = if elements.is_empty() { 0 } else { 1 };
     out.put_i32(dims);
@@ -230,7 +242,7 @@ fn array_binary(elements: ArrayRef, element_oid: u32, out: &mut BytesMut) {
     out.put_u32(element_oid);
     if dims == 1 {
         out.put_i32(elements.len() as i32);
-        out.put_i32(1);
+        out.put_i32(lower_bound);
     }
     for i in 0..elements.len() {
         if elements.is_null(i) {

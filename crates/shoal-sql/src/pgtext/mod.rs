@@ -22,7 +22,7 @@ pub use input::{
 pub use interval_input::parse_interval;
 pub use output::{
     format_array_value, format_bytea, format_date, format_decimal, format_float, format_interval,
-    format_time, format_timestamp, format_value, write_value,
+    format_time, format_timestamp, format_value, format_vector_value, write_value,
 };
 
 use chrono::{Datelike, NaiveDate};

@@ -13,6 +13,21 @@ use super::{MICROS_PER_DAY, MICROS_PER_SECOND};
 use crate::query::civil_time::civil_from_days;
 use crate::timezone::TimeZone;
 
+/// Formats element `row` of `array`, a list, as an int2vector or oidvector prints: the
+/// elements separated by spaces (`1 2`).
+pub fn format_vector_value(array: &dyn Array, row: usize, out: &mut String) {
+    let Some(list) = array.as_any().downcast_ref::<ListArray>() else {
+        return format_array_value(array, row, &TimeZone::utc(), out);
+    };
+    let elements = list.value(row);
+    for i in 0..elements.len() {
+        if i > 0 {
+            out.push(' ');
+        }
+        format_array_value(elements.as_ref(), i, &TimeZone::utc(), out);
+    }
+}
+
 /// Formats element `row` of `array` as PostgreSQL text, timestamptz in `zone` (the session's).
 /// The caller has checked it is not null.
 pub fn format_array_value(array: &dyn Array, row: usize, zone: &TimeZone, out: &mut String) {

@@ -9,7 +9,8 @@
 //! turns each such expression over an array (not a subquery) into a call of one of the
 //! functions here, `shoal_any_<op>` / `shoal_all_<op>`, with the operand first.
 //!
-//! The containment operators `@>`, `<@` and `&&` over arrays are here too (`plan_operator`).
+//! The containment operators `@>`, `<@` and `&&` over arrays are here too (`plan_operator`),
+//! and the subscripts of the catalogs' int2vector and oidvector columns, which start at 0.
 
 use std::sync::Arc;
 
@@ -18,8 +19,11 @@ use datafusion::arrow::compute::kernels::cmp;
 use datafusion::arrow::datatypes::{DataType as ArrowType, Field};
 use datafusion::common::{DFSchema, Result as DfResult, ScalarValue};
 use datafusion::execution::{FunctionRegistry, SessionState};
-use datafusion::logical_expr::planner::{ExprPlanner, PlannerResult, RawBinaryExpr};
+use datafusion::logical_expr::planner::{
+    ExprPlanner, PlannerResult, RawBinaryExpr, RawFieldAccessExpr,
+};
 use datafusion::logical_expr::type_coercion::binary::comparison_coercion;
+use datafusion::logical_expr::{cast, lit, GetFieldAccess};
 use datafusion::logical_expr::{
     ColumnarValue, Operator, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
@@ -274,6 +278,30 @@ impl ExprPlanner for ArrayOperators {
         schema: &DFSchema,
     ) -> DfResult<PlannerResult<RawBinaryExpr>> {
         plan_operator(expr, schema)
+    }
+
+    /// `indkey[0]`: the catalogs' vectors count their subscripts from 0, lists from 1.
+    fn plan_field_access(
+        &self,
+        expr: RawFieldAccessExpr,
+        schema: &DFSchema,
+    ) -> DfResult<PlannerResult<RawFieldAccessExpr>> {
+        let is_vector = expr
+            .expr
+            .to_field(schema)
+            .is_ok_and(|(_, f)| crate::types::is_catalog_vector(&f));
+        match expr.field_access {
+            GetFieldAccess::ListIndex { key } if is_vector => Ok(PlannerResult::Planned(
+                datafusion::functions_nested::expr_fn::array_element(
+                    expr.expr,
+                    cast(*key, ArrowType::Int64) + lit(1_i64),
+                ),
+            )),
+            field_access => Ok(PlannerResult::Original(RawFieldAccessExpr {
+                field_access,
+                expr: expr.expr,
+            })),
+        }
     }
 }
 

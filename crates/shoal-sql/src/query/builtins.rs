@@ -343,6 +343,7 @@ impl ScalarUDFImpl for PgTextOut {
             .get(PG_TYPE_METADATA_KEY)
             .and_then(|t| t.parse::<u32>().ok())
             == Some(crate::types::oid::BPCHAR);
+        let vector = crate::types::is_catalog_vector(&args.arg_fields[0]);
         let out: ArrayRef = match array.data_type() {
             ArrowType::Utf8 if bpchar => {
                 let padded = array
@@ -380,7 +381,16 @@ impl ScalarUDFImpl for PgTextOut {
                         builder.append_null();
                     } else {
                         text.clear();
-                        crate::pgtext::format_array_value(array.as_ref(), row, &zone, &mut text);
+                        if vector {
+                            crate::pgtext::format_vector_value(array.as_ref(), row, &mut text);
+                        } else {
+                            crate::pgtext::format_array_value(
+                                array.as_ref(),
+                                row,
+                                &zone,
+                                &mut text,
+                            );
+                        }
                         builder.append_value(&text);
                     }
                 }

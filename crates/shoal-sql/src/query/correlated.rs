@@ -61,7 +61,7 @@ pub fn prepare(state: &SessionState, plan: LogicalPlan) -> DfResult<Prepared> {
     }
     if !skips_a_level(&plan) {
         if let Ok(optimized) = state.optimize(&plan) {
-            if !has_correlated_subquery(&optimized) {
+            if !left_for_per_row(&plan, &optimized) {
                 return Ok(Prepared::Optimized(optimized));
             }
         }
@@ -72,7 +72,24 @@ pub fn prepare(state: &SessionState, plan: LogicalPlan) -> DfResult<Prepared> {
 /// Whether `optimized`, made by the session's rules from `plan`, needs per-row subqueries:
 /// a plan made by `prepare` instead.
 pub fn left_for_per_row(plan: &LogicalPlan, optimized: &LogicalPlan) -> bool {
-    has_correlated_subquery(optimized) || skips_a_level(plan)
+    has_correlated_subquery(optimized) || has_loose_outer_ref(optimized) || skips_a_level(plan)
+}
+
+/// Whether an outer reference was left outside any subquery: DataFusion's decorrelation
+/// pulled a subquery up without its reference (one inside an UNNEST, for one), and the plan
+/// cannot run.
+fn has_loose_outer_ref(plan: &LogicalPlan) -> bool {
+    let mut found = false;
+    let _ = plan.apply(|node| {
+        node.apply_expressions(|e| {
+            found |= e
+                .exists(|x| Ok(matches!(x, Expr::OuterReferenceColumn(..))))
+                .unwrap_or(false);
+            Ok(stop_if(found))
+        })?;
+        Ok(stop_if(found))
+    });
+    found
 }
 
 /// Whether a subquery anywhere in the plan reads a column of a query around it.
@@ -447,6 +464,16 @@ impl SubqueryCall {
             .zip(values.iter().cloned())
             .collect();
         let plan = bind_outer_refs(self.plan.as_ref().clone(), &bound)?;
+        // With its outer references bound, a subquery node (an UNNEST of an outer column is
+        // planned as one) is its plan.
+        let plan = plan
+            .transform_up(|node| {
+                Ok(match node {
+                    LogicalPlan::Subquery(s) => Transformed::yes(Arc::unwrap_or_clone(s.subquery)),
+                    other => Transformed::no(other),
+                })
+            })
+            .data()?;
         let limit = match self.kind {
             Kind::Scalar => Some(2),
             Kind::Exists { .. } => Some(1),

@@ -1175,6 +1175,21 @@ fn integer_series(factor: &mut TableFactor) {
 }
 
 fn name_scalar_function_column(factor: &mut TableFactor) {
+    if let TableFactor::UNNEST {
+        alias: Some(alias),
+        array_exprs,
+        with_offset: false,
+        with_ordinality: false,
+        ..
+    } = factor
+    {
+        if alias.columns.is_empty() && array_exprs.len() == 1 {
+            alias.columns = vec![ast::TableAliasColumnDef::from_name(
+                alias.name.value.clone(),
+            )];
+        }
+        return;
+    }
     let TableFactor::Table {
         name,
         alias: Some(alias),

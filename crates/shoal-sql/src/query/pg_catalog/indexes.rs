@@ -6,13 +6,58 @@ use std::sync::Arc;
 use datafusion::datasource::TableProvider;
 use shoal_storage::catalog::Catalog;
 
-use super::{b, i16v, null_text, o, s, TableBuilder, BOOL, I16, OID, T};
+use datafusion::arrow::datatypes::{DataType as ArrowType, Field};
+use datafusion::common::ScalarValue;
+use shoal_storage::types::DataType;
 
-fn int2vector(cols: &[usize]) -> String {
-    cols.iter()
-        .map(|c| (c + 1).to_string())
-        .collect::<Vec<_>>()
-        .join(" ")
+use super::{b, i16v, null_text, o, s, TableBuilder, BOOL, I16, OID, T};
+use crate::types::oid;
+
+fn int2vector(values: impl IntoIterator<Item = i16>) -> ScalarValue {
+    let values: Vec<ScalarValue> = values.into_iter().map(i16v).collect();
+    ScalarValue::List(ScalarValue::new_list_nullable(&values, &I16))
+}
+
+fn oidvector(values: impl IntoIterator<Item = u32>) -> ScalarValue {
+    let values: Vec<ScalarValue> = values.into_iter().map(o).collect();
+    ScalarValue::List(ScalarValue::new_list_nullable(&values, &OID))
+}
+
+fn list_of(element: ArrowType) -> ArrowType {
+    ArrowType::List(Arc::new(Field::new_list_field(element, true)))
+}
+
+/// The default btree operator class of a column type, as PostgreSQL 15 numbers them.
+fn default_btree_opclass(t: &DataType) -> u32 {
+    match t {
+        DataType::Bool => 10003,
+        DataType::Int16 => 1979,
+        DataType::Int32 => 1978,
+        DataType::Int64 => 3124,
+        DataType::Float32 => 10012,
+        DataType::Float64 => 3123,
+        DataType::Numeric { .. } => 3125,
+        DataType::Text | DataType::Varchar(_) => 3126,
+        DataType::Char(_) => 10004,
+        DataType::Bytea => 10006,
+        DataType::Date => 3122,
+        DataType::Time => 10038,
+        DataType::Timestamp => 3128,
+        DataType::TimestampTz => 3127,
+        DataType::Interval => 10022,
+        DataType::Uuid => 10065,
+        DataType::Jsonb => 10088,
+        DataType::Array(_) => 10000,
+        _ => 0,
+    }
+}
+
+/// The collation of a key column: the default one (100) for the string types, none (0) else.
+fn key_collation(t: &DataType) -> u32 {
+    match t {
+        DataType::Text | DataType::Varchar(_) | DataType::Char(_) => 100,
+        _ => 0,
+    }
 }
 
 pub(super) fn pg_index(catalog: &Catalog) -> Arc<dyn TableProvider> {
@@ -32,15 +77,33 @@ pub(super) fn pg_index(catalog: &Catalog) -> Arc<dyn TableProvider> {
         ("indisready", BOOL),
         ("indislive", BOOL),
         ("indisreplident", BOOL),
-        ("indkey", T),
-        ("indcollation", T),
-        ("indclass", T),
-        ("indoption", T),
+        ("indkey", list_of(I16)),
+        ("indcollation", list_of(OID)),
+        ("indclass", list_of(OID)),
+        ("indoption", list_of(I16)),
         ("indexprs", T),
         ("indpred", T),
-    ]);
+    ])
+    .with_pg_type("indkey", oid::INT2VECTOR)
+    .with_pg_type("indcollation", oid::OIDVECTOR)
+    .with_pg_type("indclass", oid::OIDVECTOR)
+    .with_pg_type("indoption", oid::INT2VECTOR);
     for index in catalog.indexes.values() {
         let n = index.columns.len().max(index.key_sql.len()) as i16;
+        // A key part that is an expression is column 0, its type unknown here.
+        let key_types: Vec<Option<&DataType>> = match catalog.tables.get(&index.table) {
+            Some(table) if !index.columns.is_empty() => index
+                .columns
+                .iter()
+                .map(|c| table.columns.get(*c).map(|col| &col.data_type))
+                .collect(),
+            _ => vec![None; n as usize],
+        };
+        let keys: Vec<i16> = if index.columns.is_empty() {
+            vec![0; n as usize]
+        } else {
+            index.columns.iter().map(|c| *c as i16 + 1).collect()
+        };
         t.row(vec![
             o(index.oid),
             o(index.table),
@@ -57,10 +120,10 @@ pub(super) fn pg_index(catalog: &Catalog) -> Arc<dyn TableProvider> {
             b(true),
             b(true),
             b(false),
-            s(&int2vector(&index.columns)),
-            s(""),
-            s(""),
-            s(""),
+            int2vector(keys),
+            oidvector(key_types.iter().map(|t| t.map_or(0, key_collation))),
+            oidvector(key_types.iter().map(|t| t.map_or(0, default_btree_opclass))),
+            int2vector(key_types.iter().map(|_| 0)),
             null_text(),
             null_text(),
         ]);

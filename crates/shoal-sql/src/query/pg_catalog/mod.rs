@@ -55,6 +55,21 @@ impl TableBuilder {
         }
     }
 
+    /// Declares `column`'s PostgreSQL type where its Arrow type does not say it (the catalogs'
+    /// int2vector and oidvector columns are lists).
+    pub fn with_pg_type(mut self, column: &str, type_oid: u32) -> Self {
+        for f in self.fields.iter_mut().filter(|f| f.name() == column) {
+            *f = f.clone().with_metadata(
+                [(
+                    crate::types::PG_TYPE_METADATA_KEY.to_string(),
+                    type_oid.to_string(),
+                )]
+                .into(),
+            );
+        }
+        self
+    }
+
     pub fn row(&mut self, values: Vec<ScalarValue>) {
         debug_assert_eq!(
             values.len(),
