@@ -98,7 +98,10 @@ pub fn table(scope: &Arc<PlanScope>, name: &str) -> Option<Arc<dyn TableProvider
                         s(&table.name),
                         s(&c.name),
                         i32v(i as i32 + 1),
-                        c.default_sql.as_deref().map(s).unwrap_or_else(null_text),
+                        c.default_sql
+                            .as_deref()
+                            .map(|d| s(&crate::query::pg_catalog::default_text(d, &c.data_type)))
+                            .unwrap_or_else(null_text),
                         s(if c.not_null { "NO" } else { "YES" }),
                         s(&data_type),
                         max_len,

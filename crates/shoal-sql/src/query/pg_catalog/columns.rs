@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use datafusion::datasource::TableProvider;
 use shoal_storage::catalog::Catalog;
+use shoal_storage::types::DataType;
 
 use super::{b, i16v, i32v, null_text, o, s, TableBuilder, BOOL, I16, I32, OID, T};
 use crate::types::{oid, pg_type_of};
@@ -117,10 +118,98 @@ pub(super) fn pg_attrdef(catalog: &Catalog) -> Arc<dyn TableProvider> {
                     o(table.oid * 1000 + i as u32),
                     o(table.oid),
                     i16v(i as i16 + 1),
-                    s(d),
+                    s(&default_text(d, &c.data_type)),
                 ]);
             }
         }
     }
     t.build()
+}
+
+/// A column default as PostgreSQL shows it (pg_get_expr of pg_attrdef.adbin,
+/// information_schema.columns.column_default): the expression as stored, with a constant
+/// written as PostgreSQL deparses it. A number keeps its literal's type (int4, int8 past int4,
+/// numeric with a point), a quoted literal takes the column's; a non-negative int4, a
+/// non-negative numeric with a point and a boolean show bare, the rest quoted with a cast
+/// (`'anon'::character varying`, `'-1'::integer`, `'5'::bigint`). nextval's argument shows as
+/// a regclass; an operator expression in parentheses.
+pub fn default_text(default_sql: &str, column_type: &DataType) -> String {
+    use datafusion::sql::sqlparser::ast::{Expr, UnaryOperator, Value};
+    let parsed = datafusion::sql::sqlparser::parser::Parser::new(
+        &datafusion::sql::sqlparser::dialect::PostgreSqlDialect {},
+    )
+    .try_with_sql(default_sql)
+    .and_then(|mut p| p.parse_expr());
+    let Ok(expr) = parsed else {
+        return default_sql.to_string();
+    };
+    let number_type = |text: &str| {
+        if text.parse::<i32>().is_ok() {
+            DataType::Int32
+        } else if text.parse::<i64>().is_ok() {
+            DataType::Int64
+        } else {
+            DataType::Numeric {
+                precision: None,
+                scale: None,
+            }
+        }
+    };
+    let (value, value_type) = match &expr {
+        Expr::Value(v) => match &v.value {
+            Value::SingleQuotedString(text) => (text.clone(), column_type.clone()),
+            Value::Number(text, _) => (text.clone(), number_type(text)),
+            _ => return default_sql.to_string(),
+        },
+        Expr::UnaryOp {
+            op: UnaryOperator::Minus,
+            expr: inner,
+        } => match inner.as_ref() {
+            Expr::Value(v) => match &v.value {
+                Value::Number(text, _) => {
+                    let text = format!("-{text}");
+                    let t = number_type(&text);
+                    (text, t)
+                }
+                _ => return default_sql.to_string(),
+            },
+            _ => return default_sql.to_string(),
+        },
+        Expr::Function(f) if f.name.to_string().eq_ignore_ascii_case("nextval") => {
+            let text = expr.to_string();
+            return match text.strip_suffix("')") {
+                Some(head) if !text.contains("::") => format!("{head}'::regclass)"),
+                _ => text,
+            };
+        }
+        Expr::BinaryOp { .. } => return format!("({default_sql})"),
+        _ => return default_sql.to_string(),
+    };
+    constant_text(&value, &value_type)
+}
+
+/// A constant of type `t` as PostgreSQL deparses it (see `default_text`).
+fn constant_text(value: &str, t: &DataType) -> String {
+    let negative = value.starts_with('-');
+    match t {
+        DataType::Int32 if !negative && value.parse::<i32>().is_ok() => return value.to_string(),
+        DataType::Numeric { .. }
+            if !negative && value.parse::<f64>().is_ok() && value.contains(['.', 'e', 'E']) =>
+        {
+            return value.to_string()
+        }
+        DataType::Bool => match value.to_ascii_lowercase().as_str() {
+            "t" | "true" | "yes" | "on" | "1" => return "true".to_string(),
+            "f" | "false" | "no" | "off" | "0" => return "false".to_string(),
+            _ => {}
+        },
+        _ => {}
+    }
+    // format_type without a typmod, as the constant has none (char is bpchar then).
+    let label = match t {
+        DataType::Char(_) => "bpchar".to_string(),
+        t => crate::query::pg_catalog::format_type_oid(pg_type_of(t).0, -1)
+            .unwrap_or_else(|| "text".to_string()),
+    };
+    format!("'{}'::{label}", value.replace('\'', "''"))
 }

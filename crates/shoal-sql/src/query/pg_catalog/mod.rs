@@ -14,6 +14,7 @@ mod routines;
 mod server;
 mod types;
 
+pub use columns::default_text;
 pub use constraints::constraint_definition;
 pub use indexes::{index_definition, index_key_definition};
 pub use relations::sequence_relation;
@@ -33,7 +34,7 @@ use crate::types::format_type;
 use columns::{pg_attrdef, pg_attribute};
 use constraints::pg_constraint;
 use indexes::{pg_index, pg_indexes};
-use relations::{pg_class, pg_namespace, pg_sequence, pg_tables, pg_views};
+use relations::{pg_class, pg_depend, pg_namespace, pg_sequence, pg_tables, pg_views};
 use routines::{pg_operator, pg_proc};
 use server::{pg_am, pg_cursors, pg_database, pg_prepared_statements, pg_roles, pg_settings};
 use types::pg_type;
@@ -166,6 +167,7 @@ pub const SYSTEM_CATALOG_OIDS: &[(&str, u32)] = &[
     ("pg_am", 2601),
     ("pg_attrdef", 2604),
     ("pg_constraint", 2606),
+    ("pg_depend", 2608),
     ("pg_description", 2609),
     ("pg_index", 2610),
     ("pg_inherits", 2611),
@@ -192,6 +194,7 @@ pub fn table(scope: &Arc<PlanScope>, name: &str) -> Option<Arc<dyn TableProvider
         "pg_indexes" => pg_indexes(&catalog),
         "pg_attrdef" => pg_attrdef(&catalog),
         "pg_sequence" => pg_sequence(&catalog),
+        "pg_depend" => pg_depend(&catalog),
         "pg_settings" => pg_settings(scope),
         "pg_prepared_statements" => pg_prepared_statements(scope),
         "pg_cursors" => pg_cursors(scope),

@@ -294,3 +294,39 @@ pub fn sequence_relation(seq: &Arc<SequenceDef>) -> Arc<dyn TableProvider> {
     ]);
     t.build()
 }
+
+/// pg_depend: the dependencies clients look for, which are a sequence's on the column that
+/// owns it (serial: deptype 'a'; identity: 'i'). SQLAlchemy and psql find a serial column's
+/// sequence through it.
+pub(super) fn pg_depend(catalog: &Catalog) -> Arc<dyn TableProvider> {
+    const PG_CLASS: u32 = 1259;
+    let mut t = TableBuilder::new(&[
+        ("classid", OID),
+        ("objid", OID),
+        ("objsubid", I32),
+        ("refclassid", OID),
+        ("refobjid", OID),
+        ("refobjsubid", I32),
+        ("deptype", T),
+    ]);
+    for seq in catalog.sequences.values() {
+        let Some((table_oid, column)) = seq.owned_by else {
+            continue;
+        };
+        let identity = catalog
+            .tables
+            .get(&table_oid)
+            .and_then(|table| table.columns.get(column))
+            .is_some_and(|c| c.identity.is_some());
+        t.row(vec![
+            o(PG_CLASS),
+            o(seq.oid),
+            i32v(0),
+            o(PG_CLASS),
+            o(table_oid),
+            i32v(column as i32 + 1),
+            s(if identity { "i" } else { "a" }),
+        ]);
+    }
+    t.build()
+}
