@@ -23,6 +23,12 @@ pub(crate) struct ConnectionThreads {
     next: AtomicUsize,
 }
 
+/// Stack of a connection thread. Parsing, planning and DataFusion's analysis of a statement
+/// recurse over its tree, and an EXECUTE nests a statement's futures in another's: the 2 MiB
+/// default overflowed (which aborts the process) on a prepared UPDATE with a subquery. Only
+/// the pages a statement touches are ever committed.
+const CONNECTION_STACK_BYTES: usize = 64 << 20;
+
 struct ConnectionThread {
     handle: Handle,
     /// Dropping it ends the thread's runtime, and with it the connections on it.
@@ -43,6 +49,7 @@ impl ConnectionThreads {
             let (stop, stopped) = oneshot::channel::<()>();
             let thread = std::thread::Builder::new()
                 .name(format!("shoal-conn-{n}"))
+                .stack_size(CONNECTION_STACK_BYTES)
                 .spawn(move || {
                     // A current-thread runtime runs its tasks only inside `block_on`.
                     let _ = runtime.block_on(stopped);

@@ -298,6 +298,15 @@ pub fn array_element_oid(array_oid: u32) -> Option<u32> {
         .map(|(e, _)| *e)
 }
 
+/// pg_type.typlen of a type: its fixed width in bytes, -1 for a variable-width one (what
+/// RowDescription reports as the column's size).
+pub fn type_length(type_oid: u32) -> i16 {
+    crate::query::pg_catalog::BUILTIN_TYPES
+        .iter()
+        .find(|t| t.0 == type_oid)
+        .map_or(-1, |t| t.2)
+}
+
 /// Whether a field holds one of the catalogs' vectors (int2vector, oidvector), whose first
 /// subscript is 0.
 pub fn is_catalog_vector(f: &datafusion::arrow::datatypes::Field) -> bool {

@@ -39,7 +39,15 @@ pub fn field_info_list(columns: &[ResultColumn], binary: impl Fn(usize) -> bool)
             } else {
                 FieldFormat::Text
             };
-            FieldInfo::new(c.name.to_string(), None, None, t, format).with_type_modifier(c.typmod)
+            FieldInfo::new(
+                c.name.to_string(),
+                Some(c.table_oid as i32),
+                Some(c.attnum),
+                t,
+                format,
+            )
+            .with_type_modifier(c.typmod)
+            .with_type_size(shoal_sql::types::type_length(c.type_oid))
         })
         .collect()
 }
@@ -374,6 +382,8 @@ mod tests {
                 name: "c".into(),
                 type_oid,
                 typmod,
+                table_oid: 0,
+                attnum: 0,
             }];
             let shape = Arc::new(SelectShape::new(columns.clone(), vec![t.clone()]));
             assert!(shape.text_from_values);

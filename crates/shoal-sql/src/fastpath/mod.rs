@@ -450,7 +450,7 @@ fn plan_select(
             ast::SelectItem::Wildcard(opts) if is_plain_wildcard(opts) => {
                 for (i, c) in def.columns.iter().enumerate() {
                     projection.push(i);
-                    columns.push(result_column(&c.name, &c.data_type));
+                    columns.push(result_column(&c.name, &def, i));
                 }
                 continue;
             }
@@ -459,10 +459,7 @@ fn plan_select(
         let col = column_of(&def, alias, expr)?;
         let c = &def.columns[col];
         projection.push(col);
-        columns.push(result_column(
-            name.as_deref().unwrap_or(&c.name),
-            &c.data_type,
-        ));
+        columns.push(result_column(name.as_deref().unwrap_or(&c.name), &def, col));
     }
     let (key_index, key) = key_condition(&def, alias, s.selection.as_ref(), params)?;
     let types = projection
@@ -492,12 +489,15 @@ fn is_plain_wildcard(opts: &ast::WildcardAdditionalOptions) -> bool {
         && opts.opt_rename.is_none()
 }
 
-fn result_column(name: &str, t: &DataType) -> ResultColumn {
-    let (type_oid, typmod) = pg_type_of(t);
+/// The result column of table column `column` (0-based) of `def`, under `name`.
+fn result_column(name: &str, def: &TableDef, column: usize) -> ResultColumn {
+    let (type_oid, typmod) = pg_type_of(&def.columns[column].data_type);
     ResultColumn {
         name: name.into(),
         type_oid,
         typmod,
+        table_oid: def.oid,
+        attnum: i16::try_from(column + 1).unwrap_or(0),
     }
 }
 

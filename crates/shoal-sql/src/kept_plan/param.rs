@@ -63,6 +63,23 @@ impl ParamUdf {
             // Values arrive typed as the placeholders are (see `KeptPlan::accepts`); a NULL
             // may come untyped.
             Some(v) if v.is_null() => ScalarValue::try_from(&self.data_type),
+            // A list's element field carries the element's PostgreSQL type (uuid[]), which a
+            // cast does not put on the value: the list is rebuilt with the planned field.
+            Some(ScalarValue::List(list)) => match &self.data_type {
+                ArrowType::List(field) => {
+                    let (_, offsets, values, nulls) = list.as_ref().clone().into_parts();
+                    let values = datafusion::arrow::compute::cast(&values, field.data_type())?;
+                    Ok(ScalarValue::List(Arc::new(
+                        datafusion::arrow::array::ListArray::try_new(
+                            field.clone(),
+                            offsets,
+                            values,
+                            nulls,
+                        )?,
+                    )))
+                }
+                _ => ScalarValue::List(list).cast_to(&self.data_type),
+            },
             Some(v) => v.cast_to(&self.data_type),
             None => exec_err!("no value bound to parameter {}", self.id),
         }

@@ -127,17 +127,14 @@ impl ArrayCompare {
             (l, ArrowType::Null) => l.clone(),
             // The elements of an untyped array literal (`x = ANY('{1,2}')`) take x's type.
             (l, ArrowType::Utf8) if !crate::numeric::is_numeric(l) => l.clone(),
-            // Numerics compare as numerics only with numerics: a cast of another type to
-            // their Arrow type would reinterpret bytes.
+            // A numeric with any number (or an untyped literal) compares as numerics; the
+            // conversion happens in the call (`as_numeric`), not by a cast, which would
+            // reinterpret the bytes.
             (l, e) if crate::numeric::is_numeric(l) || crate::numeric::is_numeric(e) => {
-                if l != e {
-                    return Err(sql_error(SqlError::new(
-                        code::FEATURE_NOT_SUPPORTED,
-                        "ANY/ALL comparing numeric with another type is not supported; cast \
-                         both sides to numeric",
-                    )));
+                if !converts_to_numeric(l) || !converts_to_numeric(e) {
+                    return Err(self.no_operator(l, right));
                 }
-                l.clone()
+                crate::numeric::NUMERIC_ARROW
             }
             (l, e) => comparison_coercion(l, e).ok_or_else(|| self.no_operator(l, right))?,
         };
@@ -162,6 +159,7 @@ impl ScalarUDFImpl for ArrayCompare {
     fn coerce_types(&self, args: &[ArrowType]) -> DfResult<Vec<ArrowType>> {
         // A mismatch is reported by return_type: DataFusion words a coercion's error itself.
         Ok(match self.common_type(args) {
+            Ok(common) if crate::numeric::is_numeric(&common) => args.to_vec(),
             Ok(common) => vec![
                 common.clone(),
                 ArrowType::List(Arc::new(Field::new_list_field(common, true))),
@@ -172,7 +170,8 @@ impl ScalarUDFImpl for ArrayCompare {
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
         let rows = args.number_rows;
-        let left = args.args[0].to_array(rows)?;
+        let form = Form::of(&args.arg_fields[0], &args.arg_fields[1]);
+        let left = form.apply(&args.args[0].to_array(rows)?)?;
         let right = args.args[1].to_array(rows)?;
         let mut out = BooleanBuilder::with_capacity(rows);
         let lists = match right.data_type() {
@@ -193,7 +192,7 @@ impl ScalarUDFImpl for ArrayCompare {
                 out.append_null();
                 continue;
             }
-            let elements = lists.value(row);
+            let elements = form.apply(&lists.value(row))?;
             if elements.is_empty() {
                 out.append_value(self.all);
                 continue;
@@ -220,6 +219,140 @@ impl ScalarUDFImpl for ArrayCompare {
         }
         Ok(ColumnarValue::Array(Arc::new(out.finish())))
     }
+}
+
+/// Whether values of this type convert to numerics exactly (`as_numeric`).
+fn converts_to_numeric(t: &ArrowType) -> bool {
+    t.is_integer()
+        || t.is_floating()
+        || crate::numeric::is_decimal(t)
+        || crate::numeric::is_numeric(t)
+        || matches!(t, ArrowType::Utf8 | ArrowType::Null)
+}
+
+/// The form in which both sides of an array comparison compare, where their Arrow values
+/// alone would compare wrongly.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Form {
+    Plain,
+    /// Numerics, and the numbers compared with them, as numerics.
+    Numeric,
+    /// char(n): trailing blanks do not count.
+    Bpchar,
+    /// uuid: by value, whatever the case and hyphens of the text.
+    Uuid,
+}
+
+impl Form {
+    /// The form for the arguments' fields (any of them, or of their arrays' elements, may
+    /// say it).
+    fn of(left: &Field, right: &Field) -> Form {
+        let element = |f: &Field| match f.data_type() {
+            ArrowType::List(e) | ArrowType::LargeList(e) | ArrowType::FixedSizeList(e, _) => {
+                Some(e.clone())
+            }
+            _ => None,
+        };
+        let (left_element, right_element) = (element(left), element(right));
+        let fields = [
+            Some(left),
+            Some(right),
+            left_element.as_deref(),
+            right_element.as_deref(),
+        ];
+        let declared = |type_oid: u32| {
+            fields.iter().flatten().any(|f| {
+                f.metadata()
+                    .get(crate::types::PG_TYPE_METADATA_KEY)
+                    .and_then(|v| v.parse::<u32>().ok())
+                    == Some(type_oid)
+            })
+        };
+        if fields
+            .iter()
+            .flatten()
+            .any(|f| crate::numeric::is_numeric(f.data_type()))
+        {
+            Form::Numeric
+        } else if declared(crate::types::oid::UUID) {
+            Form::Uuid
+        } else if declared(crate::types::oid::BPCHAR) {
+            Form::Bpchar
+        } else {
+            Form::Plain
+        }
+    }
+
+    fn apply(self, array: &ArrayRef) -> DfResult<ArrayRef> {
+        match self {
+            Form::Plain => Ok(array.clone()),
+            Form::Numeric => as_numeric(array),
+            Form::Bpchar | Form::Uuid => {
+                let Some(strings) = array.as_string_opt::<i32>() else {
+                    return Ok(array.clone());
+                };
+                let values = strings
+                    .iter()
+                    .map(|v| {
+                        v.map(|v| match self {
+                            Form::Uuid => crate::types::parse_uuid(v)
+                                .map(crate::types::format_uuid)
+                                .map_err(sql_error),
+                            _ => Ok(v.trim_end_matches(' ').to_string()),
+                        })
+                        .transpose()
+                    })
+                    .collect::<DfResult<Vec<_>>>()?;
+                Ok(Arc::new(datafusion::arrow::array::StringArray::from(
+                    values,
+                )))
+            }
+        }
+    }
+}
+
+/// `array`'s values as numerics: numbers through their text, which a numeric reads exactly.
+fn as_numeric(array: &ArrayRef) -> DfResult<ArrayRef> {
+    if crate::numeric::is_numeric(array.data_type()) {
+        return Ok(array.clone());
+    }
+    let mut text = String::new();
+    let values = (0..array.len())
+        .map(|row| {
+            if array.is_null(row) {
+                return Ok(None);
+            }
+            text.clear();
+            crate::pgtext::format_array_value(
+                array.as_ref(),
+                row,
+                &crate::timezone::TimeZone::utc(),
+                &mut text,
+            );
+            shoal_numeric::Numeric::parse(text.trim())
+                .map(Some)
+                .map_err(crate::numeric::df_error)
+        })
+        .collect::<DfResult<Vec<_>>>()?;
+    Ok(crate::numeric::array_from(values))
+}
+
+/// `array` with float -0 as 0: SQL compares them equal, Arrow's comparison kernels order them
+/// (and order NaN as PostgreSQL does: equal to itself, above every number).
+pub fn zero_without_sign(array: &ArrayRef) -> DfResult<ArrayRef> {
+    Ok(match array.data_type() {
+        ArrowType::Float64 => {
+            let a = array.as_primitive::<datafusion::arrow::datatypes::Float64Type>();
+            Arc::new(a.unary::<_, datafusion::arrow::datatypes::Float64Type>(|v| v + 0.0))
+                as ArrayRef
+        }
+        ArrowType::Float32 => {
+            let a = array.as_primitive::<datafusion::arrow::datatypes::Float32Type>();
+            Arc::new(a.unary::<_, datafusion::arrow::datatypes::Float32Type>(|v| v + 0.0))
+                as ArrayRef
+        }
+        _ => array.clone(),
+    })
 }
 
 /// `needle op element` for each element.
@@ -256,7 +389,8 @@ fn compare(op: Operator, elements: &ArrayRef, needle: &ScalarValue) -> DfResult<
             })
             .collect());
     }
-    let needle = needle.to_scalar()?;
+    let elements = &zero_without_sign(elements)?;
+    let needle = datafusion::arrow::array::Scalar::new(zero_without_sign(&needle.to_array()?)?);
     Ok(match op {
         Operator::Eq => cmp::eq(elements, &needle)?,
         Operator::NotEq => cmp::neq(elements, &needle)?,
@@ -415,11 +549,13 @@ impl ArrayContainment {
                 a.clone()
             }
             (a, b) if crate::numeric::is_numeric(a) || crate::numeric::is_numeric(b) => {
-                return Err(sql_error(SqlError::new(
-                    code::FEATURE_NOT_SUPPORTED,
-                    "array containment between numeric[] and another array type is not \
-                     supported; cast both to numeric[]",
-                )))
+                if !converts_to_numeric(a) || !converts_to_numeric(b) {
+                    return Err(sql_error(SqlError::new(
+                        code::UNDEFINED_FUNCTION,
+                        "operator does not exist: arrays of different element types",
+                    )));
+                }
+                crate::numeric::NUMERIC_ARROW
             }
             (a, b) => comparison_coercion(a, b).ok_or_else(|| {
                 sql_error(SqlError::new(
@@ -453,6 +589,8 @@ impl ScalarUDFImpl for ArrayContainment {
     fn coerce_types(&self, args: &[ArrowType]) -> DfResult<Vec<ArrowType>> {
         // A mismatch is reported by return_type: DataFusion words a coercion's error itself.
         Ok(match Self::element_type(args) {
+            // Converted in the call (`as_numeric`).
+            Ok(common) if crate::numeric::is_numeric(&common) => args.to_vec(),
             Ok(common) => {
                 let list = ArrowType::List(Arc::new(Field::new_list_field(common, true)));
                 vec![list.clone(), list]
@@ -463,6 +601,7 @@ impl ScalarUDFImpl for ArrayContainment {
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
         let rows = args.number_rows;
+        let form = Form::of(&args.arg_fields[0], &args.arg_fields[1]);
         let left = args.args[0].to_array(rows)?;
         let right = args.args[1].to_array(rows)?;
         let mut out = BooleanBuilder::with_capacity(rows);
@@ -476,7 +615,10 @@ impl ScalarUDFImpl for ArrayContainment {
                 out.append_null();
                 continue;
             }
-            let (a, b) = (left.value(row), right.value(row));
+            let (a, b) = (
+                form.apply(&left.value(row))?,
+                form.apply(&right.value(row))?,
+            );
             let value = match self.kind {
                 Containment::Contains => contains_all(&a, &b)?,
                 Containment::ContainedBy => contains_all(&b, &a)?,

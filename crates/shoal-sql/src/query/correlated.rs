@@ -30,6 +30,7 @@ use std::sync::Arc;
 use datafusion::arrow::array::{Array, ArrayRef, BooleanArray, Datum};
 use datafusion::arrow::datatypes::{DataType as ArrowType, Field, FieldRef};
 use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::common::metadata::FieldMetadata;
 use datafusion::common::tree_node::{Transformed, TransformedResult, TreeNode, TreeNodeRecursion};
 use datafusion::common::{Column, DFSchema, DataFusionError, Result as DfResult, ScalarValue};
 use datafusion::execution::SessionState;
@@ -44,6 +45,10 @@ use datafusion::logical_expr::{
 };
 
 use crate::error::{code, SqlError};
+
+/// Stack of the thread that runs a batch's subqueries (see `CONNECTION_STACK_BYTES` in
+/// shoal-server).
+const SUBQUERY_STACK_BYTES: usize = 64 << 20;
 
 /// What `prepare` made of a plan.
 pub enum Prepared {
@@ -324,9 +329,21 @@ fn per_row_call(state: &SessionState, e: Expr, outer_schema: &DFSchema) -> DfRes
     } else {
         Signature::new(TypeSignature::Any(args.len()), Volatility::Volatile)
     };
+    let volatile = subquery
+        .subquery
+        .exists(|node| {
+            let mut found = false;
+            node.apply_expressions(|e| {
+                found |= e.is_volatile();
+                Ok(stop_if(found))
+            })?;
+            Ok(found)
+        })
+        .unwrap_or(true);
     let call = SubqueryCall {
         signature,
         kind,
+        volatile,
         lead_count,
         plan: subquery.subquery,
         outer,
@@ -343,6 +360,9 @@ fn per_row_call(state: &SessionState, e: Expr, outer_schema: &DFSchema) -> DfRes
 struct SubqueryCall {
     signature: Signature,
     kind: Kind,
+    /// Whether the subquery calls a volatile function (random(), nextval()): it then runs for
+    /// every row, as two runs with the same outer values may differ.
+    volatile: bool,
     /// Arguments before the outer columns (the operand of IN or a comparison).
     lead_count: usize,
     plan: Arc<LogicalPlan>,
@@ -403,15 +423,24 @@ impl ScalarUDFImpl for SubqueryCall {
             .collect::<DfResult<_>>()?;
         let mut keys = Vec::with_capacity(rows);
         for row in 0..rows {
-            let values: Vec<ScalarValue> = arrays
+            let mut values: Vec<ScalarValue> = arrays
                 .iter()
                 .map(|a| ScalarValue::try_from_array(a, row))
                 .collect::<DfResult<_>>()?;
+            if self.volatile {
+                // A key of its own: the row's run is not shared (see `volatile`).
+                values.push(ScalarValue::UInt64(Some(row as u64)));
+            }
             keys.push(values);
         }
         // One thread for the batch's runs, each distinct set of outer values run once.
         let runs: HashMap<Vec<ScalarValue>, Vec<RecordBatch>> = std::thread::scope(|s| {
-            s.spawn(|| self.run_all(&keys))
+            std::thread::Builder::new()
+                .name("shoal-subquery".into())
+                // Planning the subquery recurses as the connection's thread does.
+                .stack_size(SUBQUERY_STACK_BYTES)
+                .spawn_scoped(s, || self.run_all(&keys))
+                .map_err(|e| DataFusionError::External(Box::new(e)))?
                 .join()
                 .map_err(|_| DataFusionError::Execution("a subquery's run panicked".into()))?
         })?;
@@ -499,7 +528,10 @@ impl SubqueryCall {
                     saw_null = true;
                     continue;
                 }
-                let needle = needle.cast_to(column.data_type())?.to_scalar()?;
+                let needle = crate::query::array_compare::zero_without_sign(
+                    &needle.cast_to(column.data_type())?.to_array()?,
+                )?;
+                let needle = datafusion::arrow::array::Scalar::new(needle);
                 let result = compare_arrays(op, column, &needle)?;
                 saw_null |= result.null_count() > 0;
                 decided |= if all {
@@ -544,6 +576,8 @@ impl SubqueryCall {
 
 fn compare_arrays(op: Operator, left: &ArrayRef, right: &dyn Datum) -> DfResult<BooleanArray> {
     use datafusion::arrow::compute::kernels::cmp;
+    // -0 equals 0 in SQL; Arrow's float comparison orders them.
+    let left = &crate::query::array_compare::zero_without_sign(left)?;
     Ok(match op {
         Operator::Eq => cmp::eq(left, right)?,
         Operator::NotEq => cmp::neq(left, right)?,
@@ -578,9 +612,12 @@ fn bind_outer_refs(
         let node = node.map_expressions(|e| {
             let saved = names.save(&e);
             let rewritten = e.transform_up(|x| {
-                if let Expr::OuterReferenceColumn(_, c) = &x {
+                if let Expr::OuterReferenceColumn(field, c) = &x {
+                    // The value keeps its column's PostgreSQL type (jsonb, uuid).
+                    let metadata = (!field.metadata().is_empty())
+                        .then(|| FieldMetadata::new_from_field(field));
                     return Ok(match bound.get(c) {
-                        Some(v) => Transformed::yes(Expr::Literal(v.clone(), None)),
+                        Some(v) => Transformed::yes(Expr::Literal(v.clone(), metadata)),
                         None => Transformed::no(x),
                     });
                 }

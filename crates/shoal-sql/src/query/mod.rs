@@ -14,6 +14,7 @@ mod bytea;
 pub mod checks;
 pub mod civil_time;
 pub mod column_names;
+pub mod column_origin;
 pub mod column_provider;
 pub mod correlated;
 pub mod count_row;

@@ -95,6 +95,11 @@ impl std::fmt::Debug for RowSource {
 }
 
 impl RowTableProvider {
+    /// The table this provider reads.
+    pub fn def(&self) -> Arc<TableDef> {
+        self.source.def.clone()
+    }
+
     pub fn new(
         def: Arc<TableDef>,
         table: Arc<RowTable>,

@@ -10,7 +10,7 @@ use datafusion::common::{ParamValues, ScalarValue};
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::sql::sqlparser::ast::{self, Statement};
 
-use super::{columns_of_schema, parse_sql, ResultColumn, Session, StatementResult, TxnState};
+use super::{parse_sql, ResultColumn, Session, StatementResult, TxnState};
 use crate::error::{SqlError, SqlResult};
 use crate::fastpath::{self, FastPlan};
 use crate::interrupt::interruptible;
@@ -224,7 +224,7 @@ impl Session {
                         });
                         inferred[i] = field.map(|f| f.data_type().clone());
                     }
-                    prepared.columns = Some(columns_of_schema(&plan.schema().inner().clone()));
+                    prepared.columns = Some(super::columns_of_plan(&plan));
                     if !modifying {
                         *prepared.plan.lock() = Some(PlannedQuery {
                             logical: plan,
@@ -272,11 +272,8 @@ impl Session {
                     .map(|i| i.value.to_lowercase())
                     .collect::<Vec<_>>()
                     .join("_");
-                prepared.columns = Some(vec![ResultColumn {
-                    name: name.into(),
-                    type_oid: crate::types::oid::TEXT,
-                    typmod: -1,
-                }]);
+                prepared.columns =
+                    Some(vec![ResultColumn::computed(name, crate::types::oid::TEXT)]);
             }
             _ => {}
         }
@@ -468,7 +465,7 @@ impl Session {
             };
             (planned.logical.clone(), kept)
         };
-        let columns = columns_of_schema(logical.schema().inner());
+        let columns = super::columns_of_plan(&logical);
         let physical = match kept {
             // Its last execution's rows may still be read (a suspended portal): that
             // execution owns the plan's parameter values, so this one plans anew.

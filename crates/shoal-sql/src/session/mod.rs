@@ -44,6 +44,39 @@ pub struct ResultColumn {
     pub name: Arc<str>,
     pub type_oid: u32,
     pub typmod: i32,
+    /// The table and column (1-based) the column reads, or 0 and 0 (see `column_origin`).
+    pub table_oid: u32,
+    pub attnum: i16,
+}
+
+impl ResultColumn {
+    /// A column computed by an expression: no table, no typmod.
+    pub fn computed(name: impl Into<Arc<str>>, type_oid: u32) -> Self {
+        ResultColumn {
+            name: name.into(),
+            type_oid,
+            typmod: -1,
+            table_oid: 0,
+            attnum: 0,
+        }
+    }
+}
+
+/// The result columns of a planned query, with the table column each plain column reference
+/// reads (its table, number and typmod), as PostgreSQL describes them.
+pub fn columns_of_plan(plan: &datafusion::logical_expr::LogicalPlan) -> Vec<ResultColumn> {
+    let mut columns = columns_of_schema(plan.schema().inner());
+    for (column, origin) in columns
+        .iter_mut()
+        .zip(crate::query::column_origin::origins(plan))
+    {
+        if let Some(origin) = origin {
+            column.table_oid = origin.table_oid;
+            column.attnum = origin.attnum;
+            column.typmod = origin.typmod;
+        }
+    }
+    columns
 }
 
 pub fn columns_of_schema(schema: &SchemaRef) -> Vec<ResultColumn> {
@@ -58,11 +91,7 @@ pub fn columns_of_schema(schema: &SchemaRef) -> Vec<ResultColumn> {
                 .unwrap_or_else(|| pg_oid_for_arrow(f.data_type()));
             // No typmod: a field keeps its column's metadata through casts (`v::varchar(10)`
             // of a varchar(3) column), so the column's would be wrong there.
-            ResultColumn {
-                name: crate::query::column_names::output_name(f.name()).into(),
-                type_oid,
-                typmod: -1,
-            }
+            ResultColumn::computed(crate::query::column_names::output_name(f.name()), type_oid)
         })
         .collect()
 }

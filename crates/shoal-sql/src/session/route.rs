@@ -114,7 +114,7 @@ impl Session {
         plan: LogicalPlan,
         params: Option<ParamValues>,
     ) -> SqlResult<StatementResult> {
-        let columns = columns_of_schema(plan.schema().inner());
+        let columns = super::columns_of_plan(&plan);
         // set_config(), pg_notify() and transaction-level advisory locks act as the rows are
         // made, and their effects are settled when the statement's transaction ends: such a
         // query runs to the end before it answers.
