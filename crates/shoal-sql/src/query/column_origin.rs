@@ -33,7 +33,7 @@ pub fn origins(plan: &LogicalPlan) -> Vec<Option<ColumnOrigin>> {
 fn origin(plan: &LogicalPlan, column: usize) -> Option<ColumnOrigin> {
     match plan {
         LogicalPlan::Projection(p) => {
-            let input_column = column_index(&p.expr[column], &p.input)?;
+            let input_column = column_index(p.expr.get(column)?, &p.input)?;
             origin(&p.input, input_column)
         }
         LogicalPlan::Aggregate(a) => {
@@ -45,7 +45,10 @@ fn origin(plan: &LogicalPlan, column: usize) -> Option<ColumnOrigin> {
         LogicalPlan::Limit(l) => origin(&l.input, column),
         LogicalPlan::SubqueryAlias(s) => origin(&s.input, column),
         LogicalPlan::Repartition(r) => origin(&r.input, column),
-        LogicalPlan::Window(w) => origin(&w.input, column),
+        // The input's columns, then the window functions' values.
+        LogicalPlan::Window(w) if column < w.input.schema().fields().len() => {
+            origin(&w.input, column)
+        }
         LogicalPlan::Distinct(datafusion::logical_expr::Distinct::All(input)) => {
             origin(input, column)
         }

@@ -24,11 +24,17 @@ const DATE_END_DAY: i64 = 2_145_042_906;
 const MICROS_PER_SECOND: f64 = 1e6;
 
 fn arrays(args: &ScalarFunctionArgs) -> DfResult<(Vec<ArrayRef>, bool)> {
-    let rows = args.number_rows.max(1);
     let scalar = args
         .args
         .iter()
         .all(|a| matches!(a, ColumnarValue::Scalar(_)));
+    // All scalars: one value. Else as many as the batch has, which may be none (a scalar
+    // expanded to one row beside an empty column would be read past the column's end).
+    let rows = if scalar {
+        args.number_rows.max(1)
+    } else {
+        args.number_rows
+    };
     let arrays = args
         .args
         .iter()

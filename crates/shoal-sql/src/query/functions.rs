@@ -1074,6 +1074,15 @@ pub fn register(state: &mut datafusion::execution::SessionState, scope: Arc<Plan
         Volatility::Stable,
         |_| Ok(ScalarValue::Boolean(Some(true))),
     ));
+    // Every session is the superuser, which is a member of every role (psql's \l+ asks
+    // pg_has_role('pg_read_all_stats', 'USAGE')).
+    add(udf(
+        "pg_has_role",
+        &[2, 3],
+        ArrowType::Boolean,
+        Volatility::Stable,
+        |_| Ok(ScalarValue::Boolean(Some(true))),
+    ));
     add(udf(
         "has_database_privilege",
         &[2, 3],

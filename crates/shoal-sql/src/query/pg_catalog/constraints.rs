@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use datafusion::datasource::TableProvider;
-use shoal_storage::catalog::{Catalog, ConstraintKind};
+use shoal_storage::catalog::{Catalog, ConstraintKind, ForeignKeyAction};
 
 use super::{b, i32v, namespace_oid, null_text, o, s, TableBuilder, BOOL, I32, OID, T};
 
@@ -27,7 +27,8 @@ pub fn constraint_definition(catalog: &Catalog, table_oid: u32, kind: &Constrain
             columns,
             ref_table,
             ref_columns,
-            ..
+            on_delete,
+            on_update,
         } => {
             let ref_name = catalog
                 .tables
@@ -35,8 +36,23 @@ pub fn constraint_definition(catalog: &Catalog, table_oid: u32, kind: &Constrain
                 .map(|t| t.name.clone())
                 .unwrap_or_default();
             let _ = table;
+            // PostgreSQL shows the actions other than NO ACTION, ON UPDATE first.
+            let action = |a: &ForeignKeyAction| match a {
+                ForeignKeyAction::NoAction => None,
+                ForeignKeyAction::Restrict => Some("RESTRICT"),
+                ForeignKeyAction::Cascade => Some("CASCADE"),
+                ForeignKeyAction::SetNull => Some("SET NULL"),
+                ForeignKeyAction::SetDefault => Some("SET DEFAULT"),
+            };
+            let mut actions = String::new();
+            if let Some(a) = action(on_update) {
+                actions.push_str(&format!(" ON UPDATE {a}"));
+            }
+            if let Some(a) = action(on_delete) {
+                actions.push_str(&format!(" ON DELETE {a}"));
+            }
             format!(
-                "FOREIGN KEY ({}) REFERENCES {}({})",
+                "FOREIGN KEY ({}) REFERENCES {}({}){actions}",
                 names(table_oid, columns),
                 ref_name,
                 names(*ref_table, ref_columns)

@@ -45,15 +45,45 @@ pub struct TableBuilder {
     rows: Vec<Vec<ScalarValue>>,
 }
 
+/// The catalog columns of PostgreSQL's one-byte `"char"` type, declared as such (clients such
+/// as asyncpg read a `"char"` as bytes, not as a string).
+const CHAR_COLUMNS: &[&str] = &[
+    "typtype",
+    "typcategory",
+    "typdelim",
+    "typalign",
+    "typstorage",
+    "relkind",
+    "relpersistence",
+    "relreplident",
+    "attalign",
+    "attstorage",
+    "attidentity",
+    "attgenerated",
+    "contype",
+    "confupdtype",
+    "confdeltype",
+    "confmatchtype",
+    "prokind",
+    "provolatile",
+    "proparallel",
+    "oprkind",
+    "amtype",
+    "deptype",
+];
+
 impl TableBuilder {
     pub fn new(columns: &[(&str, ArrowType)]) -> Self {
-        TableBuilder {
+        let builder = TableBuilder {
             fields: columns
                 .iter()
                 .map(|(n, t)| Field::new(*n, t.clone(), true))
                 .collect(),
             rows: Vec::new(),
-        }
+        };
+        CHAR_COLUMNS.iter().fold(builder, |b, column| {
+            b.with_pg_type(column, crate::types::oid::CHAR)
+        })
     }
 
     /// Declares `column`'s PostgreSQL type where its Arrow type does not say it (the catalogs'
