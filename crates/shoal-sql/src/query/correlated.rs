@@ -37,7 +37,6 @@ use datafusion::execution::SessionState;
 use datafusion::logical_expr::expr::{
     Exists, InSubquery, ScalarFunction, SetComparison, SetQuantifier,
 };
-use datafusion::logical_expr::expr_rewriter::NamePreserver;
 use datafusion::logical_expr::utils::merge_schema;
 use datafusion::logical_expr::{
     ColumnarValue, Expr, LogicalPlan, LogicalPlanBuilder, Operator, ReturnFieldArgs,
@@ -45,6 +44,7 @@ use datafusion::logical_expr::{
 };
 
 use crate::error::{code, SqlError};
+use crate::query::expr_pass::rewrite_own_expressions_up;
 
 /// Stack of the thread that runs a batch's subqueries (see `CONNECTION_STACK_BYTES` in
 /// shoal-server).
@@ -193,34 +193,16 @@ fn free_outer_refs(plan: &LogicalPlan) -> Vec<Column> {
 /// `plan` with each correlated subquery as a `SubqueryCall`; the subqueries of uncorrelated
 /// subqueries are looked at the same way, relative to their own query.
 fn run_per_row(state: &SessionState, plan: LogicalPlan) -> DfResult<LogicalPlan> {
-    plan.transform_up(|node| {
-        let schema = merge_schema(&node.inputs());
-        let names = NamePreserver::new(&node);
-        let node = node.map_expressions(|e| {
-            let saved = names.save(&e);
-            let rewritten = e.transform_up(|x| {
-                let Some(sub) = subquery_of(&x) else {
-                    return Ok(Transformed::no(x));
-                };
-                if free_outer_refs(&sub.subquery).is_empty() {
-                    let inner = run_per_row(state, sub.subquery.as_ref().clone())?;
-                    return Ok(Transformed::yes(with_subquery_plan(x, inner)));
-                }
-                Ok(Transformed::yes(per_row_call(state, x, &schema)?))
-            })?;
-            Ok(if rewritten.transformed {
-                rewritten.update_data(|e| saved.restore(e))
-            } else {
-                rewritten
-            })
-        })?;
-        if node.transformed {
-            node.map_data(|n| n.recompute_schema())
-        } else {
-            Ok(node)
+    rewrite_own_expressions_up(plan, |x, schema| {
+        let Some(sub) = subquery_of(&x) else {
+            return Ok(Transformed::no(x));
+        };
+        if free_outer_refs(&sub.subquery).is_empty() {
+            let inner = run_per_row(state, sub.subquery.as_ref().clone())?;
+            return Ok(Transformed::yes(with_subquery_plan(x, inner)));
         }
+        Ok(Transformed::yes(per_row_call(state, x, schema)?))
     })
-    .data()
 }
 
 fn with_subquery_plan(e: Expr, plan: LogicalPlan) -> Expr {
@@ -606,58 +588,38 @@ fn bind_outer_refs(
     if bound.is_empty() {
         return Ok(plan);
     }
-    plan.transform_up(|node| {
-        let schema = merge_schema(&node.inputs());
-        let names = NamePreserver::new(&node);
-        let node = node.map_expressions(|e| {
-            let saved = names.save(&e);
-            let rewritten = e.transform_up(|x| {
-                if let Expr::OuterReferenceColumn(field, c) = &x {
-                    // The value keeps its column's PostgreSQL type (jsonb, uuid).
-                    let metadata = (!field.metadata().is_empty())
-                        .then(|| FieldMetadata::new_from_field(field));
-                    return Ok(match bound.get(c) {
-                        Some(v) => Transformed::yes(Expr::Literal(v.clone(), metadata)),
-                        None => Transformed::no(x),
-                    });
-                }
-                let Some(sub) = subquery_of(&x) else {
-                    return Ok(Transformed::no(x));
-                };
-                // What the node holding the subquery has is the subquery's, not ours.
-                let inner: HashMap<Column, ScalarValue> = bound
-                    .iter()
-                    .filter(|(c, _)| !schema.has_column(c))
-                    .map(|(c, v)| (c.clone(), v.clone()))
-                    .collect();
-                let outer_ref_columns = sub
-                    .outer_ref_columns
-                    .iter()
-                    .filter(
-                        |r| !matches!(r, Expr::OuterReferenceColumn(_, c) if inner.contains_key(c)),
-                    )
-                    .cloned()
-                    .collect();
-                let plan = bind_outer_refs(sub.subquery.as_ref().clone(), &inner)?;
-                let x = with_subquery_plan(x, plan);
-                Ok(Transformed::yes(with_outer_ref_columns(
-                    x,
-                    outer_ref_columns,
-                )))
-            })?;
-            Ok(if rewritten.transformed {
-                rewritten.update_data(|e| saved.restore(e))
-            } else {
-                rewritten
-            })
-        })?;
-        if node.transformed {
-            node.map_data(|n| n.recompute_schema())
-        } else {
-            Ok(node)
+    rewrite_own_expressions_up(plan, |x, schema| {
+        if let Expr::OuterReferenceColumn(field, c) = &x {
+            // The value keeps its column's PostgreSQL type (jsonb, uuid).
+            let metadata =
+                (!field.metadata().is_empty()).then(|| FieldMetadata::new_from_field(field));
+            return Ok(match bound.get(c) {
+                Some(v) => Transformed::yes(Expr::Literal(v.clone(), metadata)),
+                None => Transformed::no(x),
+            });
         }
+        let Some(sub) = subquery_of(&x) else {
+            return Ok(Transformed::no(x));
+        };
+        // What the node holding the subquery has is the subquery's, not ours.
+        let inner: HashMap<Column, ScalarValue> = bound
+            .iter()
+            .filter(|(c, _)| !schema.has_column(c))
+            .map(|(c, v)| (c.clone(), v.clone()))
+            .collect();
+        let outer_ref_columns = sub
+            .outer_ref_columns
+            .iter()
+            .filter(|r| !matches!(r, Expr::OuterReferenceColumn(_, c) if inner.contains_key(c)))
+            .cloned()
+            .collect();
+        let plan = bind_outer_refs(sub.subquery.as_ref().clone(), &inner)?;
+        let x = with_subquery_plan(x, plan);
+        Ok(Transformed::yes(with_outer_ref_columns(
+            x,
+            outer_ref_columns,
+        )))
     })
-    .data()
 }
 
 fn with_outer_ref_columns(e: Expr, columns: Vec<Expr>) -> Expr {

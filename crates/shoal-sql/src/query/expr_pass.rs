@@ -25,3 +25,27 @@ pub fn rewrite_expressions_up(
     })
     .data()
 }
+
+/// As `rewrite_expressions_up`, over `plan`'s own nodes only: `rewrite` decides what to do with
+/// the subqueries it meets (their outer references are scoped by the node that holds them).
+/// A node whose expressions changed gets its schema again.
+pub fn rewrite_own_expressions_up(
+    plan: LogicalPlan,
+    rewrite: impl Fn(Expr, &DFSchema) -> DfResult<Transformed<Expr>>,
+) -> DfResult<LogicalPlan> {
+    plan.transform_up(|node| {
+        let schema = merge_schema(&node.inputs());
+        let names = NamePreserver::new(&node);
+        let node = node.map_expressions(|e| {
+            let saved = names.save(&e);
+            e.transform_up(|sub| rewrite(sub, &schema))
+                .map(|t| t.update_data(|e| saved.restore(e)))
+        })?;
+        if node.transformed {
+            node.map_data(|n| n.recompute_schema())
+        } else {
+            Ok(node)
+        }
+    })
+    .data()
+}
