@@ -51,11 +51,41 @@ pub fn count_placeholders(stmt: &Statement) -> usize {
 
 /// The types explicit casts give parameters (`$1::timestamptz`), by parameter index, with their
 /// PostgreSQL type OID: PostgreSQL takes a parameter's type from such a cast, while DataFusion
-/// leaves it unknown. The first cast of a parameter wins; unknown type names are skipped.
+/// leaves it unknown. The first cast of a parameter wins; unknown type names are skipped. A
+/// parameter that is a LIMIT or OFFSET is a bigint, as PostgreSQL types it.
 pub fn placeholder_cast_types(stmt: &Statement, count: usize) -> Vec<Option<(ArrowType, u32)>> {
     struct Casts(Vec<Option<(ArrowType, u32)>>);
+    impl Casts {
+        fn bigint_if_placeholder(&mut self, e: &Expr) {
+            let Expr::Value(v) = e else { return };
+            let ast::Value::Placeholder(name) = &v.value else {
+                return;
+            };
+            if let Some(slot @ None) = placeholder_index(name).and_then(|i| self.0.get_mut(i)) {
+                *slot = Some((ArrowType::Int64, crate::types::oid::INT8));
+            }
+        }
+    }
     impl Visitor for Casts {
         type Break = ();
+        fn pre_visit_query(&mut self, q: &ast::Query) -> ControlFlow<()> {
+            match &q.limit_clause {
+                Some(ast::LimitClause::LimitOffset { limit, offset, .. }) => {
+                    if let Some(limit) = limit {
+                        self.bigint_if_placeholder(limit);
+                    }
+                    if let Some(offset) = offset {
+                        self.bigint_if_placeholder(&offset.value);
+                    }
+                }
+                Some(ast::LimitClause::OffsetCommaLimit { offset, limit }) => {
+                    self.bigint_if_placeholder(offset);
+                    self.bigint_if_placeholder(limit);
+                }
+                None => {}
+            }
+            ControlFlow::Continue(())
+        }
         fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
             let Expr::Cast {
                 expr, data_type, ..

@@ -540,13 +540,11 @@ fn column_literal(v: &Value, t: &DataType) -> String {
         DataType::Numeric {
             precision: Some(_), ..
         } => format!("CAST({literal} AS {})", crate::types::format_type(t)),
-        DataType::Text | DataType::Varchar(_) | DataType::Char(_) | DataType::Uuid
-            if v.is_null() =>
-        {
+        DataType::Text | DataType::Varchar(_) | DataType::Char(_) if v.is_null() => {
             "CAST(NULL AS TEXT)".to_string()
         }
         // Text to DataFusion: the cast marks the type the value has.
-        DataType::Json | DataType::Jsonb | DataType::Array(_) => {
+        DataType::Uuid | DataType::Json | DataType::Jsonb | DataType::Array(_) => {
             let literal = if v.is_null() {
                 "NULL".to_string()
             } else {
