@@ -66,7 +66,7 @@ pub fn prepare(state: &SessionState, plan: LogicalPlan) -> DfResult<Prepared> {
     }
     if !skips_a_level(&plan) {
         if let Ok(optimized) = state.optimize(&plan) {
-            if !left_for_per_row(&plan, &optimized) {
+            if !optimizer_left_correlation(&optimized) {
                 return Ok(Prepared::Optimized(optimized));
             }
         }
@@ -77,7 +77,12 @@ pub fn prepare(state: &SessionState, plan: LogicalPlan) -> DfResult<Prepared> {
 /// Whether `optimized`, made by the session's rules from `plan`, needs per-row subqueries:
 /// a plan made by `prepare` instead.
 pub fn left_for_per_row(plan: &LogicalPlan, optimized: &LogicalPlan) -> bool {
-    has_correlated_subquery(optimized) || has_loose_outer_ref(optimized) || skips_a_level(plan)
+    skips_a_level(plan) || optimizer_left_correlation(optimized)
+}
+
+/// Whether DataFusion's rules left a correlated subquery, or an outer reference outside one.
+fn optimizer_left_correlation(optimized: &LogicalPlan) -> bool {
+    has_correlated_subquery(optimized) || has_loose_outer_ref(optimized)
 }
 
 /// Whether an outer reference was left outside any subquery: DataFusion's decorrelation
@@ -103,7 +108,7 @@ pub fn has_correlated_subquery(plan: &LogicalPlan) -> bool {
     let _ = plan.apply_with_subqueries(|node| {
         node.apply_expressions(|e| {
             e.apply(|x| {
-                found |= subquery_of(x).is_some_and(|s| !free_outer_refs(&s.subquery).is_empty());
+                found |= is_correlated(x);
                 Ok(stop_if(found))
             })
         })?;
@@ -130,12 +135,7 @@ fn skips_a_level(plan: &LogicalPlan) -> bool {
                 if let Expr::SetComparison(SetComparison { expr, .. })
                 | Expr::InSubquery(InSubquery { expr, .. }) = x
                 {
-                    found |= expr
-                        .exists(|e| {
-                            Ok(subquery_of(e)
-                                .is_some_and(|s| !free_outer_refs(&s.subquery).is_empty()))
-                        })
-                        .unwrap_or(false);
+                    found |= expr.exists(|e| Ok(is_correlated(e))).unwrap_or(false);
                 }
                 Ok(stop_if(found))
             })
@@ -151,6 +151,11 @@ fn stop_if(found: bool) -> TreeNodeRecursion {
     } else {
         TreeNodeRecursion::Continue
     }
+}
+
+/// Whether `e` is a subquery that reads a column of a query around it.
+fn is_correlated(e: &Expr) -> bool {
+    subquery_of(e).is_some_and(|s| !free_outer_refs(&s.subquery).is_empty())
 }
 
 fn subquery_of(e: &Expr) -> Option<&Subquery> {

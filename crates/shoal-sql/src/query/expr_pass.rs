@@ -14,16 +14,23 @@ pub fn rewrite_expressions_up(
     plan: LogicalPlan,
     rewrite: impl Fn(Expr, &DFSchema) -> DfResult<Transformed<Expr>>,
 ) -> DfResult<LogicalPlan> {
-    plan.transform_up_with_subqueries(|node| {
-        let schema = merge_schema(&node.inputs());
-        let names = NamePreserver::new(&node);
-        node.map_expressions(|e| {
-            let saved = names.save(&e);
-            e.transform_up(|sub| rewrite(sub, &schema))
-                .map(|t| t.update_data(|e| saved.restore(e)))
-        })
+    plan.transform_up_with_subqueries(|node| rewrite_node(node, &rewrite))
+        .data()
+}
+
+/// `rewrite` applied bottom-up to each expression of `node`, against the schema of its inputs,
+/// the expressions keeping their names.
+fn rewrite_node(
+    node: LogicalPlan,
+    rewrite: &impl Fn(Expr, &DFSchema) -> DfResult<Transformed<Expr>>,
+) -> DfResult<Transformed<LogicalPlan>> {
+    let schema = merge_schema(&node.inputs());
+    let names = NamePreserver::new(&node);
+    node.map_expressions(|e| {
+        let saved = names.save(&e);
+        e.transform_up(|sub| rewrite(sub, &schema))
+            .map(|t| t.update_data(|e| saved.restore(e)))
     })
-    .data()
 }
 
 /// As `rewrite_expressions_up`, over `plan`'s own nodes only: `rewrite` decides what to do with
@@ -34,13 +41,7 @@ pub fn rewrite_own_expressions_up(
     rewrite: impl Fn(Expr, &DFSchema) -> DfResult<Transformed<Expr>>,
 ) -> DfResult<LogicalPlan> {
     plan.transform_up(|node| {
-        let schema = merge_schema(&node.inputs());
-        let names = NamePreserver::new(&node);
-        let node = node.map_expressions(|e| {
-            let saved = names.save(&e);
-            e.transform_up(|sub| rewrite(sub, &schema))
-                .map(|t| t.update_data(|e| saved.restore(e)))
-        })?;
+        let node = rewrite_node(node, &rewrite)?;
         if node.transformed {
             node.map_data(|n| n.recompute_schema())
         } else {
