@@ -49,6 +49,11 @@ SUITES = {
                       ["node", "pg_suite.js"]),
     "pgx": ("go", None, ["go", "run", "."]),
     "pgjdbc": ("java", ["bash", "fetch.sh"], ["bash", "run.sh"]),
+    "django": ("python", None, python("django_suite.py")),
+    "gorm": ("go-gorm", None, ["go", "run", "."]),
+    "sequelize": ("node-orm", ["npm", "ci", "--silent", "--no-audit", "--no-fund"],
+                  ["node", "sequelize_suite.js"]),
+    "hibernate": ("java-hibernate", ["bash", "fetch.sh"], ["bash", "run.sh"]),
 }
 
 

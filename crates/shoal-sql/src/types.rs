@@ -141,6 +141,7 @@ pub fn declares_pg_type(t: &DataType) -> bool {
         DataType::Uuid
             | DataType::Json
             | DataType::Jsonb
+            | DataType::Enum(_)
             | DataType::Varchar(_)
             | DataType::Char(_)
             | DataType::Numeric {
@@ -164,7 +165,8 @@ pub fn arrow_type(t: &DataType) -> ArrowType {
         | DataType::Char(_)
         | DataType::Uuid
         | DataType::Json
-        | DataType::Jsonb => ArrowType::Utf8,
+        | DataType::Jsonb
+        | DataType::Enum(_) => ArrowType::Utf8,
         DataType::Bytea => ArrowType::Binary,
         DataType::Date => ArrowType::Date32,
         DataType::Timestamp => ArrowType::Timestamp(TimeUnit::Microsecond, None),
@@ -205,6 +207,7 @@ pub fn pg_type_of(t: &DataType) -> (u32, i32) {
         DataType::Time => (oid::TIME, -1),
         DataType::Json => (oid::JSON, -1),
         DataType::Jsonb => (oid::JSONB, -1),
+        DataType::Enum(e) => (e.oid, -1),
         DataType::Array(element) => {
             let (element, typmod) = pg_type_of(element);
             (oid::array_of(element).unwrap_or(oid::TEXT_ARRAY), typmod)
@@ -241,6 +244,7 @@ pub fn format_type(t: &DataType) -> String {
         DataType::Time => "time without time zone".into(),
         DataType::Json => "json".into(),
         DataType::Jsonb => "jsonb".into(),
+        DataType::Enum(e) => e.name.clone(),
         DataType::Array(element) => format!("{}[]", format_type(element)),
     }
 }
@@ -316,6 +320,48 @@ pub fn is_catalog_vector(f: &datafusion::arrow::datatypes::Field) -> bool {
             .and_then(|v| v.parse::<u32>().ok()),
         Some(oid::INT2VECTOR | oid::OIDVECTOR)
     )
+}
+
+/// The user-defined type a type name names: `name` or `schema.name`, unqualified names looked
+/// up along `search_path`.
+pub fn lookup_user_type(
+    t: &ast::DataType,
+    catalog: &shoal_storage::catalog::Catalog,
+    search_path: &[String],
+) -> Option<Arc<shoal_storage::catalog::EnumTypeDef>> {
+    let ast::DataType::Custom(name, modifiers) = t else {
+        return None;
+    };
+    if !modifiers.is_empty() {
+        return None;
+    }
+    match crate::ddl::split_name(name) {
+        (Some(schema), name) => catalog.lookup_type(&schema, &name).cloned(),
+        (None, name) => search_path
+            .iter()
+            .find_map(|schema| catalog.lookup_type(schema, &name).cloned()),
+    }
+}
+
+/// A column's type: a built-in type (`from_sql_type`) or a user-defined enum.
+pub fn column_type(
+    t: &ast::DataType,
+    catalog: &shoal_storage::catalog::Catalog,
+    search_path: &[String],
+) -> SqlResult<DataType> {
+    if let Some(def) = lookup_user_type(t, catalog, search_path) {
+        return Ok(def.column_type());
+    }
+    if let ast::DataType::Array(
+        ast::ArrayElemTypeDef::SquareBracket(element, _)
+        | ast::ArrayElemTypeDef::AngleBracket(element),
+    ) = t
+    {
+        if lookup_user_type(element, catalog, search_path).is_some() {
+            return Err(SqlError::unsupported("arrays of enum types"));
+        }
+    }
+    from_sql_type(t)
 }
 
 /// Maps a parsed SQL type name to a storage type; PostgreSQL's spelling variants included.
@@ -479,9 +525,11 @@ pub fn value_from_array(array: &dyn Array, row: usize, t: &DataType) -> SqlResul
             let bytes = get!(LargeBinaryArray);
             numeric_value(&crate::numeric::decode(bytes), *precision, *scale)?
         }
-        DataType::Text | DataType::Varchar(_) | DataType::Json | DataType::Jsonb => {
-            Value::Text(get!(StringArray).to_string())
-        }
+        DataType::Text
+        | DataType::Varchar(_)
+        | DataType::Json
+        | DataType::Jsonb
+        | DataType::Enum(_) => Value::Text(get!(StringArray).to_string()),
         DataType::Char(n) => Value::Text(pad_char(get!(StringArray), *n)),
         DataType::Uuid => Value::Uuid(parse_uuid(get!(StringArray))?),
         DataType::Bytea => Value::Bytea(get!(BinaryArray).to_vec()),
@@ -663,7 +711,8 @@ pub fn array_from_values<'a>(
         | DataType::Varchar(_)
         | DataType::Char(_)
         | DataType::Json
-        | DataType::Jsonb => {
+        | DataType::Jsonb
+        | DataType::Enum(_) => {
             let mut b = StringBuilder::with_capacity(values.len(), values.len() * 16);
             for v in values {
                 match v {

@@ -149,6 +149,49 @@ pub struct ViewDef {
     pub depends_on: Vec<Oid>,
 }
 
+/// A user-defined enum type (`CREATE TYPE name AS ENUM (...)`). Columns of it store labels;
+/// the labels' order here is the type's sort order.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct EnumTypeDef {
+    pub oid: Oid,
+    /// The type of arrays of it (pg_type.typarray), allocated with it.
+    pub array_oid: Oid,
+    pub schema: String,
+    pub name: String,
+    /// In sort order.
+    pub labels: Vec<EnumLabel>,
+}
+
+/// One label of an enum type, as pg_enum lists it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct EnumLabel {
+    pub oid: Oid,
+    pub label: String,
+    /// pg_enum.enumsortorder: 1, 2, 3 ... at creation; a label added between two others takes
+    /// the midpoint, as in PostgreSQL.
+    pub sort_order: f32,
+}
+
+impl EnumTypeDef {
+    /// The label's place in the sort order.
+    pub fn position(&self, label: &str) -> Option<usize> {
+        self.labels.iter().position(|l| l.label == label)
+    }
+
+    /// The type of a column of this type.
+    pub fn column_type(&self) -> DataType {
+        let name = match self.schema.as_str() {
+            "public" => self.name.clone(),
+            schema => format!("{schema}.{}", self.name),
+        };
+        DataType::Enum(crate::types::EnumType {
+            oid: self.oid,
+            name,
+            labels: self.labels.iter().map(|l| l.label.clone()).collect(),
+        })
+    }
+}
+
 /// A sequence's counter lives outside transactions, as in PostgreSQL: nextval is never rolled
 /// back, so concurrent inserters never wait on each other for ids.
 #[derive(Debug, Default)]
@@ -261,6 +304,9 @@ pub struct Catalog {
     pub indexes: BTreeMap<Oid, Arc<IndexDef>>,
     pub sequences: BTreeMap<Oid, Arc<SequenceDef>>,
     pub views: BTreeMap<Oid, Arc<ViewDef>>,
+    /// User-defined types (enums), by OID. Types have their own namespace, apart from
+    /// relations.
+    pub types: BTreeMap<Oid, Arc<EnumTypeDef>>,
     /// Bumped by every DDL change so cached plans know when to re-plan.
     pub version: u64,
 }
@@ -289,6 +335,7 @@ impl Default for Catalog {
             indexes: BTreeMap::new(),
             sequences: BTreeMap::new(),
             views: BTreeMap::new(),
+            types: BTreeMap::new(),
             version: 1,
         }
     }
@@ -446,6 +493,41 @@ impl Catalog {
         let def = self.sequences.remove(&oid)?;
         self.release_name(&def.schema, &def.name);
         Some(def)
+    }
+
+    /// The user-defined type `schema.name`.
+    pub fn lookup_type(&self, schema: &str, name: &str) -> Option<&Arc<EnumTypeDef>> {
+        self.types
+            .values()
+            .find(|t| t.schema == schema && t.name == name)
+    }
+
+    /// Adds or replaces a user-defined type.
+    pub fn put_type(&mut self, def: EnumTypeDef) {
+        self.types.insert(def.oid, Arc::new(def));
+        self.version += 1;
+    }
+
+    pub fn remove_type(&mut self, oid: Oid) -> Option<Arc<EnumTypeDef>> {
+        let removed = self.types.remove(&oid);
+        self.version += 1;
+        removed
+    }
+
+    /// The tables with a column of type `type_oid` (or arrays of it).
+    pub fn tables_using_type(&self, type_oid: Oid) -> Vec<Arc<TableDef>> {
+        fn uses(t: &DataType, type_oid: Oid) -> bool {
+            match t {
+                DataType::Enum(e) => e.oid == type_oid,
+                DataType::Array(element) => uses(element, type_oid),
+                _ => false,
+            }
+        }
+        self.tables
+            .values()
+            .filter(|t| t.columns.iter().any(|c| uses(&c.data_type, type_oid)))
+            .cloned()
+            .collect()
     }
 
     pub fn insert_view(&mut self, def: ViewDef) -> Result<(), CatalogError> {

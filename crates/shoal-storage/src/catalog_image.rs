@@ -9,7 +9,8 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::catalog::{
-    Catalog, IndexDef, Oid, RelationKind, SchemaDef, SequenceDef, SequenceState, TableDef, ViewDef,
+    Catalog, EnumTypeDef, IndexDef, Oid, RelationKind, SchemaDef, SequenceDef, SequenceState,
+    TableDef, ViewDef,
 };
 
 #[derive(Serialize, Deserialize)]
@@ -22,6 +23,9 @@ struct CatalogImage {
     views: Vec<ViewDef>,
     /// Each sequence with its counter: last_value and is_called.
     sequences: Vec<(SequenceDef, i64, bool)>,
+    /// User-defined types (absent from images written before there were any).
+    #[serde(default)]
+    types: Vec<EnumTypeDef>,
 }
 
 impl Catalog {
@@ -33,6 +37,7 @@ impl Catalog {
             tables: self.tables.values().map(|t| (**t).clone()).collect(),
             indexes: self.indexes.values().map(|i| (**i).clone()).collect(),
             views: self.views.values().map(|v| (**v).clone()).collect(),
+            types: self.types.values().map(|t| (**t).clone()).collect(),
             sequences: self
                 .sequences
                 .values()
@@ -101,6 +106,11 @@ impl Catalog {
                 (s.oid, Arc::new(s))
             })
             .collect();
+        c.types = image
+            .types
+            .into_iter()
+            .map(|t| (t.oid, Arc::new(t)))
+            .collect();
         Ok(c)
     }
 }
@@ -151,11 +161,29 @@ mod tests {
         })
         .unwrap();
         c.sequences[&seq].set_value(41, true);
+        let mood = c.allocate_oid();
+        let array_oid = c.allocate_oid();
+        let sad = c.allocate_oid();
+        c.put_type(EnumTypeDef {
+            oid: mood,
+            array_oid,
+            schema: "public".into(),
+            name: "mood".into(),
+            labels: vec![crate::catalog::EnumLabel {
+                oid: sad,
+                label: "sad".into(),
+                sort_order: 1.0,
+            }],
+        });
         let back = Catalog::from_image(&c.to_image()).unwrap();
         assert_eq!(back.lookup("s", "t"), Some((RelationKind::Table, oid)));
         assert_eq!(back.tables[&oid].columns, c.tables[&oid].columns);
         assert_eq!(back.sequences[&seq].next_value(), Ok(42));
         assert_eq!(back.version, c.version);
+        assert_eq!(
+            back.lookup_type("public", "mood").unwrap().position("sad"),
+            Some(0)
+        );
         let mut back = back;
         assert!(back.allocate_oid() > seq, "oids are never reused");
         assert!(Catalog::from_image(b"{").is_err());

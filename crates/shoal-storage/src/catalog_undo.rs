@@ -9,7 +9,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use crate::catalog::{
-    Catalog, IndexDef, Oid, RelationKind, SchemaDef, SequenceDef, TableDef, ViewDef,
+    Catalog, EnumTypeDef, IndexDef, Oid, RelationKind, SchemaDef, SequenceDef, TableDef, ViewDef,
 };
 
 /// One catalog object, as the catalog holds it.
@@ -20,6 +20,7 @@ pub enum CatalogObject {
     Index(Arc<IndexDef>),
     Sequence(Arc<SequenceDef>),
     View(Arc<ViewDef>),
+    Type(Arc<EnumTypeDef>),
 }
 
 /// Names one catalog object: schemas by name (the catalog keys them so), the rest by OID.
@@ -30,6 +31,7 @@ pub enum ObjectKey {
     Index(Oid),
     Sequence(Oid),
     View(Oid),
+    Type(Oid),
 }
 
 /// An object a statement changed, and its state before: None when the statement created it.
@@ -52,6 +54,7 @@ impl CatalogObject {
                 Arc::ptr_eq(x, y)
             }
             (Some(CatalogObject::View(x)), Some(CatalogObject::View(y))) => Arc::ptr_eq(x, y),
+            (Some(CatalogObject::Type(x)), Some(CatalogObject::Type(y))) => Arc::ptr_eq(x, y),
             _ => false,
         }
     }
@@ -59,7 +62,7 @@ impl CatalogObject {
     /// The (schema, name) a relation claims; None for a schema.
     pub fn relation_name(&self) -> Option<(&str, &str)> {
         match self {
-            CatalogObject::Schema(_) => None,
+            CatalogObject::Schema(_) | CatalogObject::Type(_) => None,
             CatalogObject::Table(t) => Some((&t.schema, &t.name)),
             CatalogObject::Index(i) => Some((&i.schema, &i.name)),
             CatalogObject::Sequence(q) => Some((&q.schema, &q.name)),
@@ -74,6 +77,7 @@ impl CatalogObject {
             CatalogObject::Index(i) => i.oid,
             CatalogObject::Sequence(q) => q.oid,
             CatalogObject::View(v) => v.oid,
+            CatalogObject::Type(t) => t.oid,
         }
     }
 }
@@ -85,7 +89,8 @@ impl ObjectKey {
             ObjectKey::Table(o)
             | ObjectKey::Index(o)
             | ObjectKey::Sequence(o)
-            | ObjectKey::View(o) => Some(*o),
+            | ObjectKey::View(o)
+            | ObjectKey::Type(o) => Some(*o),
         }
     }
 }
@@ -99,6 +104,7 @@ impl Catalog {
             ObjectKey::Index(o) => self.indexes.get(o).cloned().map(CatalogObject::Index),
             ObjectKey::Sequence(o) => self.sequences.get(o).cloned().map(CatalogObject::Sequence),
             ObjectKey::View(o) => self.views.get(o).cloned().map(CatalogObject::View),
+            ObjectKey::Type(o) => self.types.get(o).cloned().map(CatalogObject::Type),
         }
     }
 
@@ -168,6 +174,9 @@ impl Catalog {
         diff_map(&self.views, &before.views, &mut changes, |oid, def| {
             (ObjectKey::View(oid), def.map(CatalogObject::View))
         });
+        diff_map(&self.types, &before.types, &mut changes, |oid, def| {
+            (ObjectKey::Type(oid), def.map(CatalogObject::Type))
+        });
         changes
     }
 
@@ -208,6 +217,10 @@ impl Catalog {
                 self.views.remove(oid);
                 (RelationKind::View, *oid)
             }
+            ObjectKey::Type(oid) => {
+                self.types.remove(oid);
+                return;
+            }
         };
         self.relations.retain(|_, entry| *entry != (kind, oid));
     }
@@ -242,6 +255,10 @@ impl Catalog {
                 let entry = (v.schema.clone(), v.name.clone(), RelationKind::View, v.oid);
                 self.views.insert(v.oid, v);
                 entry
+            }
+            CatalogObject::Type(t) => {
+                self.types.insert(t.oid, t);
+                return;
             }
         };
         // Should another session's DDL have taken the name while the block was open, the

@@ -41,6 +41,7 @@ pub fn slot_width_bytes(t: &DataType) -> usize {
         | DataType::Char(_)
         | DataType::Json
         | DataType::Jsonb
+        | DataType::Enum(_)
         | DataType::Bytea
         | DataType::Array(_) => unreachable!("variable-width: answered above"),
     }
@@ -55,6 +56,7 @@ pub fn is_variable_width(t: &DataType) -> bool {
             | DataType::Char(_)
             | DataType::Json
             | DataType::Jsonb
+            | DataType::Enum(_)
             | DataType::Bytea
             | DataType::Array(_)
     )
@@ -85,7 +87,8 @@ fn value_fits(t: &DataType, v: &Value) -> bool {
                     | DataType::Varchar(_)
                     | DataType::Char(_)
                     | DataType::Json
-                    | DataType::Jsonb,
+                    | DataType::Jsonb
+                    | DataType::Enum(_),
                 Value::Text(_)
             )
             | (DataType::Bytea, Value::Bytea(_))
@@ -244,6 +247,7 @@ fn read_fixed(t: &DataType, slot: &[u8]) -> Value {
         | DataType::Char(_)
         | DataType::Json
         | DataType::Jsonb
+        | DataType::Enum(_)
         | DataType::Bytea
         | DataType::Array(_) => {
             unreachable!("variable-width columns are not read from their slot")
@@ -464,9 +468,11 @@ mod tests {
                 },
                 scale: rng.random_range(0..6),
             },
-            DataType::Text | DataType::Varchar(_) | DataType::Json | DataType::Jsonb => {
-                Value::Text(random_text(rng))
-            }
+            DataType::Text
+            | DataType::Varchar(_)
+            | DataType::Json
+            | DataType::Jsonb
+            | DataType::Enum(_) => Value::Text(random_text(rng)),
             // The SQL layer pads char(n) values before they reach storage.
             DataType::Char(width_chars) => Value::Text(pad_char(random_text(rng), *width_chars)),
             DataType::Bytea => {

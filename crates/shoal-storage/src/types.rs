@@ -43,6 +43,28 @@ pub enum DataType {
     Jsonb,
     /// A one-dimensional array of the element type (`int[]`, `text[]`), its lower bound 1.
     Array(Box<DataType>),
+    /// A user-defined enum (`CREATE TYPE ... AS ENUM`). Values are stored as their labels,
+    /// like text; input is checked against the labels, and the SQL layer orders values by
+    /// their place among them.
+    Enum(EnumType),
+}
+
+/// What a column of an enum type needs to know of it: a copy of its catalog entry
+/// (`catalog::EnumTypeDef`), which DDL on the type refreshes in every column.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub struct EnumType {
+    pub oid: u32,
+    /// The type's name as format_type prints it (qualified outside `public`).
+    pub name: String,
+    /// The labels in sort order.
+    pub labels: Vec<String>,
+}
+
+impl EnumType {
+    /// The label's place in the sort order, None for what is not a label of the type.
+    pub fn position(&self, label: &str) -> Option<usize> {
+        self.labels.iter().position(|l| l == label)
+    }
 }
 
 /// Scale used for unconstrained `numeric` columns, which are stored as 128-bit decimals.

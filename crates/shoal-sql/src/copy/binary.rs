@@ -235,7 +235,8 @@ pub(crate) fn decode_field(bytes: &[u8], t: &DataType, zone: &TimeZone) -> SqlRe
         | DataType::Varchar(_)
         | DataType::Char(_)
         | DataType::Json
-        | DataType::Jsonb => {
+        | DataType::Jsonb
+        | DataType::Enum(_) => {
             // jsonb_send puts a format version (1) before the text.
             let bytes = match (t, bytes.split_first()) {
                 (DataType::Jsonb, Some((1, text))) => text,

@@ -17,7 +17,6 @@ use super::index::{create_unique_index, unique_name};
 use super::{ident, ident_of, split_name};
 use crate::error::{code, SqlError, SqlResult};
 use crate::session::{Session, StatementResult};
-use crate::types::from_sql_type;
 
 pub(super) fn referential_action(a: &Option<ast::ReferentialAction>) -> ForeignKeyAction {
     match a {
@@ -413,7 +412,7 @@ pub(super) async fn alter_table(
                         format!("column \"{name}\" of relation \"{rel}\" already exists"),
                     ));
                 }
-                let data_type = from_sql_type(&column_def.data_type)?;
+                let data_type = super::column_type(session, &column_def.data_type)?;
                 let mut col = ColumnDef {
                     name: name.clone(),
                     data_type: data_type.clone(),

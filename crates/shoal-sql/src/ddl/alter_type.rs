@@ -25,7 +25,7 @@ use super::index_predicate::storage_index;
 use crate::dml::{column_values, qualified};
 use crate::error::{code, SqlError, SqlResult};
 use crate::session::Session;
-use crate::types::{format_type, from_sql_type};
+use crate::types::format_type;
 
 /// Rows loaded into the rebuilt table per call.
 const LOAD_ROWS_PER_BLOCK: usize = 4096;
@@ -38,7 +38,7 @@ pub(super) async fn alter_column_type(
     data_type: &ast::DataType,
     using: Option<&ast::Expr>,
 ) -> SqlResult<()> {
-    let new_type = from_sql_type(data_type)?;
+    let new_type = super::column_type(session, data_type)?;
     let column = def.columns[pos].name.clone();
     let old_type = &def.columns[pos].data_type;
     if using.is_none() && !assignment_cast_exists(old_type, &new_type) {

@@ -9,6 +9,7 @@ mod access_method;
 mod alter;
 mod alter_type;
 mod drop;
+mod enum_type;
 mod index;
 pub(crate) mod index_predicate;
 mod schema;
@@ -60,6 +61,15 @@ pub fn split_name(name: &ast::ObjectName) -> (Option<String>, String) {
     }
 }
 
+/// The storage type a column declared with `t` gets (user-defined enums included).
+pub(crate) fn column_type(
+    session: &Session,
+    t: &ast::DataType,
+) -> SqlResult<shoal_storage::types::DataType> {
+    let search_path = session.scope.search_path.lock().clone();
+    crate::types::column_type(t, &session.engine.catalog.read(), &search_path)
+}
+
 fn creation_target(session: &Session, name: &ast::ObjectName) -> SqlResult<(String, String)> {
     let (schema, rel) = split_name(name);
     let schema = match schema {
@@ -95,6 +105,8 @@ pub fn changes_catalog(stmt: &Statement) -> bool {
             | Statement::Drop { .. }
             | Statement::AlterTable(_)
             | Statement::AlterIndex { .. }
+            | Statement::CreateType { .. }
+            | Statement::AlterType(_)
     )
 }
 
@@ -129,6 +141,18 @@ pub async fn execute(
             &sequence_options,
         ),
         Statement::CreateView(cv) => view::create_view(session, cv).await,
+        Statement::CreateType {
+            name,
+            representation,
+        } => enum_type::create_type(session, &name, representation.as_ref()),
+        Statement::AlterType(at) => enum_type::alter_type(session, &at),
+        Statement::Drop {
+            object_type: ast::ObjectType::Type,
+            if_exists,
+            names,
+            cascade,
+            ..
+        } => enum_type::drop_types(session, if_exists, &names, cascade),
         Statement::Drop {
             object_type,
             if_exists,

@@ -15,7 +15,7 @@ use super::sequence::sequence_def;
 use super::{access_method, creation_target, ident};
 use crate::error::{code, SqlError, SqlResult};
 use crate::session::{Session, StatementResult};
-use crate::types::{from_sql_type, is_serial_type};
+use crate::types::is_serial_type;
 
 /// A column that takes its values from a sequence the table owns (serial or identity): its
 /// position, its identity (None for serial) and the sequence's options.
@@ -82,7 +82,7 @@ pub(super) async fn create_table(
     let mut serials: Vec<Serial> = Vec::new();
     let columns = match &ct.query {
         Some(q) => columns_of_query(session, &ct, q).await?,
-        None => listed_columns(&ct, &mut pending, &mut serials)?,
+        None => listed_columns(session, &ct, &mut pending, &mut serials)?,
     };
     for c in &ct.constraints {
         pending.push(pending_from_table_constraint(c)?);
@@ -183,6 +183,7 @@ fn bare_columns(plan: &datafusion::logical_expr::LogicalPlan) -> Vec<bool> {
 /// create once the table exists (`pending`) and sequences for serial and identity columns
 /// (`serials`).
 fn listed_columns(
+    session: &Session,
     ct: &ast::CreateTable,
     pending: &mut Vec<PendingConstraint>,
     serials: &mut Vec<Serial>,
@@ -196,7 +197,7 @@ fn listed_columns(
                 format!("column \"{col_name}\" specified more than once"),
             ));
         }
-        let data_type = from_sql_type(&c.data_type)?;
+        let data_type = super::column_type(session, &c.data_type)?;
         let mut col = ColumnDef {
             name: col_name.clone(),
             data_type,

@@ -44,7 +44,12 @@ pub async fn select_for_update(
 ) -> SqlResult<StatementResult> {
     let locks = lock_clauses(std::mem::take(&mut q.locks));
     check_lockable(session, &q, &locks[0])?;
-    let window = take_row_window(&mut q);
+    let parameters = session
+        .statement_params
+        .as_ref()
+        .map(|p| p.values.clone())
+        .unwrap_or_default();
+    let window = take_row_window(&mut q, &parameters);
     let ast::SetExpr::Select(select) = q.body.as_ref() else {
         return Err(SqlError::unsupported("FOR UPDATE on this query"));
     };
@@ -202,14 +207,23 @@ struct RowWindow {
     offset: usize,
 }
 
-/// Takes a constant LIMIT/OFFSET off the query: PostgreSQL locks below its Limit node, so a row
-/// a concurrent transaction deleted (or changed so that it no longer qualifies) is skipped and
-/// the next one is locked in its place: `ORDER BY id LIMIT 1 FOR UPDATE` still returns a row
-/// while one is left. A limit that is not a constant stays in the query.
-fn take_row_window(q: &mut ast::Query) -> Option<RowWindow> {
+/// Takes a constant LIMIT/OFFSET (or FETCH FIRST) off the query, a bound parameter counting as
+/// a constant: PostgreSQL locks below its Limit node, so a row a concurrent transaction deleted
+/// (or changed so that it no longer qualifies), or SKIP LOCKED skipped, is passed over and the
+/// next one is locked in its place: `ORDER BY id LIMIT 1 FOR UPDATE` still returns a row while
+/// one is left. A limit that is not a constant stays in the query.
+fn take_row_window(q: &mut ast::Query, parameters: &[ScalarValue]) -> Option<RowWindow> {
+    crate::query::rewrite::fetch_to_limit(q);
     let count = |e: &ast::Expr| match e {
         ast::Expr::Value(v) => match &v.value {
             ast::Value::Number(n, _) => n.parse::<usize>().ok(),
+            ast::Value::Placeholder(p) => {
+                let value = parameters.get(crate::params::placeholder_index(p)?)?;
+                match value.cast_to(&datafusion::arrow::datatypes::DataType::Int64) {
+                    Ok(ScalarValue::Int64(Some(n))) => usize::try_from(n).ok(),
+                    _ => None,
+                }
+            }
             _ => None,
         },
         _ => None,

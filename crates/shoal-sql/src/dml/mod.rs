@@ -304,7 +304,7 @@ fn check_assignable(from: &ArrowType, to: &DataType, column: &str) -> SqlResult<
         DataType::Bytea => matches!(from, ArrowType::Binary | ArrowType::BinaryView),
         DataType::Uuid => false,
         DataType::Time => matches!(from, ArrowType::Time64(_) | ArrowType::Time32(_)),
-        DataType::Json | DataType::Jsonb => false,
+        DataType::Json | DataType::Jsonb | DataType::Enum(_) => false,
         DataType::Array(_) => matches!(from, ArrowType::List(_) | ArrowType::LargeList(_)),
     };
     if allowed {

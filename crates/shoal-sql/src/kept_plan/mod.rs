@@ -231,6 +231,17 @@ pub fn keepable(plan: &LogicalPlan, described: &[ArrowType]) -> Option<Vec<Arrow
         ) {
             ok = false;
         }
+        // DataFusion plans LIMIT and OFFSET only from constants: a parameter there must be
+        // bound before each planning.
+        if let LogicalPlan::Limit(limit) = node {
+            let parameter = |e: &Option<Box<Expr>>| {
+                e.as_ref().is_some_and(|e| {
+                    e.exists(|e| Ok(matches!(e, Expr::Placeholder(_))))
+                        .unwrap_or(true)
+                })
+            };
+            ok &= !parameter(&limit.skip) && !parameter(&limit.fetch);
+        }
         node.apply_expressions(|e| {
             e.apply(|e| {
                 match e {

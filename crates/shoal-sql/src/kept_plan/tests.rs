@@ -532,3 +532,36 @@ fn a_kept_ordered_read_reads_each_runs_range() {
         })
     });
 }
+
+/// DataFusion plans LIMIT and OFFSET only from constants: a statement with parameters there
+/// is planned with each run's values, never kept (a kept one failed from its second run).
+#[test]
+fn limit_and_offset_parameters_are_bound_every_run() {
+    on_big_stack(|| {
+        block_on(async {
+            let mut s = Session::new(crate::Engine::new());
+            run(&mut s, "CREATE TABLE kl (id int PRIMARY KEY)").await;
+            run(
+                &mut s,
+                "INSERT INTO kl SELECT g FROM generate_series(1, 9) g",
+            )
+            .await;
+            let p = s
+                .prepare(
+                    "SELECT id FROM kl WHERE id > $1 ORDER BY id LIMIT $2 OFFSET $3",
+                    &[],
+                )
+                .await
+                .unwrap();
+            assert_eq!(
+                execute_twice(&mut s, &p, &[0, 2, 1]).await,
+                texts(&[&["2"], &["3"]])
+            );
+            assert!(!p.has_kept_plan());
+            assert_eq!(
+                execute(&mut s, &p, &[5, 3, 0]).await,
+                texts(&[&["6"], &["7"], &["8"]])
+            );
+        })
+    });
+}

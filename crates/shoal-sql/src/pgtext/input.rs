@@ -57,6 +57,7 @@ pub fn parse_value(s: &str, t: &DataType, zone: &TimeZone) -> SqlResult<Value> {
         DataType::Jsonb => {
             Value::Text(shoal_json::jsonb_in(s).map_err(crate::query::json::sql_error)?)
         }
+        DataType::Enum(e) => Value::Text(check_enum_label(s, e)?.to_string()),
     })
 }
 
@@ -71,6 +72,17 @@ fn parse_array(s: &str, element: &DataType, zone: &TimeZone) -> SqlResult<Vec<Va
             Element::Array(_) => Err(SqlError::unsupported("multidimensional arrays")),
         })
         .collect()
+}
+
+/// enum_in: the text must be one of the type's labels, exactly (case and blanks count).
+pub fn check_enum_label<'s>(s: &'s str, e: &shoal_storage::types::EnumType) -> SqlResult<&'s str> {
+    match e.position(s) {
+        Some(_) => Ok(s),
+        None => Err(SqlError::new(
+            code::INVALID_TEXT_REPRESENTATION,
+            format!("invalid input value for enum {}: \"{s}\"", e.name),
+        )),
+    }
 }
 
 pub fn parse_bool(s: &str) -> SqlResult<bool> {

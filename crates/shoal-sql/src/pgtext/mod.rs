@@ -16,8 +16,9 @@ pub use datetime_input::{
     DATE_INFINITY,
 };
 pub use input::{
-    check_char, check_numeric_precision, check_varchar, parse_bigint, parse_bool, parse_bytea,
-    parse_double, parse_integer, parse_numeric, parse_real, parse_smallint, parse_value,
+    check_char, check_enum_label, check_numeric_precision, check_varchar, parse_bigint, parse_bool,
+    parse_bytea, parse_double, parse_integer, parse_numeric, parse_real, parse_smallint,
+    parse_value,
 };
 pub use interval_input::parse_interval;
 pub use output::{

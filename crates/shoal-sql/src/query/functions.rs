@@ -196,6 +196,29 @@ pub fn sql_error(e: SqlError) -> DataFusionError {
 /// The OID of the built-in type a name spells, as `regtype` input reads it: any case, the
 /// catalog name (`int4`) or the SQL one (`integer`), a type modifier ignored (`varchar(20)`), and
 /// `[]` for the array type.
+/// The OID of a type by name: a built-in type, else a user-defined one (or its array type)
+/// along the search path.
+fn type_oid_by_name_in(scope: &PlanScope, name: &str) -> Option<u32> {
+    if let Some(oid) = type_oid_by_name(name) {
+        return Some(oid);
+    }
+    let trimmed = name.trim();
+    let (element, array) = match trimmed.strip_suffix("[]") {
+        Some(e) => (e.trim(), true),
+        None => (trimmed, false),
+    };
+    let parsed = datafusion::sql::sqlparser::parser::Parser::new(
+        &datafusion::sql::sqlparser::dialect::PostgreSqlDialect {},
+    )
+    .try_with_sql(element)
+    .and_then(|mut p| p.parse_object_name(false))
+    .ok()?;
+    let t = datafusion::sql::sqlparser::ast::DataType::Custom(parsed, Vec::new());
+    let search_path = scope.search_path.lock().clone();
+    let def = crate::types::lookup_user_type(&t, &scope.engine.catalog.read(), &search_path)?;
+    Some(if array { def.array_oid } else { def.oid })
+}
+
 fn type_oid_by_name(name: &str) -> Option<u32> {
     let mut n = name.trim().to_lowercase();
     let array = n.ends_with("[]");
@@ -775,6 +798,7 @@ pub fn register(state: &mut datafusion::execution::SessionState, scope: Arc<Plan
             Ok(ScalarValue::Utf8(Some(regnamespace_text(&sc, oid))))
         },
     ));
+    let sc = s.clone();
     add(udf(
         "to_regtype_oid",
         &[1],
@@ -787,7 +811,7 @@ pub fn register(state: &mut datafusion::execution::SessionState, scope: Arc<Plan
             if let Ok(oid) = name.trim().parse::<u32>() {
                 return Ok(ScalarValue::UInt32(Some(oid)));
             }
-            type_oid_by_name(&name)
+            type_oid_by_name_in(&sc, &name)
                 .map(|oid| ScalarValue::UInt32(Some(oid)))
                 .ok_or_else(|| {
                     sql_error(SqlError::new(
@@ -798,6 +822,7 @@ pub fn register(state: &mut datafusion::execution::SessionState, scope: Arc<Plan
         },
     ));
     // to_regtype: the type's OID, or NULL when no type has that name (where the cast fails).
+    let sc = s.clone();
     add(udf(
         "to_regtype",
         &[1],
@@ -805,16 +830,22 @@ pub fn register(state: &mut datafusion::execution::SessionState, scope: Arc<Plan
         Volatility::Stable,
         move |a| {
             Ok(ScalarValue::UInt32(
-                text_arg(&a[0]).and_then(|name| type_oid_by_name(&name)),
+                text_arg(&a[0]).and_then(|name| type_oid_by_name_in(&sc, &name)),
             ))
         },
     ));
+    let sc = s.clone();
     add(udf(
         "regtype_out",
         &[1],
         ArrowType::Utf8,
         Volatility::Stable,
-        |a| Ok(ScalarValue::Utf8(int_arg(&a[0]).map(regtype_text))),
+        move |a| {
+            Ok(ScalarValue::Utf8(int_arg(&a[0]).map(|oid| {
+                crate::query::pg_catalog::format_user_type(&sc.engine.catalog.read(), oid as u32)
+                    .unwrap_or_else(|| regtype_text(oid))
+            })))
+        },
     ));
     add(udf(
         "quote_ident",
@@ -908,18 +939,26 @@ pub fn register(state: &mut datafusion::execution::SessionState, scope: Arc<Plan
         Volatility::Immutable,
         |a| Ok(ScalarValue::Utf8(int_arg(&a[0]).map(size_pretty))),
     ));
+    let sc = s.clone();
     add(udf(
         "format_type",
         &[2],
         text.clone(),
         Volatility::Stable,
-        |a| {
+        move |a| {
             let Some(t) = int_arg(&a[0]) else {
                 return Ok(ScalarValue::Utf8(None));
             };
             let typmod = int_arg(&a[1]).unwrap_or(-1) as i32;
             Ok(ScalarValue::Utf8(Some(
-                format_type_oid(t as u32, typmod).unwrap_or_else(|| "???".into()),
+                format_type_oid(t as u32, typmod)
+                    .or_else(|| {
+                        crate::query::pg_catalog::format_user_type(
+                            &sc.engine.catalog.read(),
+                            t as u32,
+                        )
+                    })
+                    .unwrap_or_else(|| "???".into()),
             )))
         },
     ));

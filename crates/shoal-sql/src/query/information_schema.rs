@@ -68,8 +68,10 @@ pub fn table(scope: &Arc<PlanScope>, name: &str) -> Option<Arc<dyn TableProvider
             ]);
             for table in catalog.tables.values() {
                 for (i, c) in table.columns.iter().enumerate() {
-                    let data_type = format_type(&c.data_type);
-                    let data_type = data_type.split('(').next().unwrap_or("").to_string();
+                    let data_type = match &c.data_type {
+                        DataType::Enum(_) => "USER-DEFINED".to_string(),
+                        t => format_type(t).split('(').next().unwrap_or("").to_string(),
+                    };
                     let max_len = match c.data_type {
                         DataType::Varchar(Some(n)) | DataType::Char(n) => i32v(n as i32),
                         _ => datafusion::common::ScalarValue::Int32(None),
@@ -87,10 +89,15 @@ pub fn table(scope: &Arc<PlanScope>, name: &str) -> Option<Arc<dyn TableProvider
                             datafusion::common::ScalarValue::Int32(None),
                         ),
                     };
+                    let enum_name = match &c.data_type {
+                        DataType::Enum(e) => catalog.types.get(&e.oid).map(|d| d.name.as_str()),
+                        _ => None,
+                    };
                     let udt = crate::query::pg_catalog::BUILTIN_TYPES
                         .iter()
                         .find(|t| t.0 == crate::types::pg_type_of(&c.data_type).0)
                         .map(|t| t.1)
+                        .or(enum_name)
                         .unwrap_or("text");
                     t.row(vec![
                         s("postgres"),

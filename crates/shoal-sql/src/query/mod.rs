@@ -20,6 +20,7 @@ pub mod correlated;
 pub mod count_row;
 pub mod datetime;
 pub mod datetime_construct;
+pub mod enum_order;
 pub mod errors;
 pub mod expr_pass;
 pub mod filter_first;
@@ -140,6 +141,7 @@ pub fn new_session_state(scope: Arc<PlanScope>) -> SessionState {
     }
     let mut state = builder.build();
     let zone = scope.time_zone.clone();
+    let engine = scope.engine.clone();
     crate::advisory::register(&mut state, &scope);
     functions::register(&mut state, scope);
     builtins::register(&mut state, &zone);
@@ -153,6 +155,7 @@ pub fn new_session_state(scope: Arc<PlanScope>) -> SessionState {
     json::register(&mut state);
     array_compare::register(&mut state);
     scalar_rows::register(&mut state);
+    enum_order::register(&mut state, &engine);
     state
         .register_expr_planner(Arc::new(typecheck::OperatorTypeCheck))
         .expect("registering an expression planner cannot fail");
@@ -163,6 +166,7 @@ pub fn new_session_state(scope: Arc<PlanScope>) -> SessionState {
     state.add_analyzer_rule(Arc::new(crate::interval::order::IntervalOrder::default()));
     state.add_analyzer_rule(Arc::new(text_types::BpcharAsText));
     state.add_analyzer_rule(Arc::new(in_list::InListOverColumns));
+    state.add_analyzer_rule(Arc::new(enum_order::EnumOrder::new(engine)));
     state
 }
 

@@ -330,6 +330,23 @@ impl VisitorMut for Rewriter<'_> {
                 ..
             } => {
                 normalize_type_name(data_type);
+                // A user-defined enum: enum_in checks the label and marks the value's type.
+                let search_path = self.scope.search_path.lock().clone();
+                let user_type = crate::types::lookup_user_type(
+                    data_type,
+                    &self.scope.engine.catalog.read(),
+                    &search_path,
+                );
+                if let Some(def) = user_type {
+                    *expr = function_call(
+                        crate::query::enum_order::ENUM_IN,
+                        vec![
+                            cast_text(inner),
+                            Expr::value(ast::Value::Number(def.oid.to_string(), false)),
+                        ],
+                    );
+                    return ControlFlow::Continue(());
+                }
                 match numeric_cast(inner, data_type) {
                     Ok(Some(call)) => {
                         *expr = call;
@@ -971,7 +988,7 @@ fn distinct_on_positions(query: &mut ast::Query) {
 }
 
 /// `FETCH FIRST n ROWS ONLY` is the standard spelling of `LIMIT n`, which DataFusion plans.
-fn fetch_to_limit(query: &mut ast::Query) {
+pub(crate) fn fetch_to_limit(query: &mut ast::Query) {
     let Some(fetch) = &query.fetch else { return };
     if fetch.with_ties || fetch.percent {
         return;
@@ -1244,12 +1261,15 @@ pub(crate) fn like_pattern_with_backslash(pattern: &str, escape: &str) -> SqlRes
 }
 
 /// The text of a string literal, to rewrite in place; None for anything else.
+/// The text of a string literal, also in parentheses (`('{a,b}')::text[]` is still an
+/// untyped literal to PostgreSQL).
 fn string_literal_mut(e: &mut Expr) -> Option<&mut String> {
     match e {
         Expr::Value(v) => match &mut v.value {
             ast::Value::SingleQuotedString(s) | ast::Value::EscapedStringLiteral(s) => Some(s),
             _ => None,
         },
+        Expr::Nested(inner) => string_literal_mut(inner),
         _ => None,
     }
 }

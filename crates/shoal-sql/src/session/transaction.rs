@@ -605,6 +605,8 @@ fn write_command_name(stmt: &Statement) -> Option<String> {
         Statement::CreateSequence { .. } => "CREATE SEQUENCE".into(),
         Statement::CreateSchema { .. } => "CREATE SCHEMA".into(),
         Statement::AlterTable { .. } => "ALTER TABLE".into(),
+        Statement::CreateType { .. } => "CREATE TYPE".into(),
+        Statement::AlterType(_) => "ALTER TYPE".into(),
         Statement::Drop { object_type, .. } => format!("DROP {object_type}"),
         _ => return None,
     })

@@ -18,7 +18,7 @@ pub use columns::default_text;
 pub use constraints::constraint_definition;
 pub use indexes::{index_definition, index_key_definition};
 pub use relations::sequence_relation;
-pub use types::{format_type_oid, BUILTIN_TYPES};
+pub use types::{format_type_oid, format_user_type, BUILTIN_TYPES};
 
 use std::sync::Arc;
 
@@ -188,6 +188,7 @@ const COLUMNAR_AM_OID: u32 = 9300;
 /// gives (clients compare pg_description.classoid and pg_depend.classid with them).
 pub const SYSTEM_CATALOG_OIDS: &[(&str, u32)] = &[
     ("pg_type", 1247),
+    ("pg_enum", 3501),
     ("pg_attribute", 1249),
     ("pg_proc", 1255),
     ("pg_class", 1259),
@@ -213,7 +214,8 @@ pub fn table(scope: &Arc<PlanScope>, name: &str) -> Option<Arc<dyn TableProvider
         "pg_namespace" => pg_namespace(&catalog),
         "pg_class" => pg_class(scope, &catalog),
         "pg_attribute" => pg_attribute(&catalog),
-        "pg_type" => pg_type(),
+        "pg_type" => pg_type(&catalog),
+        "pg_enum" => types::pg_enum(&catalog),
         "pg_index" => pg_index(&catalog),
         "pg_constraint" => pg_constraint(&catalog),
         "pg_database" => pg_database(),

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use datafusion::common::ScalarValue;
 use datafusion::datasource::TableProvider;
-use shoal_storage::catalog::PG_CATALOG_NAMESPACE_OID;
+use shoal_storage::catalog::{Catalog, PG_CATALOG_NAMESPACE_OID};
 
 use super::{b, i16v, i32v, null_text, o, s, TableBuilder, BOOL, I16, I32, OID, SUPERUSER_OID, T};
 use crate::types::oid;
@@ -58,7 +58,7 @@ const PSEUDO_TYPES: &[(u32, &str)] = &[
     (2283, "anyelement"),
 ];
 
-pub(super) fn pg_type() -> Arc<dyn TableProvider> {
+pub(super) fn pg_type(catalog: &Catalog) -> Arc<dyn TableProvider> {
     let mut t = TableBuilder::new(&[
         ("oid", OID),
         ("typname", T),
@@ -134,7 +134,109 @@ pub(super) fn pg_type() -> Arc<dyn TableProvider> {
     for (type_oid, name) in PSEUDO_TYPES {
         t.row(pseudo_type_row(*type_oid, name));
     }
+    for def in catalog.types.values() {
+        let namespace = catalog.schemas.get(&def.schema).map_or(0, |n| n.oid);
+        t.row(enum_type_row(
+            def.oid,
+            &def.name,
+            namespace,
+            0,
+            def.array_oid,
+        ));
+        t.row(enum_type_row(
+            def.array_oid,
+            &format!("_{}", def.name),
+            namespace,
+            def.oid,
+            0,
+        ));
+    }
     t.build()
+}
+
+/// The pg_type row of a user-defined enum type (`element` 0), or of the array type of one.
+fn enum_type_row(
+    type_oid: u32,
+    name: &str,
+    namespace: u32,
+    element: u32,
+    array: u32,
+) -> Vec<ScalarValue> {
+    let is_array = element != 0;
+    let io = |which: &str| match is_array {
+        true => format!("array_{which}"),
+        false => format!("enum_{which}"),
+    };
+    vec![
+        o(type_oid),
+        s(name),
+        o(namespace),
+        o(SUPERUSER_OID),
+        i16v(if is_array { -1 } else { 4 }),
+        b(!is_array),
+        s(if is_array { "b" } else { "e" }),
+        s(if is_array { "A" } else { "E" }),
+        b(false),
+        b(true),
+        s(","),
+        o(0),
+        s(if is_array {
+            "array_subscript_handler"
+        } else {
+            "-"
+        }),
+        o(element),
+        o(array),
+        s(&io("in")),
+        s(&io("out")),
+        s(&io("recv")),
+        s(&io("send")),
+        b(false),
+        o(0),
+        i32v(-1),
+        i32v(0),
+        o(0),
+        null_text(),
+    ]
+}
+
+/// pg_enum: every label of every enum type, with its sort order.
+pub(super) fn pg_enum(catalog: &Catalog) -> Arc<dyn TableProvider> {
+    let mut t = TableBuilder::new(&[
+        ("oid", OID),
+        ("enumtypid", OID),
+        (
+            "enumsortorder",
+            datafusion::arrow::datatypes::DataType::Float32,
+        ),
+        ("enumlabel", T),
+    ]);
+    for def in catalog.types.values() {
+        for label in &def.labels {
+            t.row(vec![
+                o(label.oid),
+                o(def.oid),
+                ScalarValue::Float32(Some(label.sort_order)),
+                s(&label.label),
+            ]);
+        }
+    }
+    t.build()
+}
+
+/// The user-defined type `type_oid` (or the array type of one), as format_type prints it.
+pub fn format_user_type(catalog: &Catalog, type_oid: u32) -> Option<String> {
+    catalog.types.values().find_map(|def| {
+        let name = match def.schema.as_str() {
+            "public" => def.name.clone(),
+            schema => format!("{schema}.{}", def.name),
+        };
+        match type_oid {
+            o if o == def.oid => Some(name),
+            o if o == def.array_oid => Some(format!("{name}[]")),
+            _ => None,
+        }
+    })
 }
 
 /// A type's input, output, receive or send function: `int4in`, or `array_in` for arrays.
