@@ -23,6 +23,7 @@ mod lex;
 mod modify;
 mod parse;
 mod pretty;
+mod sort_key;
 
 pub use access::{
     array_elements, array_elements_text, array_length, each, each_text, element, element_text,
@@ -42,6 +43,7 @@ pub use modify::{
     jsonb_delete_path, jsonb_insert, jsonb_set, jsonb_strip_nulls,
 };
 pub use pretty::jsonb_pretty;
+pub use sort_key::jsonb_sort_key;
 
 /// Which SQL type a text argument holds, for the functions both types share.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

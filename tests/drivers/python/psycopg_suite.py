@@ -110,6 +110,16 @@ def json_and_jsonb():
 
 
 @case
+def untyped_null_is_null():
+    with connect() as c:
+        for binary in (False, True):
+            row = c.execute("SELECT NULL, NULL AS x, 1", binary=binary).fetchone()
+            check(row, (None, None, 1), f"binary={binary}")
+        with c.cursor().copy("COPY (SELECT NULL, 'a') TO STDOUT") as copy:
+            check(b"".join(bytes(b) for b in copy), b"\\N\ta\n", "COPY")
+
+
+@case
 def arrays():
     with connect() as c:
         c.execute("CREATE TABLE arr (id int PRIMARY KEY, tags text[], nums int[])")

@@ -98,7 +98,7 @@ pub fn encode_rows(
         for r in 0..batch.num_rows() {
             let mut data = BytesMut::with_capacity(16 * batch.num_columns());
             for (c, array) in arrays.iter().enumerate() {
-                if array.is_null(r) {
+                if is_sql_null(array.as_ref(), r) {
                     data.put_i32(-1);
                 } else if binary(c) {
                     put_binary_value(array.as_ref(), r, type_oids[c], &mut data);
@@ -118,6 +118,12 @@ pub fn encode_rows(
         }
     }
     rows
+}
+
+/// Whether a value is NULL: a NullArray (an untyped `SELECT NULL`) has no validity bitmap, so
+/// `Array::is_null` says its values are present.
+fn is_sql_null(array: &dyn Array, row: usize) -> bool {
+    array.is_null(row) || matches!(array.data_type(), ArrowType::Null)
 }
 
 /// A value in binary format, preceded by its length.
@@ -253,7 +259,7 @@ fn array_binary(elements: ArrayRef, element_oid: u32, lower_bound: i32, out: &mu
         out.put_i32(lower_bound);
     }
     for i in 0..elements.len() {
-        if elements.is_null(i) {
+        if is_sql_null(elements.as_ref(), i) {
             out.put_i32(-1);
         } else {
             put_binary_value(elements.as_ref(), i, element_oid, out);

@@ -298,7 +298,13 @@ pub async fn start(
                     let mut fields = Vec::with_capacity(columns);
                     for c in 0..columns {
                         let col = b.column(c);
-                        if col.is_null(r) {
+                        // A NullArray (`COPY (SELECT NULL) TO`) has no validity bitmap.
+                        let null = col.is_null(r)
+                            || matches!(
+                                col.data_type(),
+                                datafusion::arrow::datatypes::DataType::Null
+                            );
+                        if null {
                             fields.push(format.null.clone());
                         } else {
                             let mut s = String::new();

@@ -20,7 +20,6 @@ pub mod correlated;
 pub mod count_row;
 pub mod datetime;
 pub mod datetime_construct;
-pub mod enum_order;
 pub mod errors;
 pub mod expr_pass;
 pub mod filter_first;
@@ -64,6 +63,7 @@ pub mod text_types;
 pub mod topk_partitions;
 pub mod typecheck;
 pub mod unknown_literals;
+pub mod value_order;
 pub mod values_types;
 pub mod wall_clock;
 pub mod window_types;
@@ -155,7 +155,7 @@ pub fn new_session_state(scope: Arc<PlanScope>) -> SessionState {
     json::register(&mut state);
     array_compare::register(&mut state);
     scalar_rows::register(&mut state);
-    enum_order::register(&mut state, &engine);
+    value_order::register(&mut state, &engine);
     state
         .register_expr_planner(Arc::new(typecheck::OperatorTypeCheck))
         .expect("registering an expression planner cannot fail");
@@ -166,7 +166,7 @@ pub fn new_session_state(scope: Arc<PlanScope>) -> SessionState {
     state.add_analyzer_rule(Arc::new(crate::interval::order::IntervalOrder::default()));
     state.add_analyzer_rule(Arc::new(text_types::BpcharAsText));
     state.add_analyzer_rule(Arc::new(in_list::InListOverColumns));
-    state.add_analyzer_rule(Arc::new(enum_order::EnumOrder::new(engine)));
+    state.add_analyzer_rule(Arc::new(value_order::ValueOrder::new(engine)));
     state
 }
 

@@ -339,7 +339,7 @@ impl VisitorMut for Rewriter<'_> {
                 );
                 if let Some(def) = user_type {
                     *expr = function_call(
-                        crate::query::enum_order::ENUM_IN,
+                        crate::query::value_order::ENUM_IN,
                         vec![
                             cast_text(inner),
                             Expr::value(ast::Value::Number(def.oid.to_string(), false)),

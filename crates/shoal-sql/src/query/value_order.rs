@@ -1,5 +1,12 @@
-//! User-defined enum values in queries. A value is its label (Arrow Utf8), its field marked
-//! with the type's OID; two things differ from text, and this module does both:
+//! Values held as text whose order is not the text's: enums and jsonb.
+//!
+//! jsonb sorts by jsonb's order (`shoal_json::jsonb_cmp`: numbers as numbers, `3` before `10`):
+//! ORDER BY keys and window ORDER BY keys over jsonb sort `shoal_jsonb_sort_key(x)`, bytes in that
+//! order. Its comparison operators are jsonb's own (`query::json`). min and max do not exist for
+//! jsonb in PostgreSQL (42883).
+//!
+//! A user-defined enum value is its label (Arrow Utf8), its field marked with the type's OID;
+//! two things differ from text, and this module does both:
 //!
 //! - Input: `'x'::mood` (and `CAST(x AS mood)`) becomes `shoal_enum_in(x, oid)`, which checks
 //!   that the text is one of the type's labels (22P02 otherwise) and marks the result's type.
@@ -43,6 +50,93 @@ fn enum_type(engine: &Engine, type_oid: u32) -> Option<EnumType> {
     match catalog.types.get(&type_oid)?.column_type() {
         DataType::Enum(e) => Some(e),
         _ => None,
+    }
+}
+
+/// Whether an expression's values are jsonb.
+fn is_jsonb(e: &Expr, schema: &DFSchema) -> bool {
+    e.to_field(schema).is_ok_and(|(_, field)| {
+        field
+            .metadata()
+            .get(PG_TYPE_METADATA_KEY)
+            .is_some_and(|t| t == &crate::types::oid::JSONB.to_string())
+    })
+}
+
+/// The key an ORDER BY over `e` sorts instead, when `e`'s text does not sort as its type does.
+fn sort_key(engine: &Engine, e: &Expr, schema: &DFSchema) -> Option<Expr> {
+    if is_jsonb(e, schema) {
+        return Some(Expr::ScalarFunction(ScalarFunction::new_udf(
+            JSONB_SORT_KEY.clone(),
+            vec![e.clone()],
+        )));
+    }
+    let of = enum_of(engine, e, schema)?;
+    Some(position_of(e.clone(), &of))
+}
+
+static JSONB_SORT_KEY: std::sync::LazyLock<Arc<ScalarUDF>> = std::sync::LazyLock::new(|| {
+    Arc::new(ScalarUDF::new_from_impl(JsonbSortKey {
+        signature: Signature::new(TypeSignature::Any(1), Volatility::Immutable),
+    }))
+});
+
+/// `shoal_jsonb_sort_key(jsonb)`: `shoal_json::jsonb_sort_key`, bytes in jsonb's order, as
+/// lower-case hex text (which sorts as the bytes do: DataFusion's window frames take text keys,
+/// not binary ones).
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct JsonbSortKey {
+    signature: Signature,
+}
+
+impl ScalarUDFImpl for JsonbSortKey {
+    fn name(&self) -> &str {
+        "shoal_jsonb_sort_key"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[ArrowType]) -> DfResult<ArrowType> {
+        Ok(ArrowType::Utf8)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
+        let key = |doc: Option<&str>| -> DfResult<Option<String>> {
+            doc.map(|d| {
+                let bytes = shoal_json::jsonb_sort_key(d)
+                    .map_err(|e| df_error(crate::query::json::sql_error(e)))?;
+                let mut hex = String::with_capacity(bytes.len() * 2);
+                for b in bytes {
+                    use std::fmt::Write;
+                    let _ = write!(hex, "{b:02x}");
+                }
+                Ok(hex)
+            })
+            .transpose()
+        };
+        match &args.args[0] {
+            ColumnarValue::Scalar(v) => {
+                let ScalarValue::Utf8(doc) = v.cast_to(&ArrowType::Utf8)? else {
+                    unreachable!("cast to utf8")
+                };
+                Ok(ColumnarValue::Scalar(ScalarValue::Utf8(key(
+                    doc.as_deref()
+                )?)))
+            }
+            ColumnarValue::Array(a) => {
+                let a = datafusion::arrow::compute::cast(a, &ArrowType::Utf8)?;
+                let docs = a.as_any().downcast_ref::<StringArray>().expect("utf8");
+                let keys: StringArray = docs
+                    .iter()
+                    .map(key)
+                    .collect::<DfResult<Vec<_>>>()?
+                    .into_iter()
+                    .collect();
+                Ok(ColumnarValue::Array(Arc::new(keys) as ArrayRef))
+            }
+        }
     }
 }
 
@@ -225,19 +319,19 @@ fn is_text(e: &Expr, schema: &DFSchema) -> bool {
     })
 }
 
-pub struct EnumOrder {
+pub struct ValueOrder {
     engine: Arc<Engine>,
 }
 
-impl std::fmt::Debug for EnumOrder {
+impl std::fmt::Debug for ValueOrder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("EnumOrder")
+        f.write_str("ValueOrder")
     }
 }
 
-impl EnumOrder {
+impl ValueOrder {
     pub fn new(engine: Arc<Engine>) -> Self {
-        EnumOrder { engine }
+        ValueOrder { engine }
     }
 
     fn rewrite(&self, e: Expr, schema: &DFSchema) -> DfResult<Transformed<Expr>> {
@@ -267,6 +361,21 @@ impl EnumOrder {
             }
             Expr::AggregateFunction(f)
                 if matches!(f.func.name(), "min" | "max")
+                    && f.params.args.first().is_some_and(|a| is_jsonb(a, schema)) =>
+            {
+                Err(df_error(
+                    SqlError::new(
+                        code::UNDEFINED_FUNCTION,
+                        format!("function {}(jsonb) does not exist", f.func.name()),
+                    )
+                    .with_hint(
+                        "No function matches the given name and argument types. You might need to \
+                     add explicit type casts.",
+                    ),
+                ))
+            }
+            Expr::AggregateFunction(f)
+                if matches!(f.func.name(), "min" | "max")
                     && f.params
                         .args
                         .first()
@@ -280,8 +389,8 @@ impl EnumOrder {
             Expr::WindowFunction(mut w) => {
                 let mut changed = false;
                 for key in w.params.order_by.iter_mut() {
-                    if let Some(of) = enum_of(&self.engine, &key.expr, schema) {
-                        key.expr = position_of(key.expr.clone(), &of);
+                    if let Some(sorted) = sort_key(&self.engine, &key.expr, schema) {
+                        key.expr = sorted;
                         changed = true;
                     }
                 }
@@ -305,11 +414,11 @@ impl EnumOrder {
         let expr = sort
             .expr
             .into_iter()
-            .map(|key| match enum_of(&self.engine, &key.expr, &schema) {
-                Some(of) => {
+            .map(|key| match sort_key(&self.engine, &key.expr, &schema) {
+                Some(sorted) => {
                     changed = true;
                     SortExpr {
-                        expr: position_of(key.expr, &of),
+                        expr: sorted,
                         ..key
                     }
                 }
@@ -329,15 +438,12 @@ impl EnumOrder {
     }
 }
 
-impl AnalyzerRule for EnumOrder {
+impl AnalyzerRule for ValueOrder {
     fn name(&self) -> &str {
-        "pg_enum_order"
+        "pg_value_order"
     }
 
     fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> DfResult<LogicalPlan> {
-        if self.engine.catalog.read().types.is_empty() {
-            return Ok(plan);
-        }
         let plan = rewrite_expressions_up(plan, |e, schema| self.rewrite(e, schema))?;
         Ok(plan
             .transform_up_with_subqueries(|node| self.sort_keys(node))?
