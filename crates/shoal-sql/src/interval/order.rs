@@ -21,12 +21,12 @@ use datafusion::common::{plan_err, DFSchema, Result as DfResult, ScalarValue};
 use datafusion::logical_expr::expr::{ScalarFunction, Sort as SortExpr, WindowFunction};
 use datafusion::logical_expr::{
     AggregateUDF, BinaryExpr, ColumnarValue, Distinct, DistinctOn, Expr, ExprSchemable,
-    LogicalPlan, Operator, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Sort,
-    Volatility, WindowFunctionDefinition,
+    LogicalPlan, Operator, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
+    WindowFunctionDefinition,
 };
 use datafusion::optimizer::analyzer::AnalyzerRule;
 
-use crate::query::expr_pass::rewrite_expressions_up;
+use crate::query::expr_pass::{replace_sort_keys, rewrite_expressions_up};
 use crate::query::group_by_key::group_by_key;
 
 const NANOS_PER_DAY: i128 = 86_400 * 1_000_000_000;
@@ -209,35 +209,11 @@ impl IntervalOrder {
             }
             other => other,
         };
-        let LogicalPlan::Sort(sort) = plan else {
-            return Ok(Transformed::no(plan));
-        };
-        let schema = sort.input.schema().clone();
-        let mut changed = false;
-        let expr = sort
-            .expr
-            .into_iter()
-            .map(|key| {
-                if !key.expr.get_type(&schema).is_ok_and(|t| is_interval(&t)) {
-                    return key;
-                }
-                changed = true;
-                SortExpr {
-                    expr: self.span_of(key.expr),
-                    ..key
-                }
-            })
-            .collect();
-        let plan = LogicalPlan::Sort(Sort {
-            expr,
-            input: sort.input,
-            fetch: sort.fetch,
-        });
-        Ok(if changed {
-            Transformed::yes(plan)
-        } else {
-            Transformed::no(plan)
-        })
+        Ok(replace_sort_keys(plan, |key, schema| {
+            key.get_type(schema)
+                .is_ok_and(|t| is_interval(&t))
+                .then(|| self.span_of(key.clone()))
+        }))
     }
 }
 

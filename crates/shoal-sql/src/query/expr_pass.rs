@@ -50,3 +50,40 @@ pub fn rewrite_own_expressions_up(
     })
     .data()
 }
+
+/// A Sort node with each ORDER BY key that `key` gives a replacement for sorted by that
+/// replacement instead (the key of a type whose values do not sort as their Arrow type does);
+/// any other node as it is.
+pub fn replace_sort_keys(
+    plan: LogicalPlan,
+    key: impl Fn(&Expr, &DFSchema) -> Option<Expr>,
+) -> Transformed<LogicalPlan> {
+    let LogicalPlan::Sort(sort) = plan else {
+        return Transformed::no(plan);
+    };
+    let schema = sort.input.schema().clone();
+    let mut changed = false;
+    let expr = sort
+        .expr
+        .into_iter()
+        .map(|sort_expr| match key(&sort_expr.expr, &schema) {
+            Some(replacement) => {
+                changed = true;
+                datafusion::logical_expr::SortExpr {
+                    expr: replacement,
+                    ..sort_expr
+                }
+            }
+            None => sort_expr,
+        })
+        .collect();
+    let plan = LogicalPlan::Sort(datafusion::logical_expr::Sort {
+        expr,
+        input: sort.input,
+        fetch: sort.fetch,
+    });
+    match changed {
+        true => Transformed::yes(plan),
+        false => Transformed::no(plan),
+    }
+}

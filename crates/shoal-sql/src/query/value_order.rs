@@ -24,17 +24,17 @@ use datafusion::arrow::datatypes::{DataType as ArrowType, Field, FieldRef};
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::Transformed;
 use datafusion::common::{DFSchema, DataFusionError, Result as DfResult, ScalarValue};
-use datafusion::logical_expr::expr::{ScalarFunction, Sort as SortExpr};
+use datafusion::logical_expr::expr::ScalarFunction;
 use datafusion::logical_expr::{
     BinaryExpr, ColumnarValue, Expr, ExprSchemable, LogicalPlan, Operator, ReturnFieldArgs,
-    ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Sort, TypeSignature, Volatility,
+    ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, TypeSignature, Volatility,
 };
 use datafusion::optimizer::analyzer::AnalyzerRule;
 use shoal_storage::types::{DataType, EnumType};
 
 use crate::engine::Engine;
 use crate::error::{code, SqlError};
-use crate::query::expr_pass::rewrite_expressions_up;
+use crate::query::expr_pass::{replace_sort_keys, rewrite_expressions_up};
 use crate::types::PG_TYPE_METADATA_KEY;
 
 /// The function `'x'::mood` becomes (see `rewrite`).
@@ -404,38 +404,6 @@ impl ValueOrder {
             other => Ok(Transformed::no(other)),
         }
     }
-
-    fn sort_keys(&self, plan: LogicalPlan) -> DfResult<Transformed<LogicalPlan>> {
-        let LogicalPlan::Sort(sort) = plan else {
-            return Ok(Transformed::no(plan));
-        };
-        let schema = sort.input.schema().clone();
-        let mut changed = false;
-        let expr = sort
-            .expr
-            .into_iter()
-            .map(|key| match sort_key(&self.engine, &key.expr, &schema) {
-                Some(sorted) => {
-                    changed = true;
-                    SortExpr {
-                        expr: sorted,
-                        ..key
-                    }
-                }
-                None => key,
-            })
-            .collect();
-        let plan = LogicalPlan::Sort(Sort {
-            expr,
-            input: sort.input,
-            fetch: sort.fetch,
-        });
-        Ok(if changed {
-            Transformed::yes(plan)
-        } else {
-            Transformed::no(plan)
-        })
-    }
 }
 
 impl AnalyzerRule for ValueOrder {
@@ -446,7 +414,11 @@ impl AnalyzerRule for ValueOrder {
     fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> DfResult<LogicalPlan> {
         let plan = rewrite_expressions_up(plan, |e, schema| self.rewrite(e, schema))?;
         Ok(plan
-            .transform_up_with_subqueries(|node| self.sort_keys(node))?
+            .transform_up_with_subqueries(|node| {
+                Ok(replace_sort_keys(node, |e, schema| {
+                    sort_key(&self.engine, e, schema)
+                }))
+            })?
             .data)
     }
 }
