@@ -55,6 +55,8 @@ pub mod oid {
     /// Each element type's array type (pg_type.typarray), as PostgreSQL numbers them.
     pub const ARRAY_TYPES: &[(u32, u32)] = &[
         (BOOL, BOOL_ARRAY),
+        (CHAR, 1002),
+        (NAME, 1003),
         (BYTEA, 1001),
         (INT2, INT2_ARRAY),
         (INT4, INT4_ARRAY),
@@ -255,7 +257,9 @@ pub fn pg_oid_for_arrow(t: &ArrowType) -> u32 {
         ArrowType::Boolean => oid::BOOL,
         ArrowType::Int8 | ArrowType::Int16 | ArrowType::UInt8 => oid::INT2,
         ArrowType::Int32 | ArrowType::UInt16 => oid::INT4,
-        ArrowType::Int64 | ArrowType::UInt32 => oid::INT8,
+        ArrowType::Int64 => oid::INT8,
+        // Catalog OIDs (pg_class.oid, pg_type.typarray) are UInt32.
+        ArrowType::UInt32 => oid::OID,
         ArrowType::UInt64 => oid::NUMERIC,
         ArrowType::Float16 | ArrowType::Float32 => oid::FLOAT4,
         ArrowType::Float64 => oid::FLOAT8,
@@ -278,8 +282,6 @@ pub fn pg_oid_for_arrow(t: &ArrowType) -> u32 {
                 .and_then(|v| v.parse::<u32>().ok());
             let element = match (declared, f.data_type()) {
                 (Some(element), _) => element,
-                // Catalog OIDs are UInt32: array_agg(oid) is an oid[], as in PostgreSQL.
-                (None, ArrowType::UInt32) => oid::OID,
                 (None, t) => pg_oid_for_arrow(t),
             };
             oid::array_of(element).unwrap_or(oid::TEXT_ARRAY)

@@ -41,7 +41,6 @@ pub(super) enum PendingConstraint {
     Check {
         name: Option<String>,
         expr: String,
-        column: Option<String>,
     },
     Foreign {
         name: Option<String>,
@@ -74,7 +73,6 @@ pub(super) fn pending_from_table_constraint(
         ast::TableConstraint::Check(ch) => PendingConstraint::Check {
             name: ch.name.as_ref().map(ident),
             expr: ch.expr.to_string(),
-            column: None,
         },
         ast::TableConstraint::ForeignKey(fk) => {
             check_match_kind(fk.match_kind.as_ref(), fk.columns.len())?;
@@ -199,10 +197,12 @@ pub(super) async fn add_constraint(
                 },
             }
         }
-        PendingConstraint::Check { name, expr, column } => {
-            let base = match &column {
-                Some(c) => format!("{}_{}_check", def.name, c),
-                None => format!("{}_check", def.name),
+        PendingConstraint::Check { name, expr } => {
+            // PostgreSQL names a check after its column when it names exactly one, wherever
+            // it was written.
+            let base = match columns_named_in(&def, &expr).as_slice() {
+                [c] => format!("{}_{}_check", def.name, def.columns[*c].name),
+                _ => format!("{}_check", def.name),
             };
             let name = name.unwrap_or_else(|| {
                 let existing: Vec<&str> = def.constraints.iter().map(|c| c.name.as_str()).collect();
@@ -438,7 +438,6 @@ pub(super) async fn alter_table(
                         ast::ColumnOption::Check(ch) => pending.push(PendingConstraint::Check {
                             name: None,
                             expr: ch.expr.to_string(),
-                            column: Some(name.clone()),
                         }),
                         _ => {}
                     }
@@ -946,4 +945,31 @@ pub(crate) fn check_match_kind(
         )),
         _ => Ok(()),
     }
+}
+
+/// The columns of `table` an expression (a CHECK's) names, each once, in column order.
+pub fn columns_named_in(table: &TableDef, expr_sql: &str) -> Vec<usize> {
+    use std::ops::ControlFlow;
+    let Ok(expr) = datafusion::sql::sqlparser::parser::Parser::new(
+        &datafusion::sql::sqlparser::dialect::PostgreSqlDialect {},
+    )
+    .try_with_sql(expr_sql)
+    .and_then(|mut p| p.parse_expr()) else {
+        return Vec::new();
+    };
+    let mut used = Vec::new();
+    let _ = ast::visit_expressions(&expr, |e| {
+        let name = match e {
+            ast::Expr::Identifier(i) => Some(ident(i)),
+            ast::Expr::CompoundIdentifier(parts) => parts.last().map(ident),
+            _ => None,
+        };
+        if let Some(c) = name.and_then(|n| table.column_index(&n)) {
+            used.push(c);
+        }
+        ControlFlow::<()>::Continue(())
+    });
+    used.sort_unstable();
+    used.dedup();
+    used
 }

@@ -26,6 +26,7 @@ use crate::error::{code, SqlError, SqlResult};
 use crate::session::{Session, StatementResult};
 
 use alter::alter_table;
+pub use alter::columns_named_in;
 
 /// Unquoted identifiers fold to lower case; quoted ones keep their case.
 pub fn ident_of(s: &str) -> String {

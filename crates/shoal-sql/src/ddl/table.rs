@@ -247,7 +247,6 @@ fn column_option(
         ast::ColumnOption::Check(ch) => pending.push(PendingConstraint::Check {
             name: opt.name.as_ref().map(ident).or(ch.name.as_ref().map(ident)),
             expr: ch.expr.to_string(),
-            column: Some(col_name.clone()),
         }),
         ast::ColumnOption::ForeignKey(fk) => {
             // One column: MATCH FULL means what MATCH SIMPLE does.

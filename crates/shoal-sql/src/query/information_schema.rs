@@ -1,202 +1,698 @@
 //! information_schema: the SQL-standard catalog views that JDBC, BI tools and ORMs read,
-//! generated from Shoal's catalog like pg_catalog.
+//! generated from Shoal's catalog like pg_catalog, with PostgreSQL 15's columns. Their types
+//! are what clients see from PostgreSQL: its domains resolve to their base types in a result
+//! description, so identifiers (`sql_identifier`) are `name`, character data and yes/no
+//! (`character_data`, `yes_or_no`) are `varchar` and numbers (`cardinal_number`) `integer`.
 
 use std::sync::Arc;
 
 use datafusion::arrow::datatypes::DataType as ArrowType;
+use datafusion::common::ScalarValue;
 use datafusion::datasource::TableProvider;
-use shoal_storage::catalog::ConstraintKind;
+use shoal_storage::catalog::{Catalog, ConstraintDef, ConstraintKind, ForeignKeyAction, TableDef};
 use shoal_storage::types::DataType;
 
 use crate::query::pg_catalog::{i32v, null_text, s, TableBuilder};
 use crate::query::scope::PlanScope;
-use crate::types::format_type;
+use crate::types::{format_type, oid};
 
-const T: ArrowType = ArrowType::Utf8;
-const I32: ArrowType = ArrowType::Int32;
+/// The one database's name, information_schema's `*_catalog` columns.
+const DATABASE: &str = "postgres";
+
+/// A view column's type.
+#[derive(Clone, Copy)]
+enum Col {
+    /// `sql_identifier`: a `name`.
+    Ident,
+    /// `character_data` and `yes_or_no`: a `varchar`.
+    Chars,
+    /// `cardinal_number`: an `integer`.
+    Number,
+}
+use Col::{Chars, Ident, Number};
 
 pub fn table(scope: &Arc<PlanScope>, name: &str) -> Option<Arc<dyn TableProvider>> {
     let catalog = scope.engine.catalog.read();
     Some(match name {
-        "tables" => {
-            let mut t = TableBuilder::new(&[
-                ("table_catalog", T),
-                ("table_schema", T),
-                ("table_name", T),
-                ("table_type", T),
-                ("is_insertable_into", T),
-                ("is_typed", T),
-            ]);
-            for table in catalog.tables.values() {
-                t.row(vec![
-                    s("postgres"),
-                    s(&table.schema),
-                    s(&table.name),
-                    s("BASE TABLE"),
-                    s("YES"),
-                    s("NO"),
-                ]);
-            }
-            for view in catalog.views.values() {
-                t.row(vec![
-                    s("postgres"),
-                    s(&view.schema),
-                    s(&view.name),
-                    s("VIEW"),
-                    s("NO"),
-                    s("NO"),
-                ]);
-            }
-            t.build()
-        }
-        "columns" => {
-            let mut t = TableBuilder::new(&[
-                ("table_catalog", T),
-                ("table_schema", T),
-                ("table_name", T),
-                ("column_name", T),
-                ("ordinal_position", I32),
-                ("column_default", T),
-                ("is_nullable", T),
-                ("data_type", T),
-                ("character_maximum_length", I32),
-                ("numeric_precision", I32),
-                ("numeric_scale", I32),
-                ("udt_name", T),
-                ("is_identity", T),
-                ("identity_generation", T),
-            ]);
-            for table in catalog.tables.values() {
-                for (i, c) in table.columns.iter().enumerate() {
-                    let data_type = match &c.data_type {
-                        DataType::Enum(_) => "USER-DEFINED".to_string(),
-                        t => format_type(t).split('(').next().unwrap_or("").to_string(),
-                    };
-                    let max_len = match c.data_type {
-                        DataType::Varchar(Some(n)) | DataType::Char(n) => i32v(n as i32),
-                        _ => datafusion::common::ScalarValue::Int32(None),
-                    };
-                    let (precision, scale) = match &c.data_type {
-                        DataType::Int16 => (i32v(16), i32v(0)),
-                        DataType::Int32 => (i32v(32), i32v(0)),
-                        DataType::Int64 => (i32v(64), i32v(0)),
-                        DataType::Numeric {
-                            precision: Some(p),
-                            scale,
-                        } => (i32v(*p as i32), i32v(scale.unwrap_or(0) as i32)),
-                        _ => (
-                            datafusion::common::ScalarValue::Int32(None),
-                            datafusion::common::ScalarValue::Int32(None),
-                        ),
-                    };
-                    let enum_name = match &c.data_type {
-                        DataType::Enum(e) => catalog.types.get(&e.oid).map(|d| d.name.as_str()),
-                        _ => None,
-                    };
-                    let udt = crate::query::pg_catalog::BUILTIN_TYPES
-                        .iter()
-                        .find(|t| t.0 == crate::types::pg_type_of(&c.data_type).0)
-                        .map(|t| t.1)
-                        .or(enum_name)
-                        .unwrap_or("text");
-                    t.row(vec![
-                        s("postgres"),
-                        s(&table.schema),
-                        s(&table.name),
-                        s(&c.name),
-                        i32v(i as i32 + 1),
-                        c.default_sql
-                            .as_deref()
-                            .map(|d| s(&crate::query::pg_catalog::default_text(d, &c.data_type)))
-                            .unwrap_or_else(null_text),
-                        s(if c.not_null { "NO" } else { "YES" }),
-                        s(&data_type),
-                        max_len,
-                        precision,
-                        scale,
-                        s(udt),
-                        s(if c.identity.is_some() { "YES" } else { "NO" }),
-                        match &c.identity {
-                            Some(id) if id.always => s("ALWAYS"),
-                            Some(_) => s("BY DEFAULT"),
-                            None => null_text(),
-                        },
-                    ]);
-                }
-            }
-            t.build()
-        }
-        "schemata" => {
-            let mut t =
-                TableBuilder::new(&[("catalog_name", T), ("schema_name", T), ("schema_owner", T)]);
-            for sch in catalog.schemas.values() {
-                t.row(vec![s("postgres"), s(&sch.name), s("postgres")]);
-            }
-            t.build()
-        }
-        "table_constraints" => {
-            let mut t = TableBuilder::new(&[
-                ("constraint_catalog", T),
-                ("constraint_schema", T),
-                ("constraint_name", T),
-                ("table_schema", T),
-                ("table_name", T),
-                ("constraint_type", T),
-            ]);
-            for table in catalog.tables.values() {
-                for c in &table.constraints {
-                    let kind = match c.kind {
-                        ConstraintKind::PrimaryKey { .. } => "PRIMARY KEY",
-                        ConstraintKind::Unique { .. } => "UNIQUE",
-                        ConstraintKind::Check { .. } => "CHECK",
-                        ConstraintKind::ForeignKey { .. } => "FOREIGN KEY",
-                    };
-                    t.row(vec![
-                        s("postgres"),
-                        s(&table.schema),
-                        s(&c.name),
-                        s(&table.schema),
-                        s(&table.name),
-                        s(kind),
-                    ]);
-                }
-            }
-            t.build()
-        }
-        "views" => {
-            let mut t = TableBuilder::new(&[
-                ("table_catalog", T),
-                ("table_schema", T),
-                ("table_name", T),
-                ("view_definition", T),
-            ]);
-            for v in catalog.views.values() {
-                t.row(vec![
-                    s("postgres"),
-                    s(&v.schema),
-                    s(&v.name),
-                    s(&crate::dml::restore_locking_syntax(&v.query_sql)),
-                ]);
-            }
-            t.build()
-        }
-        "sequences" => {
-            let mut t = TableBuilder::new(&[
-                ("sequence_catalog", T),
-                ("sequence_schema", T),
-                ("sequence_name", T),
-                ("data_type", T),
-            ]);
-            for seq in catalog.sequences.values() {
-                t.row(vec![
-                    s("postgres"),
-                    s(&seq.schema),
-                    s(&seq.name),
-                    s(&format_type(&seq.data_type)),
-                ]);
-            }
-            t.build()
-        }
+        "tables" => tables(&catalog),
+        "columns" => columns(&catalog),
+        "schemata" => schemata(&catalog),
+        "table_constraints" => table_constraints(&catalog),
+        "key_column_usage" => key_column_usage(&catalog),
+        "constraint_column_usage" => constraint_column_usage(&catalog),
+        "referential_constraints" => referential_constraints(&catalog),
+        "check_constraints" => check_constraints(&catalog),
+        "views" => views(&catalog),
+        "sequences" => sequences(&catalog),
         _ => return None,
     })
+}
+
+/// A view's table with its columns typed as PostgreSQL's.
+fn view(columns: &[(&str, Col)]) -> TableBuilder {
+    let arrow: Vec<(&str, ArrowType)> = columns
+        .iter()
+        .map(|(n, c)| {
+            let t = match c {
+                Number => ArrowType::Int32,
+                Ident | Chars => ArrowType::Utf8,
+            };
+            (*n, t)
+        })
+        .collect();
+    columns
+        .iter()
+        .fold(TableBuilder::new(&arrow), |b, (n, c)| match c {
+            Ident => b.with_pg_type(n, oid::NAME),
+            Chars => b.with_pg_type(n, oid::VARCHAR),
+            Number => b,
+        })
+}
+
+fn int(v: Option<i32>) -> ScalarValue {
+    v.map_or(ScalarValue::Int32(None), i32v)
+}
+
+fn opt(v: Option<&str>) -> ScalarValue {
+    v.map_or_else(null_text, s)
+}
+
+fn yes_no(v: bool) -> ScalarValue {
+    s(if v { "YES" } else { "NO" })
+}
+
+fn tables(catalog: &Catalog) -> Arc<dyn TableProvider> {
+    let mut t = view(&[
+        ("table_catalog", Ident),
+        ("table_schema", Ident),
+        ("table_name", Ident),
+        ("table_type", Chars),
+        ("self_referencing_column_name", Ident),
+        ("reference_generation", Chars),
+        ("user_defined_type_catalog", Ident),
+        ("user_defined_type_schema", Ident),
+        ("user_defined_type_name", Ident),
+        ("is_insertable_into", Chars),
+        ("is_typed", Chars),
+        ("commit_action", Chars),
+    ]);
+    let relations = catalog
+        .tables
+        .values()
+        .map(|table| (&table.schema, &table.name, "BASE TABLE", true))
+        .chain(
+            catalog
+                .views
+                .values()
+                .map(|v| (&v.schema, &v.name, "VIEW", false)),
+        );
+    for (schema, name, kind, insertable) in relations {
+        t.row(vec![
+            s(DATABASE),
+            s(schema),
+            s(name),
+            s(kind),
+            null_text(),
+            null_text(),
+            null_text(),
+            null_text(),
+            null_text(),
+            yes_no(insertable),
+            s("NO"),
+            null_text(),
+        ]);
+    }
+    t.build()
+}
+
+/// information_schema's name of a column's type: arrays are `ARRAY`, enums `USER-DEFINED`,
+/// the rest the type's name without its modifiers.
+fn standard_type_name(t: &DataType) -> String {
+    match t {
+        DataType::Enum(_) => "USER-DEFINED".into(),
+        DataType::Array(_) => "ARRAY".into(),
+        DataType::Numeric { .. } => "numeric".into(),
+        DataType::Varchar(_) => "character varying".into(),
+        DataType::Char(_) => "character".into(),
+        t => format_type(t),
+    }
+}
+
+/// pg_type.typname of a column's type (`int4`, `_int4` for its arrays, an enum's name).
+fn udt_name(t: &DataType) -> String {
+    match t {
+        DataType::Enum(e) => e.name.clone(),
+        DataType::Array(element) => format!("_{}", udt_name(element)),
+        t => {
+            let type_oid = crate::types::pg_type_of(t).0;
+            crate::query::pg_catalog::BUILTIN_TYPES
+                .iter()
+                .find(|b| b.0 == type_oid)
+                .map_or("text", |b| b.1)
+                .to_string()
+        }
+    }
+}
+
+/// numeric_precision, its radix and numeric_scale of a column's type.
+fn numeric_facets(t: &DataType) -> (Option<i32>, Option<i32>, Option<i32>) {
+    match t {
+        DataType::Int16 => (Some(16), Some(2), Some(0)),
+        DataType::Int32 => (Some(32), Some(2), Some(0)),
+        DataType::Int64 => (Some(64), Some(2), Some(0)),
+        DataType::Float32 => (Some(24), Some(2), None),
+        DataType::Float64 => (Some(53), Some(2), None),
+        DataType::Numeric {
+            precision: Some(p),
+            scale,
+        } => (Some(*p as i32), Some(10), Some(scale.unwrap_or(0) as i32)),
+        DataType::Numeric {
+            precision: None, ..
+        } => (None, Some(10), None),
+        _ => (None, None, None),
+    }
+}
+
+/// The fractional digits of a date/time column's seconds (Shoal keeps microseconds).
+fn datetime_precision(t: &DataType) -> Option<i32> {
+    match t {
+        DataType::Date => Some(0),
+        DataType::Time | DataType::Timestamp | DataType::TimestampTz | DataType::Interval => {
+            Some(6)
+        }
+        _ => None,
+    }
+}
+
+fn columns(catalog: &Catalog) -> Arc<dyn TableProvider> {
+    let mut t = view(&[
+        ("table_catalog", Ident),
+        ("table_schema", Ident),
+        ("table_name", Ident),
+        ("column_name", Ident),
+        ("ordinal_position", Number),
+        ("column_default", Chars),
+        ("is_nullable", Chars),
+        ("data_type", Chars),
+        ("character_maximum_length", Number),
+        ("character_octet_length", Number),
+        ("numeric_precision", Number),
+        ("numeric_precision_radix", Number),
+        ("numeric_scale", Number),
+        ("datetime_precision", Number),
+        ("interval_type", Chars),
+        ("interval_precision", Number),
+        ("character_set_catalog", Ident),
+        ("character_set_schema", Ident),
+        ("character_set_name", Ident),
+        ("collation_catalog", Ident),
+        ("collation_schema", Ident),
+        ("collation_name", Ident),
+        ("domain_catalog", Ident),
+        ("domain_schema", Ident),
+        ("domain_name", Ident),
+        ("udt_catalog", Ident),
+        ("udt_schema", Ident),
+        ("udt_name", Ident),
+        ("scope_catalog", Ident),
+        ("scope_schema", Ident),
+        ("scope_name", Ident),
+        ("maximum_cardinality", Number),
+        ("dtd_identifier", Ident),
+        ("is_self_referencing", Chars),
+        ("is_identity", Chars),
+        ("identity_generation", Chars),
+        ("identity_start", Chars),
+        ("identity_increment", Chars),
+        ("identity_maximum", Chars),
+        ("identity_minimum", Chars),
+        ("identity_cycle", Chars),
+        ("is_generated", Chars),
+        ("generation_expression", Chars),
+        ("is_updatable", Chars),
+    ]);
+    for table in catalog.tables.values() {
+        for (i, c) in table.columns.iter().enumerate() {
+            let max_length = match c.data_type {
+                DataType::Varchar(Some(n)) | DataType::Char(n) => Some(n as i32),
+                _ => None,
+            };
+            // Four bytes a character at most in UTF-8; text's limit is 1 GB.
+            let octet_length = match c.data_type {
+                DataType::Varchar(Some(n)) | DataType::Char(n) => Some(n as i32 * 4),
+                DataType::Varchar(None) | DataType::Text => Some(1 << 30),
+                _ => None,
+            };
+            let (precision, radix, scale) = numeric_facets(&c.data_type);
+            let udt_schema = match &c.data_type {
+                DataType::Enum(e) => catalog.types.get(&e.oid).map(|d| d.schema.as_str()),
+                _ => None,
+            }
+            .unwrap_or("pg_catalog");
+            let sequence = c
+                .identity
+                .as_ref()
+                .and_then(|id| catalog.sequences.get(&id.sequence));
+            let identity_facet = |f: fn(&shoal_storage::catalog::SequenceDef) -> String| {
+                sequence.map_or_else(null_text, |q| s(&f(q)))
+            };
+            t.row(vec![
+                s(DATABASE),
+                s(&table.schema),
+                s(&table.name),
+                s(&c.name),
+                i32v(i as i32 + 1),
+                // An identity column's values come from its sequence, not a default.
+                match (&c.default_sql, &c.identity) {
+                    (Some(d), None) => s(&crate::query::pg_catalog::default_text(d, &c.data_type)),
+                    _ => null_text(),
+                },
+                yes_no(!c.not_null),
+                s(&standard_type_name(&c.data_type)),
+                int(max_length),
+                int(octet_length),
+                int(precision),
+                int(radix),
+                int(scale),
+                int(datetime_precision(&c.data_type)),
+                null_text(),
+                int(None),
+                null_text(),
+                null_text(),
+                null_text(),
+                null_text(),
+                null_text(),
+                null_text(),
+                null_text(),
+                null_text(),
+                null_text(),
+                s(DATABASE),
+                s(udt_schema),
+                s(&udt_name(&c.data_type)),
+                null_text(),
+                null_text(),
+                null_text(),
+                int(None),
+                s(&(i + 1).to_string()),
+                s("NO"),
+                yes_no(c.identity.is_some()),
+                match &c.identity {
+                    Some(id) if id.always => s("ALWAYS"),
+                    Some(_) => s("BY DEFAULT"),
+                    None => null_text(),
+                },
+                identity_facet(|q| q.start.to_string()),
+                identity_facet(|q| q.increment.to_string()),
+                identity_facet(|q| q.max_value.to_string()),
+                identity_facet(|q| q.min_value.to_string()),
+                if c.identity.is_some() {
+                    yes_no(sequence.is_some_and(|q| q.cycle))
+                } else {
+                    s("NO")
+                },
+                s("NEVER"),
+                null_text(),
+                s("YES"),
+            ]);
+        }
+    }
+    t.build()
+}
+
+fn schemata(catalog: &Catalog) -> Arc<dyn TableProvider> {
+    let mut t = view(&[
+        ("catalog_name", Ident),
+        ("schema_name", Ident),
+        ("schema_owner", Ident),
+        ("default_character_set_catalog", Ident),
+        ("default_character_set_schema", Ident),
+        ("default_character_set_name", Ident),
+        ("sql_path", Chars),
+    ]);
+    for sch in catalog.schemas.values() {
+        t.row(vec![
+            s(DATABASE),
+            s(&sch.name),
+            s("postgres"),
+            null_text(),
+            null_text(),
+            null_text(),
+            null_text(),
+        ]);
+    }
+    t.build()
+}
+
+/// PostgreSQL lists each NOT NULL column as a CHECK constraint named after the OIDs of its
+/// schema and table and the column's number.
+fn not_null_constraint_name(catalog: &Catalog, table: &TableDef, column: usize) -> String {
+    let namespace = catalog.schemas.get(&table.schema).map_or(0, |s| s.oid);
+    format!("{namespace}_{}_{}_not_null", table.oid, column + 1)
+}
+
+fn constraint_type(c: &ConstraintDef) -> &'static str {
+    match c.kind {
+        ConstraintKind::PrimaryKey { .. } => "PRIMARY KEY",
+        ConstraintKind::Unique { .. } => "UNIQUE",
+        ConstraintKind::Check { .. } => "CHECK",
+        ConstraintKind::ForeignKey { .. } => "FOREIGN KEY",
+    }
+}
+
+fn table_constraints(catalog: &Catalog) -> Arc<dyn TableProvider> {
+    let mut t = view(&[
+        ("constraint_catalog", Ident),
+        ("constraint_schema", Ident),
+        ("constraint_name", Ident),
+        ("table_catalog", Ident),
+        ("table_schema", Ident),
+        ("table_name", Ident),
+        ("constraint_type", Chars),
+        ("is_deferrable", Chars),
+        ("initially_deferred", Chars),
+        ("enforced", Chars),
+        ("nulls_distinct", Chars),
+    ]);
+    for table in catalog.tables.values() {
+        let named = table
+            .constraints
+            .iter()
+            .map(|c| (c.name.clone(), constraint_type(c), c));
+        for (name, kind, c) in named {
+            let nulls_distinct = match c.kind {
+                ConstraintKind::Unique { .. } => s("YES"),
+                _ => null_text(),
+            };
+            t.row(constraint_row(table, &name, kind, nulls_distinct));
+        }
+        for (i, _) in table.columns.iter().enumerate().filter(|(_, c)| c.not_null) {
+            let name = not_null_constraint_name(catalog, table, i);
+            t.row(constraint_row(table, &name, "CHECK", null_text()));
+        }
+    }
+    t.build()
+}
+
+fn constraint_row(
+    table: &TableDef,
+    name: &str,
+    kind: &str,
+    nulls_distinct: ScalarValue,
+) -> Vec<ScalarValue> {
+    vec![
+        s(DATABASE),
+        s(&table.schema),
+        s(name),
+        s(DATABASE),
+        s(&table.schema),
+        s(&table.name),
+        s(kind),
+        s("NO"),
+        s("NO"),
+        s("YES"),
+        nulls_distinct,
+    ]
+}
+
+/// The columns of the unique constraint (primary key first) a foreign key references.
+fn referenced_constraint<'a>(
+    referenced: &'a TableDef,
+    ref_columns: &[usize],
+) -> Option<&'a ConstraintDef> {
+    let mut sorted = ref_columns.to_vec();
+    sorted.sort_unstable();
+    let same = |columns: &[usize]| {
+        let mut c = columns.to_vec();
+        c.sort_unstable();
+        c == sorted
+    };
+    referenced.constraints.iter().find(|c| match &c.kind {
+        ConstraintKind::PrimaryKey { columns, .. } | ConstraintKind::Unique { columns, .. } => {
+            same(columns)
+        }
+        _ => false,
+    })
+}
+
+fn key_column_usage(catalog: &Catalog) -> Arc<dyn TableProvider> {
+    let mut t = view(&[
+        ("constraint_catalog", Ident),
+        ("constraint_schema", Ident),
+        ("constraint_name", Ident),
+        ("table_catalog", Ident),
+        ("table_schema", Ident),
+        ("table_name", Ident),
+        ("column_name", Ident),
+        ("ordinal_position", Number),
+        ("position_in_unique_constraint", Number),
+    ]);
+    for table in catalog.tables.values() {
+        for c in &table.constraints {
+            let (columns, positions_in_unique): (&[usize], Vec<Option<i32>>) = match &c.kind {
+                ConstraintKind::PrimaryKey { columns, .. }
+                | ConstraintKind::Unique { columns, .. } => (columns, vec![None; columns.len()]),
+                ConstraintKind::ForeignKey {
+                    columns,
+                    ref_table,
+                    ref_columns,
+                    ..
+                } => {
+                    // Where each referenced column stands in the referenced key.
+                    let key = catalog
+                        .tables
+                        .get(ref_table)
+                        .and_then(|r| referenced_constraint(r, ref_columns))
+                        .and_then(|k| match &k.kind {
+                            ConstraintKind::PrimaryKey { columns, .. }
+                            | ConstraintKind::Unique { columns, .. } => Some(columns.clone()),
+                            _ => None,
+                        });
+                    let positions = ref_columns
+                        .iter()
+                        .map(|rc| {
+                            key.as_ref()
+                                .and_then(|k| k.iter().position(|kc| kc == rc))
+                                .map(|p| p as i32 + 1)
+                        })
+                        .collect();
+                    (columns, positions)
+                }
+                ConstraintKind::Check { .. } => continue,
+            };
+            for (i, (column, in_unique)) in columns.iter().zip(positions_in_unique).enumerate() {
+                t.row(vec![
+                    s(DATABASE),
+                    s(&table.schema),
+                    s(&c.name),
+                    s(DATABASE),
+                    s(&table.schema),
+                    s(&table.name),
+                    s(&table.columns[*column].name),
+                    i32v(i as i32 + 1),
+                    int(in_unique),
+                ]);
+            }
+        }
+    }
+    t.build()
+}
+
+/// For each constraint, the columns it constrains: a foreign key's are those of the table it
+/// references, a CHECK's those its expression names.
+fn constraint_column_usage(catalog: &Catalog) -> Arc<dyn TableProvider> {
+    let mut t = view(&[
+        ("table_catalog", Ident),
+        ("table_schema", Ident),
+        ("table_name", Ident),
+        ("column_name", Ident),
+        ("constraint_catalog", Ident),
+        ("constraint_schema", Ident),
+        ("constraint_name", Ident),
+    ]);
+    for table in catalog.tables.values() {
+        for c in &table.constraints {
+            let (used_table, columns) = match &c.kind {
+                ConstraintKind::PrimaryKey { columns, .. }
+                | ConstraintKind::Unique { columns, .. } => (table, columns.clone()),
+                ConstraintKind::ForeignKey {
+                    ref_table,
+                    ref_columns,
+                    ..
+                } => match catalog.tables.get(ref_table) {
+                    Some(referenced) => (referenced, ref_columns.clone()),
+                    None => continue,
+                },
+                ConstraintKind::Check { expr_sql } => {
+                    (table, crate::ddl::columns_named_in(table, expr_sql))
+                }
+            };
+            for column in columns {
+                t.row(vec![
+                    s(DATABASE),
+                    s(&used_table.schema),
+                    s(&used_table.name),
+                    s(&used_table.columns[column].name),
+                    s(DATABASE),
+                    s(&table.schema),
+                    s(&c.name),
+                ]);
+            }
+        }
+    }
+    t.build()
+}
+
+fn referential_constraints(catalog: &Catalog) -> Arc<dyn TableProvider> {
+    let mut t = view(&[
+        ("constraint_catalog", Ident),
+        ("constraint_schema", Ident),
+        ("constraint_name", Ident),
+        ("unique_constraint_catalog", Ident),
+        ("unique_constraint_schema", Ident),
+        ("unique_constraint_name", Ident),
+        ("match_option", Chars),
+        ("update_rule", Chars),
+        ("delete_rule", Chars),
+    ]);
+    let rule = |a: &ForeignKeyAction| match a {
+        ForeignKeyAction::NoAction => "NO ACTION",
+        ForeignKeyAction::Restrict => "RESTRICT",
+        ForeignKeyAction::Cascade => "CASCADE",
+        ForeignKeyAction::SetNull => "SET NULL",
+        ForeignKeyAction::SetDefault => "SET DEFAULT",
+    };
+    for table in catalog.tables.values() {
+        for c in &table.constraints {
+            let ConstraintKind::ForeignKey {
+                ref_table,
+                ref_columns,
+                on_delete,
+                on_update,
+                ..
+            } = &c.kind
+            else {
+                continue;
+            };
+            let referenced = catalog.tables.get(ref_table);
+            let key = referenced.and_then(|r| referenced_constraint(r, ref_columns));
+            t.row(vec![
+                s(DATABASE),
+                s(&table.schema),
+                s(&c.name),
+                s(DATABASE),
+                opt(referenced.map(|r| r.schema.as_str())),
+                opt(key.map(|k| k.name.as_str())),
+                s("NONE"),
+                s(rule(on_update)),
+                s(rule(on_delete)),
+            ]);
+        }
+    }
+    t.build()
+}
+
+fn check_constraints(catalog: &Catalog) -> Arc<dyn TableProvider> {
+    let mut t = view(&[
+        ("constraint_catalog", Ident),
+        ("constraint_schema", Ident),
+        ("constraint_name", Ident),
+        ("check_clause", Chars),
+    ]);
+    for table in catalog.tables.values() {
+        for c in &table.constraints {
+            if let ConstraintKind::Check { expr_sql } = &c.kind {
+                t.row(vec![
+                    s(DATABASE),
+                    s(&table.schema),
+                    s(&c.name),
+                    s(&format!("(({expr_sql}))")),
+                ]);
+            }
+        }
+        for (i, c) in table.columns.iter().enumerate().filter(|(_, c)| c.not_null) {
+            t.row(vec![
+                s(DATABASE),
+                s(&table.schema),
+                s(&not_null_constraint_name(catalog, table, i)),
+                s(&format!("{} IS NOT NULL", c.name)),
+            ]);
+        }
+    }
+    t.build()
+}
+
+fn views(catalog: &Catalog) -> Arc<dyn TableProvider> {
+    let mut t = view(&[
+        ("table_catalog", Ident),
+        ("table_schema", Ident),
+        ("table_name", Ident),
+        ("view_definition", Chars),
+        ("check_option", Chars),
+        ("is_updatable", Chars),
+        ("is_insertable_into", Chars),
+        ("is_trigger_updatable", Chars),
+        ("is_trigger_deletable", Chars),
+        ("is_trigger_insertable_into", Chars),
+    ]);
+    for v in catalog.views.values() {
+        t.row(vec![
+            s(DATABASE),
+            s(&v.schema),
+            s(&v.name),
+            s(&crate::dml::restore_locking_syntax(&v.query_sql)),
+            s("NONE"),
+            s("NO"),
+            s("NO"),
+            s("NO"),
+            s("NO"),
+            s("NO"),
+        ]);
+    }
+    t.build()
+}
+
+fn sequences(catalog: &Catalog) -> Arc<dyn TableProvider> {
+    let mut t = view(&[
+        ("sequence_catalog", Ident),
+        ("sequence_schema", Ident),
+        ("sequence_name", Ident),
+        ("data_type", Chars),
+        ("numeric_precision", Number),
+        ("numeric_precision_radix", Number),
+        ("numeric_scale", Number),
+        ("start_value", Chars),
+        ("minimum_value", Chars),
+        ("maximum_value", Chars),
+        ("increment", Chars),
+        ("cycle_option", Chars),
+    ]);
+    // An identity column's sequence is internal to it, and PostgreSQL leaves it out.
+    let identity_sequences: Vec<u32> = catalog
+        .tables
+        .values()
+        .flat_map(|t| t.columns.iter().filter_map(|c| c.identity.as_ref()))
+        .map(|id| id.sequence)
+        .collect();
+    for seq in catalog
+        .sequences
+        .values()
+        .filter(|q| !identity_sequences.contains(&q.oid))
+    {
+        let (precision, radix, scale) = numeric_facets(&seq.data_type);
+        t.row(vec![
+            s(DATABASE),
+            s(&seq.schema),
+            s(&seq.name),
+            s(&format_type(&seq.data_type)),
+            int(precision),
+            int(radix),
+            int(scale),
+            s(&seq.start.to_string()),
+            s(&seq.min_value.to_string()),
+            s(&seq.max_value.to_string()),
+            s(&seq.increment.to_string()),
+            yes_no(seq.cycle),
+        ]);
+    }
+    t.build()
 }

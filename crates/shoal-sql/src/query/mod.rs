@@ -6,6 +6,7 @@
 
 pub mod access_path;
 pub mod arithmetic;
+pub mod array_agg;
 pub mod array_compare;
 pub mod array_literal;
 pub mod array_parameters;
@@ -154,6 +155,7 @@ pub fn new_session_state(scope: Arc<PlanScope>) -> SessionState {
     bytea::register(&mut state);
     json::register(&mut state);
     array_compare::register(&mut state);
+    array_agg::register(&mut state);
     scalar_rows::register(&mut state);
     value_order::register(&mut state, &engine);
     state

@@ -777,6 +777,15 @@ const NUMERIC_CAST_PRECISION_MAX: u64 = 1000;
 fn normalize_type_name(t: &mut DataType) {
     if let DataType::Array(ast::ArrayElemTypeDef::SquareBracket(element, _)) = t {
         normalize_type_name(element);
+        // The standard's spellings, which DataFusion plans only outside arrays
+        // (`character varying(255)[]`, as format_type prints it).
+        match element.as_ref() {
+            DataType::CharacterVarying(n) | DataType::CharVarying(n) => {
+                **element = DataType::Varchar(*n)
+            }
+            DataType::Character(n) => **element = DataType::Char(*n),
+            _ => {}
+        }
         // Object identifiers are bigints to Shoal; an array of them too (`$1::oid[]`).
         if matches!(
             custom_type_name(element).as_deref(),

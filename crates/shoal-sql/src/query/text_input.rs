@@ -5,13 +5,16 @@
 //! replaces each such cast (written ones, and those type coercion adds, as in
 //! `date_col = 'Jan 8 1999'`) with a call of `pg_date_in`, `pg_timestamp_in`, `pg_time_in`,
 //! `pg_interval_in`, or `pg_timestamptz_in`, which reads a time without an offset in the
-//! session's time zone.
+//! session's time zone. Text read as bytea (`bytea_col = '\x0102'`, `text_col::bytea`) goes
+//! through `pg_bytea_in`, which reads bytea's hex and escape forms as PostgreSQL's input
+//! function does: Arrow's cast would take the text's own bytes.
 
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
-    ArrayRef, Date32Array, IntervalMonthDayNanoArray, StringArray, Time64MicrosecondArray,
-    Time64NanosecondArray, TimestampMicrosecondArray, TimestampNanosecondArray,
+    ArrayRef, BinaryArray, Date32Array, IntervalMonthDayNanoArray, StringArray,
+    Time64MicrosecondArray, Time64NanosecondArray, TimestampMicrosecondArray,
+    TimestampNanosecondArray,
 };
 use datafusion::arrow::datatypes::{
     DataType as ArrowType, IntervalMonthDayNano, IntervalUnit, TimeUnit,
@@ -40,6 +43,7 @@ enum Target {
     TimestampTz(TimeUnit, Arc<str>),
     Time(TimeUnit),
     Interval,
+    Bytea,
 }
 
 impl Target {
@@ -55,6 +59,7 @@ impl Target {
             ) => Target::TimestampTz(*unit, zone.clone()),
             ArrowType::Time64(unit) => Target::Time(*unit),
             ArrowType::Interval(IntervalUnit::MonthDayNano) => Target::Interval,
+            ArrowType::Binary => Target::Bytea,
             _ => return None,
         })
     }
@@ -66,6 +71,7 @@ impl Target {
             Target::TimestampTz(unit, zone) => ArrowType::Timestamp(*unit, Some(zone.clone())),
             Target::Time(unit) => ArrowType::Time64(*unit),
             Target::Interval => ArrowType::Interval(IntervalUnit::MonthDayNano),
+            Target::Bytea => ArrowType::Binary,
         }
     }
 }
@@ -136,6 +142,7 @@ impl ScalarUDFImpl for ReadText {
             Target::TimestampTz(..) => "pg_timestamptz_in",
             Target::Time(_) => "pg_time_in",
             Target::Interval => "pg_interval_in",
+            Target::Bytea => "pg_bytea_in",
         }
     }
 
@@ -205,6 +212,9 @@ fn read_all(text: &StringArray, target: &Target, zone: &TimeZone) -> SqlResult<A
         Target::Interval => Arc::new(IntervalMonthDayNanoArray::from(each(text, |s| {
             let i = crate::pgtext::parse_interval(s)?;
             Ok(IntervalMonthDayNano::new(i.months, i.days, i.micros * 1000))
+        })?)),
+        Target::Bytea => Arc::new(BinaryArray::from_iter(each(text, |s| {
+            crate::pgtext::parse_bytea(s)
         })?)),
     })
 }

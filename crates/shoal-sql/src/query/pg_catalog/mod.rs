@@ -34,7 +34,9 @@ use crate::types::format_type;
 use columns::{pg_attrdef, pg_attribute};
 use constraints::pg_constraint;
 use indexes::{pg_index, pg_indexes};
-use relations::{pg_class, pg_depend, pg_namespace, pg_sequence, pg_tables, pg_views};
+use relations::{
+    pg_class, pg_depend, pg_namespace, pg_sequence, pg_statio_tables, pg_tables, pg_views,
+};
 use routines::{pg_operator, pg_proc};
 use server::{pg_am, pg_cursors, pg_database, pg_prepared_statements, pg_roles, pg_settings};
 use types::pg_type;
@@ -72,6 +74,39 @@ const CHAR_COLUMNS: &[&str] = &[
     "deptype",
 ];
 
+/// The catalog columns of PostgreSQL's `name` type (identifiers), declared as such: clients
+/// tell `name` from `text` (Sequelize parses an `array_agg(attname)`, a `name[]`, itself).
+/// information_schema's identifiers are `sql_identifier`, a domain clients see as text.
+const NAME_COLUMNS: &[&str] = &[
+    "amname",
+    "attname",
+    "collname",
+    "conname",
+    "datname",
+    "enumlabel",
+    "extname",
+    "indexname",
+    "nspname",
+    "opcname",
+    "oprname",
+    "polname",
+    "proname",
+    "pubname",
+    "relname",
+    "rolname",
+    "rulename",
+    "schemaname",
+    "spcname",
+    "stxname",
+    "tablename",
+    "tableowner",
+    "tgname",
+    "typname",
+    "usename",
+    "viewname",
+    "viewowner",
+];
+
 impl TableBuilder {
     pub fn new(columns: &[(&str, ArrowType)]) -> Self {
         let builder = TableBuilder {
@@ -81,8 +116,11 @@ impl TableBuilder {
                 .collect(),
             rows: Vec::new(),
         };
-        CHAR_COLUMNS.iter().fold(builder, |b, column| {
+        let builder = CHAR_COLUMNS.iter().fold(builder, |b, column| {
             b.with_pg_type(column, crate::types::oid::CHAR)
+        });
+        NAME_COLUMNS.iter().fold(builder, |b, column| {
+            b.with_pg_type(column, crate::types::oid::NAME)
         })
     }
 
@@ -223,6 +261,8 @@ pub fn table(scope: &Arc<PlanScope>, name: &str) -> Option<Arc<dyn TableProvider
         "pg_am" => pg_am(),
         "pg_tables" => pg_tables(&catalog),
         "pg_views" => pg_views(&catalog),
+        // Every table is a user table: the system catalogs are not tables in Shoal.
+        "pg_statio_all_tables" | "pg_statio_user_tables" => pg_statio_tables(&catalog),
         "pg_indexes" => pg_indexes(&catalog),
         "pg_attrdef" => pg_attrdef(&catalog),
         "pg_sequence" => pg_sequence(&catalog),

@@ -239,6 +239,45 @@ pub(super) fn pg_tables(catalog: &Catalog) -> Arc<dyn TableProvider> {
     t.build()
 }
 
+/// pg_statio_all_tables and pg_statio_user_tables: block reads and hits of each table, its
+/// indexes and TOAST. Shoal keeps rows in memory, without a buffer pool or TOAST: its tables
+/// read no blocks, the counters are 0 and the TOAST ones NULL, as for a table without TOAST.
+/// Clients join these views to pg_description for table comments (Sequelize's describeTable).
+pub(super) fn pg_statio_tables(catalog: &Catalog) -> Arc<dyn TableProvider> {
+    let mut t = TableBuilder::new(&[
+        ("relid", OID),
+        ("schemaname", T),
+        ("relname", T),
+        ("heap_blks_read", I64),
+        ("heap_blks_hit", I64),
+        ("idx_blks_read", I64),
+        ("idx_blks_hit", I64),
+        ("toast_blks_read", I64),
+        ("toast_blks_hit", I64),
+        ("tidx_blks_read", I64),
+        ("tidx_blks_hit", I64),
+    ]);
+    let no_toast = || ScalarValue::Int64(None);
+    for table in catalog.tables.values() {
+        let has_index = catalog.indexes.values().any(|i| i.table == table.oid);
+        let index_blocks = || if has_index { i64v(0) } else { no_toast() };
+        t.row(vec![
+            o(table.oid),
+            s(&table.schema),
+            s(&table.name),
+            i64v(0),
+            i64v(0),
+            index_blocks(),
+            index_blocks(),
+            no_toast(),
+            no_toast(),
+            no_toast(),
+            no_toast(),
+        ]);
+    }
+    t.build()
+}
+
 pub(super) fn pg_views(catalog: &Catalog) -> Arc<dyn TableProvider> {
     let mut t = TableBuilder::new(&[
         ("schemaname", T),
