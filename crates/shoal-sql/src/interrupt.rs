@@ -115,7 +115,14 @@ impl Session {
     /// fails with 55P03 after `lock_timeout` (0: wait as long as it takes) and with 40P01 if
     /// the wait would close a deadlock.
     pub async fn wait_for_row_holder(&self, txn: &Transaction, holder: TxnId) -> SqlResult<()> {
-        let wait = self.engine.db.wait_for(txn, holder);
+        self.within_lock_timeout(self.engine.db.wait_for(txn, holder))
+            .await
+    }
+
+    async fn within_lock_timeout(
+        &self,
+        wait: impl Future<Output = Result<(), shoal_storage::StorageError>>,
+    ) -> SqlResult<()> {
         let timeout_ms = self.settings.lock_timeout_ms();
         if timeout_ms == 0 {
             return Ok(wait.await?);
@@ -124,6 +131,36 @@ impl Session {
             Ok(result) => Ok(result?),
             Err(_) => Err(lock_timeout_error()),
         }
+    }
+}
+
+/// A statement's waits for the lock of one row. The first wait joins the row's queue of
+/// waiters, and the place is kept across the statement's retries until this is dropped (once
+/// the row is locked or given up), so waiters get a row in the order they came, as in
+/// PostgreSQL: a job queue's workers are served first come, first served.
+#[derive(Default)]
+pub struct RowWait {
+    ticket: Option<shoal_storage::RowTicket>,
+}
+
+impl RowWait {
+    /// Waits for the transactions ahead in the row's queue, then for `holder`; the caller
+    /// retries the row afterwards, which finds the row's new state (or its new holder).
+    pub async fn wait(
+        &mut self,
+        session: &Session,
+        txn: &Transaction,
+        row: &shoal_storage::RowRef,
+        holder: TxnId,
+    ) -> SqlResult<()> {
+        let db = &session.engine.db;
+        let ticket = self
+            .ticket
+            .get_or_insert_with(|| db.queue_for_row(txn, row));
+        session
+            .within_lock_timeout(db.wait_for_turn(ticket))
+            .await?;
+        session.wait_for_row_holder(txn, holder).await
     }
 }
 

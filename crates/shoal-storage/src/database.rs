@@ -107,6 +107,24 @@ impl Database {
         self.shared.wait_for(waiter, holder).await
     }
 
+    /// Joins the queue of transactions waiting for `row`'s lock, so that they get it in the
+    /// order they came (PostgreSQL's tuple lock): a waiter not first in the queue waits for
+    /// its turn (`wait_for_turn`) before it waits for the holder. The ticket keeps the place
+    /// until it is dropped, which the waiter does once it has the lock or gives up.
+    pub fn queue_for_row(
+        &self,
+        waiter: &Transaction,
+        row: &crate::RowRef,
+    ) -> crate::txn::RowTicket {
+        self.shared.queue_for_row(waiter, row)
+    }
+
+    /// Waits until `ticket` is first in its row's queue. `Err(Deadlock)` if waiting for the
+    /// transactions ahead would close a waits-for cycle.
+    pub async fn wait_for_turn(&self, ticket: &crate::txn::RowTicket) -> Result<(), StorageError> {
+        self.shared.wait_for_turn(ticket).await
+    }
+
     /// `wait_for` that blocks the thread; for tests and tools on std threads, never on a tokio
     /// worker.
     pub fn wait_for_blocking(

@@ -42,7 +42,7 @@ pub use table::{
     InsertOutcome, RowChain, RowLockMode, RowRef, RowTable, TableMemory, WriteOutcome,
 };
 pub use txn::{
-    ChangeKind, CommitTs, IsolationLevel, RedoChange, RedoSink, ReplayBounds, Snapshot,
+    ChangeKind, CommitTs, IsolationLevel, RedoChange, RedoSink, ReplayBounds, RowTicket, Snapshot,
     Transaction, TxnId,
 };
 pub use types::{DataType, Interval, Value};

@@ -20,6 +20,7 @@ use crate::TableId;
 
 mod waits;
 
+pub use waits::RowTicket;
 use waits::{TxnDone, WaitGraph};
 
 /// Transaction id. Ids start at 1 and are never reused.
@@ -338,6 +339,8 @@ pub(crate) struct TxnShared {
     /// Snapshot timestamp each transaction may still read at; min of these is the GC horizon.
     snapshots: Box<[Mutex<HashMap<TxnId, CommitTs>>]>,
     waits: Mutex<WaitGraph>,
+    /// Signalled whenever a row lock waiter leaves its row's queue (`waits.row_queues`).
+    row_turns: tokio::sync::Notify,
     /// How many waiters `waits.other_lock_holders` holds (stored under that lock).
     noted_waiters: AtomicUsize,
     pub(crate) redo_sink: RwLock<Option<Arc<dyn RedoSink>>>,
@@ -362,6 +365,7 @@ impl TxnShared {
                 .map(|_| Mutex::new(HashMap::new()))
                 .collect(),
             waits: Mutex::new(WaitGraph::default()),
+            row_turns: tokio::sync::Notify::new(),
             noted_waiters: AtomicUsize::new(0),
             redo_sink: RwLock::new(None),
             early_log_pins: Mutex::new(HashMap::new()),

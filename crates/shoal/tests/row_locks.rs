@@ -265,3 +265,78 @@ async fn declared_parameter_types_keep_their_meaning_on_point_statements() {
         .unwrap();
     assert_eq!(row.get::<_, String>(0), "-2.50");
 }
+
+/// How long the first waiter may take to get the row once its holder commits.
+const FIRST_WAITER_GETS_THE_ROW: Duration = Duration::from_secs(10);
+
+/// Starts `BEGIN; <locking statement>` on `client` in a task that keeps the transaction open
+/// and hands the client back with what the statement returned.
+fn lock_in_transaction(
+    client: Client,
+    sql: &'static str,
+) -> tokio::task::JoinHandle<(Client, Vec<i32>)> {
+    tokio::spawn(async move {
+        client.batch_execute("BEGIN").await.expect("begin");
+        let rows = client.query(sql, &[]).await.expect("the waiting statement");
+        (client, rows.iter().map(|r| r.get(0)).collect())
+    })
+}
+
+/// Transactions waiting for one row's lock get it in the order they came, as PostgreSQL's
+/// (its tuple lock queues them): when the holder commits, the first waiter takes the row and
+/// the second goes on waiting, now for the first. Otherwise the lock goes to whichever wakes
+/// first, and a busy job queue can starve a worker. Each round runs one way of locking: a
+/// point read (the fast path), a general locking read, and an UPDATE.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiters_for_a_row_get_it_in_the_order_they_came() {
+    let server = ShoalServer::start();
+    let holder = connect(&server).await;
+    holder
+        .batch_execute(
+            "CREATE TABLE jobs (id int PRIMARY KEY, n int NOT NULL);
+             INSERT INTO jobs VALUES (1, 0), (2, 0);",
+        )
+        .await
+        .expect("set up");
+    let mut first = connect(&server).await;
+    let mut second = connect(&server).await;
+    let rounds: [&'static str; 3] = [
+        "SELECT n FROM jobs WHERE id = 1 FOR UPDATE",
+        "SELECT n FROM jobs WHERE id + 0 = 1 AND n >= 0 FOR UPDATE",
+        "UPDATE jobs SET n = n + 1 WHERE id = 1 RETURNING n",
+    ];
+    for sql in rounds {
+        holder
+            .batch_execute("BEGIN; UPDATE jobs SET n = n + 1 WHERE id = 1")
+            .await
+            .expect("lock the row");
+        let first_task = lock_in_transaction(first, sql);
+        tokio::time::sleep(STILL_WAITING_AFTER).await;
+        let second_task = lock_in_transaction(second, sql);
+        tokio::time::sleep(STILL_WAITING_AFTER).await;
+        assert!(!first_task.is_finished(), "{sql}: the first waits");
+        assert!(!second_task.is_finished(), "{sql}: the second waits");
+        holder.batch_execute("COMMIT").await.expect("commit");
+        // Were the lock given to the second, the first would wait for it for good.
+        let (client, _) = tokio::time::timeout(FIRST_WAITER_GETS_THE_ROW, first_task)
+            .await
+            .unwrap_or_else(|_| panic!("{sql}: the second waiter took the row before the first"))
+            .expect("first task");
+        first = client;
+        tokio::time::sleep(STILL_WAITING_AFTER).await;
+        assert!(
+            !second_task.is_finished(),
+            "{sql}: the second waits for the first, which came before it"
+        );
+        first.batch_execute("COMMIT").await.expect("commit");
+        let (client, _) = second_task.await.expect("second task");
+        second = client;
+        second.batch_execute("COMMIT").await.expect("commit");
+    }
+    let n: i32 = holder
+        .query_one("SELECT n FROM jobs WHERE id = 1", &[])
+        .await
+        .expect("read")
+        .get(0);
+    assert_eq!(n, 5, "three holders' updates and the last round's two");
+}

@@ -30,6 +30,7 @@ use shoal_storage::{StorageError, Transaction};
 use super::modify::{find_rows, reevaluate, Modification, Targets};
 use super::{ident_name, quote_ident, resolve_store, TableStore};
 use crate::error::{code, SqlError, SqlResult};
+use crate::interrupt::RowWait;
 use crate::query::provider::ROW_POSITION_COLUMN;
 use crate::session::{columns_of_schema, Session, StatementResult};
 
@@ -403,6 +404,7 @@ async fn lock_one(
 ) -> SqlResult<Option<Option<Vec<ScalarValue>>>> {
     let mut snap = session.scope.snapshot();
     let mut newest_values = None;
+    let mut waiting = RowWait::default();
     loop {
         match m.table.lock_row(txn, handle, &snap, mode) {
             Ok(WriteOutcome::Done) => return Ok(Some(newest_values)),
@@ -426,7 +428,7 @@ async fn lock_one(
             Err(StorageError::WouldBlock { holder }) => match lock.nonblock {
                 Some(ast::NonBlock::Nowait) => return Err(lock_not_available(&m.def.name)),
                 Some(ast::NonBlock::SkipLocked) => return Ok(None),
-                None => session.wait_for_row_holder(txn, holder).await?,
+                None => waiting.wait(session, txn, handle, holder).await?,
             },
             Err(e) => return Err(e.into()),
         }

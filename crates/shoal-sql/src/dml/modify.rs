@@ -25,6 +25,7 @@ use super::{
 };
 use crate::constraints;
 use crate::error::{SqlError, SqlResult};
+use crate::interrupt::RowWait;
 use crate::query::provider::{RowCapture, ROW_POSITION_COLUMN};
 use crate::session::{Session, StatementResult};
 use crate::timezone::TimeZone;
@@ -291,6 +292,7 @@ async fn update_one(
 ) -> SqlResult<Option<(Vec<Value>, Vec<ScalarValue>)>> {
     let def = m.def;
     let has_foreign_keys = constraints::has_foreign_keys(session, def);
+    let mut waiting = RowWait::default();
     loop {
         // The version replaced: for the foreign keys on either side of the table.
         let old = if has_foreign_keys {
@@ -321,7 +323,7 @@ async fn update_one(
                 snap = newest_snapshot;
             }
             Err(StorageError::WouldBlock { holder }) => {
-                session.wait_for_row_holder(txn, holder).await?
+                waiting.wait(session, txn, handle, holder).await?
             }
             Err(StorageError::UniqueViolation {
                 index_name,
@@ -506,6 +508,7 @@ async fn delete_one(
     mut old: Vec<Value>,
     mut returned: Vec<ScalarValue>,
 ) -> SqlResult<Option<(Vec<Value>, Vec<ScalarValue>)>> {
+    let mut waiting = RowWait::default();
     loop {
         match m.table.delete(txn, handle, &snap) {
             Ok(WriteOutcome::Done) => {
@@ -527,7 +530,7 @@ async fn delete_one(
                 snap = newest_snapshot;
             }
             Err(StorageError::WouldBlock { holder }) => {
-                session.wait_for_row_holder(txn, holder).await?
+                waiting.wait(session, txn, handle, holder).await?
             }
             Err(e) => return Err(e.into()),
         }

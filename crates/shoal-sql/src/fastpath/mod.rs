@@ -27,6 +27,7 @@ use std::sync::Arc;
 
 use crate::dml::{column_values, resolve_table, unique_violation_named};
 use crate::error::{code, SqlError, SqlResult};
+use crate::interrupt::RowWait;
 use crate::pgtext;
 use crate::session::{ResultColumn, Session, StatementResult};
 use crate::timezone::TimeZone;
@@ -1039,6 +1040,7 @@ async fn execute_select_locking(
         rows: Vec::with_capacity(1),
     };
     if let Some((handle, mut row)) = found {
+        let mut waiting = RowWait::default();
         let locked = loop {
             match plan.table.lock_row(txn, &handle, &snap, lock.mode) {
                 Ok(WriteOutcome::Done) => break true,
@@ -1058,7 +1060,7 @@ async fn execute_select_locking(
                         return Err(crate::dml::lock_not_available(&plan.def.name))
                     }
                     Some(ast::NonBlock::SkipLocked) => break false,
-                    None => session.wait_for_row_holder(txn, holder).await?,
+                    None => waiting.wait(session, txn, &handle, holder).await?,
                 },
                 Err(e) => return Err(e.into()),
             }
@@ -1101,6 +1103,7 @@ async fn execute_update(
             std::mem::swap(&mut row[*col], v);
         }
     };
+    let mut waiting = RowWait::default();
     loop {
         assigned.clear();
         for ((col, a), v) in assignments.iter().zip(&new_values) {
@@ -1131,7 +1134,7 @@ async fn execute_update(
             // The holder's outcome is known after the wait; the retry reports a change.
             Err(StorageError::WouldBlock { holder }) => {
                 swap_assigned(&mut base, &mut assigned);
-                session.wait_for_row_holder(txn, holder).await?
+                waiting.wait(session, txn, &handle, holder).await?
             }
             Err(e) => return Err(write_error(&plan.def, e, b.zone)),
         }
@@ -1149,6 +1152,7 @@ async fn execute_delete(
     let Some((handle, _)) = plan.table.index_get(plan.key_index, &snap, point.key)? else {
         return Ok(command("DELETE", 0));
     };
+    let mut waiting = RowWait::default();
     loop {
         match plan.table.delete(txn, &handle, &snap) {
             Ok(WriteOutcome::Done) => return Ok(command("DELETE", 1)),
@@ -1164,7 +1168,7 @@ async fn execute_delete(
                 snap = newest_snapshot;
             }
             Err(StorageError::WouldBlock { holder }) => {
-                session.wait_for_row_holder(txn, holder).await?
+                waiting.wait(session, txn, &handle, holder).await?
             }
             Err(e) => return Err(e.into()),
         }

@@ -3,7 +3,7 @@
 //! finds a row taken answers `WouldBlock` (through `TxnShared::would_block`), and the caller's
 //! wait registers its edges, failing with `Deadlock` when they would close a cycle.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
@@ -11,6 +11,7 @@ use parking_lot::{Condvar, Mutex};
 
 use super::{Transaction, TxnId, TxnShared};
 use crate::error::StorageError;
+use crate::row_ref::RowRef;
 
 /// Signalled once when a writing transaction ends (commits or rolls back).
 pub(crate) struct TxnDone {
@@ -50,6 +51,10 @@ pub(super) struct WaitGraph {
     /// waiter -> (holder, other holders): the other holders of the lock a write check found
     /// `holder` holding, for the waiter's next `start_wait` on `holder`.
     other_lock_holders: HashMap<TxnId, (TxnId, Vec<TxnId>)>,
+    /// Row (by address) -> the transactions waiting for its lock, in the order they came:
+    /// PostgreSQL's tuple lock. Only the first waits for the holder; the others wait for their
+    /// turn, so the lock goes to the waiters first come, first served.
+    row_queues: HashMap<usize, VecDeque<TxnId>>,
 }
 
 impl WaitGraph {
@@ -173,6 +178,55 @@ impl TxnShared {
         Ok(())
     }
 
+    /// Puts `waiter` at the end of `row`'s queue of lock waiters; it stays there until the
+    /// ticket is dropped.
+    pub(crate) fn queue_for_row(self: &Arc<Self>, waiter: &Transaction, row: &RowRef) -> RowTicket {
+        let key = row.as_ptr() as usize;
+        let mut g = self.waits.lock();
+        let queue = g.row_queues.entry(key).or_default();
+        debug_assert!(!queue.contains(&waiter.id), "one place in a row's queue");
+        queue.push_back(waiter.id);
+        RowTicket {
+            shared: self.clone(),
+            _row: row.clone(),
+            key,
+            waiter: waiter.id,
+        }
+    }
+
+    /// Waits until `ticket` is first in its row's queue. While it waits it waits for the
+    /// transaction ahead of it in the deadlock graph: `Err(Deadlock)` if that closes a cycle.
+    pub(crate) async fn wait_for_turn(&self, ticket: &RowTicket) -> Result<(), StorageError> {
+        let me = ticket.waiter;
+        let _edge = TurnEdge {
+            shared: self,
+            waiter: me,
+        };
+        loop {
+            let notified = self.row_turns.notified();
+            tokio::pin!(notified);
+            // Enabled before the queue is read, so a departure in between still wakes us.
+            notified.as_mut().enable();
+            {
+                let mut g = self.waits.lock();
+                let first = g
+                    .row_queues
+                    .get(&ticket.key)
+                    .and_then(|q| q.front().copied());
+                match first {
+                    Some(ahead) if ahead != me => {
+                        if g.reaches(&[ahead], me) {
+                            return Err(StorageError::Deadlock);
+                        }
+                        g.waits_for.insert(me, vec![ahead]);
+                    }
+                    _ => return Ok(()),
+                }
+            }
+            notified.await;
+        }
+    }
+
     /// Sets (or with None clears) the other holders noted for `waiter`, keeping the count
     /// `would_block` reads without the lock; returns the note it replaced.
     fn replace_note(
@@ -222,5 +276,42 @@ impl Drop for WaitEdge<'_> {
     fn drop(&mut self) {
         self.shared.end_wait(self.waiter);
         self.holder.waiters.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// A transaction's place in the queue of one row's lock waiters (see
+/// `WaitGraph::row_queues`); dropping it leaves the queue and lets the next one go.
+pub struct RowTicket {
+    shared: Arc<TxnShared>,
+    /// Keeps the row, and so its address, alive while the ticket names it.
+    _row: RowRef,
+    key: usize,
+    waiter: TxnId,
+}
+
+impl Drop for RowTicket {
+    fn drop(&mut self) {
+        {
+            let mut g = self.shared.waits.lock();
+            if let Some(queue) = g.row_queues.get_mut(&self.key) {
+                queue.retain(|t| *t != self.waiter);
+                if queue.is_empty() {
+                    g.row_queues.remove(&self.key);
+                }
+            }
+        }
+        self.shared.row_turns.notify_waiters();
+    }
+}
+
+/// Removes a turn wait's edge from the deadlock graph when the wait ends or is dropped.
+struct TurnEdge<'a> {
+    shared: &'a TxnShared,
+    waiter: TxnId,
+}
+
+impl Drop for TurnEdge<'_> {
+    fn drop(&mut self) {
+        self.shared.end_wait(self.waiter);
     }
 }

@@ -6,6 +6,8 @@ use std::sync::Arc;
 use datafusion::datasource::TableProvider;
 use shoal_storage::catalog::{Catalog, ConstraintKind, ForeignKeyAction};
 
+use crate::query::functions::quote_ident_if_needed;
+
 use super::{b, i32v, namespace_oid, null_text, o, s, TableBuilder, BOOL, I32, OID, T};
 
 pub fn constraint_definition(catalog: &Catalog, table_oid: u32, kind: &ConstraintKind) -> String {
@@ -13,7 +15,10 @@ pub fn constraint_definition(catalog: &Catalog, table_oid: u32, kind: &Constrain
     let names = |oid_: u32, cols: &[usize]| -> String {
         let t = catalog.tables.get(&oid_);
         cols.iter()
-            .map(|c| t.map(|t| t.columns[*c].name.clone()).unwrap_or_default())
+            .map(|c| {
+                t.map(|t| quote_ident_if_needed(&t.columns[*c].name))
+                    .unwrap_or_default()
+            })
             .collect::<Vec<_>>()
             .join(", ")
     };
@@ -33,7 +38,7 @@ pub fn constraint_definition(catalog: &Catalog, table_oid: u32, kind: &Constrain
             let ref_name = catalog
                 .tables
                 .get(ref_table)
-                .map(|t| t.name.clone())
+                .map(|t| quote_ident_if_needed(&t.name))
                 .unwrap_or_default();
             let _ = table;
             // PostgreSQL shows the actions other than NO ACTION, ON UPDATE first.
