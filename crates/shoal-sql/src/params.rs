@@ -68,6 +68,48 @@ pub fn placeholder_cast_types(stmt: &Statement, count: usize) -> Vec<Option<(Arr
     }
     impl Visitor for Casts {
         type Break = ();
+        /// `generate_series(1, $1)` in FROM: a series of integers, as PostgreSQL resolves it
+        /// when the other bounds are integers.
+        fn pre_visit_table_factor(&mut self, t: &ast::TableFactor) -> ControlFlow<()> {
+            let ast::TableFactor::Table {
+                name,
+                args: Some(args),
+                ..
+            } = t
+            else {
+                return ControlFlow::Continue(());
+            };
+            let is_series = matches!(
+                crate::query::rewrite::object_name_parts(name).as_slice(),
+                [n] if n == "generate_series"
+            );
+            let exprs: Vec<&Expr> = args
+                .args
+                .iter()
+                .filter_map(|a| match a {
+                    ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => Some(e),
+                    _ => None,
+                })
+                .collect();
+            let integers = exprs.iter().all(|e| {
+                crate::query::select_srf::int4_literal(e).is_some()
+                    || matches!(e, Expr::Value(v) if matches!(v.value, ast::Value::Placeholder(_)))
+            });
+            if is_series && integers && exprs.len() == args.args.len() {
+                for e in exprs {
+                    let Expr::Value(v) = e else { continue };
+                    let ast::Value::Placeholder(name) = &v.value else {
+                        continue;
+                    };
+                    if let Some(slot @ None) =
+                        placeholder_index(name).and_then(|i| self.0.get_mut(i))
+                    {
+                        *slot = Some((ArrowType::Int32, crate::types::oid::INT4));
+                    }
+                }
+            }
+            ControlFlow::Continue(())
+        }
         fn pre_visit_query(&mut self, q: &ast::Query) -> ControlFlow<()> {
             match &q.limit_clause {
                 Some(ast::LimitClause::LimitOffset { limit, offset, .. }) => {

@@ -671,6 +671,18 @@ pub async fn describe(
     Ok((types, columns))
 }
 
+/// Whether a parameter appears in `e`.
+fn has_placeholder(e: &ast::Expr) -> bool {
+    use std::ops::ControlFlow;
+    ast::visit_expressions(e, |e| match e {
+        ast::Expr::Value(v) if matches!(v.value, ast::Value::Placeholder(_)) => {
+            ControlFlow::Break(())
+        }
+        _ => ControlFlow::Continue(()),
+    })
+    .is_break()
+}
+
 /// The type of parameter `$n` when `e` is just that parameter.
 fn set_placeholder_type(e: &ast::Expr, t: &DataType, types: &mut [Option<FieldRef>]) {
     if let ast::Expr::Value(v) = e {
@@ -694,10 +706,33 @@ async fn describe_insert(
     let targets = target_columns(&def, &ins.columns)?;
     if let Some(src) = &ins.source {
         if let ast::SetExpr::Values(values) = src.body.as_ref() {
+            // Expressions over parameters (`$4 * 2.0`, `lower($1)`): typed as PostgreSQL
+            // types them, by the operators and functions around them.
+            let mut expressions = Vec::new();
             for row in &values.rows {
                 for (e, col) in row.iter().zip(&targets) {
                     set_placeholder_type(e, &def.columns[*col].data_type, types);
+                    if !matches!(e, ast::Expr::Value(_)) && has_placeholder(e) {
+                        expressions.push(e.to_string());
+                    }
                 }
+            }
+            if !expressions.is_empty() {
+                let sql = format!("SELECT {}", expressions.join(", "));
+                infer_from_query(session, &def, &sql, types).await?;
+            }
+        }
+    }
+    // ON CONFLICT ... DO UPDATE SET col = $n takes the column's type.
+    if let Some(ast::OnInsert::OnConflict(oc)) = &ins.on {
+        if let ast::OnConflictAction::DoUpdate(du) = &oc.action {
+            let assignments = assignment_columns(&def, &du.assignments)?;
+            let mut values = Vec::with_capacity(assignments.len());
+            for a in &du.assignments {
+                values.extend(assignment_pairs(a)?.into_iter().map(|(_, v)| v));
+            }
+            for (value, (col, _)) in values.into_iter().zip(&assignments) {
+                set_placeholder_type(value, &def.columns[*col].data_type, types);
             }
         }
     }

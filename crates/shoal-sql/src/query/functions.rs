@@ -6,7 +6,7 @@
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
-use datafusion::arrow::datatypes::DataType as ArrowType;
+use datafusion::arrow::datatypes::{DataType as ArrowType, TimeUnit};
 use datafusion::common::{DataFusionError, Result as DfResult, ScalarValue};
 use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, TypeSignature,
@@ -19,6 +19,10 @@ use crate::query::pg_catalog::{
     constraint_definition, format_type_oid, index_definition, index_key_definition,
 };
 use crate::query::scope::PlanScope;
+
+/// The zone tag of the timestamptz values returned here, DataFusion's now()'s (any tag means
+/// "an instant" to Shoal).
+const INSTANT_ZONE: &str = "+00:00";
 
 type RowFn = dyn Fn(&[ScalarValue]) -> DfResult<ScalarValue> + Send + Sync;
 
@@ -623,6 +627,33 @@ pub fn register(state: &mut datafusion::execution::SessionState, scope: Arc<Plan
                     .collect::<Vec<_>>(),
                 &ArrowType::Utf8,
             )))
+        },
+    ));
+    // now() is the transaction's start (DataFusion's, which the session sets);
+    // statement_timestamp() the statement's, clock_timestamp() the time it is called.
+    let sc = s.clone();
+    add(udf(
+        "statement_timestamp",
+        &[0],
+        ArrowType::Timestamp(TimeUnit::Microsecond, Some(INSTANT_ZONE.into())),
+        Volatility::Stable,
+        move |_| {
+            Ok(ScalarValue::TimestampMicrosecond(
+                Some(sc.statement_started_micros()),
+                Some(INSTANT_ZONE.into()),
+            ))
+        },
+    ));
+    add(udf(
+        "clock_timestamp",
+        &[0],
+        ArrowType::Timestamp(TimeUnit::Microsecond, Some(INSTANT_ZONE.into())),
+        Volatility::Volatile,
+        |_| {
+            Ok(ScalarValue::TimestampMicrosecond(
+                Some(chrono::Utc::now().timestamp_micros()),
+                Some(INSTANT_ZONE.into()),
+            ))
         },
     ));
     let sc = s.clone();

@@ -34,6 +34,7 @@ pub mod index_join;
 pub mod index_order;
 pub mod information_schema;
 pub mod integer_gcd;
+pub mod join_subqueries;
 pub mod join_using;
 pub mod json;
 pub mod math_domain;
@@ -54,7 +55,7 @@ pub mod scalar_rows;
 pub mod scalar_subquery;
 pub mod schema;
 pub mod scope;
-mod select_srf;
+pub(crate) mod select_srf;
 pub mod set_all;
 pub mod shoal_memory;
 pub mod subquery_nullable;
@@ -127,6 +128,7 @@ pub fn new_session_state(scope: Arc<PlanScope>) -> SessionState {
             Arc::new(crate::numeric::plan::NumericSemantics),
             Arc::new(datafusion::optimizer::analyzer::resolve_grouping_function::ResolveGroupingFunction::new()),
             Arc::new(datafusion::optimizer::analyzer::type_coercion::TypeCoercion::new()),
+            Arc::new(join_subqueries::JoinSubqueries),
         ])
         .with_catalog_list(Arc::new(ShoalCatalogList::new(scope.clone())))
         // Appended after DataFusion's own rules.

@@ -127,6 +127,7 @@ impl VisitorMut for Rewriter<'_> {
     type Break = ();
 
     fn pre_visit_table_factor(&mut self, factor: &mut TableFactor) -> ControlFlow<()> {
+        unnest_with_ordinality(factor);
         name_scalar_function_column(factor);
         integer_series(factor);
         let TableFactor::Table {
@@ -210,6 +211,7 @@ impl VisitorMut for Rewriter<'_> {
             }
         }
         fetch_to_limit(query);
+        quoted_limit_as_bigint(query);
         crate::query::select_srf::expand_in_select_list(query);
         distinct_on_positions(query);
         crate::query::natural_join::natural_to_using(query, self.scope);
@@ -231,6 +233,12 @@ impl VisitorMut for Rewriter<'_> {
                 Some(Ok(expanded)) => *expr = Expr::Nested(Box::new(expanded)),
                 Some(Err(e)) => self.error = Some(e),
                 None => {}
+            }
+        }
+        if let Some(expanded) = crate::query::row_compare::expand_in_list(expr) {
+            match expanded {
+                Ok(expanded) => *expr = Expr::Nested(Box::new(expanded)),
+                Err(e) => self.error = Some(e),
             }
         }
         match expr {
@@ -1054,6 +1062,7 @@ fn synonym_call(f: &Function) -> Option<Expr> {
     let renamed = match name.as_str() {
         "ceiling" => "ceil",
         "sign" => "signum",
+        "transaction_timestamp" => "now",
         // PostgreSQL's array_remove removes every element equal to the value; DataFusion's
         // removes the first.
         "array_remove" => "array_remove_all",
@@ -1130,6 +1139,28 @@ fn negate_power_base(operand: &Expr) -> Option<Expr> {
     })
 }
 
+/// `LIMIT '5'`: a quoted count is read as a bigint, as PostgreSQL reads LIMIT's `unknown`
+/// (drivers' simple protocol sends their parameters so).
+fn quoted_limit_as_bigint(query: &mut ast::Query) {
+    let Some(ast::LimitClause::LimitOffset { limit, offset, .. }) = &mut query.limit_clause else {
+        return;
+    };
+    let counts = limit
+        .iter_mut()
+        .chain(offset.iter_mut().map(|o| &mut o.value));
+    for count in counts {
+        if matches!(count, Expr::Value(v) if matches!(v.value, ast::Value::SingleQuotedString(_))) {
+            *count = Expr::Cast {
+                kind: ast::CastKind::Cast,
+                expr: Box::new(count.clone()),
+                data_type: DataType::BigInt(None),
+                array: false,
+                format: None,
+            };
+        }
+    }
+}
+
 /// Set-returning functions whose rows are one scalar value each.
 const SCALAR_SET_FUNCTIONS: [&str; 3] = ["generate_series", "unnest", "pg_catalog.generate_series"];
 
@@ -1153,33 +1184,51 @@ fn integer_series(factor: &mut TableFactor) {
     if !matches!(object_name_parts(name).as_slice(), [n] if n == "generate_series") {
         return;
     }
-    let literals: Option<Vec<i32>> = args
+    // Integer literals, and the parameters and quoted literals PostgreSQL then reads as
+    // integers (`generate_series(1, $1)`, `generate_series(1, '5')`).
+    let mut all_literals = true;
+    let bounds: Option<Vec<String>> = args
         .args
         .iter()
         .map(|a| match a {
             FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => {
-                crate::query::select_srf::int4_literal(e)
+                if let Some(v) = crate::query::select_srf::int4_literal(e) {
+                    return Some(format!("CAST({v} AS bigint)"));
+                }
+                all_literals = false;
+                let integer_input = matches!(
+                    e,
+                    Expr::Value(v) if matches!(
+                        v.value,
+                        ast::Value::Placeholder(_) | ast::Value::SingleQuotedString(_)
+                    )
+                );
+                integer_input.then(|| format!("CAST(CAST({e} AS integer) AS bigint)"))
             }
             _ => None,
         })
         .collect();
-    let Some(literals) = literals.filter(|l| (2..=3).contains(&l.len())) else {
+    let Some(bounds) = bounds.filter(|b| (2..=3).contains(&b.len())) else {
         return;
     };
-    let bounds: Vec<String> = literals
-        .iter()
-        .map(|v| format!("CAST({v} AS bigint)"))
-        .collect();
     let column = match alias {
         Some(a) if !a.columns.is_empty() => a.columns[0].name.value.clone(),
         Some(a) => a.name.value.clone(),
         None => "generate_series".to_string(),
     };
-    let sql = format!(
-        "SELECT CAST(value AS integer) AS {} FROM generate_series({})",
-        crate::query::functions::quote_ident_if_needed(&column),
-        bounds.join(", ")
-    );
+    let column = crate::query::functions::quote_ident_if_needed(&column);
+    // The table function takes literals only; the list-returning one takes any expression.
+    let sql = if all_literals {
+        format!(
+            "SELECT CAST(value AS integer) AS {column} FROM generate_series({})",
+            bounds.join(", ")
+        )
+    } else {
+        format!(
+            "SELECT CAST(unnest(generate_series({})) AS integer) AS {column}",
+            bounds.join(", ")
+        )
+    };
     let Ok(query) = Parser::new(&PostgreSqlDialect {})
         .try_with_sql(&sql)
         .and_then(|mut p| p.parse_query())
@@ -1198,6 +1247,37 @@ fn integer_series(factor: &mut TableFactor) {
         alias: Some(alias),
         sample: None,
     };
+}
+
+/// `unnest(a, b) WITH ORDINALITY` numbers the rows from 1: DataFusion has no ordinality, but
+/// its unnest of several arrays runs them side by side as PostgreSQL's does (the shorter padded
+/// with NULLs), so the numbers become one more array, `generate_series(1, n)` for the longest
+/// array's length n. A NULL or empty array gives no rows either way.
+fn unnest_with_ordinality(factor: &mut TableFactor) {
+    let TableFactor::UNNEST {
+        array_exprs,
+        with_ordinality,
+        with_offset: false,
+        ..
+    } = factor
+    else {
+        return;
+    };
+    if !*with_ordinality || array_exprs.is_empty() {
+        return;
+    }
+    let lengths: Vec<Expr> = array_exprs
+        .iter()
+        .map(|a| function_call("cardinality", vec![a.clone()]))
+        .collect();
+    let longest = if lengths.len() == 1 {
+        lengths.into_iter().next().expect("one length")
+    } else {
+        function_call("greatest", lengths)
+    };
+    let one = Expr::value(ast::Value::Number("1".into(), false));
+    array_exprs.push(function_call("generate_series", vec![one, longest]));
+    *with_ordinality = false;
 }
 
 fn name_scalar_function_column(factor: &mut TableFactor) {

@@ -66,6 +66,52 @@ pub fn expand(left: &Expr, op: &BinaryOperator, right: &Expr) -> Option<SqlResul
     }))
 }
 
+/// `(a, b) IN ((1, 2), (3, 4))` as PostgreSQL defines it: the OR of the row equalities
+/// (`NOT IN`, the negation of that OR). Written out, each value is compared with its column,
+/// which types parameters as the columns (`(name, age) IN (($1, $2), ...)`, GORM's composite
+/// keys). None when it is not a row-value IN list.
+pub fn expand_in_list(e: &Expr) -> Option<SqlResult<Expr>> {
+    let Expr::InList {
+        expr,
+        list,
+        negated,
+    } = e
+    else {
+        return None;
+    };
+    if !matches!(expr.as_ref(), Expr::Tuple(l) if l.len() >= 2) || list.is_empty() {
+        return None;
+    }
+    let mut any: Option<Expr> = None;
+    for row in list {
+        let row = match row {
+            Expr::Nested(inner) => inner.as_ref(),
+            other => other,
+        };
+        let equal = match expand(expr, &BinaryOperator::Eq, row)? {
+            Ok(equal) => Expr::Nested(Box::new(equal)),
+            Err(e) => return Some(Err(e)),
+        };
+        any = Some(match any {
+            None => equal,
+            Some(acc) => Expr::BinaryOp {
+                left: Box::new(acc),
+                op: BinaryOperator::Or,
+                right: Box::new(equal),
+            },
+        });
+    }
+    let any = Expr::Nested(Box::new(any.expect("a non-empty list")));
+    Some(Ok(if *negated {
+        Expr::UnaryOp {
+            op: datafusion::sql::sqlparser::ast::UnaryOperator::Not,
+            expr: Box::new(any),
+        }
+    } else {
+        any
+    }))
+}
+
 /// An operand kept whole inside the larger expression.
 fn nested(e: &Expr) -> Expr {
     match e {

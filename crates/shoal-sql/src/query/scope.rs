@@ -43,6 +43,9 @@ pub struct PlanScope {
     tables_read: Mutex<Vec<shoal_storage::TableId>>,
     /// Open SQL cursors (DECLARE), by name.
     pub cursors: Mutex<std::collections::BTreeMap<String, crate::session::SqlCursor>>,
+    /// When the running statement started, in microseconds since the epoch
+    /// (statement_timestamp()).
+    statement_started_micros: std::sync::atomic::AtomicI64,
 }
 
 impl std::fmt::Debug for PlanScope {
@@ -65,6 +68,7 @@ impl PlanScope {
             prepared_statements: Mutex::default(),
             cursors: Mutex::default(),
             track_reads: std::sync::atomic::AtomicBool::new(false),
+            statement_started_micros: std::sync::atomic::AtomicI64::new(0),
             tables_read: Mutex::default(),
             engine,
             snapshot: Mutex::new(Snapshot { ts: 0, txn: 0 }),
@@ -92,6 +96,17 @@ impl PlanScope {
     }
 
     /// Turns the noting of table reads on (a SERIALIZABLE transaction's statement) or off.
+    pub fn mark_statement_start(&self, micros: i64) {
+        self.statement_started_micros
+            .store(micros, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// statement_timestamp(): when the running statement started.
+    pub fn statement_started_micros(&self) -> i64 {
+        self.statement_started_micros
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     pub fn set_read_tracking(&self, on: bool) {
         self.track_reads
             .store(on, std::sync::atomic::Ordering::Relaxed);

@@ -287,6 +287,29 @@ fn adopt_operand_type(expr: &mut RawBinaryExpr, schema: &DFSchema) {
         (declared || crate::numeric::is_numeric(field.data_type())).then_some(field)
     };
     let (left_field, right_field) = (special_field(&expr.left), special_field(&expr.right));
+    // A decimal literal (`$1 * 2.0`) makes the parameter a numeric, unconstrained: its
+    // literal's precision and scale are not the parameter's.
+    let decimal_literal = |e: &Expr| {
+        matches!(
+            e,
+            Expr::Literal(
+                datafusion::common::ScalarValue::Decimal128(..)
+                    | datafusion::common::ScalarValue::Decimal256(..),
+                _
+            )
+        )
+        .then(|| {
+            std::sync::Arc::new(crate::types::arrow_field(
+                "",
+                &shoal_storage::types::DataType::Numeric {
+                    precision: None,
+                    scale: None,
+                },
+            ))
+        })
+    };
+    let left_field = left_field.or_else(|| decimal_literal(&expr.left));
+    let right_field = right_field.or_else(|| decimal_literal(&expr.right));
     for (side, other) in [(&mut expr.left, right_field), (&mut expr.right, left_field)] {
         if let (Expr::Placeholder(p), Some(other)) = (side, other) {
             if p.field.is_none() {

@@ -3,15 +3,24 @@
 //! fails (22P02) reading 'foo' as a number. DataFusion types the literal as text and then
 //! makes the whole column text, which answers with the wrong type (or accepts 'foo'). This
 //! analyzer rule runs before DataFusion's type coercion and casts a set operation's bare string
-//! literals to the type its other branches give the column.
+//! literals to the type its other branches give the column. It also reads a string literal
+//! compared with a boolean (`flag = 't'`, `flag IN ('yes', 'no')`, as drivers' simple protocol
+//! writes parameters) as a boolean, with PostgreSQL's input rules; DataFusion finds no common
+//! type for the two and fails.
 
 use std::sync::Arc;
 
+use datafusion::arrow::datatypes::DataType as ArrowType;
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::{Transformed, TransformedResult};
-use datafusion::common::{Result as DfResult, ScalarValue};
-use datafusion::logical_expr::{cast, Expr, LogicalPlan, Projection, Union};
+use datafusion::common::{DFSchema, Result as DfResult, ScalarValue};
+use datafusion::logical_expr::expr::InList;
+use datafusion::logical_expr::{
+    cast, lit, BinaryExpr, Expr, ExprSchemable, LogicalPlan, Operator, Projection, Union,
+};
 use datafusion::optimizer::AnalyzerRule;
+
+use crate::query::expr_pass::rewrite_expressions_up;
 
 #[derive(Debug, Default)]
 pub struct UnknownLiterals;
@@ -22,11 +31,100 @@ impl AnalyzerRule for UnknownLiterals {
     }
 
     fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> DfResult<LogicalPlan> {
-        plan.transform_up_with_subqueries(|node| match node {
-            LogicalPlan::Union(union) => resolve_union(union),
-            other => Ok(Transformed::no(other)),
-        })
-        .data()
+        let plan = plan
+            .transform_up_with_subqueries(|node| match node {
+                LogicalPlan::Union(union) => resolve_union(union),
+                other => Ok(Transformed::no(other)),
+            })
+            .data()?;
+        rewrite_expressions_up(plan, boolean_literals)
+    }
+}
+
+/// A string literal as written, the `unknown` of PostgreSQL, with its text.
+fn unknown_text(e: &Expr) -> Option<&str> {
+    match e {
+        Expr::Literal(ScalarValue::Utf8(Some(s)), _) => Some(s),
+        _ => None,
+    }
+}
+
+fn is_boolean(e: &Expr, schema: &DFSchema) -> bool {
+    matches!(e.get_type(schema), Ok(ArrowType::Boolean))
+}
+
+/// The string literal read as a boolean (`'t'`, `'yes'`, `'1'`...), or its 22P02.
+fn boolean_literal(text: &str) -> DfResult<Expr> {
+    let value = crate::pgtext::parse_bool(text).map_err(crate::query::functions::sql_error)?;
+    Ok(lit(value))
+}
+
+fn boolean_literals(e: Expr, schema: &DFSchema) -> DfResult<Transformed<Expr>> {
+    match e {
+        Expr::BinaryExpr(BinaryExpr { left, op, right })
+            if matches!(
+                op,
+                Operator::Eq
+                    | Operator::NotEq
+                    | Operator::Lt
+                    | Operator::LtEq
+                    | Operator::Gt
+                    | Operator::GtEq
+                    | Operator::IsDistinctFrom
+                    | Operator::IsNotDistinctFrom
+            ) =>
+        {
+            let (left, right) = match (unknown_text(&left), unknown_text(&right)) {
+                (Some(text), None) if is_boolean(&right, schema) => {
+                    (Box::new(boolean_literal(text)?), right)
+                }
+                (None, Some(text)) if is_boolean(&left, schema) => {
+                    (left, Box::new(boolean_literal(text)?))
+                }
+                _ => {
+                    return Ok(Transformed::no(Expr::BinaryExpr(BinaryExpr {
+                        left,
+                        op,
+                        right,
+                    })))
+                }
+            };
+            Ok(Transformed::yes(Expr::BinaryExpr(BinaryExpr {
+                left,
+                op,
+                right,
+            })))
+        }
+        // `flag AND 'true'`: a quoted operand of AND and OR is a boolean.
+        Expr::BinaryExpr(BinaryExpr { left, op, right })
+            if matches!(op, Operator::And | Operator::Or)
+                && (unknown_text(&left).is_some() || unknown_text(&right).is_some()) =>
+        {
+            let as_boolean = |e: Box<Expr>| match unknown_text(&e) {
+                Some(text) => boolean_literal(text).map(Box::new),
+                None => Ok(e),
+            };
+            Ok(Transformed::yes(Expr::BinaryExpr(BinaryExpr {
+                left: as_boolean(left)?,
+                op,
+                right: as_boolean(right)?,
+            })))
+        }
+        Expr::InList(in_list)
+            if is_boolean(&in_list.expr, schema)
+                && in_list.list.iter().any(|item| unknown_text(item).is_some()) =>
+        {
+            let list = in_list
+                .list
+                .into_iter()
+                .map(|item| match unknown_text(&item) {
+                    Some(text) => boolean_literal(text),
+                    None => Ok(item),
+                })
+                .collect::<DfResult<Vec<_>>>()?;
+            Ok(Transformed::yes(Expr::InList(InList { list, ..in_list })))
+        }
+        other => Ok(Transformed::no(other)),
     }
 }
 

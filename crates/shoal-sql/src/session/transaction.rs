@@ -32,6 +32,8 @@ impl Session {
             }
         };
         self.statement_started_at = std::time::Instant::now();
+        self.scope
+            .mark_statement_start(chrono::Utc::now().timestamp_micros());
         self.statement_in_block = !result.1;
         self.scope
             .set_read_tracking(result.0.isolation() == IsolationLevel::Serializable);

@@ -8,7 +8,10 @@ use shoal_storage::catalog::{Catalog, ConstraintKind, ForeignKeyAction};
 
 use crate::query::functions::quote_ident_if_needed;
 
-use super::{b, i32v, namespace_oid, null_text, o, s, TableBuilder, BOOL, I32, OID, T};
+use datafusion::arrow::datatypes::{DataType as ArrowType, Field};
+use datafusion::common::ScalarValue;
+
+use super::{b, i16v, i32v, namespace_oid, o, s, TableBuilder, BOOL, I32, OID, T};
 
 pub fn constraint_definition(catalog: &Catalog, table_oid: u32, kind: &ConstraintKind) -> String {
     let table = catalog.tables.get(&table_oid);
@@ -86,8 +89,8 @@ pub(super) fn pg_constraint(catalog: &Catalog) -> Arc<dyn TableProvider> {
         ("conislocal", BOOL),
         ("coninhcount", I32),
         ("connoinherit", BOOL),
-        ("conkey", T),
-        ("confkey", T),
+        ("conkey", int2_list()),
+        ("confkey", int2_list()),
         ("conbin", T),
         ("consrc", T),
     ]);
@@ -100,7 +103,13 @@ pub(super) fn pg_constraint(catalog: &Catalog) -> Arc<dyn TableProvider> {
                 ConstraintKind::Unique { columns, index } => {
                     ("u", *index, 0, columns.clone(), vec![])
                 }
-                ConstraintKind::Check { .. } => ("c", 0, 0, vec![], vec![]),
+                ConstraintKind::Check { expr_sql } => (
+                    "c",
+                    0,
+                    0,
+                    crate::ddl::columns_named_in(table, expr_sql),
+                    vec![],
+                ),
                 ConstraintKind::ForeignKey {
                     columns,
                     ref_table,
@@ -108,18 +117,32 @@ pub(super) fn pg_constraint(catalog: &Catalog) -> Arc<dyn TableProvider> {
                     ..
                 } => ("f", 0, *ref_table, columns.clone(), ref_columns.clone()),
             };
+            // Column numbers, from 1; NULL where the constraint names no columns.
             let arr = |cols: &[usize]| {
                 if cols.is_empty() {
-                    null_text()
+                    ScalarValue::try_from(&int2_list()).expect("a NULL list")
                 } else {
-                    s(&format!(
-                        "{{{}}}",
-                        cols.iter()
-                            .map(|c| (c + 1).to_string())
-                            .collect::<Vec<_>>()
-                            .join(",")
-                    ))
+                    let numbers: Vec<ScalarValue> =
+                        cols.iter().map(|c| i16v(*c as i16 + 1)).collect();
+                    ScalarValue::List(ScalarValue::new_list_nullable(&numbers, &ArrowType::Int16))
                 }
+            };
+            // pg_constraint's action codes; a space where the constraint is no foreign key.
+            let action = |a: Option<&ForeignKeyAction>| match a {
+                None => " ",
+                Some(ForeignKeyAction::NoAction) => "a",
+                Some(ForeignKeyAction::Restrict) => "r",
+                Some(ForeignKeyAction::Cascade) => "c",
+                Some(ForeignKeyAction::SetNull) => "n",
+                Some(ForeignKeyAction::SetDefault) => "d",
+            };
+            let (on_update, on_delete) = match &c.kind {
+                ConstraintKind::ForeignKey {
+                    on_update,
+                    on_delete,
+                    ..
+                } => (Some(on_update), Some(on_delete)),
+                _ => (None, None),
             };
             let src = constraint_definition(catalog, table.oid, &c.kind);
             t.row(vec![
@@ -135,9 +158,9 @@ pub(super) fn pg_constraint(catalog: &Catalog) -> Arc<dyn TableProvider> {
                 o(index),
                 o(0),
                 o(ref_table),
-                s("a"),
-                s("a"),
-                s("s"),
+                s(action(on_update)),
+                s(action(on_delete)),
+                s(if on_update.is_some() { "s" } else { " " }),
                 b(true),
                 i32v(0),
                 b(false),
@@ -149,4 +172,9 @@ pub(super) fn pg_constraint(catalog: &Catalog) -> Arc<dyn TableProvider> {
         }
     }
     t.build()
+}
+
+/// An `int2[]` column (pg_constraint.conkey).
+fn int2_list() -> ArrowType {
+    ArrowType::List(Arc::new(Field::new_list_field(ArrowType::Int16, true)))
 }
