@@ -37,7 +37,7 @@ pub fn ident_of(s: &str) -> String {
     }
 }
 
-pub(super) fn ident(i: &ast::Ident) -> String {
+pub(crate) fn ident(i: &ast::Ident) -> String {
     if i.quote_style.is_some() {
         i.value.clone()
     } else {

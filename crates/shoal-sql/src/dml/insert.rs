@@ -131,8 +131,8 @@ fn insert_source_sql(
     ))
 }
 
-/// A VALUES entry for column `col`. A string literal into an integer column is read as that
-/// column's type, as PostgreSQL types each row's literal by its target column (VALUES rows
+/// A VALUES entry for column `col`. A string literal into an integer or array column is read
+/// as that column's type, as PostgreSQL types each row's literal by its target column (VALUES rows
 /// typed together would read `'x'` in a bigint column as an integer).
 fn explicit_value_sql(def: &TableDef, col: usize, value: &ast::Expr) -> String {
     use shoal_storage::types::DataType;
@@ -141,7 +141,14 @@ fn explicit_value_sql(def: &TableDef, col: usize, value: &ast::Expr) -> String {
         value,
         ast::Expr::Value(v) if matches!(v.value, ast::Value::SingleQuotedString(_))
     );
-    if is_string && matches!(t, DataType::Int16 | DataType::Int32 | DataType::Int64) {
+    // An array column's `'{...}'` beside `ARRAY[...]` rows: typed together they would mix
+    // text and lists.
+    if is_string
+        && matches!(
+            t,
+            DataType::Int16 | DataType::Int32 | DataType::Int64 | DataType::Array(_)
+        )
+    {
         return format!("CAST({value} AS {})", crate::types::format_type(t));
     }
     value.to_string()

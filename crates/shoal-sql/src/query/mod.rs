@@ -37,6 +37,7 @@ pub mod integer_gcd;
 pub mod join_subqueries;
 pub mod join_using;
 pub mod json;
+mod lateral_srf;
 pub mod math_domain;
 pub mod natural_join;
 pub mod outer_join_constants;

@@ -198,6 +198,7 @@ impl VisitorMut for Rewriter<'_> {
     fn pre_visit_query(&mut self, query: &mut ast::Query) -> ControlFlow<()> {
         // Names come from the expressions as written, before the rewrites below change them.
         crate::query::column_names::name_columns(&mut query.body);
+        crate::query::lateral_srf::rewrite(query);
         self.query_depth += 1;
         ControlFlow::Continue(())
     }
