@@ -1,6 +1,7 @@
 //! What sessions tell each other: notifications (LISTEN/NOTIFY), delivered to an idle client
 //! without its asking and only for committed transactions, and advisory locks, which make one
-//! session wait for another and end with the session that held them.
+//! session wait for another and end with the session that held them. Also what a session
+//! shows of itself: its named prepared statements in pg_prepared_statements.
 
 mod support;
 
@@ -202,4 +203,49 @@ async fn an_advisory_lock_waits_for_its_holder_and_detects_deadlocks() {
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// pg_prepared_statements rows of the test's statement: name, text, parameter types, from_sql.
+async fn listed_statements(client: &tokio_postgres::Client) -> Vec<Vec<String>> {
+    client
+        .simple_query(
+            "SELECT name, statement, parameter_types::text, from_sql::text \
+             FROM pg_prepared_statements WHERE statement LIKE '%$1::int8 * 2'",
+        )
+        .await
+        .expect("read pg_prepared_statements")
+        .into_iter()
+        .filter_map(|m| match m {
+            tokio_postgres::SimpleQueryMessage::Row(r) => Some(
+                (0..4)
+                    .map(|i| r.get(i).unwrap_or("").to_string())
+                    .collect::<Vec<_>>(),
+            ),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A named statement of the extended protocol is listed in pg_prepared_statements (from_sql
+/// false, with its text and parameter types) from its Parse until its Close, as in
+/// PostgreSQL; drivers' statement caches and tests read it there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn named_protocol_statements_are_listed_until_closed() {
+    let server = ShoalServer::start();
+    let client = connect(&server).await;
+    let statement = client
+        .prepare("SELECT $1::int8 * 2")
+        .await
+        .expect("prepare");
+    let rows = listed_statements(&client).await;
+    assert_eq!(rows.len(), 1, "the named statement is listed: {rows:?}");
+    assert_eq!(rows[0][1], "SELECT $1::int8 * 2");
+    assert_eq!(rows[0][2], "{bigint}");
+    assert_eq!(rows[0][3], "false");
+    drop(statement);
+    // The Close goes out with the next message the client sends.
+    assert!(
+        listed_statements(&client).await.is_empty(),
+        "closed, no longer listed"
+    );
 }

@@ -31,7 +31,8 @@ use pgwire::error::{PgWireError, PgWireResult};
 use pgwire::messages::copy::{CopyData, CopyDone, CopyFail};
 use pgwire::messages::data::{DataRow, RowDescription};
 use pgwire::messages::extendedquery::{
-    Bind, Describe, Execute, Parse, Sync as PgSync, TARGET_TYPE_BYTE_PORTAL,
+    Bind, Close, CloseComplete, Describe, Execute, Parse, Sync as PgSync, TARGET_TYPE_BYTE_PORTAL,
+    TARGET_TYPE_BYTE_STATEMENT,
 };
 use pgwire::messages::response::{
     EmptyQueryResponse, NotificationResponse, ReadyForQuery, TransactionStatus,
@@ -683,7 +684,52 @@ impl ExtendedQueryHandler for ConnectionHandler {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        extended::parse(self, client, message).await
+        let name = message.name.clone().filter(|n| !n.is_empty());
+        extended::parse(self, client, message).await?;
+        // A named statement is listed in pg_prepared_statements until it is closed.
+        if let Some(name) = name {
+            if let Some(pgwire::api::store::Entry::Value(stmt)) =
+                client.portal_store().get_statement(&name)
+            {
+                let listed = shoal_sql::session::SqlPrepared {
+                    prepared: stmt.statement.clone(),
+                    text: stmt.statement.sql.clone(),
+                    prepared_at_micros: chrono::Utc::now().timestamp_micros(),
+                };
+                let session = self.session.lock().await;
+                session
+                    .scope
+                    .protocol_statements
+                    .lock()
+                    .insert(name, listed);
+            }
+        }
+        Ok(())
+    }
+
+    /// Close, as pgwire's, with the statement leaving pg_prepared_statements; CloseComplete is
+    /// queued until Sync or Flush like the other extended-protocol replies.
+    async fn on_close<C>(&self, client: &mut C, message: Close) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let name = message.name.as_deref().unwrap_or(pgwire::api::DEFAULT_NAME);
+        match message.target_type {
+            TARGET_TYPE_BYTE_STATEMENT => {
+                client.portal_store().rm_statement(name);
+                let session = self.session.lock().await;
+                session.scope.protocol_statements.lock().remove(name);
+            }
+            TARGET_TYPE_BYTE_PORTAL => client.portal_store().rm_portal(name),
+            _ => {}
+        }
+        client
+            .feed(PgWireBackendMessage::CloseComplete(CloseComplete::new()))
+            .await?;
+        Ok(())
     }
 
     async fn on_bind<C>(&self, client: &mut C, message: Bind) -> PgWireResult<()>

@@ -37,6 +37,9 @@ pub struct PlanScope {
     pub advisory_locks: crate::advisory::SessionLocks,
     /// SQL-level prepared statements (PREPARE), by name.
     pub prepared_statements: Mutex<std::collections::BTreeMap<String, crate::session::SqlPrepared>>,
+    /// The protocol's named prepared statements (Parse with a name, until Close), by name, for
+    /// pg_prepared_statements; the connection keeps the statements themselves.
+    pub protocol_statements: Mutex<std::collections::BTreeMap<String, crate::session::SqlPrepared>>,
     /// Whether the running transaction is SERIALIZABLE: table reads are then noted in
     /// `tables_read`, which its commit checks (see `IsolationLevel::Serializable`).
     track_reads: std::sync::atomic::AtomicBool,
@@ -66,6 +69,7 @@ impl PlanScope {
             notifications,
             advisory_locks,
             prepared_statements: Mutex::default(),
+            protocol_statements: Mutex::default(),
             cursors: Mutex::default(),
             track_reads: std::sync::atomic::AtomicBool::new(false),
             statement_started_micros: std::sync::atomic::AtomicI64::new(0),

@@ -11,7 +11,9 @@ use datafusion::sql::sqlparser::ast::{self, Statement};
 use super::{Prepared, Session, StatementResult};
 use crate::error::{SqlError, SqlResult};
 
-/// One PREPARE of this session, for EXECUTE and `pg_prepared_statements`.
+/// One prepared statement of this session, for `pg_prepared_statements` (and, from PREPARE,
+/// for EXECUTE).
+#[derive(Clone)]
 pub struct SqlPrepared {
     pub prepared: Arc<Prepared>,
     /// The PREPARE statement as the client wrote it.

@@ -181,7 +181,13 @@ pub(super) fn pg_prepared_statements(scope: &Arc<PlanScope>) -> Arc<dyn TablePro
         ("generic_plans", I64),
         ("custom_plans", I64),
     ]);
-    for (name, p) in scope.prepared_statements.lock().iter() {
+    let sql_level = scope.prepared_statements.lock().clone();
+    let protocol = scope.protocol_statements.lock().clone();
+    let all = sql_level
+        .iter()
+        .map(|(name, p)| (name, p, true))
+        .chain(protocol.iter().map(|(name, p)| (name, p, false)));
+    for (name, p, from_sql) in all {
         let types: Vec<ScalarValue> = p
             .prepared
             .param_oids
@@ -193,7 +199,7 @@ pub(super) fn pg_prepared_statements(scope: &Arc<PlanScope>) -> Arc<dyn TablePro
             s(&p.text),
             ScalarValue::TimestampMicrosecond(Some(p.prepared_at_micros), Some("UTC".into())),
             ScalarValue::List(ScalarValue::new_list_nullable(&types, &T)),
-            b(true),
+            b(from_sql),
             i64v(0),
             i64v(0),
         ]);
