@@ -227,8 +227,8 @@ async fn listed_statements(client: &tokio_postgres::Client) -> Vec<Vec<String>> 
 }
 
 /// A named statement of the extended protocol is listed in pg_prepared_statements (from_sql
-/// false, with its text and parameter types) from its Parse until its Close, as in
-/// PostgreSQL; drivers' statement caches and tests read it there.
+/// false, with its text and parameter types) from its Parse until its Close or a DEALLOCATE,
+/// as in PostgreSQL; drivers' statement caches and tests read it there.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn named_protocol_statements_are_listed_until_closed() {
     let server = ShoalServer::start();
@@ -248,4 +248,21 @@ async fn named_protocol_statements_are_listed_until_closed() {
         listed_statements(&client).await.is_empty(),
         "closed, no longer listed"
     );
+
+    // DEALLOCATE ALL drops the protocol's statements too: no longer listed, nor bound.
+    let statement = client
+        .prepare("SELECT $1::int8 * 2")
+        .await
+        .expect("prepare");
+    assert_eq!(listed_statements(&client).await.len(), 1);
+    client
+        .batch_execute("DEALLOCATE ALL")
+        .await
+        .expect("deallocate");
+    assert!(listed_statements(&client).await.is_empty());
+    let err = client
+        .query(&statement, &[&1i64])
+        .await
+        .expect_err("a deallocated statement");
+    assert_eq!(err.code().map(|c| c.code()), Some("26000"), "{err}");
 }

@@ -739,6 +739,24 @@ impl ExtendedQueryHandler for ConnectionHandler {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
+        // A named statement DEALLOCATE dropped is gone, as in PostgreSQL.
+        if let Some(name) = message.statement_name.as_deref().filter(|n| !n.is_empty()) {
+            let deallocated = {
+                let session = self.session.lock().await;
+                let listed = session.scope.protocol_statements.lock().contains_key(name);
+                !listed
+            };
+            if deallocated && client.portal_store().get_statement(name).is_some() {
+                client.portal_store().rm_statement(name);
+                return Err(PgWireError::UserError(Box::new(
+                    pgwire::error::ErrorInfo::new(
+                        "ERROR".to_owned(),
+                        "26000".to_owned(),
+                        format!("prepared statement \"{name}\" does not exist"),
+                    ),
+                )));
+            }
+        }
         extended::bind(client, message).await
     }
 

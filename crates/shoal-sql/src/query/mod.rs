@@ -43,6 +43,7 @@ pub mod natural_join;
 pub mod outer_join_constants;
 pub mod pg_catalog;
 pub mod pg_errors;
+mod pg_keywords;
 pub mod pg_literals;
 pub mod provider;
 pub mod psql_describe;
@@ -159,6 +160,7 @@ pub fn new_session_state(scope: Arc<PlanScope>) -> SessionState {
     json::register(&mut state);
     array_compare::register(&mut state);
     array_agg::register(&mut state);
+    state.register_udtf("pg_get_keywords", Arc::new(pg_keywords::PgGetKeywords));
     scalar_rows::register(&mut state);
     value_order::register(&mut state, &engine);
     state

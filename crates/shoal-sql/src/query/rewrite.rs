@@ -127,6 +127,19 @@ impl VisitorMut for Rewriter<'_> {
     type Break = ();
 
     fn pre_visit_table_factor(&mut self, factor: &mut TableFactor) -> ControlFlow<()> {
+        // `pg_catalog.pg_get_keywords()`: table functions are registered by their bare names.
+        if let TableFactor::Table {
+            name,
+            args: Some(_),
+            ..
+        } = factor
+        {
+            if let [schema, function] = object_name_parts(name).as_slice() {
+                if schema == "pg_catalog" {
+                    *name = ObjectName::from(vec![Ident::new(function.clone())]);
+                }
+            }
+        }
         unnest_with_ordinality(factor);
         name_scalar_function_column(factor);
         integer_series(factor);

@@ -37,8 +37,9 @@ pub struct PlanScope {
     pub advisory_locks: crate::advisory::SessionLocks,
     /// SQL-level prepared statements (PREPARE), by name.
     pub prepared_statements: Mutex<std::collections::BTreeMap<String, crate::session::SqlPrepared>>,
-    /// The protocol's named prepared statements (Parse with a name, until Close), by name, for
-    /// pg_prepared_statements; the connection keeps the statements themselves.
+    /// The protocol's named prepared statements (Parse with a name, until Close or DEALLOCATE),
+    /// by name, for pg_prepared_statements and for Bind, which refuses a name not here; the
+    /// connection keeps the statements themselves.
     pub protocol_statements: Mutex<std::collections::BTreeMap<String, crate::session::SqlPrepared>>,
     /// Whether the running transaction is SERIALIZABLE: table reads are then noted in
     /// `tables_read`, which its commit checks (see `IsolationLevel::Serializable`).

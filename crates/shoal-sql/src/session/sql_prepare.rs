@@ -68,13 +68,18 @@ impl Session {
             }
             Statement::Deallocate { name, .. } => {
                 let all = name.quote_style.is_none() && name.value.eq_ignore_ascii_case("all");
+                // The protocol's named statements are deallocated too, as in PostgreSQL.
                 let mut statements = self.scope.prepared_statements.lock();
+                let mut protocol = self.scope.protocol_statements.lock();
                 if all {
                     statements.clear();
+                    protocol.clear();
                     Ok(StatementResult::command("DEALLOCATE ALL"))
                 } else {
                     let name = statement_name(name);
-                    match statements.remove(&name) {
+                    let sql_level = statements.remove(&name);
+                    let protocol_level = protocol.remove(&name);
+                    match sql_level.or(protocol_level) {
                         Some(_) => Ok(StatementResult::command("DEALLOCATE")),
                         None => Err(missing(&name)),
                     }
