@@ -1198,31 +1198,38 @@ fn integer_series(factor: &mut TableFactor) {
     if !matches!(object_name_parts(name).as_slice(), [n] if n == "generate_series") {
         return;
     }
-    // Integer literals, and the parameters and quoted literals PostgreSQL then reads as
-    // integers (`generate_series(1, $1)`, `generate_series(1, '5')`).
+    // Integer literals, and beside one, the parameters, quoted literals and computed bounds
+    // PostgreSQL then reads as integers (`generate_series(1, $1)`, `generate_series(1, '5')`,
+    // pgJDBC's `generate_series(1, array_upper(current_schemas(false), 1))`). A series of
+    // timestamps has no integer literal and stays as it is.
     let mut all_literals = true;
+    let mut any_literal = false;
     let bounds: Option<Vec<String>> = args
         .args
         .iter()
         .map(|a| match a {
             FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => {
                 if let Some(v) = crate::query::select_srf::int4_literal(e) {
+                    any_literal = true;
                     return Some(format!("CAST({v} AS bigint)"));
                 }
                 all_literals = false;
-                let integer_input = matches!(
+                let unknown = matches!(
                     e,
                     Expr::Value(v) if matches!(
                         v.value,
                         ast::Value::Placeholder(_) | ast::Value::SingleQuotedString(_)
                     )
                 );
-                integer_input.then(|| format!("CAST(CAST({e} AS integer) AS bigint)"))
+                if unknown {
+                    return Some(format!("CAST(CAST({e} AS integer) AS bigint)"));
+                }
+                (!names_a_column(e)).then(|| format!("CAST({e} AS bigint)"))
             }
             _ => None,
         })
         .collect();
-    let Some(bounds) = bounds.filter(|b| (2..=3).contains(&b.len())) else {
+    let Some(bounds) = bounds.filter(|b| (2..=3).contains(&b.len()) && any_literal) else {
         return;
     };
     let column = match alias {
@@ -1292,6 +1299,15 @@ fn unnest_with_ordinality(factor: &mut TableFactor) {
     let one = Expr::value(ast::Value::Number("1".into(), false));
     array_exprs.push(function_call("generate_series", vec![one, longest]));
     *with_ordinality = false;
+}
+
+/// Whether `e` reads a column (an identifier that is not a function's name).
+fn names_a_column(e: &Expr) -> bool {
+    ast::visit_expressions(e, |e| match e {
+        Expr::Identifier(_) | Expr::CompoundIdentifier(_) => ControlFlow::Break(()),
+        _ => ControlFlow::Continue(()),
+    })
+    .is_break()
 }
 
 fn name_scalar_function_column(factor: &mut TableFactor) {
