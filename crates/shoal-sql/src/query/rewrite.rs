@@ -435,7 +435,24 @@ impl VisitorMut for Rewriter<'_> {
                         "regnamespace" => {
                             Some(function_call("to_regnamespace_oid", vec![cast_text(inner)]))
                         }
-                        "oid" | "regproc" | "regrole" | "xid" | "cid" => Some(Expr::Cast {
+                        // Shoal's catalogs hold functions (pg_type.typinput) by name, as
+                        // regproc prints them: `'pg_catalog.array_in'::regproc` is that name.
+                        "regproc" => match string_literal_mut(inner) {
+                            Some(text) => {
+                                let bare = text.strip_prefix("pg_catalog.").unwrap_or(text);
+                                Some(Expr::value(ast::Value::SingleQuotedString(
+                                    bare.to_string(),
+                                )))
+                            }
+                            None => Some(Expr::Cast {
+                                kind: CastKind::Cast,
+                                expr: inner.clone(),
+                                data_type: DataType::Text,
+                                array: false,
+                                format: None,
+                            }),
+                        },
+                        "oid" | "regrole" | "xid" | "cid" => Some(Expr::Cast {
                             kind: CastKind::Cast,
                             expr: inner.clone(),
                             data_type: DataType::BigInt(None),
