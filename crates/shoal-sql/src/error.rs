@@ -304,3 +304,11 @@ impl From<datafusion::arrow::error::ArrowError> for SqlError {
         crate::query::errors::from_arrow(e)
     }
 }
+
+/// A message of severity NOTICE for the client (a NoticeResponse), which does not end the
+/// statement: what `DROP TABLE IF EXISTS` skipped, say.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Notice {
+    pub code: &'static str,
+    pub message: String,
+}

@@ -1,7 +1,8 @@
 //! What sessions tell each other: notifications (LISTEN/NOTIFY), delivered to an idle client
 //! without its asking and only for committed transactions, and advisory locks, which make one
 //! session wait for another and end with the session that held them. Also what a session
-//! shows of itself: its named prepared statements in pg_prepared_statements.
+//! shows of itself: its named prepared statements in pg_prepared_statements, and the NOTICEs
+//! its statements raise.
 
 mod support;
 
@@ -265,4 +266,69 @@ async fn named_protocol_statements_are_listed_until_closed() {
         .await
         .expect_err("a deallocated statement");
     assert_eq!(err.code().map(|c| c.code()), Some("26000"), "{err}");
+}
+
+/// What `IF EXISTS` and `IF NOT EXISTS` skip reaches the client as a NOTICE, with
+/// PostgreSQL's SQLSTATE and text, in both protocols; the statements themselves succeed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn skipped_if_exists_statements_send_notices() {
+    let server = ShoalServer::start();
+    let conn = format!(
+        "host=127.0.0.1 port={} user=postgres dbname=postgres",
+        server.port()
+    );
+    let (client, mut connection) = tokio_postgres::connect(&conn, tokio_postgres::NoTls)
+        .await
+        .expect("connect to shoal");
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        let mut messages = futures::stream::poll_fn(move |cx| connection.poll_message(cx));
+        while let Some(Ok(message)) = messages.next().await {
+            if let AsyncMessage::Notice(n) = message {
+                let _ = tx.send((n.code().code().to_string(), n.message().to_string()));
+            }
+        }
+    });
+    client
+        .batch_execute(
+            "DROP TABLE IF EXISTS nt_missing;
+             CREATE TABLE nt_t (a int);
+             CREATE TABLE IF NOT EXISTS nt_t (a int);",
+        )
+        .await
+        .expect("skipping statements succeed");
+    // The extended protocol too.
+    client
+        .execute("ALTER TABLE nt_t ADD COLUMN IF NOT EXISTS a int", &[])
+        .await
+        .expect("skipped ADD COLUMN");
+    let mut got = Vec::new();
+    for _ in 0..3 {
+        let notice = tokio::time::timeout(ARRIVAL_TIMEOUT, rx.recv())
+            .await
+            .expect("a notice in time")
+            .expect("notice channel open");
+        got.push(notice);
+    }
+    assert_eq!(
+        got,
+        vec![
+            (
+                "00000".to_string(),
+                "table \"nt_missing\" does not exist, skipping".to_string()
+            ),
+            (
+                "42P07".to_string(),
+                "relation \"nt_t\" already exists, skipping".to_string()
+            ),
+            (
+                "42701".to_string(),
+                "column \"a\" of relation \"nt_t\" already exists, skipping".to_string()
+            ),
+        ]
+    );
+    assert!(
+        tokio::time::timeout(QUIET, rx.recv()).await.is_err(),
+        "CREATE TABLE sent no notice"
+    );
 }

@@ -352,6 +352,8 @@ impl ConnectionHandler {
         Some(cancel_signal_from(connection.start_query().await))
     }
 
+    /// What the statement tells the client besides its result: changed settings
+    /// (ParameterStatus) and its NOTICEs, sent ahead of the result as PostgreSQL sends them.
     async fn send_parameter_changes<C>(
         &self,
         client: &mut C,
@@ -367,6 +369,17 @@ impl ConnectionHandler {
                 .feed(PgWireBackendMessage::ParameterStatus(ParameterStatus::new(
                     k, v,
                 )))
+                .await?;
+        }
+        let notices = std::mem::take(&mut *session.scope.notices.lock());
+        for notice in notices {
+            let info = pgwire::error::ErrorInfo::new(
+                "NOTICE".to_owned(),
+                notice.code.to_owned(),
+                notice.message,
+            );
+            client
+                .feed(PgWireBackendMessage::NoticeResponse(info.into()))
                 .await?;
         }
         Ok(())

@@ -367,6 +367,10 @@ pub(super) async fn alter_table(
     let (schema, rel) = split_name(&at.name);
     let Some((_, kind, oid)) = session.scope.resolve_relation(schema.as_deref(), &rel) else {
         if at.if_exists {
+            session.scope.notice(
+                code::SUCCESSFUL_COMPLETION,
+                format!("relation \"{rel}\" does not exist, skipping"),
+            );
             return Ok(StatementResult::command("ALTER TABLE"));
         }
         return Err(SqlError::undefined_table(&rel));
@@ -405,6 +409,12 @@ pub(super) async fn alter_table(
                 let name = ident(&column_def.name);
                 if def.column_index(&name).is_some() {
                     if if_not_exists {
+                        session.scope.notice(
+                            code::DUPLICATE_COLUMN,
+                            format!(
+                                "column \"{name}\" of relation \"{rel}\" already exists, skipping"
+                            ),
+                        );
                         continue;
                     }
                     return Err(SqlError::new(
@@ -502,6 +512,12 @@ pub(super) async fn alter_table(
                         .expect("exists");
                     let Some(pos) = def.column_index(&name) else {
                         if if_exists {
+                            session.scope.notice(
+                                code::UNDEFINED_COLUMN,
+                                format!(
+                                    "column \"{name}\" of relation \"{rel}\" does not exist, skipping"
+                                ),
+                            );
                             continue;
                         }
                         return Err(SqlError::new(
@@ -554,6 +570,12 @@ pub(super) async fn alter_table(
                 let n = ident(&name);
                 let Some(c) = def.constraints.iter().find(|c| c.name == n).cloned() else {
                     if if_exists {
+                        session.scope.notice(
+                            code::UNDEFINED_OBJECT,
+                            format!(
+                                "constraint \"{n}\" of relation \"{rel}\" does not exist, skipping"
+                            ),
+                        );
                         continue;
                     }
                     return Err(SqlError::new(

@@ -71,7 +71,10 @@ fn drop_targets(
                     kind_name(k)
                 )));
             }
-            None if if_exists => {}
+            None if if_exists => session.scope.notice(
+                code::SUCCESSFUL_COMPLETION,
+                format!("{} \"{rel}\" does not exist, skipping", kind_name(kind)),
+            ),
             None => {
                 // A missing index is an undefined object; the other kinds are relations.
                 let sqlstate = match kind {

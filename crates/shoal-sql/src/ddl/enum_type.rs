@@ -244,7 +244,10 @@ pub(super) fn drop_types(
     for name in names {
         match resolve(session, name) {
             Some(def) => targets.push(def.oid),
-            None if if_exists => {}
+            None if if_exists => session.scope.notice(
+                code::SUCCESSFUL_COMPLETION,
+                format!("type \"{name}\" does not exist, skipping"),
+            ),
             None => return Err(undefined(name)),
         }
     }

@@ -168,6 +168,10 @@ pub(super) async fn create_index(
         .is_some()
     {
         if ci.if_not_exists {
+            session.scope.notice(
+                code::DUPLICATE_TABLE,
+                format!("relation \"{name}\" already exists, skipping"),
+            );
             return Ok(StatementResult::command("CREATE INDEX"));
         }
         return Err(SqlError::new(

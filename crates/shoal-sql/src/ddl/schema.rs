@@ -22,7 +22,13 @@ pub(super) fn create_schema(
     };
     match session.engine.catalog.write().create_schema(&name) {
         Ok(_) => Ok(StatementResult::command("CREATE SCHEMA")),
-        Err(_) if if_not_exists => Ok(StatementResult::command("CREATE SCHEMA")),
+        Err(_) if if_not_exists => {
+            session.scope.notice(
+                code::DUPLICATE_SCHEMA,
+                format!("schema \"{name}\" already exists, skipping"),
+            );
+            Ok(StatementResult::command("CREATE SCHEMA"))
+        }
         Err(e) => Err(e.into()),
     }
 }
@@ -84,7 +90,10 @@ pub(super) fn drop_schemas(
         }
         match session.engine.catalog.write().drop_schema(&schema) {
             Ok(()) => {}
-            Err(_) if if_exists => {}
+            Err(_) if if_exists => session.scope.notice(
+                code::SUCCESSFUL_COMPLETION,
+                format!("schema \"{schema}\" does not exist, skipping"),
+            ),
             Err(e) => return Err(e.into()),
         }
     }

@@ -68,6 +68,10 @@ pub(super) async fn create_table(
         .is_some()
     {
         if ct.if_not_exists {
+            session.scope.notice(
+                code::DUPLICATE_TABLE,
+                format!("relation \"{name}\" already exists, skipping"),
+            );
             return Ok(StatementResult::command("CREATE TABLE"));
         }
         return Err(SqlError::new(

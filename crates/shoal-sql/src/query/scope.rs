@@ -47,6 +47,8 @@ pub struct PlanScope {
     tables_read: Mutex<Vec<shoal_storage::TableId>>,
     /// Open SQL cursors (DECLARE), by name.
     pub cursors: Mutex<std::collections::BTreeMap<String, crate::session::SqlCursor>>,
+    /// NOTICEs the running statement raised, for the connection to send before its result.
+    pub notices: Mutex<Vec<crate::error::Notice>>,
     /// When the running statement started, in microseconds since the epoch
     /// (statement_timestamp()).
     statement_started_micros: std::sync::atomic::AtomicI64,
@@ -74,6 +76,7 @@ impl PlanScope {
             cursors: Mutex::default(),
             track_reads: std::sync::atomic::AtomicBool::new(false),
             statement_started_micros: std::sync::atomic::AtomicI64::new(0),
+            notices: Mutex::default(),
             tables_read: Mutex::default(),
             engine,
             snapshot: Mutex::new(Snapshot { ts: 0, txn: 0 }),
@@ -101,6 +104,13 @@ impl PlanScope {
     }
 
     /// Turns the noting of table reads on (a SERIALIZABLE transaction's statement) or off.
+    /// Raises a NOTICE: `IF EXISTS` and `IF NOT EXISTS` say what they skipped.
+    pub fn notice(&self, code: &'static str, message: String) {
+        self.notices
+            .lock()
+            .push(crate::error::Notice { code, message });
+    }
+
     pub fn mark_statement_start(&self, micros: i64) {
         self.statement_started_micros
             .store(micros, std::sync::atomic::Ordering::Relaxed);
