@@ -1221,6 +1221,8 @@ fn integer_series(factor: &mut TableFactor) {
     // timestamps has no integer literal and stays as it is.
     let mut all_literals = true;
     let mut any_literal = false;
+    // A computed bound may be a bigint (`1::bigint`): the series stays bigint then.
+    let mut computed = false;
     let bounds: Option<Vec<String>> = args
         .args
         .iter()
@@ -1241,6 +1243,7 @@ fn integer_series(factor: &mut TableFactor) {
                 if unknown {
                     return Some(format!("CAST(CAST({e} AS integer) AS bigint)"));
                 }
+                computed = true;
                 (!names_a_column(e)).then(|| format!("CAST({e} AS bigint)"))
             }
             _ => None,
@@ -1259,6 +1262,11 @@ fn integer_series(factor: &mut TableFactor) {
     let sql = if all_literals {
         format!(
             "SELECT CAST(value AS integer) AS {column} FROM generate_series({})",
+            bounds.join(", ")
+        )
+    } else if computed {
+        format!(
+            "SELECT unnest(generate_series({})) AS {column}",
             bounds.join(", ")
         )
     } else {
