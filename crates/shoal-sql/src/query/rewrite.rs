@@ -452,7 +452,15 @@ impl VisitorMut for Rewriter<'_> {
                                 format: None,
                             }),
                         },
-                        "oid" | "regrole" | "xid" | "cid" => Some(Expr::Cast {
+                        // An oid is unsigned 32-bit, as the catalogs' OID columns.
+                        "oid" => Some(Expr::Cast {
+                            kind: CastKind::Cast,
+                            expr: inner.clone(),
+                            data_type: DataType::IntUnsigned(None),
+                            array: false,
+                            format: None,
+                        }),
+                        "regrole" | "xid" | "cid" => Some(Expr::Cast {
                             kind: CastKind::Cast,
                             expr: inner.clone(),
                             data_type: DataType::BigInt(None),
