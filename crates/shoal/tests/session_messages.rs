@@ -18,14 +18,12 @@ const ARRIVAL_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a test waits to be fairly sure that something does not happen.
 const QUIET: Duration = Duration::from_millis(300);
 
-/// A client whose notifications (channel, payload, sender's backend pid) come out of the
-/// returned receiver as the connection reads them, whether or not a query runs.
-async fn listening_client(
+/// A client whose asynchronous messages, as `pick` makes them into `T` (or drops them), come
+/// out of the returned receiver as the connection reads them, whether or not a query runs.
+async fn client_with_messages<T: Send + 'static>(
     server: &ShoalServer,
-) -> (
-    tokio_postgres::Client,
-    mpsc::UnboundedReceiver<(String, String, i32)>,
-) {
+    pick: fn(AsyncMessage) -> Option<T>,
+) -> (tokio_postgres::Client, mpsc::UnboundedReceiver<T>) {
     let conn = format!(
         "host=127.0.0.1 port={} user=postgres dbname=postgres",
         server.port()
@@ -37,16 +35,31 @@ async fn listening_client(
     tokio::spawn(async move {
         let mut messages = futures::stream::poll_fn(move |cx| connection.poll_message(cx));
         while let Some(Ok(message)) = messages.next().await {
-            if let AsyncMessage::Notification(n) = message {
-                let _ = tx.send((
-                    n.channel().to_string(),
-                    n.payload().to_string(),
-                    n.process_id(),
-                ));
+            if let Some(picked) = pick(message) {
+                let _ = tx.send(picked);
             }
         }
     });
     (client, rx)
+}
+
+/// A client whose notifications (channel, payload, sender's backend pid) come out of the
+/// returned receiver.
+async fn listening_client(
+    server: &ShoalServer,
+) -> (
+    tokio_postgres::Client,
+    mpsc::UnboundedReceiver<(String, String, i32)>,
+) {
+    client_with_messages(server, |message| match message {
+        AsyncMessage::Notification(n) => Some((
+            n.channel().to_string(),
+            n.payload().to_string(),
+            n.process_id(),
+        )),
+        _ => None,
+    })
+    .await
 }
 
 async fn backend_pid(client: &tokio_postgres::Client) -> i32 {
@@ -273,22 +286,11 @@ async fn named_protocol_statements_are_listed_until_closed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn skipped_if_exists_statements_send_notices() {
     let server = ShoalServer::start();
-    let conn = format!(
-        "host=127.0.0.1 port={} user=postgres dbname=postgres",
-        server.port()
-    );
-    let (client, mut connection) = tokio_postgres::connect(&conn, tokio_postgres::NoTls)
-        .await
-        .expect("connect to shoal");
-    let (tx, mut rx) = mpsc::unbounded_channel();
-    tokio::spawn(async move {
-        let mut messages = futures::stream::poll_fn(move |cx| connection.poll_message(cx));
-        while let Some(Ok(message)) = messages.next().await {
-            if let AsyncMessage::Notice(n) = message {
-                let _ = tx.send((n.code().code().to_string(), n.message().to_string()));
-            }
-        }
-    });
+    let (client, mut rx) = client_with_messages(&server, |message| match message {
+        AsyncMessage::Notice(n) => Some((n.code().code().to_string(), n.message().to_string())),
+        _ => None,
+    })
+    .await;
     client
         .batch_execute(
             "DROP TABLE IF EXISTS nt_missing;
