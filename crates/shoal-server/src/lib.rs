@@ -78,7 +78,11 @@ async fn accept(listeners: &Listeners) -> std::io::Result<Accepted> {
 }
 
 /// Serves clients on `listeners` until the process ends.
-pub async fn serve(listeners: Listeners, engine: Arc<Engine>) -> std::io::Result<()> {
+pub async fn serve(
+    listeners: Listeners,
+    engine: Arc<Engine>,
+    auth: Arc<pg::auth::Authenticator>,
+) -> std::io::Result<()> {
     let connections = Arc::new(ConnectionManager::new());
     let cancel = Arc::new(DefaultCancelHandler::new(connections.clone()));
     let slots = Arc::new(Semaphore::new(CONNECTIONS_MAX));
@@ -104,7 +108,7 @@ pub async fn serve(listeners: Listeners, engine: Arc<Engine>) -> std::io::Result
             }
         };
         let handlers = Handlers {
-            connection: ConnectionHandler::new(engine.clone(), connections.clone()),
+            connection: ConnectionHandler::new(engine.clone(), connections.clone(), auth.clone()),
             cancel: cancel.clone(),
         };
         threads.next().spawn(async move {

@@ -117,7 +117,49 @@ impl TableState {
     }
 }
 
+/// One lock a session holds or waits for, as pg_locks lists it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LockEntry {
+    pub key: LockKey,
+    pub mode: Mode,
+    pub pid: i32,
+    pub granted: bool,
+}
+
 impl LockTable {
+    /// Every lock held (one entry per session and mode) and waited for, by key and session.
+    pub fn entries(&self) -> Vec<LockEntry> {
+        let state = self.state.lock();
+        let mut out = Vec::new();
+        for (key, holders) in &state.keys {
+            for (pid, held) in &holders.by_pid {
+                for (mode, count) in [
+                    (Mode::Exclusive, held.exclusive),
+                    (Mode::Shared, held.shared),
+                ] {
+                    if count > 0 {
+                        out.push(LockEntry {
+                            key: *key,
+                            mode,
+                            pid: *pid,
+                            granted: true,
+                        });
+                    }
+                }
+            }
+        }
+        for (pid, (key, mode)) in &state.waiting {
+            out.push(LockEntry {
+                key: *key,
+                mode: *mode,
+                pid: *pid,
+                granted: false,
+            });
+        }
+        out.sort_by_key(|e| (e.pid, !e.granted, format!("{:?}", e.key)));
+        out
+    }
+
     fn try_take(&self, pid: i32, key: LockKey, mode: Mode, xact: bool) -> bool {
         let mut state = self.state.lock();
         let holders = state.keys.entry(key).or_default();

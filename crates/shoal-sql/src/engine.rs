@@ -42,6 +42,10 @@ pub struct Engine {
     pub notifications: Arc<crate::notify::Hub>,
     /// Advisory locks (`pg_advisory_lock` and its siblings).
     pub advisory_locks: Arc<crate::advisory::LockTable>,
+    /// The sessions' backends (pg_stat_activity, pg_cancel_backend, pg_terminate_backend).
+    pub backends: crate::backends::Backends,
+    /// Who may connect, and how (pg_hba.conf); reloaded by pg_reload_conf() and SIGHUP.
+    pub hba: shoal_auth::hba::HbaRules,
 }
 
 impl Engine {
@@ -57,6 +61,8 @@ impl Engine {
             ddl_statement: tokio::sync::Mutex::new(()),
             notifications: Default::default(),
             advisory_locks: Default::default(),
+            backends: Default::default(),
+            hba: Default::default(),
         });
         start_segment_merger(Arc::downgrade(&engine));
         engine
@@ -81,6 +87,8 @@ impl Engine {
             ddl_statement: tokio::sync::Mutex::new(()),
             notifications: Default::default(),
             advisory_locks: Default::default(),
+            backends: Default::default(),
+            hba: Default::default(),
         });
         start_checkpointer(Arc::downgrade(&engine));
         start_segment_merger(Arc::downgrade(&engine));

@@ -40,6 +40,8 @@ pub type SqlResult<T> = Result<T, SqlError>;
 /// SQLSTATE codes used by Shoal, named as in PostgreSQL's errcodes.txt.
 pub mod code {
     pub const SUCCESSFUL_COMPLETION: &str = "00000";
+    pub const WARNING: &str = "01000";
+    pub const ADMIN_SHUTDOWN: &str = "57P01";
     pub const FEATURE_NOT_SUPPORTED: &str = "0A000";
     pub const CARDINALITY_VIOLATION: &str = "21000";
     pub const STRING_DATA_RIGHT_TRUNCATION: &str = "22001";
@@ -67,6 +69,7 @@ pub mod code {
     pub const DEADLOCK_DETECTED: &str = "40P01";
     pub const SYNTAX_ERROR: &str = "42601";
     pub const INSUFFICIENT_PRIVILEGE: &str = "42501";
+    pub const RESERVED_NAME: &str = "42939";
     pub const INVALID_NAME: &str = "42602";
     pub const UNDEFINED_FILE: &str = "58P01";
     pub const IO_ERROR: &str = "58030";
@@ -247,6 +250,14 @@ impl From<CatalogError> for SqlError {
                 format!("schema \"{n}\" does not exist"),
             ),
             CatalogError::UndefinedRelation(n) => SqlError::undefined_table(&n),
+            CatalogError::DuplicateRole(n) => SqlError::new(
+                code::DUPLICATE_OBJECT,
+                format!("role \"{n}\" already exists"),
+            ),
+            CatalogError::UndefinedRole(n) => SqlError::new(
+                code::UNDEFINED_OBJECT,
+                format!("role \"{n}\" does not exist"),
+            ),
         }
     }
 }
@@ -305,10 +316,12 @@ impl From<datafusion::arrow::error::ArrowError> for SqlError {
     }
 }
 
-/// A message of severity NOTICE for the client (a NoticeResponse), which does not end the
-/// statement: what `DROP TABLE IF EXISTS` skipped, say.
+/// A message for the client (a NoticeResponse) that does not end the statement: what `DROP
+/// TABLE IF EXISTS` skipped (a NOTICE), or a statement that had no effect (a WARNING).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Notice {
+    /// "NOTICE" or "WARNING".
+    pub severity: &'static str,
     pub code: &'static str,
     pub message: String,
 }

@@ -18,13 +18,32 @@ use crate::session::Session;
 /// Fires when the client asks to cancel the statement that is running. The protocol layer
 /// installs one per query (see `Session::set_cancel_signal`); the session keeps it across the
 /// statements of a multi-statement query.
-pub struct CancelSignal(Pin<Box<dyn Future<Output = ()> + Send + Sync>>);
+pub struct CancelSignal(
+    Pin<Box<dyn Future<Output = ()> + Send + Sync>>,
+    /// The backend whose termination (pg_terminate_backend) fires the signal too.
+    Option<std::sync::Arc<crate::backends::Backend>>,
+);
 
 impl CancelSignal {
     /// A signal that fires when `fired` completes. A future that completes because its sender
     /// went away (a dropped oneshot) must map that to `future::pending()`, not complete.
     pub fn new(fired: impl Future<Output = ()> + Send + Sync + 'static) -> Self {
-        CancelSignal(Box::pin(fired))
+        CancelSignal(Box::pin(fired), None)
+    }
+
+    /// The signal of `backend`'s statements: once the backend is terminated, a statement it
+    /// stops fails with the termination's FATAL error rather than 57014.
+    pub fn of_backend(mut self, backend: std::sync::Arc<crate::backends::Backend>) -> Self {
+        self.1 = Some(backend);
+        self
+    }
+
+    /// The error of a statement this signal stopped.
+    pub(crate) fn error(&self) -> SqlError {
+        match &self.1 {
+            Some(backend) if backend.is_terminated() => backend.termination_error(),
+            _ => user_cancel_error(),
+        }
     }
 }
 
@@ -99,8 +118,8 @@ pub async fn interruptible<T>(
     match stopped {
         Stop::TimedOut => Err(statement_timeout_error()),
         Stop::Canceled => {
-            *cancel = None;
-            Err(user_cancel_error())
+            let error = cancel.take().map_or_else(user_cancel_error, |c| c.error());
+            Err(error)
         }
     }
 }

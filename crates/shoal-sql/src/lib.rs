@@ -5,6 +5,7 @@
 
 pub mod advisory;
 pub mod allocator;
+pub mod backends;
 pub mod constraints;
 pub mod copy;
 pub mod ddl;

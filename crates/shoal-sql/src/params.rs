@@ -53,6 +53,36 @@ pub fn count_placeholders(stmt: &Statement) -> usize {
 /// PostgreSQL type OID: PostgreSQL takes a parameter's type from such a cast, while DataFusion
 /// leaves it unknown. The first cast of a parameter wins; unknown type names are skipped. A
 /// parameter that is a LIMIT or OFFSET is a bigint, as PostgreSQL types it.
+/// Functions whose arguments are not text, by name and argument types (PostgreSQL's one
+/// candidate for that many arguments): a placeholder passed to one takes the argument's type,
+/// as PostgreSQL infers it.
+const FUNCTION_PARAMETER_TYPES: &[(&str, &[u32])] = &[
+    ("pg_cancel_backend", &[oid::INT4]),
+    ("pg_terminate_backend", &[oid::INT4]),
+    ("pg_terminate_backend", &[oid::INT4, oid::INT8]),
+    ("pg_sleep", &[oid::FLOAT8]),
+    ("pg_advisory_lock", &[oid::INT8]),
+    ("pg_advisory_lock", &[oid::INT4, oid::INT4]),
+    ("pg_advisory_lock_shared", &[oid::INT8]),
+    ("pg_advisory_lock_shared", &[oid::INT4, oid::INT4]),
+    ("pg_advisory_xact_lock", &[oid::INT8]),
+    ("pg_advisory_xact_lock", &[oid::INT4, oid::INT4]),
+    ("pg_advisory_xact_lock_shared", &[oid::INT8]),
+    ("pg_advisory_xact_lock_shared", &[oid::INT4, oid::INT4]),
+    ("pg_try_advisory_lock", &[oid::INT8]),
+    ("pg_try_advisory_lock", &[oid::INT4, oid::INT4]),
+    ("pg_try_advisory_lock_shared", &[oid::INT8]),
+    ("pg_try_advisory_lock_shared", &[oid::INT4, oid::INT4]),
+    ("pg_try_advisory_xact_lock", &[oid::INT8]),
+    ("pg_try_advisory_xact_lock", &[oid::INT4, oid::INT4]),
+    ("pg_try_advisory_xact_lock_shared", &[oid::INT8]),
+    ("pg_try_advisory_xact_lock_shared", &[oid::INT4, oid::INT4]),
+    ("pg_advisory_unlock", &[oid::INT8]),
+    ("pg_advisory_unlock", &[oid::INT4, oid::INT4]),
+    ("pg_advisory_unlock_shared", &[oid::INT8]),
+    ("pg_advisory_unlock_shared", &[oid::INT4, oid::INT4]),
+];
+
 pub fn placeholder_cast_types(stmt: &Statement, count: usize) -> Vec<Option<(ArrowType, u32)>> {
     struct Casts(Vec<Option<(ArrowType, u32)>>);
     impl Casts {
@@ -63,6 +93,34 @@ pub fn placeholder_cast_types(stmt: &Statement, count: usize) -> Vec<Option<(Arr
             };
             if let Some(slot @ None) = placeholder_index(name).and_then(|i| self.0.get_mut(i)) {
                 *slot = Some((ArrowType::Int64, crate::types::oid::INT8));
+            }
+        }
+    }
+    impl Casts {
+        /// Placeholders that are arguments of a function in `FUNCTION_PARAMETER_TYPES`.
+        fn function_arguments(&mut self, f: &ast::Function) {
+            let ast::FunctionArguments::List(list) = &f.args else {
+                return;
+            };
+            let name = crate::query::rewrite::object_name_parts(&f.name);
+            let [name] = name.as_slice() else { return };
+            let Some((_, types)) = FUNCTION_PARAMETER_TYPES
+                .iter()
+                .find(|(n, types)| n == name && types.len() == list.args.len())
+            else {
+                return;
+            };
+            for (arg, oid) in list.args.iter().zip(types.iter()) {
+                let ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(Expr::Value(v))) = arg
+                else {
+                    continue;
+                };
+                let ast::Value::Placeholder(name) = &v.value else {
+                    continue;
+                };
+                if let Some(slot @ None) = placeholder_index(name).and_then(|i| self.0.get_mut(i)) {
+                    *slot = Some((arrow_type_for_oid(*oid), *oid));
+                }
             }
         }
     }
@@ -129,6 +187,9 @@ pub fn placeholder_cast_types(stmt: &Statement, count: usize) -> Vec<Option<(Arr
             ControlFlow::Continue(())
         }
         fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
+            if let Expr::Function(f) = e {
+                self.function_arguments(f);
+            }
             let Expr::Cast {
                 expr, data_type, ..
             } = e

@@ -28,6 +28,13 @@
 //!   TRANSACTION is marked with the modifier [`DEFERRABLE_MARKER`] (a modifier sqlparser reads
 //!   only in other dialects), which the session shows as `transaction_deferrable`.
 //!
+//! - `SET CONSTRAINTS {ALL | names} {DEFERRED | IMMEDIATE}`: sqlparser has no such statement.
+//!   It becomes a SET of the variable [`SET_CONSTRAINTS_VARIABLE`] to the text after
+//!   CONSTRAINTS, which the session reads back.
+//!
+//! - `CREATE USER` and `ALTER USER`: sqlparser reads them as other dialects' statements. USER
+//!   becomes ROLE, and a CREATE USER gets LOGIN unless it says NOLOGIN.
+//!
 //! When the parse still fails, [`reserved_word_as_name`] finds the reserved word PostgreSQL
 //! would have stopped at (`CREATE TABLE TABLE t`), which sqlparser took as a name.
 //!
@@ -48,6 +55,9 @@ pub const OVERRIDING_SETTING: &str = "shoal_overriding";
 /// The transaction modifier that marks `BEGIN ... DEFERRABLE` (see the module comment).
 pub const DEFERRABLE_MARKER: ast::TransactionModifier = ast::TransactionModifier::Deferred;
 
+/// The setting name `SET CONSTRAINTS` is parsed as (see `rewrite_set_constraints`).
+pub const SET_CONSTRAINTS_VARIABLE: &str = "shoal_set_constraints";
+
 /// The `ALTER TABLE ... SET (option)` that carries SET ACCESS METHOD.
 pub const ACCESS_METHOD_OPTION: &str = "shoal_access_method";
 
@@ -64,6 +74,8 @@ pub enum Overriding {
 #[derive(Clone, Debug)]
 enum Note {
     NoData,
+    /// CREATE USER: LOGIN unless the statement says NOLOGIN.
+    CreateUser,
     Deferrable,
     AccessMethod(String),
     Overriding(Overriding),
@@ -119,7 +131,9 @@ fn fix_is_distinct_from(e: &mut ast::Expr) {
 fn parse_unfixed(sql: &str) -> Result<Vec<Statement>, ParserError> {
     let dialect = PostgreSqlDialect {};
     let first_error = match Parser::parse_sql(&dialect, sql) {
-        Ok(statements) => return Ok(statements),
+        // sqlparser reads CREATE USER and ALTER USER as other dialects' statements.
+        Ok(statements) if !statements.iter().any(is_other_dialects_user) => return Ok(statements),
+        Ok(_) => ParserError::ParserError("CREATE USER / ALTER USER".into()),
         Err(e) => e,
     };
     let Ok(tokens) = Tokenizer::new(&dialect, sql).tokenize_with_location() else {
@@ -137,6 +151,23 @@ fn parse_unfixed(sql: &str) -> Result<Vec<Statement>, ParserError> {
         }
     }
     Ok(statements)
+}
+
+fn is_other_dialects_user(stmt: &Statement) -> bool {
+    matches!(stmt, Statement::CreateUser(_) | Statement::AlterUser(_))
+}
+
+/// `CREATE USER` / `ALTER USER` are PostgreSQL's CREATE ROLE / ALTER ROLE (CREATE USER with
+/// LOGIN unless told otherwise): the USER keyword becomes ROLE; Some(true) for CREATE.
+fn rewrite_user_as_role(seg: &mut [TokenWithSpan]) -> Option<bool> {
+    let sig = significant(seg);
+    let second = *sig.get(1)?;
+    if keyword_of(&seg[second]) != Keyword::USER {
+        return None;
+    }
+    let create = keyword_of(&seg[sig[0]]) == Keyword::CREATE;
+    seg[second].token = Token::make_keyword("ROLE");
+    Some(create)
 }
 
 /// One statement of a query string split by [`split_at_checkpoints`].
@@ -254,6 +285,9 @@ pub fn insert_overriding(ins: &ast::Insert) -> Option<Overriding> {
 
 fn apply_note(stmt: &mut Statement, note: Note) {
     match (stmt, note) {
+        (Statement::CreateRole(role), Note::CreateUser) => {
+            role.login.get_or_insert(true);
+        }
         (Statement::StartTransaction { modifier, .. }, Note::Deferrable) => {
             *modifier = Some(DEFERRABLE_MARKER);
         }
@@ -332,6 +366,12 @@ fn normalize_statement(mut seg: Vec<TokenWithSpan>) -> (Vec<TokenWithSpan>, bool
     let mut notes = Vec::new();
     let mut changed = false;
     match first {
+        Some(Keyword::CREATE | Keyword::ALTER) if rewrite_user_as_role(&mut seg).is_some() => {
+            changed = true;
+            if keyword_of(&seg[significant(&seg)[0]]) == Keyword::CREATE {
+                notes.push(Note::CreateUser);
+            }
+        }
         Some(Keyword::CREATE) => {
             changed |= reorder_create_sequence(&mut seg);
             if let Some(method) = strip_table_access_method(&mut seg) {
@@ -348,6 +388,7 @@ fn normalize_statement(mut seg: Vec<TokenWithSpan>) -> (Vec<TokenWithSpan>, bool
         Some(Keyword::VACUUM) => changed |= strip_vacuum_options(&mut seg),
         Some(Keyword::RESET) => changed |= rewrite_reset_time_zone(&mut seg),
         Some(Keyword::FETCH) => changed |= rewrite_fetch(&mut seg, false),
+        Some(Keyword::SET) if rewrite_set_constraints(&mut seg) => changed = true,
         Some(Keyword::BEGIN | Keyword::START | Keyword::SET) => {
             if let Some(deferrable) = strip_deferrable(&mut seg) {
                 changed = true;
@@ -372,6 +413,31 @@ fn normalize_statement(mut seg: Vec<TokenWithSpan>) -> (Vec<TokenWithSpan>, bool
     changed |= reorder_identity_options(&mut seg);
     seg.retain(|t| !is_marker(t));
     (seg, changed, notes)
+}
+
+/// `SET CONSTRAINTS {ALL | name [, ...]} {DEFERRED | IMMEDIATE}`, which sqlparser does not
+/// know, becomes `SET shoal_set_constraints = '<the text after CONSTRAINTS>'`
+/// ([`SET_CONSTRAINTS_VARIABLE`]); the session reads the text back.
+fn rewrite_set_constraints(seg: &mut Vec<TokenWithSpan>) -> bool {
+    let sig = significant(seg);
+    let is_constraints = sig.get(1).is_some_and(|&i| {
+        matches!(&seg[i].token, Token::Word(w)
+            if w.quote_style.is_none() && w.value.eq_ignore_ascii_case("constraints"))
+    });
+    if !is_constraints {
+        return false;
+    }
+    let rest: Vec<String> = sig[2..].iter().map(|&i| seg[i].token.to_string()).collect();
+    let text = rest.join(" ");
+    let word = |w: &str| TokenWithSpan::wrap(Token::make_word(w, None));
+    *seg = vec![
+        word("SET"),
+        TokenWithSpan::wrap(Token::Whitespace(Whitespace::Space)),
+        word(SET_CONSTRAINTS_VARIABLE),
+        TokenWithSpan::wrap(Token::Eq),
+        TokenWithSpan::wrap(Token::SingleQuotedString(text)),
+    ];
+    true
 }
 
 /// Removes `[NOT] DEFERRABLE` (and a comma that joins it to another mode) from a statement's

@@ -33,6 +33,8 @@ const KNOWN_SETTINGS: &[(&str, &str, bool)] = &[
     ("server_version", crate::engine::SERVER_VERSION, true),
     ("server_version_num", "150000", false),
     ("session_authorization", "postgres", true),
+    // SET ROLE's role; `none`: the session user.
+    ("role", "none", false),
     ("standard_conforming_strings", "on", true),
     ("statement_timeout", "0", false),
     ("synchronous_commit", "on", false),
@@ -226,6 +228,14 @@ impl Settings {
         Ok(name)
     }
 
+    /// A parameter the server decides, not the client (the logged-in role's
+    /// `session_authorization` and `is_superuser`): no checks, and RESET keeps it.
+    pub fn set_by_server(&mut self, name: &str, value: &str) {
+        self.put(name.to_string(), value.to_string());
+        self.startup_values
+            .insert(name.to_string(), value.to_string());
+    }
+
     /// The value RESET returns to: the startup packet's, else the built-in default.
     fn reset_value(&self, name: &str) -> Option<String> {
         self.startup_values
@@ -309,6 +319,7 @@ pub fn checked_assignment(
             | "integer_datetimes"
             | "server_version_num"
             | "max_identifier_length"
+            | "is_superuser"
     ) {
         return Err(SqlError::new(
             "55P02",

@@ -72,7 +72,29 @@ pub enum ConstraintKind {
         ref_columns: Vec<usize>,
         on_delete: ForeignKeyAction,
         on_update: ForeignKeyAction,
+        /// When the key is checked (catalog images from before it was kept read as
+        /// NOT DEFERRABLE, what every key then was).
+        #[serde(default)]
+        timing: ConstraintTiming,
     },
+}
+
+/// When a deferrable constraint is checked: `[NOT] DEFERRABLE [INITIALLY {IMMEDIATE |
+/// DEFERRED}]`. A deferrable one can be moved by SET CONSTRAINTS within a transaction.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ConstraintTiming {
+    #[default]
+    NotDeferrable,
+    /// DEFERRABLE INITIALLY IMMEDIATE.
+    Immediate,
+    /// DEFERRABLE INITIALLY DEFERRED: checked at commit.
+    Deferred,
+}
+
+impl ConstraintTiming {
+    pub fn deferrable(self) -> bool {
+        self != ConstraintTiming::NotDeferrable
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -288,6 +310,8 @@ pub enum CatalogError {
     DuplicateSchema(String),
     UndefinedSchema(String),
     UndefinedRelation(String),
+    DuplicateRole(String),
+    UndefinedRole(String),
 }
 
 /// The whole catalog. The SQL layer wraps it in a lock; DDL replaces entries, readers clone the
@@ -307,6 +331,9 @@ pub struct Catalog {
     /// User-defined types (enums), by OID. Types have their own namespace, apart from
     /// relations.
     pub types: BTreeMap<Oid, Arc<EnumTypeDef>>,
+    /// Roles by OID, and who is a member of whom (see `catalog_roles`).
+    pub roles: BTreeMap<Oid, crate::catalog_roles::RoleDef>,
+    pub role_members: Vec<crate::catalog_roles::RoleMembership>,
     /// Bumped by every DDL change so cached plans know when to re-plan.
     pub version: u64,
 }
@@ -336,6 +363,12 @@ impl Default for Catalog {
             sequences: BTreeMap::new(),
             views: BTreeMap::new(),
             types: BTreeMap::new(),
+            roles: [(
+                crate::catalog_roles::BOOTSTRAP_SUPERUSER_OID,
+                crate::catalog_roles::RoleDef::bootstrap(),
+            )]
+            .into(),
+            role_members: Vec::new(),
             version: 1,
         }
     }

@@ -12,6 +12,7 @@ use crate::catalog::{
     Catalog, EnumTypeDef, IndexDef, Oid, RelationKind, SchemaDef, SequenceDef, SequenceState,
     TableDef, ViewDef,
 };
+use crate::catalog_roles::{RoleDef, RoleMembership};
 
 #[derive(Serialize, Deserialize)]
 struct CatalogImage {
@@ -26,6 +27,12 @@ struct CatalogImage {
     /// User-defined types (absent from images written before there were any).
     #[serde(default)]
     types: Vec<EnumTypeDef>,
+    /// Roles and memberships (absent from images written before roles were kept: the
+    /// bootstrap superuser is put back).
+    #[serde(default)]
+    roles: Vec<RoleDef>,
+    #[serde(default)]
+    role_members: Vec<RoleMembership>,
 }
 
 impl Catalog {
@@ -38,6 +45,8 @@ impl Catalog {
             indexes: self.indexes.values().map(|i| (**i).clone()).collect(),
             views: self.views.values().map(|v| (**v).clone()).collect(),
             types: self.types.values().map(|t| (**t).clone()).collect(),
+            roles: self.roles.values().cloned().collect(),
+            role_members: self.role_members.clone(),
             sequences: self
                 .sequences
                 .values()
@@ -111,6 +120,9 @@ impl Catalog {
             .into_iter()
             .map(|t| (t.oid, Arc::new(t)))
             .collect();
+        c.roles = image.roles.into_iter().map(|r| (r.oid, r)).collect();
+        c.role_members = image.role_members;
+        c.ensure_bootstrap_role();
         Ok(c)
     }
 }

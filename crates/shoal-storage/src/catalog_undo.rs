@@ -11,6 +11,7 @@ use std::sync::Arc;
 use crate::catalog::{
     Catalog, EnumTypeDef, IndexDef, Oid, RelationKind, SchemaDef, SequenceDef, TableDef, ViewDef,
 };
+use crate::catalog_roles::{RoleDef, RoleMembership};
 
 /// One catalog object, as the catalog holds it.
 #[derive(Clone, Debug)]
@@ -21,6 +22,9 @@ pub enum CatalogObject {
     Sequence(Arc<SequenceDef>),
     View(Arc<ViewDef>),
     Type(Arc<EnumTypeDef>),
+    Role(RoleDef),
+    /// Every role membership: they change together, and are few.
+    RoleMembers(Vec<RoleMembership>),
 }
 
 /// Names one catalog object: schemas by name (the catalog keys them so), the rest by OID.
@@ -32,6 +36,8 @@ pub enum ObjectKey {
     Sequence(Oid),
     View(Oid),
     Type(Oid),
+    Role(Oid),
+    RoleMembers,
 }
 
 /// An object a statement changed, and its state before: None when the statement created it.
@@ -55,6 +61,8 @@ impl CatalogObject {
             }
             (Some(CatalogObject::View(x)), Some(CatalogObject::View(y))) => Arc::ptr_eq(x, y),
             (Some(CatalogObject::Type(x)), Some(CatalogObject::Type(y))) => Arc::ptr_eq(x, y),
+            (Some(CatalogObject::Role(x)), Some(CatalogObject::Role(y))) => x == y,
+            (Some(CatalogObject::RoleMembers(x)), Some(CatalogObject::RoleMembers(y))) => x == y,
             _ => false,
         }
     }
@@ -62,7 +70,10 @@ impl CatalogObject {
     /// The (schema, name) a relation claims; None for a schema.
     pub fn relation_name(&self) -> Option<(&str, &str)> {
         match self {
-            CatalogObject::Schema(_) | CatalogObject::Type(_) => None,
+            CatalogObject::Schema(_)
+            | CatalogObject::Type(_)
+            | CatalogObject::Role(_)
+            | CatalogObject::RoleMembers(_) => None,
             CatalogObject::Table(t) => Some((&t.schema, &t.name)),
             CatalogObject::Index(i) => Some((&i.schema, &i.name)),
             CatalogObject::Sequence(q) => Some((&q.schema, &q.name)),
@@ -78,6 +89,8 @@ impl CatalogObject {
             CatalogObject::Sequence(q) => q.oid,
             CatalogObject::View(v) => v.oid,
             CatalogObject::Type(t) => t.oid,
+            CatalogObject::Role(r) => r.oid,
+            CatalogObject::RoleMembers(_) => 0,
         }
     }
 }
@@ -85,8 +98,9 @@ impl CatalogObject {
 impl ObjectKey {
     fn oid(&self) -> Option<Oid> {
         match self {
-            ObjectKey::Schema(_) => None,
-            ObjectKey::Table(o)
+            ObjectKey::Schema(_) | ObjectKey::RoleMembers => None,
+            ObjectKey::Role(o)
+            | ObjectKey::Table(o)
             | ObjectKey::Index(o)
             | ObjectKey::Sequence(o)
             | ObjectKey::View(o)
@@ -105,6 +119,8 @@ impl Catalog {
             ObjectKey::Sequence(o) => self.sequences.get(o).cloned().map(CatalogObject::Sequence),
             ObjectKey::View(o) => self.views.get(o).cloned().map(CatalogObject::View),
             ObjectKey::Type(o) => self.types.get(o).cloned().map(CatalogObject::Type),
+            ObjectKey::Role(o) => self.roles.get(o).cloned().map(CatalogObject::Role),
+            ObjectKey::RoleMembers => Some(CatalogObject::RoleMembers(self.role_members.clone())),
         }
     }
 
@@ -177,6 +193,22 @@ impl Catalog {
         diff_map(&self.types, &before.types, &mut changes, |oid, def| {
             (ObjectKey::Type(oid), def.map(CatalogObject::Type))
         });
+        let role_oids: HashSet<&Oid> = self.roles.keys().chain(before.roles.keys()).collect();
+        for oid in role_oids {
+            let then = before.roles.get(oid);
+            if self.roles.get(oid) != then {
+                changes.push(PriorObject {
+                    key: ObjectKey::Role(*oid),
+                    before: then.cloned().map(CatalogObject::Role),
+                });
+            }
+        }
+        if self.role_members != before.role_members {
+            changes.push(PriorObject {
+                key: ObjectKey::RoleMembers,
+                before: Some(CatalogObject::RoleMembers(before.role_members.clone())),
+            });
+        }
         changes
     }
 
@@ -221,6 +253,14 @@ impl Catalog {
                 self.types.remove(oid);
                 return;
             }
+            ObjectKey::Role(oid) => {
+                self.roles.remove(oid);
+                return;
+            }
+            ObjectKey::RoleMembers => {
+                self.role_members.clear();
+                return;
+            }
         };
         self.relations.retain(|_, entry| *entry != (kind, oid));
     }
@@ -258,6 +298,14 @@ impl Catalog {
             }
             CatalogObject::Type(t) => {
                 self.types.insert(t.oid, t);
+                return;
+            }
+            CatalogObject::Role(r) => {
+                self.roles.insert(r.oid, r);
+                return;
+            }
+            CatalogObject::RoleMembers(members) => {
+                self.role_members = members;
                 return;
             }
         };

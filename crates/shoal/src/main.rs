@@ -1,5 +1,7 @@
 //! The `shoal` binary: `shoal serve` starts the database server.
 
+mod client_auth;
+
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
@@ -21,10 +23,19 @@ struct Cli {
 enum Command {
     /// Start the server.
     Serve {
-        /// Address to listen on. Loopback by default: Shoal has no authentication yet, so it
-        /// must not be reachable from other machines.
+        /// Address to listen on. Loopback by default; another address is refused while a
+        /// pg_hba.conf line lets clients from the network in without a password.
         #[arg(long, default_value = "127.0.0.1:5432")]
         listen: SocketAddr,
+        /// Host-based authentication rules in PostgreSQL's pg_hba.conf format. Default:
+        /// DATA_DIR/pg_hba.conf, written on first start (local and loopback clients `trust`,
+        /// or loopback `scram-sha-256` when a superuser password is given).
+        #[arg(long)]
+        hba_file: Option<PathBuf>,
+        /// A file whose first line is the password of the superuser `postgres`, set on first
+        /// start (or while it has none). SHOAL_PASSWORD gives it too.
+        #[arg(long)]
+        superuser_password_file: Option<PathBuf>,
         /// Directory of the Unix-domain socket `.s.PGSQL.PORT` (PostgreSQL's
         /// unix_socket_directories), which psql and pgbench use when given `-h DIR` or no host
         /// at all. Empty: no Unix socket.
@@ -81,13 +92,9 @@ fn main() {
             checkpoint_interval_s,
             fail_log_sync_after,
             hold_log_sync_ms,
+            hba_file,
+            superuser_password_file,
         } => {
-            if !listen.ip().is_loopback() {
-                eprintln!(
-                    "shoal: refusing to listen on {listen}: Shoal has no authentication yet, so it only listens on loopback addresses"
-                );
-                std::process::exit(2);
-            }
             if let Err(e) = std::fs::create_dir_all(&data_dir) {
                 eprintln!(
                     "shoal: cannot create data directory {}: {e}",
@@ -95,6 +102,17 @@ fn main() {
                 );
                 std::process::exit(1);
             }
+            let password = client_auth::superuser_password(superuser_password_file.as_deref())
+                .unwrap_or_else(|e| {
+                    eprintln!("shoal: {e}");
+                    std::process::exit(2);
+                });
+            let hba_path = client_auth::prepare_hba(&data_dir, hba_file, password.is_some())
+                .and_then(|path| client_auth::check_network(listen, &path).map(|()| path))
+                .unwrap_or_else(|e| {
+                    eprintln!("shoal: {e}");
+                    std::process::exit(2);
+                });
             let runtime = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
                 .build()
@@ -171,8 +189,30 @@ fn main() {
                         std::process::exit(1);
                     }
                 };
+                if let Some(password) = &password {
+                    client_auth::apply_superuser_password(&engine, password);
+                }
+                let auth =
+                    std::sync::Arc::new(shoal_server::pg::auth::Authenticator::new(engine.clone()));
+                if let Err(e) = auth.load_rules(Some(hba_path.clone())) {
+                    eprintln!("shoal: cannot read {}: {e}", hba_path.display());
+                    drop(listeners);
+                    std::process::exit(1);
+                }
+                let reloads = auth.clone();
+                tokio::spawn(async move {
+                    let mut hangups =
+                        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+                            .expect("install the SIGHUP handler");
+                    while hangups.recv().await.is_some() {
+                        match reloads.load_rules(None) {
+                            Ok(()) => tracing::info!("SIGHUP: pg_hba.conf reloaded"),
+                            Err(e) => tracing::warn!("SIGHUP: pg_hba.conf not reloaded: {e}"),
+                        }
+                    }
+                });
                 tokio::select! {
-                    r = shoal_server::serve(listeners, engine.clone()) => {
+                    r = shoal_server::serve(listeners, engine.clone(), auth) => {
                         if let Err(e) = r {
                             eprintln!("shoal: server stopped: {e}");
                             std::process::exit(1);

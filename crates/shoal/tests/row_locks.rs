@@ -340,3 +340,41 @@ async fn waiters_for_a_row_get_it_in_the_order_they_came() {
         .get(0);
     assert_eq!(n, 5, "three holders' updates and the last round's two");
 }
+
+/// `SELECT * ... FOR SHARE OF t` that waits for an update returns the updated row, all its
+/// columns (the re-check of a changed row projects the wildcard too).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiting_wildcard_locking_read_returns_the_updated_row() {
+    let server = ShoalServer::start();
+    let holder = connect(&server).await;
+    let waiter = connect(&server).await;
+    holder
+        .batch_execute(
+            "CREATE TABLE seats (id int PRIMARY KEY, label text, taken bool);
+             INSERT INTO seats VALUES (1, 'A1', false), (2, 'A2', false);",
+        )
+        .await
+        .expect("set up");
+    holder
+        .batch_execute("BEGIN; UPDATE seats SET taken = true WHERE id = 1;")
+        .await
+        .expect("update");
+    let read = tokio::spawn(async move {
+        let rows = waiter
+            .query(
+                "SELECT * FROM seats WHERE label = $1 ORDER BY seats.id LIMIT 1 FOR SHARE OF seats",
+                &[&"A1"],
+            )
+            .await;
+        (waiter, rows)
+    });
+    tokio::time::sleep(STILL_WAITING_AFTER).await;
+    assert!(!read.is_finished(), "the read should wait for the row lock");
+    holder.batch_execute("COMMIT").await.expect("commit");
+    let (_, rows) = read.await.expect("read task");
+    let rows = rows.expect("the locking read");
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].get::<_, i32>(0), 1);
+    assert_eq!(rows[0].get::<_, String>(1), "A1");
+    assert!(rows[0].get::<_, bool>(2), "the holder's committed version");
+}

@@ -12,6 +12,7 @@ use std::time::Duration;
 use futures::{SinkExt, StreamExt};
 use pgwire::api::cancel::DefaultCancelHandler;
 use pgwire::api::{ClientInfo, DefaultClient, PgWireConnectionState};
+use pgwire::error::ErrorInfo;
 use pgwire::messages::response::{NotificationResponse, TransactionStatus};
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 use pgwire::tokio::server::{
@@ -78,6 +79,7 @@ where
     S: AsyncRead + AsyncWrite + Unpin + Send + Sync + 'static,
 {
     let inbox = connection.notification_inbox();
+    let backend = connection.backend();
     // Whether an extended-protocol exchange is open (messages after its last Sync): the client
     // is then not waiting between transactions, whatever the transaction status says.
     let mut exchange_open = false;
@@ -97,6 +99,10 @@ where
             send_notifications(socket, &inbox).await?;
         }
         let msg = tokio::select! {
+            _ = backend.terminated() => {
+                send_terminated(socket).await?;
+                break;
+            }
             _ = &mut startup, if starting => None,
             msg = socket.next() => msg,
             _ = inbox.arrival(), if idle => {
@@ -120,6 +126,10 @@ where
             _ => msg.is_extended_query(),
         };
         let is_cancel_request = matches!(msg, PgWireFrontendMessage::CancelRequest(_));
+        let ends_exchange = matches!(
+            msg,
+            PgWireFrontendMessage::Query(_) | PgWireFrontendMessage::Sync(_)
+        );
         if matches!(msg, PgWireFrontendMessage::Execute(_)) {
             // A Sync message is 'S' and its length, 4, with no body.
             let sync_follows = socket.read_buffer().starts_with(&[b'S', 0, 0, 0, 4]);
@@ -148,8 +158,38 @@ where
         if is_cancel_request {
             break;
         }
+        if backend.is_terminated() {
+            // Its statement was canceled (and failed with the FATAL error, unless it had
+            // finished): now the connection goes.
+            if !backend.termination_reported() {
+                send_terminated(socket).await?;
+            }
+            break;
+        }
+        if ends_exchange {
+            backend.ready_for_query(match socket.transaction_status() {
+                TransactionStatus::Idle => b'I',
+                TransactionStatus::Transaction => b'T',
+                TransactionStatus::Error => b'E',
+            });
+        }
     }
     Ok(())
+}
+
+/// The FATAL error PostgreSQL sends a client whose backend pg_terminate_backend ended.
+async fn send_terminated<S>(socket: &mut Socket<S>) -> std::io::Result<()>
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + Sync + 'static,
+{
+    let info = ErrorInfo::new(
+        "FATAL".to_owned(),
+        "57P01".to_owned(),
+        "terminating connection due to administrator command".to_owned(),
+    );
+    socket
+        .send(PgWireBackendMessage::ErrorResponse(info.into()))
+        .await
 }
 
 /// Writes what has arrived in `inbox` as NotificationResponse messages.

@@ -1,10 +1,16 @@
 //! SQL errors as PostgreSQL ErrorResponse fields.
 
 use pgwire::error::{ErrorInfo, PgWireError};
+use shoal_sql::error::code;
 use shoal_sql::SqlError;
 
 pub fn error_info(e: &SqlError) -> ErrorInfo {
-    let mut info = ErrorInfo::new("ERROR".to_string(), e.code.to_string(), e.message.clone());
+    // A terminated backend's error ends its connection.
+    let severity = match e.code {
+        code::ADMIN_SHUTDOWN => "FATAL",
+        _ => "ERROR",
+    };
+    let mut info = ErrorInfo::new(severity.to_string(), e.code.to_string(), e.message.clone());
     info.detail = e.detail.clone();
     info.hint = e.hint.clone();
     info.where_context = e.context.clone();

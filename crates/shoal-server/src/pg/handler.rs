@@ -2,6 +2,7 @@
 //! locks the connection's `Session` and turns its results into wire responses. The handler
 //! overrides Query and Sync so ReadyForQuery always carries the session's true transaction
 //! status (idle, in block, failed block), and streams ParameterStatus when settings change.
+//! Startup and authentication are in `startup`.
 
 use std::fmt::Debug;
 use std::sync::Arc;
@@ -10,10 +11,6 @@ use async_trait::async_trait;
 use datafusion::common::ScalarValue;
 use futures::sink::{Sink, SinkExt};
 use futures::stream::{self, StreamExt};
-use pgwire::api::auth::{
-    finish_authentication, protocol_negotiation, save_startup_parameters_to_metadata,
-    ServerParameterProvider, StartupHandler,
-};
 use pgwire::api::copy::CopyHandler;
 use pgwire::api::portal::{Format, Portal};
 use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
@@ -24,8 +21,7 @@ use pgwire::api::results::{
 use pgwire::api::stmt::{QueryParser, StoredStatement};
 use pgwire::api::store::PortalStore;
 use pgwire::api::{
-    ClientInfo, ClientPortalStore, ConnectionHandle, ConnectionManager, PgWireConnectionState,
-    PidSecretKeyGenerator, RandomPidSecretKeyGenerator, Type,
+    ClientInfo, ClientPortalStore, ConnectionHandle, ConnectionManager, PgWireConnectionState, Type,
 };
 use pgwire::error::{PgWireError, PgWireResult};
 use pgwire::messages::copy::{CopyData, CopyDone, CopyFail};
@@ -39,7 +35,7 @@ use pgwire::messages::response::{
 };
 use pgwire::messages::simplequery::Query;
 use pgwire::messages::startup::ParameterStatus;
-use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
+use pgwire::messages::PgWireBackendMessage;
 use shoal_sql::copy::{CopyIn, CopyRequest};
 use shoal_sql::interrupt::{cancel_signal_from, CancelSignal};
 use shoal_sql::notify::Inbox;
@@ -49,43 +45,64 @@ use shoal_sql::timezone::TimeZone;
 use shoal_sql::{Engine, Session, SqlError, StatementResult};
 use tokio::sync::Mutex;
 
+use super::auth::Authenticator;
 use super::encode::{encode_point_rows, encode_rows, field_info_list, field_infos};
 use super::errors::{error_info, to_pgwire};
 use super::extended;
 use super::reply_batch;
+use super::startup::PendingAuth;
 
 pub struct ConnectionHandler {
     pub session: Mutex<Session>,
     /// This connection's entry in the cancel registry, set at startup; kept here because
     /// looking it up in pgwire's session extensions per query takes a lock and a map probe.
-    connection: std::sync::OnceLock<Arc<ConnectionHandle>>,
+    pub(super) connection: std::sync::OnceLock<Arc<ConnectionHandle>>,
     copy: Mutex<Option<CopyIn>>,
-    connections: Arc<ConnectionManager>,
+    pub(super) connections: Arc<ConnectionManager>,
+    /// pg_hba.conf's rules and the roles: who may log in, and how.
+    pub(super) auth: Arc<Authenticator>,
+    /// The authentication exchange under way, between startup messages.
+    pub(super) pending_auth: parking_lot::Mutex<Option<PendingAuth>>,
     parser: Arc<ShoalQueryParser>,
     /// Where the session's notifications arrive (LISTEN/NOTIFY), read without its lock.
     inbox: Arc<Inbox>,
+    /// The session's backend entry (pg_stat_activity, pg_terminate_backend), read without its
+    /// lock.
+    backend: Arc<shoal_sql::backends::Backend>,
     /// Whether the message being handled has a Sync right behind it in the read buffer (set
     /// by the connection loop): an Execute without one starts or continues a pipeline.
     pub sync_follows: std::sync::atomic::AtomicBool,
 }
 
 impl ConnectionHandler {
-    pub fn new(engine: Arc<Engine>, connections: Arc<ConnectionManager>) -> Arc<Self> {
+    pub fn new(
+        engine: Arc<Engine>,
+        connections: Arc<ConnectionManager>,
+        auth: Arc<Authenticator>,
+    ) -> Arc<Self> {
         let session = Session::new(engine);
         let inbox = session.scope.notifications.inbox();
+        let backend = session.backend.clone();
         Arc::new_cyclic(
             |weak: &std::sync::Weak<ConnectionHandler>| ConnectionHandler {
                 session: Mutex::new(session),
                 connection: std::sync::OnceLock::new(),
                 copy: Mutex::new(None),
                 connections,
+                auth,
+                pending_auth: parking_lot::Mutex::new(None),
                 sync_follows: std::sync::atomic::AtomicBool::new(true),
                 parser: Arc::new(ShoalQueryParser {
                     handler: weak.clone(),
                 }),
                 inbox,
+                backend,
             },
         )
+    }
+
+    pub fn backend(&self) -> Arc<shoal_sql::backends::Backend> {
+        self.backend.clone()
     }
 
     pub fn notification_inbox(&self) -> Arc<Inbox> {
@@ -123,55 +140,6 @@ fn status_of(code: u8) -> TransactionStatus {
         b'T' => TransactionStatus::Transaction,
         b'E' => TransactionStatus::Error,
         _ => TransactionStatus::Idle,
-    }
-}
-
-/// The ParameterStatus messages sent after authentication: the reported settings with the
-/// session's values (startup parameters and PGOPTIONS applied).
-struct Parameters(std::collections::HashMap<String, String>);
-
-impl ServerParameterProvider for Parameters {
-    fn server_parameters<C: ClientInfo>(
-        &self,
-        _client: &C,
-    ) -> Option<std::collections::HashMap<String, String>> {
-        Some(self.0.clone())
-    }
-}
-
-#[async_trait]
-impl StartupHandler for ConnectionHandler {
-    async fn on_startup<C>(
-        &self,
-        client: &mut C,
-        message: PgWireFrontendMessage,
-    ) -> PgWireResult<()>
-    where
-        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send,
-        C::Error: Debug,
-        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
-    {
-        if let PgWireFrontendMessage::Startup(ref startup) = message {
-            protocol_negotiation(client, startup).await?;
-            save_startup_parameters_to_metadata(client, startup);
-            let pid = self.session.lock().await.backend_pid();
-            let (_, secret) = RandomPidSecretKeyGenerator::default().generate(client);
-            client.set_pid_and_secret_key(pid, secret.clone());
-            let (handle, guard) = self.connections.register(pid, secret);
-            self.connection.set(handle).ok();
-            client.session_extensions().insert(guard);
-            let reported = {
-                let mut session = self.session.lock().await;
-                if let Err(e) = session.apply_startup_parameters(client.metadata()) {
-                    let mut fatal = error_info(&e);
-                    fatal.severity = "FATAL".into();
-                    return Err(PgWireError::UserError(Box::new(fatal)));
-                }
-                session.settings.reported().into_iter().collect()
-            };
-            finish_authentication(client, &Parameters(reported)).await?;
-        }
-        Ok(())
     }
 }
 
@@ -349,7 +317,7 @@ impl ConnectionHandler {
     /// 57014 and leaves the transaction as any failed statement does.
     async fn cancel_signal(&self) -> Option<CancelSignal> {
         let connection = self.connection.get()?;
-        Some(cancel_signal_from(connection.start_query().await))
+        Some(cancel_signal_from(connection.start_query().await).of_backend(self.backend.clone()))
     }
 
     /// What the statement tells the client besides its result: changed settings
@@ -374,7 +342,7 @@ impl ConnectionHandler {
         let notices = std::mem::take(&mut *session.scope.notices.lock());
         for notice in notices {
             let info = pgwire::error::ErrorInfo::new(
-                "NOTICE".to_owned(),
+                notice.severity.to_owned(),
                 notice.code.to_owned(),
                 notice.message,
             );
@@ -411,6 +379,7 @@ impl SimpleQueryHandler for ConnectionHandler {
         let mut session = self.session.lock().await;
         session.set_cancel_signal(self.cancel_signal().await);
         let sql = query.query;
+        session.backend.start_query(&sql);
         let mut copy_started = false;
         if sql.chars().all(|c| c == ';' || c.is_whitespace()) {
             client
@@ -655,6 +624,7 @@ impl ExtendedQueryHandler for ConnectionHandler {
     {
         let prepared = portal.statement.statement.clone();
         let mut session = self.session.lock().await;
+        session.backend.start_query(&prepared.sql);
         // Statements up to a Sync form one implicit transaction, as in PostgreSQL: a batch
         // whose third statement fails leaves nothing of the first two. An Execute with its
         // Sync right behind it (the usual case) runs as a single statement.

@@ -299,6 +299,16 @@ async fn check_references(
         if ref_columns.iter().any(|c| old[*c].is_null()) {
             continue;
         }
+        let action = if updating { on_update } else { on_delete };
+        if *action == ForeignKeyAction::NoAction
+            && session.scope.deferred_constraints.lock().defer_referenced(
+                child.oid,
+                &constraint,
+                old,
+            )
+        {
+            continue;
+        }
         let key = |i: usize| &old[ref_columns[i]];
         let (sql, selection) = key_query(&child, columns, (def, ref_columns), key);
         let latest = latest_snapshot(session, txn);
@@ -309,7 +319,6 @@ async fn check_references(
         // (PostgreSQL's crosscheck snapshot), else acting on it, or failing because of it,
         // would rest on a commit the transaction cannot see.
         let crosscheck = transaction_snapshot(session, txn);
-        let action = if updating { on_update } else { on_delete };
         match action {
             ForeignKeyAction::NoAction | ForeignKeyAction::Restrict => {
                 if let Some(snap) = crosscheck {
@@ -339,19 +348,56 @@ async fn check_references(
                 continue;
             }
         }
-        let (names, vals) = key_text(def, ref_columns, old, session.settings.time_zone());
-        return Err(SqlError::new(
-            code::FOREIGN_KEY_VIOLATION,
-            format!(
-                "update or delete on table \"{}\" violates foreign key constraint \"{}\" on table \"{}\"",
-                def.name, constraint.name, child.name
-            ),
-        )
-        .with_detail(format!("Key ({names})=({vals}) is still referenced from table \"{}\".", child.name))
-        .with_table(&child.schema, &child.name)
-        .with_constraint(&constraint.name));
+        return Err(still_referenced(
+            session,
+            def,
+            &child,
+            &constraint.name,
+            ref_columns,
+            old,
+        ));
     }
     Ok(())
+}
+
+/// The error for a row of `def` deleted (or re-keyed) while `child` still references its
+/// key `old[ref_columns]` by foreign key `constraint`.
+pub(super) fn still_referenced(
+    session: &Session,
+    def: &TableDef,
+    child: &TableDef,
+    constraint: &str,
+    ref_columns: &[usize],
+    old: &[Value],
+) -> SqlError {
+    let (names, vals) = key_text(def, ref_columns, old, session.settings.time_zone());
+    SqlError::new(
+        code::FOREIGN_KEY_VIOLATION,
+        format!(
+            "update or delete on table \"{}\" violates foreign key constraint \"{constraint}\" on table \"{}\"",
+            def.name, child.name
+        ),
+    )
+    .with_detail(format!(
+        "Key ({names})=({vals}) is still referenced from table \"{}\".",
+        child.name
+    ))
+    .with_table(&child.schema, &child.name)
+    .with_constraint(constraint)
+}
+
+/// Whether `table` has a row, among the newest committed ones and `txn`'s own, whose
+/// `columns` hold the key `key(0)`, `key(1)`, ... (values of `typed_by`'s `typed_columns`).
+pub(super) async fn key_present<'v>(
+    session: &Session,
+    txn: &Transaction,
+    (table, columns): (&TableDef, &[usize]),
+    typed_by: (&TableDef, &[usize]),
+    key: impl Fn(usize) -> &'v Value,
+) -> SqlResult<bool> {
+    let (sql, _) = key_query(table, columns, typed_by, key);
+    let latest = latest_snapshot(session, txn);
+    Ok(with_snapshot(session, latest, query_bool(session, &sql)).await? == Some(true))
 }
 
 pub fn serialization_failure() -> SqlError {

@@ -1,10 +1,12 @@
 //! Row constraints checked before a write reaches storage: NOT NULL, CHECK and FOREIGN KEY
 //! (both directions, in `foreign_key`: a new row must reference an existing key; a deleted or
 //! re-keyed row must not be referenced, unless the key's ON DELETE action deletes or changes the
-//! referencing rows). Unique constraints are enforced by storage's unique indexes.
+//! referencing rows), at once or, for a deferred key, at commit (`deferred`). Unique constraints are enforced by storage's unique indexes.
 
+mod deferred;
 mod foreign_key;
 
+pub use deferred::{check_pending, set_constraints, DeferredConstraints};
 pub use foreign_key::{check_delete_references, check_update_references, serialization_failure};
 
 use shoal_storage::catalog::{ConstraintKind, TableDef};
@@ -327,6 +329,14 @@ pub async fn check_foreign_keys(
         };
         let unchanged = old.is_some_and(|old| columns.iter().all(|&c| old[c] == row[c]));
         if unchanged || columns.iter().any(|c| row[*c].is_null()) {
+            continue;
+        }
+        if session
+            .scope
+            .deferred_constraints
+            .lock()
+            .defer_reference(def.oid, constraint, row)
+        {
             continue;
         }
         let target = session.engine.catalog.read().tables.get(ref_table).cloned();

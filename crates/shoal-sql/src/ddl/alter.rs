@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use datafusion::sql::sqlparser::ast;
 use shoal_storage::catalog::{
-    AccessMethod, ColumnDef, ConstraintDef, ConstraintKind, ForeignKeyAction, IndexDef, Oid,
-    RelationKind, TableDef,
+    AccessMethod, ColumnDef, ConstraintDef, ConstraintKind, ConstraintTiming, ForeignKeyAction,
+    IndexDef, Oid, RelationKind, TableDef,
 };
 use shoal_storage::types::Value;
 use shoal_storage::Transaction;
@@ -49,7 +49,31 @@ pub(super) enum PendingConstraint {
         ref_columns: Vec<String>,
         on_delete: ForeignKeyAction,
         on_update: ForeignKeyAction,
+        timing: ConstraintTiming,
     },
+}
+
+/// `[NOT] DEFERRABLE [INITIALLY {DEFERRED | IMMEDIATE}]` of a foreign key, as PostgreSQL reads
+/// it: INITIALLY DEFERRED implies DEFERRABLE, and NOT DEFERRABLE with it is an error.
+pub(super) fn constraint_timing(
+    characteristics: Option<&ast::ConstraintCharacteristics>,
+) -> SqlResult<ConstraintTiming> {
+    let Some(c) = characteristics else {
+        return Ok(ConstraintTiming::NotDeferrable);
+    };
+    if c.enforced == Some(false) {
+        return Err(SqlError::unsupported("NOT ENFORCED constraints"));
+    }
+    let initially_deferred = c.initially == Some(ast::DeferrableInitial::Deferred);
+    match (c.deferrable, initially_deferred) {
+        (Some(false), true) => Err(SqlError::new(
+            code::SYNTAX_ERROR,
+            "constraint declared INITIALLY DEFERRED must be DEFERRABLE",
+        )),
+        (_, true) => Ok(ConstraintTiming::Deferred),
+        (Some(true), false) => Ok(ConstraintTiming::Immediate),
+        (_, false) => Ok(ConstraintTiming::NotDeferrable),
+    }
 }
 
 fn index_column_names(cols: &[ast::IndexColumn]) -> Vec<String> {
@@ -83,6 +107,7 @@ pub(super) fn pending_from_table_constraint(
                 ref_columns: fk.referred_columns.iter().map(ident).collect(),
                 on_delete: referential_action(&fk.on_delete),
                 on_update: referential_action(&fk.on_update),
+                timing: constraint_timing(fk.characteristics.as_ref())?,
             }
         }
         other => return Err(SqlError::unsupported(format!("constraint {other}"))),
@@ -229,6 +254,7 @@ pub(super) async fn add_constraint(
             ref_columns,
             on_delete,
             on_update,
+            timing,
         } => {
             let cols = column_positions(&def, &columns)?;
             let (rs, rn) = split_name(&table);
@@ -288,6 +314,7 @@ pub(super) async fn add_constraint(
                     ref_columns: ref_cols,
                     on_delete,
                     on_update,
+                    timing,
                 },
             }
         }
@@ -320,8 +347,13 @@ async fn validate_existing_rows(
     ) {
         return Ok(());
     }
+    // Checked now even when deferrable, as PostgreSQL validates an added key at once.
+    let mut checked = last.clone();
+    if let ConstraintKind::ForeignKey { timing, .. } = &mut checked.kind {
+        *timing = ConstraintTiming::NotDeferrable;
+    }
     let only_last = TableDef {
-        constraints: vec![last.clone()],
+        constraints: vec![checked],
         columns: def
             .columns
             .iter()

@@ -12,6 +12,7 @@ mod drop;
 mod enum_type;
 mod index;
 pub(crate) mod index_predicate;
+mod roles;
 mod schema;
 mod sequence;
 mod table;
@@ -108,6 +109,8 @@ pub fn changes_catalog(stmt: &Statement) -> bool {
             | Statement::AlterIndex { .. }
             | Statement::CreateType { .. }
             | Statement::AlterType(_)
+            | Statement::CreateRole(_)
+            | Statement::AlterRole { .. }
     )
 }
 
@@ -148,6 +151,12 @@ pub async fn execute(
         } => enum_type::create_type(session, &name, representation.as_ref()),
         Statement::AlterType(at) => enum_type::alter_type(session, &at),
         Statement::Drop {
+            object_type: ast::ObjectType::Role | ast::ObjectType::User,
+            if_exists,
+            names,
+            ..
+        } => roles::drop_roles(session, &names, if_exists),
+        Statement::Drop {
             object_type: ast::ObjectType::Type,
             if_exists,
             names,
@@ -168,6 +177,8 @@ pub async fn execute(
         } => index::rename_index(session, &name, &index_name),
         Statement::Truncate(t) => truncate::truncate(session, txn, &t).await,
         Statement::CreateExtension(_) => Ok(StatementResult::command("CREATE EXTENSION")),
+        Statement::CreateRole(c) => roles::create_role(session, &c),
+        Statement::AlterRole { name, operation } => roles::alter_role(session, &name, &operation),
         other => Err(SqlError::new(
             code::FEATURE_NOT_SUPPORTED,
             format!(

@@ -262,6 +262,7 @@ fn column_option(
                 ref_columns: fk.referred_columns.iter().map(ident).collect(),
                 on_delete: referential_action(&fk.on_delete),
                 on_update: referential_action(&fk.on_update),
+                timing: crate::ddl::alter::constraint_timing(fk.characteristics.as_ref())?,
             })
         }
         ast::ColumnOption::Generated {

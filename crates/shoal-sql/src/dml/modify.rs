@@ -61,7 +61,7 @@ fn push_extra_columns(sql: &mut String, extra: &[String]) {
     for (i, e) in extra.iter().enumerate() {
         sql.push_str(", ");
         sql.push_str(e);
-        if !e.ends_with(".*") {
+        if e != "*" && !e.ends_with(".*") {
             sql.push_str(&format!(" AS \"__shoal_extra_{i}\""));
         }
     }

@@ -135,7 +135,7 @@ impl ScalarUDFImpl for PgFunction {
     }
 }
 
-fn udf(
+pub(crate) fn udf(
     name: &str,
     arities: &[usize],
     return_type: ArrowType,
@@ -578,30 +578,38 @@ pub fn register(state: &mut datafusion::execution::SessionState, scope: Arc<Plan
         Volatility::Stable,
         |_| Ok(ScalarValue::Utf8(Some("postgres".into()))),
     ));
+    let sc = s.clone();
     add(udf(
         "current_user",
         &[0],
         text.clone(),
         Volatility::Stable,
-        |_| Ok(ScalarValue::Utf8(Some("postgres".into()))),
+        move |_| Ok(ScalarValue::Utf8(Some(sc.current_role()))),
     ));
+    let sc = s.clone();
     add(udf(
         "session_user",
         &[0],
         text.clone(),
         Volatility::Stable,
-        |_| Ok(ScalarValue::Utf8(Some("postgres".into()))),
+        move |_| Ok(ScalarValue::Utf8(Some(sc.session_user()))),
     ));
+    let sc = s.clone();
     add(udf(
         "current_role",
         &[0],
         text.clone(),
         Volatility::Stable,
-        |_| Ok(ScalarValue::Utf8(Some("postgres".into()))),
+        move |_| Ok(ScalarValue::Utf8(Some(sc.current_role()))),
     ));
-    add(udf("user", &[0], text.clone(), Volatility::Stable, |_| {
-        Ok(ScalarValue::Utf8(Some("postgres".into())))
-    }));
+    let sc = s.clone();
+    add(udf(
+        "user",
+        &[0],
+        text.clone(),
+        Volatility::Stable,
+        move |_| Ok(ScalarValue::Utf8(Some(sc.current_role()))),
+    ));
     let sc = s.clone();
     add(udf(
         "current_schema",

@@ -9,7 +9,9 @@ use std::sync::Arc;
 use datafusion::arrow::datatypes::DataType as ArrowType;
 use datafusion::common::ScalarValue;
 use datafusion::datasource::TableProvider;
-use shoal_storage::catalog::{Catalog, ConstraintDef, ConstraintKind, ForeignKeyAction, TableDef};
+use shoal_storage::catalog::{
+    Catalog, ConstraintDef, ConstraintKind, ConstraintTiming, ForeignKeyAction, TableDef,
+};
 use shoal_storage::types::DataType;
 
 use crate::query::pg_catalog::{i32v, null_text, s, TableBuilder};
@@ -383,11 +385,16 @@ fn table_constraints(catalog: &Catalog) -> Arc<dyn TableProvider> {
                 ConstraintKind::Unique { .. } => s("YES"),
                 _ => null_text(),
             };
-            t.row(constraint_row(table, &name, kind, nulls_distinct));
+            let timing = match c.kind {
+                ConstraintKind::ForeignKey { timing, .. } => timing,
+                _ => ConstraintTiming::NotDeferrable,
+            };
+            t.row(constraint_row(table, &name, kind, timing, nulls_distinct));
         }
         for (i, _) in table.columns.iter().enumerate().filter(|(_, c)| c.not_null) {
             let name = not_null_constraint_name(catalog, table, i);
-            t.row(constraint_row(table, &name, "CHECK", null_text()));
+            let timing = ConstraintTiming::NotDeferrable;
+            t.row(constraint_row(table, &name, "CHECK", timing, null_text()));
         }
     }
     t.build()
@@ -397,6 +404,7 @@ fn constraint_row(
     table: &TableDef,
     name: &str,
     kind: &str,
+    timing: ConstraintTiming,
     nulls_distinct: ScalarValue,
 ) -> Vec<ScalarValue> {
     vec![
@@ -407,8 +415,8 @@ fn constraint_row(
         s(&table.schema),
         s(&table.name),
         s(kind),
-        s("NO"),
-        s("NO"),
+        yes_no(timing.deferrable()),
+        yes_no(timing == ConstraintTiming::Deferred),
         s("YES"),
         nulls_distinct,
     ]

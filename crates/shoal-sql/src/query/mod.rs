@@ -10,6 +10,8 @@ pub mod array_agg;
 pub mod array_compare;
 pub mod array_literal;
 pub mod array_parameters;
+pub mod backend_functions;
+pub mod bpchar;
 pub mod builtins;
 mod bytea;
 pub mod checks;
@@ -148,6 +150,7 @@ pub fn new_session_state(scope: Arc<PlanScope>) -> SessionState {
     let zone = scope.time_zone.clone();
     let engine = scope.engine.clone();
     crate::advisory::register(&mut state, &scope);
+    backend_functions::register(&mut state, &scope);
     functions::register(&mut state, scope);
     builtins::register(&mut state, &zone);
     math_domain::register(&mut state);
@@ -157,6 +160,7 @@ pub fn new_session_state(scope: Arc<PlanScope>) -> SessionState {
     // After builtins and math_domain: it wraps their functions.
     crate::numeric::functions::register(&mut state);
     bytea::register(&mut state);
+    bpchar::register(&mut state);
     json::register(&mut state);
     array_compare::register(&mut state);
     array_agg::register(&mut state);

@@ -521,9 +521,10 @@ impl VisitorMut for Rewriter<'_> {
                     *expr = function_call("shoal_to_uuid", vec![(**inner).clone()]);
                 } else if let Some(limit) = explicit_length_limit(data_type) {
                     // An explicit cast to varchar(n) or char(n) cuts a longer string to n
-                    // characters (where storing it would fail). char(n) is text here, which
-                    // also drops its blank padding: trailing blanks are insignificant to
+                    // characters (where storing it would fail). char(n) is text here, without
+                    // its blank padding (`bpchar`): trailing blanks are insignificant to
                     // char(n), and text compares them.
+                    let is_char = matches!(data_type, DataType::Char(_) | DataType::Character(_));
                     match data_type {
                         DataType::Char(_) | DataType::Character(_) => *data_type = DataType::Text,
                         // The same type by another name, which DataFusion does not know.
@@ -550,6 +551,13 @@ impl VisitorMut for Rewriter<'_> {
                             let one = Expr::value(ast::Value::Number("1".into(), false));
                             **inner = function_call("substr", vec![text, one, n]);
                         }
+                    }
+                    if is_char {
+                        let length = Expr::value(ast::Value::Number(limit.to_string(), false));
+                        *expr = function_call(
+                            crate::query::bpchar::TO_BPCHAR,
+                            vec![expr.clone(), length],
+                        );
                     }
                 } else if let DataType::Char(_) | DataType::Character(_) = data_type {
                     *data_type = DataType::Text;

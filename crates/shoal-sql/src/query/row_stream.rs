@@ -149,8 +149,10 @@ impl RowStream {
             Either::Right((batch, _)) => Ok(batch),
             Either::Left((Stop::TimedOut, _)) => Err(interrupt::statement_timeout_error()),
             Either::Left((Stop::Canceled, _)) => {
-                *cancel = None;
-                Err(interrupt::user_cancel_error())
+                let error = cancel
+                    .take()
+                    .map_or_else(interrupt::user_cancel_error, |c| c.error());
+                Err(error)
             }
         }
     }

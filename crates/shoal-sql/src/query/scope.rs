@@ -49,6 +49,10 @@ pub struct PlanScope {
     pub cursors: Mutex<std::collections::BTreeMap<String, crate::session::SqlCursor>>,
     /// NOTICEs the running statement raised, for the connection to send before its result.
     pub notices: Mutex<Vec<crate::error::Notice>>,
+    /// The role the client logged in as (session_user; current_user unless SET ROLE).
+    session_user: Mutex<String>,
+    /// The transaction's deferred foreign keys and SET CONSTRAINTS choices.
+    pub deferred_constraints: Mutex<crate::constraints::DeferredConstraints>,
     /// When the running statement started, in microseconds since the epoch
     /// (statement_timestamp()).
     statement_started_micros: std::sync::atomic::AtomicI64,
@@ -77,6 +81,8 @@ impl PlanScope {
             track_reads: std::sync::atomic::AtomicBool::new(false),
             statement_started_micros: std::sync::atomic::AtomicI64::new(0),
             notices: Mutex::default(),
+            session_user: Mutex::new(shoal_storage::catalog_roles::BOOTSTRAP_SUPERUSER.to_string()),
+            deferred_constraints: Mutex::default(),
             tables_read: Mutex::default(),
             engine,
             snapshot: Mutex::new(Snapshot { ts: 0, txn: 0 }),
@@ -106,9 +112,37 @@ impl PlanScope {
     /// Turns the noting of table reads on (a SERIALIZABLE transaction's statement) or off.
     /// Raises a NOTICE: `IF EXISTS` and `IF NOT EXISTS` say what they skipped.
     pub fn notice(&self, code: &'static str, message: String) {
-        self.notices
-            .lock()
-            .push(crate::error::Notice { code, message });
+        self.notices.lock().push(crate::error::Notice {
+            severity: "NOTICE",
+            code,
+            message,
+        });
+    }
+
+    pub fn session_user(&self) -> String {
+        self.session_user.lock().clone()
+    }
+
+    /// The role statements run as: SET ROLE's, else the session user.
+    pub fn current_role(&self) -> String {
+        match self.settings.lock().get("role") {
+            Some(role) if role != "none" => role.clone(),
+            _ => self.session_user(),
+        }
+    }
+
+    /// The client logged in as `role`.
+    pub fn log_in_as(&self, role: &str) {
+        *self.session_user.lock() = role.to_string();
+    }
+
+    /// A WARNING for the client, sent as `notice` is.
+    pub fn warning(&self, code: &'static str, message: String) {
+        self.notices.lock().push(crate::error::Notice {
+            severity: "WARNING",
+            code,
+            message,
+        });
     }
 
     pub fn mark_statement_start(&self, micros: i64) {

@@ -8,13 +8,9 @@
 
 use std::sync::Arc;
 
-use async_trait::async_trait;
-use datafusion::arrow::datatypes::{DataType as ArrowType, SchemaRef};
-use datafusion::catalog::Session;
-use datafusion::common::{Result as DfResult, ScalarValue};
-use datafusion::datasource::{TableProvider, TableType};
-use datafusion::logical_expr::Expr;
-use datafusion::physical_plan::ExecutionPlan;
+use datafusion::arrow::datatypes::DataType as ArrowType;
+use datafusion::common::ScalarValue;
+use datafusion::datasource::TableProvider;
 use shoal_storage::catalog::{AccessMethod, Oid};
 use shoal_storage::{Database, TableMemory};
 
@@ -46,38 +42,8 @@ const COLUMNS: &[(&str, ArrowType)] = &[
 ];
 
 pub fn shoal_memory(scope: &Arc<PlanScope>) -> Arc<dyn TableProvider> {
-    Arc::new(ShoalMemory {
-        scope: scope.clone(),
-        schema: TableBuilder::new(COLUMNS).build().schema(),
-    })
-}
-
-#[derive(Debug)]
-struct ShoalMemory {
-    scope: Arc<PlanScope>,
-    schema: SchemaRef,
-}
-
-#[async_trait]
-impl TableProvider for ShoalMemory {
-    fn schema(&self) -> SchemaRef {
-        self.schema.clone()
-    }
-
-    fn table_type(&self) -> TableType {
-        TableType::View
-    }
-
-    async fn scan(
-        &self,
-        state: &dyn Session,
-        projection: Option<&Vec<usize>>,
-        filters: &[Expr],
-        limit: Option<usize>,
-    ) -> DfResult<Arc<dyn ExecutionPlan>> {
-        let rows = memory_rows(&self.scope);
-        rows.scan(state, projection, filters, limit).await
-    }
+    let scope = scope.clone();
+    crate::query::pg_catalog::live_view(move || memory_rows(&scope))
 }
 
 /// The view's rows as the statement's snapshot sees the tables.

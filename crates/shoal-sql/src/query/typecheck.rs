@@ -198,6 +198,7 @@ impl ExprPlanner for OperatorTypeCheck {
     ) -> datafusion::common::Result<PlannerResult<RawBinaryExpr>> {
         let mut expr = expr;
         adopt_operand_type(&mut expr, schema);
+        type_unknown_operand(&mut expr, schema);
         let expr = match crate::query::json::plan_operator(expr, schema)? {
             PlannerResult::Planned(e) => return Ok(PlannerResult::Planned(e)),
             PlannerResult::Original(expr) => expr,
@@ -317,6 +318,93 @@ fn adopt_operand_type(expr: &mut RawBinaryExpr, schema: &DFSchema) {
             }
         }
     }
+}
+
+/// A quoted literal operand of arithmetic, or compared with an interval, takes the type
+/// PostgreSQL resolves for it: the other operand's (`n + '5'`, `price * '1.5'`, `iv = '1 day'`,
+/// `ts - '2024-01-01'`), or an interval added to a timestamp (`ts + '1 hour'`: timestamp +
+/// timestamp does not exist). DataFusion has no text arithmetic and no interval = text.
+fn type_unknown_operand(expr: &mut RawBinaryExpr, schema: &DFSchema) {
+    use datafusion::arrow::datatypes::IntervalUnit;
+    let is_unknown = |e: &Expr| matches!(e, Expr::Literal(ScalarValue::Utf8(Some(_)), _));
+    let (literal, other) = match (is_unknown(&expr.left), is_unknown(&expr.right)) {
+        (true, false) => (&mut expr.left, &expr.right),
+        (false, true) => (&mut expr.right, &expr.left),
+        _ => return,
+    };
+    let Ok(other_type) = other.get_type(schema) else {
+        return;
+    };
+    let interval = ArrowType::Interval(IntervalUnit::MonthDayNano);
+    let target = match (&expr.op, &other_type) {
+        (
+            BinaryOperator::Plus
+            | BinaryOperator::Minus
+            | BinaryOperator::Multiply
+            | BinaryOperator::Divide
+            | BinaryOperator::Modulo,
+            t,
+        ) if t.is_numeric() => Some(other_type.clone()),
+        (
+            BinaryOperator::Plus
+            | BinaryOperator::Minus
+            | BinaryOperator::Eq
+            | BinaryOperator::NotEq
+            | BinaryOperator::Lt
+            | BinaryOperator::LtEq
+            | BinaryOperator::Gt
+            | BinaryOperator::GtEq,
+            ArrowType::Interval(_),
+        ) => Some(other_type.clone()),
+        (
+            BinaryOperator::Minus,
+            ArrowType::Timestamp(..) | ArrowType::Time64(_) | ArrowType::Date32,
+        ) => Some(other_type.clone()),
+        (BinaryOperator::Plus, ArrowType::Timestamp(..) | ArrowType::Time64(_)) => Some(interval),
+        _ => None,
+    };
+    let Some(t) = target else { return };
+    // Against a numeric, the literal is a numeric of its own precision and scale, as a number
+    // written without quotes would be (not cut to the other operand's scale).
+    if matches!(t, ArrowType::Decimal128(..) | ArrowType::Decimal256(..)) {
+        if let Expr::Literal(ScalarValue::Utf8(Some(text)), _) = &*literal {
+            if let Some(number) = decimal_literal(text) {
+                *literal = Expr::Literal(number, None);
+                return;
+            }
+        }
+    }
+    *literal = datafusion::logical_expr::cast(literal.clone(), t);
+}
+
+/// `text` as a decimal literal (`-12.50`: Decimal128(4, 2)), when it is a plain decimal number
+/// that fits 38 digits.
+fn decimal_literal(text: &str) -> Option<ScalarValue> {
+    let t = text.trim();
+    let (negative, digits) = match t.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, t.strip_prefix('+').unwrap_or(t)),
+    };
+    let (whole, fraction) = digits.split_once('.').unwrap_or((digits, ""));
+    let all_digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    if whole.is_empty() && fraction.is_empty() || !all_digits(whole) || !all_digits(fraction) {
+        return None;
+    }
+    let joined = format!("{whole}{fraction}");
+    let precision = joined
+        .trim_start_matches('0')
+        .len()
+        .max(fraction.len())
+        .max(1);
+    if precision > 38 {
+        return None;
+    }
+    let value: i128 = joined.parse().ok()?;
+    Some(ScalarValue::Decimal128(
+        Some(if negative { -value } else { value }),
+        precision as u8,
+        fraction.len() as i8,
+    ))
 }
 
 fn check_operator(

@@ -205,6 +205,8 @@ pub struct Session {
     pub(crate) statement_params: Option<crate::kept_plan::generated::StatementParams>,
     /// Statements Parse analyzed, for clients that parse the same text again.
     parsed: extended::ParseCache,
+    /// This session's entry among the server's backends (pg_stat_activity).
+    pub backend: Arc<crate::backends::Backend>,
 }
 
 impl Drop for Session {
@@ -212,6 +214,7 @@ impl Drop for Session {
     /// transaction is undone on a blocking thread, as its ROLLBACK would be (see
     /// `rollback_txn`), and nobody waits for it: writers that meet its rows wait for it to end.
     fn drop(&mut self) {
+        self.engine.backends.remove(self.backend.pid);
         let (TxnState::Block(txn) | TxnState::Failed(txn)) =
             std::mem::replace(&mut self.txn, TxnState::Idle)
         else {
@@ -308,6 +311,7 @@ fn pg_syntax_message(msg: &str) -> String {
 impl Session {
     pub fn new(engine: Arc<Engine>) -> Session {
         let pid = engine.allocate_backend_pid();
+        let backend = engine.backends.register(pid);
         let scope = Arc::new(PlanScope::new(engine.clone(), pid));
         let state = query::new_session_state(scope.clone());
         let mut settings = Settings::default();
@@ -338,6 +342,7 @@ impl Session {
             implicit_block: false,
             statement_started_at: std::time::Instant::now(),
             stream_failures: Vec::new(),
+            backend,
         }
     }
 

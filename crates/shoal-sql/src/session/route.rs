@@ -22,6 +22,11 @@ impl Session {
     ) -> SqlResult<StatementResult> {
         let snapshot = self.engine.db.statement_snapshot(txn);
         *self.scope.snapshot.lock() = snapshot;
+        if let Some(text) = super::set_show::set_constraints_text(&stmt) {
+            let in_block = self.statement_in_block();
+            crate::constraints::set_constraints(self, txn, text, in_block).await?;
+            return Ok(StatementResult::command("SET CONSTRAINTS"));
+        }
         match stmt {
             Statement::Query(q) => self.run_query(txn, *q).await,
             Statement::Declare { mut stmts } if stmts.len() == 1 => {

@@ -17,6 +17,8 @@ impl Session {
         stmt: &Statement,
     ) -> Option<SqlResult<StatementResult>> {
         Some(match stmt {
+            // SET CONSTRAINTS checks keys, in the transaction (`route`).
+            Statement::Set(_) if set_constraints_text(stmt).is_some() => return None,
             Statement::Set(set) => self.set(set),
             Statement::ShowVariable { variable } => self.show(variable),
             Statement::Reset(r) => {
@@ -106,6 +108,31 @@ impl Session {
             } => {
                 let local = matches!(scope, Some(ast::ContextModifier::Local));
                 self.set_variable(variable, values, local, in_block)
+            }
+            ast::Set::SetRole {
+                context_modifier,
+                role_name,
+            } => {
+                let role = match role_name {
+                    None => "none".to_string(),
+                    Some(name) => {
+                        let name = crate::ddl::ident_of(&name.to_string());
+                        self.check_set_role(&name)?;
+                        name
+                    }
+                };
+                let local = matches!(context_modifier, Some(ast::ContextModifier::Local));
+                if local && !in_block {
+                    return Ok(StatementResult::command("SET"));
+                }
+                let name = if in_block && !local {
+                    self.settings.set_in_block("role", &role)?
+                } else {
+                    self.settings.set("role", &role, local)?
+                };
+                self.setting_changed(&name);
+                self.sync_scope_settings();
+                Ok(StatementResult::command("SET"))
             }
             ast::Set::SetTimeZone { local, value } => {
                 if *local && !in_block {
@@ -294,6 +321,7 @@ impl Session {
     /// The transaction ended (committed or not): its SET LOCALs end, and its LISTEN, UNLISTEN
     /// and notifications take effect or are dropped.
     pub(super) fn end_transaction_state(&mut self, committed: bool) {
+        self.scope.deferred_constraints.lock().take_all();
         self.scope.notifications.end_transaction(committed);
         self.scope.advisory_locks.end_transaction();
         self.end_transaction_cursors(committed);
@@ -330,6 +358,36 @@ impl Session {
     /// than UTF8 or SQL_ASCII is the exception: refused, it would lock out clients that work
     /// today (psql sends its terminal's encoding), so the session stays in UTF8 and says so
     /// in the server log.
+    /// SET ROLE `role`: the session user must be a member of it (or a superuser).
+    fn check_set_role(&self, role: &str) -> SqlResult<()> {
+        let catalog = self.engine.catalog.read();
+        let Some(target) = catalog.role_named(role) else {
+            return Err(SqlError::new(
+                code::INVALID_PARAMETER_VALUE,
+                format!("role \"{role}\" does not exist"),
+            ));
+        };
+        let session_user = catalog.role_named(&self.scope.session_user()).cloned();
+        let allowed =
+            session_user.is_some_and(|u| u.superuser || catalog.is_member_of(u.oid, target.oid));
+        if !allowed {
+            return Err(SqlError::new(
+                code::INSUFFICIENT_PRIVILEGE,
+                format!("permission denied to set role \"{role}\""),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The client logged in as `role`: it is the session and current user from now on.
+    pub fn log_in_as(&mut self, role: &str, superuser: bool) {
+        self.scope.log_in_as(role);
+        self.settings.set_by_server("session_authorization", role);
+        self.settings
+            .set_by_server("is_superuser", if superuser { "on" } else { "off" });
+        self.sync_scope_settings();
+    }
+
     pub fn apply_startup_parameters(
         &mut self,
         params: &std::collections::HashMap<String, String>,
@@ -382,6 +440,10 @@ impl Session {
                 _ => {}
             }
         }
+        if name == "application_name" {
+            self.backend
+                .set_application_name(self.settings.get(name).unwrap_or(""));
+        }
         if Settings::is_reported(name) {
             let value = self.settings.get(name).unwrap_or("").to_string();
             self.reported_changes
@@ -419,5 +481,26 @@ fn channel_name(channel: &ast::Ident) -> String {
     match channel.quote_style {
         Some(_) => channel.value.clone(),
         None => channel.value.to_lowercase(),
+    }
+}
+
+/// The text after CONSTRAINTS of a `SET CONSTRAINTS` statement (see
+/// `parse::rewrite_set_constraints`); None for any other statement.
+pub(super) fn set_constraints_text(stmt: &Statement) -> Option<&str> {
+    let Statement::Set(ast::Set::SingleAssignment {
+        variable, values, ..
+    }) = stmt
+    else {
+        return None;
+    };
+    if variable.to_string() != crate::parse::SET_CONSTRAINTS_VARIABLE {
+        return None;
+    }
+    match values.as_slice() {
+        [ast::Expr::Value(v)] => match &v.value {
+            ast::Value::SingleQuotedString(text) => Some(text),
+            _ => None,
+        },
+        _ => None,
     }
 }

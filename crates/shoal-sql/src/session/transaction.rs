@@ -384,6 +384,18 @@ impl Session {
     /// undone and the error says why. A read-only transaction waits for the flush of the
     /// commits released early it may have seen.
     async fn commit_txn(&mut self, mut txn: Transaction) -> SqlResult<()> {
+        // Deferred foreign keys are checked before anything is logged; a violation rolls the
+        // transaction back.
+        let due = self.scope.deferred_constraints.lock().take_all();
+        if !due.is_empty() {
+            // Boxed: the checks plan queries, a future far larger than a commit's, and this
+            // one is awaited on every commit (debug builds run out of a test thread's stack).
+            let checked = Box::pin(crate::constraints::check_pending(self, &mut txn, due)).await;
+            if let Err(e) = checked {
+                self.rollback_txn(txn).await;
+                return Err(e);
+            }
+        }
         // What the transaction read (a streamed result may have read after its statement
         // ended), for SERIALIZABLE's check.
         txn.note_reads(self.scope.take_reads());

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use datafusion::datasource::TableProvider;
-use shoal_storage::catalog::{Catalog, ConstraintKind, ForeignKeyAction};
+use shoal_storage::catalog::{Catalog, ConstraintKind, ConstraintTiming, ForeignKeyAction};
 
 use crate::query::functions::quote_ident_if_needed;
 
@@ -37,6 +37,7 @@ pub fn constraint_definition(catalog: &Catalog, table_oid: u32, kind: &Constrain
             ref_columns,
             on_delete,
             on_update,
+            timing,
         } => {
             let ref_name = catalog
                 .tables
@@ -58,6 +59,11 @@ pub fn constraint_definition(catalog: &Catalog, table_oid: u32, kind: &Constrain
             }
             if let Some(a) = action(on_delete) {
                 actions.push_str(&format!(" ON DELETE {a}"));
+            }
+            match timing {
+                ConstraintTiming::NotDeferrable => {}
+                ConstraintTiming::Immediate => actions.push_str(" DEFERRABLE"),
+                ConstraintTiming::Deferred => actions.push_str(" DEFERRABLE INITIALLY DEFERRED"),
             }
             format!(
                 "FOREIGN KEY ({}) REFERENCES {}({}){actions}",
@@ -136,13 +142,14 @@ pub(super) fn pg_constraint(catalog: &Catalog) -> Arc<dyn TableProvider> {
                 Some(ForeignKeyAction::SetNull) => "n",
                 Some(ForeignKeyAction::SetDefault) => "d",
             };
-            let (on_update, on_delete) = match &c.kind {
+            let (on_update, on_delete, timing) = match &c.kind {
                 ConstraintKind::ForeignKey {
                     on_update,
                     on_delete,
+                    timing,
                     ..
-                } => (Some(on_update), Some(on_delete)),
-                _ => (None, None),
+                } => (Some(on_update), Some(on_delete), *timing),
+                _ => (None, None, ConstraintTiming::NotDeferrable),
             };
             let src = constraint_definition(catalog, table.oid, &c.kind);
             t.row(vec![
@@ -150,8 +157,8 @@ pub(super) fn pg_constraint(catalog: &Catalog) -> Arc<dyn TableProvider> {
                 s(&c.name),
                 o(namespace_oid(catalog, &table.schema)),
                 s(contype),
-                b(false),
-                b(false),
+                b(timing.deferrable()),
+                b(timing == ConstraintTiming::Deferred),
                 b(true),
                 o(table.oid),
                 o(0),

@@ -9,6 +9,8 @@
 mod columns;
 mod constraints;
 mod indexes;
+mod live;
+pub use live::live_view;
 mod relations;
 mod routines;
 mod server;
@@ -38,7 +40,10 @@ use relations::{
     pg_class, pg_depend, pg_namespace, pg_sequence, pg_statio_tables, pg_tables, pg_views,
 };
 use routines::{pg_operator, pg_proc};
-use server::{pg_am, pg_cursors, pg_database, pg_prepared_statements, pg_roles, pg_settings};
+use server::{
+    pg_am, pg_auth_members, pg_cursors, pg_database, pg_hba_file_rules, pg_locks,
+    pg_prepared_statements, pg_roles, pg_settings, pg_stat_activity,
+};
 use types::pg_type;
 
 /// Builds a table from column definitions and rows of scalars.
@@ -257,7 +262,8 @@ pub fn table(scope: &Arc<PlanScope>, name: &str) -> Option<Arc<dyn TableProvider
         "pg_index" => pg_index(&catalog),
         "pg_constraint" => pg_constraint(&catalog),
         "pg_database" => pg_database(),
-        "pg_roles" | "pg_user" | "pg_authid" => pg_roles(name),
+        "pg_roles" | "pg_user" | "pg_authid" => pg_roles(name, &catalog),
+        "pg_auth_members" => pg_auth_members(&catalog),
         "pg_am" => pg_am(),
         "pg_tables" => pg_tables(&catalog),
         "pg_views" => pg_views(&catalog),
@@ -270,6 +276,18 @@ pub fn table(scope: &Arc<PlanScope>, name: &str) -> Option<Arc<dyn TableProvider
         "pg_settings" => pg_settings(scope),
         "pg_prepared_statements" => pg_prepared_statements(scope),
         "pg_cursors" => pg_cursors(scope),
+        "pg_hba_file_rules" => {
+            let scope = scope.clone();
+            live::live_view(move || pg_hba_file_rules(&scope))
+        }
+        "pg_locks" => {
+            let scope = scope.clone();
+            live::live_view(move || pg_locks(&scope))
+        }
+        "pg_stat_activity" => {
+            let scope = scope.clone();
+            live::live_view(move || pg_stat_activity(&scope))
+        }
         "shoal_memory" => crate::query::shoal_memory::shoal_memory(scope),
         "pg_description" => TableBuilder::new(&[
             ("objoid", OID),
@@ -344,14 +362,6 @@ pub fn table(scope: &Arc<PlanScope>, name: &str) -> Option<Arc<dyn TableProvider
             ("polroles", oid_list()),
             ("polqual", T),
             ("polwithcheck", T),
-        ])
-        .build(),
-        "pg_auth_members" => TableBuilder::new(&[
-            ("oid", OID),
-            ("roleid", OID),
-            ("member", OID),
-            ("grantor", OID),
-            ("admin_option", BOOL),
         ])
         .build(),
         "pg_rewrite" => {

@@ -1,7 +1,7 @@
 //! The catalog tables of the server rather than of a schema: pg_database (Shoal's one
 //! database), pg_roles with pg_user and pg_authid (its one role), pg_am (the table and index
-//! access methods), pg_settings (the session's settings) and pg_prepared_statements (its
-//! PREPAREd statements).
+//! access methods), pg_settings (the session's settings), pg_prepared_statements (its
+//! PREPAREd statements) and pg_stat_activity (the server's backends).
 
 use std::sync::Arc;
 
@@ -15,6 +15,7 @@ use super::{
     DATABASE_OID, HEAP_AM_OID, I32, I64, OID, SUPERUSER_OID, T,
 };
 use crate::query::scope::PlanScope;
+use shoal_storage::catalog::Catalog;
 
 pub(super) fn pg_database() -> Arc<dyn TableProvider> {
     let mut t = TableBuilder::new(&[
@@ -52,12 +53,19 @@ pub(super) fn pg_database() -> Arc<dyn TableProvider> {
     t.build()
 }
 
-pub(super) fn pg_roles(name: &str) -> Arc<dyn TableProvider> {
+/// pg_roles, pg_user and pg_authid over the catalog's roles (one table with the columns of
+/// all three). Only pg_authid shows the password verifier; pg_user lists the roles that can log
+/// in.
+pub(super) fn pg_roles(name: &str, catalog: &Catalog) -> Arc<dyn TableProvider> {
     let name_col = if name == "pg_user" {
         "usename"
     } else {
         "rolname"
     };
+    let timestamptz = ArrowType::Timestamp(
+        datafusion::arrow::datatypes::TimeUnit::Microsecond,
+        Some("UTC".into()),
+    );
     let mut t = TableBuilder::new(&[
         ("oid", OID),
         (name_col, T),
@@ -69,31 +77,73 @@ pub(super) fn pg_roles(name: &str) -> Arc<dyn TableProvider> {
         ("rolreplication", BOOL),
         ("rolconnlimit", I32),
         ("rolpassword", T),
-        ("rolvaliduntil", T),
+        ("rolvaliduntil", timestamptz.clone()),
         ("rolbypassrls", BOOL),
         ("rolconfig", T),
         ("usesysid", OID),
         ("usesuper", BOOL),
         ("usecreatedb", BOOL),
+        ("userepl", BOOL),
+        ("usebypassrls", BOOL),
+        ("passwd", T),
+        ("valuntil", timestamptz),
+        ("useconfig", T),
     ]);
-    t.row(vec![
-        o(SUPERUSER_OID),
-        s("postgres"),
-        b(true),
-        b(true),
-        b(true),
-        b(true),
-        b(true),
-        b(true),
-        i32v(-1),
-        s("********"),
-        null_text(),
-        b(true),
-        null_text(),
-        o(SUPERUSER_OID),
-        b(true),
-        b(true),
+    let at = |v: Option<i64>| ScalarValue::TimestampMicrosecond(v, Some("UTC".into()));
+    for role in catalog.roles.values() {
+        if name == "pg_user" && !role.login {
+            continue;
+        }
+        let password = match (name, &role.password) {
+            (_, None) => null_text(),
+            ("pg_authid", Some(verifier)) => s(verifier),
+            (_, Some(_)) => s("********"),
+        };
+        t.row(vec![
+            o(role.oid),
+            s(&role.name),
+            b(role.superuser),
+            b(role.inherit),
+            b(role.create_role),
+            b(role.create_db),
+            b(role.login),
+            b(role.replication),
+            i32v(role.connection_limit),
+            password.clone(),
+            at(role.valid_until),
+            b(role.bypass_rls),
+            null_text(),
+            o(role.oid),
+            b(role.superuser),
+            b(role.create_db),
+            b(role.replication),
+            b(role.bypass_rls),
+            password,
+            at(role.valid_until),
+            null_text(),
+        ]);
+    }
+    t.build()
+}
+
+/// pg_auth_members: who is a member of which role.
+pub(super) fn pg_auth_members(catalog: &Catalog) -> Arc<dyn TableProvider> {
+    let mut t = TableBuilder::new(&[
+        ("oid", OID),
+        ("roleid", OID),
+        ("member", OID),
+        ("grantor", OID),
+        ("admin_option", BOOL),
     ]);
+    for (i, m) in catalog.role_members.iter().enumerate() {
+        t.row(vec![
+            o(i as u32 + 1),
+            o(m.role),
+            o(m.member),
+            o(SUPERUSER_OID),
+            b(m.admin_option),
+        ]);
+    }
     t.build()
 }
 
@@ -230,6 +280,206 @@ pub(super) fn pg_cursors(scope: &Arc<PlanScope>) -> Arc<dyn TableProvider> {
             b(c.scrollable),
             ScalarValue::TimestampMicrosecond(Some(c.declared_at_micros), Some("UTC".into())),
         ]);
+    }
+    t.build()
+}
+
+/// pg_stat_activity: one row per backend (see `crate::backends`). Shoal has no wait events
+/// and no transaction ids to show; `client_addr` is text, as Shoal has no inet type.
+pub(super) fn pg_stat_activity(scope: &Arc<PlanScope>) -> Arc<dyn TableProvider> {
+    let timestamptz = ArrowType::Timestamp(
+        datafusion::arrow::datatypes::TimeUnit::Microsecond,
+        Some("UTC".into()),
+    );
+    let mut t = TableBuilder::new(&[
+        ("datid", OID),
+        ("datname", T),
+        ("pid", I32),
+        ("leader_pid", I32),
+        ("usesysid", OID),
+        ("usename", T),
+        ("application_name", T),
+        ("client_addr", T),
+        ("client_hostname", T),
+        ("client_port", I32),
+        ("backend_start", timestamptz.clone()),
+        ("xact_start", timestamptz.clone()),
+        ("query_start", timestamptz.clone()),
+        ("state_change", timestamptz),
+        ("wait_event_type", T),
+        ("wait_event", T),
+        ("state", T),
+        ("backend_xid", T),
+        ("backend_xmin", T),
+        ("query_id", I64),
+        ("query", T),
+        ("backend_type", T),
+    ]);
+    let at = |v: Option<chrono::DateTime<chrono::Utc>>| {
+        ScalarValue::TimestampMicrosecond(v.map(|t| t.timestamp_micros()), Some("UTC".into()))
+    };
+    for backend in scope.engine.backends.all() {
+        let a = backend.activity();
+        t.row(vec![
+            o(DATABASE_OID),
+            s(&a.database),
+            i32v(backend.pid),
+            ScalarValue::Int32(None),
+            o(SUPERUSER_OID),
+            s(&a.user),
+            s(&a.application_name),
+            a.client.map_or_else(null_text, |c| s(&c.ip().to_string())),
+            null_text(),
+            i32v(a.client.map_or(-1, |c| i32::from(c.port()))),
+            at(Some(backend.started_at)),
+            at(a.xact_start),
+            at(a.query_start),
+            at(Some(a.state_change)),
+            null_text(),
+            null_text(),
+            s(a.state.name()),
+            null_text(),
+            null_text(),
+            ScalarValue::Int64(None),
+            s(&a.query),
+            s("client backend"),
+        ]);
+    }
+    t.build()
+}
+
+/// pg_locks: the advisory locks held and waited for. Shoal's other locks (row locks, which
+/// live in the rows, and the catalog's) are not listed.
+pub(super) fn pg_locks(scope: &Arc<PlanScope>) -> Arc<dyn TableProvider> {
+    let timestamptz = ArrowType::Timestamp(
+        datafusion::arrow::datatypes::TimeUnit::Microsecond,
+        Some("UTC".into()),
+    );
+    let mut t = TableBuilder::new(&[
+        ("locktype", T),
+        ("database", OID),
+        ("relation", OID),
+        ("page", I32),
+        ("tuple", ArrowType::Int16),
+        ("virtualxid", T),
+        ("transactionid", T),
+        ("classid", OID),
+        ("objid", OID),
+        ("objsubid", ArrowType::Int16),
+        ("virtualtransaction", T),
+        ("pid", I32),
+        ("mode", T),
+        ("granted", BOOL),
+        ("fastpath", BOOL),
+        ("waitstart", timestamptz),
+    ]);
+    let no_oid = ScalarValue::UInt32(None);
+    for lock in scope.engine.advisory_locks.entries() {
+        // PostgreSQL's encoding of the key: a bigint's high and low halves with objsubid 1,
+        // or the two integers with objsubid 2.
+        let (classid, objid, objsubid) = match lock.key {
+            crate::advisory::LockKey::Single(k) => ((k >> 32) as u32, k as u32, 1),
+            crate::advisory::LockKey::Pair(a, b) => (a as u32, b as u32, 2),
+        };
+        t.row(vec![
+            s("advisory"),
+            o(DATABASE_OID),
+            no_oid.clone(),
+            ScalarValue::Int32(None),
+            ScalarValue::Int16(None),
+            null_text(),
+            null_text(),
+            o(classid),
+            o(objid),
+            ScalarValue::Int16(Some(objsubid)),
+            s(&format!("{}/1", lock.pid)),
+            i32v(lock.pid),
+            s(match lock.mode {
+                crate::advisory::Mode::Exclusive => "ExclusiveLock",
+                crate::advisory::Mode::Shared => "ShareLock",
+            }),
+            b(lock.granted),
+            b(false),
+            ScalarValue::TimestampMicrosecond(None, Some("UTC".into())),
+        ]);
+    }
+    t.build()
+}
+
+/// pg_hba_file_rules: the rules file as it reads now, a row per line that holds a rule, with
+/// the error of a line that could not be read.
+pub(super) fn pg_hba_file_rules(scope: &Arc<PlanScope>) -> Arc<dyn TableProvider> {
+    let list = ArrowType::List(Arc::new(
+        datafusion::arrow::datatypes::Field::new_list_field(T, true),
+    ));
+    let mut t = TableBuilder::new(&[
+        ("line_number", I32),
+        ("type", T),
+        ("database", list.clone()),
+        ("user_name", list.clone()),
+        ("address", T),
+        ("netmask", T),
+        ("auth_method", T),
+        ("options", list.clone()),
+        ("error", T),
+    ]);
+    let texts = |items: Vec<String>| {
+        let values: Vec<ScalarValue> = items.iter().map(|i| s(i)).collect();
+        ScalarValue::List(ScalarValue::new_list_nullable(&values, &T))
+    };
+    let no_list = || ScalarValue::try_from(&list).expect("a NULL list");
+    let file = scope.engine.hba.current();
+    let mut rows: Vec<(usize, Vec<ScalarValue>)> = Vec::new();
+    for rule in &file.rules {
+        let (address, netmask) = rule
+            .addresses
+            .as_ref()
+            .map(|a| a.address_and_mask())
+            .unwrap_or((None, None));
+        let opt = |v: Option<String>| v.map_or_else(null_text, |v| s(&v));
+        rows.push((
+            rule.line,
+            vec![
+                i32v(rule.line as i32),
+                s(rule.connection.name()),
+                texts(rule.databases.iter().map(|d| d.text()).collect()),
+                texts(rule.users.iter().map(|u| u.text()).collect()),
+                opt(address),
+                opt(netmask),
+                s(rule.method.name()),
+                if rule.options.is_empty() {
+                    no_list()
+                } else {
+                    texts(
+                        rule.options
+                            .iter()
+                            .map(|(k, v)| format!("{k}={v}"))
+                            .collect(),
+                    )
+                },
+                null_text(),
+            ],
+        ));
+    }
+    for e in &file.errors {
+        rows.push((
+            e.line,
+            vec![
+                i32v(e.line as i32),
+                null_text(),
+                no_list(),
+                no_list(),
+                null_text(),
+                null_text(),
+                null_text(),
+                no_list(),
+                s(&e.message),
+            ],
+        ));
+    }
+    rows.sort_by_key(|(line, _)| *line);
+    for (_, row) in rows {
+        t.row(row);
     }
     t.build()
 }
