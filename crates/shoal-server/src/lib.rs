@@ -5,6 +5,7 @@
 mod connection_threads;
 mod listeners;
 pub mod pg;
+mod tls;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -17,6 +18,7 @@ use tokio::sync::Semaphore;
 
 use connection_threads::ConnectionThreads;
 pub use listeners::{Listeners, UnixSocket};
+pub use tls::{Tls, TlsFiles};
 
 use pg::handler::ConnectionHandler;
 
@@ -30,6 +32,7 @@ const ACCEPT_RETRY_DELAY: std::time::Duration = std::time::Duration::from_millis
 struct Handlers {
     connection: Arc<ConnectionHandler>,
     cancel: Arc<DefaultCancelHandler>,
+    tls: Option<pgwire::tokio::TlsAcceptor>,
 }
 
 /// A client socket taken off a listener, in the std form that moves between runtimes.
@@ -52,7 +55,13 @@ impl Accepted {
         match self {
             Accepted::Tcp(socket, _) => {
                 let socket = TcpStream::from_std(socket)?;
-                pg::connection::serve_tcp(socket, handlers.connection, handlers.cancel).await
+                pg::connection::serve_tcp(
+                    socket,
+                    handlers.tls,
+                    handlers.connection,
+                    handlers.cancel,
+                )
+                .await
             }
             Accepted::Unix(socket) => {
                 let socket = UnixStream::from_std(socket)?;
@@ -77,12 +86,15 @@ async fn accept(listeners: &Listeners) -> std::io::Result<Accepted> {
     }
 }
 
-/// Serves clients on `listeners` until the process ends.
+/// Serves clients on `listeners` until the process ends; over TLS for clients that ask, when
+/// `tls` is given.
 pub async fn serve(
     listeners: Listeners,
     engine: Arc<Engine>,
     auth: Arc<pg::auth::Authenticator>,
+    tls: Option<Tls>,
 ) -> std::io::Result<()> {
+    let acceptor = tls.map(|t| t.acceptor);
     let connections = Arc::new(ConnectionManager::new());
     let cancel = Arc::new(DefaultCancelHandler::new(connections.clone()));
     let slots = Arc::new(Semaphore::new(CONNECTIONS_MAX));
@@ -110,6 +122,7 @@ pub async fn serve(
         let handlers = Handlers {
             connection: ConnectionHandler::new(engine.clone(), connections.clone(), auth.clone()),
             cancel: cancel.clone(),
+            tls: acceptor.clone(),
         };
         threads.next().spawn(async move {
             let peer = accepted.peer();

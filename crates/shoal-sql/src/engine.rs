@@ -46,9 +46,20 @@ pub struct Engine {
     pub backends: crate::backends::Backends,
     /// Who may connect, and how (pg_hba.conf); reloaded by pg_reload_conf() and SIGHUP.
     pub hba: shoal_auth::hba::HbaRules,
+    /// Whether clients may connect over TLS (the `ssl` setting).
+    ssl: std::sync::atomic::AtomicBool,
 }
 
 impl Engine {
+    /// Records whether the server offers TLS (shown by `SHOW ssl`).
+    pub fn set_ssl(&self, on: bool) {
+        self.ssl.store(on, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    pub fn ssl(&self) -> bool {
+        self.ssl.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// An engine that keeps nothing: for tests of the SQL layer.
     pub fn new() -> Arc<Engine> {
         let db = Database::new();
@@ -63,6 +74,7 @@ impl Engine {
             advisory_locks: Default::default(),
             backends: Default::default(),
             hba: Default::default(),
+            ssl: Default::default(),
         });
         start_segment_merger(Arc::downgrade(&engine));
         engine
@@ -89,6 +101,7 @@ impl Engine {
             advisory_locks: Default::default(),
             backends: Default::default(),
             hba: Default::default(),
+            ssl: Default::default(),
         });
         start_checkpointer(Arc::downgrade(&engine));
         start_segment_merger(Arc::downgrade(&engine));

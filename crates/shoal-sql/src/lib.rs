@@ -22,6 +22,7 @@ pub mod numeric;
 pub mod params;
 pub mod parse;
 pub mod pgtext;
+pub mod privileges;
 pub mod query;
 pub mod session;
 pub mod settings;

@@ -32,6 +32,9 @@
 //!   It becomes a SET of the variable [`SET_CONSTRAINTS_VARIABLE`] to the text after
 //!   CONSTRAINTS, which the session reads back.
 //!
+//! - `GRANT role TO role` and `REVOKE role FROM role`: sqlparser reads only GRANT ... ON. They
+//!   become a SET of [`ROLE_MEMBERSHIP_VARIABLE`] to the statement's text.
+//!
 //! - `CREATE USER` and `ALTER USER`: sqlparser reads them as other dialects' statements. USER
 //!   becomes ROLE, and a CREATE USER gets LOGIN unless it says NOLOGIN.
 //!
@@ -57,6 +60,10 @@ pub const DEFERRABLE_MARKER: ast::TransactionModifier = ast::TransactionModifier
 
 /// The setting name `SET CONSTRAINTS` is parsed as (see `rewrite_set_constraints`).
 pub const SET_CONSTRAINTS_VARIABLE: &str = "shoal_set_constraints";
+
+/// The setting name a role membership GRANT or REVOKE is parsed as (see
+/// `rewrite_role_membership`).
+pub const ROLE_MEMBERSHIP_VARIABLE: &str = "shoal_role_membership";
 
 /// The `ALTER TABLE ... SET (option)` that carries SET ACCESS METHOD.
 pub const ACCESS_METHOD_OPTION: &str = "shoal_access_method";
@@ -389,6 +396,7 @@ fn normalize_statement(mut seg: Vec<TokenWithSpan>) -> (Vec<TokenWithSpan>, bool
         Some(Keyword::RESET) => changed |= rewrite_reset_time_zone(&mut seg),
         Some(Keyword::FETCH) => changed |= rewrite_fetch(&mut seg, false),
         Some(Keyword::SET) if rewrite_set_constraints(&mut seg) => changed = true,
+        Some(Keyword::GRANT | Keyword::REVOKE) => changed |= rewrite_role_membership(&mut seg),
         Some(Keyword::BEGIN | Keyword::START | Keyword::SET) => {
             if let Some(deferrable) = strip_deferrable(&mut seg) {
                 changed = true;
@@ -434,6 +442,27 @@ fn rewrite_set_constraints(seg: &mut Vec<TokenWithSpan>) -> bool {
         word("SET"),
         TokenWithSpan::wrap(Token::Whitespace(Whitespace::Space)),
         word(SET_CONSTRAINTS_VARIABLE),
+        TokenWithSpan::wrap(Token::Eq),
+        TokenWithSpan::wrap(Token::SingleQuotedString(text)),
+    ];
+    true
+}
+
+/// `GRANT role TO role` and `REVOKE role FROM role`, which sqlparser does not read, become
+/// `SET shoal_role_membership = '<the statement>'` ([`ROLE_MEMBERSHIP_VARIABLE`]); the
+/// statement's text is read again by `ddl::role_membership`.
+fn rewrite_role_membership(seg: &mut Vec<TokenWithSpan>) -> bool {
+    let sig = significant(seg);
+    let words: Vec<String> = sig.iter().map(|&i| seg[i].token.to_string()).collect();
+    if !crate::ddl::role_membership::is_membership_change(&words) {
+        return false;
+    }
+    let text = words.join(" ");
+    let word = |w: &str| TokenWithSpan::wrap(Token::make_word(w, None));
+    *seg = vec![
+        word("SET"),
+        TokenWithSpan::wrap(Token::Whitespace(Whitespace::Space)),
+        word(ROLE_MEMBERSHIP_VARIABLE),
         TokenWithSpan::wrap(Token::Eq),
         TokenWithSpan::wrap(Token::SingleQuotedString(text)),
     ];

@@ -53,6 +53,7 @@ const KNOWN_SETTINGS: &[(&str, &str, bool)] = &[
     ("default_table_access_method", "heap", false),
     ("escape_string_warning", "on", false),
     ("in_hot_standby", "off", true),
+    ("ssl", "off", false),
 ];
 
 /// Canonical (ParameterStatus) spelling of reported settings.
@@ -320,6 +321,7 @@ pub fn checked_assignment(
             | "server_version_num"
             | "max_identifier_length"
             | "is_superuser"
+            | "ssl"
     ) {
         return Err(SqlError::new(
             "55P02",

@@ -334,6 +334,10 @@ pub struct Catalog {
     /// Roles by OID, and who is a member of whom (see `catalog_roles`).
     pub roles: BTreeMap<Oid, crate::catalog_roles::RoleDef>,
     pub role_members: Vec<crate::catalog_roles::RoleMembership>,
+    /// Owners and access lists of the objects that have other than the defaults (see
+    /// `catalog_privileges`).
+    pub ownership:
+        BTreeMap<crate::catalog_privileges::ObjectRef, crate::catalog_privileges::Ownership>,
     /// Bumped by every DDL change so cached plans know when to re-plan.
     pub version: u64,
 }
@@ -369,6 +373,7 @@ impl Default for Catalog {
             )]
             .into(),
             role_members: Vec::new(),
+            ownership: BTreeMap::new(),
             version: 1,
         }
     }

@@ -12,6 +12,7 @@ use crate::catalog::{
     Catalog, EnumTypeDef, IndexDef, Oid, RelationKind, SchemaDef, SequenceDef, SequenceState,
     TableDef, ViewDef,
 };
+use crate::catalog_privileges::{ObjectRef, Ownership};
 use crate::catalog_roles::{RoleDef, RoleMembership};
 
 #[derive(Serialize, Deserialize)]
@@ -33,6 +34,10 @@ struct CatalogImage {
     roles: Vec<RoleDef>,
     #[serde(default)]
     role_members: Vec<RoleMembership>,
+    /// Owners and access lists (absent from images written before they were kept: every
+    /// object is then the bootstrap superuser's, with the default privileges).
+    #[serde(default)]
+    ownership: Vec<(ObjectRef, Ownership)>,
 }
 
 impl Catalog {
@@ -47,6 +52,11 @@ impl Catalog {
             types: self.types.values().map(|t| (**t).clone()).collect(),
             roles: self.roles.values().cloned().collect(),
             role_members: self.role_members.clone(),
+            ownership: self
+                .ownership
+                .iter()
+                .map(|(k, v)| (*k, v.clone()))
+                .collect(),
             sequences: self
                 .sequences
                 .values()
@@ -122,6 +132,7 @@ impl Catalog {
             .collect();
         c.roles = image.roles.into_iter().map(|r| (r.oid, r)).collect();
         c.role_members = image.role_members;
+        c.ownership = image.ownership.into_iter().collect();
         c.ensure_bootstrap_role();
         Ok(c)
     }

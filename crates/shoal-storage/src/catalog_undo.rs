@@ -11,6 +11,7 @@ use std::sync::Arc;
 use crate::catalog::{
     Catalog, EnumTypeDef, IndexDef, Oid, RelationKind, SchemaDef, SequenceDef, TableDef, ViewDef,
 };
+use crate::catalog_privileges::{ObjectRef, Ownership};
 use crate::catalog_roles::{RoleDef, RoleMembership};
 
 /// One catalog object, as the catalog holds it.
@@ -25,6 +26,8 @@ pub enum CatalogObject {
     Role(RoleDef),
     /// Every role membership: they change together, and are few.
     RoleMembers(Vec<RoleMembership>),
+    /// An object's owner and access list.
+    Ownership(ObjectRef, Ownership),
 }
 
 /// Names one catalog object: schemas by name (the catalog keys them so), the rest by OID.
@@ -38,6 +41,7 @@ pub enum ObjectKey {
     Type(Oid),
     Role(Oid),
     RoleMembers,
+    Ownership(ObjectRef),
 }
 
 /// An object a statement changed, and its state before: None when the statement created it.
@@ -63,6 +67,9 @@ impl CatalogObject {
             (Some(CatalogObject::Type(x)), Some(CatalogObject::Type(y))) => Arc::ptr_eq(x, y),
             (Some(CatalogObject::Role(x)), Some(CatalogObject::Role(y))) => x == y,
             (Some(CatalogObject::RoleMembers(x)), Some(CatalogObject::RoleMembers(y))) => x == y,
+            (Some(CatalogObject::Ownership(a, x)), Some(CatalogObject::Ownership(b, y))) => {
+                a == b && x == y
+            }
             _ => false,
         }
     }
@@ -73,7 +80,8 @@ impl CatalogObject {
             CatalogObject::Schema(_)
             | CatalogObject::Type(_)
             | CatalogObject::Role(_)
-            | CatalogObject::RoleMembers(_) => None,
+            | CatalogObject::RoleMembers(_)
+            | CatalogObject::Ownership(..) => None,
             CatalogObject::Table(t) => Some((&t.schema, &t.name)),
             CatalogObject::Index(i) => Some((&i.schema, &i.name)),
             CatalogObject::Sequence(q) => Some((&q.schema, &q.name)),
@@ -90,7 +98,7 @@ impl CatalogObject {
             CatalogObject::View(v) => v.oid,
             CatalogObject::Type(t) => t.oid,
             CatalogObject::Role(r) => r.oid,
-            CatalogObject::RoleMembers(_) => 0,
+            CatalogObject::RoleMembers(_) | CatalogObject::Ownership(..) => 0,
         }
     }
 }
@@ -98,7 +106,7 @@ impl CatalogObject {
 impl ObjectKey {
     fn oid(&self) -> Option<Oid> {
         match self {
-            ObjectKey::Schema(_) | ObjectKey::RoleMembers => None,
+            ObjectKey::Schema(_) | ObjectKey::RoleMembers | ObjectKey::Ownership(_) => None,
             ObjectKey::Role(o)
             | ObjectKey::Table(o)
             | ObjectKey::Index(o)
@@ -121,6 +129,11 @@ impl Catalog {
             ObjectKey::Type(o) => self.types.get(o).cloned().map(CatalogObject::Type),
             ObjectKey::Role(o) => self.roles.get(o).cloned().map(CatalogObject::Role),
             ObjectKey::RoleMembers => Some(CatalogObject::RoleMembers(self.role_members.clone())),
+            ObjectKey::Ownership(object) => self
+                .ownership
+                .get(object)
+                .cloned()
+                .map(|o| CatalogObject::Ownership(*object, o)),
         }
     }
 
@@ -203,6 +216,20 @@ impl Catalog {
                 });
             }
         }
+        let owned: HashSet<&ObjectRef> = self
+            .ownership
+            .keys()
+            .chain(before.ownership.keys())
+            .collect();
+        for object in owned {
+            let then = before.ownership.get(object);
+            if self.ownership.get(object) != then {
+                changes.push(PriorObject {
+                    key: ObjectKey::Ownership(*object),
+                    before: then.cloned().map(|o| CatalogObject::Ownership(*object, o)),
+                });
+            }
+        }
         if self.role_members != before.role_members {
             changes.push(PriorObject {
                 key: ObjectKey::RoleMembers,
@@ -261,6 +288,10 @@ impl Catalog {
                 self.role_members.clear();
                 return;
             }
+            ObjectKey::Ownership(object) => {
+                self.ownership.remove(object);
+                return;
+            }
         };
         self.relations.retain(|_, entry| *entry != (kind, oid));
     }
@@ -306,6 +337,10 @@ impl Catalog {
             }
             CatalogObject::RoleMembers(members) => {
                 self.role_members = members;
+                return;
+            }
+            CatalogObject::Ownership(object, ownership) => {
+                self.ownership.insert(object, ownership);
                 return;
             }
         };

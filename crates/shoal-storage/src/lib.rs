@@ -6,6 +6,7 @@
 
 pub mod catalog;
 pub mod catalog_image;
+pub mod catalog_privileges;
 pub mod catalog_roles;
 pub mod catalog_undo;
 pub mod column;

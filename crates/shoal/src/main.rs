@@ -36,6 +36,20 @@ enum Command {
         /// start (or while it has none). SHOAL_PASSWORD gives it too.
         #[arg(long)]
         superuser_password_file: Option<PathBuf>,
+        /// TLS certificate chain (PEM), PostgreSQL's ssl_cert_file. With --tls-key, clients
+        /// that ask for TLS (sslmode=require and stronger) get it, and SCRAM over TLS offers
+        /// channel binding (SCRAM-SHA-256-PLUS).
+        #[arg(long, requires = "tls_key")]
+        tls_cert: Option<PathBuf>,
+        /// The private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1), PostgreSQL's
+        /// ssl_key_file.
+        #[arg(long, requires = "tls_cert")]
+        tls_key: Option<PathBuf>,
+        /// Certificate authorities (PEM) that sign client certificates, PostgreSQL's
+        /// ssl_ca_file: clients may present a certificate, which must be signed by one of
+        /// them; pg_hba.conf's `cert` method logs in by it.
+        #[arg(long, requires = "tls_cert")]
+        tls_ca: Option<PathBuf>,
         /// Directory of the Unix-domain socket `.s.PGSQL.PORT` (PostgreSQL's
         /// unix_socket_directories), which psql and pgbench use when given `-h DIR` or no host
         /// at all. Empty: no Unix socket.
@@ -94,6 +108,9 @@ fn main() {
             hold_log_sync_ms,
             hba_file,
             superuser_password_file,
+            tls_cert,
+            tls_key,
+            tls_ca,
         } => {
             if let Err(e) = std::fs::create_dir_all(&data_dir) {
                 eprintln!(
@@ -113,6 +130,20 @@ fn main() {
                     eprintln!("shoal: {e}");
                     std::process::exit(2);
                 });
+            let tls = match (tls_cert, tls_key) {
+                (Some(cert), Some(key)) => Some(
+                    shoal_server::Tls::load(shoal_server::TlsFiles {
+                        cert,
+                        key,
+                        client_ca: tls_ca,
+                    })
+                    .unwrap_or_else(|e| {
+                        eprintln!("shoal: TLS: {e}");
+                        std::process::exit(2);
+                    }),
+                ),
+                _ => None,
+            };
             let runtime = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
                 .build()
@@ -192,8 +223,14 @@ fn main() {
                 if let Some(password) = &password {
                     client_auth::apply_superuser_password(&engine, password);
                 }
-                let auth =
-                    std::sync::Arc::new(shoal_server::pg::auth::Authenticator::new(engine.clone()));
+                engine.set_ssl(tls.is_some());
+                let server_cert = tls.as_ref().map(|t| t.cert_pem.as_slice());
+                let auth = shoal_server::pg::auth::Authenticator::new(engine.clone(), server_cert)
+                    .unwrap_or_else(|e| {
+                        eprintln!("shoal: TLS: {e}");
+                        std::process::exit(2);
+                    });
+                let auth = std::sync::Arc::new(auth);
                 if let Err(e) = auth.load_rules(Some(hba_path.clone())) {
                     eprintln!("shoal: cannot read {}: {e}", hba_path.display());
                     drop(listeners);
@@ -212,7 +249,7 @@ fn main() {
                     }
                 });
                 tokio::select! {
-                    r = shoal_server::serve(listeners, engine.clone(), auth) => {
+                    r = shoal_server::serve(listeners, engine.clone(), auth, tls) => {
                         if let Err(e) = r {
                             eprintln!("shoal: server stopped: {e}");
                             std::process::exit(1);

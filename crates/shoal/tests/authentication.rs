@@ -10,7 +10,7 @@ mod support;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use support::ShoalServer;
+use support::{startup_message, ShoalServer};
 
 /// Connects as `user` with `password` (None: none), over TCP loopback.
 async fn connect(
@@ -302,18 +302,6 @@ fn listening_beyond_loopback_needs_rules_that_ask_for_a_password() {
         "{stderr}"
     );
     let _ = std::fs::remove_dir_all(dir);
-}
-
-/// A StartupMessage for `user`, protocol 3.0.
-fn startup_message(user: &str) -> Vec<u8> {
-    let mut body = 196608u32.to_be_bytes().to_vec();
-    for part in ["user", user, "database", "postgres", ""] {
-        body.extend_from_slice(part.as_bytes());
-        body.push(0);
-    }
-    let mut message = ((body.len() + 4) as u32).to_be_bytes().to_vec();
-    message.extend(body);
-    message
 }
 
 #[test]

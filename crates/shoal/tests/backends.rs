@@ -12,15 +12,11 @@ use support::ShoalServer;
 const ARRIVAL_TIMEOUT: Duration = Duration::from_secs(10);
 
 async fn connect_as(server: &ShoalServer, application_name: &str) -> tokio_postgres::Client {
-    let conn = format!(
-        "host=127.0.0.1 port={} user=postgres dbname=postgres application_name={application_name}",
-        server.port()
-    );
-    let (client, connection) = tokio_postgres::connect(&conn, tokio_postgres::NoTls)
-        .await
-        .expect("connect to shoal");
-    tokio::spawn(connection);
-    client
+    support::connect_with(
+        server,
+        &format!("user=postgres application_name={application_name}"),
+    )
+    .await
 }
 
 /// The pg_stat_activity row of the backend named `application_name`: pid, state, query.

@@ -25,7 +25,11 @@ use shoal_storage::catalog_roles::RoleDef;
 /// every connection.
 pub struct Authenticator {
     engine: Arc<Engine>,
+    /// SCRAM-SHA-256, for connections without TLS (-PLUS is never offered there).
     sasl: SaslMechanisms,
+    /// SCRAM-SHA-256 and SCRAM-SHA-256-PLUS bound to the server certificate, for TLS
+    /// connections; None without TLS configured.
+    sasl_over_tls: Option<SaslMechanisms>,
 }
 
 impl std::fmt::Debug for Authenticator {
@@ -42,16 +46,38 @@ pub enum Challenge {
     Scram(Box<dyn AuthMechanism>),
     /// The password in clear text.
     CleartextPassword,
+    /// A client certificate whose common name is the user name (only over TLS).
+    Certificate,
 }
 
 impl Authenticator {
-    pub fn new(engine: Arc<Engine>) -> Authenticator {
+    /// `server_cert_pem`: the TLS certificate chain, when TLS is configured; SCRAM over TLS
+    /// then offers channel binding to it.
+    pub fn new(
+        engine: Arc<Engine>,
+        server_cert_pem: Option<&[u8]>,
+    ) -> Result<Authenticator, String> {
         let roles = Arc::new(RoleSource {
             engine: engine.clone(),
             mock_secret: Verifier::new_mock_secret(),
         });
-        let sasl = SaslMechanisms::new(vec![Arc::new(ScramAuth::new(roles))]);
-        Authenticator { engine, sasl }
+        let plain = ScramAuth::new(roles.clone());
+        let sasl = SaslMechanisms::new(vec![Arc::new(plain)]);
+        let sasl_over_tls = match server_cert_pem {
+            Some(pem) => {
+                let mut bound = ScramAuth::new(roles);
+                bound
+                    .configure_certificate(pem)
+                    .map_err(|e| format!("channel binding: {e}"))?;
+                Some(SaslMechanisms::new(vec![Arc::new(bound)]))
+            }
+            None => None,
+        };
+        Ok(Authenticator {
+            engine,
+            sasl,
+            sasl_over_tls,
+        })
     }
 
     /// Reads the rules file (`path`, from now on) or, later, again (SIGHUP); the lines it
@@ -113,8 +139,15 @@ impl Authenticator {
                     ),
                 ))
             }
-            Method::ScramSha256 | Method::Md5 => Challenge::Scram(self.sasl.create()),
+            Method::ScramSha256 | Method::Md5 => {
+                let mechanisms = match (&self.sasl_over_tls, ssl) {
+                    (Some(bound), true) => bound,
+                    _ => &self.sasl,
+                };
+                Challenge::Scram(mechanisms.create())
+            }
             Method::Password => Challenge::CleartextPassword,
+            Method::Cert if ssl => Challenge::Certificate,
             Method::Cert => {
                 return Err(fatal(
                     "28000",

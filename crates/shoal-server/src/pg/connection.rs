@@ -32,9 +32,11 @@ const STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
 
 type Socket<S> = Framed<S, PgWireMessageServerCodec<Arc<Prepared>>>;
 
-/// Serves a TCP client (no TLS is offered) until it leaves.
+/// Serves a TCP client until it leaves, over TLS when it asks and `tls` is configured (pgwire
+/// answers the SSLRequest and runs the handshake).
 pub async fn serve_tcp(
     socket: TcpStream,
+    tls: Option<pgwire::tokio::TlsAcceptor>,
     connection: Arc<ConnectionHandler>,
     cancel: Arc<DefaultCancelHandler>,
 ) -> std::io::Result<()> {
@@ -42,9 +44,9 @@ pub async fn serve_tcp(
     tokio::pin!(startup);
     let socket = tokio::select! {
         _ = &mut startup => return Ok(()),
-        socket = negotiate_tls(socket, None) => socket?,
+        socket = negotiate_tls(socket, tls) => socket?,
     };
-    // None: the client asked for TLS directly, which is not offered.
+    // None: the client asked for TLS directly while none is configured.
     let Some(mut socket) = socket else {
         return Ok(());
     };

@@ -87,6 +87,32 @@ impl StartupHandler for ConnectionHandler {
                         }
                         _ => Err(user_error(auth::password_failed(&user))),
                     },
+                    Challenge::Certificate => {
+                        let name = client
+                            .client_certificates()
+                            .and_then(|chain| chain.first())
+                            .and_then(crate::tls::common_name);
+                        match name {
+                            None => Err(user_error(auth::fatal(
+                                "28000",
+                                "connection requires a valid client certificate".into(),
+                            ))),
+                            Some(name) if name == user => {
+                                self.log_in(client, &user, false, None).await
+                            }
+                            Some(name) => {
+                                tracing::info!(
+                                    "certificate authentication failed for user \"{user}\": the certificate names \"{name}\""
+                                );
+                                Err(user_error(auth::fatal(
+                                    "28000",
+                                    format!(
+                                        "certificate authentication failed for user \"{user}\""
+                                    ),
+                                )))
+                            }
+                        }
+                    }
                     Challenge::CleartextPassword => {
                         *self.pending_auth.lock() = Some(PendingAuth::Cleartext);
                         client.set_state(PgWireConnectionState::AuthenticationInProgress);

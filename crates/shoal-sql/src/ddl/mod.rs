@@ -12,6 +12,7 @@ mod drop;
 mod enum_type;
 mod index;
 pub(crate) mod index_predicate;
+pub(crate) mod role_membership;
 mod roles;
 mod schema;
 mod sequence;
@@ -21,6 +22,7 @@ pub(crate) mod undo;
 mod view;
 
 use datafusion::sql::sqlparser::ast::{self, Statement};
+use shoal_storage::catalog_privileges::ObjectClass;
 use shoal_storage::Transaction;
 
 use crate::error::{code, SqlError, SqlResult};
@@ -111,7 +113,10 @@ pub fn changes_catalog(stmt: &Statement) -> bool {
             | Statement::AlterType(_)
             | Statement::CreateRole(_)
             | Statement::AlterRole { .. }
-    )
+            | Statement::Grant(_)
+            | Statement::Revoke(_)
+            | Statement::AlterSchema(_)
+    ) || crate::session::role_membership_text(stmt).is_some()
 }
 
 /// Runs one DDL statement (see `changes_catalog` for who keeps what it changed).
@@ -170,7 +175,37 @@ pub async fn execute(
             cascade,
             ..
         } => drop::drop_objects(session, object_type, if_exists, &names, cascade),
+        Statement::AlterTable(ast::AlterTable {
+            name, operations, ..
+        }) if matches!(
+            operations.as_slice(),
+            [ast::AlterTableOperation::OwnerTo { .. }]
+        ) =>
+        {
+            let [ast::AlterTableOperation::OwnerTo { new_owner }] = operations.as_slice() else {
+                unreachable!("matched above");
+            };
+            alter_relation_owner(session, &name, new_owner)
+        }
         Statement::AlterTable(at) => alter_table(session, txn, at).await,
+        Statement::AlterSchema(ast::AlterSchema {
+            name, operations, ..
+        }) if matches!(
+            operations.as_slice(),
+            [ast::AlterSchemaOperation::OwnerTo { .. }]
+        ) =>
+        {
+            let [ast::AlterSchemaOperation::OwnerTo { owner }] = operations.as_slice() else {
+                unreachable!("matched above");
+            };
+            alter_schema_owner(session, &name, owner)
+        }
+        Statement::Set(_) if crate::session::role_membership_text(&stmt).is_some() => {
+            let text = crate::session::role_membership_text(&stmt).expect("matched");
+            role_membership::change_membership(session, text)
+        }
+        Statement::Grant(g) => crate::privileges::grant::grant(session, &g),
+        Statement::Revoke(r) => crate::privileges::grant::revoke(session, &r),
         Statement::AlterIndex {
             name,
             operation: ast::AlterIndexOperation::RenameIndex { index_name },
@@ -189,7 +224,58 @@ pub async fn execute(
     }
 }
 
-fn first_words(s: &str) -> String {
+/// `ALTER TABLE | VIEW | SEQUENCE name OWNER TO role`.
+fn alter_relation_owner(
+    session: &Session,
+    name: &ast::ObjectName,
+    owner: &ast::Owner,
+) -> SqlResult<StatementResult> {
+    let (schema, rel) = split_name(name);
+    let (schema, kind, oid) = session
+        .scope
+        .resolve_relation(schema.as_deref(), &rel)
+        .ok_or_else(|| SqlError::undefined_table(&rel))?;
+    crate::privileges::grant::alter_owner(
+        session,
+        (ObjectClass::Relation, oid),
+        Some(kind),
+        &rel,
+        Some(&schema),
+        owner,
+    )
+}
+
+/// `ALTER SCHEMA name OWNER TO role`.
+fn alter_schema_owner(
+    session: &Session,
+    name: &ast::ObjectName,
+    owner: &ast::Owner,
+) -> SqlResult<StatementResult> {
+    let schema = ident_of(&name.to_string());
+    let oid = session
+        .engine
+        .catalog
+        .read()
+        .schemas
+        .get(&schema)
+        .map(|s| s.oid)
+        .ok_or_else(|| {
+            SqlError::new(
+                code::INVALID_SCHEMA_NAME,
+                format!("schema \"{schema}\" does not exist"),
+            )
+        })?;
+    crate::privileges::grant::alter_owner(
+        session,
+        (ObjectClass::Schema, oid),
+        None,
+        &schema,
+        None,
+        owner,
+    )
+}
+
+pub(crate) fn first_words(s: &str) -> String {
     s.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
 }
 

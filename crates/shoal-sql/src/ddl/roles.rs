@@ -11,6 +11,7 @@ use shoal_storage::catalog::Oid;
 use shoal_storage::catalog_roles::{RoleDef, RoleMembership, BOOTSTRAP_SUPERUSER_OID};
 
 use crate::error::{code, SqlError, SqlResult};
+use crate::privileges::acting_role;
 use crate::session::{Session, StatementResult};
 
 fn role_name(name: &ast::ObjectName) -> String {
@@ -23,23 +24,6 @@ fn ident(i: &ast::Ident) -> String {
 
 fn permission_denied(message: impl Into<String>) -> SqlError {
     SqlError::new(code::INSUFFICIENT_PRIVILEGE, message)
-}
-
-/// The role the session acts as (superuser checks).
-fn acting_role(session: &Session) -> SqlResult<RoleDef> {
-    let name = session.scope.current_role();
-    session
-        .engine
-        .catalog
-        .read()
-        .role_named(&name)
-        .cloned()
-        .ok_or_else(|| {
-            SqlError::new(
-                code::UNDEFINED_OBJECT,
-                format!("role \"{name}\" does not exist"),
-            )
-        })
 }
 
 /// The options CREATE ROLE and ALTER ROLE share, applied to `role`.
@@ -382,7 +366,48 @@ pub fn drop_roles(
                 },
             ));
         }
+        let dependents = dependent_objects(&session.engine.catalog.read(), role.oid);
+        if !dependents.is_empty() {
+            return Err(SqlError::new(
+                code::DEPENDENT_OBJECTS_STILL_EXIST,
+                format!("role \"{name}\" cannot be dropped because some objects depend on it"),
+            )
+            .with_detail(dependents.join("\n")));
+        }
         session.engine.catalog.write().drop_role(role.oid);
     }
     Ok(StatementResult::command("DROP ROLE"))
+}
+
+/// What ties a role to objects, as PostgreSQL's DETAIL lists it: `owner of table t`,
+/// `privileges for schema s`.
+fn dependent_objects(catalog: &shoal_storage::catalog::Catalog, role: Oid) -> Vec<String> {
+    use shoal_storage::catalog_privileges::ObjectClass;
+    let mut lines = Vec::new();
+    for object in catalog.objects_of_role(role) {
+        let (kind, name) = match object.0 {
+            ObjectClass::Relation => {
+                if let Some(t) = catalog.tables.get(&object.1) {
+                    ("table", t.name.clone())
+                } else if let Some(v) = catalog.views.get(&object.1) {
+                    ("view", v.name.clone())
+                } else if let Some(q) = catalog.sequences.get(&object.1) {
+                    ("sequence", q.name.clone())
+                } else {
+                    continue;
+                }
+            }
+            ObjectClass::Schema => match catalog.schemas.values().find(|s| s.oid == object.1) {
+                Some(s) => ("schema", s.name.clone()),
+                None => continue,
+            },
+            ObjectClass::Database => ("database", crate::query::schema::DATABASE_NAME.into()),
+        };
+        if catalog.owner_of(object) == role {
+            lines.push(format!("owner of {kind} {name}"));
+        } else {
+            lines.push(format!("privileges for {kind} {name}"));
+        }
+    }
+    lines
 }

@@ -76,6 +76,30 @@ impl DdlMark {
         }
     }
 
+    /// The tables, views, sequences and schemas created since the capture.
+    pub(crate) fn created(
+        &self,
+        engine: &Engine,
+    ) -> Vec<shoal_storage::catalog_privileges::ObjectRef> {
+        use shoal_storage::catalog_privileges::ObjectClass;
+        let catalog = engine.catalog.read();
+        catalog
+            .changes_since(&self.catalog)
+            .into_iter()
+            .filter(|c| c.before.is_none())
+            .filter_map(|c| match c.key {
+                ObjectKey::Table(oid) | ObjectKey::View(oid) | ObjectKey::Sequence(oid) => {
+                    Some((ObjectClass::Relation, oid))
+                }
+                ObjectKey::Schema(name) => catalog
+                    .schemas
+                    .get(&name)
+                    .map(|s| (ObjectClass::Schema, s.oid)),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// What changed since the capture; None when the statement changed nothing.
     pub(crate) fn finish(self, engine: &Engine) -> Option<DdlUndo> {
         let catalog = engine.catalog.read();

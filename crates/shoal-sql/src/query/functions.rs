@@ -6,6 +6,8 @@
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
+use shoal_storage::catalog_privileges::Privileges;
+
 use datafusion::arrow::datatypes::{DataType as ArrowType, TimeUnit};
 use datafusion::common::{DataFusionError, Result as DfResult, ScalarValue};
 use datafusion::logical_expr::{
@@ -441,6 +443,12 @@ pub fn sequence_by_name(scope: &PlanScope, name: &str) -> Result<Arc<SequenceDef
 /// nextval of a resolved sequence: advances it, logs it and remembers it for currval.
 pub fn next_sequence_value(scope: &PlanScope, seq: &SequenceDef) -> Result<i64, SqlError> {
     let oid = seq.oid;
+    crate::privileges::check_sequence(
+        scope,
+        oid,
+        &seq.name,
+        Privileges::USAGE | Privileges::UPDATE,
+    )?;
     let v = seq.next_value().map_err(|_| {
         SqlError::new(
             code::SEQUENCE_GENERATOR_LIMIT_EXCEEDED,
@@ -719,6 +727,14 @@ pub fn register(state: &mut datafusion::execution::SessionState, scope: Arc<Plan
                 return Ok(ScalarValue::Int64(None));
             };
             let oid = sequence_oid(&sc, &name).map_err(sql_error)?;
+            let relation = parse_qualified_name(&name).1;
+            crate::privileges::check_sequence(
+                &sc,
+                oid,
+                &relation,
+                Privileges::SELECT | Privileges::USAGE,
+            )
+            .map_err(sql_error)?;
             let last = sc.sequence_last.lock().get(&oid).copied();
             last.map(|v| ScalarValue::Int64(Some(v))).ok_or_else(|| {
                 sql_error(SqlError::new(
@@ -751,6 +767,8 @@ pub fn register(state: &mut datafusion::execution::SessionState, scope: Arc<Plan
                 .get(&oid)
                 .cloned()
                 .ok_or_else(|| sql_error(SqlError::undefined_table(&name)))?;
+            crate::privileges::check_sequence(&sc, oid, &seq.name, Privileges::UPDATE)
+                .map_err(sql_error)?;
             if value < seq.min_value || value > seq.max_value {
                 return Err(sql_error(SqlError::new(
                     code::NUMERIC_VALUE_OUT_OF_RANGE,
@@ -1134,36 +1152,6 @@ pub fn register(state: &mut datafusion::execution::SessionState, scope: Arc<Plan
     add(udf(
         "pg_type_is_visible",
         &[1],
-        ArrowType::Boolean,
-        Volatility::Stable,
-        |_| Ok(ScalarValue::Boolean(Some(true))),
-    ));
-    add(udf(
-        "has_table_privilege",
-        &[2, 3],
-        ArrowType::Boolean,
-        Volatility::Stable,
-        |_| Ok(ScalarValue::Boolean(Some(true))),
-    ));
-    add(udf(
-        "has_schema_privilege",
-        &[2, 3],
-        ArrowType::Boolean,
-        Volatility::Stable,
-        |_| Ok(ScalarValue::Boolean(Some(true))),
-    ));
-    // Every session is the superuser, which is a member of every role (psql's \l+ asks
-    // pg_has_role('pg_read_all_stats', 'USAGE')).
-    add(udf(
-        "pg_has_role",
-        &[2, 3],
-        ArrowType::Boolean,
-        Volatility::Stable,
-        |_| Ok(ScalarValue::Boolean(Some(true))),
-    ));
-    add(udf(
-        "has_database_privilege",
-        &[2, 3],
         ArrowType::Boolean,
         Volatility::Stable,
         |_| Ok(ScalarValue::Boolean(Some(true))),

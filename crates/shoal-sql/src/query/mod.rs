@@ -47,6 +47,7 @@ pub mod pg_catalog;
 pub mod pg_errors;
 mod pg_keywords;
 pub mod pg_literals;
+pub mod privilege_functions;
 pub mod provider;
 pub mod psql_describe;
 pub mod query_memory;
@@ -151,6 +152,7 @@ pub fn new_session_state(scope: Arc<PlanScope>) -> SessionState {
     let engine = scope.engine.clone();
     crate::advisory::register(&mut state, &scope);
     backend_functions::register(&mut state, &scope);
+    privilege_functions::register(&mut state, &scope);
     functions::register(&mut state, scope);
     builtins::register(&mut state, &zone);
     math_domain::register(&mut state);

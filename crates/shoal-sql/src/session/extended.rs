@@ -5,6 +5,8 @@
 
 use std::sync::Arc;
 
+use shoal_storage::catalog::Oid;
+
 use datafusion::arrow::datatypes::DataType as ArrowType;
 use datafusion::common::{ParamValues, ScalarValue};
 use datafusion::logical_expr::LogicalPlan;
@@ -36,6 +38,9 @@ pub struct Prepared {
     fast: Arc<parking_lot::Mutex<Option<(Arc<FastPlan>, u64)>>>,
     /// The kept plans of the queries an UPDATE, DELETE or locking SELECT generates.
     generated: Arc<GeneratedPlans>,
+    /// The role and catalog version under which the statement's privileges were last found
+    /// sufficient (see `check_prepared_privileges`).
+    privileges_met: Arc<parking_lot::Mutex<Option<(Oid, u64)>>>,
 }
 
 /// A prepared query's plans, and what they were made under.
@@ -72,6 +77,7 @@ impl Prepared {
             plan: self.plan.clone(),
             fast: self.fast.clone(),
             generated: self.generated.clone(),
+            privileges_met: self.privileges_met.clone(),
         }
     }
 
@@ -145,6 +151,7 @@ impl Session {
             plan: Arc::default(),
             fast: Arc::default(),
             generated: Arc::default(),
+            privileges_met: Arc::default(),
         };
         let Some(stmt) = stmt else {
             return Ok(prepared);
@@ -297,6 +304,10 @@ impl Session {
             return Ok(StatementResult::Empty);
         };
         if !matches!(self.txn, TxnState::Failed(_)) {
+            if let Err(e) = self.check_prepared_privileges(prepared, stmt) {
+                self.fail_block();
+                return Err(e);
+            }
             if let Some(plan) = self.fast_plan_of(prepared, stmt) {
                 if let Err(e) = self.check_writable(stmt) {
                     self.fail_block();
@@ -333,6 +344,23 @@ impl Session {
         let mut stmt = stmt.clone();
         params::substitute(&mut stmt, &values)?;
         Box::pin(self.execute_statement(stmt)).await
+    }
+
+    /// Refuses a prepared statement the acting role may not run. Its needs are walked once per
+    /// role and catalog version (GRANT and REVOKE change the version), so the fast path and
+    /// kept plans check at the cost of a comparison.
+    fn check_prepared_privileges(&self, prepared: &Prepared, stmt: &Statement) -> SqlResult<()> {
+        let (role, superuser) = crate::privileges::acting_role_oid(self)?;
+        if superuser {
+            return Ok(());
+        }
+        let version = self.engine.catalog.read().version;
+        if *prepared.privileges_met.lock() == Some((role, version)) {
+            return Ok(());
+        }
+        self.check_privileges(stmt)?;
+        *prepared.privileges_met.lock() = Some((role, version));
+        Ok(())
     }
 
     /// An Execute with more than a Sync behind it: the statements up to the Sync share one

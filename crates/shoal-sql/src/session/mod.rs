@@ -16,6 +16,7 @@ mod transaction;
 pub use cursor::{SqlCursor, MOVE_MARKER};
 pub use extended::Prepared;
 pub use query_run::QueryRun;
+pub(crate) use set_show::role_membership_text;
 pub use sql_prepare::SqlPrepared;
 
 use std::sync::Arc;
@@ -410,7 +411,14 @@ impl Session {
                 let plan = match parse_sql(&shape) {
                     Ok(mut statements) if statements.len() == 1 => {
                         let stmt = statements.pop().expect("one statement");
-                        fastpath::plan(self, &stmt, literals.len()).map(Arc::new)
+                        // A shape the acting role may not run is left to the ordinary path,
+                        // which reports the denial. The entry holds for this catalog version
+                        // (GRANT and REVOKE change it) and settings generation (SET ROLE
+                        // changes it), so the check need not be repeated for each use.
+                        match self.check_privileges(&stmt) {
+                            Ok(()) => fastpath::plan(self, &stmt, literals.len()).map(Arc::new),
+                            Err(_) => None,
+                        }
                     }
                     _ => None,
                 };
@@ -473,7 +481,10 @@ impl Session {
             }
             return r;
         }
-        if let Err(e) = self.check_writable(&stmt) {
+        if let Err(e) = self
+            .check_writable(&stmt)
+            .and_then(|()| self.check_privileges(&stmt))
+        {
             self.fail_block();
             return Err(e);
         }
@@ -498,6 +509,16 @@ impl Session {
         };
         let result = interruptible(timeout_ms, &mut cancel, work).await;
         self.cancel = cancel;
+        if let (Some(mark), Ok(_)) = (&mark, &result) {
+            // What the statement created belongs to the role that created it.
+            let created = mark.created(&engine);
+            if !created.is_empty() {
+                if let Ok(role) = crate::privileges::acting_role(self) {
+                    let mut catalog = engine.catalog.write();
+                    crate::privileges::grant::own_created(&mut catalog, role.oid, &created);
+                }
+            }
+        }
         if let Some(changes) = mark.and_then(|m| m.finish(&engine)) {
             self.ddl_undo.push(changes);
         }

@@ -19,6 +19,8 @@ impl Session {
         Some(match stmt {
             // SET CONSTRAINTS checks keys, in the transaction (`route`).
             Statement::Set(_) if set_constraints_text(stmt).is_some() => return None,
+            // GRANT / REVOKE of role membership changes the catalog (`ddl`).
+            Statement::Set(_) if role_membership_text(stmt).is_some() => return None,
             Statement::Set(set) => self.set(set),
             Statement::ShowVariable { variable } => self.show(variable),
             Statement::Reset(r) => {
@@ -385,6 +387,8 @@ impl Session {
         self.settings.set_by_server("session_authorization", role);
         self.settings
             .set_by_server("is_superuser", if superuser { "on" } else { "off" });
+        let ssl = if self.engine.ssl() { "on" } else { "off" };
+        self.settings.set_by_server("ssl", ssl);
         self.sync_scope_settings();
     }
 
@@ -487,13 +491,23 @@ fn channel_name(channel: &ast::Ident) -> String {
 /// The text after CONSTRAINTS of a `SET CONSTRAINTS` statement (see
 /// `parse::rewrite_set_constraints`); None for any other statement.
 pub(super) fn set_constraints_text(stmt: &Statement) -> Option<&str> {
+    set_text(stmt, crate::parse::SET_CONSTRAINTS_VARIABLE)
+}
+
+/// The text of a role membership GRANT or REVOKE (see `parse::rewrite_role_membership`).
+pub(crate) fn role_membership_text(stmt: &Statement) -> Option<&str> {
+    set_text(stmt, crate::parse::ROLE_MEMBERSHIP_VARIABLE)
+}
+
+/// The text a `SET variable = 'text'` of one of the parser's rewrites carries.
+fn set_text<'a>(stmt: &'a Statement, variable_name: &str) -> Option<&'a str> {
     let Statement::Set(ast::Set::SingleAssignment {
         variable, values, ..
     }) = stmt
     else {
         return None;
     };
-    if variable.to_string() != crate::parse::SET_CONSTRAINTS_VARIABLE {
+    if variable.to_string() != variable_name {
         return None;
     }
     match values.as_slice() {

@@ -305,8 +305,14 @@ fn unique_data_dir(port: u16) -> PathBuf {
 
 /// A tokio-postgres client of `server` (its connection task runs on the current runtime).
 pub async fn connect(server: &ShoalServer) -> tokio_postgres::Client {
+    connect_with(server, "user=postgres").await
+}
+
+/// Connects over TCP with extra libpq-style settings (`user=alice application_name=x`).
+#[allow(dead_code)] // not every test binary uses every helper
+pub async fn connect_with(server: &ShoalServer, settings: &str) -> tokio_postgres::Client {
     let conn = format!(
-        "host=127.0.0.1 port={} user=postgres dbname=postgres",
+        "host=127.0.0.1 port={} dbname=postgres {settings}",
         server.port()
     );
     let (client, connection) = tokio_postgres::connect(&conn, tokio_postgres::NoTls)
@@ -314,6 +320,19 @@ pub async fn connect(server: &ShoalServer) -> tokio_postgres::Client {
         .expect("connect to shoal");
     tokio::spawn(connection);
     client
+}
+
+/// A StartupMessage for `user`, protocol 3.0, for tests that speak the protocol by hand.
+#[allow(dead_code)] // not every test binary uses every helper
+pub fn startup_message(user: &str) -> Vec<u8> {
+    let mut body = 196608u32.to_be_bytes().to_vec();
+    for part in ["user", user, "database", "postgres", ""] {
+        body.extend_from_slice(part.as_bytes());
+        body.push(0);
+    }
+    let mut message = ((body.len() + 4) as u32).to_be_bytes().to_vec();
+    message.extend(body);
+    message
 }
 
 /// Runs each `;`-separated statement of `script` as a message of its own, so that each commits

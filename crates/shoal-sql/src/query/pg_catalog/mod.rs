@@ -261,7 +261,7 @@ pub fn table(scope: &Arc<PlanScope>, name: &str) -> Option<Arc<dyn TableProvider
         "pg_enum" => types::pg_enum(&catalog),
         "pg_index" => pg_index(&catalog),
         "pg_constraint" => pg_constraint(&catalog),
-        "pg_database" => pg_database(),
+        "pg_database" => pg_database(&catalog),
         "pg_roles" | "pg_user" | "pg_authid" => pg_roles(name, &catalog),
         "pg_auth_members" => pg_auth_members(&catalog),
         "pg_am" => pg_am(),

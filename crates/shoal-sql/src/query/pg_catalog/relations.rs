@@ -10,9 +10,18 @@ use shoal_storage::catalog::{AccessMethod, Catalog, ConstraintKind, SequenceDef}
 
 use super::{
     b, f32v, i16v, i32v, i64v, namespace_oid, null_text, o, s, TableBuilder, BOOL, BTREE_AM_OID,
-    COLUMNAR_AM_OID, F32, HEAP_AM_OID, I16, I32, I64, OID, SUPERUSER_OID, T,
+    COLUMNAR_AM_OID, F32, HEAP_AM_OID, I16, I32, I64, OID, T,
 };
 use crate::query::scope::PlanScope;
+use shoal_storage::catalog_privileges::{acl_text, role_name, ObjectClass, ObjectRef};
+
+/// An object's acl column: aclitem[] as text, NULL while it has the default privileges.
+pub(super) fn acl(catalog: &Catalog, object: ObjectRef) -> ScalarValue {
+    match acl_text(catalog, object) {
+        Some(text) => s(&text),
+        None => null_text(),
+    }
+}
 use crate::types::pg_type_of;
 
 pub(super) fn pg_namespace(catalog: &Catalog) -> Arc<dyn TableProvider> {
@@ -23,11 +32,12 @@ pub(super) fn pg_namespace(catalog: &Catalog) -> Arc<dyn TableProvider> {
         ("nspacl", T),
     ]);
     for sch in catalog.schemas.values() {
+        let object = (ObjectClass::Schema, sch.oid);
         t.row(vec![
             o(sch.oid),
             s(&sch.name),
-            o(SUPERUSER_OID),
-            null_text(),
+            o(catalog.owner_of(object)),
+            acl(catalog, object),
         ]);
     }
     t.build()
@@ -91,14 +101,16 @@ pub(super) fn pg_class(scope: &Arc<PlanScope>, catalog: &Catalog) -> Arc<dyn Tab
                    has_index: bool,
                    checks: i16,
                    tuples: f32,
-                   options: ScalarValue| {
+                   options: ScalarValue,
+                   owner: u32,
+                   acl: ScalarValue| {
         t.row(vec![
             o(oid_),
             s(name),
             o(ns),
             o(0),
             o(0),
-            o(SUPERUSER_OID),
+            o(owner),
             o(am),
             o(oid_),
             o(0),
@@ -123,11 +135,13 @@ pub(super) fn pg_class(scope: &Arc<PlanScope>, catalog: &Catalog) -> Arc<dyn Tab
             o(0),
             o(0),
             o(0),
-            null_text(),
+            acl,
             options,
             null_text(),
         ]);
     };
+    let owner = |oid: u32| catalog.owner_of((ObjectClass::Relation, oid));
+    let relacl = |oid: u32| acl(catalog, (ObjectClass::Relation, oid));
     for table in catalog.tables.values() {
         let has_index = catalog.indexes.values().any(|i| i.table == table.oid);
         let checks = table
@@ -165,6 +179,8 @@ pub(super) fn pg_class(scope: &Arc<PlanScope>, catalog: &Catalog) -> Arc<dyn Tab
             checks,
             rows,
             options,
+            owner(table.oid),
+            relacl(table.oid),
         );
     }
     for index in catalog.indexes.values() {
@@ -178,6 +194,8 @@ pub(super) fn pg_class(scope: &Arc<PlanScope>, catalog: &Catalog) -> Arc<dyn Tab
             false,
             0,
             0.0,
+            null_text(),
+            owner(index.table),
             null_text(),
         );
     }
@@ -193,6 +211,8 @@ pub(super) fn pg_class(scope: &Arc<PlanScope>, catalog: &Catalog) -> Arc<dyn Tab
             0,
             1.0,
             null_text(),
+            owner(seq.oid),
+            relacl(seq.oid),
         );
     }
     for view in catalog.views.values() {
@@ -207,6 +227,8 @@ pub(super) fn pg_class(scope: &Arc<PlanScope>, catalog: &Catalog) -> Arc<dyn Tab
             0,
             0.0,
             null_text(),
+            owner(view.oid),
+            relacl(view.oid),
         );
     }
     t.build()
@@ -228,7 +250,10 @@ pub(super) fn pg_tables(catalog: &Catalog) -> Arc<dyn TableProvider> {
         t.row(vec![
             s(&table.schema),
             s(&table.name),
-            s("postgres"),
+            s(&role_name(
+                catalog,
+                catalog.owner_of((ObjectClass::Relation, table.oid)),
+            )),
             null_text(),
             b(has_index),
             b(false),
@@ -289,7 +314,10 @@ pub(super) fn pg_views(catalog: &Catalog) -> Arc<dyn TableProvider> {
         t.row(vec![
             s(&v.schema),
             s(&v.name),
-            s("postgres"),
+            s(&role_name(
+                catalog,
+                catalog.owner_of((ObjectClass::Relation, v.oid)),
+            )),
             s(&crate::dml::restore_locking_syntax(&v.query_sql)),
         ]);
     }

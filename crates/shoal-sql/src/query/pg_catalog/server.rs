@@ -17,7 +17,12 @@ use super::{
 use crate::query::scope::PlanScope;
 use shoal_storage::catalog::Catalog;
 
-pub(super) fn pg_database() -> Arc<dyn TableProvider> {
+const DATABASE_OBJECT: shoal_storage::catalog_privileges::ObjectRef = (
+    shoal_storage::catalog_privileges::ObjectClass::Database,
+    shoal_storage::catalog_privileges::DATABASE_OID,
+);
+
+pub(super) fn pg_database(catalog: &Catalog) -> Arc<dyn TableProvider> {
     let mut t = TableBuilder::new(&[
         ("oid", OID),
         ("datname", T),
@@ -37,7 +42,7 @@ pub(super) fn pg_database() -> Arc<dyn TableProvider> {
     t.row(vec![
         o(DATABASE_OID),
         s("postgres"),
-        o(SUPERUSER_OID),
+        o(catalog.owner_of(DATABASE_OBJECT)),
         i32v(6),
         s("c"),
         b(false),
@@ -47,7 +52,7 @@ pub(super) fn pg_database() -> Arc<dyn TableProvider> {
         s("C.UTF-8"),
         null_text(),
         null_text(),
-        null_text(),
+        super::relations::acl(catalog, DATABASE_OBJECT),
         o(1663),
     ]);
     t.build()

@@ -1,0 +1,404 @@
+//! Owners and access privileges of catalog objects (PostgreSQL's relowner/relacl, nspowner/
+//! nspacl, datdba/datacl). An object without an entry is owned by the bootstrap superuser and
+//! has its kind's default privileges, so catalogs written before privileges were kept read the
+//! same. An entry's `acl` is None until the first GRANT or REVOKE, as PostgreSQL's NULL acl:
+//! the owner holds every privilege of the kind, PUBLIC what the kind gives it.
+
+use serde::{Deserialize, Serialize};
+
+use crate::catalog::{
+    Catalog, Oid, RelationKind, INFORMATION_SCHEMA_NAMESPACE_OID, PG_CATALOG_NAMESPACE_OID,
+    PUBLIC_NAMESPACE_OID,
+};
+use crate::catalog_roles::BOOTSTRAP_SUPERUSER_OID;
+
+/// The OID of the database (there is one) and the grantee OID PostgreSQL uses for PUBLIC.
+pub const DATABASE_OID: Oid = 5;
+pub const PUBLIC: Oid = 0;
+
+/// What an ACL belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum ObjectClass {
+    /// Tables, views, sequences (their defaults differ; see `Privileges::default_for`).
+    Relation,
+    Schema,
+    Database,
+}
+
+/// A set of privileges, one bit each in PostgreSQL's order (ACL_INSERT is bit 0).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Privileges(pub u16);
+
+impl Privileges {
+    pub const INSERT: Privileges = Privileges(1 << 0);
+    pub const SELECT: Privileges = Privileges(1 << 1);
+    pub const UPDATE: Privileges = Privileges(1 << 2);
+    pub const DELETE: Privileges = Privileges(1 << 3);
+    pub const TRUNCATE: Privileges = Privileges(1 << 4);
+    pub const REFERENCES: Privileges = Privileges(1 << 5);
+    pub const TRIGGER: Privileges = Privileges(1 << 6);
+    pub const EXECUTE: Privileges = Privileges(1 << 7);
+    pub const USAGE: Privileges = Privileges(1 << 8);
+    pub const CREATE: Privileges = Privileges(1 << 9);
+    pub const TEMPORARY: Privileges = Privileges(1 << 10);
+    pub const CONNECT: Privileges = Privileges(1 << 11);
+    pub const NONE: Privileges = Privileges(0);
+
+    /// The letters of aclitem's text form, in bit order.
+    const LETTERS: &'static [u8] = b"arwdDxtXUCTc";
+
+    /// Every privilege an object of the kind can have (what `ALL` grants).
+    pub fn all_for(class: ObjectClass, kind: Option<RelationKind>) -> Privileges {
+        match (class, kind) {
+            (ObjectClass::Relation, Some(RelationKind::Sequence)) => {
+                Self::SELECT | Self::UPDATE | Self::USAGE
+            }
+            (ObjectClass::Relation, _) => {
+                Self::INSERT
+                    | Self::SELECT
+                    | Self::UPDATE
+                    | Self::DELETE
+                    | Self::TRUNCATE
+                    | Self::REFERENCES
+                    | Self::TRIGGER
+            }
+            (ObjectClass::Schema, _) => Self::USAGE | Self::CREATE,
+            (ObjectClass::Database, _) => Self::CREATE | Self::TEMPORARY | Self::CONNECT,
+        }
+    }
+
+    /// What PUBLIC holds on an object of the kind whose acl is the default.
+    fn public_default(class: ObjectClass) -> Privileges {
+        match class {
+            ObjectClass::Database => Self::TEMPORARY | Self::CONNECT,
+            ObjectClass::Relation | ObjectClass::Schema => Self::NONE,
+        }
+    }
+
+    pub fn contains(self, other: Privileges) -> bool {
+        self.0 & other.0 == other.0
+    }
+
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    pub fn without(self, other: Privileges) -> Privileges {
+        Privileges(self.0 & !other.0)
+    }
+
+    /// The privileges' letters (aclitem's text form), `*` after each one held with the grant
+    /// option.
+    pub fn letters(self, grant_options: Privileges) -> String {
+        let mut s = String::new();
+        for (bit, letter) in Self::LETTERS.iter().enumerate() {
+            let p = Privileges(1 << bit);
+            if self.contains(p) {
+                s.push(*letter as char);
+                if grant_options.contains(p) {
+                    s.push('*');
+                }
+            }
+        }
+        s
+    }
+}
+
+impl std::ops::BitOr for Privileges {
+    type Output = Privileges;
+    fn bitor(self, other: Privileges) -> Privileges {
+        Privileges(self.0 | other.0)
+    }
+}
+
+/// One grantee's privileges on an object, from one grantor (PostgreSQL's aclitem).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AclItem {
+    /// `PUBLIC` (0) for everyone.
+    pub grantee: Oid,
+    pub grantor: Oid,
+    pub privileges: Privileges,
+    /// The subset the grantee may grant on.
+    pub grant_options: Privileges,
+}
+
+/// An object's owner and, once changed from the default, its access list.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ownership {
+    pub owner: Oid,
+    pub acl: Option<Vec<AclItem>>,
+}
+
+/// Where an object's ownership entry is kept.
+pub type ObjectRef = (ObjectClass, Oid);
+
+impl Catalog {
+    /// The object's owner and acl (the defaults when it has no entry).
+    pub fn ownership(&self, object: ObjectRef) -> Ownership {
+        self.ownership.get(&object).cloned().unwrap_or(Ownership {
+            owner: BOOTSTRAP_SUPERUSER_OID,
+            acl: None,
+        })
+    }
+
+    pub fn owner_of(&self, object: ObjectRef) -> Oid {
+        self.ownership
+            .get(&object)
+            .map_or(BOOTSTRAP_SUPERUSER_OID, |o| o.owner)
+    }
+
+    /// Records the object's owner and acl (a new object's, an ALTER ... OWNER TO, a GRANT).
+    pub fn set_ownership(&mut self, object: ObjectRef, ownership: Ownership) {
+        if ownership.owner == BOOTSTRAP_SUPERUSER_OID && ownership.acl.is_none() {
+            self.ownership.remove(&object);
+        } else {
+            self.ownership.insert(object, ownership);
+        }
+        self.version += 1;
+    }
+
+    /// Forgets a dropped object's entry.
+    pub fn drop_ownership(&mut self, object: ObjectRef) {
+        if self.ownership.remove(&object).is_some() {
+            self.version += 1;
+        }
+    }
+
+    /// The object's access list with the defaults spelled out, as GRANT and REVOKE start from
+    /// (PostgreSQL's acldefault).
+    pub fn effective_acl(&self, object: ObjectRef, kind: Option<RelationKind>) -> Vec<AclItem> {
+        let ownership = self.ownership(object);
+        if let Some(acl) = ownership.acl {
+            return acl;
+        }
+        let all = Privileges::all_for(object.0, kind);
+        // The owner may always grant; PostgreSQL's default entry shows no grant options.
+        let mut acl = vec![AclItem {
+            grantee: ownership.owner,
+            grantor: ownership.owner,
+            privileges: all,
+            grant_options: Privileges::NONE,
+        }];
+        let mut public = Privileges::public_default(object.0);
+        // As initdb leaves them: everyone may use the schemas that come with the database
+        // (PUBLIC has no CREATE on public since PostgreSQL 15).
+        if object.0 == ObjectClass::Schema
+            && [
+                PUBLIC_NAMESPACE_OID,
+                PG_CATALOG_NAMESPACE_OID,
+                INFORMATION_SCHEMA_NAMESPACE_OID,
+            ]
+            .contains(&object.1)
+        {
+            public = Privileges::USAGE;
+        }
+        if !public.is_empty() {
+            acl.push(AclItem {
+                grantee: PUBLIC,
+                grantor: ownership.owner,
+                privileges: public,
+                grant_options: Privileges::NONE,
+            });
+        }
+        acl
+    }
+
+    /// The privileges `role` holds on the object: a superuser's are all; otherwise those the
+    /// acl gives PUBLIC, the role, and the roles whose privileges it inherits.
+    pub fn privileges_of(
+        &self,
+        role: Oid,
+        object: ObjectRef,
+        kind: Option<RelationKind>,
+    ) -> Privileges {
+        if self.roles.get(&role).is_some_and(|r| r.superuser) {
+            return Privileges::all_for(object.0, kind);
+        }
+        let mut held = Privileges::NONE;
+        for item in self.effective_acl(object, kind) {
+            if item.grantee == PUBLIC || self.has_privileges_of_role(role, item.grantee) {
+                held = held | item.privileges;
+            }
+        }
+        held
+    }
+
+    /// Whether `role` acts with `other`'s privileges: it is `other`, or a member of it through
+    /// roles that inherit (PostgreSQL's has_privs_of_role).
+    pub fn has_privileges_of_role(&self, role: Oid, other: Oid) -> bool {
+        if role == other || self.roles.get(&role).is_some_and(|r| r.superuser) {
+            return true;
+        }
+        let mut seen = vec![role];
+        let mut at = 0;
+        while at < seen.len() {
+            let current = seen[at];
+            at += 1;
+            // A role without INHERIT uses its memberships only through SET ROLE.
+            if !self.roles.get(&current).is_some_and(|r| r.inherit) {
+                continue;
+            }
+            for m in self.role_members.iter().filter(|m| m.member == current) {
+                if m.role == other {
+                    return true;
+                }
+                if !seen.contains(&m.role) {
+                    seen.push(m.role);
+                }
+            }
+        }
+        false
+    }
+
+    /// Whether the object still exists (entries of dropped objects are left behind: OIDs are
+    /// never reused, so they name nothing).
+    pub fn object_exists(&self, (class, oid): ObjectRef) -> bool {
+        match class {
+            ObjectClass::Relation => {
+                self.tables.contains_key(&oid)
+                    || self.views.contains_key(&oid)
+                    || self.sequences.contains_key(&oid)
+            }
+            ObjectClass::Schema => self.schemas.values().any(|s| s.oid == oid),
+            ObjectClass::Database => oid == DATABASE_OID,
+        }
+    }
+
+    /// The objects `role` owns or holds privileges on (what DROP ROLE must not leave behind).
+    pub fn objects_of_role(&self, role: Oid) -> Vec<ObjectRef> {
+        self.ownership
+            .iter()
+            .filter(|(object, _)| self.object_exists(**object))
+            .filter(|(_, o)| {
+                o.owner == role
+                    || o.acl.as_ref().is_some_and(|acl| {
+                        acl.iter().any(|i| i.grantee == role || i.grantor == role)
+                    })
+            })
+            .map(|(object, _)| *object)
+            .collect()
+    }
+}
+
+/// An object's acl as aclitem[]'s text form (`{a=r/b,=U/b}`), or None while it has the
+/// default (NULL in PostgreSQL's catalogs).
+pub fn acl_text(catalog: &Catalog, object: ObjectRef) -> Option<String> {
+    let acl = catalog.ownership.get(&object)?.acl.as_ref()?;
+    let items: Vec<String> = acl
+        .iter()
+        .map(|i| {
+            let text = aclitem_text(catalog, i);
+            if text.contains(['"', ',', ' ', '{', '}']) {
+                format!("\"{}\"", text.replace('\\', "\\\\").replace('"', "\\\""))
+            } else {
+                text
+            }
+        })
+        .collect();
+    Some(format!("{{{}}}", items.join(",")))
+}
+
+/// The name of the role with `oid` (its OID as text when it is gone).
+pub fn role_name(catalog: &Catalog, oid: Oid) -> String {
+    catalog
+        .roles
+        .get(&oid)
+        .map_or_else(|| oid.to_string(), |r| r.name.clone())
+}
+
+/// An aclitem's text form: `grantee=privileges/grantor`, the grantee empty for PUBLIC.
+pub fn aclitem_text(catalog: &Catalog, item: &AclItem) -> String {
+    let name = |oid: Oid| match catalog.roles.get(&oid) {
+        Some(r) => quote_role(&r.name),
+        None => oid.to_string(),
+    };
+    let grantee = match item.grantee {
+        PUBLIC => String::new(),
+        oid => name(oid),
+    };
+    format!(
+        "{grantee}={}/{}",
+        item.privileges.letters(item.grant_options),
+        name(item.grantor)
+    )
+}
+
+/// A role name as aclitem prints it: in double quotes when it is not a plain lower-case name.
+fn quote_role(name: &str) -> String {
+    let plain = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    if plain {
+        name.to_string()
+    } else {
+        format!("\"{}\"", name.replace('"', "\"\""))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog_roles::{RoleDef, RoleMembership};
+
+    #[test]
+    fn grants_reach_members_that_inherit_and_text_reads_as_postgresql() {
+        let mut c = Catalog::default();
+        let alice = c.allocate_oid();
+        let staff = c.allocate_oid();
+        let table = c.allocate_oid();
+        c.create_role(RoleDef::new(alice, "alice")).unwrap();
+        c.create_role(RoleDef::new(staff, "staff")).unwrap();
+        let object = (ObjectClass::Relation, table);
+        let kind = Some(RelationKind::Table);
+        assert!(c.privileges_of(alice, object, kind).is_empty());
+        assert_eq!(
+            c.privileges_of(BOOTSTRAP_SUPERUSER_OID, object, kind),
+            Privileges::all_for(ObjectClass::Relation, kind)
+        );
+        let mut acl = c.effective_acl(object, kind);
+        acl.push(AclItem {
+            grantee: staff,
+            grantor: BOOTSTRAP_SUPERUSER_OID,
+            privileges: Privileges::SELECT | Privileges::INSERT,
+            grant_options: Privileges::SELECT,
+        });
+        c.set_ownership(
+            object,
+            Ownership {
+                owner: BOOTSTRAP_SUPERUSER_OID,
+                acl: Some(acl.clone()),
+            },
+        );
+        assert_eq!(aclitem_text(&c, &acl[0]), "postgres=arwdDxt/postgres");
+        assert_eq!(aclitem_text(&c, &acl[1]), "staff=ar*/postgres");
+        c.role_members.push(RoleMembership {
+            role: staff,
+            member: alice,
+            admin_option: false,
+        });
+        assert!(c
+            .privileges_of(alice, object, kind)
+            .contains(Privileges::SELECT));
+        let mut noinherit = c.roles[&alice].clone();
+        noinherit.inherit = false;
+        c.replace_role(noinherit).unwrap();
+        assert!(c.privileges_of(alice, object, kind).is_empty());
+        // The table was never created: its entry names nothing a role could own.
+        assert!(c.objects_of_role(staff).is_empty());
+        let schema = c.create_schema("s").unwrap();
+        c.set_ownership(
+            (ObjectClass::Schema, schema),
+            Ownership {
+                owner: staff,
+                acl: None,
+            },
+        );
+        let back = Catalog::from_image(&c.to_image()).unwrap();
+        assert_eq!(back.ownership(object), c.ownership(object));
+        assert_eq!(
+            back.objects_of_role(staff),
+            vec![(ObjectClass::Schema, schema)]
+        );
+    }
+}
