@@ -48,7 +48,16 @@ pub struct Engine {
     pub hba: shoal_auth::hba::HbaRules,
     /// Whether clients may connect over TLS (the `ssl` setting).
     ssl: std::sync::atomic::AtomicBool,
+    /// Most sessions at once (`max_connections`); the last SUPERUSER_RESERVED_CONNECTIONS of
+    /// them only for superusers.
+    max_connections: std::sync::atomic::AtomicUsize,
 }
+
+/// Connection slots kept for superusers (PostgreSQL's superuser_reserved_connections).
+pub const SUPERUSER_RESERVED_CONNECTIONS: usize = 3;
+
+/// max_connections unless the server is told otherwise.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 1000;
 
 impl Engine {
     /// Records whether the server offers TLS (shown by `SHOW ssl`).
@@ -58,6 +67,16 @@ impl Engine {
 
     pub fn ssl(&self) -> bool {
         self.ssl.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    pub fn set_max_connections(&self, n: usize) {
+        self.max_connections
+            .store(n, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    pub fn max_connections(&self) -> usize {
+        self.max_connections
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// An engine that keeps nothing: for tests of the SQL layer.
@@ -75,6 +94,7 @@ impl Engine {
             backends: Default::default(),
             hba: Default::default(),
             ssl: Default::default(),
+            max_connections: std::sync::atomic::AtomicUsize::new(DEFAULT_MAX_CONNECTIONS),
         });
         start_segment_merger(Arc::downgrade(&engine));
         engine
@@ -102,6 +122,7 @@ impl Engine {
             backends: Default::default(),
             hba: Default::default(),
             ssl: Default::default(),
+            max_connections: std::sync::atomic::AtomicUsize::new(DEFAULT_MAX_CONNECTIONS),
         });
         start_checkpointer(Arc::downgrade(&engine));
         start_segment_merger(Arc::downgrade(&engine));

@@ -32,8 +32,9 @@
 //!   It becomes a SET of the variable [`SET_CONSTRAINTS_VARIABLE`] to the text after
 //!   CONSTRAINTS, which the session reads back.
 //!
-//! - `GRANT role TO role` and `REVOKE role FROM role`: sqlparser reads only GRANT ... ON. They
-//!   become a SET of [`ROLE_MEMBERSHIP_VARIABLE`] to the statement's text.
+//! - `GRANT role TO role`, `REVOKE role FROM role`, `REASSIGN OWNED`, `DROP OWNED`: sqlparser
+//!   reads none of them. They become a SET of [`ROLE_COMMAND_VARIABLE`] to the statement's
+//!   text.
 //!
 //! - `CREATE USER` and `ALTER USER`: sqlparser reads them as other dialects' statements. USER
 //!   becomes ROLE, and a CREATE USER gets LOGIN unless it says NOLOGIN.
@@ -63,7 +64,7 @@ pub const SET_CONSTRAINTS_VARIABLE: &str = "shoal_set_constraints";
 
 /// The setting name a role membership GRANT or REVOKE is parsed as (see
 /// `rewrite_role_membership`).
-pub const ROLE_MEMBERSHIP_VARIABLE: &str = "shoal_role_membership";
+pub const ROLE_COMMAND_VARIABLE: &str = "shoal_role_command";
 
 /// The `ALTER TABLE ... SET (option)` that carries SET ACCESS METHOD.
 pub const ACCESS_METHOD_OPTION: &str = "shoal_access_method";
@@ -158,6 +159,21 @@ fn parse_unfixed(sql: &str) -> Result<Vec<Statement>, ParserError> {
         }
     }
     Ok(statements)
+}
+
+/// A statement PostgreSQL has and Shoal does not, named for the 0A000 error that refuses it
+/// (sqlparser cannot read these, so they would otherwise be syntax errors).
+pub fn unsupported_statement(sql: &str) -> Option<&'static str> {
+    let words: Vec<String> = sql
+        .split_whitespace()
+        .take(3)
+        .map(|w| w.to_ascii_uppercase())
+        .collect();
+    let words: Vec<&str> = words.iter().map(String::as_str).collect();
+    match words.as_slice() {
+        ["ALTER", "DEFAULT", "PRIVILEGES", ..] => Some("ALTER DEFAULT PRIVILEGES"),
+        _ => None,
+    }
 }
 
 fn is_other_dialects_user(stmt: &Statement) -> bool {
@@ -396,7 +412,16 @@ fn normalize_statement(mut seg: Vec<TokenWithSpan>) -> (Vec<TokenWithSpan>, bool
         Some(Keyword::RESET) => changed |= rewrite_reset_time_zone(&mut seg),
         Some(Keyword::FETCH) => changed |= rewrite_fetch(&mut seg, false),
         Some(Keyword::SET) if rewrite_set_constraints(&mut seg) => changed = true,
-        Some(Keyword::GRANT | Keyword::REVOKE) => changed |= rewrite_role_membership(&mut seg),
+        Some(Keyword::GRANT | Keyword::REVOKE | Keyword::DROP) => {
+            changed |= rewrite_role_membership(&mut seg)
+        }
+        // REASSIGN is not one of sqlparser's keywords.
+        Some(Keyword::NoKeyword)
+            if matches!(significant(&seg).first().map(|&i| &seg[i].token),
+                Some(Token::Word(w)) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case("reassign")) =>
+        {
+            changed |= rewrite_role_membership(&mut seg)
+        }
         Some(Keyword::BEGIN | Keyword::START | Keyword::SET) => {
             if let Some(deferrable) = strip_deferrable(&mut seg) {
                 changed = true;
@@ -449,12 +474,12 @@ fn rewrite_set_constraints(seg: &mut Vec<TokenWithSpan>) -> bool {
 }
 
 /// `GRANT role TO role` and `REVOKE role FROM role`, which sqlparser does not read, become
-/// `SET shoal_role_membership = '<the statement>'` ([`ROLE_MEMBERSHIP_VARIABLE`]); the
+/// `SET shoal_role_membership = '<the statement>'` ([`ROLE_COMMAND_VARIABLE`]); the
 /// statement's text is read again by `ddl::role_membership`.
 fn rewrite_role_membership(seg: &mut Vec<TokenWithSpan>) -> bool {
     let sig = significant(seg);
     let words: Vec<String> = sig.iter().map(|&i| seg[i].token.to_string()).collect();
-    if !crate::ddl::role_membership::is_membership_change(&words) {
+    if !crate::ddl::role_membership::is_role_command(&words) {
         return false;
     }
     let text = words.join(" ");
@@ -462,7 +487,7 @@ fn rewrite_role_membership(seg: &mut Vec<TokenWithSpan>) -> bool {
     *seg = vec![
         word("SET"),
         TokenWithSpan::wrap(Token::Whitespace(Whitespace::Space)),
-        word(ROLE_MEMBERSHIP_VARIABLE),
+        word(ROLE_COMMAND_VARIABLE),
         TokenWithSpan::wrap(Token::Eq),
         TokenWithSpan::wrap(Token::SingleQuotedString(text)),
     ];

@@ -26,6 +26,7 @@ const KNOWN_SETTINGS: &[(&str, &str, bool)] = &[
     ("lc_time", "C", false),
     ("lock_timeout", "0", false),
     ("idle_in_transaction_session_timeout", "0", false),
+    ("idle_session_timeout", "0", false),
     ("max_connections", "1000", false),
     ("max_identifier_length", "63", false),
     ("search_path", "\"$user\", public", false),
@@ -54,6 +55,7 @@ const KNOWN_SETTINGS: &[(&str, &str, bool)] = &[
     ("escape_string_warning", "on", false),
     ("in_hot_standby", "off", true),
     ("ssl", "off", false),
+    ("superuser_reserved_connections", "3", false),
 ];
 
 /// Canonical (ParameterStatus) spelling of reported settings.
@@ -135,6 +137,22 @@ impl Settings {
 
     pub fn lock_timeout_ms(&self) -> u64 {
         self.lock_timeout_ms
+    }
+
+    /// `idle_in_transaction_session_timeout` and `idle_session_timeout` in milliseconds (0:
+    /// none): how long a client may leave its session idle inside, and outside, a
+    /// transaction block before the server closes it.
+    pub fn idle_timeouts_ms(&self) -> (u64, u64) {
+        let ms = |name: &str| {
+            self.values
+                .get(name)
+                .and_then(|v| parse_duration_ms(v))
+                .unwrap_or(0)
+        };
+        (
+            ms("idle_in_transaction_session_timeout"),
+            ms("idle_session_timeout"),
+        )
     }
 
     pub fn time_zone(&self) -> &TimeZone {
@@ -322,6 +340,7 @@ pub fn checked_assignment(
             | "max_identifier_length"
             | "is_superuser"
             | "ssl"
+            | "max_connections"
     ) {
         return Err(SqlError::new(
             "55P02",
@@ -466,9 +485,10 @@ fn normalize(name: &str, value: &str) -> SqlResult<String> {
             | "no" | "1" | "0" => value.to_lowercase(),
             _ => return Err(bad()),
         },
-        "statement_timeout" | "lock_timeout" | "idle_in_transaction_session_timeout" => {
-            format_duration_ms(parse_duration_ms(value).ok_or_else(bad)?)
-        }
+        "statement_timeout"
+        | "lock_timeout"
+        | "idle_in_transaction_session_timeout"
+        | "idle_session_timeout" => format_duration_ms(parse_duration_ms(value).ok_or_else(bad)?),
         _ => value.to_string(),
     })
 }

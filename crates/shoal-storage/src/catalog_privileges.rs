@@ -173,33 +173,38 @@ impl Catalog {
         }
         let all = Privileges::all_for(object.0, kind);
         // The owner may always grant; PostgreSQL's default entry shows no grant options.
-        let mut acl = vec![AclItem {
+        let owner = AclItem {
             grantee: ownership.owner,
             grantor: ownership.owner,
             privileges: all,
             grant_options: Privileges::NONE,
-        }];
-        let mut public = Privileges::public_default(object.0);
+        };
+        let public = |privileges| AclItem {
+            grantee: PUBLIC,
+            grantor: ownership.owner,
+            privileges,
+            grant_options: Privileges::NONE,
+        };
         // As initdb leaves them: everyone may use the schemas that come with the database
-        // (PUBLIC has no CREATE on public since PostgreSQL 15).
-        if object.0 == ObjectClass::Schema
+        // (PUBLIC has no CREATE on public since PostgreSQL 15); their acl lists the owner
+        // first.
+        let builtin_schema = object.0 == ObjectClass::Schema
             && [
                 PUBLIC_NAMESPACE_OID,
                 PG_CATALOG_NAMESPACE_OID,
                 INFORMATION_SCHEMA_NAMESPACE_OID,
             ]
-            .contains(&object.1)
-        {
-            public = Privileges::USAGE;
+            .contains(&object.1);
+        if builtin_schema {
+            return vec![owner, public(Privileges::USAGE)];
         }
-        if !public.is_empty() {
-            acl.push(AclItem {
-                grantee: PUBLIC,
-                grantor: ownership.owner,
-                privileges: public,
-                grant_options: Privileges::NONE,
-            });
+        // PostgreSQL's acldefault: PUBLIC's entry (when it has one) first, then the owner's.
+        let mut acl = Vec::new();
+        let world = Privileges::public_default(object.0);
+        if !world.is_empty() {
+            acl.push(public(world));
         }
+        acl.push(owner);
         acl
     }
 

@@ -50,6 +50,11 @@ enum Command {
         /// them; pg_hba.conf's `cert` method logs in by it.
         #[arg(long, requires = "tls_cert")]
         tls_ca: Option<PathBuf>,
+        /// Most client sessions at once (PostgreSQL's max_connections); the last 3 are kept
+        /// for superusers. A client past it gets FATAL 53300.
+        #[arg(long, default_value_t = shoal_sql::engine::DEFAULT_MAX_CONNECTIONS as u32,
+              value_parser = clap::value_parser!(u32).range(4..=100_000))]
+        max_connections: u32,
         /// Directory of the Unix-domain socket `.s.PGSQL.PORT` (PostgreSQL's
         /// unix_socket_directories), which psql and pgbench use when given `-h DIR` or no host
         /// at all. Empty: no Unix socket.
@@ -111,6 +116,7 @@ fn main() {
             tls_cert,
             tls_key,
             tls_ca,
+            max_connections,
         } => {
             if let Err(e) = std::fs::create_dir_all(&data_dir) {
                 eprintln!(
@@ -224,6 +230,7 @@ fn main() {
                     client_auth::apply_superuser_password(&engine, password);
                 }
                 engine.set_ssl(tls.is_some());
+                engine.set_max_connections(max_connections as usize);
                 let server_cert = tls.as_ref().map(|t| t.cert_pem.as_slice());
                 let auth = shoal_server::pg::auth::Authenticator::new(engine.clone(), server_cert)
                     .unwrap_or_else(|e| {

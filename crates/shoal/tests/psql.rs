@@ -144,6 +144,44 @@ fn describe_commands_show_tables_indexes_databases_and_roles() {
 }
 
 #[test]
+fn privilege_commands_show_roles_grants_and_owners() {
+    let server = ShoalServer::start();
+    psql(
+        &server,
+        "CREATE ROLE reader LOGIN;\n\
+         CREATE ROLE staff;\n\
+         GRANT staff TO reader;\n\
+         CREATE TABLE notes (id int);\n\
+         GRANT SELECT ON notes TO reader;\n\
+         GRANT INSERT, UPDATE ON notes TO staff WITH GRANT OPTION;\n\
+         CREATE TABLE plain (id int);\n\
+         GRANT CONNECT ON DATABASE postgres TO reader;",
+    );
+    let roles = psql(&server, "\\du");
+    assert_contains(&roles, &["reader", "{staff}", "Cannot login"]);
+    // \dp and \z: one grant per line; a table with the default privileges shows none.
+    for command in ["\\dp", "\\z notes"] {
+        let grants = psql(&server, command);
+        assert_contains(
+            &grants,
+            &[
+                "Access privileges",
+                "postgres=arwdDxt/postgres",
+                "reader=r/postgres",
+                "staff=a*w*/postgres",
+            ],
+        );
+    }
+    let grants = psql(&server, "\\dp plain");
+    assert_contains(&grants, &["plain", "table"]);
+    assert!(!grants.contains("=arwdDxt/"), "{grants}");
+    let defaults = psql(&server, "\\ddp");
+    assert_contains(&defaults, &["Default access privileges", "(0 rows)"]);
+    let databases = psql(&server, "\\l");
+    assert_contains(&databases, &["reader=c/postgres"]);
+}
+
+#[test]
 fn display_settings_and_tab_completion_queries() {
     let server = ShoalServer::start();
     psql(&server, "CREATE TABLE tab_orders (id int);");

@@ -1,10 +1,14 @@
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
+import java.io.IOException;
 import java.io.PrintWriter;
 import java.io.StringReader;
 import java.io.StringWriter;
 import java.math.BigDecimal;
+import java.net.Socket;
 import java.nio.charset.StandardCharsets;
+import java.security.SecureRandom;
+import java.security.cert.X509Certificate;
 import java.sql.Array;
 import java.sql.BatchUpdateException;
 import java.sql.CallableStatement;
@@ -43,11 +47,16 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
+import javax.net.ssl.SSLHandshakeException;
+import javax.net.ssl.SSLSession;
+import javax.net.ssl.SSLSocket;
+
 import org.postgresql.PGConnection;
 import org.postgresql.PGNotification;
 import org.postgresql.PGResultSetMetaData;
 import org.postgresql.PGStatement;
 import org.postgresql.copy.CopyManager;
+import org.postgresql.ssl.LibPQFactory;
 import org.postgresql.util.PGInterval;
 import org.postgresql.util.PGobject;
 import org.postgresql.util.PSQLException;
@@ -57,7 +66,9 @@ import org.postgresql.util.ServerErrorMessage;
  * What applications do with the PostgreSQL JDBC driver (pgJDBC), case by case; see
  * tests/drivers/run.py for the output protocol ("ok CASE" / "not ok CASE: MESSAGE"). Connects with
  * the libpq environment variables (JDBC does not read them, so the URL is built from them); each
- * case uses its own connections and tables, so one failure does not spill into the next.
+ * case uses its own connections and tables, so one failure does not spill into the next. The tls_
+ * cases use the certificates run.py made for the run (SHOAL_TEST_SSLROOTCERT and the others of its
+ * TestPki.env()).
  */
 public final class PgjdbcSuite {
 
@@ -82,12 +93,20 @@ public final class PgjdbcSuite {
   }
 
   static String url() {
-    return "jdbc:postgresql://" + env("PGHOST", "127.0.0.1") + ":" + env("PGPORT", "5432") + "/"
+    return url(env("PGHOST", "127.0.0.1"));
+  }
+
+  static String url(String host) {
+    return "jdbc:postgresql://" + host + ":" + env("PGPORT", "5432") + "/"
         + env("PGDATABASE", "postgres");
   }
 
   /** A connection in autocommit mode; extra driver properties as name, value pairs. */
   static Connection connect(String... props) throws SQLException {
+    return connectTo(url(), props);
+  }
+
+  static Connection connectTo(String url, String... props) throws SQLException {
     Properties p = new Properties();
     p.setProperty("user", env("PGUSER", "postgres"));
     String password = System.getenv("PGPASSWORD");
@@ -101,7 +120,7 @@ public final class PgjdbcSuite {
     for (int i = 0; i + 1 < props.length; i += 2) {
       p.setProperty(props[i], props[i + 1]);
     }
-    return DriverManager.getConnection(url(), p);
+    return DriverManager.getConnection(url, p);
   }
 
   static Connection connectTx(String... props) throws SQLException {
@@ -1935,6 +1954,126 @@ public final class PgjdbcSuite {
     if (!failures.isEmpty()) {
       throw new AssertionError(String.join("; ", failures));
     }
+  }
+
+  // ---------------------------------------------------------------- TLS
+
+  /**
+   * pgJDBC's own socket factory for the libpq sslmodes, keeping the last socket it made, so a
+   * case can ask the socket what the TLS session is (pgJDBC has no call for it). The driver
+   * instantiates it by name, through the (Properties) constructor.
+   */
+  public static final class RecordingSslFactory extends LibPQFactory {
+    static volatile SSLSocket last;
+
+    public RecordingSslFactory(Properties info) throws PSQLException {
+      super(info);
+    }
+
+    @Override
+    public Socket createSocket(Socket socket, String host, int port, boolean autoClose)
+        throws IOException {
+      Socket tls = super.createSocket(socket, host, port, autoClose);
+      last = (SSLSocket) tls;
+      return tls;
+    }
+  }
+
+  /**
+   * A connection that pgJDBC makes only over TLS, to a server whose certificate the run's CA
+   * signed for the name localhost; extra driver properties as name, value pairs.
+   */
+  static Connection connectTls(String... props) throws SQLException {
+    RecordingSslFactory.last = null;
+    List<String> all = new ArrayList<>(List.of("sslmode", "verify-full",
+        "sslrootcert", System.getenv("SHOAL_TEST_SSLROOTCERT"),
+        "sslfactory", RecordingSslFactory.class.getName()));
+    all.addAll(Arrays.asList(props));
+    return connectTo(url("localhost"), all.toArray(new String[0]));
+  }
+
+  /**
+   * The client's socket and the server both say the connection is TLS, and data larger than a
+   * TLS record (16 KiB) goes both ways intact.
+   */
+  static void checkEncrypted(Connection c) throws Exception {
+    SSLSocket socket = RecordingSslFactory.last;
+    checkTrue(socket != null, "pgJDBC made no TLS socket");
+    SSLSession session = socket.getSession();
+    checkTrue(Set.of("TLSv1.2", "TLSv1.3").contains(session.getProtocol()),
+        "TLS protocol " + session.getProtocol());
+    check(((X509Certificate) session.getPeerCertificates()[0]).getSubjectX500Principal().getName(),
+        "CN=localhost", "server certificate subject");
+    check(one(c, "SHOW ssl"), "on", "SHOW ssl");
+    byte[] blob = new byte[200_000];
+    new SecureRandom().nextBytes(blob);
+    try (PreparedStatement ps = prepare(c, "SELECT ?::bytea, length(?::bytea)", blob, blob);
+         ResultSet rs = ps.executeQuery()) {
+      checkTrue(rs.next(), "no row");
+      checkTrue(Arrays.equals(rs.getBytes(1), blob), "a 200 kB bytea through TLS came back changed");
+      check(rs.getInt(2), blob.length, "length of the bytea");
+    }
+  }
+
+  static {
+    kase("tls_verify_full", () -> {
+      try (Connection c = connectTls()) {
+        checkEncrypted(c);
+        check(one(c, "SELECT current_user"), "postgres", "current_user");
+      }
+    });
+
+    kase("tls_scram_channel_binding", () -> {
+      // run.py's pg_hba.conf lets tls_scram in over TLS only, by SCRAM-SHA-256;
+      // channelBinding=require makes pgJDBC insist on SCRAM-SHA-256-PLUS.
+      try (Connection admin = connect()) {
+        exec(admin, "CREATE ROLE tls_scram LOGIN PASSWORD 'scram over tls'");
+        try {
+          try (Connection c = connectTls("user", "tls_scram", "password", "scram over tls",
+              "channelBinding", "require")) {
+            checkEncrypted(c);
+            check(one(c, "SELECT current_user"), "tls_scram", "current_user");
+          }
+          SQLException e = expectState("28000", "tls_scram without TLS", () ->
+              connect("user", "tls_scram", "password", "scram over tls", "sslmode", "disable")
+                  .close());
+          checkTrue(e.getMessage().contains("pg_hba.conf rejects connection"),
+              "without TLS: " + e.getMessage());
+        } finally {
+          exec(admin, "DROP ROLE IF EXISTS tls_scram");
+        }
+      }
+    });
+
+    kase("tls_client_certificate", () -> {
+      // The cert method: the client certificate (CN=tls_cert, signed by the run's CA) is the login.
+      try (Connection admin = connect()) {
+        exec(admin, "CREATE ROLE tls_cert LOGIN");
+        try {
+          try (Connection c = connectTls("user", "tls_cert",
+              "sslcert", System.getenv("SHOAL_TEST_SSLCERT"),
+              // The key as PKCS#8 DER, the format pgJDBC documents: given the PEM file, it says
+              // "Could not load the private key".
+              "sslkey", System.getenv("SHOAL_TEST_SSLKEY_PK8"))) {
+            checkEncrypted(c);
+            check(one(c, "SELECT current_user"), "tls_cert", "current_user");
+          }
+          SQLException e = expectState("28000", "tls_cert without a certificate", () ->
+              connectTls("user", "tls_cert").close());
+          checkTrue(e.getMessage().contains("requires a valid client certificate"),
+              "without a certificate: " + e.getMessage());
+        } finally {
+          exec(admin, "DROP ROLE IF EXISTS tls_cert");
+        }
+      }
+    });
+
+    kase("tls_wrong_ca_rejected", () -> {
+      SQLException e = expectState("08006", "verify-full with a CA that did not sign the server",
+          () -> connectTls("sslrootcert", System.getenv("SHOAL_TEST_WRONG_SSLROOTCERT")).close());
+      checkTrue(e.getCause() instanceof SSLHandshakeException,
+          "cause: " + e.getCause() + " (" + e.getMessage() + ")");
+    });
   }
 
   // ---------------------------------------------------------------- main

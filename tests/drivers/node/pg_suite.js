@@ -2,9 +2,12 @@
 // What applications do with node-postgres (`pg`), case by case (see tests/drivers/run.py for the
 // output protocol: `ok <case>` / `not ok <case>: <message>`). Connects with the libpq environment
 // variables (PGHOST, PGPORT, PGUSER, PGDATABASE); each case uses its own clients and tables, so one
-// failure does not spill into the next. Run `node pg_suite.js [case ...] [-v]`.
+// failure does not spill into the next. The tls_ cases use the certificates run.py made for the run
+// (SHOAL_TEST_SSLROOTCERT and the others of its TestPki.env()). Run `node pg_suite.js [case ...] [-v]`.
 'use strict'
 
+const crypto = require('node:crypto')
+const fs = require('node:fs')
 const util = require('node:util')
 const { Readable } = require('node:stream')
 const { pipeline } = require('node:stream/promises')
@@ -1242,6 +1245,136 @@ testCase('statement_timeout_from_config', () =>
     { statement_timeout: 300 }
   )
 )
+
+// ---------------------------------------------------------------------------------------------
+// TLS, with the certificates of the run's own CA
+
+// What an application gives node-postgres to verify the server: the CA, and the name the server's
+// certificate must carry (PGHOST is an address, which Node does not send as the TLS server name).
+function tlsOptions(ca = process.env.SHOAL_TEST_SSLROOTCERT) {
+  return { ca: fs.readFileSync(ca), servername: 'localhost', rejectUnauthorized: true }
+}
+
+// The client and the server both say the connection is TLS, and data larger than a TLS record
+// (16 KiB) goes both ways intact.
+async function checkEncrypted(c) {
+  const socket = c.connection.stream
+  check([socket.encrypted, socket.authorized], [true, true], 'TLSSocket encrypted, authorized')
+  assert(['TLSv1.2', 'TLSv1.3'].includes(socket.getProtocol()), `TLS protocol ${show(socket.getProtocol())}`)
+  check(socket.getPeerCertificate().subject.CN, 'localhost', 'server certificate CN')
+  check((await c.query('SHOW ssl')).rows, [{ ssl: 'on' }], 'SHOW ssl')
+  const blob = crypto.randomBytes(200000)
+  const r = await c.query('SELECT $1::bytea AS b, length($1::bytea) AS n', [blob])
+  check([r.rows[0].b.equals(blob), r.rows[0].n], [true, blob.length], 'a 200 kB bytea through TLS')
+}
+
+// Connecting must fail before any query; returns the error.
+async function expectConnectError(config, what) {
+  const c = new Client(config)
+  c.on('error', () => {})
+  try {
+    await c.connect()
+  } catch (e) {
+    return e
+  }
+  await c.end().catch(() => {})
+  throw new CheckError(what)
+}
+
+testCase('tls_verify_full', () =>
+  withClient(
+    async (c) => {
+      await checkEncrypted(c)
+      check((await c.query('SELECT current_user AS u')).rows, [{ u: 'postgres' }])
+    },
+    { ssl: tlsOptions() }
+  )
+)
+
+testCase('tls_scram_channel_binding', () =>
+  withClient(async (admin) => {
+    // run.py's pg_hba.conf lets tls_scram in over TLS only, by SCRAM-SHA-256; with
+    // enableChannelBinding, node-postgres picks SCRAM-SHA-256-PLUS when the server offers it.
+    await admin.query("CREATE ROLE tls_scram LOGIN PASSWORD 'scram over tls'")
+    const c = new Client({ user: 'tls_scram', password: 'scram over tls', ssl: tlsOptions(), enableChannelBinding: true })
+    c.on('error', () => {})
+    let offered = null
+    c.connection.on('authenticationSASL', (m) => {
+      offered = m.mechanisms
+    })
+    try {
+      await c.connect()
+      assert(offered && offered.includes('SCRAM-SHA-256-PLUS'), `SASL mechanisms offered over TLS: ${show(offered)}`)
+      await checkEncrypted(c)
+      check((await c.query('SELECT current_user AS u')).rows, [{ u: 'tls_scram' }])
+      await c.end()
+      const e = await expectConnectError(
+        { user: 'tls_scram', password: 'scram over tls', ssl: false },
+        'tls_scram logged in without TLS past a hostnossl reject line'
+      )
+      assert(/pg_hba.conf rejects connection/.test(e.message), `without TLS: ${e.message}`)
+    } finally {
+      await c.end().catch(() => {})
+      await admin.query('DROP ROLE IF EXISTS tls_scram')
+    }
+  })
+)
+
+testCase('tls_sasl_mechanisms_in_preference_order', () =>
+  withClient(async (admin) => {
+    // AuthenticationSASL lists the mechanisms in the server's order of preference: PostgreSQL
+    // puts channel binding first over TLS.
+    await admin.query("CREATE ROLE tls_scram LOGIN PASSWORD 'scram over tls'")
+    const c = new Client({ user: 'tls_scram', password: 'scram over tls', ssl: tlsOptions() })
+    c.on('error', () => {})
+    let offered = null
+    c.connection.on('authenticationSASL', (m) => {
+      offered = m.mechanisms
+    })
+    try {
+      await c.connect()
+    } finally {
+      await c.end().catch(() => {})
+      await admin.query('DROP ROLE IF EXISTS tls_scram')
+    }
+    check(offered, ['SCRAM-SHA-256-PLUS', 'SCRAM-SHA-256'], 'SASL mechanisms offered over TLS')
+  })
+)
+
+testCase('tls_client_certificate', () =>
+  withClient(async (admin) => {
+    // The cert method: the client certificate (CN=tls_cert, signed by the run's CA) is the login.
+    await admin.query('CREATE ROLE tls_cert LOGIN')
+    const cert = fs.readFileSync(process.env.SHOAL_TEST_SSLCERT)
+    const key = fs.readFileSync(process.env.SHOAL_TEST_SSLKEY)
+    try {
+      await withClient(
+        async (c) => {
+          await checkEncrypted(c)
+          check((await c.query('SELECT current_user AS u')).rows, [{ u: 'tls_cert' }])
+        },
+        { user: 'tls_cert', ssl: { ...tlsOptions(), cert, key } }
+      )
+      const e = await expectConnectError(
+        { user: 'tls_cert', ssl: tlsOptions() },
+        'tls_cert logged in by the cert method without a certificate'
+      )
+      assert(/requires a valid client certificate/.test(e.message), `without a certificate: ${e.message}`)
+    } finally {
+      await admin.query('DROP ROLE IF EXISTS tls_cert')
+    }
+  })
+)
+
+testCase('tls_wrong_ca_rejected', async () => {
+  const e = await expectConnectError(
+    { ssl: tlsOptions(process.env.SHOAL_TEST_WRONG_SSLROOTCERT) },
+    'node-postgres accepted a server the given CA did not sign'
+  )
+  // PostgreSQL (OpenSSL) sends its CA's certificate after its own, a server may send only its own.
+  const codes = ['SELF_SIGNED_CERT_IN_CHAIN', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE']
+  assert(codes.includes(e.code), `error ${show(e.code)}: ${e.message}, want one of ${show(codes)}`)
+})
 
 // ---------------------------------------------------------------------------------------------
 

@@ -3,13 +3,17 @@
 protocol). asyncpg speaks only the extended protocol with binary formats, prepares (and caches)
 every statement by name, and asks the server's Describe for parameter types instead of sending
 its own; these cases lean on exactly that. Connects with the libpq environment variables; each
-case uses its own connection and tables, so one failure does not spill into the next."""
+case uses its own connection and tables, so one failure does not spill into the next. The tls_
+cases use the certificates run.py made for the run (SHOAL_TEST_SSLROOTCERT and the others of its
+TestPki.env())."""
 
 import asyncio
 import datetime
 import decimal
 import io
 import json
+import os
+import ssl
 import uuid
 
 import asyncpg
@@ -913,6 +917,101 @@ async def concurrent_connections():
     finally:
         for c in conns:
             await c.close()
+
+
+def tls_context(cafile=None, client=False):
+    """What an application gives asyncpg for verify-full: the run's CA, the host name checked."""
+    context = ssl.create_default_context(cafile=cafile or os.environ["SHOAL_TEST_SSLROOTCERT"])
+    if client:
+        context.load_cert_chain(os.environ["SHOAL_TEST_SSLCERT"], os.environ["SHOAL_TEST_SSLKEY"])
+    return context
+
+
+async def connect_tls(**kw):
+    # asyncpg checks the server's certificate against the name it connects to.
+    return await connect(host="localhost", ssl=kw.pop("ssl", None) or tls_context(), **kw)
+
+
+async def check_encrypted(c):
+    """The client and the server both say the connection is TLS, and data larger than a TLS
+    record (16 KiB) goes both ways intact."""
+    # asyncpg has no public call for it: its transport is the one start_tls returned.
+    tls = c._transport.get_extra_info("ssl_object")
+    if tls is None or tls.version() not in ("TLSv1.2", "TLSv1.3"):
+        raise AssertionError(f"the client's transport is not TLS: {tls!r}")
+    check(dict(x[0] for x in tls.getpeercert()["subject"]), {"commonName": "localhost"},
+          "server certificate subject")
+    check(await c.fetchval("SHOW ssl"), "on", "SHOW ssl")
+    blob = os.urandom(200_000)
+    check(tuple(await c.fetchrow("SELECT $1::bytea, length($1::bytea)", blob)),
+          (blob, len(blob)), "a 200 kB bytea through TLS")
+
+
+@case
+async def tls_verify_full():
+    c = await connect_tls()
+    try:
+        await check_encrypted(c)
+        check(await c.fetchval("SELECT current_user"), "postgres")
+    finally:
+        await c.close()
+
+
+@case
+async def tls_scram():
+    # run.py's pg_hba.conf lets tls_scram in over TLS only, by SCRAM-SHA-256. asyncpg does not
+    # do channel binding: it says so ("n,,") and the server must accept plain SCRAM over TLS.
+    admin = await connect()
+    try:
+        await admin.execute("CREATE ROLE tls_scram LOGIN PASSWORD 'scram over tls'")
+        c = await connect_tls(user="tls_scram", password="scram over tls")
+        try:
+            await check_encrypted(c)
+            check(await c.fetchval("SELECT current_user"), "tls_scram")
+        finally:
+            await c.close()
+        try:
+            await (await connect(user="tls_scram", password="scram over tls", ssl=False)).close()
+            raise AssertionError("tls_scram logged in without TLS past a hostnossl reject line")
+        except exc.InvalidAuthorizationSpecificationError as e:
+            if "pg_hba.conf rejects connection" not in str(e):
+                raise
+    finally:
+        await admin.execute("DROP ROLE IF EXISTS tls_scram")
+        await admin.close()
+
+
+@case
+async def tls_client_certificate():
+    # The cert method: the client certificate (CN=tls_cert, signed by the run's CA) is the login.
+    admin = await connect()
+    try:
+        await admin.execute("CREATE ROLE tls_cert LOGIN")
+        c = await connect_tls(user="tls_cert", ssl=tls_context(client=True))
+        try:
+            await check_encrypted(c)
+            check(await c.fetchval("SELECT current_user"), "tls_cert")
+        finally:
+            await c.close()
+        try:
+            await (await connect_tls(user="tls_cert")).close()
+            raise AssertionError("tls_cert logged in by the cert method without a certificate")
+        except exc.InvalidAuthorizationSpecificationError as e:
+            if "requires a valid client certificate" not in str(e):
+                raise
+    finally:
+        await admin.execute("DROP ROLE IF EXISTS tls_cert")
+        await admin.close()
+
+
+@case
+async def tls_wrong_ca_rejected():
+    try:
+        context = tls_context(cafile=os.environ["SHOAL_TEST_WRONG_SSLROOTCERT"])
+        await (await connect_tls(ssl=context)).close()
+        raise AssertionError("asyncpg accepted a server the given CA did not sign")
+    except ssl.SSLCertVerificationError:
+        pass
 
 
 async def run_case(fn):

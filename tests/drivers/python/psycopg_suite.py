@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """What applications do with psycopg 3, case by case (see tests/drivers/run.py for the output
 protocol). Connects with the libpq environment variables; each case uses its own connection
-and tables, so one failure does not spill into the next."""
+and tables, so one failure does not spill into the next. The tls_ cases use the certificates
+run.py made for the run (SHOAL_TEST_SSLROOTCERT and the others of its TestPki.env())."""
 
 import datetime
 import decimal
+import os
 import threading
 import uuid
 
@@ -380,6 +382,81 @@ def concurrent_connections():
         if errors_seen:
             raise AssertionError(errors_seen[0])
         check(c.execute("SELECT count(*) FROM conc").fetchone(), (400,))
+
+
+def connect_tls(**kw):
+    """A connection that libpq makes only over TLS, to a server whose certificate the run's CA
+    signed for the name localhost (hostaddr is where it connects)."""
+    kw.setdefault("sslrootcert", os.environ["SHOAL_TEST_SSLROOTCERT"])
+    return connect(host="localhost", hostaddr=os.environ["PGHOST"], sslmode="verify-full", **kw)
+
+
+def check_encrypted(c):
+    """The client and the server both say the connection is TLS, and data larger than a TLS
+    record (16 KiB) goes both ways intact."""
+    check(c.pgconn.ssl_in_use, True, "libpq ssl_in_use")
+    check(c.execute("SHOW ssl").fetchone(), ("on",), "SHOW ssl")
+    blob = os.urandom(200_000)
+    check(c.execute("SELECT %s::bytea, length(%s::bytea)", (blob, blob)).fetchone(),
+          (blob, len(blob)), "a 200 kB bytea through TLS")
+
+
+@case
+def tls_verify_full():
+    with connect_tls() as c:
+        check_encrypted(c)
+        check(c.execute("SELECT current_user").fetchone(), ("postgres",))
+
+
+@case
+def tls_scram_channel_binding():
+    # run.py's pg_hba.conf lets tls_scram in over TLS only, by SCRAM-SHA-256; channel_binding=
+    # require makes libpq insist on SCRAM-SHA-256-PLUS, bound to the server's certificate.
+    with connect() as admin:
+        admin.execute("CREATE ROLE tls_scram LOGIN PASSWORD 'scram over tls'")
+        try:
+            with connect_tls(user="tls_scram", password="scram over tls",
+                             channel_binding="require") as c:
+                check_encrypted(c)
+                check(c.execute("SELECT current_user").fetchone(), ("tls_scram",))
+            try:
+                connect(user="tls_scram", password="scram over tls", sslmode="disable").close()
+                raise AssertionError("tls_scram logged in without TLS past a hostnossl reject line")
+            except psycopg.OperationalError as e:
+                if "pg_hba.conf rejects connection" not in str(e):
+                    raise
+        finally:
+            admin.execute("DROP ROLE IF EXISTS tls_scram")
+
+
+@case
+def tls_client_certificate():
+    # The cert method: the client certificate (CN=tls_cert, signed by the run's CA) is the login.
+    with connect() as admin:
+        admin.execute("CREATE ROLE tls_cert LOGIN")
+        try:
+            with connect_tls(user="tls_cert", sslcert=os.environ["SHOAL_TEST_SSLCERT"],
+                             sslkey=os.environ["SHOAL_TEST_SSLKEY"]) as c:
+                check_encrypted(c)
+                check(c.execute("SELECT current_user").fetchone(), ("tls_cert",))
+            try:
+                connect_tls(user="tls_cert").close()
+                raise AssertionError("tls_cert logged in by the cert method without a certificate")
+            except psycopg.OperationalError as e:
+                if "requires a valid client certificate" not in str(e):
+                    raise
+        finally:
+            admin.execute("DROP ROLE IF EXISTS tls_cert")
+
+
+@case
+def tls_wrong_ca_rejected():
+    try:
+        connect_tls(sslrootcert=os.environ["SHOAL_TEST_WRONG_SSLROOTCERT"]).close()
+        raise AssertionError("verify-full accepted a server the given CA did not sign")
+    except psycopg.OperationalError as e:
+        if "certificate verify failed" not in str(e):
+            raise
 
 
 def main():

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use pgwire::api::auth::mechanism::{AuthMechanism, AuthMechanismFactory};
 use pgwire::api::auth::sasl::scram::{ScramAuth, ScramSecret};
-use pgwire::api::auth::sasl::SaslMechanisms;
+use pgwire::api::auth::sasl::{SaslMechanismFactory, SaslMechanisms};
 use pgwire::api::auth::{AuthSource, LoginInfo, Password};
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use shoal_auth::hba::{Client, HbaError, Method};
@@ -69,7 +69,9 @@ impl Authenticator {
                 bound
                     .configure_certificate(pem)
                     .map_err(|e| format!("channel binding: {e}"))?;
-                Some(SaslMechanisms::new(vec![Arc::new(bound)]))
+                Some(SaslMechanisms::new(vec![Arc::new(ChannelBindingFirst(
+                    bound,
+                ))]))
             }
             None => None,
         };
@@ -176,11 +178,26 @@ impl Authenticator {
                 format!("role \"{user}\" is not permitted to log in"),
             ));
         }
+        let backends = self.engine.backends.all();
+        // The sessions logged in so far (this one registers once admitted).
+        let sessions = backends
+            .iter()
+            .filter(|b| !b.activity().user.is_empty())
+            .count();
+        let max = self.engine.max_connections();
+        if sessions >= max {
+            return Err(fatal("53300", "sorry, too many clients already".into()));
+        }
+        let reserved = shoal_sql::engine::SUPERUSER_RESERVED_CONNECTIONS.min(max);
+        if !role.superuser && sessions >= max - reserved {
+            return Err(fatal(
+                "53300",
+                "remaining connection slots are reserved for non-replication superuser connections"
+                    .into(),
+            ));
+        }
         if role.connection_limit >= 0 && !role.superuser {
-            let connected = self
-                .engine
-                .backends
-                .all()
+            let connected = backends
                 .iter()
                 .filter(|b| b.activity().user == user)
                 .count();
@@ -202,6 +219,24 @@ impl Authenticator {
             .and_then(|r| r.password.as_deref())
             .and_then(Verifier::parse)
             .is_some_and(|v| v.matches(password))
+    }
+}
+
+/// SCRAM with channel binding offered first, as PostgreSQL lists its mechanisms (the list is in
+/// the server's order of preference; pgwire puts SCRAM-SHA-256 first).
+struct ChannelBindingFirst(ScramAuth);
+
+impl AuthMechanismFactory for ChannelBindingFirst {
+    fn create(&self) -> Box<dyn AuthMechanism> {
+        self.0.create()
+    }
+}
+
+impl SaslMechanismFactory for ChannelBindingFirst {
+    fn sasl_mechanism_names(&self) -> Vec<String> {
+        let mut names = self.0.sasl_mechanism_names();
+        names.sort_by_key(|n| !n.ends_with("-PLUS"));
+        names
     }
 }
 

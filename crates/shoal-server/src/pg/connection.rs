@@ -95,6 +95,21 @@ where
             && !exchange_open
             && matches!(socket.state(), PgWireConnectionState::ReadyForQuery)
             && matches!(socket.transaction_status(), TransactionStatus::Idle);
+        // A client that leaves its session idle too long is disconnected
+        // (idle_in_transaction_session_timeout, idle_session_timeout).
+        let waiting = !starting
+            && !exchange_open
+            && matches!(socket.state(), PgWireConnectionState::ReadyForQuery);
+        let idle_limit = match waiting {
+            true => connection.idle_limit(socket.transaction_status()).await,
+            false => None,
+        };
+        let idle_timer = async {
+            match idle_limit {
+                Some((limit, _)) => tokio::time::sleep(limit).await,
+                None => std::future::pending().await,
+            }
+        };
         // What arrived while the last message was handled, or whose wake-up a message took
         // the place of (the select below drops the losing future, and its wake-up with it).
         if idle && !inbox.is_empty() {
@@ -106,6 +121,12 @@ where
                 break;
             }
             _ = &mut startup, if starting => None,
+            _ = idle_timer => {
+                if let Some((_, fatal)) = idle_limit {
+                    socket.send(PgWireBackendMessage::ErrorResponse(fatal.into())).await?;
+                }
+                break;
+            }
             msg = socket.next() => msg,
             _ = inbox.arrival(), if idle => {
                 send_notifications(socket, &inbox).await?;
@@ -177,6 +198,30 @@ where
         }
     }
     Ok(())
+}
+
+impl ConnectionHandler {
+    /// How long the session may stay idle now, in or outside a transaction block, and the
+    /// FATAL error that ends it then; None: no limit.
+    async fn idle_limit(&self, status: TransactionStatus) -> Option<(Duration, ErrorInfo)> {
+        let (in_transaction_ms, session_ms) = self.session.lock().await.settings.idle_timeouts_ms();
+        let (ms, code, message) = match status {
+            TransactionStatus::Idle => (
+                session_ms,
+                "57P05",
+                "terminating connection due to idle-session timeout",
+            ),
+            TransactionStatus::Transaction | TransactionStatus::Error => (
+                in_transaction_ms,
+                "25P03",
+                "terminating connection due to idle-in-transaction timeout",
+            ),
+        };
+        (ms > 0).then(|| {
+            let fatal = ErrorInfo::new("FATAL".into(), code.into(), message.into());
+            (Duration::from_millis(ms), fatal)
+        })
+    }
 }
 
 /// The FATAL error PostgreSQL sends a client whose backend pg_terminate_backend ended.

@@ -12,6 +12,7 @@ mod drop;
 mod enum_type;
 mod index;
 pub(crate) mod index_predicate;
+mod owned;
 pub(crate) mod role_membership;
 mod roles;
 mod schema;
@@ -202,7 +203,8 @@ pub async fn execute(
         }
         Statement::Set(_) if crate::session::role_membership_text(&stmt).is_some() => {
             let text = crate::session::role_membership_text(&stmt).expect("matched");
-            role_membership::change_membership(session, text)
+            let text = text.to_string();
+            role_membership::run(session, &text)
         }
         Statement::Grant(g) => crate::privileges::grant::grant(session, &g),
         Statement::Revoke(r) => crate::privileges::grant::revoke(session, &r),

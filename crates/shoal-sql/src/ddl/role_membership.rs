@@ -1,9 +1,11 @@
 //! `GRANT role TO role` and `REVOKE role FROM role`: membership in roles (pg_auth_members).
 //! sqlparser reads only the GRANT of privileges ON objects, so `parse` hands these over as the
-//! statement's text (`parse::ROLE_MEMBERSHIP_VARIABLE`), read here with sqlparser's tokenizer.
+//! statement's text (`parse::ROLE_COMMAND_VARIABLE`), read here with sqlparser's tokenizer;
+//! REASSIGN OWNED and DROP OWNED come the same way and go on to `owned`.
 //! Who may: a superuser; a role with CREATEROLE for roles that are not superusers; a member
 //! WITH ADMIN OPTION of the granted role (PostgreSQL 15's rules).
 
+use datafusion::sql::sqlparser::ast;
 use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
 use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer};
 use shoal_storage::catalog::{Catalog, Oid};
@@ -23,7 +25,71 @@ struct MembershipChange {
     admin_option: bool,
 }
 
-pub fn change_membership(session: &Session, text: &str) -> SqlResult<StatementResult> {
+/// Runs a statement `parse` handed over as text: a membership GRANT or REVOKE, REASSIGN OWNED
+/// or DROP OWNED.
+pub fn run(session: &mut Session, text: &str) -> SqlResult<StatementResult> {
+    let words = words(text)?;
+    let keyword = |i: usize, k: &str| words.get(i).is_some_and(|(w, quoted)| !quoted && w == k);
+    if keyword(0, "revoke") && keyword(1, "grant") && keyword(2, "option") && keyword(3, "for") {
+        // REVOKE GRANT OPTION FOR privileges ON ...: sqlparser reads the REVOKE without the
+        // three words; only the grant option is taken.
+        let at = text
+            .to_ascii_lowercase()
+            .find(" for ")
+            .expect("the words were found");
+        let revoke = format!("REVOKE {}", &text[at + 5..]);
+        let statement = crate::parse::parse_statements(&revoke)
+            .map_err(|e| SqlError::new(code::SYNTAX_ERROR, e.to_string()))?;
+        return match statement.as_slice() {
+            [ast::Statement::Revoke(r)] => {
+                crate::privileges::grant::revoke_grant_option(session, r)
+            }
+            _ => Err(SqlError::new(
+                code::SYNTAX_ERROR,
+                format!("syntax error in \"{text}\""),
+            )),
+        };
+    }
+    if keyword(1, "owned") && keyword(2, "by") {
+        let names = |from: usize| -> (Vec<String>, usize) {
+            let mut names = Vec::new();
+            let mut at = from;
+            while let Some((w, _)) = words.get(at) {
+                names.push(w.clone());
+                at += 1;
+                if !keyword(at, ",") {
+                    break;
+                }
+                at += 1;
+            }
+            (names, at)
+        };
+        let (roles, at) = names(3);
+        let oids_of = |names: &[String]| {
+            let catalog = session.engine.catalog.read();
+            oids(session, &catalog, names)
+        };
+        if keyword(0, "reassign") && keyword(at, "to") && at + 2 == words.len() {
+            let from = oids_of(&roles)?;
+            let to = oids_of(&[words[at + 1].0.clone()])?[0];
+            return super::owned::reassign(session, &from, to);
+        }
+        let cascade = keyword(at, "cascade");
+        let tail_ok =
+            at == words.len() || (at + 1 == words.len() && (cascade || keyword(at, "restrict")));
+        if keyword(0, "drop") && tail_ok {
+            let roles = oids_of(&roles)?;
+            return super::owned::drop_owned(session, &roles, cascade);
+        }
+        return Err(SqlError::new(
+            code::SYNTAX_ERROR,
+            format!("syntax error in \"{text}\""),
+        ));
+    }
+    change_membership(session, text)
+}
+
+fn change_membership(session: &Session, text: &str) -> SqlResult<StatementResult> {
     let change = parse(text)?;
     let actor = acting_role(session)?;
     let mut catalog = session.engine.catalog.write();
@@ -164,20 +230,7 @@ fn oids(session: &Session, catalog: &Catalog, names: &[String]) -> SqlResult<Vec
 /// `REVOKE [ADMIN OPTION FOR] r [, ...] FROM m [, ...] [GRANTED BY g] [CASCADE | RESTRICT]`.
 fn parse(text: &str) -> SqlResult<MembershipChange> {
     let syntax = |what: &str| SqlError::new(code::SYNTAX_ERROR, format!("syntax error {what}"));
-    let tokens = Tokenizer::new(&PostgreSqlDialect {}, text)
-        .tokenize()
-        .map_err(|e| SqlError::new(code::SYNTAX_ERROR, e.to_string()))?;
-    // Words (names folded as identifiers) and commas; whitespace dropped.
-    let words: Vec<(String, bool)> = tokens
-        .into_iter()
-        .filter_map(|t| match t {
-            Token::Word(w) if w.quote_style.is_some() => Some((w.value, true)),
-            Token::Word(w) => Some((w.value.to_lowercase(), false)),
-            Token::Comma => Some((",".into(), false)),
-            Token::Whitespace(_) | Token::SemiColon | Token::EOF => None,
-            other => Some((other.to_string(), false)),
-        })
-        .collect();
+    let words = words(text)?;
     let keyword = |i: usize, k: &str| words.get(i).is_some_and(|(w, quoted)| !quoted && w == k);
     let grant = keyword(0, "grant");
     if !grant && !keyword(0, "revoke") {
@@ -232,10 +285,39 @@ fn parse(text: &str) -> SqlResult<MembershipChange> {
     })
 }
 
-/// Whether a statement that sqlparser could not read is a role membership GRANT or REVOKE:
-/// GRANT or REVOKE with no ON before its TO or FROM.
-pub fn is_membership_change(words: &[String]) -> bool {
-    let first = words.first().map(|w| w.to_lowercase());
+/// A statement's words (names folded as identifiers are, `true` when quoted) and commas.
+fn words(text: &str) -> SqlResult<Vec<(String, bool)>> {
+    let tokens = Tokenizer::new(&PostgreSqlDialect {}, text)
+        .tokenize()
+        .map_err(|e| SqlError::new(code::SYNTAX_ERROR, e.to_string()))?;
+    Ok(tokens
+        .into_iter()
+        .filter_map(|t| match t {
+            Token::Word(w) if w.quote_style.is_some() => Some((w.value, true)),
+            Token::Word(w) => Some((w.value.to_lowercase(), false)),
+            Token::Comma => Some((",".into(), false)),
+            Token::Whitespace(_) | Token::SemiColon | Token::EOF => None,
+            other => Some((other.to_string(), false)),
+        })
+        .collect())
+}
+
+/// Whether a statement that sqlparser could not read is one of those `run` takes: GRANT or
+/// REVOKE with no ON before its TO or FROM, REASSIGN OWNED, DROP OWNED.
+pub fn is_role_command(words: &[String]) -> bool {
+    let lower = |i: usize| words.get(i).map(|w| w.to_lowercase());
+    if lower(0).as_deref() == Some("revoke")
+        && lower(1).as_deref() == Some("grant")
+        && lower(2).as_deref() == Some("option")
+    {
+        return true;
+    }
+    if matches!(lower(0).as_deref(), Some("reassign") | Some("drop"))
+        && lower(1).as_deref() == Some("owned")
+    {
+        return true;
+    }
+    let first = lower(0);
     let grant = match first.as_deref() {
         Some("grant") => true,
         Some("revoke") => false,
@@ -280,7 +362,13 @@ mod tests {
         );
         assert!(parse("GRANT staff alice").is_err());
         let words = |s: &str| s.split(' ').map(String::from).collect::<Vec<_>>();
-        assert!(is_membership_change(&words("GRANT a TO b")));
-        assert!(!is_membership_change(&words("GRANT SELECT ON t TO b")));
+        assert!(is_role_command(&words("GRANT a TO b")));
+        assert!(!is_role_command(&words("GRANT SELECT ON t TO b")));
+        assert!(is_role_command(&words("REASSIGN OWNED BY a TO b")));
+        assert!(is_role_command(&words("DROP OWNED BY a")));
+        assert!(!is_role_command(&words("DROP TABLE owned")));
+        assert!(is_role_command(&words(
+            "REVOKE GRANT OPTION FOR SELECT ON t FROM b"
+        )));
     }
 }

@@ -41,6 +41,19 @@ pub fn grant(session: &Session, g: &ast::Grant) -> SqlResult<StatementResult> {
 }
 
 pub fn revoke(session: &Session, r: &ast::Revoke) -> SqlResult<StatementResult> {
+    revoke_privileges(session, r, false)
+}
+
+/// REVOKE GRANT OPTION FOR: the grantees keep the privileges, not the right to grant them.
+pub fn revoke_grant_option(session: &Session, r: &ast::Revoke) -> SqlResult<StatementResult> {
+    revoke_privileges(session, r, true)
+}
+
+fn revoke_privileges(
+    session: &Session,
+    r: &ast::Revoke,
+    option_only: bool,
+) -> SqlResult<StatementResult> {
     let objects = r
         .objects
         .as_ref()
@@ -48,7 +61,7 @@ pub fn revoke(session: &Session, r: &ast::Revoke) -> SqlResult<StatementResult> 
     let change = Change {
         privileges: &r.privileges,
         grantees: grantee_oids(session, &r.grantees)?,
-        grant_option: false,
+        grant_option: option_only,
         cascade: matches!(r.cascade, Some(ast::CascadeOption::Cascade)),
     };
     for target in targets(session, objects)? {
@@ -60,6 +73,7 @@ pub fn revoke(session: &Session, r: &ast::Revoke) -> SqlResult<StatementResult> 
 struct Change<'a> {
     privileges: &'a ast::Privileges,
     grantees: Vec<Oid>,
+    /// GRANT: WITH GRANT OPTION; REVOKE: GRANT OPTION FOR (only the option goes).
     grant_option: bool,
     cascade: bool,
 }
@@ -116,7 +130,7 @@ fn apply(session: &Session, target: &Target, change: &Change, granting: bool) ->
                 grantee,
                 grantor,
                 given,
-                grant_option_only(change.privileges),
+                change.grant_option,
                 change.cascade,
                 &catalog,
             )?;
@@ -130,11 +144,6 @@ fn apply(session: &Session, target: &Target, change: &Change, granting: bool) ->
         },
     );
     Ok(())
-}
-
-/// REVOKE GRANT OPTION FOR: sqlparser has no place for it, so it is never set here.
-fn grant_option_only(_privileges: &ast::Privileges) -> bool {
-    false
 }
 
 fn add(acl: &mut Vec<AclItem>, grantee: Oid, grantor: Oid, given: Privileges, option: bool) {

@@ -46,6 +46,8 @@ pub fn table(scope: &Arc<PlanScope>, name: &str) -> Option<Arc<dyn TableProvider
         "check_constraints" => check_constraints(&catalog),
         "views" => views(&catalog),
         "sequences" => sequences(&catalog),
+        "table_privileges" => table_privileges(scope, &catalog, false),
+        "role_table_grants" => table_privileges(scope, &catalog, true),
         _ => return None,
     })
 }
@@ -655,6 +657,84 @@ fn views(catalog: &Catalog) -> Arc<dyn TableProvider> {
             s("NO"),
             s("NO"),
         ]);
+    }
+    t.build()
+}
+
+/// table_privileges (and role_table_grants, the same rows without PUBLIC's): one row per
+/// privilege a grantor gave a grantee on a table or view, the owner's own included, that the
+/// current role can see (it acts as the grantor or the grantee, or the grantee is PUBLIC).
+fn table_privileges(
+    scope: &PlanScope,
+    catalog: &Catalog,
+    roles_only: bool,
+) -> Arc<dyn TableProvider> {
+    use shoal_storage::catalog::RelationKind;
+    use shoal_storage::catalog_privileges::{role_name, ObjectClass, Privileges, PUBLIC};
+    let mut t = view(&[
+        ("grantor", Ident),
+        ("grantee", Ident),
+        ("table_catalog", Ident),
+        ("table_schema", Ident),
+        ("table_name", Ident),
+        ("privilege_type", Chars),
+        ("is_grantable", Chars),
+        ("with_hierarchy", Chars),
+    ]);
+    let me = catalog.role_named(&scope.current_role()).map(|r| r.oid);
+    let sees = |role: shoal_storage::catalog::Oid| {
+        me.is_some_and(|me| catalog.has_privileges_of_role(me, role))
+    };
+    let relations = catalog
+        .tables
+        .values()
+        .map(|t| (t.oid, &t.schema, &t.name, RelationKind::Table))
+        .chain(
+            catalog
+                .views
+                .values()
+                .map(|v| (v.oid, &v.schema, &v.name, RelationKind::View)),
+        );
+    let names = [
+        (Privileges::INSERT, "INSERT"),
+        (Privileges::SELECT, "SELECT"),
+        (Privileges::UPDATE, "UPDATE"),
+        (Privileges::DELETE, "DELETE"),
+        (Privileges::TRUNCATE, "TRUNCATE"),
+        (Privileges::REFERENCES, "REFERENCES"),
+        (Privileges::TRIGGER, "TRIGGER"),
+    ];
+    for (oid, schema, name, kind) in relations {
+        let object = (ObjectClass::Relation, oid);
+        let owner = catalog.owner_of(object);
+        for item in catalog.effective_acl(object, Some(kind)) {
+            let public = item.grantee == PUBLIC;
+            let visible = sees(item.grantor) || (!public && sees(item.grantee)) || public;
+            if !visible || (roles_only && public) {
+                continue;
+            }
+            let grantee = match public {
+                true => "PUBLIC".to_string(),
+                false => role_name(catalog, item.grantee),
+            };
+            let grantable = !public && catalog.has_privileges_of_role(item.grantee, owner);
+            for (p, privilege) in names {
+                if !item.privileges.contains(p) {
+                    continue;
+                }
+                let grantable = grantable || item.grant_options.contains(p);
+                t.row(vec![
+                    s(&role_name(catalog, item.grantor)),
+                    s(&grantee),
+                    s(DATABASE),
+                    s(schema),
+                    s(name),
+                    s(privilege),
+                    yes_no(grantable),
+                    yes_no(p == Privileges::SELECT),
+                ]);
+            }
+        }
     }
     t.build()
 }

@@ -14,8 +14,32 @@ const REPLACEMENTS: &[(&str, &str)] = &[
         "pg_catalog.array_to_string(c.reloptions || array(select 'toast.' || x from pg_catalog.unnest(tc.reloptions) x), ', ')",
         "pg_catalog.replace(pg_catalog.btrim(c.reloptions, '{}'), ',', ', ')",
     ),
-    // \l: Access privileges. Shoal has no ACLs (NULL, as PostgreSQL's default privileges).
-    ("pg_catalog.array_to_string(d.datacl, E'\\n')", "d.datacl"),
+    // \l and \dp (\z): access privileges. Shoal keeps acls as aclitem[]'s text
+    // (`{a=r/b,c=w/b}`, NULL for the defaults): one item per line, as psql shows them.
+    (
+        "pg_catalog.array_to_string(d.datacl, E'\\n')",
+        "pg_catalog.replace(pg_catalog.btrim(d.datacl, '{}'), ',', E'\\n')",
+    ),
+    (
+        "pg_catalog.array_to_string(c.relacl, E'\\n')",
+        "pg_catalog.replace(pg_catalog.btrim(c.relacl, '{}'), ',', E'\\n')",
+    ),
+];
+
+/// Stretches of psql's SQL, from the first fragment to the end of the second, and what
+/// replaces them: \dp's column privileges and policies, which Shoal has none of (PostgreSQL
+/// shows an empty string then).
+const SPANS: &[(&str, &str, &str)] = &[
+    (
+        "pg_catalog.array_to_string(ARRAY(\n    SELECT attname || E':\\n  '",
+        "attacl IS NOT NULL\n  ), E'\\n')",
+        "''",
+    ),
+    (
+        "pg_catalog.array_to_string(ARRAY(\n    SELECT polname",
+        "WHERE polrelid = c.oid), E'\\n')",
+        "''",
+    ),
 ];
 
 /// Whole queries over catalogs Shoal keeps empty, by a fragment only they contain, and the
@@ -31,6 +55,12 @@ const EMPTY_RESULTS: &[(&str, &str)] = &[
         "FROM pg_catalog.pg_policy pol\nWHERE pol.polrelid",
         "SELECT NULL::text AS polname, NULL::boolean AS polpermissive, NULL::text, NULL::text, \
          NULL::text, NULL::text AS cmd WHERE false",
+    ),
+    // \ddp: default privileges (ALTER DEFAULT PRIVILEGES is not supported: there are none).
+    (
+        "FROM pg_catalog.pg_default_acl d",
+        "SELECT NULL::text AS \"Owner\", NULL::text AS \"Schema\", NULL::text AS \"Type\", \
+         NULL::text AS \"Access privileges\" WHERE false",
     ),
     // \d TABLE: "Triggers:".
     (
@@ -57,6 +87,14 @@ pub fn rewrite(sql: &str) -> Cow<'_, str> {
         }
     }
     let mut out = Cow::Borrowed(sql);
+    for (start, end, replacement) in SPANS {
+        if let Some(from) = out.find(start) {
+            if let Some(length) = out[from..].find(end) {
+                let to = from + length + end.len();
+                out = Cow::Owned(format!("{}{replacement}{}", &out[..from], &out[to..]));
+            }
+        }
+    }
     for (fragment, replacement) in REPLACEMENTS {
         if out.contains(fragment) {
             out = Cow::Owned(out.replace(fragment, replacement));

@@ -119,14 +119,26 @@ impl PlanScope {
         });
     }
 
+    /// The session user: SET SESSION AUTHORIZATION's, else the role that logged in.
     pub fn session_user(&self) -> String {
+        let user = self.settings.lock().get("session_authorization").cloned();
+        match user {
+            Some(user) if !user.is_empty() => user,
+            _ => self.authenticated_user(),
+        }
+    }
+
+    /// The role the client logged in as (SET SESSION AUTHORIZATION does not change it).
+    pub fn authenticated_user(&self) -> String {
         self.session_user.lock().clone()
     }
 
     /// The role statements run as: SET ROLE's, else the session user.
     pub fn current_role(&self) -> String {
-        match self.settings.lock().get("role") {
-            Some(role) if role != "none" => role.clone(),
+        // The settings lock is let go before session_user takes it again.
+        let role = self.settings.lock().get("role").cloned();
+        match role {
+            Some(role) if role != "none" => role,
             _ => self.session_user(),
         }
     }

@@ -108,6 +108,22 @@ impl Session {
                 values,
                 ..
             } => {
+                // The parameter is SET SESSION AUTHORIZATION's, with its check.
+                if variable
+                    .to_string()
+                    .eq_ignore_ascii_case("session_authorization")
+                {
+                    let user = match values.as_slice() {
+                        [ast::Expr::Value(v)] => match &v.value {
+                            ast::Value::SingleQuotedString(s) => s.clone(),
+                            other => other.to_string(),
+                        },
+                        [ast::Expr::Identifier(i)] => crate::ddl::ident(i),
+                        _ => self.scope.authenticated_user(),
+                    };
+                    self.set_session_authorization(&user, in_block)?;
+                    return Ok(StatementResult::command("SET"));
+                }
                 let local = matches!(scope, Some(ast::ContextModifier::Local));
                 self.set_variable(variable, values, local, in_block)
             }
@@ -134,6 +150,18 @@ impl Session {
                 };
                 self.setting_changed(&name);
                 self.sync_scope_settings();
+                Ok(StatementResult::command("SET"))
+            }
+            ast::Set::SetSessionAuthorization(param) => {
+                let user = match &param.kind {
+                    ast::SetSessionAuthorizationParamKind::Default => {
+                        self.scope.authenticated_user()
+                    }
+                    ast::SetSessionAuthorizationParamKind::User(name) => {
+                        crate::ddl::ident_of(&name.to_string())
+                    }
+                };
+                self.set_session_authorization(&user, in_block)?;
                 Ok(StatementResult::command("SET"))
             }
             ast::Set::SetTimeZone { local, value } => {
@@ -381,6 +409,44 @@ impl Session {
         Ok(())
     }
 
+    /// SET SESSION AUTHORIZATION: the session user (and the current user) becomes `user`. Only
+    /// a client that logged in as a superuser may become another role, as in PostgreSQL.
+    fn set_session_authorization(&mut self, user: &str, in_block: bool) -> SqlResult<()> {
+        let authenticated = self.scope.authenticated_user();
+        let (superuser, exists) = {
+            let catalog = self.engine.catalog.read();
+            let may = catalog
+                .role_named(&authenticated)
+                .is_some_and(|r| r.superuser);
+            if user != authenticated && !may {
+                return Err(SqlError::new(
+                    code::INSUFFICIENT_PRIVILEGE,
+                    format!("permission denied to set session authorization \"{user}\""),
+                ));
+            }
+            let target = catalog.role_named(user);
+            (target.is_some_and(|r| r.superuser), target.is_some())
+        };
+        if !exists {
+            return Err(SqlError::new(
+                code::INVALID_PARAMETER_VALUE,
+                format!("role \"{user}\" does not exist"),
+            ));
+        }
+        for (name, value) in [("session_authorization", user), ("role", "none")] {
+            let name = if in_block {
+                self.settings.set_in_block(name, value)?
+            } else {
+                self.settings.set(name, value, false)?
+            };
+            self.setting_changed(&name);
+        }
+        self.settings
+            .set_by_server("is_superuser", if superuser { "on" } else { "off" });
+        self.sync_scope_settings();
+        Ok(())
+    }
+
     /// The client logged in as `role`: it is the session and current user from now on.
     pub fn log_in_as(&mut self, role: &str, superuser: bool) {
         self.scope.log_in_as(role);
@@ -389,6 +455,9 @@ impl Session {
             .set_by_server("is_superuser", if superuser { "on" } else { "off" });
         let ssl = if self.engine.ssl() { "on" } else { "off" };
         self.settings.set_by_server("ssl", ssl);
+        let max_connections = self.engine.max_connections().to_string();
+        self.settings
+            .set_by_server("max_connections", &max_connections);
         self.sync_scope_settings();
     }
 
@@ -496,7 +565,7 @@ pub(super) fn set_constraints_text(stmt: &Statement) -> Option<&str> {
 
 /// The text of a role membership GRANT or REVOKE (see `parse::rewrite_role_membership`).
 pub(crate) fn role_membership_text(stmt: &Statement) -> Option<&str> {
-    set_text(stmt, crate::parse::ROLE_MEMBERSHIP_VARIABLE)
+    set_text(stmt, crate::parse::ROLE_COMMAND_VARIABLE)
 }
 
 /// The text a `SET variable = 'text'` of one of the parser's rewrites carries.

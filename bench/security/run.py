@@ -1,0 +1,269 @@
+#!/usr/bin/env python3
+"""What authentication and TLS cost: Shoal against PostgreSQL 15, configured the same way.
+
+Both servers get a password for `postgres` (SCRAM-SHA-256 verifiers), pg_hba.conf rules that
+ask loopback TCP clients for it with scram-sha-256, and TLS with the same certificate (made
+here with openssl, signed by a throw-away CA). pgbench (scale 1) then measures, on each server:
+
+- `connect`: connection set-up with SCRAM, without TLS: `pgbench -C -S` (a new connection,
+  startup and SCRAM exchange for every transaction);
+- `connect-tls`: the same over TLS (the handshake, then SCRAM-SHA-256-PLUS);
+- `select`: select-only throughput on established connections without TLS
+  (`pgbench -S -M prepared`);
+- `select-tls`: the same over TLS.
+
+Each point runs several times, alternating servers; the median is reported. Writes results.md
+(a markdown table with the Shoal/PostgreSQL ratios) and security.png next to this script.
+
+Usage: python3 bench/security/run.py [--binary PATH] [--clients 8] [--duration 10] [--runs 3]
+Without --binary it builds Shoal with `cargo build --release`.
+Needs: pgbench, PostgreSQL 15 server binaries (apt-get install postgresql-15), openssl,
+matplotlib.
+"""
+
+import argparse
+import os
+import re
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+OUT_DIR = Path(__file__).resolve().parent
+PG_BIN = Path("/usr/lib/postgresql/15/bin")
+PASSWORD = "bench secret"
+HBA = (
+    "local all all trust\n"
+    "host  all all 127.0.0.1/32 scram-sha-256\n"
+)
+WORKLOADS = {
+    # name: (pgbench flags, sslmode)
+    "connect": (["-C", "-S"], "disable"),
+    "connect-tls": (["-C", "-S"], "require"),
+    "select": (["-S", "-M", "prepared"], "disable"),
+    "select-tls": (["-S", "-M", "prepared"], "require"),
+}
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for_port(port, timeout_s=60):
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError(f"server on port {port} did not start within {timeout_s}s")
+
+
+def as_postgres_user(cmd):
+    """initdb and postgres refuse to run as root; run them as the postgres user then."""
+    if os.geteuid() == 0:
+        return ["runuser", "-u", "postgres", "--"] + cmd
+    return cmd
+
+
+def make_certificates(d):
+    """A CA and a server certificate for localhost / 127.0.0.1 signed by it."""
+    def openssl(*args):
+        subprocess.run(["openssl", *args], cwd=d, check=True, capture_output=True)
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    openssl("req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.crt", "-days", "2",
+            "-subj", "/CN=bench CA")
+    openssl("req", *ec, "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=localhost")
+    Path(d, "san.ext").write_text("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
+    openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
+            "-CAcreateserial", "-out", "server.crt", "-days", "2", "-extfile", "san.ext")
+    os.chmod(Path(d, "server.key"), 0o600)
+
+
+class Shoal:
+    name = "Shoal"
+
+    def __init__(self, workdir, binary):
+        self.port = free_port()
+        data = Path(workdir, "shoal-data")
+        data.mkdir()
+        Path(workdir, "shoal-password").write_text(PASSWORD + "\n")
+        Path(workdir, "shoal-hba.conf").write_text(HBA)
+        self.log = open(Path(workdir, "shoal.log"), "w")
+        self.proc = subprocess.Popen(
+            [binary, "serve", "--listen", f"127.0.0.1:{self.port}", "--data-dir", str(data),
+             "--unix-socket-dir", "", "--superuser-password-file",
+             str(Path(workdir, "shoal-password")), "--hba-file",
+             str(Path(workdir, "shoal-hba.conf")), "--tls-cert",
+             str(Path(workdir, "server.crt")), "--tls-key", str(Path(workdir, "server.key"))],
+            stdout=self.log, stderr=subprocess.STDOUT)
+        wait_for_port(self.port)
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(timeout=60)
+
+
+class Postgres:
+    name = "PostgreSQL 15"
+
+    def __init__(self, workdir):
+        self.port = free_port()
+        self.data = Path(workdir, "pg-data")
+        self.data.mkdir()
+        certs = Path(workdir, "pg-certs")
+        certs.mkdir()
+        for f in ["server.crt", "server.key"]:
+            shutil.copy(Path(workdir, f), certs / f)
+        pwfile = Path(workdir, "pg-password")
+        pwfile.write_text(PASSWORD + "\n")
+        if os.geteuid() == 0:
+            for p in [workdir, self.data, certs, *certs.iterdir(), pwfile]:
+                shutil.chown(p, "postgres", "postgres")
+        subprocess.run(as_postgres_user(
+            [str(PG_BIN / "initdb"), "-D", str(self.data), "-U", "postgres",
+             "--auth-local=trust", "--auth-host=scram-sha-256", f"--pwfile={pwfile}"]),
+            check=True, capture_output=True)
+        Path(self.data, "pg_hba.conf").write_text(HBA)
+        with open(Path(self.data, "postgresql.conf"), "a") as conf:
+            conf.write(
+                f"port = {self.port}\nlisten_addresses = '127.0.0.1'\n"
+                f"unix_socket_directories = '{workdir}'\nmax_connections = 200\n"
+                f"ssl = on\nssl_cert_file = '{certs / 'server.crt'}'\n"
+                f"ssl_key_file = '{certs / 'server.key'}'\nfsync = on\n")
+        self.log = Path(workdir, "pg.log")
+        subprocess.run(as_postgres_user(
+            [str(PG_BIN / "pg_ctl"), "-D", str(self.data), "-l", str(self.log), "-w", "start"]),
+            check=True, capture_output=True)
+        wait_for_port(self.port)
+
+    def stop(self):
+        subprocess.run(as_postgres_user(
+            [str(PG_BIN / "pg_ctl"), "-D", str(self.data), "-m", "fast", "stop"]),
+            check=False, capture_output=True)
+
+
+def pgbench(server, args, sslmode, check=True):
+    env = dict(os.environ, PGPASSWORD=PASSWORD, PGSSLMODE=sslmode)
+    cmd = [str(PG_BIN / "pgbench"), "-h", "127.0.0.1", "-p", str(server.port),
+           "-U", "postgres", *args, "postgres"]
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if check and out.returncode != 0:
+        raise RuntimeError(f"{server.name}: {' '.join(cmd)}:\n{out.stderr}")
+    return out.stdout
+
+
+def tps(output):
+    m = re.search(r"tps = ([0-9.]+) \(without initial connection time\)", output)
+    if not m:
+        m = re.search(r"tps = ([0-9.]+)", output)
+    return float(m.group(1))
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--binary", help="a Shoal binary (default: build with cargo --release)")
+    p.add_argument("--clients", type=int, default=8)
+    p.add_argument("--duration", type=int, default=10)
+    p.add_argument("--runs", type=int, default=3)
+    args = p.parse_args()
+    binary = args.binary
+    if not binary:
+        subprocess.run(["cargo", "build", "--release", "-p", "shoal"], cwd=REPO, check=True)
+        target = os.environ.get("CARGO_TARGET_DIR", str(REPO / "target"))
+        binary = str(Path(target, "release", "shoal"))
+    workdir = tempfile.mkdtemp(prefix="shoal-security-bench-")
+    os.chmod(workdir, 0o755)
+    make_certificates(workdir)
+    servers = [Shoal(workdir, binary), Postgres(workdir)]
+    results = {s.name: {w: [] for w in WORKLOADS} for s in servers}
+    try:
+        for s in servers:
+            pgbench(s, ["-i", "-s", "1", "-q"], "disable")
+        jobs = ["-j", str(min(2, args.clients))]
+        for run in range(args.runs):
+            for w, (flags, sslmode) in WORKLOADS.items():
+                for s in servers:
+                    out = pgbench(s, [*flags, "-c", str(args.clients), *jobs,
+                                      "-T", str(args.duration)], sslmode)
+                    results[s.name][w].append(tps(out))
+                    print(f"run {run + 1} {w:12} {s.name:14} {results[s.name][w][-1]:10.0f} tps",
+                          flush=True)
+    finally:
+        for s in servers:
+            s.stop()
+    write_results(results, args)
+    shutil.rmtree(workdir, ignore_errors=True)
+
+
+def write_results(results, args):
+    shoal, pg = results["Shoal"], results["PostgreSQL 15"]
+    med = {name: {w: statistics.median(v) for w, v in r.items()} for name, r in results.items()}
+    lines = [
+        "# Authentication and TLS: Shoal against PostgreSQL 15",
+        "",
+        f"`python3 bench/security/run.py --clients {args.clients} --duration {args.duration} "
+        f"--runs {args.runs}`: pgbench scale 1, {args.clients} clients, both servers with "
+        "scram-sha-256 for loopback TCP and TLS with the same certificate; median TPS of "
+        f"{args.runs} runs of {args.duration} s, alternating servers, on one machine "
+        f"({os.cpu_count()} cores, pgbench on the same cores).",
+        "",
+        "| workload | what a transaction is | Shoal TPS | PostgreSQL TPS | Shoal / PostgreSQL |",
+        "|---|---|---:|---:|---:|",
+    ]
+    what = {
+        "connect": "connect + SCRAM + one select (`-C -S`), no TLS",
+        "connect-tls": "TLS handshake + SCRAM-PLUS + one select (`-C -S`)",
+        "select": "one select on an open connection (`-S -M prepared`), no TLS",
+        "select-tls": "the same over TLS",
+    }
+    for w in WORKLOADS:
+        lines.append(f"| {w} | {what[w]} | {med['Shoal'][w]:.0f} | {med['PostgreSQL 15'][w]:.0f} "
+                     f"| {med['Shoal'][w] / med['PostgreSQL 15'][w]:.2f} |")
+    ratio = lambda w: med["Shoal"][w] / med["PostgreSQL 15"][w]
+    lines += [
+        "",
+        f"Select-only ratio over TLS {ratio('select-tls'):.2f} against {ratio('select'):.2f} "
+        f"without; connection set-up with SCRAM {ratio('connect'):.2f}x PostgreSQL's rate "
+        f"({ratio('connect-tls'):.2f}x over TLS).",
+        "",
+        "Every run: " + "; ".join(
+            f"{name} {w} {', '.join(f'{v:.0f}' for v in r[w])}"
+            for name, r in (("Shoal", shoal), ("PostgreSQL", pg)) for w in WORKLOADS),
+        "",
+    ]
+    Path(OUT_DIR, "results.md").write_text("\n".join(lines))
+    print("\n".join(lines))
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib missing: no plot", file=sys.stderr)
+        return
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    names = list(WORKLOADS)
+    xs = range(len(names))
+    ax.bar([x - 0.2 for x in xs], [med["Shoal"][w] for w in names], 0.4, label="Shoal")
+    ax.bar([x + 0.2 for x in xs], [med["PostgreSQL 15"][w] for w in names], 0.4,
+           label="PostgreSQL 15")
+    ax.set_xticks(list(xs), names)
+    ax.set_ylabel("transactions per second (median)")
+    ax.set_yscale("log")
+    ax.set_title(f"SCRAM and TLS, pgbench scale 1, {args.clients} clients")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(Path(OUT_DIR, "security.png"), dpi=110)
+
+
+if __name__ == "__main__":
+    main()
