@@ -32,8 +32,8 @@
 //!   It becomes a SET of the variable [`SET_CONSTRAINTS_VARIABLE`] to the text after
 //!   CONSTRAINTS, which the session reads back.
 //!
-//! - `GRANT role TO role`, `REVOKE role FROM role`, `REASSIGN OWNED`, `DROP OWNED`: sqlparser
-//!   reads none of them. They become a SET of [`ROLE_COMMAND_VARIABLE`] to the statement's
+//! - `GRANT role TO role`, `REVOKE role FROM role`, `REVOKE GRANT OPTION FOR`, `REASSIGN
+//!   OWNED`, `DROP OWNED`, `ALTER DEFAULT PRIVILEGES`: sqlparser reads none of them. They become a SET of [`ROLE_COMMAND_VARIABLE`] to the statement's
 //!   text.
 //!
 //! - `CREATE USER` and `ALTER USER`: sqlparser reads them as other dialects' statements. USER
@@ -159,21 +159,6 @@ fn parse_unfixed(sql: &str) -> Result<Vec<Statement>, ParserError> {
         }
     }
     Ok(statements)
-}
-
-/// A statement PostgreSQL has and Shoal does not, named for the 0A000 error that refuses it
-/// (sqlparser cannot read these, so they would otherwise be syntax errors).
-pub fn unsupported_statement(sql: &str) -> Option<&'static str> {
-    let words: Vec<String> = sql
-        .split_whitespace()
-        .take(3)
-        .map(|w| w.to_ascii_uppercase())
-        .collect();
-    let words: Vec<&str> = words.iter().map(String::as_str).collect();
-    match words.as_slice() {
-        ["ALTER", "DEFAULT", "PRIVILEGES", ..] => Some("ALTER DEFAULT PRIVILEGES"),
-        _ => None,
-    }
 }
 
 fn is_other_dialects_user(stmt: &Statement) -> bool {
@@ -406,7 +391,9 @@ fn normalize_statement(mut seg: Vec<TokenWithSpan>) -> (Vec<TokenWithSpan>, bool
                 notes.extend(no_data.then_some(Note::NoData));
             }
         }
-        Some(Keyword::ALTER) => changed |= rewrite_set_access_method(&mut seg),
+        Some(Keyword::ALTER) => {
+            changed |= rewrite_role_membership(&mut seg) || rewrite_set_access_method(&mut seg)
+        }
         Some(Keyword::COPY) => changed |= copy_boolean_options(&mut seg),
         Some(Keyword::VACUUM) => changed |= strip_vacuum_options(&mut seg),
         Some(Keyword::RESET) => changed |= rewrite_reset_time_zone(&mut seg),

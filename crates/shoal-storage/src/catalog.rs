@@ -338,6 +338,8 @@ pub struct Catalog {
     /// `catalog_privileges`).
     pub ownership:
         BTreeMap<crate::catalog_privileges::ObjectRef, crate::catalog_privileges::Ownership>,
+    /// ALTER DEFAULT PRIVILEGES: the acls objects get when created (pg_default_acl).
+    pub default_acls: Vec<crate::catalog_privileges::DefaultAcl>,
     /// Bumped by every DDL change so cached plans know when to re-plan.
     pub version: u64,
 }
@@ -374,6 +376,7 @@ impl Default for Catalog {
             .into(),
             role_members: Vec::new(),
             ownership: BTreeMap::new(),
+            default_acls: Vec::new(),
             version: 1,
         }
     }

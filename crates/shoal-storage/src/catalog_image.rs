@@ -12,7 +12,7 @@ use crate::catalog::{
     Catalog, EnumTypeDef, IndexDef, Oid, RelationKind, SchemaDef, SequenceDef, SequenceState,
     TableDef, ViewDef,
 };
-use crate::catalog_privileges::{ObjectRef, Ownership};
+use crate::catalog_privileges::{DefaultAcl, ObjectRef, Ownership};
 use crate::catalog_roles::{RoleDef, RoleMembership};
 
 #[derive(Serialize, Deserialize)]
@@ -38,6 +38,8 @@ struct CatalogImage {
     /// object is then the bootstrap superuser's, with the default privileges).
     #[serde(default)]
     ownership: Vec<(ObjectRef, Ownership)>,
+    #[serde(default)]
+    default_acls: Vec<DefaultAcl>,
 }
 
 impl Catalog {
@@ -52,6 +54,7 @@ impl Catalog {
             types: self.types.values().map(|t| (**t).clone()).collect(),
             roles: self.roles.values().cloned().collect(),
             role_members: self.role_members.clone(),
+            default_acls: self.default_acls.clone(),
             ownership: self
                 .ownership
                 .iter()
@@ -133,6 +136,7 @@ impl Catalog {
         c.roles = image.roles.into_iter().map(|r| (r.oid, r)).collect();
         c.role_members = image.role_members;
         c.ownership = image.ownership.into_iter().collect();
+        c.default_acls = image.default_acls;
         c.ensure_bootstrap_role();
         Ok(c)
     }

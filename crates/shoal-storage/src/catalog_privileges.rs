@@ -132,6 +132,100 @@ pub struct Ownership {
 /// Where an object's ownership entry is kept.
 pub type ObjectRef = (ObjectClass, Oid);
 
+/// What kind of new object a default acl applies to (pg_default_acl.defaclobjtype).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum DefaultAclKind {
+    /// Tables and views ('r').
+    Tables,
+    /// 'S'.
+    Sequences,
+    /// 'n'.
+    Schemas,
+}
+
+impl DefaultAclKind {
+    /// pg_default_acl.defaclobjtype.
+    pub fn letter(self) -> &'static str {
+        match self {
+            DefaultAclKind::Tables => "r",
+            DefaultAclKind::Sequences => "S",
+            DefaultAclKind::Schemas => "n",
+        }
+    }
+
+    /// The class and relation kind whose privileges apply.
+    pub fn object_kind(self) -> (ObjectClass, Option<RelationKind>) {
+        match self {
+            DefaultAclKind::Tables => (ObjectClass::Relation, Some(RelationKind::Table)),
+            DefaultAclKind::Sequences => (ObjectClass::Relation, Some(RelationKind::Sequence)),
+            DefaultAclKind::Schemas => (ObjectClass::Schema, None),
+        }
+    }
+}
+
+/// ALTER DEFAULT PRIVILEGES: the acl that `role`'s new objects of `kind` get, in `schema` (or,
+/// for None, in every schema, where it replaces the built-in default; a schema's entry adds to
+/// that).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DefaultAcl {
+    pub role: Oid,
+    pub schema: Option<Oid>,
+    pub kind: DefaultAclKind,
+    pub acl: Vec<AclItem>,
+}
+
+impl Catalog {
+    /// The acl a new object of `kind` that `owner` creates in `schema` gets: the built-in
+    /// default, or the role's global default acl, plus what its entry for the schema adds.
+    /// None when that is the built-in default (NULL in the catalogs).
+    pub fn new_object_acl(
+        &self,
+        owner: Oid,
+        schema: Option<Oid>,
+        kind: DefaultAclKind,
+    ) -> Option<Vec<AclItem>> {
+        let find = |s: Option<Oid>| {
+            self.default_acls
+                .iter()
+                .find(|d| d.role == owner && d.schema == s && d.kind == kind)
+        };
+        let global = find(None);
+        let in_schema = schema.and_then(|s| find(Some(s)));
+        if global.is_none() && in_schema.is_none() {
+            return None;
+        }
+        let mut acl = match global {
+            Some(d) => d.acl.clone(),
+            None => builtin_default_acl(owner, kind),
+        };
+        for item in in_schema.map(|d| d.acl.as_slice()).unwrap_or_default() {
+            match acl
+                .iter_mut()
+                .find(|i| i.grantee == item.grantee && i.grantor == item.grantor)
+            {
+                Some(existing) => {
+                    existing.privileges = existing.privileges | item.privileges;
+                    existing.grant_options = existing.grant_options | item.grant_options;
+                }
+                None => acl.push(item.clone()),
+            }
+        }
+        // PostgreSQL sorts the merged acl (aclitemsort: by grantee, grantor, privileges).
+        acl.sort_by_key(|i| (i.grantee, i.grantor, i.privileges.0));
+        (acl != builtin_default_acl(owner, kind)).then_some(acl)
+    }
+}
+
+/// The acl PostgreSQL's acldefault gives an object of `kind` owned by `owner`.
+pub fn builtin_default_acl(owner: Oid, kind: DefaultAclKind) -> Vec<AclItem> {
+    let (class, relation_kind) = kind.object_kind();
+    let mut scratch = Catalog::default();
+    scratch
+        .ownership
+        .insert((class, 0), Ownership { owner, acl: None });
+    scratch.effective_acl((class, 0), relation_kind)
+}
+
 impl Catalog {
     /// The object's owner and acl (the defaults when it has no entry).
     pub fn ownership(&self, object: ObjectRef) -> Ownership {

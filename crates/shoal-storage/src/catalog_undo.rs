@@ -11,7 +11,7 @@ use std::sync::Arc;
 use crate::catalog::{
     Catalog, EnumTypeDef, IndexDef, Oid, RelationKind, SchemaDef, SequenceDef, TableDef, ViewDef,
 };
-use crate::catalog_privileges::{ObjectRef, Ownership};
+use crate::catalog_privileges::{DefaultAcl, ObjectRef, Ownership};
 use crate::catalog_roles::{RoleDef, RoleMembership};
 
 /// One catalog object, as the catalog holds it.
@@ -28,6 +28,8 @@ pub enum CatalogObject {
     RoleMembers(Vec<RoleMembership>),
     /// An object's owner and access list.
     Ownership(ObjectRef, Ownership),
+    /// Every default acl (ALTER DEFAULT PRIVILEGES): they change together, and are few.
+    DefaultAcls(Vec<DefaultAcl>),
 }
 
 /// Names one catalog object: schemas by name (the catalog keys them so), the rest by OID.
@@ -42,6 +44,7 @@ pub enum ObjectKey {
     Role(Oid),
     RoleMembers,
     Ownership(ObjectRef),
+    DefaultAcls,
 }
 
 /// An object a statement changed, and its state before: None when the statement created it.
@@ -70,6 +73,7 @@ impl CatalogObject {
             (Some(CatalogObject::Ownership(a, x)), Some(CatalogObject::Ownership(b, y))) => {
                 a == b && x == y
             }
+            (Some(CatalogObject::DefaultAcls(x)), Some(CatalogObject::DefaultAcls(y))) => x == y,
             _ => false,
         }
     }
@@ -81,7 +85,8 @@ impl CatalogObject {
             | CatalogObject::Type(_)
             | CatalogObject::Role(_)
             | CatalogObject::RoleMembers(_)
-            | CatalogObject::Ownership(..) => None,
+            | CatalogObject::Ownership(..)
+            | CatalogObject::DefaultAcls(_) => None,
             CatalogObject::Table(t) => Some((&t.schema, &t.name)),
             CatalogObject::Index(i) => Some((&i.schema, &i.name)),
             CatalogObject::Sequence(q) => Some((&q.schema, &q.name)),
@@ -98,7 +103,9 @@ impl CatalogObject {
             CatalogObject::View(v) => v.oid,
             CatalogObject::Type(t) => t.oid,
             CatalogObject::Role(r) => r.oid,
-            CatalogObject::RoleMembers(_) | CatalogObject::Ownership(..) => 0,
+            CatalogObject::RoleMembers(_)
+            | CatalogObject::Ownership(..)
+            | CatalogObject::DefaultAcls(_) => 0,
         }
     }
 }
@@ -106,7 +113,10 @@ impl CatalogObject {
 impl ObjectKey {
     fn oid(&self) -> Option<Oid> {
         match self {
-            ObjectKey::Schema(_) | ObjectKey::RoleMembers | ObjectKey::Ownership(_) => None,
+            ObjectKey::Schema(_)
+            | ObjectKey::RoleMembers
+            | ObjectKey::Ownership(_)
+            | ObjectKey::DefaultAcls => None,
             ObjectKey::Role(o)
             | ObjectKey::Table(o)
             | ObjectKey::Index(o)
@@ -129,6 +139,7 @@ impl Catalog {
             ObjectKey::Type(o) => self.types.get(o).cloned().map(CatalogObject::Type),
             ObjectKey::Role(o) => self.roles.get(o).cloned().map(CatalogObject::Role),
             ObjectKey::RoleMembers => Some(CatalogObject::RoleMembers(self.role_members.clone())),
+            ObjectKey::DefaultAcls => Some(CatalogObject::DefaultAcls(self.default_acls.clone())),
             ObjectKey::Ownership(object) => self
                 .ownership
                 .get(object)
@@ -230,6 +241,12 @@ impl Catalog {
                 });
             }
         }
+        if self.default_acls != before.default_acls {
+            changes.push(PriorObject {
+                key: ObjectKey::DefaultAcls,
+                before: Some(CatalogObject::DefaultAcls(before.default_acls.clone())),
+            });
+        }
         if self.role_members != before.role_members {
             changes.push(PriorObject {
                 key: ObjectKey::RoleMembers,
@@ -292,6 +309,10 @@ impl Catalog {
                 self.ownership.remove(object);
                 return;
             }
+            ObjectKey::DefaultAcls => {
+                self.default_acls.clear();
+                return;
+            }
         };
         self.relations.retain(|_, entry| *entry != (kind, oid));
     }
@@ -341,6 +362,10 @@ impl Catalog {
             }
             CatalogObject::Ownership(object, ownership) => {
                 self.ownership.insert(object, ownership);
+                return;
+            }
+            CatalogObject::DefaultAcls(acls) => {
+                self.default_acls = acls;
                 return;
             }
         };

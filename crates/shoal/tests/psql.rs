@@ -177,6 +177,11 @@ fn privilege_commands_show_roles_grants_and_owners() {
     assert!(!grants.contains("=arwdDxt/"), "{grants}");
     let defaults = psql(&server, "\\ddp");
     assert_contains(&defaults, &["Default access privileges", "(0 rows)"]);
+    let defaults = psql(
+        &server,
+        "ALTER DEFAULT PRIVILEGES GRANT SELECT ON TABLES TO reader;\n\\ddp",
+    );
+    assert_contains(&defaults, &["postgres", "table", "reader=r/postgres"]);
     let databases = psql(&server, "\\l");
     assert_contains(&databases, &["reader=c/postgres"]);
 }

@@ -41,8 +41,8 @@ pub fn reassign(session: &Session, from: &[Oid], to: Oid) -> SqlResult<Statement
     Ok(StatementResult::command("REASSIGN OWNED"))
 }
 
-/// DROP OWNED BY `roles`: drops what they own (CASCADE: with what depends on it) and revokes
-/// what was granted to them.
+/// DROP OWNED BY `roles`: drops what they own (CASCADE: with what depends on it), revokes
+/// what was granted to them, and removes their default privileges.
 pub fn drop_owned(
     session: &mut Session,
     roles: &[Oid],
@@ -112,6 +112,13 @@ pub fn drop_owned(
         }
         catalog.set_ownership(object, ownership);
     }
+    // Their default privileges, and what others' defaults give them.
+    catalog.default_acls.retain(|d| !roles.contains(&d.role));
+    for d in catalog.default_acls.iter_mut() {
+        d.acl.retain(|i| !roles.contains(&i.grantee));
+    }
+    catalog.default_acls.retain(|d| !d.acl.is_empty());
+    catalog.version += 1;
     Ok(StatementResult::command("DROP OWNED"))
 }
 

@@ -1,7 +1,8 @@
 //! `GRANT role TO role` and `REVOKE role FROM role`: membership in roles (pg_auth_members).
 //! sqlparser reads only the GRANT of privileges ON objects, so `parse` hands these over as the
 //! statement's text (`parse::ROLE_COMMAND_VARIABLE`), read here with sqlparser's tokenizer;
-//! REASSIGN OWNED and DROP OWNED come the same way and go on to `owned`.
+//! REASSIGN OWNED and DROP OWNED come the same way and go on to `owned`, ALTER DEFAULT
+//! PRIVILEGES to `privileges::defaults`.
 //! Who may: a superuser; a role with CREATEROLE for roles that are not superusers; a member
 //! WITH ADMIN OPTION of the granted role (PostgreSQL 15's rules).
 
@@ -29,6 +30,12 @@ struct MembershipChange {
 /// or DROP OWNED.
 pub fn run(session: &mut Session, text: &str) -> SqlResult<StatementResult> {
     let words = words(text)?;
+    if words
+        .first()
+        .is_some_and(|(w, quoted)| !quoted && w == "alter")
+    {
+        return crate::privileges::defaults::alter_default_privileges(session, text);
+    }
     let keyword = |i: usize, k: &str| words.get(i).is_some_and(|(w, quoted)| !quoted && w == k);
     if keyword(0, "revoke") && keyword(1, "grant") && keyword(2, "option") && keyword(3, "for") {
         // REVOKE GRANT OPTION FOR privileges ON ...: sqlparser reads the REVOKE without the
@@ -306,6 +313,12 @@ fn words(text: &str) -> SqlResult<Vec<(String, bool)>> {
 /// REVOKE with no ON before its TO or FROM, REASSIGN OWNED, DROP OWNED.
 pub fn is_role_command(words: &[String]) -> bool {
     let lower = |i: usize| words.get(i).map(|w| w.to_lowercase());
+    if lower(0).as_deref() == Some("alter")
+        && lower(1).as_deref() == Some("default")
+        && lower(2).as_deref() == Some("privileges")
+    {
+        return true;
+    }
     if lower(0).as_deref() == Some("revoke")
         && lower(1).as_deref() == Some("grant")
         && lower(2).as_deref() == Some("option")
@@ -367,6 +380,9 @@ mod tests {
         assert!(is_role_command(&words("REASSIGN OWNED BY a TO b")));
         assert!(is_role_command(&words("DROP OWNED BY a")));
         assert!(!is_role_command(&words("DROP TABLE owned")));
+        assert!(is_role_command(&words(
+            "ALTER DEFAULT PRIVILEGES GRANT SELECT ON TABLES TO b"
+        )));
         assert!(is_role_command(&words(
             "REVOKE GRANT OPTION FOR SELECT ON t FROM b"
         )));

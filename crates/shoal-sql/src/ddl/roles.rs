@@ -409,5 +409,28 @@ fn dependent_objects(catalog: &shoal_storage::catalog::Catalog, role: Oid) -> Ve
             lines.push(format!("privileges for {kind} {name}"));
         }
     }
+    for d in &catalog.default_acls {
+        if d.role != role && !d.acl.iter().any(|i| i.grantee == role) {
+            continue;
+        }
+        let what = match d.kind {
+            shoal_storage::catalog_privileges::DefaultAclKind::Tables => "new relations",
+            shoal_storage::catalog_privileges::DefaultAclKind::Sequences => "new sequences",
+            shoal_storage::catalog_privileges::DefaultAclKind::Schemas => "new schemas",
+        };
+        let owner = shoal_storage::catalog_privileges::role_name(catalog, d.role);
+        let schema = d
+            .schema
+            .and_then(|oid| catalog.schemas.values().find(|s| s.oid == oid))
+            .map_or(String::new(), |s| format!(" in schema {}", s.name));
+        let relation = if d.role == role {
+            "owner of"
+        } else {
+            "privileges for"
+        };
+        lines.push(format!(
+            "{relation} default privileges on {what} belonging to role {owner}{schema}"
+        ));
+    }
     lines
 }

@@ -17,10 +17,10 @@ use crate::error::{code, SqlError, SqlResult};
 use crate::session::{Session, StatementResult};
 
 /// An object a GRANT or REVOKE names, resolved.
-struct Target {
-    object: ObjectRef,
-    kind: Option<RelationKind>,
-    name: String,
+pub(super) struct Target {
+    pub(super) object: ObjectRef,
+    pub(super) kind: Option<RelationKind>,
+    pub(super) name: String,
 }
 
 pub fn grant(session: &Session, g: &ast::Grant) -> SqlResult<StatementResult> {
@@ -146,7 +146,13 @@ fn apply(session: &Session, target: &Target, change: &Change, granting: bool) ->
     Ok(())
 }
 
-fn add(acl: &mut Vec<AclItem>, grantee: Oid, grantor: Oid, given: Privileges, option: bool) {
+pub(super) fn add(
+    acl: &mut Vec<AclItem>,
+    grantee: Oid,
+    grantor: Oid,
+    given: Privileges,
+    option: bool,
+) {
     if given.is_empty() {
         return;
     }
@@ -171,7 +177,7 @@ fn add(acl: &mut Vec<AclItem>, grantee: Oid, grantor: Oid, given: Privileges, op
 /// Takes `taken` from what `grantor` gave `grantee` (only the grant option when
 /// `option_only`). Grants the grantee made with an option it loses depend on it: they go too
 /// with CASCADE; without, the revoke fails with 2BP01.
-fn remove(
+pub(super) fn remove(
     acl: &mut Vec<AclItem>,
     grantee: Oid,
     grantor: Oid,
@@ -223,7 +229,10 @@ fn remove(
 }
 
 /// The privileges a GRANT or REVOKE names, checked against the object's kind.
-fn privileges_named(privileges: &ast::Privileges, target: &Target) -> SqlResult<Privileges> {
+pub(super) fn privileges_named(
+    privileges: &ast::Privileges,
+    target: &Target,
+) -> SqlResult<Privileges> {
     let valid = Privileges::all_for(target.object.0, target.kind);
     let actions = match privileges {
         ast::Privileges::All { .. } => return Ok(valid),
@@ -392,7 +401,7 @@ fn relation(
 }
 
 /// The grantees' OIDs (PUBLIC is 0).
-fn grantee_oids(session: &Session, grantees: &[ast::Grantee]) -> SqlResult<Vec<Oid>> {
+pub(super) fn grantee_oids(session: &Session, grantees: &[ast::Grantee]) -> SqlResult<Vec<Oid>> {
     let catalog = session.engine.catalog.read();
     let mut out = Vec::new();
     for g in grantees {
@@ -535,15 +544,32 @@ fn command_tag(class: ObjectClass, kind: Option<RelationKind>) -> &'static str {
     }
 }
 
-/// Records `owner` as the owner of objects a statement created (the bootstrap superuser owns
-/// everything without an entry, so its objects need none).
+/// Records `owner` as the owner of objects a statement created, with the acl its default
+/// privileges give them (ALTER DEFAULT PRIVILEGES). The bootstrap superuser owns everything
+/// without an entry, so its objects need one only for a default acl.
 pub fn own_created(catalog: &mut Catalog, owner: Oid, created: &[ObjectRef]) {
-    if owner == BOOTSTRAP_SUPERUSER_OID {
-        return;
-    }
+    use shoal_storage::catalog_privileges::DefaultAclKind;
     for object in created {
-        if catalog.ownership(*object).owner == BOOTSTRAP_SUPERUSER_OID {
-            catalog.set_ownership(*object, Ownership { owner, acl: None });
+        let schema_oid = |name: &str| catalog.schemas.get(name).map(|s| s.oid);
+        let (kind, schema) = match object.0 {
+            ObjectClass::Relation => {
+                if let Some(t) = catalog.tables.get(&object.1) {
+                    (DefaultAclKind::Tables, schema_oid(&t.schema))
+                } else if let Some(v) = catalog.views.get(&object.1) {
+                    (DefaultAclKind::Tables, schema_oid(&v.schema))
+                } else if let Some(q) = catalog.sequences.get(&object.1) {
+                    (DefaultAclKind::Sequences, schema_oid(&q.schema))
+                } else {
+                    continue;
+                }
+            }
+            ObjectClass::Schema => (DefaultAclKind::Schemas, None),
+            ObjectClass::Database => continue,
+        };
+        let acl = catalog.new_object_acl(owner, schema, kind);
+        let unowned = catalog.ownership(*object).owner == BOOTSTRAP_SUPERUSER_OID;
+        if unowned && (owner != BOOTSTRAP_SUPERUSER_OID || acl.is_some()) {
+            catalog.set_ownership(*object, Ownership { owner, acl });
         }
     }
 }

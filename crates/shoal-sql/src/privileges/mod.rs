@@ -9,6 +9,7 @@
 //! A view's query runs with its owner's privileges: reading a view needs SELECT on the view,
 //! and its owner needs SELECT on what the view reads.
 
+pub mod defaults;
 pub mod grant;
 mod required;
 

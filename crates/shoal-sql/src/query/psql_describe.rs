@@ -24,6 +24,11 @@ const REPLACEMENTS: &[(&str, &str)] = &[
         "pg_catalog.array_to_string(c.relacl, E'\\n')",
         "pg_catalog.replace(pg_catalog.btrim(c.relacl, '{}'), ',', E'\\n')",
     ),
+    // \ddp.
+    (
+        "pg_catalog.array_to_string(d.defaclacl, E'\\n')",
+        "pg_catalog.replace(pg_catalog.btrim(d.defaclacl, '{}'), ',', E'\\n')",
+    ),
 ];
 
 /// Stretches of psql's SQL, from the first fragment to the end of the second, and what
@@ -55,12 +60,6 @@ const EMPTY_RESULTS: &[(&str, &str)] = &[
         "FROM pg_catalog.pg_policy pol\nWHERE pol.polrelid",
         "SELECT NULL::text AS polname, NULL::boolean AS polpermissive, NULL::text, NULL::text, \
          NULL::text, NULL::text AS cmd WHERE false",
-    ),
-    // \ddp: default privileges (ALTER DEFAULT PRIVILEGES is not supported: there are none).
-    (
-        "FROM pg_catalog.pg_default_acl d",
-        "SELECT NULL::text AS \"Owner\", NULL::text AS \"Schema\", NULL::text AS \"Type\", \
-         NULL::text AS \"Access privileges\" WHERE false",
     ),
     // \d TABLE: "Triggers:".
     (

@@ -279,9 +279,6 @@ pub fn parse_sql(sql: &str) -> SqlResult<Vec<Statement>> {
                 return Ok(statements);
             }
         }
-        if let Some(feature) = crate::parse::unsupported_statement(sql) {
-            return Err(SqlError::unsupported(feature));
-        }
         if let Some((word, position)) = crate::parse::reserved_word_as_name(sql) {
             return Err(
                 SqlError::syntax(format!("syntax error at or near \"{word}\""))

@@ -267,6 +267,7 @@ pub fn table(scope: &Arc<PlanScope>, name: &str) -> Option<Arc<dyn TableProvider
         "pg_am" => pg_am(),
         "pg_tables" => pg_tables(&catalog),
         "pg_views" => pg_views(&catalog),
+        "pg_default_acl" => relations::pg_default_acl(&catalog),
         // Every table is a user table: the system catalogs are not tables in Shoal.
         "pg_statio_all_tables" | "pg_statio_user_tables" => pg_statio_tables(&catalog),
         "pg_indexes" => pg_indexes(&catalog),

@@ -303,6 +303,33 @@ pub(super) fn pg_statio_tables(catalog: &Catalog) -> Arc<dyn TableProvider> {
     t.build()
 }
 
+/// pg_default_acl: what ALTER DEFAULT PRIVILEGES set, per role, schema (0: every schema) and
+/// kind of object.
+pub(super) fn pg_default_acl(catalog: &Catalog) -> Arc<dyn TableProvider> {
+    let mut t = TableBuilder::new(&[
+        ("oid", OID),
+        ("defaclrole", OID),
+        ("defaclnamespace", OID),
+        ("defaclobjtype", T),
+        ("defaclacl", T),
+    ]);
+    for d in &catalog.default_acls {
+        let items: Vec<String> = d
+            .acl
+            .iter()
+            .map(|i| shoal_storage::catalog_privileges::aclitem_text(catalog, i))
+            .collect();
+        t.row(vec![
+            o(0),
+            o(d.role),
+            o(d.schema.unwrap_or(0)),
+            s(d.kind.letter()),
+            s(&format!("{{{}}}", items.join(","))),
+        ]);
+    }
+    t.build()
+}
+
 pub(super) fn pg_views(catalog: &Catalog) -> Arc<dyn TableProvider> {
     let mut t = TableBuilder::new(&[
         ("schemaname", T),
