@@ -269,28 +269,37 @@ impl Needs<'_> {
         }
     }
 
-    /// A view's query runs with its owner's privileges: the owner needs SELECT on what it reads.
+    /// A view's query runs with its owner's privileges: the owner needs SELECT on what it reads,
+    /// and a view it reads runs with that view's owner's, down the chain.
     fn view_owner_reads(&mut self, view: Oid) {
         let catalog = self.session.engine.catalog.read();
-        let Some(def) = catalog.views.get(&view) else {
-            return;
-        };
-        let owner = catalog.owner_of((ObjectClass::Relation, view));
-        for oid in &def.depends_on {
-            let (kind, name) = if let Some(t) = catalog.tables.get(oid) {
-                (RelationKind::Table, t.name.clone())
-            } else if let Some(v) = catalog.views.get(oid) {
-                (RelationKind::View, v.name.clone())
-            } else {
+        let mut pending = vec![view];
+        let mut seen = vec![view];
+        while let Some(view) = pending.pop() {
+            let Some(def) = catalog.views.get(&view) else {
                 continue;
             };
-            self.list.push(Need {
-                object: (ObjectClass::Relation, *oid),
-                kind: Some(kind),
-                what: Wanted::All(Privileges::SELECT),
-                name,
-                on_behalf_of: Some(owner),
-            });
+            let owner = catalog.owner_of((ObjectClass::Relation, view));
+            for oid in &def.depends_on {
+                let (kind, name) = if let Some(t) = catalog.tables.get(oid) {
+                    (RelationKind::Table, t.name.clone())
+                } else if let Some(v) = catalog.views.get(oid) {
+                    if !seen.contains(oid) {
+                        seen.push(*oid);
+                        pending.push(*oid);
+                    }
+                    (RelationKind::View, v.name.clone())
+                } else {
+                    continue;
+                };
+                self.list.push(Need {
+                    object: (ObjectClass::Relation, *oid),
+                    kind: Some(kind),
+                    what: Wanted::All(Privileges::SELECT),
+                    name,
+                    on_behalf_of: Some(owner),
+                });
+            }
         }
     }
 
