@@ -4,6 +4,8 @@
 //! same. An entry's `acl` is None until the first GRANT or REVOKE, as PostgreSQL's NULL acl:
 //! the owner holds every privilege of the kind, PUBLIC what the kind gives it.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::catalog::{
@@ -43,6 +45,9 @@ impl Privileges {
     pub const TEMPORARY: Privileges = Privileges(1 << 10);
     pub const CONNECT: Privileges = Privileges(1 << 11);
     pub const NONE: Privileges = Privileges(0);
+    /// What may be granted on single columns.
+    pub const COLUMN: Privileges =
+        Privileges(Self::INSERT.0 | Self::SELECT.0 | Self::UPDATE.0 | Self::REFERENCES.0);
 
     /// The letters of aclitem's text form, in bit order.
     const LETTERS: &'static [u8] = b"arwdDxtXUCTc";
@@ -127,6 +132,58 @@ pub struct AclItem {
 pub struct Ownership {
     pub owner: Oid,
     pub acl: Option<Vec<AclItem>>,
+    /// A table's or view's column privileges (pg_attribute.attacl) by column name: SELECT,
+    /// INSERT, UPDATE and REFERENCES granted on single columns, on top of what the table's
+    /// acl gives. A column without an entry has none of its own.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub columns: BTreeMap<String, Vec<AclItem>>,
+}
+
+impl Ownership {
+    /// An entry with no column privileges.
+    pub fn new(owner: Oid, acl: Option<Vec<AclItem>>) -> Ownership {
+        Ownership {
+            owner,
+            acl,
+            columns: BTreeMap::new(),
+        }
+    }
+
+    /// Every acl item of the entry: the object's, then its columns'.
+    pub fn all_items(&self) -> impl Iterator<Item = &AclItem> {
+        self.acl
+            .iter()
+            .flatten()
+            .chain(self.columns.values().flatten())
+    }
+
+    /// Applies `f` to every acl item (the object's and its columns'), then merges the items
+    /// that came to have the same grantee and grantor, as PostgreSQL's aclnewowner does.
+    pub fn map_items(&mut self, f: impl Fn(&mut AclItem)) {
+        let merge = |acl: &mut Vec<AclItem>| {
+            let mut merged: Vec<AclItem> = Vec::new();
+            for mut item in acl.drain(..) {
+                f(&mut item);
+                match merged
+                    .iter_mut()
+                    .find(|m| m.grantee == item.grantee && m.grantor == item.grantor)
+                {
+                    Some(m) => {
+                        m.privileges = m.privileges | item.privileges;
+                        m.grant_options = m.grant_options | item.grant_options;
+                    }
+                    None => merged.push(item),
+                }
+            }
+            *acl = merged;
+        };
+        if let Some(acl) = self.acl.as_mut() {
+            merge(acl);
+        }
+        for acl in self.columns.values_mut() {
+            merge(acl);
+        }
+    }
 }
 
 /// Where an object's ownership entry is kept.
@@ -222,17 +279,17 @@ pub fn builtin_default_acl(owner: Oid, kind: DefaultAclKind) -> Vec<AclItem> {
     let mut scratch = Catalog::default();
     scratch
         .ownership
-        .insert((class, 0), Ownership { owner, acl: None });
+        .insert((class, 0), Ownership::new(owner, None));
     scratch.effective_acl((class, 0), relation_kind)
 }
 
 impl Catalog {
     /// The object's owner and acl (the defaults when it has no entry).
     pub fn ownership(&self, object: ObjectRef) -> Ownership {
-        self.ownership.get(&object).cloned().unwrap_or(Ownership {
-            owner: BOOTSTRAP_SUPERUSER_OID,
-            acl: None,
-        })
+        self.ownership
+            .get(&object)
+            .cloned()
+            .unwrap_or(Ownership::new(BOOTSTRAP_SUPERUSER_OID, None))
     }
 
     pub fn owner_of(&self, object: ObjectRef) -> Oid {
@@ -243,7 +300,10 @@ impl Catalog {
 
     /// Records the object's owner and acl (a new object's, an ALTER ... OWNER TO, a GRANT).
     pub fn set_ownership(&mut self, object: ObjectRef, ownership: Ownership) {
-        if ownership.owner == BOOTSTRAP_SUPERUSER_OID && ownership.acl.is_none() {
+        if ownership.owner == BOOTSTRAP_SUPERUSER_OID
+            && ownership.acl.is_none()
+            && ownership.columns.is_empty()
+        {
             self.ownership.remove(&object);
         } else {
             self.ownership.insert(object, ownership);
@@ -322,6 +382,65 @@ impl Catalog {
         held
     }
 
+    /// The privileges `role` holds on one column of a table or view through the column's own
+    /// acl (what the table's acl gives comes on top: see `privileges_of`).
+    pub fn column_privileges_of(&self, role: Oid, relation: Oid, column: &str) -> Privileges {
+        let Some(acl) = self
+            .ownership
+            .get(&(ObjectClass::Relation, relation))
+            .and_then(|o| o.columns.get(column))
+        else {
+            return Privileges::NONE;
+        };
+        acl.iter()
+            .filter(|i| i.grantee == PUBLIC || self.has_privileges_of_role(role, i.grantee))
+            .fold(Privileges::NONE, |held, i| held | i.privileges)
+    }
+
+    /// The column names of a table or view (what column privileges can name).
+    pub fn relation_column_names(&self, relation: Oid) -> Vec<String> {
+        if let Some(t) = self.tables.get(&relation) {
+            t.columns.iter().map(|c| c.name.clone()).collect()
+        } else if let Some(v) = self.views.get(&relation) {
+            v.column_names.clone()
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// Whether some column of the relation gives `role` the privilege `p` (a statement that
+    /// names no column of a table, `SELECT count(*)`, needs that much).
+    pub fn any_column_has(&self, role: Oid, relation: Oid, p: Privileges) -> bool {
+        self.ownership
+            .get(&(ObjectClass::Relation, relation))
+            .is_some_and(|o| {
+                o.columns
+                    .keys()
+                    .any(|c| self.column_privileges_of(role, relation, c).contains(p))
+            })
+    }
+
+    /// ALTER TABLE ... RENAME COLUMN: the column's privileges follow it.
+    pub fn rename_column_privileges(&mut self, relation: Oid, old: &str, new: &str) {
+        let object = (ObjectClass::Relation, relation);
+        if let Some(mut ownership) = self.ownership.get(&object).cloned() {
+            if let Some(acl) = ownership.columns.remove(old) {
+                ownership.columns.insert(new.to_string(), acl);
+                self.set_ownership(object, ownership);
+            }
+        }
+    }
+
+    /// ALTER TABLE ... DROP COLUMN: the column's privileges go with it.
+    pub fn drop_column_privileges(&mut self, relation: Oid, column: &str) {
+        let object = (ObjectClass::Relation, relation);
+        if let Some(mut ownership) = self.ownership.get(&object).cloned() {
+            if ownership.columns.remove(column).is_some() {
+                self.set_ownership(object, ownership);
+            }
+        }
+    }
+
     /// Whether `role` acts with `other`'s privileges: it is `other`, or a member of it through
     /// roles that inherit (PostgreSQL's has_privs_of_role).
     pub fn has_privileges_of_role(&self, role: Oid, other: Oid) -> bool {
@@ -370,9 +489,8 @@ impl Catalog {
             .filter(|(object, _)| self.object_exists(**object))
             .filter(|(_, o)| {
                 o.owner == role
-                    || o.acl.as_ref().is_some_and(|acl| {
-                        acl.iter().any(|i| i.grantee == role || i.grantor == role)
-                    })
+                    || o.all_items()
+                        .any(|i| i.grantee == role || i.grantor == role)
             })
             .map(|(object, _)| *object)
             .collect()
@@ -383,6 +501,20 @@ impl Catalog {
 /// default (NULL in PostgreSQL's catalogs).
 pub fn acl_text(catalog: &Catalog, object: ObjectRef) -> Option<String> {
     let acl = catalog.ownership.get(&object)?.acl.as_ref()?;
+    Some(acl_items_text(catalog, acl))
+}
+
+/// A column's acl as aclitem[]'s text form (pg_attribute.attacl), None when it has none.
+pub fn column_acl_text(catalog: &Catalog, relation: Oid, column: &str) -> Option<String> {
+    let acl = catalog
+        .ownership
+        .get(&(ObjectClass::Relation, relation))?
+        .columns
+        .get(column)?;
+    Some(acl_items_text(catalog, acl))
+}
+
+fn acl_items_text(catalog: &Catalog, acl: &[AclItem]) -> String {
     let items: Vec<String> = acl
         .iter()
         .map(|i| {
@@ -394,7 +526,7 @@ pub fn acl_text(catalog: &Catalog, object: ObjectRef) -> Option<String> {
             }
         })
         .collect();
-    Some(format!("{{{}}}", items.join(",")))
+    format!("{{{}}}", items.join(","))
 }
 
 /// The name of the role with `oid` (its OID as text when it is gone).
@@ -464,10 +596,7 @@ mod tests {
         });
         c.set_ownership(
             object,
-            Ownership {
-                owner: BOOTSTRAP_SUPERUSER_OID,
-                acl: Some(acl.clone()),
-            },
+            Ownership::new(BOOTSTRAP_SUPERUSER_OID, Some(acl.clone())),
         );
         assert_eq!(aclitem_text(&c, &acl[0]), "postgres=arwdDxt/postgres");
         assert_eq!(aclitem_text(&c, &acl[1]), "staff=ar*/postgres");
@@ -486,13 +615,7 @@ mod tests {
         // The table was never created: its entry names nothing a role could own.
         assert!(c.objects_of_role(staff).is_empty());
         let schema = c.create_schema("s").unwrap();
-        c.set_ownership(
-            (ObjectClass::Schema, schema),
-            Ownership {
-                owner: staff,
-                acl: None,
-            },
-        );
+        c.set_ownership((ObjectClass::Schema, schema), Ownership::new(staff, None));
         let back = Catalog::from_image(&c.to_image()).unwrap();
         assert_eq!(back.ownership(object), c.ownership(object));
         assert_eq!(

@@ -171,6 +171,50 @@ async fn fast_path_statement_cache_and_copy_deny_what_sql_denies() {
         count(&admin, "SELECT amount::int8 FROM ledger WHERE id = 2").await,
         21
     );
+
+    // Column privileges hold on the same paths: SELECT on id only, UPDATE on amount only.
+    admin
+        .batch_execute(
+            "REVOKE SELECT ON ledger FROM clerk;              GRANT SELECT (id), UPDATE (amount) ON ledger TO clerk",
+        )
+        .await
+        .unwrap();
+    let ids = clerk
+        .prepare("SELECT id FROM ledger WHERE id = $1")
+        .await
+        .unwrap();
+    let set = clerk
+        .prepare("UPDATE ledger SET amount = $2 WHERE id = $1")
+        .await
+        .unwrap();
+    for _ in 0..2 {
+        assert_eq!(clerk.query(&ids, &[&1i32]).await.unwrap().len(), 1);
+        let e = clerk.query(&select, &[&1i32]).await.unwrap_err();
+        assert_eq!(sqlstate(&e), "42501", "amount is not readable: {e}");
+        // amount = amount + $2 reads amount.
+        let e = clerk.execute(&update, &[&1i32, &5i32]).await.unwrap_err();
+        assert_eq!(sqlstate(&e), "42501", "{e}");
+        assert_eq!(clerk.execute(&set, &[&1i32, &7i32]).await.unwrap(), 1);
+        let e = clerk
+            .simple_query("SELECT amount FROM ledger WHERE id = 1")
+            .await
+            .unwrap_err();
+        assert_eq!(sqlstate(&e), "42501", "{e}");
+        clerk
+            .simple_query("SELECT id FROM ledger WHERE id = 1")
+            .await
+            .unwrap();
+    }
+    let e = clerk
+        .copy_out("COPY ledger TO STDOUT")
+        .await
+        .err()
+        .expect("COPY TO of every column");
+    assert_eq!(sqlstate(&e), "42501", "{e}");
+    assert_eq!(
+        count(&admin, "SELECT amount::int8 FROM ledger WHERE id = 1").await,
+        7
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -188,7 +232,7 @@ async fn ownership_and_grants_survive_a_crash() {
     owner
         .batch_execute(
             "CREATE TABLE app.items (id int PRIMARY KEY); INSERT INTO app.items VALUES (1); \
-             GRANT SELECT ON app.items TO reader",
+             GRANT SELECT ON app.items TO reader; GRANT UPDATE (id) ON app.items TO reader",
         )
         .await
         .unwrap();
@@ -209,6 +253,16 @@ async fn ownership_and_grants_survive_a_crash() {
     assert_eq!(row.get::<_, String>(0), "owner_role");
     assert!(row.get::<_, bool>(1));
     assert!(!row.get::<_, bool>(2));
+    let column_acl: String = admin
+        .query_one(
+            "SELECT attacl::text FROM pg_attribute \
+             WHERE attrelid = 'app.items'::regclass AND attname = 'id'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(column_acl, "{reader=w/owner_role}");
     let acl: String = admin
         .query_one(
             "SELECT nspacl::text FROM pg_namespace WHERE nspname = 'app'",

@@ -172,6 +172,16 @@ fn privilege_commands_show_roles_grants_and_owners() {
             ],
         );
     }
+    // Column privileges: one column per block, its grants indented below it.
+    let grants = psql(
+        &server,
+        "GRANT SELECT (id), UPDATE (id) ON plain TO reader;\n\\dp plain",
+    );
+    assert_contains(&grants, &["Column privileges", "id:", "reader=rw/postgres"]);
+    psql(
+        &server,
+        "REVOKE SELECT (id), UPDATE (id) ON plain FROM reader;",
+    );
     let grants = psql(&server, "\\dp plain");
     assert_contains(&grants, &["plain", "table"]);
     assert!(!grants.contains("=arwdDxt/"), "{grants}");

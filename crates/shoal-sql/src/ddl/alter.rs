@@ -558,6 +558,11 @@ pub(super) async fn alter_table(
                         ));
                     };
                     drop_column(session, txn, &def, pos, cascade)?;
+                    session
+                        .engine
+                        .catalog
+                        .write()
+                        .drop_column_privileges(oid, &name);
                 }
             }
             ast::AlterTableOperation::RenameColumn {
@@ -579,8 +584,10 @@ pub(super) async fn alter_table(
                     ));
                 }
                 let mut new_def = (*def).clone();
-                new_def.columns[pos].name = new;
-                session.engine.catalog.write().replace_table(new_def)?;
+                new_def.columns[pos].name = new.clone();
+                let mut catalog = session.engine.catalog.write();
+                catalog.replace_table(new_def)?;
+                catalog.rename_column_privileges(oid, &old, &new);
             }
             ast::AlterTableOperation::RenameTable { table_name } => {
                 let new = match table_name {

@@ -5,7 +5,7 @@
 
 use datafusion::sql::sqlparser::ast;
 use shoal_storage::catalog::Oid;
-use shoal_storage::catalog_privileges::{ObjectClass, Ownership};
+use shoal_storage::catalog_privileges::ObjectClass;
 
 use crate::error::{code, SqlError, SqlResult};
 use crate::privileges::acting_role;
@@ -21,22 +21,18 @@ pub fn reassign(session: &Session, from: &[Oid], to: Oid) -> SqlResult<Statement
         .filter(|(object, o)| from.contains(&o.owner) && catalog.object_exists(**object))
         .map(|(object, o)| (*object, o.clone()))
         .collect();
-    for (object, ownership) in owned {
+    for (object, mut ownership) in owned {
         let old = ownership.owner;
-        let acl = ownership.acl.map(|acl| {
-            acl.into_iter()
-                .map(|mut item| {
-                    if item.grantor == old {
-                        item.grantor = to;
-                    }
-                    if item.grantee == old {
-                        item.grantee = to;
-                    }
-                    item
-                })
-                .collect()
+        ownership.owner = to;
+        ownership.map_items(|item| {
+            if item.grantor == old {
+                item.grantor = to;
+            }
+            if item.grantee == old {
+                item.grantee = to;
+            }
         });
-        catalog.set_ownership(object, Ownership { owner: to, acl });
+        catalog.set_ownership(object, ownership);
     }
     Ok(StatementResult::command("REASSIGN OWNED"))
 }
@@ -99,17 +95,17 @@ pub fn drop_owned(
     let granted: Vec<_> = catalog
         .ownership
         .iter()
-        .filter(|(_, o)| {
-            o.acl
-                .as_ref()
-                .is_some_and(|acl| acl.iter().any(|i| roles.contains(&i.grantee)))
-        })
+        .filter(|(_, o)| o.all_items().any(|i| roles.contains(&i.grantee)))
         .map(|(object, o)| (*object, o.clone()))
         .collect();
     for (object, mut ownership) in granted {
         if let Some(acl) = ownership.acl.as_mut() {
             acl.retain(|i| !roles.contains(&i.grantee));
         }
+        for acl in ownership.columns.values_mut() {
+            acl.retain(|i| !roles.contains(&i.grantee));
+        }
+        ownership.columns.retain(|_, acl| !acl.is_empty());
         catalog.set_ownership(object, ownership);
     }
     // Their default privileges, and what others' defaults give them.

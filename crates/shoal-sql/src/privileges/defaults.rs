@@ -107,7 +107,7 @@ pub fn alter_default_privileges(session: &Session, text: &str) -> SqlResult<Stat
         _ => return Err(syntax()),
     };
     let (class, relation_kind) = kind.object_kind();
-    let wanted = privileges_named(
+    let named = privileges_named(
         privileges,
         &Target {
             object: (class, 0),
@@ -115,6 +115,10 @@ pub fn alter_default_privileges(session: &Session, text: &str) -> SqlResult<Stat
             name: PLACEHOLDER.to_string(),
         },
     )?;
+    if !named.columns.is_empty() {
+        return Err(syntax());
+    }
+    let wanted = named.object;
     let grantees = grantee_oids(session, grantees)?;
 
     let actor = acting_role(session)?;

@@ -81,69 +81,146 @@ struct Change<'a> {
 fn apply(session: &Session, target: &Target, change: &Change, granting: bool) -> SqlResult<()> {
     let actor = acting_role(session)?;
     let mut catalog = session.engine.catalog.write();
-    let wanted = privileges_named(change.privileges, target)?;
-    let ownership = catalog.ownership(target.object);
+    let named = privileges_named(change.privileges, target)?;
+    let mut ownership = catalog.ownership(target.object);
     let owner_acts = actor.superuser || catalog.has_privileges_of_role(actor.oid, ownership.owner);
-    // Who the grant is recorded under, and what it may give.
-    let (grantor, grantable) = if owner_acts {
-        (
-            ownership.owner,
-            Privileges::all_for(target.object.0, target.kind),
-        )
-    } else {
-        let acl = catalog.effective_acl(target.object, target.kind);
-        let options = acl
-            .iter()
+    let all = Privileges::all_for(target.object.0, target.kind);
+    let object_acl = catalog.effective_acl(target.object, target.kind);
+    // What the actor may grant on the object (and, below, on each column): everything for
+    // the owner, who records the grant under the owner's name; its grant options for others.
+    let options_in = |acl: &[AclItem]| {
+        acl.iter()
             .filter(|i| i.grantee == actor.oid)
-            .fold(Privileges::NONE, |p, i| p | i.grant_options);
-        let held = catalog.privileges_of(actor.oid, target.object, target.kind);
-        if options.is_empty() && held.is_empty() {
+            .fold(Privileges::NONE, |p, i| p | i.grant_options)
+    };
+    let (grantor, grantable) = match owner_acts {
+        true => (ownership.owner, all),
+        false => (actor.oid, options_in(&object_acl)),
+    };
+    let held = catalog.privileges_of(actor.oid, target.object, target.kind);
+    let verb = if granting { "granted" } else { "revoked" };
+    let warning_code = if granting { "01007" } else { "01006" };
+
+    if !named.object.is_empty() {
+        if !owner_acts && grantable.is_empty() && held.is_empty() {
+            return Err(denied_on(target));
+        }
+        let given = Privileges(named.object.0 & grantable.0);
+        if given != named.object {
+            let message = if given.is_empty() {
+                format!("no privileges were {verb} for \"{}\"", target.name)
+            } else {
+                format!("not all privileges were {verb} for \"{}\"", target.name)
+            };
+            session.scope.warning(warning_code, message);
+        }
+        let mut acl = object_acl;
+        for &grantee in &change.grantees {
+            if granting {
+                add(&mut acl, grantee, grantor, given, change.grant_option);
+            } else {
+                remove(
+                    &mut acl,
+                    grantee,
+                    grantor,
+                    given,
+                    change.grant_option,
+                    change.cascade,
+                    &catalog,
+                )?;
+                // Revoking a privilege on a table revokes it on each of its columns too.
+                let on_columns = Privileges(given.0 & Privileges::COLUMN.0);
+                for column_acl in ownership.columns.values_mut() {
+                    remove(
+                        column_acl,
+                        grantee,
+                        grantor,
+                        on_columns,
+                        change.grant_option,
+                        change.cascade,
+                        &catalog,
+                    )?;
+                }
+            }
+        }
+        ownership.acl = Some(acl);
+    }
+
+    for (column, wanted) in &named.columns {
+        if !catalog
+            .relation_column_names(target.object.1)
+            .contains(column)
+        {
             return Err(SqlError::new(
-                code::INSUFFICIENT_PRIVILEGE,
+                code::UNDEFINED_COLUMN,
                 format!(
-                    "permission denied for {} {}",
-                    object_kind_name(target.object.0, target.kind),
+                    "column \"{column}\" of relation \"{}\" does not exist",
                     target.name
                 ),
             ));
         }
-        (actor.oid, options)
-    };
-    let given = Privileges(wanted.0 & grantable.0);
-    if given != wanted {
-        let verb = if granting { "granted" } else { "revoked" };
-        let message = if given.is_empty() {
-            format!("no privileges were {verb} for \"{}\"", target.name)
-        } else {
-            format!("not all privileges were {verb} for \"{}\"", target.name)
+        let mut acl = ownership.columns.get(column).cloned().unwrap_or_default();
+        let grantable = match owner_acts {
+            true => grantable,
+            false => {
+                let held = held | catalog.column_privileges_of(actor.oid, target.object.1, column);
+                if grantable.is_empty() && options_in(&acl).is_empty() && held.is_empty() {
+                    return Err(SqlError::new(
+                        code::INSUFFICIENT_PRIVILEGE,
+                        format!(
+                            "permission denied for column \"{column}\" of relation \"{}\"",
+                            target.name
+                        ),
+                    ));
+                }
+                grantable | options_in(&acl)
+            }
         };
-        let warning_code = if granting { "01007" } else { "01006" };
-        session.scope.warning(warning_code, message);
-    }
-    let mut acl = catalog.effective_acl(target.object, target.kind);
-    for &grantee in &change.grantees {
-        if granting {
-            add(&mut acl, grantee, grantor, given, change.grant_option);
-        } else {
-            remove(
-                &mut acl,
-                grantee,
-                grantor,
-                given,
-                change.grant_option,
-                change.cascade,
-                &catalog,
-            )?;
+        let given = Privileges(wanted.0 & grantable.0);
+        if given != *wanted {
+            let amount = if given.is_empty() { "no" } else { "not all" };
+            session.scope.warning(
+                warning_code,
+                format!(
+                    "{amount} privileges were {verb} for column \"{column}\" of relation \"{}\"",
+                    target.name
+                ),
+            );
         }
+        for &grantee in &change.grantees {
+            if granting {
+                add(&mut acl, grantee, grantor, given, change.grant_option);
+            } else {
+                remove(
+                    &mut acl,
+                    grantee,
+                    grantor,
+                    given,
+                    change.grant_option,
+                    change.cascade,
+                    &catalog,
+                )?;
+            }
+        }
+        match acl.is_empty() {
+            true => ownership.columns.remove(column),
+            false => ownership.columns.insert(column.clone(), acl),
+        };
     }
-    catalog.set_ownership(
-        target.object,
-        Ownership {
-            owner: ownership.owner,
-            acl: Some(acl),
-        },
-    );
+    catalog.set_ownership(target.object, ownership);
     Ok(())
+}
+
+/// The 42501 error for acting on an object the actor holds nothing on.
+fn denied_on(target: &Target) -> SqlError {
+    SqlError::new(
+        code::INSUFFICIENT_PRIVILEGE,
+        format!(
+            "permission denied for {} {}",
+            object_kind_name(target.object.0, target.kind),
+            target.name
+        ),
+    )
 }
 
 pub(super) fn add(
@@ -228,17 +305,27 @@ pub(super) fn remove(
     Ok(())
 }
 
+/// What a GRANT or REVOKE names: privileges on the object, and on single columns
+/// (`SELECT (a, b)`).
+pub(super) struct Named {
+    pub(super) object: Privileges,
+    pub(super) columns: Vec<(String, Privileges)>,
+}
+
 /// The privileges a GRANT or REVOKE names, checked against the object's kind.
-pub(super) fn privileges_named(
-    privileges: &ast::Privileges,
-    target: &Target,
-) -> SqlResult<Privileges> {
+pub(super) fn privileges_named(privileges: &ast::Privileges, target: &Target) -> SqlResult<Named> {
     let valid = Privileges::all_for(target.object.0, target.kind);
+    let mut named = Named {
+        object: Privileges::NONE,
+        columns: Vec::new(),
+    };
     let actions = match privileges {
-        ast::Privileges::All { .. } => return Ok(valid),
+        ast::Privileges::All { .. } => {
+            named.object = valid;
+            return Ok(named);
+        }
         ast::Privileges::Actions(actions) => actions,
     };
-    let mut set = Privileges::NONE;
     for action in actions {
         let (p, columns) = match action {
             ast::Action::Select { columns } => (Privileges::SELECT, columns.as_ref()),
@@ -259,8 +346,28 @@ pub(super) fn privileges_named(
                 ))
             }
         };
-        if columns.is_some() {
-            return Err(SqlError::unsupported("column privileges"));
+        let columnar = matches!(
+            (target.object.0, target.kind),
+            (
+                ObjectClass::Relation,
+                Some(RelationKind::Table) | Some(RelationKind::View)
+            )
+        );
+        if let Some(columns) = columns {
+            if !columnar {
+                return Err(SqlError::new(
+                    "0LP01",
+                    "column privileges are only valid for relations",
+                ));
+            }
+            for column in columns {
+                let column = ident(column);
+                match named.columns.iter_mut().find(|(c, _)| *c == column) {
+                    Some((_, held)) => *held = *held | p,
+                    None => named.columns.push((column, p)),
+                }
+            }
+            continue;
         }
         if !valid.contains(p) {
             // PostgreSQL: a sequence named by GRANT ... ON TABLE takes what applies, with a
@@ -272,14 +379,23 @@ pub(super) fn privileges_named(
                 "0LP01",
                 format!(
                     "invalid privilege type {} for {}",
-                    action.to_string().to_uppercase(),
+                    first_word(action),
                     object_kind_name(target.object.0, target.kind).replace("view", "table")
                 ),
             ));
         }
-        set = set | p;
+        named.object = named.object | p;
     }
-    Ok(set)
+    Ok(named)
+}
+
+/// A privilege's keyword, as PostgreSQL's messages print it (`SELECT` of `SELECT (a)`).
+fn first_word(action: &ast::Action) -> String {
+    let text = action.to_string().to_uppercase();
+    text.split([' ', '('])
+        .next()
+        .unwrap_or_default()
+        .to_string()
 }
 
 /// The objects an ON clause names.
@@ -503,35 +619,18 @@ pub fn alter_owner(
             ));
         }
     }
-    let acl = ownership.acl.map(|acl| {
-        let mut moved: Vec<AclItem> = Vec::new();
-        for mut item in acl {
-            if item.grantor == ownership.owner {
-                item.grantor = new_owner;
-            }
-            if item.grantee == ownership.owner {
-                item.grantee = new_owner;
-            }
-            match moved
-                .iter_mut()
-                .find(|m| m.grantee == item.grantee && m.grantor == item.grantor)
-            {
-                Some(m) => {
-                    m.privileges = m.privileges | item.privileges;
-                    m.grant_options = m.grant_options | item.grant_options;
-                }
-                None => moved.push(item),
-            }
+    let old_owner = ownership.owner;
+    let mut ownership = ownership;
+    ownership.owner = new_owner;
+    ownership.map_items(|item| {
+        if item.grantor == old_owner {
+            item.grantor = new_owner;
         }
-        moved
+        if item.grantee == old_owner {
+            item.grantee = new_owner;
+        }
     });
-    catalog.set_ownership(
-        object,
-        Ownership {
-            owner: new_owner,
-            acl,
-        },
-    );
+    catalog.set_ownership(object, ownership);
     Ok(StatementResult::command(command_tag(object.0, kind)))
 }
 
@@ -569,7 +668,7 @@ pub fn own_created(catalog: &mut Catalog, owner: Oid, created: &[ObjectRef]) {
         let acl = catalog.new_object_acl(owner, schema, kind);
         let unowned = catalog.ownership(*object).owner == BOOTSTRAP_SUPERUSER_OID;
         if unowned && (owner != BOOTSTRAP_SUPERUSER_OID || acl.is_some()) {
-            catalog.set_ownership(*object, Ownership { owner, acl });
+            catalog.set_ownership(*object, Ownership::new(owner, acl));
         }
     }
 }

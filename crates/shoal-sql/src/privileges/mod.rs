@@ -9,6 +9,7 @@
 //! A view's query runs with its owner's privileges: reading a view needs SELECT on the view,
 //! and its owner needs SELECT on what the view reads.
 
+mod columns;
 pub mod defaults;
 pub mod grant;
 mod required;
@@ -32,6 +33,21 @@ pub struct Need {
     pub name: String,
     /// Whose privileges count: None, the acting role's; Some, another's (a view's owner).
     pub on_behalf_of: Option<Oid>,
+    /// The columns the privilege is needed on, which column privileges may give instead of
+    /// the relation's.
+    pub columns: Columns,
+}
+
+/// Which columns of a relation a need concerns.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Columns {
+    /// Not tracked (or not a relation): only the relation's own privileges count.
+    Relation,
+    /// Any one column with the privilege will do (a statement that names none, such as
+    /// `SELECT count(*) FROM t`).
+    Any,
+    /// Every one of these.
+    Each(Vec<String>),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -85,9 +101,10 @@ pub fn check(catalog: &Catalog, role: Oid, needs: &[Need]) -> SqlResult<()> {
         let who = need.on_behalf_of.unwrap_or(role);
         let met = match need.what {
             Wanted::Owner => catalog.has_privileges_of_role(who, catalog.owner_of(need.object)),
-            Wanted::All(p) => catalog
-                .privileges_of(who, need.object, need.kind)
-                .contains(p),
+            Wanted::All(p) => {
+                let held = catalog.privileges_of(who, need.object, need.kind);
+                held.contains(p) || granted_on_columns(catalog, who, need, p.without(held))
+            }
             Wanted::Any(p) => catalog.privileges_of(who, need.object, need.kind).0 & p.0 != 0,
         };
         if !met {
@@ -95,6 +112,27 @@ pub fn check(catalog: &Catalog, role: Oid, needs: &[Need]) -> SqlResult<()> {
         }
     }
     Ok(())
+}
+
+/// Whether column privileges give `role` the `missing` privileges on every column `need`
+/// concerns (PostgreSQL checks a relation's privileges first, then its columns').
+fn granted_on_columns(catalog: &Catalog, role: Oid, need: &Need, missing: Privileges) -> bool {
+    if need.object.0 != ObjectClass::Relation || !Privileges::COLUMN.contains(missing) {
+        return false;
+    }
+    let relation = need.object.1;
+    match &need.columns {
+        Columns::Relation => false,
+        Columns::Any => (0..16)
+            .map(|bit| Privileges(1 << bit))
+            .filter(|p| missing.contains(*p))
+            .all(|p| catalog.any_column_has(role, relation, p)),
+        Columns::Each(columns) => columns.iter().all(|c| {
+            catalog
+                .column_privileges_of(role, relation, c)
+                .contains(missing)
+        }),
+    }
 }
 
 /// The 42501 error for an unmet need, worded as PostgreSQL's.

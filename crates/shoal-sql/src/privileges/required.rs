@@ -11,12 +11,14 @@ use std::collections::HashSet;
 use std::ops::ControlFlow;
 
 use datafusion::sql::sqlparser::ast::{
-    self, Expr, ObjectName, ObjectType, Query, SelectItem, Statement, TableFactor, Visit, Visitor,
+    self, ObjectName, ObjectType, Query, Statement, TableFactor, Visit, Visitor,
 };
 use shoal_storage::catalog::{Oid, RelationKind};
 use shoal_storage::catalog_privileges::{ObjectClass, Privileges, DATABASE_OID};
 
-use super::{Need, Wanted};
+use super::columns::{column_refs, columns_named, select_list_refs};
+use super::{Columns, Need, Wanted};
+use crate::ddl::ident;
 use crate::error::{code, SqlError, SqlResult};
 use crate::session::Session;
 
@@ -41,11 +43,12 @@ impl Needs<'_> {
             Statement::Query(q) => {
                 self.reads(q.as_ref());
                 if !q.locks.is_empty() {
-                    // FOR UPDATE / FOR SHARE: UPDATE on the tables of the top FROM.
+                    // FOR UPDATE / FOR SHARE: UPDATE on the tables of the top FROM (on any
+                    // one of their columns, PostgreSQL's rule for a statement that names none).
                     if let ast::SetExpr::Select(select) = q.body.as_ref() {
                         for t in &select.from {
                             for name in joined_tables(t) {
-                                self.relation(name, Privileges::UPDATE);
+                                self.relation(name, Privileges::UPDATE, Columns::Any);
                             }
                         }
                     }
@@ -53,34 +56,58 @@ impl Needs<'_> {
             }
             Statement::Insert(insert) => {
                 if let ast::TableObject::TableName(name) = &insert.table {
-                    self.relation(name, Privileges::INSERT);
+                    let all = self.columns_of(name);
+                    let inserted = if !insert.columns.is_empty() {
+                        insert.columns.iter().filter_map(last_ident).collect()
+                    } else if let Some(ast::SetExpr::Values(v)) =
+                        insert.source.as_ref().map(|q| q.body.as_ref())
+                    {
+                        let width = v.rows.iter().map(|r| r.len()).max().unwrap_or(0);
+                        all.iter().take(width).cloned().collect()
+                    } else if insert.source.is_some() {
+                        all.clone()
+                    } else {
+                        Vec::new()
+                    };
+                    self.relation(name, Privileges::INSERT, each_or_any(inserted));
+                    let label = match &insert.table_alias {
+                        Some(a) => ident(&a.alias),
+                        None => crate::ddl::split_name(name).1,
+                    };
                     if let Some(ast::OnInsert::OnConflict(c)) = &insert.on {
                         if let ast::OnConflictAction::DoUpdate(u) = &c.action {
-                            self.relation(name, Privileges::UPDATE);
-                            let reads = u.assignments.iter().any(|a| names_a_column(&a.value))
-                                || u.selection.as_ref().is_some_and(names_a_column);
-                            if reads {
-                                self.relation(name, Privileges::SELECT);
+                            let updated = assigned_columns(&u.assignments);
+                            self.relation(name, Privileges::UPDATE, each_or_any(updated));
+                            let mut refs = column_refs(&u.assignments);
+                            refs.extend(column_refs(&u.selection));
+                            let read = columns_named(&refs, &label, &all, false);
+                            if !read.is_empty() {
+                                self.relation(name, Privileges::SELECT, Columns::Each(read));
                             }
                         }
                     }
-                    if insert.returning.is_some() {
-                        self.relation(name, Privileges::SELECT);
+                    if let Some(returning) = &insert.returning {
+                        let refs = select_list_refs(returning);
+                        let read = columns_named(&refs, &label, &all, false);
+                        self.relation(name, Privileges::SELECT, each_or_any(read));
                     }
                 }
-                self.reads(insert);
+                self.reads(&insert.source);
+                self.reads(&insert.on);
+                self.reads(&insert.returning);
             }
             Statement::Update(update) => {
-                let mut target = None;
-                if let TableFactor::Table { name, .. } = &update.table.relation {
-                    self.relation(name, Privileges::UPDATE);
-                    target = Some(name);
-                }
-                let reads = update.assignments.iter().any(|a| names_a_column(&a.value))
-                    || update.selection.as_ref().is_some_and(names_a_column)
-                    || returning_reads(update.returning.as_deref());
-                if let (Some(name), true) = (target, reads) {
-                    self.relation(name, Privileges::SELECT);
+                if let TableFactor::Table { name, alias, .. } = &update.table.relation {
+                    let all = self.columns_of(name);
+                    let updated = assigned_columns(&update.assignments);
+                    self.relation(name, Privileges::UPDATE, each_or_any(updated));
+                    let mut refs = column_refs(&update.assignments);
+                    refs.extend(column_refs(&update.selection));
+                    refs.extend(select_list_refs(update.returning.as_deref().unwrap_or(&[])));
+                    let read = columns_named(&refs, &label_of(name, alias.as_ref()), &all, false);
+                    if !read.is_empty() {
+                        self.relation(name, Privileges::SELECT, Columns::Each(read));
+                    }
                 }
                 for j in &update.table.joins {
                     self.reads(j);
@@ -100,13 +127,16 @@ impl Needs<'_> {
                 let from = match &delete.from {
                     ast::FromTable::WithFromKeyword(f) | ast::FromTable::WithoutKeyword(f) => f,
                 };
-                let reads = delete.selection.as_ref().is_some_and(names_a_column)
-                    || returning_reads(delete.returning.as_deref());
+                let mut refs = column_refs(&delete.selection);
+                refs.extend(select_list_refs(delete.returning.as_deref().unwrap_or(&[])));
                 for t in from {
-                    if let TableFactor::Table { name, .. } = &t.relation {
-                        self.relation(name, Privileges::DELETE);
-                        if reads {
-                            self.relation(name, Privileges::SELECT);
+                    if let TableFactor::Table { name, alias, .. } = &t.relation {
+                        self.relation(name, Privileges::DELETE, Columns::Relation);
+                        let all = self.columns_of(name);
+                        let read =
+                            columns_named(&refs, &label_of(name, alias.as_ref()), &all, false);
+                        if !read.is_empty() {
+                            self.relation(name, Privileges::SELECT, Columns::Each(read));
                         }
                     }
                     self.reads(&t.joins);
@@ -117,7 +147,7 @@ impl Needs<'_> {
             }
             Statement::Truncate(t) => {
                 for target in &t.table_names {
-                    self.relation(&target.name, Privileges::TRUNCATE);
+                    self.relation(&target.name, Privileges::TRUNCATE, Columns::Relation);
                 }
             }
             Statement::Copy {
@@ -133,12 +163,19 @@ impl Needs<'_> {
                     ));
                 }
                 match source {
-                    ast::CopySource::Table { table_name, .. } => {
+                    ast::CopySource::Table {
+                        table_name,
+                        columns,
+                    } => {
                         let wanted = match to {
                             true => Privileges::SELECT,
                             false => Privileges::INSERT,
                         };
-                        self.relation(table_name, wanted);
+                        let columns = match columns.is_empty() {
+                            true => self.columns_of(table_name),
+                            false => columns.iter().map(ident).collect(),
+                        };
+                        self.relation(table_name, wanted, Columns::Each(columns));
                     }
                     ast::CopySource::Query(q) => self.reads(q.as_ref()),
                 }
@@ -156,13 +193,13 @@ impl Needs<'_> {
                 }
                 for c in &create.constraints {
                     if let ast::TableConstraint::ForeignKey(fk) = c {
-                        self.relation(&fk.foreign_table, Privileges::REFERENCES);
+                        self.references(fk);
                     }
                 }
                 for column in &create.columns {
                     for option in &column.options {
                         if let ast::ColumnOption::ForeignKey(fk) = &option.option {
-                            self.relation(&fk.foreign_table, Privileges::REFERENCES);
+                            self.references(fk);
                         }
                     }
                 }
@@ -184,7 +221,7 @@ impl Needs<'_> {
                         ..
                     } = op
                     {
-                        self.relation(&fk.foreign_table, Privileges::REFERENCES);
+                        self.references(fk);
                     }
                 }
             }
@@ -214,6 +251,7 @@ impl Needs<'_> {
                 what: Wanted::All(Privileges::CREATE),
                 name: crate::query::schema::DATABASE_NAME.to_string(),
                 on_behalf_of: None,
+                columns: Columns::Relation,
             }),
             Statement::Comment {
                 object_type,
@@ -238,20 +276,50 @@ impl Needs<'_> {
         Ok(())
     }
 
-    /// SELECT on every relation `node` reads.
+    /// SELECT on every relation `node` reads, on the columns it uses of each.
     fn reads<V: Visit>(&mut self, node: &V) {
         let mut visitor = ReadRelations {
             ctes: Vec::new(),
-            names: Vec::new(),
+            read: Vec::new(),
         };
         let _ = node.visit(&mut visitor);
-        for name in visitor.names {
-            self.relation(&name, Privileges::SELECT);
+        if visitor.read.is_empty() {
+            return;
+        }
+        let refs = column_refs(node);
+        for (name, label, renamed) in visitor.read {
+            let all = self.columns_of(&name);
+            let used = columns_named(&refs, &label, &all, renamed);
+            self.relation(&name, Privileges::SELECT, each_or_any(used));
         }
     }
 
-    /// `wanted` on the relation `name` resolves to (nothing when it does not resolve).
-    fn relation(&mut self, name: &ObjectName, wanted: Privileges) {
+    /// REFERENCES on the columns a foreign key references.
+    fn references(&mut self, fk: &ast::ForeignKeyConstraint) {
+        let columns = match fk.referred_columns.is_empty() {
+            // The referenced table's primary key: the table's privilege is asked for.
+            true => Columns::Relation,
+            false => Columns::Each(fk.referred_columns.iter().map(ident).collect()),
+        };
+        self.relation(&fk.foreign_table, Privileges::REFERENCES, columns);
+    }
+
+    /// The columns of the table or view `name` resolves to.
+    fn columns_of(&self, name: &ObjectName) -> Vec<String> {
+        match self.resolve(name) {
+            Some((_, _, oid)) => self
+                .session
+                .engine
+                .catalog
+                .read()
+                .relation_column_names(oid),
+            None => Vec::new(),
+        }
+    }
+
+    /// `wanted` on the relation `name` resolves to (nothing when it does not resolve), or
+    /// on the columns `columns` names.
+    fn relation(&mut self, name: &ObjectName, wanted: Privileges, columns: Columns) {
         let Some((schema, kind, oid)) = self.resolve(name) else {
             return;
         };
@@ -263,6 +331,7 @@ impl Needs<'_> {
             what: Wanted::All(wanted),
             name: relation.clone(),
             on_behalf_of: None,
+            columns,
         });
         if kind == RelationKind::View && wanted == Privileges::SELECT {
             self.view_owner_reads(oid);
@@ -298,6 +367,7 @@ impl Needs<'_> {
                     what: Wanted::All(Privileges::SELECT),
                     name,
                     on_behalf_of: Some(owner),
+                    columns: Columns::Relation,
                 });
             }
         }
@@ -328,6 +398,7 @@ impl Needs<'_> {
                 what: Wanted::All(Privileges::USAGE),
                 name: schema.to_string(),
                 on_behalf_of: None,
+                columns: Columns::Relation,
             });
         }
     }
@@ -358,6 +429,7 @@ impl Needs<'_> {
                 what: Wanted::All(Privileges::CREATE),
                 name: schema,
                 on_behalf_of: None,
+                columns: Columns::Relation,
             });
         }
     }
@@ -371,6 +443,7 @@ impl Needs<'_> {
                 what: Wanted::Owner,
                 name: crate::ddl::split_name(name).1,
                 on_behalf_of: None,
+                columns: Columns::Relation,
             });
         }
     }
@@ -399,6 +472,7 @@ impl Needs<'_> {
             what: Wanted::Owner,
             name: crate::ddl::split_name(name).1,
             on_behalf_of: None,
+            columns: Columns::Relation,
         });
     }
 
@@ -410,6 +484,7 @@ impl Needs<'_> {
                 what: Wanted::Owner,
                 name: schema.to_string(),
                 on_behalf_of: None,
+                columns: Columns::Relation,
             });
         }
     }
@@ -426,35 +501,45 @@ fn joined_tables(t: &ast::TableWithJoins) -> Vec<&ObjectName> {
         .collect()
 }
 
-/// Whether an expression reads a column (names one, outside a subquery's own FROM).
-fn names_a_column(e: &Expr) -> bool {
-    let mut found = false;
-    let _ = ast::visit_expressions(e, |e| {
-        if matches!(e, Expr::Identifier(_) | Expr::CompoundIdentifier(_)) {
-            found = true;
-            return ControlFlow::Break(());
-        }
-        ControlFlow::Continue(())
-    });
-    found
+/// The columns an UPDATE's SET list assigns.
+fn assigned_columns(assignments: &[ast::Assignment]) -> Vec<String> {
+    assignments
+        .iter()
+        .flat_map(|a| match &a.target {
+            ast::AssignmentTarget::ColumnName(c) => vec![c],
+            ast::AssignmentTarget::Tuple(cs) => cs.iter().collect(),
+        })
+        .filter_map(last_ident)
+        .collect()
 }
 
-fn returning_reads(returning: Option<&[SelectItem]>) -> bool {
-    returning.is_some_and(|items| {
-        items.iter().any(|item| match item {
-            SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => {
-                names_a_column(e)
-            }
-            _ => true,
-        })
-    })
+fn last_ident(name: &ObjectName) -> Option<String> {
+    name.0.last().and_then(|p| p.as_ident()).map(ident)
+}
+
+/// What a relation is called in its statement: its alias, else its name.
+fn label_of(name: &ObjectName, alias: Option<&ast::TableAlias>) -> String {
+    match alias {
+        Some(a) => ident(&a.name),
+        None => crate::ddl::split_name(name).1,
+    }
+}
+
+/// The columns a statement names, or any one when it names none.
+fn each_or_any(columns: Vec<String>) -> Columns {
+    match columns.is_empty() {
+        true => Columns::Any,
+        false => Columns::Each(columns),
+    }
 }
 
 /// Collects the relations read by FROM items at any depth, leaving out names that refer to a
 /// CTE of an enclosing query.
 struct ReadRelations {
     ctes: Vec<HashSet<String>>,
-    names: Vec<ObjectName>,
+    /// Each relation with what the statement calls it, and whether its alias renames its
+    /// columns.
+    read: Vec<(ObjectName, String, bool)>,
 }
 
 impl Visitor for ReadRelations {
@@ -477,7 +562,10 @@ impl Visitor for ReadRelations {
     }
 
     fn pre_visit_table_factor(&mut self, factor: &TableFactor) -> ControlFlow<()> {
-        if let TableFactor::Table { name, args, .. } = factor {
+        if let TableFactor::Table {
+            name, args, alias, ..
+        } = factor
+        {
             // A set-returning function in FROM (generate_series(...)) reads no relation.
             if args.is_some() {
                 return ControlFlow::Continue(());
@@ -487,7 +575,9 @@ impl Visitor for ReadRelations {
                 self.ctes.iter().any(|level| level.contains(&bare))
             };
             if !cte {
-                self.names.push(name.clone());
+                let renamed = alias.as_ref().is_some_and(|a| !a.columns.is_empty());
+                self.read
+                    .push((name.clone(), label_of(name, alias.as_ref()), renamed));
             }
         }
         ControlFlow::Continue(())

@@ -10,8 +10,10 @@ use datafusion::arrow::datatypes::DataType as ArrowType;
 use datafusion::common::ScalarValue;
 use datafusion::datasource::TableProvider;
 use shoal_storage::catalog::{
-    Catalog, ConstraintDef, ConstraintKind, ConstraintTiming, ForeignKeyAction, TableDef,
+    Catalog, ConstraintDef, ConstraintKind, ConstraintTiming, ForeignKeyAction, RelationKind,
+    TableDef,
 };
+use shoal_storage::catalog_privileges::{role_name, AclItem, ObjectClass, Privileges, PUBLIC};
 use shoal_storage::types::DataType;
 
 use crate::query::pg_catalog::{i32v, null_text, s, TableBuilder};
@@ -48,6 +50,7 @@ pub fn table(scope: &Arc<PlanScope>, name: &str) -> Option<Arc<dyn TableProvider
         "sequences" => sequences(&catalog),
         "table_privileges" => table_privileges(scope, &catalog, false),
         "role_table_grants" => table_privileges(scope, &catalog, true),
+        "column_privileges" => column_privileges(scope, &catalog),
         _ => return None,
     })
 }
@@ -661,16 +664,103 @@ fn views(catalog: &Catalog) -> Arc<dyn TableProvider> {
     t.build()
 }
 
+/// The privileges an acl gives, one row per grantor, grantee and privilege, as the privilege
+/// views show them: only rows the current role can see (it acts as the grantor or the grantee,
+/// or the grantee is PUBLIC); `roles_only` leaves PUBLIC's out. Grantable: held with the
+/// grant option, or by the object's owner.
+struct AclRows<'a> {
+    catalog: &'a Catalog,
+    me: Option<shoal_storage::catalog::Oid>,
+    roles_only: bool,
+}
+
+/// The privileges of tables and columns, by name, in the order PostgreSQL lists them.
+const TABLE_PRIVILEGE_NAMES: [(Privileges, &str); 7] = [
+    (Privileges::INSERT, "INSERT"),
+    (Privileges::SELECT, "SELECT"),
+    (Privileges::UPDATE, "UPDATE"),
+    (Privileges::DELETE, "DELETE"),
+    (Privileges::TRUNCATE, "TRUNCATE"),
+    (Privileges::REFERENCES, "REFERENCES"),
+    (Privileges::TRIGGER, "TRIGGER"),
+];
+
+impl AclRows<'_> {
+    fn new<'a>(scope: &PlanScope, catalog: &'a Catalog, roles_only: bool) -> AclRows<'a> {
+        AclRows {
+            catalog,
+            me: catalog.role_named(&scope.current_role()).map(|r| r.oid),
+            roles_only,
+        }
+    }
+
+    /// (grantor, grantee, privilege, grantable) for each privilege of `acl` within `of`.
+    fn rows(
+        &self,
+        acl: &[AclItem],
+        owner: shoal_storage::catalog::Oid,
+        of: Privileges,
+    ) -> Vec<(String, String, &'static str, bool)> {
+        let catalog = self.catalog;
+        let sees = |role| {
+            self.me
+                .is_some_and(|me| catalog.has_privileges_of_role(me, role))
+        };
+        let mut out = Vec::new();
+        for item in acl {
+            let public = item.grantee == PUBLIC;
+            let visible = sees(item.grantor) || (!public && sees(item.grantee)) || public;
+            if !visible || (self.roles_only && public) {
+                continue;
+            }
+            let grantee = match public {
+                true => "PUBLIC".to_string(),
+                false => role_name(catalog, item.grantee),
+            };
+            let owners = !public && catalog.has_privileges_of_role(item.grantee, owner);
+            for (p, privilege) in TABLE_PRIVILEGE_NAMES {
+                if of.contains(p) && item.privileges.contains(p) {
+                    let grantable = owners || item.grant_options.contains(p);
+                    let grantor = role_name(catalog, item.grantor);
+                    out.push((grantor, grantee.clone(), privilege, grantable));
+                }
+            }
+        }
+        out
+    }
+}
+
+/// The tables and views, with their kind.
+fn relations(catalog: &Catalog) -> Vec<(shoal_storage::catalog::Oid, &str, &str, RelationKind)> {
+    catalog
+        .tables
+        .values()
+        .map(|t| {
+            (
+                t.oid,
+                t.schema.as_str(),
+                t.name.as_str(),
+                RelationKind::Table,
+            )
+        })
+        .chain(catalog.views.values().map(|v| {
+            (
+                v.oid,
+                v.schema.as_str(),
+                v.name.as_str(),
+                RelationKind::View,
+            )
+        }))
+        .collect()
+}
+
 /// table_privileges (and role_table_grants, the same rows without PUBLIC's): one row per
-/// privilege a grantor gave a grantee on a table or view, the owner's own included, that the
-/// current role can see (it acts as the grantor or the grantee, or the grantee is PUBLIC).
+/// privilege a grantor gave a grantee on a table or view, the owner's own included.
 fn table_privileges(
     scope: &PlanScope,
     catalog: &Catalog,
     roles_only: bool,
 ) -> Arc<dyn TableProvider> {
-    use shoal_storage::catalog::RelationKind;
-    use shoal_storage::catalog_privileges::{role_name, ObjectClass, Privileges, PUBLIC};
     let mut t = view(&[
         ("grantor", Ident),
         ("grantee", Ident),
@@ -681,57 +771,71 @@ fn table_privileges(
         ("is_grantable", Chars),
         ("with_hierarchy", Chars),
     ]);
-    let me = catalog.role_named(&scope.current_role()).map(|r| r.oid);
-    let sees = |role: shoal_storage::catalog::Oid| {
-        me.is_some_and(|me| catalog.has_privileges_of_role(me, role))
-    };
-    let relations = catalog
-        .tables
-        .values()
-        .map(|t| (t.oid, &t.schema, &t.name, RelationKind::Table))
-        .chain(
-            catalog
-                .views
-                .values()
-                .map(|v| (v.oid, &v.schema, &v.name, RelationKind::View)),
-        );
-    let names = [
-        (Privileges::INSERT, "INSERT"),
-        (Privileges::SELECT, "SELECT"),
-        (Privileges::UPDATE, "UPDATE"),
-        (Privileges::DELETE, "DELETE"),
-        (Privileges::TRUNCATE, "TRUNCATE"),
-        (Privileges::REFERENCES, "REFERENCES"),
-        (Privileges::TRIGGER, "TRIGGER"),
-    ];
-    for (oid, schema, name, kind) in relations {
+    let acl_rows = AclRows::new(scope, catalog, roles_only);
+    for (oid, schema, name, kind) in relations(catalog) {
+        let object = (ObjectClass::Relation, oid);
+        let acl = catalog.effective_acl(object, Some(kind));
+        let all = Privileges::all_for(ObjectClass::Relation, Some(kind));
+        for (grantor, grantee, privilege, grantable) in
+            acl_rows.rows(&acl, catalog.owner_of(object), all)
+        {
+            t.row(vec![
+                s(&grantor),
+                s(&grantee),
+                s(DATABASE),
+                s(schema),
+                s(name),
+                s(privilege),
+                yes_no(grantable),
+                yes_no(privilege == "SELECT"),
+            ]);
+        }
+    }
+    t.build()
+}
+
+/// column_privileges: one row per privilege a grantor gave a grantee on a column, through
+/// the column's own acl or its table's.
+fn column_privileges(scope: &PlanScope, catalog: &Catalog) -> Arc<dyn TableProvider> {
+    let mut t = view(&[
+        ("grantor", Ident),
+        ("grantee", Ident),
+        ("table_catalog", Ident),
+        ("table_schema", Ident),
+        ("table_name", Ident),
+        ("column_name", Ident),
+        ("privilege_type", Chars),
+        ("is_grantable", Chars),
+    ]);
+    let acl_rows = AclRows::new(scope, catalog, false);
+    for (oid, schema, name, kind) in relations(catalog) {
         let object = (ObjectClass::Relation, oid);
         let owner = catalog.owner_of(object);
-        for item in catalog.effective_acl(object, Some(kind)) {
-            let public = item.grantee == PUBLIC;
-            let visible = sees(item.grantor) || (!public && sees(item.grantee)) || public;
-            if !visible || (roles_only && public) {
-                continue;
-            }
-            let grantee = match public {
-                true => "PUBLIC".to_string(),
-                false => role_name(catalog, item.grantee),
-            };
-            let grantable = !public && catalog.has_privileges_of_role(item.grantee, owner);
-            for (p, privilege) in names {
-                if !item.privileges.contains(p) {
-                    continue;
+        let ownership = catalog.ownership(object);
+        let table_rows = acl_rows.rows(
+            &catalog.effective_acl(object, Some(kind)),
+            owner,
+            Privileges::COLUMN,
+        );
+        for column in catalog.relation_column_names(oid) {
+            let mut rows = table_rows.clone();
+            if let Some(acl) = ownership.columns.get(&column) {
+                for row in acl_rows.rows(acl, owner, Privileges::COLUMN) {
+                    if !rows.contains(&row) {
+                        rows.push(row);
+                    }
                 }
-                let grantable = grantable || item.grant_options.contains(p);
+            }
+            for (grantor, grantee, privilege, grantable) in rows {
                 t.row(vec![
-                    s(&role_name(catalog, item.grantor)),
+                    s(&grantor),
                     s(&grantee),
                     s(DATABASE),
                     s(schema),
                     s(name),
+                    s(&column),
                     s(privilege),
                     yes_no(grantable),
-                    yes_no(p == Privileges::SELECT),
                 ]);
             }
         }

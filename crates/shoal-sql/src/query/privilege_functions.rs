@@ -22,6 +22,8 @@ enum Asks {
     Table,
     Sequence,
     Column,
+    /// has_any_column_privilege: the table's privileges or any column's.
+    AnyColumn,
     Schema,
     Database,
 }
@@ -36,7 +38,7 @@ pub fn register(state: &mut datafusion::execution::SessionState, scope: &Arc<Pla
     for (name, asks, arities) in [
         ("has_table_privilege", Asks::Table, &[2, 3][..]),
         ("has_sequence_privilege", Asks::Sequence, &[2, 3]),
-        ("has_any_column_privilege", Asks::Table, &[2, 3]),
+        ("has_any_column_privilege", Asks::AnyColumn, &[2, 3]),
         ("has_column_privilege", Asks::Column, &[3, 4]),
         ("has_schema_privilege", Asks::Schema, &[2, 3]),
         ("has_database_privilege", Asks::Database, &[2, 3]),
@@ -95,11 +97,61 @@ fn has_privilege(
     if (object, kind) == system_catalog() {
         return Ok(Some(wanted.iter().any(|(p, _)| *p == Privileges::SELECT)));
     }
-    let held = catalog.privileges_of(role, object, kind);
-    let options = grant_options_of(&catalog, role, object, kind);
+    let mut held = catalog.privileges_of(role, object, kind);
+    let mut options = grant_options_of(&catalog, role, object, kind);
+    // Column privileges add to the table's: the named column's, or any column's.
+    let columns = match asks {
+        Asks::Column => match column_arg(&catalog, object.1, &rest[0], &rest[1])? {
+            Some(column) => vec![column],
+            None => return Ok(None),
+        },
+        Asks::AnyColumn => catalog.relation_column_names(object.1),
+        _ => Vec::new(),
+    };
+    if let Some(ownership) = catalog.ownership.get(&object) {
+        for column in &columns {
+            for item in ownership.columns.get(column).into_iter().flatten() {
+                if item.grantee == 0 || catalog.has_privileges_of_role(role, item.grantee) {
+                    held = held | item.privileges;
+                    if item.grantee != 0 {
+                        options = options | item.grant_options;
+                    }
+                }
+            }
+        }
+    }
     Ok(Some(wanted.iter().any(|(p, with_grant)| {
         held.contains(*p) && (!with_grant || options.contains(*p))
     })))
+}
+
+/// The column a has_column_privilege call names, by name or number; None for a number that
+/// names none (NULL, as in PostgreSQL), an error for a name.
+fn column_arg(
+    catalog: &Catalog,
+    relation: Oid,
+    table: &ScalarValue,
+    column: &ScalarValue,
+) -> Result<Option<String>, SqlError> {
+    let columns = catalog.relation_column_names(relation);
+    if let Some(number) = oid_of(column) {
+        return Ok(columns.get((number as usize).wrapping_sub(1)).cloned());
+    }
+    let name = text(column);
+    if columns.contains(&name) {
+        return Ok(Some(name));
+    }
+    let table = match oid_of(table) {
+        Some(_) => catalog
+            .tables
+            .get(&relation)
+            .map_or(String::new(), |t| t.name.clone()),
+        None => text(table),
+    };
+    Err(SqlError::new(
+        code::UNDEFINED_COLUMN,
+        format!("column \"{name}\" of relation \"{table}\" does not exist"),
+    ))
 }
 
 /// The privileges `role` may grant on the object: all for its owner and superusers, else the
@@ -230,7 +282,7 @@ fn object_arg(
     v: &ScalarValue,
 ) -> Result<Option<(ObjectRef, Option<RelationKind>)>, SqlError> {
     match asks {
-        Asks::Table | Asks::Column | Asks::Sequence => {
+        Asks::Table | Asks::Column | Asks::AnyColumn | Asks::Sequence => {
             let oid = match oid_of(v) {
                 Some(oid) => oid,
                 None => {
@@ -310,12 +362,16 @@ fn privilege_list(list: &str, asks: Asks) -> Result<Vec<(Privileges, bool)>, Sql
             None => (item.clone(), false),
         };
         let p = match (asks, name.as_str()) {
-            (Asks::Table | Asks::Column | Asks::Sequence, "SELECT") => Privileges::SELECT,
-            (Asks::Table | Asks::Column, "INSERT") => Privileges::INSERT,
-            (Asks::Table | Asks::Column | Asks::Sequence, "UPDATE") => Privileges::UPDATE,
+            (Asks::Table | Asks::Column | Asks::AnyColumn | Asks::Sequence, "SELECT") => {
+                Privileges::SELECT
+            }
+            (Asks::Table | Asks::Column | Asks::AnyColumn, "INSERT") => Privileges::INSERT,
+            (Asks::Table | Asks::Column | Asks::AnyColumn | Asks::Sequence, "UPDATE") => {
+                Privileges::UPDATE
+            }
             (Asks::Table, "DELETE") => Privileges::DELETE,
             (Asks::Table, "TRUNCATE") => Privileges::TRUNCATE,
-            (Asks::Table | Asks::Column, "REFERENCES") => Privileges::REFERENCES,
+            (Asks::Table | Asks::Column | Asks::AnyColumn, "REFERENCES") => Privileges::REFERENCES,
             (Asks::Table, "TRIGGER") => Privileges::TRIGGER,
             (Asks::Sequence | Asks::Schema, "USAGE") => Privileges::USAGE,
             (Asks::Schema | Asks::Database, "CREATE") => Privileges::CREATE,

@@ -32,13 +32,16 @@ const REPLACEMENTS: &[(&str, &str)] = &[
 ];
 
 /// Stretches of psql's SQL, from the first fragment to the end of the second, and what
-/// replaces them: \dp's column privileges and policies, which Shoal has none of (PostgreSQL
-/// shows an empty string then).
+/// replaces them: \dp's column privileges (attacl is text here, not aclitem[]) and policies,
+/// which Shoal has none of (PostgreSQL shows an empty string then).
 const SPANS: &[(&str, &str, &str)] = &[
     (
         "pg_catalog.array_to_string(ARRAY(\n    SELECT attname || E':\\n  '",
         "attacl IS NOT NULL\n  ), E'\\n')",
-        "''",
+        "COALESCE((SELECT pg_catalog.string_agg(attname || E':\\n  ' || \
+         pg_catalog.replace(pg_catalog.btrim(attacl, '{}'), ',', E'\\n  '), E'\\n' \
+         ORDER BY attnum) FROM pg_catalog.pg_attribute a \
+         WHERE attrelid = c.oid AND attacl IS NOT NULL), '')",
     ),
     (
         "pg_catalog.array_to_string(ARRAY(\n    SELECT polname",

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use datafusion::datasource::TableProvider;
 use shoal_storage::catalog::Catalog;
+use shoal_storage::catalog_privileges::column_acl_text;
 use shoal_storage::types::DataType;
 
 use super::{b, i16v, i32v, null_text, o, s, TableBuilder, BOOL, I16, I32, OID, T};
@@ -69,7 +70,7 @@ pub(super) fn pg_attribute(catalog: &Catalog) -> Arc<dyn TableProvider> {
                 s(""),
                 s("p"),
                 s("i"),
-                null_text(),
+                column_acl_text(catalog, table.oid, &c.name).map_or_else(null_text, |a| s(&a)),
                 null_text(),
             ]);
         }
