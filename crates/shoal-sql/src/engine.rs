@@ -51,6 +51,9 @@ pub struct Engine {
     /// Most sessions at once (`max_connections`); the last SUPERUSER_RESERVED_CONNECTIONS of
     /// them only for superusers.
     max_connections: std::sync::atomic::AtomicUsize,
+    /// How long a client has to finish its startup, authentication included
+    /// (`authentication_timeout`), in seconds.
+    authentication_timeout_s: std::sync::atomic::AtomicU64,
 }
 
 /// Connection slots kept for superusers (PostgreSQL's superuser_reserved_connections).
@@ -58,6 +61,9 @@ pub const SUPERUSER_RESERVED_CONNECTIONS: usize = 3;
 
 /// max_connections unless the server is told otherwise.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 1000;
+
+/// authentication_timeout unless the server is told otherwise: PostgreSQL's one minute.
+pub const DEFAULT_AUTHENTICATION_TIMEOUT_S: u64 = 60;
 
 impl Engine {
     /// Records whether the server offers TLS (shown by `SHOW ssl`).
@@ -79,6 +85,18 @@ impl Engine {
             .load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    pub fn set_authentication_timeout(&self, timeout: std::time::Duration) {
+        self.authentication_timeout_s
+            .store(timeout.as_secs(), std::sync::atomic::Ordering::Relaxed);
+    }
+
+    pub fn authentication_timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(
+            self.authentication_timeout_s
+                .load(std::sync::atomic::Ordering::Relaxed),
+        )
+    }
+
     /// An engine that keeps nothing: for tests of the SQL layer.
     pub fn new() -> Arc<Engine> {
         let db = Database::new();
@@ -95,6 +113,9 @@ impl Engine {
             hba: Default::default(),
             ssl: Default::default(),
             max_connections: std::sync::atomic::AtomicUsize::new(DEFAULT_MAX_CONNECTIONS),
+            authentication_timeout_s: std::sync::atomic::AtomicU64::new(
+                DEFAULT_AUTHENTICATION_TIMEOUT_S,
+            ),
         });
         start_segment_merger(Arc::downgrade(&engine));
         engine
@@ -123,6 +144,9 @@ impl Engine {
             hba: Default::default(),
             ssl: Default::default(),
             max_connections: std::sync::atomic::AtomicUsize::new(DEFAULT_MAX_CONNECTIONS),
+            authentication_timeout_s: std::sync::atomic::AtomicU64::new(
+                DEFAULT_AUTHENTICATION_TIMEOUT_S,
+            ),
         });
         start_checkpointer(Arc::downgrade(&engine));
         start_segment_merger(Arc::downgrade(&engine));

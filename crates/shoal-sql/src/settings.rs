@@ -56,6 +56,7 @@ const KNOWN_SETTINGS: &[(&str, &str, bool)] = &[
     ("in_hot_standby", "off", true),
     ("ssl", "off", false),
     ("superuser_reserved_connections", "3", false),
+    ("authentication_timeout", "1min", false),
 ];
 
 /// Canonical (ParameterStatus) spelling of reported settings.
@@ -341,6 +342,7 @@ pub fn checked_assignment(
             | "is_superuser"
             | "ssl"
             | "max_connections"
+            | "authentication_timeout"
     ) {
         return Err(SqlError::new(
             "55P02",

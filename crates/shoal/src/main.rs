@@ -55,6 +55,11 @@ enum Command {
         #[arg(long, default_value_t = shoal_sql::engine::DEFAULT_MAX_CONNECTIONS as u32,
               value_parser = clap::value_parser!(u32).range(4..=100_000))]
         max_connections: u32,
+        /// Seconds a client has to complete its startup and authentication (PostgreSQL's
+        /// authentication_timeout); a client that takes longer is disconnected.
+        #[arg(long, default_value_t = shoal_sql::engine::DEFAULT_AUTHENTICATION_TIMEOUT_S,
+              value_parser = clap::value_parser!(u64).range(1..=600))]
+        authentication_timeout_s: u64,
         /// Directory of the Unix-domain socket `.s.PGSQL.PORT` (PostgreSQL's
         /// unix_socket_directories), which psql and pgbench use when given `-h DIR` or no host
         /// at all. Empty: no Unix socket.
@@ -117,6 +122,7 @@ fn main() {
             tls_key,
             tls_ca,
             max_connections,
+            authentication_timeout_s,
         } => {
             if let Err(e) = std::fs::create_dir_all(&data_dir) {
                 eprintln!(
@@ -231,6 +237,9 @@ fn main() {
                 }
                 engine.set_ssl(tls.is_some());
                 engine.set_max_connections(max_connections as usize);
+                engine.set_authentication_timeout(std::time::Duration::from_secs(
+                    authentication_timeout_s,
+                ));
                 let server_cert = tls.as_ref().map(|t| t.cert_pem.as_slice());
                 let auth = shoal_server::pg::auth::Authenticator::new(engine.clone(), server_cert)
                     .unwrap_or_else(|e| {

@@ -1,6 +1,7 @@
 //! Limits on sessions, as PostgreSQL sets them: max_connections (past it FATAL 53300, with
-//! the last slots kept for superusers) and the idle timeouts that end a session left idle
-//! inside a transaction block (25P03) or outside one (57P05).
+//! the last slots kept for superusers), authentication_timeout (a client that does not finish
+//! logging in is disconnected) and the idle timeouts that end a session left idle inside a
+//! transaction block (25P03) or outside one (57P05).
 
 mod support;
 
@@ -38,6 +39,43 @@ fn sqlstate(e: &tokio_postgres::Error) -> String {
     e.code()
         .map(|c| c.code().to_string())
         .unwrap_or_else(|| format!("not a server error: {e}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clients_that_do_not_finish_logging_in_are_disconnected() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let server = ShoalServer::start_with(&["--authentication-timeout-s", "1"]);
+    // One client sends nothing; another stops halfway through its startup message.
+    let mut silent = tokio::net::TcpStream::connect(("127.0.0.1", server.port()))
+        .await
+        .unwrap();
+    let mut halfway = tokio::net::TcpStream::connect(("127.0.0.1", server.port()))
+        .await
+        .unwrap();
+    halfway
+        .write_all(&[0, 0, 0, 40, 0, 3, 0, 0, b'u', b's'])
+        .await
+        .unwrap();
+    for socket in [&mut silent, &mut halfway] {
+        let mut buf = [0u8; 64];
+        let read = tokio::time::timeout(Duration::from_secs(20), socket.read(&mut buf))
+            .await
+            .expect("the server closes the connection after authentication_timeout");
+        assert_eq!(read.unwrap(), 0, "closed without a reply");
+    }
+    // A client that logs in in time is served, and sees the setting.
+    let (client, _task) = connect_as(&server, "postgres").await.unwrap();
+    let shown: String = client
+        .query_one("SHOW authentication_timeout", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(shown, "1s");
+    let e = client
+        .batch_execute("SET authentication_timeout = 5")
+        .await
+        .unwrap_err();
+    assert_eq!(sqlstate(&e), "55P02", "{e}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -51,6 +51,11 @@ pub enum Challenge {
 }
 
 impl Authenticator {
+    /// How long a client has to log in (PostgreSQL's authentication_timeout).
+    pub fn timeout(&self) -> std::time::Duration {
+        self.engine.authentication_timeout()
+    }
+
     /// `server_cert_pem`: the TLS certificate chain, when TLS is configured; SCRAM over TLS
     /// then offers channel binding to it.
     pub fn new(

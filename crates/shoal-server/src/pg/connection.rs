@@ -26,10 +26,6 @@ use tokio_util::codec::Framed;
 
 use super::handler::ConnectionHandler;
 
-/// How long a client has to finish its startup, authentication included (PostgreSQL's
-/// authentication_timeout).
-const STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
-
 type Socket<S> = Framed<S, PgWireMessageServerCodec<Arc<Prepared>>>;
 
 /// Serves a TCP client until it leaves, over TLS when it asks and `tls` is configured (pgwire
@@ -40,7 +36,9 @@ pub async fn serve_tcp(
     connection: Arc<ConnectionHandler>,
     cancel: Arc<DefaultCancelHandler>,
 ) -> std::io::Result<()> {
-    let startup = tokio::time::sleep(STARTUP_TIMEOUT);
+    // A client that has not finished its startup, authentication included, by then is
+    // dropped without a word (PostgreSQL's authentication_timeout).
+    let startup = tokio::time::sleep(connection.auth.timeout());
     tokio::pin!(startup);
     let socket = tokio::select! {
         _ = &mut startup => return Ok(()),
@@ -59,7 +57,9 @@ pub async fn serve_unix(
     connection: Arc<ConnectionHandler>,
     cancel: Arc<DefaultCancelHandler>,
 ) -> std::io::Result<()> {
-    let startup = tokio::time::sleep(STARTUP_TIMEOUT);
+    // A client that has not finished its startup, authentication included, by then is
+    // dropped without a word (PostgreSQL's authentication_timeout).
+    let startup = tokio::time::sleep(connection.auth.timeout());
     tokio::pin!(startup);
     // PostgreSQL shows Unix-socket clients without an address; pgwire wants one.
     let client = DefaultClient::new(std::net::SocketAddr::from(([127, 0, 0, 1], 0)), false);

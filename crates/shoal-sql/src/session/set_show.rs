@@ -458,6 +458,14 @@ impl Session {
         let max_connections = self.engine.max_connections().to_string();
         self.settings
             .set_by_server("max_connections", &max_connections);
+        // Shown as PostgreSQL shows a time setting: in the largest unit that divides it.
+        let timeout_s = self.engine.authentication_timeout().as_secs();
+        let timeout = match timeout_s % 60 {
+            0 => format!("{}min", timeout_s / 60),
+            _ => format!("{timeout_s}s"),
+        };
+        self.settings
+            .set_by_server("authentication_timeout", &timeout);
         self.sync_scope_settings();
     }
 
