@@ -10,7 +10,8 @@ With `--processes N`, N processes each fault in their share of the memory at the
 KiB pages only), as a load's threads do, and the rate is all of it over the slowest one's time.
 
 On a VM whose balloon reports free pages to the host, the first write pays for the host backing
-each page again; the second write shows the loop's own speed. See README.md, session 20."""
+each page again; the second write shows the loop's own speed. See README.md, "What bounds the
+load: fresh memory"."""
 import argparse
 import mmap
 import subprocess

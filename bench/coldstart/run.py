@@ -177,8 +177,7 @@ class Shoal:
             "ckpt_rows": int(m.group("rows")) if loaded else 0,
             "ckpt_log_bytes": float(m.group("mb")) * 1e6 if loaded else 0.0,
             "ckpt_load_s": float(m.group("load_s")) if loaded else 0.0,
-            # Of which sorting and hashing the index entries (servers before session 19 do
-            # not say).
+            # Of which sorting and hashing the index entries (older servers do not say).
             "ckpt_index_s": float(m.group("index_s") or "nan") if loaded else 0.0,
             "log_records": int(m.group("records")),
             "log_bytes": float(m.group("log_mb")) * 1e6,

@@ -7,7 +7,7 @@
 #
 # Needs pgbench 15 (/usr/lib/postgresql/15/bin) and psql. Each binary gets a fresh data
 # directory under /tmp and port 55440; scale 10 (AB_SCALE) is loaded once per binary, before
-# round 1, with pgbench's default init steps or AB_INIT_STEPS (e.g. dtGvpf: server-side
+# the first round, with pgbench's default init steps or AB_INIT_STEPS (e.g. dtGvpf: server-side
 # generation and foreign keys); the init's timing line is printed.
 # pgbench connects over loopback TCP, or over the Unix socket with AB_TRANSPORT=unix.
 set -u

@@ -107,6 +107,10 @@ class Shoal:
             stdout=self.log, stderr=subprocess.STDOUT)
         wait_for_port(self.port)
 
+    def cpu_s(self):
+        """CPU time the server has used (every thread)."""
+        return process_cpu_s(self.proc.pid)
+
     def stop(self):
         self.proc.terminate()
         self.proc.wait(timeout=60)
@@ -145,10 +149,52 @@ class Postgres:
             check=True, capture_output=True)
         wait_for_port(self.port)
 
+    def cpu_s(self):
+        """CPU time of the postmaster and of its backends: a backend's time joins the
+        postmaster's children's time when it exits, and the live ones are added."""
+        postmaster = int(Path(self.data, "postmaster.pid").read_text().split()[0])
+        total = process_cpu_s(postmaster, children=True)
+        for child in Path("/proc").iterdir():
+            try:
+                if child.name.isdigit() and parent_of(int(child.name)) == postmaster:
+                    total += process_cpu_s(int(child.name))
+            except OSError:
+                pass
+        return total
+
     def stop(self):
         subprocess.run(as_postgres_user(
             [str(PG_BIN / "pg_ctl"), "-D", str(self.data), "-m", "fast", "stop"]),
             check=False, capture_output=True)
+
+
+def process_cpu_s(pid, children=False):
+    """User + system CPU seconds of a process (with its reaped children's when asked)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    # Fields 14-17 of /proc/PID/stat (utime, stime, cutime, cstime), counted after the name.
+    ticks = int(fields[11]) + int(fields[12])
+    if children:
+        ticks += int(fields[13]) + int(fields[14])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def parent_of(pid):
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+def measured(server, args, sslmode):
+    """Runs pgbench and returns (TPS, server CPU µs per transaction, pgbench CPU µs per
+    transaction): on a machine where both share the cores, the two add up to what a
+    transaction costs."""
+    server_before = server.cpu_s()
+    client_before = os.times()
+    out = pgbench(server, args, sslmode)
+    client_after = os.times()
+    server_s = server.cpu_s() - server_before
+    client_s = (client_after.children_user - client_before.children_user
+                + client_after.children_system - client_before.children_system)
+    txns = int(re.search(r"number of transactions actually processed: (\d+)", out).group(1))
+    return tps(out), server_s * 1e6 / txns, client_s * 1e6 / txns
 
 
 def pgbench(server, args, sslmode, check=True):
@@ -186,6 +232,8 @@ def main():
     make_certificates(workdir)
     servers = [Shoal(workdir, binary), Postgres(workdir)]
     results = {s.name: {w: [] for w in WORKLOADS} for s in servers}
+    # (server, pgbench) CPU µs per transaction of each run.
+    cpu = {s.name: {w: [] for w in WORKLOADS} for s in servers}
     try:
         for s in servers:
             pgbench(s, ["-i", "-s", "1", "-q"], "disable")
@@ -193,19 +241,27 @@ def main():
         for run in range(args.runs):
             for w, (flags, sslmode) in WORKLOADS.items():
                 for s in servers:
-                    out = pgbench(s, [*flags, "-c", str(args.clients), *jobs,
-                                      "-T", str(args.duration)], sslmode)
-                    results[s.name][w].append(tps(out))
-                    print(f"run {run + 1} {w:12} {s.name:14} {results[s.name][w][-1]:10.0f} tps",
+                    rate, server_us, client_us = measured(
+                        s, [*flags, "-c", str(args.clients), *jobs, "-T", str(args.duration)],
+                        sslmode)
+                    results[s.name][w].append(rate)
+                    cpu[s.name][w].append((server_us, client_us))
+                    print(f"run {run + 1} {w:12} {s.name:14} {rate:10.0f} tps, CPU per "
+                          f"transaction: server {server_us:.1f} µs, pgbench {client_us:.1f} µs",
                           flush=True)
     finally:
         for s in servers:
             s.stop()
-    write_results(results, args)
+    write_results(results, cpu, args)
     shutil.rmtree(workdir, ignore_errors=True)
 
 
-def write_results(results, args):
+def tls_cost(cpu_split, name, who):
+    """CPU µs that TLS adds per select-only transaction: to the server (who=0) or pgbench (1)."""
+    return cpu_split[name]["select-tls"][who] - cpu_split[name]["select"][who]
+
+
+def write_results(results, cpu, args):
     shoal, pg = results["Shoal"], results["PostgreSQL 15"]
     med = {name: {w: statistics.median(v) for w, v in r.items()} for name, r in results.items()}
     lines = [
@@ -217,9 +273,15 @@ def write_results(results, args):
         f"{args.runs} runs of {args.duration} s, alternating servers, on one machine "
         f"({os.cpu_count()} cores, pgbench on the same cores).",
         "",
-        "| workload | what a transaction is | Shoal TPS | PostgreSQL TPS | Shoal / PostgreSQL |",
-        "|---|---|---:|---:|---:|",
+        "| workload | what a transaction is | Shoal TPS | PostgreSQL TPS | Shoal / PostgreSQL "
+        "| best run: Shoal | PostgreSQL | Shoal / PostgreSQL "
+        "| CPU µs per transaction in the best run, Shoal + its pgbench | PostgreSQL + its pgbench |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
+    best = {name: {w: max(v) for w, v in r.items()} for name, r in results.items()}
+    # The CPU split of each workload's best run.
+    cpu_best = {name: {w: cpu[name][w][results[name][w].index(best[name][w])] for w in r}
+                for name, r in results.items()}
     what = {
         "connect": "connect + SCRAM + one select (`-C -S`), no TLS",
         "connect-tls": "TLS handshake + SCRAM-PLUS + one select (`-C -S`)",
@@ -227,14 +289,26 @@ def write_results(results, args):
         "select-tls": "the same over TLS",
     }
     for w in WORKLOADS:
+        (ss, sc), (ps, pc) = cpu_best["Shoal"][w], cpu_best["PostgreSQL 15"][w]
         lines.append(f"| {w} | {what[w]} | {med['Shoal'][w]:.0f} | {med['PostgreSQL 15'][w]:.0f} "
-                     f"| {med['Shoal'][w] / med['PostgreSQL 15'][w]:.2f} |")
+                     f"| {med['Shoal'][w] / med['PostgreSQL 15'][w]:.2f} "
+                     f"| {best['Shoal'][w]:.0f} | {best['PostgreSQL 15'][w]:.0f} "
+                     f"| {best['Shoal'][w] / best['PostgreSQL 15'][w]:.2f} "
+                     f"| {ss:.1f} + {sc:.1f} | {ps:.1f} + {pc:.1f} |")
     ratio = lambda w: med["Shoal"][w] / med["PostgreSQL 15"][w]
+    best_ratio = lambda w: best["Shoal"][w] / best["PostgreSQL 15"][w]
     lines += [
         "",
         f"Select-only ratio over TLS {ratio('select-tls'):.2f} against {ratio('select'):.2f} "
-        f"without; connection set-up with SCRAM {ratio('connect'):.2f}x PostgreSQL's rate "
-        f"({ratio('connect-tls'):.2f}x over TLS).",
+        f"without (best runs: {best_ratio('select-tls'):.2f} against "
+        f"{best_ratio('select'):.2f}); connection set-up with SCRAM {ratio('connect'):.2f}x "
+        f"PostgreSQL's rate ({ratio('connect-tls'):.2f}x over TLS).",
+        "",
+        "What TLS adds to a select-only transaction, in CPU µs (best runs): to the server, "
+        f"Shoal {tls_cost(cpu_best, 'Shoal', 0):.1f}, PostgreSQL "
+        f"{tls_cost(cpu_best, 'PostgreSQL 15', 0):.1f}; to pgbench, against Shoal "
+        f"{tls_cost(cpu_best, 'Shoal', 1):.1f}, against PostgreSQL "
+        f"{tls_cost(cpu_best, 'PostgreSQL 15', 1):.1f}.",
         "",
         "Every run: " + "; ".join(
             f"{name} {w} {', '.join(f'{v:.0f}' for v in r[w])}"

@@ -624,7 +624,7 @@ def make_systems(args, shoal_binary, workdir):
 def warm_page_cache(path):
     """Reads the CSV once, untimed, so that every system's load starts with the file in the
     page cache. Without it the first system measured after a build or a generation read part
-    of the file from disk (session 13: the same Shoal load took 16.2 s cold and 8.7-9.7 s
+    of the file from disk (the same Shoal load of 5M rows took 16.2 s cold and 8.7-9.7 s
     warm), while the systems after it found it cached."""
     with open(path, "rb") as f:
         while f.read(64 << 20):

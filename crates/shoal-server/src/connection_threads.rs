@@ -6,11 +6,12 @@
 //! and often wakes another worker to run it: a futex wake-up and a hop to another CPU for
 //! every round trip. PostgreSQL's backend process sleeps in its own `recv` and has neither; on
 //! pgbench's select-only with few clients, that was the difference between the two servers
-//! (see bench/pgbench/README.md, session 15). The price: a connection cannot move to an idle
-//! core, so a long statement running on a connection's thread (a bulk INSERT ... SELECT into a
-//! row table) delays the other connections of that thread. DataFusion queries run on their own
-//! pool (`shoal_sql::query::query_runtime`) and bulk COPY parsing on blocking threads, so the
-//! connection threads mostly wait on sockets and run short statements.
+//! (see bench/pgbench/README.md, "Connection threads: one runtime per core"). The price: a
+//! connection cannot move to an idle core, so a long statement running on a connection's
+//! thread (a bulk INSERT ... SELECT into a row table) delays the other connections of that
+//! thread. DataFusion queries run on their own pool (`shoal_sql::query::query_runtime`) and
+//! bulk COPY parsing on blocking threads, so the connection threads mostly wait on sockets and
+//! run short statements.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread::JoinHandle;

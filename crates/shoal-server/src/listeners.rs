@@ -2,7 +2,7 @@
 //! PostgreSQL does (`listen_addresses` and `unix_socket_directories`). psql, pgbench and libpq
 //! connect to the Unix socket when no host is given (`psql -h /tmp -p 5432`, or `PGHOST=/tmp`);
 //! on one machine it is also the cheaper transport: no TCP stack, no loopback softirq per
-//! message (bench/pgbench/README.md, session 18).
+//! message (bench/pgbench/README.md, "Unix-domain sockets").
 //!
 //! The socket file is `DIR/.s.PGSQL.PORT`, the name libpq builds from the host directory and
 //! the port. Its mode is 0777, PostgreSQL's default `unix_socket_permissions`: any local user

@@ -157,32 +157,44 @@ impl Ownership {
             .chain(self.columns.values().flatten())
     }
 
-    /// Applies `f` to every acl item (the object's and its columns'), then merges the items
-    /// that came to have the same grantee and grantor, as PostgreSQL's aclnewowner does.
-    pub fn map_items(&mut self, f: impl Fn(&mut AclItem)) {
-        let merge = |acl: &mut Vec<AclItem>| {
-            let mut merged: Vec<AclItem> = Vec::new();
+    /// Gives the object to `new_owner`: the old owner's grants, and grants to it, become
+    /// the new owner's (PostgreSQL's aclnewowner), on the object and on its columns.
+    pub fn transfer(&mut self, new_owner: Oid) {
+        let old = self.owner;
+        self.owner = new_owner;
+        let rewrite = |acl: &mut Vec<AclItem>| {
+            let mut merged = Vec::new();
             for mut item in acl.drain(..) {
-                f(&mut item);
-                match merged
-                    .iter_mut()
-                    .find(|m| m.grantee == item.grantee && m.grantor == item.grantor)
-                {
-                    Some(m) => {
-                        m.privileges = m.privileges | item.privileges;
-                        m.grant_options = m.grant_options | item.grant_options;
-                    }
-                    None => merged.push(item),
+                if item.grantor == old {
+                    item.grantor = new_owner;
                 }
+                if item.grantee == old {
+                    item.grantee = new_owner;
+                }
+                merge_item(&mut merged, item);
             }
             *acl = merged;
         };
         if let Some(acl) = self.acl.as_mut() {
-            merge(acl);
+            rewrite(acl);
         }
         for acl in self.columns.values_mut() {
-            merge(acl);
+            rewrite(acl);
         }
+    }
+}
+
+/// Adds `item` to `acl`, into the entry of the same grantee and grantor when there is one.
+pub fn merge_item(acl: &mut Vec<AclItem>, item: AclItem) {
+    match acl
+        .iter_mut()
+        .find(|i| i.grantee == item.grantee && i.grantor == item.grantor)
+    {
+        Some(existing) => {
+            existing.privileges = existing.privileges | item.privileges;
+            existing.grant_options = existing.grant_options | item.grant_options;
+        }
+        None => acl.push(item),
     }
 }
 
@@ -256,16 +268,7 @@ impl Catalog {
             None => builtin_default_acl(owner, kind),
         };
         for item in in_schema.map(|d| d.acl.as_slice()).unwrap_or_default() {
-            match acl
-                .iter_mut()
-                .find(|i| i.grantee == item.grantee && i.grantor == item.grantor)
-            {
-                Some(existing) => {
-                    existing.privileges = existing.privileges | item.privileges;
-                    existing.grant_options = existing.grant_options | item.grant_options;
-                }
-                None => acl.push(item.clone()),
-            }
+            merge_item(&mut acl, item.clone());
         }
         // PostgreSQL sorts the merged acl (aclitemsort: by grantee, grantor, privileges).
         acl.sort_by_key(|i| (i.grantee, i.grantor, i.privileges.0));

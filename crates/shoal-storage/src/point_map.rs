@@ -417,7 +417,8 @@ fn share_out<T: Send, S: Default>(
         let mut scratch = S::default();
         loop {
             // Not `while let`: the queue's guard would live through the loop's body, and one
-            // thread at a time would work (the point map's fill did until session 33).
+            // thread at a time would work (the point map's fill once did:
+            // bench/coldstart/README.md, "The primary key's hash maps").
             let Some(item) = queue.lock().next() else {
                 break;
             };

@@ -3,8 +3,8 @@
 //!
 //! Why: loading a checkpoint is mostly making rows, and in `perf` most of a load's system time
 //! was first-touch page faults, one per 4 KiB of fresh heap (~3 µs each on this VM), with
-//! malloc's own bookkeeping next (bench/coldstart/README.md, session 18). A slab is 2 MiB of
-//! memory, aligned to its size, whose pages are faulted in with one
+//! malloc's own bookkeeping next (bench/coldstart/README.md, "Row slabs"). A slab is 2 MiB
+//! of memory, aligned to its size, whose pages are faulted in with one
 //! `madvise(MADV_POPULATE_WRITE)`; rows are cut from it by bumping an offset, with no per-row
 //! header and no rounding to malloc's 16-byte granule. A cursor maps `SLABS_PER_MAPPING`
 //! slabs with one `mmap` and populates each when it starts cutting from it, because mapping

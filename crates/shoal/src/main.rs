@@ -74,7 +74,7 @@ enum Command {
         #[arg(long, default_value = "on", value_parser = ["on", "off"])]
         synchronous_commit: String,
         /// `off` runs without a redo log or checkpoints: nothing survives a restart. Only for
-        /// measuring what the log costs (bench/pgbench `--log-overhead`); the default is `on`.
+        /// measuring what the log costs (bench/pgbench/log_overhead.py); the default is `on`.
         #[arg(long, default_value = "on", value_parser = ["on", "off"])]
         redo_log: String,
         /// Start a checkpoint after this many MiB of redo log.

@@ -1,6 +1,7 @@
 //! The server's backends as a DBA sees and handles them: pg_stat_activity shows each client
 //! and what it is doing, pg_cancel_backend stops another session's statement, and
-//! pg_terminate_backend ends its connection (FATAL 57P01), rolling back its open transaction.
+//! pg_terminate_backend ends its connection (FATAL 57P01), rolling back its open transaction;
+//! either only for a role with the privileges of the backend's role (a superuser's: superusers).
 
 mod support;
 
@@ -187,4 +188,54 @@ async fn pg_terminate_backend_ends_the_connection_and_rolls_back() {
         .unwrap()
         .unwrap_err();
     assert_eq!(e.code().map(|c| c.code()), Some("57P01"), "{e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_roles_with_the_backends_privileges_may_signal_it() {
+    let server = ShoalServer::start();
+    let admin = connect_as(&server, "admin").await;
+    admin
+        .batch_execute("CREATE ROLE sig_a LOGIN; CREATE ROLE sig_b LOGIN; GRANT sig_b TO sig_a")
+        .await
+        .unwrap();
+    let a = support::connect_with(&server, "user=sig_a application_name=a").await;
+    let b = support::connect_with(&server, "user=sig_b application_name=b").await;
+    let (admin_pid, ..) = activity_of(&admin, "admin").await.unwrap();
+    let (a_pid, ..) = activity_of(&admin, "a").await.unwrap();
+    let (b_pid, ..) = activity_of(&admin, "b").await.unwrap();
+    // A superuser's backend: only superusers.
+    assert_eq!(
+        refused(&b, "SELECT pg_cancel_backend($1)", admin_pid).await,
+        "must be a superuser to cancel superuser query"
+    );
+    assert_eq!(
+        refused(&b, "SELECT pg_terminate_backend($1)", admin_pid).await,
+        "must be a superuser to terminate superuser process"
+    );
+    // sig_b lacks sig_a's privileges; sig_a has sig_b's (a member that inherits).
+    assert_eq!(
+        refused(&b, "SELECT pg_cancel_backend($1)", a_pid).await,
+        "must be a member of the role whose query is being canceled or member of pg_signal_backend"
+    );
+    let cancelled: bool = a
+        .query_one("SELECT pg_cancel_backend($1)", &[&b_pid])
+        .await
+        .unwrap()
+        .get(0);
+    assert!(cancelled);
+    let terminated: bool = admin
+        .query_one("SELECT pg_terminate_backend($1)", &[&a_pid])
+        .await
+        .unwrap()
+        .get(0);
+    assert!(terminated);
+}
+
+/// The message of the error `sql` (a pg_*_backend call on `pid`) fails with.
+async fn refused(client: &tokio_postgres::Client, sql: &str, pid: i32) -> String {
+    let e = client.query_one(sql, &[&pid]).await.expect_err("refused");
+    e.as_db_error()
+        .expect("a server error")
+        .message()
+        .to_string()
 }

@@ -10,7 +10,7 @@
 //! the sockets), and the replies of one turn go out back to back: pgbench select-only at 8
 //! clients on 2 cores made ~0.5 instead of ~1 involuntary switch of the connection threads
 //! per transaction, and ran ~10% more transactions a second (bench/pgbench/README.md,
-//! session 29).
+//! "Replies of one turn go out together").
 //!
 //! The reply of a transaction that another one waits for (a row it wrote or locked) goes out
 //! at once: the sooner its client sends the next statement, the sooner the lock is free.

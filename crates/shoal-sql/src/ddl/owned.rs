@@ -22,16 +22,7 @@ pub fn reassign(session: &Session, from: &[Oid], to: Oid) -> SqlResult<Statement
         .map(|(object, o)| (*object, o.clone()))
         .collect();
     for (object, mut ownership) in owned {
-        let old = ownership.owner;
-        ownership.owner = to;
-        ownership.map_items(|item| {
-            if item.grantor == old {
-                item.grantor = to;
-            }
-            if item.grantee == old {
-                item.grantee = to;
-            }
-        });
+        ownership.transfer(to);
         catalog.set_ownership(object, ownership);
     }
     Ok(StatementResult::command("REASSIGN OWNED"))

@@ -78,6 +78,35 @@ struct Change<'a> {
     cascade: bool,
 }
 
+impl Change<'_> {
+    /// Grants `given` to (or revokes it from) every grantee in one acl, under `grantor`.
+    fn apply_to(
+        &self,
+        acl: &mut Vec<AclItem>,
+        grantor: Oid,
+        given: Privileges,
+        granting: bool,
+        catalog: &Catalog,
+    ) -> SqlResult<()> {
+        for &grantee in &self.grantees {
+            if granting {
+                add(acl, grantee, grantor, given, self.grant_option);
+            } else {
+                remove(
+                    acl,
+                    grantee,
+                    grantor,
+                    given,
+                    self.grant_option,
+                    self.cascade,
+                    catalog,
+                )?;
+            }
+        }
+        Ok(())
+    }
+}
+
 fn apply(session: &Session, target: &Target, change: &Change, granting: bool) -> SqlResult<()> {
     let actor = acting_role(session)?;
     let mut catalog = session.engine.catalog.write();
@@ -115,32 +144,12 @@ fn apply(session: &Session, target: &Target, change: &Change, granting: bool) ->
             session.scope.warning(warning_code, message);
         }
         let mut acl = object_acl;
-        for &grantee in &change.grantees {
-            if granting {
-                add(&mut acl, grantee, grantor, given, change.grant_option);
-            } else {
-                remove(
-                    &mut acl,
-                    grantee,
-                    grantor,
-                    given,
-                    change.grant_option,
-                    change.cascade,
-                    &catalog,
-                )?;
-                // Revoking a privilege on a table revokes it on each of its columns too.
-                let on_columns = Privileges(given.0 & Privileges::COLUMN.0);
-                for column_acl in ownership.columns.values_mut() {
-                    remove(
-                        column_acl,
-                        grantee,
-                        grantor,
-                        on_columns,
-                        change.grant_option,
-                        change.cascade,
-                        &catalog,
-                    )?;
-                }
+        change.apply_to(&mut acl, grantor, given, granting, &catalog)?;
+        if !granting {
+            // Revoking a privilege on a table revokes it on each of its columns too.
+            let on_columns = Privileges(given.0 & Privileges::COLUMN.0);
+            for column_acl in ownership.columns.values_mut() {
+                change.apply_to(column_acl, grantor, on_columns, false, &catalog)?;
             }
         }
         ownership.acl = Some(acl);
@@ -187,21 +196,7 @@ fn apply(session: &Session, target: &Target, change: &Change, granting: bool) ->
                 ),
             );
         }
-        for &grantee in &change.grantees {
-            if granting {
-                add(&mut acl, grantee, grantor, given, change.grant_option);
-            } else {
-                remove(
-                    &mut acl,
-                    grantee,
-                    grantor,
-                    given,
-                    change.grant_option,
-                    change.cascade,
-                    &catalog,
-                )?;
-            }
-        }
+        change.apply_to(&mut acl, grantor, given, granting, &catalog)?;
         match acl.is_empty() {
             true => ownership.columns.remove(column),
             false => ownership.columns.insert(column.clone(), acl),
@@ -619,17 +614,8 @@ pub fn alter_owner(
             ));
         }
     }
-    let old_owner = ownership.owner;
     let mut ownership = ownership;
-    ownership.owner = new_owner;
-    ownership.map_items(|item| {
-        if item.grantor == old_owner {
-            item.grantor = new_owner;
-        }
-        if item.grantee == old_owner {
-            item.grantee = new_owner;
-        }
-    });
+    ownership.transfer(new_owner);
     catalog.set_ownership(object, ownership);
     Ok(StatementResult::command(command_tag(object.0, kind)))
 }

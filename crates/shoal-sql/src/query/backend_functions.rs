@@ -1,6 +1,7 @@
 //! pg_cancel_backend and pg_terminate_backend: reach another backend of the server (see
-//! `crate::backends`); any backend may be signalled (privileges are not checked yet). And
-//! pg_reload_conf(), which reads pg_hba.conf again, as SIGHUP does.
+//! `crate::backends`), as PostgreSQL allows it: a role may signal the backends of roles whose
+//! privileges it has, and only a superuser those of a superuser. And pg_reload_conf(), which
+//! reads pg_hba.conf again, as SIGHUP does.
 
 use std::sync::Arc;
 
@@ -26,7 +27,7 @@ pub fn register(state: &mut datafusion::execution::SessionState, scope: &Arc<Pla
         &[1],
         ArrowType::Boolean,
         Volatility::Volatile,
-        move |a| Ok(signal(&sc, &a[0], Backend::cancel)),
+        move |a| signal(&sc, &a[0], Signal::Cancel).map_err(sql_error),
     ));
     let sc = scope.clone();
     add(udf(
@@ -84,7 +85,7 @@ pub fn register(state: &mut datafusion::execution::SessionState, scope: &Arc<Pla
                     )));
                 }
             }
-            Ok(signal(&sc, &a[0], Backend::terminate))
+            signal(&sc, &a[0], Signal::Terminate).map_err(sql_error)
         },
     ));
 }
@@ -96,10 +97,17 @@ fn int(v: &ScalarValue) -> Option<i64> {
     }
 }
 
-/// Signals backend `pid` with `how`; false (and a WARNING) when there is no such backend.
-fn signal(scope: &PlanScope, pid: &ScalarValue, how: fn(&Backend) -> bool) -> ScalarValue {
+#[derive(Clone, Copy)]
+enum Signal {
+    Cancel,
+    Terminate,
+}
+
+/// Signals backend `pid`; false (and a WARNING) when there is no such backend, 42501 when the
+/// acting role may not signal it.
+fn signal(scope: &PlanScope, pid: &ScalarValue, how: Signal) -> Result<ScalarValue, SqlError> {
     let Some(pid) = int(pid) else {
-        return ScalarValue::Boolean(None);
+        return Ok(ScalarValue::Boolean(None));
     };
     let backend = i32::try_from(pid)
         .ok()
@@ -109,7 +117,41 @@ fn signal(scope: &PlanScope, pid: &ScalarValue, how: fn(&Backend) -> bool) -> Sc
             code::WARNING,
             format!("PID {pid} is not a PostgreSQL backend process"),
         );
-        return ScalarValue::Boolean(Some(false));
+        return Ok(ScalarValue::Boolean(Some(false)));
     };
-    ScalarValue::Boolean(Some(how(&backend)))
+    may_signal(scope, &backend, how)?;
+    let signalled = match how {
+        Signal::Cancel => backend.cancel(),
+        Signal::Terminate => backend.terminate(),
+    };
+    Ok(ScalarValue::Boolean(Some(signalled)))
+}
+
+/// PostgreSQL's rule: a superuser's backend only for superusers; another only for roles with
+/// the privileges of the role it logged in as.
+fn may_signal(scope: &PlanScope, backend: &Backend, how: Signal) -> Result<(), SqlError> {
+    let catalog = scope.engine.catalog.read();
+    let Some(actor) = catalog.role_named(&scope.current_role()) else {
+        return Ok(());
+    };
+    if actor.superuser {
+        return Ok(());
+    }
+    let Some(target) = catalog.role_named(&backend.activity().user) else {
+        return Ok(());
+    };
+    let denied = |message: &str| Err(SqlError::new(code::INSUFFICIENT_PRIVILEGE, message));
+    match (how, target.superuser) {
+        (Signal::Cancel, true) => denied("must be a superuser to cancel superuser query"),
+        (Signal::Terminate, true) => denied("must be a superuser to terminate superuser process"),
+        _ if catalog.has_privileges_of_role(actor.oid, target.oid) => Ok(()),
+        (Signal::Cancel, false) => denied(
+            "must be a member of the role whose query is being canceled or member of \
+             pg_signal_backend",
+        ),
+        (Signal::Terminate, false) => denied(
+            "must be a member of the role whose process is being terminated or member of \
+             pg_signal_backend",
+        ),
+    }
 }

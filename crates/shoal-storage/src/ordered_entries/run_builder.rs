@@ -132,7 +132,7 @@ impl RunBuilder {
     /// merges as it merges the load's blocks, instead of being sorted: a checkpoint block of a
     /// table that several clients filled at once holds rows of each client's batch, often
     /// alternating, and sorting those blocks was ~6% of such a table's restart
-    /// (bench/coldstart/README.md, session 33). Anything else is sorted once.
+    /// (bench/coldstart/README.md, "Index entries"). Anything else is sorted once.
     pub(super) fn into_sorted_runs(self) -> Vec<SortedRun> {
         match self.ascending_piles(MAX_PILES) {
             None => vec![self.sort_all()],
