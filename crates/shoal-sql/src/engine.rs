@@ -54,6 +54,10 @@ pub struct Engine {
     /// How long a client has to finish its startup, authentication included
     /// (`authentication_timeout`), in seconds.
     authentication_timeout_s: std::sync::atomic::AtomicU64,
+    /// Server-wide settings (postgresql.conf, ALTER SYSTEM, `-c`): new sessions start from them.
+    pub config: parking_lot::RwLock<crate::config::ServerConfig>,
+    /// When the engine was created (pg_postmaster_start_time).
+    pub started_at: chrono::DateTime<chrono::Utc>,
 }
 
 /// Connection slots kept for superusers (PostgreSQL's superuser_reserved_connections).
@@ -83,6 +87,15 @@ impl Engine {
     pub fn max_connections(&self) -> usize {
         self.max_connections
             .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Reads the settings files again (pg_reload_conf, SIGHUP); logs what does not read.
+    pub fn reload_config(&self) {
+        let errors = self.config.write().reload();
+        for e in &errors {
+            tracing::warn!("{e}; the setting is ignored");
+        }
+        tracing::info!("server settings reloaded");
     }
 
     pub fn set_authentication_timeout(&self, timeout: std::time::Duration) {
@@ -116,6 +129,8 @@ impl Engine {
             authentication_timeout_s: std::sync::atomic::AtomicU64::new(
                 DEFAULT_AUTHENTICATION_TIMEOUT_S,
             ),
+            config: Default::default(),
+            started_at: chrono::Utc::now(),
         });
         start_segment_merger(Arc::downgrade(&engine));
         engine
@@ -147,6 +162,8 @@ impl Engine {
             authentication_timeout_s: std::sync::atomic::AtomicU64::new(
                 DEFAULT_AUTHENTICATION_TIMEOUT_S,
             ),
+            config: Default::default(),
+            started_at: chrono::Utc::now(),
         });
         start_checkpointer(Arc::downgrade(&engine));
         start_segment_merger(Arc::downgrade(&engine));

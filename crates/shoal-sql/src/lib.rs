@@ -6,6 +6,7 @@
 pub mod advisory;
 pub mod allocator;
 pub mod backends;
+pub mod config;
 pub mod constraints;
 pub mod copy;
 pub mod ddl;

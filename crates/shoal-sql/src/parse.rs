@@ -36,6 +36,9 @@
 //!   OWNED`, `DROP OWNED`, `ALTER DEFAULT PRIVILEGES`: sqlparser reads none of them. They become a SET of [`ROLE_COMMAND_VARIABLE`] to the statement's
 //!   text.
 //!
+//! - `ALTER SYSTEM`: sqlparser does not read it. It becomes a SET of [`ALTER_SYSTEM_VARIABLE`]
+//!   to the statement's text.
+//!
 //! - `CREATE USER` and `ALTER USER`: sqlparser reads them as other dialects' statements. USER
 //!   becomes ROLE, and a CREATE USER gets LOGIN unless it says NOLOGIN.
 //!
@@ -65,6 +68,9 @@ pub const SET_CONSTRAINTS_VARIABLE: &str = "shoal_set_constraints";
 /// The setting name a role membership GRANT or REVOKE is parsed as (see
 /// `rewrite_role_membership`).
 pub const ROLE_COMMAND_VARIABLE: &str = "shoal_role_command";
+
+/// The setting name an ALTER SYSTEM statement is parsed as (see `rewrite_alter_system`).
+pub const ALTER_SYSTEM_VARIABLE: &str = "shoal_alter_system";
 
 /// The `ALTER TABLE ... SET (option)` that carries SET ACCESS METHOD.
 pub const ACCESS_METHOD_OPTION: &str = "shoal_access_method";
@@ -392,7 +398,9 @@ fn normalize_statement(mut seg: Vec<TokenWithSpan>) -> (Vec<TokenWithSpan>, bool
             }
         }
         Some(Keyword::ALTER) => {
-            changed |= rewrite_role_membership(&mut seg) || rewrite_set_access_method(&mut seg)
+            changed |= rewrite_role_membership(&mut seg)
+                || rewrite_alter_system(&mut seg)
+                || rewrite_set_access_method(&mut seg)
         }
         Some(Keyword::COPY) => changed |= copy_boolean_options(&mut seg),
         Some(Keyword::VACUUM) => changed |= strip_vacuum_options(&mut seg),
@@ -477,6 +485,28 @@ fn rewrite_role_membership(seg: &mut Vec<TokenWithSpan>) -> bool {
         word(ROLE_COMMAND_VARIABLE),
         TokenWithSpan::wrap(Token::Eq),
         TokenWithSpan::wrap(Token::SingleQuotedString(text)),
+    ];
+    true
+}
+
+/// `ALTER SYSTEM ...`, which sqlparser does not read, becomes `SET shoal_alter_system =
+/// '<the statement>'` ([`ALTER_SYSTEM_VARIABLE`]), read again by `config::alter_system`.
+fn rewrite_alter_system(seg: &mut Vec<TokenWithSpan>) -> bool {
+    let sig = significant(seg);
+    let is_system = sig
+        .get(1)
+        .is_some_and(|&i| keyword_of(&seg[i]) == Keyword::SYSTEM);
+    if !is_system {
+        return false;
+    }
+    let text: String = seg.iter().map(|t| t.token.to_string()).collect();
+    let word = |w: &str| TokenWithSpan::wrap(Token::make_word(w, None));
+    *seg = vec![
+        word("SET"),
+        TokenWithSpan::wrap(Token::Whitespace(Whitespace::Space)),
+        word(ALTER_SYSTEM_VARIABLE),
+        TokenWithSpan::wrap(Token::Eq),
+        TokenWithSpan::wrap(Token::SingleQuotedString(text.trim().to_string())),
     ];
     true
 }

@@ -59,6 +59,19 @@ const KNOWN_SETTINGS: &[(&str, &str, bool)] = &[
     ("authentication_timeout", "1min", false),
 ];
 
+/// A setting's built-in default (pg_settings.boot_val).
+pub fn builtin_default(name: &str) -> Option<&'static str> {
+    KNOWN_SETTINGS
+        .iter()
+        .find(|(n, _, _)| *n == name)
+        .map(|(_, v, _)| *v)
+}
+
+/// Whether `name` (lower case) is one of the settings Shoal knows.
+pub fn is_known(name: &str) -> bool {
+    KNOWN_SETTINGS.iter().any(|(n, _, _)| *n == name)
+}
+
 /// Canonical (ParameterStatus) spelling of reported settings.
 pub fn reported_name(name: &str) -> &str {
     match name {
@@ -195,10 +208,7 @@ impl Settings {
     }
 
     fn default_of(name: &str) -> Option<&'static str> {
-        KNOWN_SETTINGS
-            .iter()
-            .find(|(n, _, _)| *n == name)
-            .map(|(_, v, _)| *v)
+        builtin_default(name)
     }
 
     /// Sets a parameter; returns the canonical name. `local` values (SET LOCAL) revert at the
@@ -248,6 +258,14 @@ impl Settings {
         Ok(name)
     }
 
+    /// A server-wide value (postgresql.conf, ALTER SYSTEM, `-c`): the session starts with it,
+    /// and RESET returns to it unless the client's startup packet gave another.
+    pub fn set_server_default(&mut self, name: &str, value: &str) {
+        self.put(name.to_string(), value.to_string());
+        self.startup_values
+            .insert(name.to_string(), value.to_string());
+    }
+
     /// A parameter the server decides, not the client (the logged-in role's
     /// `session_authorization` and `is_superuser`): no checks, and RESET keeps it.
     pub fn set_by_server(&mut self, name: &str, value: &str) {
@@ -280,6 +298,31 @@ impl Settings {
                 format!("unrecognized configuration parameter \"{name}\""),
             )),
         }
+    }
+
+    /// RESET inside a transaction block: COMMIT keeps it, ROLLBACK undoes it, as a plain SET.
+    pub fn reset_in_block(&mut self, name: &str) -> SqlResult<String> {
+        let old = self.values.get(&name.to_lowercase()).cloned();
+        let name = self.reset(name)?;
+        let new = self.values.get(&name).cloned();
+        self.record_txn_change(&name, old, new);
+        Ok(name)
+    }
+
+    /// RESET ALL inside a transaction block (see `reset_in_block`).
+    pub fn reset_all_in_block(&mut self) -> Vec<String> {
+        let before: Vec<(String, Option<String>)> = KNOWN_SETTINGS
+            .iter()
+            .map(|(n, _, _)| (n.to_string(), self.values.get(*n).cloned()))
+            .collect();
+        let changed = self.reset_all();
+        for (name, old) in before {
+            if changed.contains(&name) {
+                let new = self.values.get(&name).cloned();
+                self.record_txn_change(&name, old, new);
+            }
+        }
+        changed
     }
 
     pub fn reset_all(&mut self) -> Vec<String> {

@@ -60,6 +60,10 @@ enum Command {
         #[arg(long, default_value_t = shoal_sql::engine::DEFAULT_AUTHENTICATION_TIMEOUT_S,
               value_parser = clap::value_parser!(u64).range(1..=600))]
         authentication_timeout_s: u64,
+        /// A server setting, as postgresql.conf would give it (`-c statement_timeout=5s`);
+        /// repeatable. It overrides DATA_DIR/postgresql.conf and postgresql.auto.conf.
+        #[arg(short = 'c', long = "set", value_name = "NAME=VALUE", value_parser = name_value)]
+        settings: Vec<(String, String)>,
         /// Directory of the Unix-domain socket `.s.PGSQL.PORT` (PostgreSQL's
         /// unix_socket_directories), which psql and pgbench use when given `-h DIR` or no host
         /// at all. Empty: no Unix socket.
@@ -94,6 +98,16 @@ enum Command {
     },
 }
 
+/// Reads `-c NAME=VALUE`.
+fn name_value(arg: &str) -> Result<(String, String), String> {
+    match arg.split_once('=') {
+        Some((name, value)) if !name.trim().is_empty() => {
+            Ok((name.trim().replace('-', "_"), value.trim().to_string()))
+        }
+        _ => Err(format!("-c {arg}: expected NAME=VALUE")),
+    }
+}
+
 /// Logged once recovery is done and connections are served.
 const READY_MESSAGE: &str = "database system is ready to accept connections";
 
@@ -123,6 +137,7 @@ fn main() {
             tls_ca,
             max_connections,
             authentication_timeout_s,
+            settings,
         } => {
             if let Err(e) = std::fs::create_dir_all(&data_dir) {
                 eprintln!(
@@ -156,6 +171,11 @@ fn main() {
                 ),
                 _ => None,
             };
+            let config =
+                shoal_sql::config::ServerConfig::load(&data_dir, settings).unwrap_or_else(|e| {
+                    eprintln!("shoal: server settings: {e}");
+                    std::process::exit(1);
+                });
             let runtime = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
                 .build()
@@ -235,6 +255,7 @@ fn main() {
                 if let Some(password) = &password {
                     client_auth::apply_superuser_password(&engine, password);
                 }
+                *engine.config.write() = config;
                 engine.set_ssl(tls.is_some());
                 engine.set_max_connections(max_connections as usize);
                 engine.set_authentication_timeout(std::time::Duration::from_secs(
@@ -253,6 +274,7 @@ fn main() {
                     std::process::exit(1);
                 }
                 let reloads = auth.clone();
+                let reload_engine = engine.clone();
                 tokio::spawn(async move {
                     let mut hangups =
                         tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
@@ -262,6 +284,7 @@ fn main() {
                             Ok(()) => tracing::info!("SIGHUP: pg_hba.conf reloaded"),
                             Err(e) => tracing::warn!("SIGHUP: pg_hba.conf not reloaded: {e}"),
                         }
+                        reload_engine.reload_config();
                     }
                 });
                 tokio::select! {

@@ -1,7 +1,7 @@
 //! pg_cancel_backend and pg_terminate_backend: reach another backend of the server (see
 //! `crate::backends`), as PostgreSQL allows it: a role may signal the backends of roles whose
 //! privileges it has, and only a superuser those of a superuser. And pg_reload_conf(), which
-//! reads pg_hba.conf again, as SIGHUP does.
+//! reads pg_hba.conf and the settings files again, as SIGHUP does.
 
 use std::sync::Arc;
 
@@ -61,6 +61,7 @@ pub fn register(state: &mut datafusion::execution::SessionState, scope: &Arc<Pla
                 }
                 Err(e) => tracing::warn!("pg_reload_conf: pg_hba.conf not reloaded: {e}"),
             }
+            sc.engine.reload_config();
             Ok(ScalarValue::Boolean(Some(true)))
         },
     ));

@@ -660,6 +660,34 @@ pub fn register(state: &mut datafusion::execution::SessionState, scope: Arc<Plan
             ))
         },
     ));
+    // When the server started, and when it last read its settings files.
+    let sc = s.clone();
+    add(udf(
+        "pg_postmaster_start_time",
+        &[0],
+        ArrowType::Timestamp(TimeUnit::Microsecond, Some(INSTANT_ZONE.into())),
+        Volatility::Stable,
+        move |_| {
+            Ok(ScalarValue::TimestampMicrosecond(
+                Some(sc.engine.started_at.timestamp_micros()),
+                Some(INSTANT_ZONE.into()),
+            ))
+        },
+    ));
+    let sc = s.clone();
+    add(udf(
+        "pg_conf_load_time",
+        &[0],
+        ArrowType::Timestamp(TimeUnit::Microsecond, Some(INSTANT_ZONE.into())),
+        Volatility::Stable,
+        move |_| {
+            let loaded = sc.engine.config.read().loaded_at();
+            Ok(ScalarValue::TimestampMicrosecond(
+                Some(loaded.unwrap_or(sc.engine.started_at).timestamp_micros()),
+                Some(INSTANT_ZONE.into()),
+            ))
+        },
+    ));
     add(udf(
         "clock_timestamp",
         &[0],
@@ -1115,12 +1143,25 @@ pub fn register(state: &mut datafusion::execution::SessionState, scope: Arc<Plan
             Ok(ScalarValue::Int64(Some(total as i64)))
         },
     ));
+    // A role's name by OID; PostgreSQL's text for an OID that names none.
+    let sc = s.clone();
     add(udf(
         "pg_get_userbyid",
         &[1],
         text.clone(),
         Volatility::Stable,
-        |_| Ok(ScalarValue::Utf8(Some("postgres".into()))),
+        move |a| {
+            let oid = match a[0].cast_to(&ArrowType::Int64) {
+                Ok(ScalarValue::Int64(Some(oid))) => oid,
+                _ => return Ok(ScalarValue::Utf8(None)),
+            };
+            let catalog = sc.engine.catalog.read();
+            let name = u32::try_from(oid)
+                .ok()
+                .and_then(|oid| catalog.roles.get(&oid))
+                .map_or_else(|| format!("unknown (OID={oid})"), |r| r.name.clone());
+            Ok(ScalarValue::Utf8(Some(name)))
+        },
     ));
     add(udf(
         "pg_encoding_to_char",

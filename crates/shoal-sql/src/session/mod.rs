@@ -16,7 +16,7 @@ mod transaction;
 pub use cursor::{SqlCursor, MOVE_MARKER};
 pub use extended::Prepared;
 pub use query_run::QueryRun;
-pub(crate) use set_show::role_membership_text;
+pub(crate) use set_show::{role_membership_text, setting_value_text};
 pub use sql_prepare::SqlPrepared;
 
 use std::sync::Arc;
@@ -316,6 +316,9 @@ impl Session {
         let scope = Arc::new(PlanScope::new(engine.clone(), pid));
         let state = query::new_session_state(scope.clone());
         let mut settings = Settings::default();
+        for (name, value) in engine.config.read().values() {
+            settings.set_server_default(name, &value.value);
+        }
         if !engine.synchronous_commit_default() {
             settings
                 .set("synchronous_commit", "off", false)

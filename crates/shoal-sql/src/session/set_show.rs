@@ -21,13 +21,24 @@ impl Session {
             Statement::Set(_) if set_constraints_text(stmt).is_some() => return None,
             // GRANT / REVOKE of role membership changes the catalog (`ddl`).
             Statement::Set(_) if role_membership_text(stmt).is_some() => return None,
+            Statement::Set(_) if alter_system_text(stmt).is_some() => {
+                let text = alter_system_text(stmt).expect("matched").to_string();
+                self.alter_system(&text)
+            }
             Statement::Set(set) => self.set(set),
             Statement::ShowVariable { variable } => self.show(variable),
             Statement::Reset(r) => {
+                let in_block = !matches!(self.txn, TxnState::Idle);
                 let changed = match &r.reset {
+                    ast::Reset::ALL if in_block => self.settings.reset_all_in_block(),
                     ast::Reset::ALL => self.settings.reset_all(),
                     ast::Reset::ConfigurationParameter(name) => {
-                        match self.settings.reset(&name.to_string()) {
+                        let name = name.to_string();
+                        let reset = match in_block {
+                            true => self.settings.reset_in_block(&name),
+                            false => self.settings.reset(&name),
+                        };
+                        match reset {
                             Ok(n) => vec![n],
                             Err(e) => return Some(Err(e)),
                         }
@@ -70,6 +81,20 @@ impl Session {
             self.scope.notifications.end_transaction(true);
         }
         StatementResult::command(tag)
+    }
+
+    /// ALTER SYSTEM (`config::alter_system`): not inside a transaction block, as in
+    /// PostgreSQL, since the file it writes cannot be rolled back.
+    fn alter_system(&mut self, text: &str) -> SqlResult<StatementResult> {
+        if !matches!(self.txn, TxnState::Idle) {
+            return Err(SqlError::new(
+                crate::error::code::ACTIVE_SQL_TRANSACTION,
+                "ALTER SYSTEM cannot run inside a transaction block",
+            ));
+        }
+        let (_, superuser) = crate::privileges::acting_role_oid(self)?;
+        crate::config::alter_system::run(&self.engine, superuser, text)?;
+        Ok(StatementResult::command("ALTER SYSTEM"))
     }
 
     /// DISCARD ALL puts the session back as it was at connection (what connection pools send
@@ -534,7 +559,7 @@ impl Session {
 }
 
 /// The text of a SET value: identifiers and strings unquoted, numbers as written.
-fn setting_value_text(e: &ast::Expr) -> String {
+pub(crate) fn setting_value_text(e: &ast::Expr) -> String {
     match e {
         ast::Expr::Value(v) => match &v.value {
             ast::Value::SingleQuotedString(s) | ast::Value::DoubleQuotedString(s) => s.clone(),
@@ -574,6 +599,11 @@ pub(super) fn set_constraints_text(stmt: &Statement) -> Option<&str> {
 /// The text of a role membership GRANT or REVOKE (see `parse::rewrite_role_membership`).
 pub(crate) fn role_membership_text(stmt: &Statement) -> Option<&str> {
     set_text(stmt, crate::parse::ROLE_COMMAND_VARIABLE)
+}
+
+/// The text of an ALTER SYSTEM statement (see `parse::rewrite_alter_system`).
+fn alter_system_text(stmt: &Statement) -> Option<&str> {
+    set_text(stmt, crate::parse::ALTER_SYSTEM_VARIABLE)
 }
 
 /// The text a `SET variable = 'text'` of one of the parser's rewrites carries.

@@ -191,10 +191,21 @@ pub(super) fn pg_settings(scope: &Arc<PlanScope>) -> Arc<dyn TableProvider> {
         ("pending_restart", BOOL),
     ]);
     let settings = scope.settings.lock();
+    let config = scope.engine.config.read();
     let mut names: Vec<&String> = settings.keys().collect();
     names.sort();
     for name in names {
         let v = &settings[name];
+        let boot = crate::settings::builtin_default(name).unwrap_or(v);
+        // Where the value comes from: the server's files or command line while the session
+        // has the value they give, else the built-in default, else the session's own.
+        let server = config.values().get(name.as_str());
+        let (source, file, reset) = match server {
+            Some(c) if c.value == *v => (c.source.name(), c.file.clone(), c.value.as_str()),
+            Some(c) => ("session", None, c.value.as_str()),
+            None if boot == v => ("default", None, boot),
+            None => ("session", None, boot),
+        };
         t.row(vec![
             s(name),
             s(v),
@@ -204,14 +215,15 @@ pub(super) fn pg_settings(scope: &Arc<PlanScope>) -> Arc<dyn TableProvider> {
             null_text(),
             s("user"),
             s("string"),
-            s("default"),
+            s(source),
             null_text(),
             null_text(),
             null_text(),
-            s(v),
-            s(v),
-            null_text(),
-            ScalarValue::Int32(None),
+            s(boot),
+            s(reset),
+            file.as_ref()
+                .map_or_else(null_text, |(f, _)| s(&f.display().to_string())),
+            ScalarValue::Int32(file.map(|(_, line)| line as i32)),
             b(false),
         ]);
     }
