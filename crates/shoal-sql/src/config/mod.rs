@@ -156,8 +156,7 @@ impl ServerConfig {
         for (name, value) in &self.command_line {
             match checked(name, value).map_err(|e| e.message) {
                 Ok((name, value)) => {
-                    let source = Source::CommandLine;
-                    let file = None;
+                    let (source, file) = (Source::CommandLine, None);
                     values.insert(
                         name,
                         ConfigValue {

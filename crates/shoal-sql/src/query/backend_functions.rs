@@ -1,7 +1,8 @@
 //! pg_cancel_backend and pg_terminate_backend: reach another backend of the server (see
 //! `crate::backends`), as PostgreSQL allows it: a role may signal the backends of roles whose
 //! privileges it has, and only a superuser those of a superuser. And pg_reload_conf(), which
-//! reads pg_hba.conf and the settings files again, as SIGHUP does.
+//! reads pg_hba.conf and the settings files again, as SIGHUP does; pg_postmaster_start_time
+//! and pg_conf_load_time.
 
 use std::sync::Arc;
 
@@ -63,6 +64,40 @@ pub fn register(state: &mut datafusion::execution::SessionState, scope: &Arc<Pla
             }
             sc.engine.reload_config();
             Ok(ScalarValue::Boolean(Some(true)))
+        },
+    ));
+    // When the server started, and when it last read its settings files.
+    let sc = scope.clone();
+    add(udf(
+        "pg_postmaster_start_time",
+        &[0],
+        ArrowType::Timestamp(
+            datafusion::arrow::datatypes::TimeUnit::Microsecond,
+            Some(super::functions::INSTANT_ZONE.into()),
+        ),
+        Volatility::Stable,
+        move |_| {
+            Ok(ScalarValue::TimestampMicrosecond(
+                Some(sc.engine.started_at.timestamp_micros()),
+                Some(super::functions::INSTANT_ZONE.into()),
+            ))
+        },
+    ));
+    let sc = scope.clone();
+    add(udf(
+        "pg_conf_load_time",
+        &[0],
+        ArrowType::Timestamp(
+            datafusion::arrow::datatypes::TimeUnit::Microsecond,
+            Some(super::functions::INSTANT_ZONE.into()),
+        ),
+        Volatility::Stable,
+        move |_| {
+            let loaded = sc.engine.config.read().loaded_at();
+            Ok(ScalarValue::TimestampMicrosecond(
+                Some(loaded.unwrap_or(sc.engine.started_at).timestamp_micros()),
+                Some(super::functions::INSTANT_ZONE.into()),
+            ))
         },
     ));
     let sc = scope.clone();

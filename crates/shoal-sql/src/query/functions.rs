@@ -24,7 +24,7 @@ use crate::query::scope::PlanScope;
 
 /// The zone tag of the timestamptz values returned here, DataFusion's now()'s (any tag means
 /// "an instant" to Shoal).
-const INSTANT_ZONE: &str = "+00:00";
+pub(super) const INSTANT_ZONE: &str = "+00:00";
 
 type RowFn = dyn Fn(&[ScalarValue]) -> DfResult<ScalarValue> + Send + Sync;
 
@@ -656,34 +656,6 @@ pub fn register(state: &mut datafusion::execution::SessionState, scope: Arc<Plan
         move |_| {
             Ok(ScalarValue::TimestampMicrosecond(
                 Some(sc.statement_started_micros()),
-                Some(INSTANT_ZONE.into()),
-            ))
-        },
-    ));
-    // When the server started, and when it last read its settings files.
-    let sc = s.clone();
-    add(udf(
-        "pg_postmaster_start_time",
-        &[0],
-        ArrowType::Timestamp(TimeUnit::Microsecond, Some(INSTANT_ZONE.into())),
-        Volatility::Stable,
-        move |_| {
-            Ok(ScalarValue::TimestampMicrosecond(
-                Some(sc.engine.started_at.timestamp_micros()),
-                Some(INSTANT_ZONE.into()),
-            ))
-        },
-    ));
-    let sc = s.clone();
-    add(udf(
-        "pg_conf_load_time",
-        &[0],
-        ArrowType::Timestamp(TimeUnit::Microsecond, Some(INSTANT_ZONE.into())),
-        Volatility::Stable,
-        move |_| {
-            let loaded = sc.engine.config.read().loaded_at();
-            Ok(ScalarValue::TimestampMicrosecond(
-                Some(loaded.unwrap_or(sc.engine.started_at).timestamp_micros()),
                 Some(INSTANT_ZONE.into()),
             ))
         },
