@@ -58,6 +58,8 @@ pub struct Engine {
     pub config: parking_lot::RwLock<crate::config::ServerConfig>,
     /// When the engine was created (pg_postmaster_start_time).
     pub started_at: chrono::DateTime<chrono::Utc>,
+    /// Bumped by every reload of `config`, so that sessions take the new values.
+    config_generation: std::sync::atomic::AtomicU64,
 }
 
 /// Connection slots kept for superusers (PostgreSQL's superuser_reserved_connections).
@@ -92,10 +94,18 @@ impl Engine {
     /// Reads the settings files again (pg_reload_conf, SIGHUP); logs what does not read.
     pub fn reload_config(&self) {
         let errors = self.config.write().reload();
+        self.config_generation
+            .fetch_add(1, std::sync::atomic::Ordering::Release);
         for e in &errors {
             tracing::warn!("{e}; the setting is ignored");
         }
         tracing::info!("server settings reloaded");
+    }
+
+    /// Changes whenever the server-wide settings were reloaded.
+    pub fn config_generation(&self) -> u64 {
+        self.config_generation
+            .load(std::sync::atomic::Ordering::Acquire)
     }
 
     pub fn set_authentication_timeout(&self, timeout: std::time::Duration) {
@@ -131,6 +141,7 @@ impl Engine {
             ),
             config: Default::default(),
             started_at: chrono::Utc::now(),
+            config_generation: Default::default(),
         });
         start_segment_merger(Arc::downgrade(&engine));
         engine
@@ -164,6 +175,7 @@ impl Engine {
             ),
             config: Default::default(),
             started_at: chrono::Utc::now(),
+            config_generation: Default::default(),
         });
         start_checkpointer(Arc::downgrade(&engine));
         start_segment_merger(Arc::downgrade(&engine));

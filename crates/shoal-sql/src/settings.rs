@@ -98,6 +98,10 @@ pub struct Settings {
     time_zone: TimeZone,
     /// Values the client's startup packet gave: RESET returns to these, as in PostgreSQL.
     startup_values: HashMap<String, String>,
+    /// The server-wide values (postgresql.conf, ALTER SYSTEM, `-c`) the session took.
+    server_values: std::collections::BTreeMap<String, String>,
+    /// The names the client's startup packet set (a server-wide value does not replace them).
+    client_names: std::collections::HashSet<String>,
 }
 
 /// How a setting changed inside a transaction block: the value it had before the block (what
@@ -122,6 +126,8 @@ impl Default for Settings {
             lock_timeout_ms: 0,
             time_zone: TimeZone::utc(),
             startup_values: HashMap::new(),
+            server_values: Default::default(),
+            client_names: Default::default(),
         }
     }
 }
@@ -253,17 +259,59 @@ impl Settings {
     /// Sets a parameter from the startup packet: it becomes the value RESET returns to.
     pub fn set_startup(&mut self, name: &str, value: &str) -> SqlResult<String> {
         let name = self.assign(name, value)?;
+        self.client_names.insert(name.clone());
         let assigned = self.values.get(&name).cloned().unwrap_or_default();
         self.startup_values.insert(name.clone(), assigned);
         Ok(name)
     }
 
-    /// A server-wide value (postgresql.conf, ALTER SYSTEM, `-c`): the session starts with it,
-    /// and RESET returns to it unless the client's startup packet gave another.
-    pub fn set_server_default(&mut self, name: &str, value: &str) {
-        self.put(name.to_string(), value.to_string());
-        self.startup_values
-            .insert(name.to_string(), value.to_string());
+    /// Takes the server-wide values (postgresql.conf, ALTER SYSTEM, `-c`): at the session's
+    /// start, and again after they were reloaded. As in PostgreSQL, a setting the session
+    /// changed itself, or the client's startup packet gave, keeps its value; the others take
+    /// the new one, and RESET returns to it. Returns the names whose value changed.
+    pub fn apply_server_values(
+        &mut self,
+        new: &std::collections::BTreeMap<String, String>,
+    ) -> Vec<String> {
+        let names: std::collections::BTreeSet<String> = self
+            .server_values
+            .keys()
+            .chain(new.keys())
+            .cloned()
+            .collect();
+        let mut changed = Vec::new();
+        for name in names {
+            let default_of = |values: &std::collections::BTreeMap<String, String>| {
+                values
+                    .get(&name)
+                    .cloned()
+                    .or_else(|| builtin_default(&name).map(str::to_string))
+            };
+            let (old, value) = (default_of(&self.server_values), default_of(new));
+            if old == value || self.client_names.contains(&name) {
+                continue;
+            }
+            let untouched =
+                self.values.get(&name) == old.as_ref() && !self.txn_changes.contains_key(&name);
+            match &value {
+                Some(v) => {
+                    self.startup_values.insert(name.clone(), v.clone());
+                    if untouched {
+                        self.put(name.clone(), v.clone());
+                        changed.push(name);
+                    }
+                }
+                None => {
+                    self.startup_values.remove(&name);
+                    if untouched && self.values.remove(&name).is_some() {
+                        self.generation += 1;
+                        changed.push(name);
+                    }
+                }
+            }
+        }
+        self.server_values = new.clone();
+        changed
     }
 
     /// A parameter the server decides, not the client (the logged-in role's
@@ -611,6 +659,49 @@ pub fn parse_duration_ms(v: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reloaded_server_values_reach_what_the_session_did_not_set() {
+        let map = |pairs: &[(&str, &str)]| {
+            pairs
+                .iter()
+                .map(|(n, v)| (n.to_string(), v.to_string()))
+                .collect::<std::collections::BTreeMap<_, _>>()
+        };
+        let mut s = Settings::default();
+        s.apply_server_values(&map(&[("lock_timeout", "1s"), ("work_mem", "8MB")]));
+        s.set_startup("application_name", "app").unwrap();
+        s.set("work_mem", "16MB", false).unwrap();
+        assert_eq!(s.get("lock_timeout"), Some("1s"));
+        let changed = s.apply_server_values(&map(&[
+            ("lock_timeout", "2s"),
+            ("work_mem", "32MB"),
+            ("application_name", "other"),
+        ]));
+        assert_eq!(changed, ["lock_timeout"]);
+        assert_eq!(
+            s.get("work_mem"),
+            Some("16MB"),
+            "the session's own SET stays"
+        );
+        assert_eq!(
+            s.get("application_name"),
+            Some("app"),
+            "the client's value stays"
+        );
+        s.reset("work_mem").unwrap();
+        assert_eq!(
+            s.get("work_mem"),
+            Some("32MB"),
+            "RESET goes to the server's value"
+        );
+        // A value taken out of the files returns to the built-in default.
+        assert_eq!(
+            s.apply_server_values(&map(&[])),
+            ["lock_timeout", "work_mem"]
+        );
+        assert_eq!(s.get("lock_timeout"), Some("0"));
+    }
 
     #[test]
     fn startup_options_read_as_postgresql_does() {

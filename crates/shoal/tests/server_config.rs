@@ -1,7 +1,8 @@
 //! Server-wide settings as PostgreSQL users set them: DATA_DIR/postgresql.conf, `-c
 //! name=value` on the command line, ALTER SYSTEM (postgresql.auto.conf, applied by
-//! pg_reload_conf or a restart), and pg_settings telling where each value comes from. A file
-//! that does not read refuses the start.
+//! pg_reload_conf or a restart, to every session that did not set the value itself), and
+//! pg_settings telling where each value comes from. A file that does not read refuses the
+//! start.
 
 mod support;
 
@@ -73,14 +74,24 @@ async fn files_command_line_and_alter_system_set_what_sessions_start_with() {
         show(&connect(&server).await, "search_path").await,
         "\"$user\", public"
     );
+    let keeper = connect(&server).await;
+    keeper
+        .batch_execute("SET search_path = kept")
+        .await
+        .unwrap();
     admin
         .batch_execute("SELECT pg_reload_conf()")
         .await
         .unwrap();
+    // New sessions, and running ones that did not SET it, take the new value.
     assert_eq!(
         show(&connect(&server).await, "search_path").await,
         "app, public"
     );
+    assert_eq!(show(&admin, "search_path").await, "app, public");
+    assert_eq!(show(&keeper, "search_path").await, "kept");
+    keeper.batch_execute("RESET search_path").await.unwrap();
+    assert_eq!(show(&keeper, "search_path").await, "app, public");
     let reloaded: bool = admin
         .query_one(
             "SELECT pg_conf_load_time() > pg_postmaster_start_time() \

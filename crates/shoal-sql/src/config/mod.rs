@@ -2,8 +2,8 @@
 //! with a short header on first start), then `DATA_DIR/postgresql.auto.conf` (what ALTER
 //! SYSTEM writes), then `shoal serve -c name=value`, each overriding the one before. They are
 //! the values each new session starts from, and RESET returns to. `pg_reload_conf()` and SIGHUP
-//! read the files again; sessions that start afterwards see the new values (sessions already
-//! running keep theirs, where PostgreSQL would also change the ones they have not SET).
+//! read the files again, and every session takes the new values at its next statement, except
+//! those it SET itself or its client gave at connection (`Settings::apply_server_values`).
 //!
 //! The settings are the session settings (`crate::settings`). What the server fixes at start
 //! (the listening address, TLS files, max_connections, authentication_timeout) comes from
@@ -73,9 +73,9 @@ const FLAG_SETTINGS: &[(&str, &str)] = &[
 /// What a new data directory's postgresql.conf says.
 const CONFIG_FILE_HEADER: &str = "\
 # Shoal's server settings, in PostgreSQL's postgresql.conf format: one `name = value` per
-# line, `#` starts a comment. They are the values every new session starts from (and RESET
+# line, `#` starts a comment. They are the values every session starts from (and RESET
 # returns to); `SHOW ALL` lists the settings. `SELECT pg_reload_conf()` or SIGHUP reads this
-# file again for sessions that start afterwards. ALTER SYSTEM writes postgresql.auto.conf,
+# file again. ALTER SYSTEM writes postgresql.auto.conf,
 # which is read after this file; `shoal serve -c name=value` overrides both.
 # The listening address, TLS, max_connections and authentication_timeout are flags of
 # `shoal serve` (see `shoal serve --help`).
@@ -172,6 +172,14 @@ impl ServerConfig {
         self.values = values;
         self.loaded_at = Some(chrono::Utc::now());
         errors
+    }
+
+    /// Every server-wide value by name, without where it came from.
+    pub fn value_map(&self) -> BTreeMap<String, String> {
+        self.values
+            .iter()
+            .map(|(n, v)| (n.clone(), v.value.clone()))
+            .collect()
     }
 
     pub fn loaded_at(&self) -> Option<chrono::DateTime<chrono::Utc>> {

@@ -179,6 +179,8 @@ pub struct Session {
     pub settings: Settings,
     /// The settings generation last copied to `scope` (None: never).
     scope_settings_generation: Option<u64>,
+    /// The engine's `config_generation` whose server-wide values the settings hold.
+    config_generation: u64,
     /// Settings changed by the last statements that the client must hear about.
     pub reported_changes: Vec<(String, String)>,
     /// Fast plans of simple-protocol statement shapes (see `shape_cache`).
@@ -316,9 +318,8 @@ impl Session {
         let scope = Arc::new(PlanScope::new(engine.clone(), pid));
         let state = query::new_session_state(scope.clone());
         let mut settings = Settings::default();
-        for (name, value) in engine.config.read().values() {
-            settings.set_server_default(name, &value.value);
-        }
+        let config_generation = engine.config_generation();
+        settings.apply_server_values(&engine.config.read().value_map());
         if !engine.synchronous_commit_default() {
             settings
                 .set("synchronous_commit", "off", false)
@@ -335,6 +336,7 @@ impl Session {
             txn_started_at: chrono::Utc::now(),
             settings,
             scope_settings_generation,
+            config_generation,
             reported_changes: Vec::new(),
             shapes: ShapeCache::default(),
             statement_params: None,

@@ -39,6 +39,7 @@ impl Session {
     /// Prepares to run `sql`; `next_result` runs its statements.
     pub fn start_query(&mut self, sql: &str) -> QueryRun {
         self.settle_stream_failure();
+        self.take_reloaded_config();
         let mut run = QueryRun {
             text: sql.to_string(),
             ..QueryRun::default()

@@ -522,6 +522,21 @@ impl Session {
         Ok(())
     }
 
+    /// Takes the server-wide settings again after pg_reload_conf or SIGHUP reloaded them (see
+    /// `Settings::apply_server_values`); checked as each statement starts.
+    pub(super) fn take_reloaded_config(&mut self) {
+        let generation = self.engine.config_generation();
+        if generation == self.config_generation {
+            return;
+        }
+        self.config_generation = generation;
+        let values = self.engine.config.read().value_map();
+        for name in self.settings.apply_server_values(&values) {
+            self.setting_changed(&name);
+        }
+        self.sync_scope_settings();
+    }
+
     pub(super) fn sync_scope_settings(&mut self) {
         let generation = self.settings.generation();
         if self.scope_settings_generation == Some(generation) {
