@@ -9,7 +9,7 @@ use crate::error::{code, SqlError, SqlResult};
 use crate::timezone::TimeZone;
 
 /// (name, default value, reported to the client on change)
-const KNOWN_SETTINGS: &[(&str, &str, bool)] = &[
+pub(crate) const KNOWN_SETTINGS: &[(&str, &str, bool)] = &[
     ("application_name", "", true),
     ("client_encoding", "UTF8", true),
     ("client_min_messages", "notice", false),

@@ -45,7 +45,8 @@ async fn files_command_line_and_alter_system_set_what_sessions_start_with() {
         .unwrap();
     assert_eq!(row.get::<_, String>(0), "configuration file");
     assert_eq!(row.get::<_, Option<i32>>(1), Some(2));
-    assert_eq!(row.get::<_, String>(2), "5s");
+    // In the setting's unit, as PostgreSQL gives them: milliseconds.
+    assert_eq!(row.get::<_, String>(2), "5000");
     assert_eq!(row.get::<_, String>(3), "0");
     let source: String = admin
         .query_one(

@@ -10,6 +10,7 @@
 //! `shoal serve`'s flags, and a file that sets one is refused with the flag's name.
 
 pub mod alter_system;
+pub mod catalog;
 pub mod file;
 
 use std::collections::BTreeMap;

@@ -305,13 +305,29 @@ impl Session {
             n => n.to_string(),
         };
         if name == "all" {
-            let mut names: Vec<(&String, &String)> = self.settings.all().iter().collect();
+            // As PostgreSQL lists them: its spelling of each name, its description, without
+            // the settings it hides (`role`, `session_authorization`, `is_superuser`).
+            let mut names: Vec<(&String, &String)> = self
+                .settings
+                .all()
+                .iter()
+                .filter(|(n, _)| {
+                    crate::config::catalog::info(n).is_some() || !crate::settings::is_known(n)
+                })
+                .collect();
             names.sort();
             let batch = rows_batch(
                 &["name", "setting", "description"],
                 names
                     .iter()
-                    .map(|(n, v)| vec![n.to_string(), v.to_string(), String::new()])
+                    .map(|(n, v)| {
+                        let info = crate::config::catalog::info(n);
+                        vec![
+                            info.map_or(n.as_str(), |i| i.name).to_string(),
+                            v.to_string(),
+                            info.map_or("", |i| i.short_desc).to_string(),
+                        ]
+                    })
                     .collect(),
             );
             return Ok(StatementResult::Rows {

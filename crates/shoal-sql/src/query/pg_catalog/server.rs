@@ -195,6 +195,11 @@ pub(super) fn pg_settings(scope: &Arc<PlanScope>) -> Arc<dyn TableProvider> {
     let mut names: Vec<&String> = settings.keys().collect();
     names.sort();
     for name in names {
+        // Settings PostgreSQL hides from pg_settings; custom `a.b` ones are shown as strings.
+        let info = crate::config::catalog::info(name);
+        if info.is_none() && crate::settings::is_known(name) {
+            continue;
+        }
         let v = &settings[name];
         let boot = crate::settings::builtin_default(name).unwrap_or(v);
         // Where the value comes from: the server's files or command line while the session
@@ -206,21 +211,26 @@ pub(super) fn pg_settings(scope: &Arc<PlanScope>) -> Arc<dyn TableProvider> {
             None if boot == v => ("default", None, boot),
             None => ("session", None, boot),
         };
+        let in_unit = |value: &str| match info {
+            Some(i) => crate::config::catalog::in_unit(i, value),
+            None => value.to_string(),
+        };
+        let optional = |value: Option<&str>| value.map_or_else(null_text, s);
         t.row(vec![
-            s(name),
-            s(v),
+            s(info.map_or(name.as_str(), |i| i.name)),
+            s(&in_unit(v)),
+            optional(info.and_then(|i| i.unit)),
+            s(info.map_or("Customized Options", |i| i.category)),
+            s(info.map_or("", |i| i.short_desc)),
             null_text(),
-            s("Shoal"),
-            s(""),
-            null_text(),
-            s("user"),
-            s("string"),
+            s(info.map_or("user", |i| i.context)),
+            s(info.map_or("string", |i| i.vartype)),
             s(source),
-            null_text(),
-            null_text(),
-            null_text(),
-            s(boot),
-            s(reset),
+            optional(info.and_then(|i| i.min_val)),
+            optional(info.and_then(|i| i.max_val)),
+            optional(info.and_then(|i| i.enumvals).map(enum_array).as_deref()),
+            s(&in_unit(boot)),
+            s(&in_unit(reset)),
             file.as_ref()
                 .map_or_else(null_text, |(f, _)| s(&f.display().to_string())),
             ScalarValue::Int32(file.map(|(_, line)| line as i32)),
@@ -228,6 +238,18 @@ pub(super) fn pg_settings(scope: &Arc<PlanScope>) -> Arc<dyn TableProvider> {
         ]);
     }
     t.build()
+}
+
+/// An enum's choices as text[]'s text form (`{on,off,"read committed"}`).
+fn enum_array(choices: &str) -> String {
+    let items: Vec<String> = choices
+        .split(',')
+        .map(|c| match c.contains(' ') {
+            true => format!("\"{c}\""),
+            false => c.to_string(),
+        })
+        .collect();
+    format!("{{{}}}", items.join(","))
 }
 
 /// pg_prepared_statements: the session's SQL-level prepared statements (PREPARE).
