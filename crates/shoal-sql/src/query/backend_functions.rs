@@ -100,6 +100,14 @@ pub fn register(state: &mut datafusion::execution::SessionState, scope: &Arc<Pla
             ))
         },
     ));
+    // A server that serves writes is not in recovery (replicas arrive with replication).
+    add(udf(
+        "pg_is_in_recovery",
+        &[0],
+        ArrowType::Boolean,
+        Volatility::Volatile,
+        |_| Ok(ScalarValue::Boolean(Some(false))),
+    ));
     let sc = scope.clone();
     add(udf(
         "pg_terminate_backend",
