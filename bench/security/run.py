@@ -25,12 +25,10 @@ import argparse
 import os
 import re
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -41,6 +39,9 @@ HBA = (
     "local all all trust\n"
     "host  all all 127.0.0.1/32 scram-sha-256\n"
 )
+sys.path.insert(0, str(REPO / "bench" / "pgbench"))
+from run import as_postgres_user, free_port, wait_for_port  # noqa: E402  (bench/pgbench/run.py)
+
 WORKLOADS = {
     # name: (pgbench flags, sslmode)
     "connect": (["-C", "-S"], "disable"),
@@ -48,30 +49,6 @@ WORKLOADS = {
     "select": (["-S", "-M", "prepared"], "disable"),
     "select-tls": (["-S", "-M", "prepared"], "require"),
 }
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_for_port(port, timeout_s=60):
-    deadline = time.time() + timeout_s
-    while time.time() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                return
-        except OSError:
-            time.sleep(0.2)
-    raise RuntimeError(f"server on port {port} did not start within {timeout_s}s")
-
-
-def as_postgres_user(cmd):
-    """initdb and postgres refuse to run as root; run them as the postgres user then."""
-    if os.geteuid() == 0:
-        return ["runuser", "-u", "postgres", "--"] + cmd
-    return cmd
 
 
 def make_certificates(d):

@@ -120,14 +120,16 @@ impl Engine {
         )
     }
 
-    /// An engine that keeps nothing: for tests of the SQL layer.
-    pub fn new() -> Arc<Engine> {
-        let db = Database::new();
-        db.start_background_gc(GC_INTERVAL_MS);
-        let engine = Arc::new(Engine {
+    /// An engine over `db` and `catalog`, with everything else as a new server has it.
+    fn assemble(
+        db: Arc<Database>,
+        catalog: CatalogLock,
+        durability: Option<Arc<Durability>>,
+    ) -> Arc<Engine> {
+        Arc::new(Engine {
             db,
-            catalog: CatalogLock::new(Catalog::default()),
-            durability: None,
+            catalog,
+            durability,
             next_backend_pid: AtomicI32::new(1000),
             ddl_statement: tokio::sync::Mutex::new(()),
             notifications: Default::default(),
@@ -142,7 +144,14 @@ impl Engine {
             config: Default::default(),
             started_at: chrono::Utc::now(),
             config_generation: Default::default(),
-        });
+        })
+    }
+
+    /// An engine that keeps nothing: for tests of the SQL layer.
+    pub fn new() -> Arc<Engine> {
+        let db = Database::new();
+        db.start_background_gc(GC_INTERVAL_MS);
+        let engine = Engine::assemble(db, CatalogLock::new(Catalog::default()), None);
         start_segment_merger(Arc::downgrade(&engine));
         engine
     }
@@ -158,25 +167,7 @@ impl Engine {
         let catalog = CatalogLock::new(catalog);
         catalog.start_logging(durability.wal.clone());
         db.start_background_gc(GC_INTERVAL_MS);
-        let engine = Arc::new(Engine {
-            db,
-            catalog,
-            durability: Some(durability),
-            next_backend_pid: AtomicI32::new(1000),
-            ddl_statement: tokio::sync::Mutex::new(()),
-            notifications: Default::default(),
-            advisory_locks: Default::default(),
-            backends: Default::default(),
-            hba: Default::default(),
-            ssl: Default::default(),
-            max_connections: std::sync::atomic::AtomicUsize::new(DEFAULT_MAX_CONNECTIONS),
-            authentication_timeout_s: std::sync::atomic::AtomicU64::new(
-                DEFAULT_AUTHENTICATION_TIMEOUT_S,
-            ),
-            config: Default::default(),
-            started_at: chrono::Utc::now(),
-            config_generation: Default::default(),
-        });
+        let engine = Engine::assemble(db, catalog, Some(durability));
         start_checkpointer(Arc::downgrade(&engine));
         start_segment_merger(Arc::downgrade(&engine));
         Ok((engine, report))

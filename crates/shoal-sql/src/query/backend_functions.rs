@@ -68,38 +68,14 @@ pub fn register(state: &mut datafusion::execution::SessionState, scope: &Arc<Pla
     ));
     // When the server started, and when it last read its settings files.
     let sc = scope.clone();
-    add(udf(
-        "pg_postmaster_start_time",
-        &[0],
-        ArrowType::Timestamp(
-            datafusion::arrow::datatypes::TimeUnit::Microsecond,
-            Some(super::functions::INSTANT_ZONE.into()),
-        ),
-        Volatility::Stable,
-        move |_| {
-            Ok(ScalarValue::TimestampMicrosecond(
-                Some(sc.engine.started_at.timestamp_micros()),
-                Some(super::functions::INSTANT_ZONE.into()),
-            ))
-        },
-    ));
+    add(instant_udf("pg_postmaster_start_time", move || {
+        sc.engine.started_at
+    }));
     let sc = scope.clone();
-    add(udf(
-        "pg_conf_load_time",
-        &[0],
-        ArrowType::Timestamp(
-            datafusion::arrow::datatypes::TimeUnit::Microsecond,
-            Some(super::functions::INSTANT_ZONE.into()),
-        ),
-        Volatility::Stable,
-        move |_| {
-            let loaded = sc.engine.config.read().loaded_at();
-            Ok(ScalarValue::TimestampMicrosecond(
-                Some(loaded.unwrap_or(sc.engine.started_at).timestamp_micros()),
-                Some(super::functions::INSTANT_ZONE.into()),
-            ))
-        },
-    ));
+    add(instant_udf("pg_conf_load_time", move || {
+        let loaded = sc.engine.config.read().loaded_at();
+        loaded.unwrap_or(sc.engine.started_at)
+    }));
     // A server that serves writes is not in recovery (replicas arrive with replication).
     add(udf(
         "pg_is_in_recovery",
@@ -132,6 +108,27 @@ pub fn register(state: &mut datafusion::execution::SessionState, scope: &Arc<Pla
             signal(&sc, &a[0], Signal::Terminate).map_err(sql_error)
         },
     ));
+}
+
+/// A function of no arguments that returns the timestamptz `at` gives.
+fn instant_udf(
+    name: &str,
+    at: impl Fn() -> chrono::DateTime<chrono::Utc> + Send + Sync + 'static,
+) -> ScalarUDF {
+    let zone = || Some(super::functions::INSTANT_ZONE.into());
+    let micros = datafusion::arrow::datatypes::TimeUnit::Microsecond;
+    udf(
+        name,
+        &[0],
+        ArrowType::Timestamp(micros, zone()),
+        Volatility::Stable,
+        move |_| {
+            Ok(ScalarValue::TimestampMicrosecond(
+                Some(at().timestamp_micros()),
+                zone(),
+            ))
+        },
+    )
 }
 
 fn int(v: &ScalarValue) -> Option<i64> {
