@@ -92,8 +92,24 @@ impl Engine {
     }
 
     /// Reads the settings files again (pg_reload_conf, SIGHUP); logs what does not read.
+    /// Takes the server-wide settings read at start-up.
+    pub fn set_config(&self, config: crate::config::ServerConfig) {
+        *self.config.write() = config;
+        self.apply_server_settings();
+    }
+
+    /// Applies the settings the engine itself (not each session) acts on.
+    fn apply_server_settings(&self) {
+        let values = self.config.read().value_map();
+        crate::memory_limit::apply(
+            self.db.memory_budget(),
+            values.get(crate::memory_limit::SETTING).map(String::as_str),
+        );
+    }
+
     pub fn reload_config(&self) {
         let errors = self.config.write().reload();
+        self.apply_server_settings();
         self.config_generation
             .fetch_add(1, std::sync::atomic::Ordering::Release);
         for e in &errors {
@@ -153,6 +169,8 @@ impl Engine {
         db.start_background_gc(GC_INTERVAL_MS);
         let engine = Engine::assemble(db, CatalogLock::new(Catalog::default()), None);
         start_segment_merger(Arc::downgrade(&engine));
+        engine.apply_server_settings();
+        crate::memory_limit::start_sampler(Arc::downgrade(&engine.db));
         engine
     }
 
@@ -170,6 +188,8 @@ impl Engine {
         let engine = Engine::assemble(db, catalog, Some(durability));
         start_checkpointer(Arc::downgrade(&engine));
         start_segment_merger(Arc::downgrade(&engine));
+        engine.apply_server_settings();
+        crate::memory_limit::start_sampler(Arc::downgrade(&engine.db));
         Ok((engine, report))
     }
 

@@ -278,6 +278,20 @@ impl From<StorageError> for SqlError {
                 code::INVALID_SAVEPOINT_SPECIFICATION,
                 format!("savepoint \"{name}\" does not exist"),
             ),
+            StorageError::OutOfMemory {
+                used_bytes,
+                limit_bytes,
+            } => SqlError::new("53200", "out of memory")
+                .with_detail(format!(
+                    "The server uses {} MB of memory and its limit, shoal.max_memory, is {} MB.",
+                    used_bytes >> 20,
+                    limit_bytes >> 20
+                ))
+                .with_hint(
+                    "Delete rows or drop tables to free memory, or raise shoal.max_memory \
+                     (ALTER SYSTEM SET shoal.max_memory = ...; SELECT pg_reload_conf())."
+                        .to_string(),
+                ),
             // Each storage error knows its SQLSTATE (a commit the redo log refused is 58030).
             other => SqlError::new(other.sqlstate(), other.to_string()),
         }

@@ -18,6 +18,7 @@ pub mod fastpath;
 pub mod interrupt;
 pub mod interval;
 pub mod kept_plan;
+pub mod memory_limit;
 pub mod notify;
 pub mod numeric;
 pub mod params;

@@ -57,6 +57,11 @@ pub(crate) const KNOWN_SETTINGS: &[(&str, &str, bool)] = &[
     ("ssl", "off", false),
     ("superuser_reserved_connections", "3", false),
     ("authentication_timeout", "1min", false),
+    (
+        crate::memory_limit::SETTING,
+        crate::memory_limit::DEFAULT,
+        false,
+    ),
 ];
 
 /// A setting's built-in default (pg_settings.boot_val).
@@ -252,6 +257,13 @@ impl Settings {
 
     fn assign(&mut self, name: &str, value: &str) -> SqlResult<String> {
         let (name, value) = checked_assignment(name, value, |n| self.values.contains_key(n))?;
+        // Settings of the whole server: postgresql.conf, ALTER SYSTEM and -c give them.
+        if crate::config::catalog::info(&name).is_some_and(|i| i.context == "sighup") {
+            return Err(SqlError::new(
+                "55P02",
+                format!("parameter \"{name}\" cannot be changed now"),
+            ));
+        }
         self.put(name.clone(), value);
         Ok(name)
     }
@@ -578,6 +590,7 @@ fn normalize(name: &str, value: &str) -> SqlResult<String> {
             | "no" | "1" | "0" => value.to_lowercase(),
             _ => return Err(bad()),
         },
+        crate::memory_limit::SETTING => crate::memory_limit::normalize(value).ok_or_else(bad)?,
         "statement_timeout"
         | "lock_timeout"
         | "idle_in_transaction_session_timeout"

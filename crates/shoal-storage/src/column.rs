@@ -446,8 +446,21 @@ impl ColumnTable {
     }
 
     /// Appends `batch` (at most `SEGMENT_MAX_ROWS` rows, the table's schema) as a new segment
-    /// owned by `txn`: invisible to others until it commits. Returns the segment number.
+    /// owned by `txn`: invisible to others until it commits. Returns the segment number. Fails
+    /// with 53200 at the memory limit.
     pub fn append(
+        self: &Arc<Self>,
+        txn: &mut Transaction,
+        batch: RecordBatch,
+        stats: Vec<ColumnStats>,
+    ) -> Result<u32, StorageError> {
+        self.shared.memory.check()?;
+        self.append_rewritten(txn, batch, stats)
+    }
+
+    /// `append` without the memory limit, for rewrites that free as much as they add (merging
+    /// small segments into one).
+    pub fn append_rewritten(
         self: &Arc<Self>,
         txn: &mut Transaction,
         batch: RecordBatch,

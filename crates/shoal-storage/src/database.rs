@@ -37,6 +37,11 @@ impl Database {
         &self.shared
     }
 
+    /// The memory limit every write that adds rows is checked against.
+    pub fn memory_budget(&self) -> &crate::memory_budget::MemoryBudget {
+        &self.shared.memory
+    }
+
     fn check_owner(&self, txn: &Transaction) {
         debug_assert!(
             Arc::ptr_eq(txn.shared(), &self.shared),

@@ -59,6 +59,9 @@ pub enum StorageError {
     /// image of another table).
     #[error("column segment does not fit its table: {0}")]
     SchemaMismatch(String),
+    /// 53200: the server's memory has reached its limit (`memory_budget.rs`).
+    #[error("out of memory")]
+    OutOfMemory { used_bytes: u64, limit_bytes: u64 },
 }
 
 impl StorageError {
@@ -78,6 +81,7 @@ impl StorageError {
             StorageError::TypeMismatch { .. } => "42804",
             StorageError::ColumnCountMismatch { .. } => "42601",
             StorageError::SchemaMismatch(_) => "XX000",
+            StorageError::OutOfMemory { .. } => "53200",
         }
     }
 }

@@ -17,6 +17,7 @@ pub mod gc;
 pub mod index;
 mod index_build;
 pub mod key_codec;
+pub mod memory_budget;
 mod ordered_entries;
 mod point_map;
 pub mod recovery;

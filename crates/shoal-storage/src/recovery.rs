@@ -175,7 +175,7 @@ impl RowTable {
     ) -> Result<(), StorageError> {
         let values = self.decode_row(data);
         let snap = self.shared.statement_snapshot(txn);
-        match self.update(txn, row, &snap, &values)? {
+        match self.update_version(txn, row, &snap, &values)? {
             WriteOutcome::Done => Ok(()),
             other => Err(replay_conflict(self, row, other)),
         }

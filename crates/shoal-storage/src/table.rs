@@ -290,6 +290,7 @@ impl RowTable {
     ) -> Result<InsertOutcome, StorageError> {
         let shape = self.shape.read_recursive();
         self.check_alive()?;
+        self.shared.memory.check()?;
         row_codec::check_row(&shape.types, row)?;
         let data = row_codec::encode_vec(&shape.types, row);
         let row_id = self.next_row_id.fetch_add(1, Ordering::Relaxed);
@@ -495,8 +496,22 @@ impl RowTable {
         }
     }
 
-    /// Replaces the row's visible version with `new_row` (see [`WriteOutcome`] for the outcomes).
+    /// Replaces the row's visible version with `new_row` (see [`WriteOutcome`] for the
+    /// outcomes). A new version adds memory, so this fails with 53200 at the memory limit.
     pub fn update(
+        &self,
+        txn: &mut Transaction,
+        row: &RowRef,
+        snap: &Snapshot,
+        new_row: &[Value],
+    ) -> Result<WriteOutcome, StorageError> {
+        self.shared.memory.check()?;
+        self.update_version(txn, row, snap, new_row)
+    }
+
+    /// `update` without the memory limit: recovery replays what was committed whatever the
+    /// limit.
+    pub(crate) fn update_version(
         &self,
         txn: &mut Transaction,
         row: &RowRef,

@@ -354,6 +354,7 @@ pub(crate) struct TxnShared {
     /// chain anyway; it only ever lags the true horizon, which keeps that safe.
     pub(crate) gc_horizon_ts: AtomicU64,
     table_writes: Mutex<TableWrites>,
+    pub(crate) memory: crate::memory_budget::MemoryBudget,
 }
 
 impl TxnShared {
@@ -372,6 +373,7 @@ impl TxnShared {
             early_redo_bytes: AtomicUsize::new(EARLY_REDO_BYTES_DEFAULT),
             gc_horizon_ts: AtomicU64::new(0),
             table_writes: Mutex::new(TableWrites::default()),
+            memory: Default::default(),
         }
     }
 

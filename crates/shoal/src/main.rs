@@ -255,7 +255,7 @@ fn main() {
                 if let Some(password) = &password {
                     client_auth::apply_superuser_password(&engine, password);
                 }
-                *engine.config.write() = config;
+                engine.set_config(config);
                 engine.set_ssl(tls.is_some());
                 engine.set_max_connections(max_connections as usize);
                 engine.set_authentication_timeout(std::time::Duration::from_secs(

@@ -473,6 +473,20 @@ const SETTINGS: &[(&str, SettingInfo)] = &[
         },
     ),
     (
+        "shoal.max_memory",
+        SettingInfo {
+            name: "shoal.max_memory",
+            unit: None,
+            category: "Resource Usage / Memory",
+            short_desc: "Sets the memory at which writes that add rows fail with out of memory (a size, or a share of the machine's memory).",
+            context: "sighup",
+            vartype: "string",
+            min_val: None,
+            max_val: None,
+            enumvals: None,
+        },
+    ),
+    (
         "ssl",
         SettingInfo {
             name: "ssl",

@@ -134,7 +134,7 @@ fn merge_table(
     let merged = concat_batches(&table.plain_schema(), picked.iter().map(|(_, _, b)| b))?;
     debug_assert_eq!(merged.num_rows(), rows);
     let stats = segment_stats(&merged)?;
-    table.append(&mut txn, merged, stats)?;
+    table.append_rewritten(&mut txn, merged, stats)?;
     for (segment, mask, _) in &picked {
         for offset in 0..segment.rows() as u32 {
             if mask.as_ref().is_none_or(|m| m.value(offset as usize)) {

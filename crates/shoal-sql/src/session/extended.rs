@@ -274,11 +274,7 @@ impl Session {
             }
             Statement::Fetch { .. } => prepared.columns = self.fetch_columns(stmt),
             Statement::ShowVariable { variable } => {
-                let name = variable
-                    .iter()
-                    .map(|i| i.value.to_lowercase())
-                    .collect::<Vec<_>>()
-                    .join("_");
+                let name = super::set_show::show_name(variable);
                 prepared.columns =
                     Some(vec![ResultColumn::computed(name, crate::types::oid::TEXT)]);
             }

@@ -294,16 +294,7 @@ impl Session {
     }
 
     fn show(&mut self, variable: &[ast::Ident]) -> SqlResult<StatementResult> {
-        let name = variable
-            .iter()
-            .map(|i| i.value.to_lowercase())
-            .collect::<Vec<_>>()
-            .join(" ");
-        let name = match name.as_str() {
-            "time zone" => "timezone".to_string(),
-            "transaction isolation level" => "transaction_isolation".to_string(),
-            n => n.to_string(),
-        };
+        let name = show_name(variable);
         if name == "all" {
             // As PostgreSQL lists them: its spelling of each name, its description, without
             // the settings it hides (`role`, `session_authorization`, `is_superuser`).
@@ -654,5 +645,17 @@ fn set_text<'a>(stmt: &'a Statement, variable_name: &str) -> Option<&'a str> {
             _ => None,
         },
         _ => None,
+    }
+}
+
+/// The setting `SHOW` names: one of SQL's spelled-out names (`TIME ZONE`), or a name whose
+/// parts the parser split at dots (`shoal.max_memory`).
+pub(super) fn show_name(variable: &[ast::Ident]) -> String {
+    let words: Vec<String> = variable.iter().map(|i| i.value.to_lowercase()).collect();
+    match words.join(" ").as_str() {
+        "time zone" => "timezone".to_string(),
+        "transaction isolation level" => "transaction_isolation".to_string(),
+        "session authorization" => "session_authorization".to_string(),
+        _ => words.join("."),
     }
 }
