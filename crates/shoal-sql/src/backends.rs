@@ -15,27 +15,60 @@ use std::sync::{Arc, OnceLock};
 use chrono::{DateTime, Utc};
 use parking_lot::{Mutex, RwLock};
 
+use crate::database_stats::{DatabaseStats, SessionEnd};
+
 /// Every backend of the server, by process id.
 #[derive(Default)]
 pub struct Backends {
     by_pid: RwLock<BTreeMap<i32, Arc<Backend>>>,
+    /// The sessions' counters of pg_stat_database (and its transactions').
+    pub stats: Arc<DatabaseStats>,
 }
 
 impl Backends {
     /// Registers the backend of a new session.
     pub fn register(&self, pid: i32) -> Arc<Backend> {
-        let backend = Arc::new(Backend::new(pid));
+        let backend = Arc::new(Backend::new(pid, self.stats.clone()));
         let previous = self.by_pid.write().insert(pid, backend.clone());
         debug_assert!(previous.is_none(), "backend pid {pid} given out twice");
+        self.stats.session_started();
         backend
     }
 
     pub fn remove(&self, pid: i32) {
-        self.by_pid.write().remove(&pid);
+        if let Some(backend) = self.by_pid.write().remove(&pid) {
+            let end = match backend.is_terminated() {
+                true => SessionEnd::Killed,
+                false => *backend.end.lock(),
+            };
+            self.stats.session_ended(backend.started_at, end);
+        }
     }
 
     pub fn get(&self, pid: i32) -> Option<Arc<Backend>> {
         self.by_pid.read().get(&pid).cloned()
+    }
+
+    /// pg_stat_database's session counters, with the time of the sessions still open (and of
+    /// their current state) counted up to now, as PostgreSQL's backends report theirs as they
+    /// go.
+    pub fn database_totals(&self) -> crate::database_stats::DatabaseTotals {
+        let mut totals = self.stats.totals();
+        let now = Utc::now();
+        let micros =
+            |since: DateTime<Utc>| (now - since).num_microseconds().unwrap_or(0).max(0) as u64;
+        for backend in self.all() {
+            totals.session_time_us += micros(backend.started_at);
+            let a = backend.activity.lock();
+            match a.state {
+                BackendState::Active => totals.active_time_us += micros(a.state_change),
+                BackendState::IdleInTransaction | BackendState::IdleInTransactionAborted => {
+                    totals.idle_in_transaction_time_us += micros(a.state_change)
+                }
+                BackendState::Idle => {}
+            }
+        }
+        totals
     }
 
     /// Every backend, in process id order.
@@ -93,10 +126,14 @@ pub struct Backend {
     terminate: tokio::sync::Notify,
     /// The client has been sent the FATAL error of its termination.
     termination_reported: AtomicBool,
+    stats: Arc<DatabaseStats>,
+    /// How the session ends, unless pg_terminate_backend ends it: a connection that closes
+    /// without the protocol layer saying otherwise was lost.
+    end: Mutex<SessionEnd>,
 }
 
 impl Backend {
-    fn new(pid: i32) -> Backend {
+    fn new(pid: i32, stats: Arc<DatabaseStats>) -> Backend {
         let now = Utc::now();
         Backend {
             pid,
@@ -116,7 +153,14 @@ impl Backend {
             terminate_requested: AtomicBool::new(false),
             terminate: tokio::sync::Notify::new(),
             termination_reported: AtomicBool::new(false),
+            stats,
+            end: Mutex::new(SessionEnd::Abandoned),
         }
+    }
+
+    /// How the session is ending: the client said goodbye, or a FATAL error ends it.
+    pub fn set_end(&self, end: SessionEnd) {
+        *self.end.lock() = end;
     }
 
     pub fn activity(&self) -> Activity {
@@ -149,6 +193,13 @@ impl Backend {
     pub fn start_query(&self, sql: &str) {
         let now = Utc::now();
         let mut a = self.activity.lock();
+        match a.state {
+            BackendState::Active => self.stats.active(a.state_change, now),
+            BackendState::IdleInTransaction | BackendState::IdleInTransactionAborted => {
+                self.stats.idle_in_transaction(a.state_change, now)
+            }
+            BackendState::Idle => {}
+        }
         a.state = BackendState::Active;
         a.query.clear();
         a.query.push_str(sql);
@@ -167,8 +218,12 @@ impl Backend {
         };
         let mut a = self.activity.lock();
         if a.state != state {
+            let now = Utc::now();
+            if a.state == BackendState::Active {
+                self.stats.active(a.state_change, now);
+            }
             a.state = state;
-            a.state_change = Utc::now();
+            a.state_change = now;
         }
         if state == BackendState::Idle {
             a.xact_start = None;

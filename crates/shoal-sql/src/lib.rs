@@ -9,6 +9,7 @@ pub mod backends;
 pub mod config;
 pub mod constraints;
 pub mod copy;
+pub mod database_stats;
 pub mod ddl;
 pub mod dml;
 pub mod durability;

@@ -326,6 +326,8 @@ pub struct ColumnTable {
     /// a snapshot at least this new (see `last_delete_ts`).
     last_delete_ts: AtomicU64,
     dropped: AtomicBool,
+    /// What statements read and wrote, for pg_stat_user_tables.
+    activity: crate::activity::Striped<crate::activity::TableCounters>,
 }
 
 impl std::fmt::Debug for ColumnTable {
@@ -368,6 +370,7 @@ impl ColumnTable {
             writer: Mutex::new(0),
             last_delete_ts: AtomicU64::new(0),
             dropped: AtomicBool::new(false),
+            activity: Default::default(),
         }
     }
 
@@ -455,7 +458,21 @@ impl ColumnTable {
         stats: Vec<ColumnStats>,
     ) -> Result<u32, StorageError> {
         self.shared.memory.check()?;
-        self.append_rewritten(txn, batch, stats)
+        let rows = batch.num_rows() as u64;
+        let no = self.append_rewritten(txn, batch, stats)?;
+        self.activity.inserted(rows);
+        Ok(no)
+    }
+
+    /// What statements have read and written since the server started.
+    pub fn activity(&self) -> crate::activity::TableActivity {
+        self.activity.total()
+    }
+
+    /// Counts a scan of the table that read `rows_read` live rows (the scan itself is the
+    /// caller's: it reads the segments).
+    pub fn count_scan(&self, rows_read: u64) {
+        self.activity.seq_scan(rows_read);
     }
 
     /// `append` without the memory limit, for rewrites that free as much as they add (merging
@@ -581,6 +598,7 @@ impl ColumnTable {
             segment,
             offset,
         });
+        self.activity.deleted();
         Ok(true)
     }
 

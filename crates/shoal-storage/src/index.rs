@@ -66,6 +66,8 @@ pub(crate) struct Index {
     /// Unique indexes only: the same entries hashed by key, for point lookups. A skiplist
     /// lookup over a million keys chases ~20 pointers (a cache miss each); this takes ~2.
     point: Option<PointMap>,
+    /// Scans of this index, for pg_stat_user_indexes.
+    pub activity: crate::activity::Striped<crate::activity::IndexCounters>,
 }
 
 fn key_hash(key: &[u8]) -> u64 {
@@ -85,6 +87,7 @@ impl Index {
             entries: OrderedEntries::new(),
             stripes: (0..KEY_STRIPES).map(|_| Mutex::new(())).collect(),
             point,
+            activity: Default::default(),
         }
     }
 

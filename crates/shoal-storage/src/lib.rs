@@ -4,6 +4,7 @@
 //! knows nothing about SQL: the SQL layer hands it typed values and gets back rows, snapshots
 //! and errors carrying PostgreSQL SQLSTATEs.
 
+pub mod activity;
 pub mod catalog;
 pub mod catalog_image;
 pub mod catalog_privileges;

@@ -184,7 +184,7 @@ impl RowTable {
     /// Replays a delete.
     pub fn redo_delete(&self, txn: &mut Transaction, row: &RowRef) -> Result<(), StorageError> {
         let snap = self.shared.statement_snapshot(txn);
-        match self.delete(txn, row, &snap)? {
+        match self.delete_version(txn, row, &snap)? {
             WriteOutcome::Done => Ok(()),
             other => Err(replay_conflict(self, row, other)),
         }

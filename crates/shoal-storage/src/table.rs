@@ -186,6 +186,8 @@ pub struct RowTable {
     /// last pass found nothing left to do and that nothing wrote to since is skipped by the
     /// background GC (see `gc.rs`).
     pub(crate) gc_dirty: AtomicBool,
+    /// What statements read and wrote, for pg_stat_user_tables.
+    activity: crate::activity::Striped<crate::activity::TableCounters>,
 }
 
 /// Tables show as their id: their rows are far too many to print.
@@ -213,7 +215,21 @@ impl RowTable {
             dropped: AtomicBool::new(false),
             gc_cursor: Mutex::new(GcCursor::default()),
             gc_dirty: AtomicBool::new(true),
+            activity: Default::default(),
         }
+    }
+
+    /// What statements have read and written since the server started.
+    pub fn activity(&self) -> crate::activity::TableActivity {
+        self.activity.total()
+    }
+
+    /// The scans of index `id` since it was built or the server started; None if there is no
+    /// such index.
+    pub fn index_activity(&self, id: IndexId) -> Option<crate::activity::IndexActivity> {
+        let shape = self.shape.read_recursive();
+        let idx = shape.indexes.iter().find(|i| i.def.id == id)?;
+        Some(idx.activity.total())
     }
 
     pub fn id(&self) -> TableId {
@@ -294,7 +310,11 @@ impl RowTable {
         row_codec::check_row(&shape.types, row)?;
         let data = row_codec::encode_vec(&shape.types, row);
         let row_id = self.next_row_id.fetch_add(1, Ordering::Relaxed);
-        self.insert_encoded(&shape, txn, row_id, &data)
+        let outcome = self.insert_encoded(&shape, txn, row_id, &data)?;
+        if let InsertOutcome::Inserted(_) = outcome {
+            self.activity.inserted(1);
+        }
+        Ok(outcome)
     }
 
     /// Links a new row with these bytes and id into the heap and indexes.
@@ -506,7 +526,11 @@ impl RowTable {
         new_row: &[Value],
     ) -> Result<WriteOutcome, StorageError> {
         self.shared.memory.check()?;
-        self.update_version(txn, row, snap, new_row)
+        let outcome = self.update_version(txn, row, snap, new_row)?;
+        if let WriteOutcome::Done = outcome {
+            self.activity.updated();
+        }
+        Ok(outcome)
     }
 
     /// `update` without the memory limit: recovery replays what was committed whatever the
@@ -567,6 +591,20 @@ impl RowTable {
 
     /// Deletes the row's visible version.
     pub fn delete(
+        &self,
+        txn: &mut Transaction,
+        row: &RowRef,
+        snap: &Snapshot,
+    ) -> Result<WriteOutcome, StorageError> {
+        let outcome = self.delete_version(txn, row, snap)?;
+        if let WriteOutcome::Done = outcome {
+            self.activity.deleted();
+        }
+        Ok(outcome)
+    }
+
+    /// `delete` without counting it: recovery replays deletes already counted.
+    pub(crate) fn delete_version(
         &self,
         txn: &mut Transaction,
         row: &RowRef,
@@ -646,10 +684,15 @@ impl RowTable {
 
     /// Calls `f` with every row visible to `snap` and its encoded bytes until `f` returns false.
     /// Rows inserted after the scan started are not visited (INSERT ... SELECT from the same
-    /// table terminates).
-    pub fn scan(&self, snap: &Snapshot, f: impl FnMut(&RowRef, &[u8]) -> bool) {
+    /// table terminates). Counted as a sequential scan of the table.
+    pub fn scan(&self, snap: &Snapshot, mut f: impl FnMut(&RowRef, &[u8]) -> bool) {
         let whole = self.heap_parts(1).pop().expect("one part");
-        self.scan_heap_part(snap, &whole, f)
+        let mut rows_read = 0;
+        self.scan_heap_part(snap, &whole, |row, data| {
+            rows_read += 1;
+            f(row, data)
+        });
+        self.activity.seq_scan(rows_read);
     }
 
     /// The heap as `parts` contiguous slices of whole chunks, in heap order, for several
@@ -678,7 +721,8 @@ impl RowTable {
         out
     }
 
-    /// `scan` over one part of `heap_parts`.
+    /// `scan` over one part of `heap_parts`, not counted in the table's activity: the server's
+    /// own reads (checkpoints) use it.
     pub fn scan_heap_part(
         &self,
         snap: &Snapshot,
@@ -733,6 +777,11 @@ impl RowTable {
             .iter()
             .find(|i| i.def.id == index)
             .ok_or(StorageError::NoSuchIndex(index))?;
+        let (mut entries_read, mut rows_fetched) = (0u64, 0u64);
+        let mut f = |row: &RowRef, data: &[u8]| {
+            rows_fetched += 1;
+            f(row, data)
+        };
         with_key_scratch(|s| {
             if let (Bound::Included(lo), Bound::Included(hi)) = (lower, upper) {
                 // Rows of one full key come in row id order, which is the forward order.
@@ -742,6 +791,7 @@ impl RowTable {
                     point_key.clear();
                     key_codec::encode_key_into(lo, point_key);
                     if idx.point_candidates(point_key, &mut s.rows) {
+                        entries_read += s.rows.len() as u64;
                         s.rows.sort_by_key(|r| r.row_id());
                         for chain in &s.rows {
                             let Some(data) = chain.visible_data(snap) else {
@@ -762,6 +812,7 @@ impl RowTable {
             let (lo, hi) = key_codec::key_range(lower, upper);
             let (lo, hi) = (as_slice_bound(&lo), as_slice_bound(&hi));
             idx.walk_entries(direction, lo, hi, |entry, chain| {
+                entries_read += 1;
                 let Some(data) = chain.visible_data(snap) else {
                     return true;
                 };
@@ -774,6 +825,8 @@ impl RowTable {
                 f(chain, &data)
             });
         });
+        idx.activity.scan(entries_read, rows_fetched);
+        self.activity.idx_scan(rows_fetched);
         Ok(())
     }
 
@@ -922,7 +975,8 @@ impl RowTable {
     /// Rows visible to `snap` (walks the table).
     pub fn live_row_count(&self, snap: &Snapshot) -> usize {
         let mut n = 0;
-        self.scan(snap, |_, _| {
+        let whole = self.heap_parts(1).pop().expect("one part");
+        self.scan_heap_part(snap, &whole, |_, _| {
             n += 1;
             true
         });

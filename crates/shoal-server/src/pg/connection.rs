@@ -122,6 +122,7 @@ where
             }
             _ = &mut startup, if starting => None,
             _ = idle_timer => {
+                backend.set_end(shoal_sql::database_stats::SessionEnd::Fatal);
                 if let Some((_, fatal)) = idle_limit {
                     socket.send(PgWireBackendMessage::ErrorResponse(fatal.into())).await?;
                 }
@@ -139,6 +140,7 @@ where
         // A Terminate means the client is leaving: close, as PostgreSQL does (a client that
         // waits for the server to hang up would otherwise wait forever).
         if matches!(msg, PgWireFrontendMessage::Terminate(_)) {
+            backend.set_end(shoal_sql::database_stats::SessionEnd::Normal);
             break;
         }
         if msg.is_extended_query() {
@@ -173,6 +175,9 @@ where
         {
             // A FATAL error ends the session, as in PostgreSQL.
             let fatal = e.is_fatal();
+            if fatal {
+                backend.set_end(shoal_sql::database_stats::SessionEnd::Fatal);
+            }
             process_error(socket, e, in_extended).await?;
             if fatal {
                 break;

@@ -32,6 +32,13 @@ impl CatalogLock {
         self.catalog.read()
     }
 
+    /// A read that may run while this thread already reads (a catalog view whose rows are
+    /// made while its statement is planned): a plain read would wait behind a queued writer
+    /// that waits for the outer read.
+    pub fn read_recursive(&self) -> RwLockReadGuard<'_, Catalog> {
+        self.catalog.read_recursive()
+    }
+
     pub fn write(&self) -> CatalogWriteGuard<'_> {
         let guard = self.catalog.write();
         let version_before = guard.version;

@@ -76,6 +76,12 @@ pub fn register(state: &mut datafusion::execution::SessionState, scope: &Arc<Pla
         let loaded = sc.engine.config.read().loaded_at();
         loaded.unwrap_or(sc.engine.started_at)
     }));
+    // The statistics views read the counters as they are: there is nothing to flush.
+    add(super::functions::void_udf(
+        "pg_stat_force_next_flush",
+        0,
+        |_| Ok(()),
+    ));
     // A server that serves writes is not in recovery (replicas arrive with replication).
     add(udf(
         "pg_is_in_recovery",

@@ -240,6 +240,7 @@ impl TableProvider for ColumnTableProvider {
             }
             total += rows;
         }
+        self.table.count_scan(total as u64);
         let partitions = state
             .config()
             .target_partitions()

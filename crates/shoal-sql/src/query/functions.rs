@@ -176,14 +176,17 @@ fn array_length(elements: usize) -> i32 {
 pub const VOID_OID: u32 = 2278;
 
 /// A function returning `void` (an empty text value of that type), called for its effect.
-fn void_udf(
+pub(crate) fn void_udf(
     name: &str,
     arity: usize,
     body: impl Fn(&[ScalarValue]) -> DfResult<()> + Send + Sync + 'static,
 ) -> ScalarUDF {
     ScalarUDF::new_from_impl(PgFunction {
         name: name.to_string(),
-        signature: Signature::new(TypeSignature::Any(arity), Volatility::Volatile),
+        signature: match arity {
+            0 => Signature::new(TypeSignature::Nullary, Volatility::Volatile),
+            n => Signature::new(TypeSignature::Any(n), Volatility::Volatile),
+        },
         return_type: ArrowType::Utf8,
         pg_type_oid: Some(VOID_OID),
         body: Arc::new(move |a: &[ScalarValue]| {

@@ -55,7 +55,7 @@ fn memory_rows(scope: &PlanScope) -> Arc<dyn TableProvider> {
     let tables: Vec<_> = scope
         .engine
         .catalog
-        .read()
+        .read_recursive()
         .tables
         .values()
         .cloned()

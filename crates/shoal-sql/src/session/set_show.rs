@@ -383,6 +383,7 @@ impl Session {
     /// The transaction ended (committed or not): its SET LOCALs end, and its LISTEN, UNLISTEN
     /// and notifications take effect or are dropped.
     pub(super) fn end_transaction_state(&mut self, committed: bool) {
+        self.engine.backends.stats.transaction_ended(committed);
         self.scope.deferred_constraints.lock().take_all();
         self.scope.notifications.end_transaction(committed);
         self.scope.advisory_locks.end_transaction();

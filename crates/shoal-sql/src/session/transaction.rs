@@ -107,6 +107,7 @@ impl Session {
                 committed.map(|_| r)
             }
             (true, Err(e)) => {
+                self.count_error(&e);
                 self.rollback_txn(txn).await;
                 self.undo_ddl(false);
                 self.end_transaction_state(false);
@@ -118,9 +119,17 @@ impl Session {
                 Ok(r)
             }
             (false, Err(e)) => {
+                self.count_error(&e);
                 self.txn = TxnState::Failed(txn);
                 Err(e)
             }
+        }
+    }
+
+    /// Counts what pg_stat_database counts of a failed statement: deadlocks.
+    fn count_error(&self, e: &SqlError) {
+        if e.code == code::DEADLOCK_DETECTED {
+            self.engine.backends.stats.deadlock();
         }
     }
 

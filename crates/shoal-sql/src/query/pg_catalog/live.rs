@@ -20,6 +20,15 @@ pub fn live_view(
     rows: impl Fn() -> Arc<dyn TableProvider> + Send + Sync + 'static,
 ) -> Arc<dyn TableProvider> {
     let schema = rows().schema();
+    live_view_of(schema, rows)
+}
+
+/// `live_view` for rows that are costly to make: `schema` is given rather than taken from a
+/// first making of them.
+pub fn live_view_of(
+    schema: SchemaRef,
+    rows: impl Fn() -> Arc<dyn TableProvider> + Send + Sync + 'static,
+) -> Arc<dyn TableProvider> {
     Arc::new(LiveView {
         schema,
         rows: Box::new(rows),

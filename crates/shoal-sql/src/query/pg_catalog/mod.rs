@@ -14,6 +14,7 @@ pub use live::live_view;
 mod relations;
 mod routines;
 mod server;
+mod statistics;
 mod types;
 
 pub use columns::default_text;
@@ -285,6 +286,13 @@ pub fn table(scope: &Arc<PlanScope>, name: &str) -> Option<Arc<dyn TableProvider
             let scope = scope.clone();
             live::live_view(move || pg_locks(&scope))
         }
+        "pg_stat_database"
+        | "pg_stat_all_tables"
+        | "pg_stat_user_tables"
+        | "pg_stat_all_indexes"
+        | "pg_stat_user_indexes"
+        | "pg_statio_all_indexes"
+        | "pg_statio_user_indexes" => statistics::view(scope, name),
         "pg_stat_activity" => {
             let scope = scope.clone();
             live::live_view(move || pg_stat_activity(&scope))

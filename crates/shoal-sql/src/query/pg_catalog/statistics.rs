@@ -1,0 +1,345 @@
+//! The cumulative statistics views over Shoal's counters: pg_stat_database,
+//! pg_stat_user_tables / pg_stat_all_tables, pg_stat_user_indexes / pg_stat_all_indexes and
+//! pg_statio_user_indexes / pg_statio_all_indexes. Every table is a user table (the system
+//! catalogs are not tables in Shoal). Columns about disk blocks, buffer hits, temporary files,
+//! HOT updates, vacuum and analyze runs have no counterpart in memory and are zero (or NULL
+//! where PostgreSQL leaves them NULL); `n_dead_tup` is zero because garbage collection runs
+//! continuously rather than on a schedule.
+
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::DataType as ArrowType;
+use datafusion::common::ScalarValue;
+use datafusion::datasource::TableProvider;
+use shoal_storage::activity::{IndexActivity, TableActivity};
+use shoal_storage::catalog::{AccessMethod, IndexDef, TableDef};
+
+use super::{i64v, null_text, o, s, TableBuilder, DATABASE_OID, I32, I64, OID, T};
+use crate::query::scope::PlanScope;
+
+fn timestamptz() -> ArrowType {
+    ArrowType::Timestamp(
+        datafusion::arrow::datatypes::TimeUnit::Microsecond,
+        Some("UTC".into()),
+    )
+}
+
+fn no_time() -> ScalarValue {
+    ScalarValue::TimestampMicrosecond(None, Some("UTC".into()))
+}
+
+fn count(n: u64) -> ScalarValue {
+    i64v(n as i64)
+}
+
+fn f64v(v: f64) -> ScalarValue {
+    ScalarValue::Float64(Some(v))
+}
+
+/// A table's counters and live row estimate; None for a table that is gone.
+fn table_activity(scope: &PlanScope, table: &TableDef) -> Option<(TableActivity, u64)> {
+    table_counters(scope, table, false)
+}
+
+/// A table's counters and, if `count_live` is set, its live rows as the statement sees them
+/// (a walk over a row table: `n_live_tup` is exact, where PostgreSQL's is an estimate).
+fn table_counters(
+    scope: &PlanScope,
+    table: &TableDef,
+    count_live: bool,
+) -> Option<(TableActivity, u64)> {
+    let db = &scope.engine.db;
+    let snapshot = count_live.then(|| scope.snapshot());
+    match table.access_method {
+        AccessMethod::Heap => {
+            let t = db.table(table.oid as u64)?;
+            let live = snapshot.map_or(0, |s| t.live_row_count(&s));
+            Some((t.activity(), live as u64))
+        }
+        AccessMethod::Columnar => {
+            let t = db.column_table(table.oid as u64)?;
+            let live = snapshot.map_or(0, |s| t.live_row_count(&s));
+            Some((t.activity(), live as u64))
+        }
+    }
+}
+
+/// An index's counters (zero for an index kept in the catalog only).
+fn index_activity(scope: &PlanScope, table: u32, index: u32) -> IndexActivity {
+    scope
+        .engine
+        .db
+        .table(table as u64)
+        .and_then(|t| t.index_activity(index as u64))
+        .unwrap_or_default()
+}
+
+/// The statistics view `name` (one of those the module names).
+pub(super) fn view(scope: &Arc<PlanScope>, name: &str) -> Arc<dyn TableProvider> {
+    let rows: fn(Option<&PlanScope>) -> Arc<dyn TableProvider> = match name {
+        "pg_stat_database" => pg_stat_database,
+        "pg_stat_all_tables" | "pg_stat_user_tables" => pg_stat_tables,
+        "pg_stat_all_indexes" | "pg_stat_user_indexes" => |s| pg_stat_indexes(s, false),
+        _ => |s| pg_stat_indexes(s, true),
+    };
+    let scope = scope.clone();
+    super::live::live_view_of(rows(None).schema(), move || rows(Some(&scope)))
+}
+
+/// The tables and indexes, copied out so the catalog is not locked while their counters are
+/// read.
+struct Relations {
+    tables: Vec<Arc<TableDef>>,
+    indexes: Vec<Arc<IndexDef>>,
+}
+
+fn relations(scope: &PlanScope) -> Relations {
+    let catalog = scope.engine.catalog.read_recursive();
+    Relations {
+        tables: catalog.tables.values().cloned().collect(),
+        indexes: catalog.indexes.values().cloned().collect(),
+    }
+}
+
+/// The view's rows, or with no `scope` none (its columns only).
+fn pg_stat_tables(scope: Option<&PlanScope>) -> Arc<dyn TableProvider> {
+    let mut t = TableBuilder::new(&[
+        ("relid", OID),
+        ("schemaname", T),
+        ("relname", T),
+        ("seq_scan", I64),
+        ("seq_tup_read", I64),
+        ("idx_scan", I64),
+        ("idx_tup_fetch", I64),
+        ("n_tup_ins", I64),
+        ("n_tup_upd", I64),
+        ("n_tup_del", I64),
+        ("n_tup_hot_upd", I64),
+        ("n_live_tup", I64),
+        ("n_dead_tup", I64),
+        ("n_mod_since_analyze", I64),
+        ("n_ins_since_vacuum", I64),
+        ("last_vacuum", timestamptz()),
+        ("last_autovacuum", timestamptz()),
+        ("last_analyze", timestamptz()),
+        ("last_autoanalyze", timestamptz()),
+        ("vacuum_count", I64),
+        ("autovacuum_count", I64),
+        ("analyze_count", I64),
+        ("autoanalyze_count", I64),
+    ]);
+    let Some(scope) = scope else {
+        return t.build();
+    };
+    let relations = relations(scope);
+    for table in &relations.tables {
+        let Some((a, live_rows)) = table_counters(scope, table, true) else {
+            continue;
+        };
+        // As PostgreSQL: the index columns are NULL for a table without indexes.
+        let has_index = relations.indexes.iter().any(|i| i.table == table.oid);
+        let if_indexed = |n: u64| match has_index {
+            true => count(n),
+            false => ScalarValue::Int64(None),
+        };
+        t.row(vec![
+            o(table.oid),
+            s(&table.schema),
+            s(&table.name),
+            count(a.seq_scan),
+            count(a.seq_tup_read),
+            if_indexed(a.idx_scan),
+            if_indexed(a.idx_tup_fetch),
+            count(a.n_tup_ins),
+            count(a.n_tup_upd),
+            count(a.n_tup_del),
+            count(0),
+            count(live_rows),
+            count(0),
+            count(a.n_tup_ins + a.n_tup_upd + a.n_tup_del),
+            count(a.n_tup_ins),
+            no_time(),
+            no_time(),
+            no_time(),
+            no_time(),
+            count(0),
+            count(0),
+            count(0),
+            count(0),
+        ]);
+    }
+    t.build()
+}
+
+/// pg_stat_*_indexes (`io` false) or pg_statio_*_indexes (`io` true); no rows without a
+/// `scope`.
+fn pg_stat_indexes(scope: Option<&PlanScope>, io: bool) -> Arc<dyn TableProvider> {
+    let mut columns = vec![
+        ("relid", OID),
+        ("indexrelid", OID),
+        ("schemaname", T),
+        ("relname", T),
+        ("indexrelname", T),
+    ];
+    columns.extend(match io {
+        false => [
+            ("idx_scan", I64),
+            ("idx_tup_read", I64),
+            ("idx_tup_fetch", I64),
+        ]
+        .to_vec(),
+        true => [("idx_blks_read", I64), ("idx_blks_hit", I64)].to_vec(),
+    });
+    let mut t = TableBuilder::new(&columns);
+    let Some(scope) = scope else {
+        return t.build();
+    };
+    let relations = relations(scope);
+    for index in &relations.indexes {
+        let Some(table) = relations.tables.iter().find(|t| t.oid == index.table) else {
+            continue;
+        };
+        let mut row = vec![
+            o(table.oid),
+            o(index.oid),
+            s(&index.schema),
+            s(&table.name),
+            s(&index.name),
+        ];
+        if io {
+            row.extend([count(0), count(0)]);
+        } else {
+            let a = index_activity(scope, table.oid, index.oid);
+            row.extend([
+                count(a.idx_scan),
+                count(a.idx_tup_read),
+                count(a.idx_tup_fetch),
+            ]);
+        }
+        t.row(row);
+    }
+    t.build()
+}
+
+/// No rows without a `scope`.
+fn pg_stat_database(scope: Option<&PlanScope>) -> Arc<dyn TableProvider> {
+    let ms = |us: u64| f64v(us as f64 / 1000.0);
+    let mut t = TableBuilder::new(&[
+        ("datid", OID),
+        ("datname", T),
+        ("numbackends", I32),
+        ("xact_commit", I64),
+        ("xact_rollback", I64),
+        ("blks_read", I64),
+        ("blks_hit", I64),
+        ("tup_returned", I64),
+        ("tup_fetched", I64),
+        ("tup_inserted", I64),
+        ("tup_updated", I64),
+        ("tup_deleted", I64),
+        ("conflicts", I64),
+        ("temp_files", I64),
+        ("temp_bytes", I64),
+        ("deadlocks", I64),
+        ("checksum_failures", I64),
+        ("checksum_last_failure", timestamptz()),
+        ("blk_read_time", ArrowType::Float64),
+        ("blk_write_time", ArrowType::Float64),
+        ("session_time", ArrowType::Float64),
+        ("active_time", ArrowType::Float64),
+        ("idle_in_transaction_time", ArrowType::Float64),
+        ("sessions", I64),
+        ("sessions_abandoned", I64),
+        ("sessions_fatal", I64),
+        ("sessions_killed", I64),
+        ("stats_reset", timestamptz()),
+    ]);
+    let Some(scope) = scope else {
+        return t.build();
+    };
+    let stats = &scope.engine.backends.stats;
+    let stats_reset = ScalarValue::TimestampMicrosecond(
+        Some(stats.stats_reset.timestamp_micros()),
+        Some("UTC".into()),
+    );
+    let relations = relations(scope);
+    let mut rows = TableActivity::default();
+    let mut index_rows_read = 0;
+    for table in &relations.tables {
+        if let Some((a, _)) = table_activity(scope, table) {
+            rows.seq_tup_read += a.seq_tup_read;
+            rows.idx_tup_fetch += a.idx_tup_fetch;
+            rows.n_tup_ins += a.n_tup_ins;
+            rows.n_tup_upd += a.n_tup_upd;
+            rows.n_tup_del += a.n_tup_del;
+        }
+    }
+    for index in &relations.indexes {
+        index_rows_read += index_activity(scope, index.table, index.oid).idx_tup_read;
+    }
+    let totals = scope.engine.backends.database_totals();
+    let no_count = || ScalarValue::Int64(None);
+    // PostgreSQL's row for the objects shared by all databases: none of Shoal's counters
+    // belong to it.
+    t.row(vec![
+        o(0),
+        null_text(),
+        ScalarValue::Int32(Some(0)),
+        count(0),
+        count(0),
+        count(0),
+        count(0),
+        count(0),
+        count(0),
+        count(0),
+        count(0),
+        count(0),
+        count(0),
+        count(0),
+        count(0),
+        count(0),
+        no_count(),
+        no_time(),
+        f64v(0.0),
+        f64v(0.0),
+        ScalarValue::Float64(None),
+        ScalarValue::Float64(None),
+        ScalarValue::Float64(None),
+        no_count(),
+        no_count(),
+        no_count(),
+        no_count(),
+        stats_reset.clone(),
+    ]);
+    t.row(vec![
+        o(DATABASE_OID),
+        s("postgres"),
+        ScalarValue::Int32(Some(scope.engine.backends.all().len() as i32)),
+        count(totals.xact_commit),
+        count(totals.xact_rollback),
+        count(0),
+        count(0),
+        count(rows.seq_tup_read + index_rows_read),
+        count(rows.idx_tup_fetch),
+        count(rows.n_tup_ins),
+        count(rows.n_tup_upd),
+        count(rows.n_tup_del),
+        count(0),
+        count(0),
+        count(0),
+        count(totals.deadlocks),
+        no_count(),
+        no_time(),
+        f64v(0.0),
+        f64v(0.0),
+        ms(totals.session_time_us),
+        ms(totals.active_time_us),
+        ms(totals.idle_in_transaction_time_us),
+        count(totals.sessions),
+        count(totals.sessions_abandoned),
+        count(totals.sessions_fatal),
+        count(totals.sessions_killed),
+        stats_reset,
+    ]);
+    t.build()
+}
