@@ -78,6 +78,10 @@ SUITES = {
     "sequelize": ("node-orm", ["npm", "ci", "--silent", "--no-audit", "--no-fund"],
                   ["node", "sequelize_suite.js"]),
     "hibernate": ("java-hibernate", ["bash", "fetch.sh"], ["bash", "run.sh"]),
+    "monitoring": ("monitoring",
+                   ["go", "build", "-o", ".bin/postgres_exporter",
+                    "github.com/prometheus-community/postgres_exporter/cmd/postgres_exporter"],
+                   python("monitoring_suite.py")),
 }
 
 

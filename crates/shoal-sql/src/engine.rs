@@ -118,6 +118,16 @@ impl Engine {
         tracing::info!("server settings reloaded");
     }
 
+    /// The database's system identifier (pg_control_system()): kept in the data directory, or
+    /// made for this process when there is none.
+    pub fn system_identifier(&self) -> u64 {
+        static WITHOUT_DATA_DIR: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+        match &self.durability {
+            Some(d) => d.system_identifier,
+            None => *WITHOUT_DATA_DIR.get_or_init(crate::durability::new_system_identifier),
+        }
+    }
+
     /// Changes whenever the server-wide settings were reloaded.
     pub fn config_generation(&self) -> u64 {
         self.config_generation

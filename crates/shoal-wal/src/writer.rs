@@ -593,6 +593,11 @@ impl Wal {
         self.shared.durable_lsn.load(Ordering::Acquire)
     }
 
+    /// The directory of the log's segment files.
+    pub fn dir(&self) -> &std::path::Path {
+        &self.wal_dir
+    }
+
     /// The LSN the next appended record will get.
     pub fn next_lsn(&self) -> Lsn {
         self.shared.next_lsn.load(Ordering::Acquire)

@@ -9,7 +9,7 @@
 //! changes of a large transaction): from the first of them, with every other record before P
 //! skipped, as the checkpoint holds its effect (the manifest keeps both positions).
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -33,6 +33,27 @@ pub struct CheckpointReport {
     pub removed_segments: usize,
 }
 
+/// How many checkpoints were written and the time they took, as pg_stat_bgwriter counts them:
+/// `timed` the ones the server started (after `--checkpoint-interval-s` or
+/// `--checkpoint-log-mb`), `requested` the CHECKPOINT commands.
+#[derive(Debug, Default)]
+pub struct CheckpointCounters {
+    pub timed: AtomicU64,
+    pub requested: AtomicU64,
+    /// Milliseconds spent writing them (files synced included).
+    pub write_time_ms: AtomicU64,
+}
+
+impl CheckpointCounters {
+    fn count(&self, kind: &AtomicU64, report: &Result<CheckpointReport, SqlError>) {
+        if let Ok(r) = report {
+            kind.fetch_add(1, Ordering::Relaxed);
+            self.write_time_ms
+                .fetch_add(r.elapsed.as_millis() as u64, Ordering::Relaxed);
+        }
+    }
+}
+
 impl Durability {
     /// Writes a checkpoint and removes the log it covers. Blocks: call it off the async
     /// runtime.
@@ -42,7 +63,9 @@ impl Durability {
         catalog: &CatalogLock,
     ) -> Result<CheckpointReport, SqlError> {
         let _one_at_a_time = self.checkpoint_running.lock();
-        self.checkpoint_locked(db, catalog)
+        let report = self.checkpoint_locked(db, catalog);
+        self.checkpoints.count(&self.checkpoints.requested, &report);
+        report
     }
 
     /// The automatic checkpoint: writes one only if it is still due once no other checkpoint
@@ -59,7 +82,9 @@ impl Durability {
         if !self.checkpoint_due(since_last) {
             return Ok(None);
         }
-        self.checkpoint_locked(db, catalog).map(Some)
+        let report = self.checkpoint_locked(db, catalog);
+        self.checkpoints.count(&self.checkpoints.timed, &report);
+        report.map(Some)
     }
 
     /// Under `checkpoint_running`.

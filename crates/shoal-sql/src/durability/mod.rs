@@ -66,6 +66,10 @@ pub struct Durability {
     /// A read-only transaction may have seen that commit, so it waits for the flush up to here
     /// before it is acknowledged: no client is told of a commit a crash could still undo.
     released_lsn: AtomicU64,
+    /// Checkpoints written, for pg_stat_bgwriter.
+    pub checkpoints: checkpoint::CheckpointCounters,
+    /// The database's identity, made when its directory was first used (`system_identifier`).
+    pub system_identifier: u64,
     /// No second server (or engine) opens the directory while this one may still write to it.
     /// Last, so it is dropped last: fields drop in order, and dropping `wal` flushes the log.
     _dir_lock: DataDirLock,
@@ -86,6 +90,8 @@ impl Durability {
             checkpoint_running: Mutex::new(()),
             last_checkpoint_lsn: AtomicU64::new(start),
             released_lsn: AtomicU64::new(start),
+            checkpoints: Default::default(),
+            system_identifier: system_identifier(data_dir),
             _dir_lock: dir_lock,
         }
     }
@@ -244,4 +250,38 @@ impl RedoSink for WalSink {
 
 pub fn wal_error(e: WalError) -> SqlError {
     SqlError::new(e.sqlstate(), e.to_string())
+}
+
+/// The file holding the database's system identifier.
+const SYSTEM_IDENTIFIER_FILE: &str = "system_identifier";
+
+/// The data directory's system identifier (pg_control_system()), made on first use as
+/// PostgreSQL's initdb makes it: the time in seconds and microseconds and the process id, so
+/// two databases made apart have different ones. A directory whose file cannot be written keeps
+/// the new value for this run only.
+fn system_identifier(data_dir: &Path) -> u64 {
+    let path = data_dir.join(SYSTEM_IDENTIFIER_FILE);
+    if let Some(id) = std::fs::read_to_string(&path)
+        .ok()
+        .and_then(|t| t.trim().parse::<u64>().ok())
+    {
+        return id;
+    }
+    let id = new_system_identifier();
+    let tmp = path.with_extension("tmp");
+    let written =
+        std::fs::write(&tmp, format!("{id}\n")).and_then(|_| std::fs::rename(&tmp, &path));
+    if let Err(e) = written {
+        tracing::warn!("could not write {}: {e}", path.display());
+    }
+    id
+}
+
+pub fn new_system_identifier() -> u64 {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    (now.as_secs() << 32)
+        | (u64::from(now.subsec_micros()) << 12)
+        | (u64::from(std::process::id()) & 0xFFF)
 }

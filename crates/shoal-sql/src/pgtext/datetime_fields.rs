@@ -98,6 +98,14 @@ fn tokenize(text: &str) -> Result<Vec<Field>, DecodeError> {
             let digits = take_while(&mut i, &|c| c.is_ascii_digit());
             fields.push(match chars.get(i) {
                 Some(':') => Field::Time(digits + &take_while(&mut i, &is_time_char)),
+                // As PostgreSQL's ParseDateTime: after `1999-`, a digit means an all-numeric
+                // date (`1970-01-01Z` is a date and the zone `z`), a letter a month name
+                // (`1999-jan-08`).
+                Some(&delim @ ('-' | '/'))
+                    if chars.get(i + 1).is_some_and(char::is_ascii_digit) =>
+                {
+                    Field::Date(digits + &take_while(&mut i, &|c| c.is_ascii_digit() || c == delim))
+                }
                 Some('-' | '/') => Field::Date(digits + &take_while(&mut i, &is_date_char)),
                 Some('.') if is_dotted_date(&chars[i..]) => {
                     Field::Date(digits + &take_while(&mut i, &is_date_char))

@@ -72,6 +72,7 @@ pub mod typecheck;
 pub mod unknown_literals;
 pub mod value_order;
 pub mod values_types;
+pub mod wal_functions;
 pub mod wall_clock;
 pub mod window_types;
 
@@ -152,6 +153,10 @@ pub fn new_session_state(scope: Arc<PlanScope>) -> SessionState {
     let engine = scope.engine.clone();
     crate::advisory::register(&mut state, &scope);
     backend_functions::register(&mut state, &scope);
+    wal_functions::register(&mut state, &scope);
+    state
+        .register_udf(Arc::new(unknown_literals::SiblingTyped::udf()))
+        .expect("function registration cannot fail");
     privilege_functions::register(&mut state, &scope);
     functions::register(&mut state, scope);
     builtins::register(&mut state, &zone);

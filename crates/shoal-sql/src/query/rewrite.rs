@@ -666,9 +666,20 @@ impl VisitorMut for Rewriter<'_> {
                         }
                     }
                 }
+                sibling_typed_literals(f);
                 if let Some(renamed) = synonym_call(f) {
                     *expr = renamed;
                 }
+            }
+            // `pg_current_wal_lsn() - '0/0'`: pg_lsn's minus, bytes between two positions.
+            Expr::BinaryOp {
+                left,
+                op: BinaryOperator::Minus,
+                right,
+            } if matches!(right.as_ref(), Expr::Value(v) if matches!(&v.value,
+                    ast::Value::SingleQuotedString(s) if crate::query::wal_functions::parse_lsn(s).is_some())) =>
+            {
+                *expr = function_call("pg_wal_lsn_diff", vec![(**left).clone(), (**right).clone()]);
             }
             Expr::UnaryOp {
                 op: ast::UnaryOperator::Minus,
@@ -708,6 +719,47 @@ impl VisitorMut for Rewriter<'_> {
             _ => {}
         }
         ControlFlow::Continue(())
+    }
+}
+
+/// A quoted argument of COALESCE, GREATEST, LEAST or NULLIF next to an argument that is not
+/// one becomes `shoal_sibling_typed('...', sibling)`, which takes the sibling's type when it
+/// is a date or time (`crate::query::unknown_literals`). Not when the sibling holds a subquery,
+/// which the wrapper would plan twice.
+fn sibling_typed_literals(f: &mut Function) {
+    let name = object_name_parts(&f.name);
+    if !matches!(name.as_slice(), [n] if matches!(n.as_str(), "coalesce" | "greatest" | "least" | "nullif"))
+    {
+        return;
+    }
+    let FunctionArguments::List(list) = &mut f.args else {
+        return;
+    };
+    let is_quoted = |e: &Expr| matches!(e, Expr::Value(v) if matches!(v.value, ast::Value::SingleQuotedString(_)));
+    let sibling = list.args.iter().find_map(|a| match a {
+        FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) if !is_quoted(e) => Some(e.clone()),
+        _ => None,
+    });
+    let Some(sibling) = sibling else {
+        return;
+    };
+    let has_subquery = ast::visit_expressions(&sibling, |e| match e {
+        Expr::Subquery(_) | Expr::Exists { .. } | Expr::InSubquery { .. } => ControlFlow::Break(()),
+        _ => ControlFlow::Continue(()),
+    })
+    .is_break();
+    if matches!(sibling, Expr::Value(_)) || has_subquery {
+        return;
+    }
+    for arg in list.args.iter_mut() {
+        if let FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) = arg {
+            if is_quoted(e) {
+                *e = function_call(
+                    crate::query::unknown_literals::SIBLING_TYPED,
+                    vec![e.clone(), sibling.clone()],
+                );
+            }
+        }
     }
 }
 

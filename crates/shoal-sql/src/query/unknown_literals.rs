@@ -5,8 +5,12 @@
 //! analyzer rule runs before DataFusion's type coercion and casts a set operation's bare string
 //! literals to the type its other branches give the column. It also reads a string literal
 //! compared with a boolean (`flag = 't'`, `flag IN ('yes', 'no')`, as drivers' simple protocol
-//! writes parameters) as a boolean, with PostgreSQL's input rules; DataFusion finds no common
-//! type for the two and fails.
+//! writes parameters, or `CASE flag WHEN 't' THEN ...`) as a boolean, with PostgreSQL's input
+//! rules; DataFusion finds no common type for the two and fails. And a quoted argument of COALESCE, GREATEST, LEAST and NULLIF
+//! is a date or time when another argument is one (`COALESCE(a_timestamptz, '1970-01-01Z')`),
+//! where DataFusion finds no common type either: the statement's rewrite wraps such an argument
+//! in `shoal_sibling_typed(literal, sibling)`, which plans with the sibling's type, and this
+//! rule casts the literal to it (or unwraps it) before anything runs.
 
 use std::sync::Arc;
 
@@ -16,7 +20,8 @@ use datafusion::common::tree_node::{Transformed, TransformedResult};
 use datafusion::common::{DFSchema, Result as DfResult, ScalarValue};
 use datafusion::logical_expr::expr::InList;
 use datafusion::logical_expr::{
-    cast, lit, BinaryExpr, Expr, ExprSchemable, LogicalPlan, Operator, Projection, Union,
+    cast, lit, BinaryExpr, ColumnarValue, Expr, ExprSchemable, LogicalPlan, Operator, Projection,
+    ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Union, Volatility,
 };
 use datafusion::optimizer::AnalyzerRule;
 
@@ -24,6 +29,44 @@ use crate::query::expr_pass::rewrite_expressions_up;
 
 #[derive(Debug, Default)]
 pub struct UnknownLiterals;
+
+/// The function that stands for a quoted argument typed by its sibling until this rule runs.
+pub const SIBLING_TYPED: &str = "shoal_sibling_typed";
+
+/// `shoal_sibling_typed(literal, sibling)`: of the sibling's type, for planning only; this rule
+/// replaces every call before execution.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub struct SiblingTyped {
+    signature: Signature,
+}
+
+impl SiblingTyped {
+    pub fn udf() -> ScalarUDF {
+        ScalarUDF::new_from_impl(SiblingTyped {
+            signature: Signature::any(2, Volatility::Immutable),
+        })
+    }
+}
+
+impl ScalarUDFImpl for SiblingTyped {
+    fn name(&self) -> &str {
+        SIBLING_TYPED
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, args: &[ArrowType]) -> DfResult<ArrowType> {
+        Ok(args[1].clone())
+    }
+
+    fn invoke_with_args(&self, _args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
+        Err(datafusion::error::DataFusionError::Internal(format!(
+            "{SIBLING_TYPED} runs only until the analyzer replaces it"
+        )))
+    }
+}
 
 impl AnalyzerRule for UnknownLiterals {
     fn name(&self) -> &str {
@@ -123,6 +166,35 @@ fn boolean_literals(e: Expr, schema: &DFSchema) -> DfResult<Transformed<Expr>> {
                 })
                 .collect::<DfResult<Vec<_>>>()?;
             Ok(Transformed::yes(Expr::InList(InList { list, ..in_list })))
+        }
+        // `CASE pg_is_in_recovery() WHEN 't' THEN ...`: the quoted values a boolean is
+        // compared with are booleans.
+        Expr::Case(mut case)
+            if case.expr.as_deref().is_some_and(|e| is_boolean(e, schema))
+                && case
+                    .when_then_expr
+                    .iter()
+                    .any(|(w, _)| unknown_text(w).is_some()) =>
+        {
+            for (when, _) in case.when_then_expr.iter_mut() {
+                if let Some(text) = unknown_text(when) {
+                    *when = Box::new(boolean_literal(text)?);
+                }
+            }
+            Ok(Transformed::yes(Expr::Case(case)))
+        }
+        // A quoted argument of COALESCE, GREATEST, LEAST or NULLIF, which the statement's
+        // rewrite wrapped (`crate::query::rewrite`): a date or time when its sibling is one.
+        Expr::ScalarFunction(mut call) if call.func.name() == SIBLING_TYPED => {
+            let sibling = call.args.pop().expect("two arguments");
+            let literal = call.args.pop().expect("two arguments");
+            Ok(Transformed::yes(match sibling.get_type(schema)? {
+                t @ (ArrowType::Timestamp(..)
+                | ArrowType::Date32
+                | ArrowType::Time64(_)
+                | ArrowType::Interval(_)) => cast(literal, t),
+                _ => literal,
+            }))
         }
         other => Ok(Transformed::no(other)),
     }

@@ -292,7 +292,13 @@ pub fn table(scope: &Arc<PlanScope>, name: &str) -> Option<Arc<dyn TableProvider
         | "pg_stat_all_indexes"
         | "pg_stat_user_indexes"
         | "pg_statio_all_indexes"
-        | "pg_statio_user_indexes" => statistics::view(scope, name),
+        | "pg_statio_user_indexes"
+        | "pg_stat_database_conflicts"
+        | "pg_stat_bgwriter"
+        | "pg_stat_wal"
+        | "pg_stat_archiver"
+        | "pg_stat_replication"
+        | "pg_replication_slots" => statistics::view(scope, name),
         "pg_stat_activity" => {
             let scope = scope.clone();
             live::live_view(move || pg_stat_activity(&scope))

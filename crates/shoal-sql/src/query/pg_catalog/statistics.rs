@@ -5,6 +5,10 @@
 //! HOT updates, vacuum and analyze runs have no counterpart in memory and are zero (or NULL
 //! where PostgreSQL leaves them NULL); `n_dead_tup` is zero because garbage collection runs
 //! continuously rather than on a schedule.
+//!
+//! Also the server-wide views monitoring tools read: pg_stat_bgwriter (the checkpoints),
+//! pg_stat_wal (the redo log's counters), pg_stat_archiver and pg_stat_database_conflicts
+//! (nothing to count yet), pg_stat_replication and pg_replication_slots (no replicas yet).
 
 use std::sync::Arc;
 
@@ -78,6 +82,12 @@ fn index_activity(scope: &PlanScope, table: u32, index: u32) -> IndexActivity {
 pub(super) fn view(scope: &Arc<PlanScope>, name: &str) -> Arc<dyn TableProvider> {
     let rows: fn(Option<&PlanScope>) -> Arc<dyn TableProvider> = match name {
         "pg_stat_database" => pg_stat_database,
+        "pg_stat_database_conflicts" => pg_stat_database_conflicts,
+        "pg_stat_bgwriter" => pg_stat_bgwriter,
+        "pg_stat_wal" => pg_stat_wal,
+        "pg_stat_archiver" => pg_stat_archiver,
+        "pg_stat_replication" => pg_stat_replication,
+        "pg_replication_slots" => pg_replication_slots,
         "pg_stat_all_tables" | "pg_stat_user_tables" => pg_stat_tables,
         "pg_stat_all_indexes" | "pg_stat_user_indexes" => |s| pg_stat_indexes(s, false),
         _ => |s| pg_stat_indexes(s, true),
@@ -342,4 +352,190 @@ fn pg_stat_database(scope: Option<&PlanScope>) -> Arc<dyn TableProvider> {
         stats_reset,
     ]);
     t.build()
+}
+
+fn stats_reset(scope: &PlanScope) -> ScalarValue {
+    let at = scope.engine.backends.stats.stats_reset;
+    ScalarValue::TimestampMicrosecond(Some(at.timestamp_micros()), Some("UTC".into()))
+}
+
+/// Queries canceled by conflicts with recovery, per database: a server that is not a replica
+/// has none.
+fn pg_stat_database_conflicts(scope: Option<&PlanScope>) -> Arc<dyn TableProvider> {
+    let mut t = TableBuilder::new(&[
+        ("datid", OID),
+        ("datname", T),
+        ("confl_tablespace", I64),
+        ("confl_lock", I64),
+        ("confl_snapshot", I64),
+        ("confl_bufferpin", I64),
+        ("confl_deadlock", I64),
+    ]);
+    if scope.is_some() {
+        t.row(vec![
+            o(DATABASE_OID),
+            s("postgres"),
+            count(0),
+            count(0),
+            count(0),
+            count(0),
+            count(0),
+        ]);
+    }
+    t.build()
+}
+
+/// The checkpoints: how many (`checkpoints_timed`: the server's own, after the interval or
+/// the log volume; `checkpoints_req`: CHECKPOINT commands) and the time spent writing them.
+/// Shoal has no shared buffers: the buffer counters are zero.
+fn pg_stat_bgwriter(scope: Option<&PlanScope>) -> Arc<dyn TableProvider> {
+    let mut t = TableBuilder::new(&[
+        ("checkpoints_timed", I64),
+        ("checkpoints_req", I64),
+        ("checkpoint_write_time", ArrowType::Float64),
+        ("checkpoint_sync_time", ArrowType::Float64),
+        ("buffers_checkpoint", I64),
+        ("buffers_clean", I64),
+        ("maxwritten_clean", I64),
+        ("buffers_backend", I64),
+        ("buffers_backend_fsync", I64),
+        ("buffers_alloc", I64),
+        ("stats_reset", timestamptz()),
+    ]);
+    let Some(scope) = scope else {
+        return t.build();
+    };
+    use std::sync::atomic::Ordering::Relaxed;
+    let (timed, requested, write_ms) = scope.engine.durability.as_ref().map_or((0, 0, 0), |d| {
+        let c = &d.checkpoints;
+        (
+            c.timed.load(Relaxed),
+            c.requested.load(Relaxed),
+            c.write_time_ms.load(Relaxed),
+        )
+    });
+    t.row(vec![
+        count(timed),
+        count(requested),
+        f64v(write_ms as f64),
+        f64v(0.0),
+        count(0),
+        count(0),
+        count(0),
+        count(0),
+        count(0),
+        count(0),
+        stats_reset(scope),
+    ]);
+    t.build()
+}
+
+/// The redo log since the server started: records and bytes written, batches written and
+/// synced (group commit makes one write and one sync of many commits).
+fn pg_stat_wal(scope: Option<&PlanScope>) -> Arc<dyn TableProvider> {
+    let mut t = TableBuilder::new(&[
+        ("wal_records", I64),
+        ("wal_fpi", I64),
+        ("wal_bytes", ArrowType::LargeBinary),
+        ("wal_buffers_full", I64),
+        ("wal_write", I64),
+        ("wal_sync", I64),
+        ("wal_write_time", ArrowType::Float64),
+        ("wal_sync_time", ArrowType::Float64),
+        ("stats_reset", timestamptz()),
+    ]);
+    let Some(scope) = scope else {
+        return t.build();
+    };
+    let stats = scope.engine.durability.as_ref().map(|d| d.wal.stats());
+    let (records, bytes, batches, flushes) =
+        stats.map_or((0, 0, 0, 0), |s| (s.records, s.bytes, s.batches, s.flushes));
+    t.row(vec![
+        count(records),
+        count(0),
+        crate::numeric::scalar(Some(&shoal_numeric::Numeric::from_i64(bytes as i64))),
+        count(0),
+        count(batches),
+        count(flushes),
+        f64v(0.0),
+        f64v(0.0),
+        stats_reset(scope),
+    ]);
+    t.build()
+}
+
+/// Log archiving: Shoal archives no log segments yet.
+fn pg_stat_archiver(scope: Option<&PlanScope>) -> Arc<dyn TableProvider> {
+    let mut t = TableBuilder::new(&[
+        ("archived_count", I64),
+        ("last_archived_wal", T),
+        ("last_archived_time", timestamptz()),
+        ("failed_count", I64),
+        ("last_failed_wal", T),
+        ("last_failed_time", timestamptz()),
+        ("stats_reset", timestamptz()),
+    ]);
+    if let Some(scope) = scope {
+        t.row(vec![
+            count(0),
+            null_text(),
+            no_time(),
+            count(0),
+            null_text(),
+            no_time(),
+            stats_reset(scope),
+        ]);
+    }
+    t.build()
+}
+
+/// The replicas being sent the log: none yet. PostgreSQL 15's columns, with positions as text
+/// (Shoal has no pg_lsn type) and lags as intervals.
+fn pg_stat_replication(_scope: Option<&PlanScope>) -> Arc<dyn TableProvider> {
+    let interval = ArrowType::Interval(datafusion::arrow::datatypes::IntervalUnit::MonthDayNano);
+    TableBuilder::new(&[
+        ("pid", I32),
+        ("usesysid", OID),
+        ("usename", T),
+        ("application_name", T),
+        ("client_addr", T),
+        ("client_hostname", T),
+        ("client_port", I32),
+        ("backend_start", timestamptz()),
+        ("backend_xmin", T),
+        ("state", T),
+        ("sent_lsn", T),
+        ("write_lsn", T),
+        ("flush_lsn", T),
+        ("replay_lsn", T),
+        ("write_lag", interval.clone()),
+        ("flush_lag", interval.clone()),
+        ("replay_lag", interval),
+        ("sync_priority", I32),
+        ("sync_state", T),
+        ("reply_time", timestamptz()),
+    ])
+    .build()
+}
+
+/// Replication slots: none.
+fn pg_replication_slots(_scope: Option<&PlanScope>) -> Arc<dyn TableProvider> {
+    TableBuilder::new(&[
+        ("slot_name", T),
+        ("plugin", T),
+        ("slot_type", T),
+        ("datoid", OID),
+        ("database", T),
+        ("temporary", ArrowType::Boolean),
+        ("active", ArrowType::Boolean),
+        ("active_pid", I32),
+        ("xmin", T),
+        ("catalog_xmin", T),
+        ("restart_lsn", T),
+        ("confirmed_flush_lsn", T),
+        ("wal_status", T),
+        ("safe_wal_size", I64),
+        ("two_phase", ArrowType::Boolean),
+    ])
+    .build()
 }
