@@ -4,6 +4,7 @@
 
 mod connection_threads;
 mod listeners;
+pub mod metrics_http;
 pub mod pg;
 mod tls;
 

@@ -221,6 +221,9 @@ impl Backend {
             let now = Utc::now();
             if a.state == BackendState::Active {
                 self.stats.active(a.state_change, now);
+                if let Some(started) = a.query_start {
+                    self.stats.statement(started, now);
+                }
             }
             a.state = state;
             a.state_change = now;

@@ -20,6 +20,24 @@ pub struct DatabaseCounters {
     session_time_us: AtomicU64,
     active_time_us: AtomicU64,
     idle_in_transaction_time_us: AtomicU64,
+    /// Statements (a Query message, or an extended-protocol exchange up to its Sync) by how
+    /// long they ran: one count per bucket of `LATENCY_BUCKETS_S`, the last for longer ones.
+    latency_buckets: [AtomicU64; LATENCY_BUCKETS_S.len() + 1],
+    latency_sum_us: AtomicU64,
+}
+
+/// The upper bounds, in seconds, of the statement latency histogram's buckets.
+pub const LATENCY_BUCKETS_S: [f64; 16] = [
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+    5.0, 10.0,
+];
+
+/// The statement latency histogram: statements per bucket (not cumulative; the last bucket is
+/// the ones longer than the last bound), and their total time.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Latencies {
+    pub buckets: Vec<u64>,
+    pub sum_us: u64,
 }
 
 /// How a session ended, as pg_stat_database sorts them.
@@ -114,6 +132,29 @@ impl DatabaseStats {
             &self.counters.local().idle_in_transaction_time_us,
             micros_since(start, end),
         );
+    }
+
+    /// A statement ran from `start` to `end`.
+    pub fn statement(&self, start: DateTime<Utc>, end: DateTime<Utc>) {
+        let us = micros_since(start, end);
+        let seconds = us as f64 / 1e6;
+        let bucket = LATENCY_BUCKETS_S
+            .iter()
+            .position(|&bound| seconds <= bound)
+            .unwrap_or(LATENCY_BUCKETS_S.len());
+        let c = self.counters.local();
+        add(&c.latency_buckets[bucket], 1);
+        add(&c.latency_sum_us, us);
+    }
+
+    pub fn latencies(&self) -> Latencies {
+        let c = &self.counters;
+        Latencies {
+            buckets: (0..=LATENCY_BUCKETS_S.len())
+                .map(|b| c.sum(|c| &c.latency_buckets[b]))
+                .collect(),
+            sum_us: c.sum(|c| &c.latency_sum_us),
+        }
     }
 
     pub fn totals(&self) -> DatabaseTotals {

@@ -20,6 +20,7 @@ pub mod interrupt;
 pub mod interval;
 pub mod kept_plan;
 pub mod memory_limit;
+pub mod metrics;
 pub mod notify;
 pub mod numeric;
 pub mod params;

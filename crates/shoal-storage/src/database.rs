@@ -37,6 +37,11 @@ impl Database {
         &self.shared
     }
 
+    /// What garbage collection reclaimed since the server started.
+    pub fn gc_totals(&self) -> &crate::gc::GcTotals {
+        &self.shared.gc_totals
+    }
+
     /// The memory limit every write that adds rows is checked against.
     pub fn memory_budget(&self) -> &crate::memory_budget::MemoryBudget {
         &self.shared.memory

@@ -7,7 +7,7 @@
 //! only ever hold `Arc`s of row bytes and chains, never borrowed pointers into a chain.
 
 use std::ops::Bound;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -25,6 +25,28 @@ pub struct GcStats {
     pub index_entries_freed: usize,
     /// Column-table segments dropped whole (see `ColumnTable::remove_dead_segments`).
     pub segments_freed: usize,
+}
+
+/// What garbage collection reclaimed since the server started, for monitoring.
+#[derive(Debug, Default)]
+pub struct GcTotals {
+    pub versions_freed: AtomicU64,
+    pub rows_freed: AtomicU64,
+    pub index_entries_freed: AtomicU64,
+    pub segments_freed: AtomicU64,
+}
+
+impl GcTotals {
+    fn add(&self, s: &GcStats) {
+        self.versions_freed
+            .fetch_add(s.versions_freed as u64, Ordering::Relaxed);
+        self.rows_freed
+            .fetch_add(s.rows_freed as u64, Ordering::Relaxed);
+        self.index_entries_freed
+            .fetch_add(s.index_entries_freed as u64, Ordering::Relaxed);
+        self.segments_freed
+            .fetch_add(s.segments_freed as u64, Ordering::Relaxed);
+    }
 }
 
 /// Where the next GC step of a table resumes: heap chunk, then each index from a key; and
@@ -189,6 +211,7 @@ impl Database {
             while !table.gc_step(horizon, usize::MAX, &mut stats) {}
         }
         self.remove_dead_segments(horizon, &mut stats);
+        self.gc_totals().add(&stats);
         stats
     }
 
@@ -209,7 +232,14 @@ impl Database {
             }
         }
         self.remove_dead_segments(horizon, &mut stats);
+        self.gc_totals().add(&stats);
         stats
+    }
+
+    /// Row tables the background GC has work in (written since their last pass, or whose last
+    /// pass left versions an open snapshot still needed): the collector's backlog.
+    pub fn gc_backlog_tables(&self) -> usize {
+        self.tables().iter().filter(|t| !t.gc_is_idle()).count()
     }
 
     fn publish_gc_horizon(&self) -> CommitTs {

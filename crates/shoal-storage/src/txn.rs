@@ -355,6 +355,7 @@ pub(crate) struct TxnShared {
     pub(crate) gc_horizon_ts: AtomicU64,
     table_writes: Mutex<TableWrites>,
     pub(crate) memory: crate::memory_budget::MemoryBudget,
+    pub(crate) gc_totals: crate::gc::GcTotals,
 }
 
 impl TxnShared {
@@ -374,6 +375,7 @@ impl TxnShared {
             gc_horizon_ts: AtomicU64::new(0),
             table_writes: Mutex::new(TableWrites::default()),
             memory: Default::default(),
+            gc_totals: Default::default(),
         }
     }
 

@@ -40,6 +40,8 @@ pub(crate) struct SegmentWriter {
     pub sync_hold: Duration,
     /// `WalOptions::zero_fill_step_bytes`.
     pub zero_fill_step_bytes: u64,
+    /// How long the last batch's fdatasync took, in microseconds.
+    pub last_sync_us: u64,
     /// The file is zero-filled and synced up to here: batches below it overwrite zeros.
     zeroed_bytes: u64,
     /// Zero-filling failed (a full disk): this segment grows by appends from now on.
@@ -141,6 +143,7 @@ impl SegmentWriter {
             syncs_before_failure: None,
             sync_hold: Duration::ZERO,
             zero_fill_step_bytes: 16 << 20,
+            last_sync_us: 0,
             zeroed_bytes: zeroed_bytes.max(SEGMENT_HEADER_BYTES as u64),
             zero_fill_failed: false,
             next: NextSegment::none(),
@@ -267,6 +270,7 @@ impl SegmentWriter {
     }
 
     fn sync_batch(&mut self) -> io::Result<()> {
+        let started = std::time::Instant::now();
         let synced = match self.syncs_before_failure.as_mut() {
             Some(0) => Err(io::Error::other("injected fdatasync failure (test)")),
             Some(left) => {
@@ -275,6 +279,7 @@ impl SegmentWriter {
             }
             None => self.file.sync_data(),
         };
+        self.last_sync_us = started.elapsed().as_micros() as u64;
         if !self.sync_hold.is_zero() {
             std::thread::sleep(self.sync_hold);
         }
@@ -492,6 +497,9 @@ fn publish(
                 .bytes
                 .fetch_add((batch_bytes - BATCH_HEADER_BYTES) as u64, Ordering::Relaxed);
             stats.flushes.fetch_add(1, Ordering::Relaxed);
+            stats
+                .sync_time_us
+                .fetch_add(segment.last_sync_us, Ordering::Relaxed);
             progress.processed_lsn = taken.end_lsn;
             shared.durable_lsn.store(taken.end_lsn, Ordering::Release);
             true

@@ -82,6 +82,8 @@ pub struct WalStats {
     /// Segments started in a file a helper thread had zero-filled ahead (the others were
     /// zero-filled by the writer as it went).
     pub preallocated_segments: u64,
+    /// Time spent in those fdatasync calls, in microseconds.
+    pub sync_time_us: u64,
 }
 
 /// The write-ahead log, open for appending. `Send + Sync`; share it behind an `Arc`.
@@ -123,6 +125,7 @@ pub(crate) struct StatCounters {
     pub batches: AtomicU64,
     pub dropped_batches: AtomicU64,
     pub preallocated_segments: AtomicU64,
+    pub sync_time_us: AtomicU64,
 }
 
 /// Records appended but not yet taken by the writer.
@@ -618,6 +621,7 @@ impl Wal {
             batches: s.batches.load(Ordering::Relaxed),
             dropped_batches: s.dropped_batches.load(Ordering::Relaxed),
             preallocated_segments: s.preallocated_segments.load(Ordering::Relaxed),
+            sync_time_us: s.sync_time_us.load(Ordering::Relaxed),
         }
     }
 

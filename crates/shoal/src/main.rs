@@ -64,6 +64,11 @@ enum Command {
         /// repeatable. It overrides DATA_DIR/postgresql.conf and postgresql.auto.conf.
         #[arg(short = 'c', long = "set", value_name = "NAME=VALUE", value_parser = name_value)]
         settings: Vec<(String, String)>,
+        /// Serve Prometheus metrics over HTTP at http://ADDR/metrics (for example
+        /// 127.0.0.1:9188). Off by default. The endpoint has no authentication: give a loopback
+        /// address unless the network in between is trusted.
+        #[arg(long, value_name = "ADDR")]
+        metrics_listen: Option<SocketAddr>,
         /// Directory of the Unix-domain socket `.s.PGSQL.PORT` (PostgreSQL's
         /// unix_socket_directories), which psql and pgbench use when given `-h DIR` or no host
         /// at all. Empty: no Unix socket.
@@ -122,6 +127,7 @@ fn main() {
     match cli.command {
         Command::Serve {
             listen,
+            metrics_listen,
             unix_socket_dir,
             data_dir,
             synchronous_commit,
@@ -272,6 +278,23 @@ fn main() {
                     eprintln!("shoal: cannot read {}: {e}", hba_path.display());
                     drop(listeners);
                     std::process::exit(1);
+                }
+                if let Some(addr) = metrics_listen {
+                    let listener = match tokio::net::TcpListener::bind(addr).await {
+                        Ok(l) => l,
+                        Err(e) => {
+                            eprintln!("shoal: cannot listen for metrics on {addr}: {e}");
+                            drop(listeners);
+                            std::process::exit(1);
+                        }
+                    };
+                    if !addr.ip().is_loopback() {
+                        tracing::warn!(
+                            "metrics served on {addr} without authentication: anyone who reaches it reads table names and activity"
+                        );
+                    }
+                    tracing::info!("metrics on http://{addr}/metrics");
+                    tokio::spawn(shoal_server::metrics_http::serve(listener, engine.clone()));
                 }
                 let reloads = auth.clone();
                 let reload_engine = engine.clone();

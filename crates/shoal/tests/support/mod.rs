@@ -280,7 +280,7 @@ impl Drop for ShoalServer {
     }
 }
 
-fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
     listener
         .local_addr()

@@ -431,7 +431,8 @@ fn pg_stat_bgwriter(scope: Option<&PlanScope>) -> Arc<dyn TableProvider> {
 }
 
 /// The redo log since the server started: records and bytes written, batches written and
-/// synced (group commit makes one write and one sync of many commits).
+/// synced (group commit makes one write and one sync of many commits), and the time the syncs
+/// took.
 fn pg_stat_wal(scope: Option<&PlanScope>) -> Arc<dyn TableProvider> {
     let mut t = TableBuilder::new(&[
         ("wal_records", I64),
@@ -448,8 +449,9 @@ fn pg_stat_wal(scope: Option<&PlanScope>) -> Arc<dyn TableProvider> {
         return t.build();
     };
     let stats = scope.engine.durability.as_ref().map(|d| d.wal.stats());
-    let (records, bytes, batches, flushes) =
-        stats.map_or((0, 0, 0, 0), |s| (s.records, s.bytes, s.batches, s.flushes));
+    let (records, bytes, batches, flushes, sync_us) = stats.map_or((0, 0, 0, 0, 0), |s| {
+        (s.records, s.bytes, s.batches, s.flushes, s.sync_time_us)
+    });
     t.row(vec![
         count(records),
         count(0),
@@ -458,7 +460,7 @@ fn pg_stat_wal(scope: Option<&PlanScope>) -> Arc<dyn TableProvider> {
         count(batches),
         count(flushes),
         f64v(0.0),
-        f64v(0.0),
+        f64v(sync_us as f64 / 1000.0),
         stats_reset(scope),
     ]);
     t.build()
