@@ -51,6 +51,11 @@ pub(crate) const KNOWN_SETTINGS: &[(&str, &str, bool)] = &[
     ("maintenance_work_mem", "64MB", false),
     ("row_security", "on", false),
     ("xmloption", "content", false),
+    // Read by pg_dump's scripts; Shoal has no function bodies to check, no tablespaces but
+    // the default, and no synchronized scans, so only their values are kept.
+    ("check_function_bodies", "on", false),
+    ("default_tablespace", "", false),
+    ("synchronize_seqscans", "on", false),
     ("default_table_access_method", "heap", false),
     ("escape_string_warning", "on", false),
     ("in_hot_standby", "off", true),
@@ -591,6 +596,12 @@ fn normalize(name: &str, value: &str) -> SqlResult<String> {
             _ => return Err(bad()),
         },
         crate::memory_limit::SETTING => crate::memory_limit::normalize(value).ok_or_else(bad)?,
+        "default_tablespace" => match value.trim() {
+            "" | "pg_default" => value.trim().to_string(),
+            other => {
+                return Err(bad().with_detail(format!("Tablespace \"{other}\" does not exist.")))
+            }
+        },
         "statement_timeout"
         | "lock_timeout"
         | "idle_in_transaction_session_timeout"

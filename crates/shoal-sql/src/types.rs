@@ -409,6 +409,7 @@ pub fn from_sql_type(t: &ast::DataType) -> SqlResult<DataType> {
         S::Custom(name, mods) => {
             let n = name.to_string().to_lowercase();
             let n = n.trim_matches('"');
+            let n = n.strip_prefix("pg_catalog.").unwrap_or(n);
             match n {
                 "serial" | "serial4" => DataType::Int32,
                 "bigserial" | "serial8" => DataType::Int64,

@@ -517,7 +517,8 @@ pub fn column_acl_text(catalog: &Catalog, relation: Oid, column: &str) -> Option
     Some(acl_items_text(catalog, acl))
 }
 
-fn acl_items_text(catalog: &Catalog, acl: &[AclItem]) -> String {
+/// An acl as aclitem[]'s text form (`{a=r/b,=U/b}`).
+pub fn acl_items_text(catalog: &Catalog, acl: &[AclItem]) -> String {
     let items: Vec<String> = acl
         .iter()
         .map(|i| {

@@ -43,6 +43,7 @@ pub(super) async fn create_view(
         }
     }
     let depends_on = query_relations(session, &cv.query);
+    let query = qualified_relations(session, &cv.query);
     let mut catalog = session.engine.catalog.write();
     // OR REPLACE swaps the definition only once the new query has planned.
     if let Some((RelationKind::View, old)) = existing {
@@ -53,11 +54,56 @@ pub(super) async fn create_view(
         oid,
         schema,
         name,
-        query_sql: cv.query.to_string(),
+        query_sql: query.to_string(),
         column_names,
         depends_on,
     })?;
     Ok(StatementResult::command("CREATE VIEW"))
+}
+
+/// `query` with every relation it reads named with its schema, so that the view reads the
+/// same relations whatever the search path when it runs (PostgreSQL binds them at CREATE
+/// VIEW). Names of the query's CTEs are left alone.
+fn qualified_relations(session: &Session, query: &ast::Query) -> ast::Query {
+    let mut ctes = CteNames(Vec::new());
+    let _ = ast::Visit::visit(query, &mut ctes);
+    let mut query = query.clone();
+    let _ = ast::visit_relations_mut(&mut query, |name| {
+        let (schema, rel) = split_name(name);
+        if schema.is_none() && !ctes.0.contains(&rel) {
+            if let Some((schema, _, _)) = session.scope.resolve_relation(None, &rel) {
+                *name = ast::ObjectName(vec![
+                    ast::ObjectNamePart::Identifier(name_ident(&schema)),
+                    ast::ObjectNamePart::Identifier(name_ident(&rel)),
+                ]);
+            }
+        }
+        std::ops::ControlFlow::<()>::Continue(())
+    });
+    query
+}
+
+/// An identifier for `name`, quoted only where PostgreSQL would need it.
+fn name_ident(name: &str) -> ast::Ident {
+    match crate::query::functions::quote_ident_if_needed(name).starts_with('"') {
+        true => ast::Ident::with_quote('"', name),
+        false => ast::Ident::new(name),
+    }
+}
+
+/// The names of the CTEs anywhere in a query.
+struct CteNames(Vec<String>);
+
+impl ast::Visitor for CteNames {
+    type Break = ();
+
+    fn pre_visit_query(&mut self, query: &ast::Query) -> std::ops::ControlFlow<()> {
+        if let Some(with) = &query.with {
+            self.0
+                .extend(with.cte_tables.iter().map(|c| ident(&c.alias.name)));
+        }
+        std::ops::ControlFlow::Continue(())
+    }
 }
 
 /// The tables and views a query names (CTE names that shadow nothing resolve to nothing).

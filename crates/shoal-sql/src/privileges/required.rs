@@ -253,6 +253,12 @@ impl Needs<'_> {
                 on_behalf_of: None,
                 columns: Columns::Relation,
             }),
+            // LOCK TABLE in ACCESS SHARE mode, the one Shoal takes, needs SELECT.
+            Statement::Lock(lock) => {
+                for target in &lock.tables {
+                    self.relation(&target.name, Privileges::SELECT, Columns::Relation);
+                }
+            }
             Statement::Comment {
                 object_type,
                 object_name,

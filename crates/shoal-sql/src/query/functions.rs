@@ -14,7 +14,7 @@ use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, TypeSignature,
     Volatility,
 };
-use shoal_storage::catalog::{Oid, RelationKind, SequenceDef};
+use shoal_storage::catalog::{Catalog, Oid, RelationKind, SequenceDef};
 
 use crate::error::{code, SqlError};
 use crate::query::pg_catalog::{
@@ -359,10 +359,52 @@ fn regclass_text(scope: &PlanScope, oid: Oid) -> String {
 
 /// Whether the relation is the one its bare name finds through the search path.
 fn relation_is_visible(scope: &PlanScope, oid: Oid) -> bool {
-    let name = scope.engine.catalog.read().relation_name(oid);
-    name.is_some_and(
-        |(_, name)| matches!(scope.resolve_relation(None, &name), Some((_, _, o)) if o == oid),
-    )
+    relation_is_visible_in(scope, &scope.engine.catalog.read(), oid)
+}
+
+/// `relation_is_visible` with the catalog already read.
+fn relation_is_visible_in(scope: &PlanScope, catalog: &Catalog, oid: Oid) -> bool {
+    let Some((_, name)) = catalog.relation_name(oid) else {
+        return false;
+    };
+    let found = scope
+        .lookup_schemas()
+        .iter()
+        .find_map(|schema| catalog.lookup(schema, &name));
+    found.map(|(_, o)| o) == Some(oid)
+}
+
+/// A default `nextval('seq'::regclass)` with the sequence named as regclass output names it:
+/// with its schema (the schema of `relation`, the column's table, where it has a sequence of
+/// that name) when the search path does not find it by the bare name.
+fn qualify_nextval(scope: &PlanScope, expr: &str, relation: Option<Oid>) -> String {
+    let Some(name) = expr
+        .strip_prefix("nextval('")
+        .and_then(|rest| rest.strip_suffix("'::regclass)"))
+    else {
+        return expr.to_string();
+    };
+    if name.contains(['.', '"', '\'']) {
+        return expr.to_string();
+    }
+    let catalog = scope.engine.catalog.read();
+    let table_schema = relation
+        .and_then(|r| catalog.relation_name(r))
+        .map(|(s, _)| s);
+    let sequence = table_schema
+        .and_then(|s| catalog.lookup(&s, name))
+        .map(|(_, oid)| oid);
+    match sequence {
+        Some(oid) if !relation_is_visible_in(scope, &catalog, oid) => {
+            let (schema, _) = catalog.relation_name(oid).expect("a sequence has a name");
+            format!(
+                "nextval('{}.{}'::regclass)",
+                quote_ident_if_needed(&schema),
+                quote_ident_if_needed(name)
+            )
+        }
+        _ => expr.to_string(),
+    }
 }
 
 /// Resolves a schema name (as regnamespace input does) to its OID.
@@ -1053,20 +1095,26 @@ pub fn register(state: &mut datafusion::execution::SessionState, scope: Arc<Plan
             };
             let catalog = sc.engine.catalog.read();
             let def = catalog.tables.values().find_map(|t| {
-                t.constraints
-                    .iter()
-                    .find(|c| c.oid == oid as u32)
-                    .map(|c| constraint_definition(&catalog, t.oid, &c.kind))
+                t.constraints.iter().find(|c| c.oid == oid as u32).map(|c| {
+                    let visible = |oid| relation_is_visible_in(&sc, &catalog, oid);
+                    constraint_definition(&catalog, t.oid, &c.kind, &visible)
+                })
             });
             Ok(ScalarValue::Utf8(def))
         },
     ));
+    let sc = s.clone();
     add(udf(
         "pg_get_expr",
         &[2, 3],
         text.clone(),
         Volatility::Stable,
-        |a| Ok(ScalarValue::Utf8(text_arg(&a[0]))),
+        move |a| {
+            let relation = int_arg(&a[1]).map(|o| o as u32);
+            Ok(ScalarValue::Utf8(
+                text_arg(&a[0]).map(|e| qualify_nextval(&sc, &e, relation)),
+            ))
+        },
     ));
     // Shoal has no partitioned tables: a relation's only ancestor is itself.
     add(udf(
@@ -1094,6 +1142,37 @@ pub fn register(state: &mut datafusion::execution::SessionState, scope: Arc<Plan
             |_| Ok(ScalarValue::Utf8(None)),
         ));
     }
+    // Shoal has no triggers (pg_trigger is empty), so no OID names one.
+    add(udf(
+        "pg_get_triggerdef",
+        &[1, 2],
+        text.clone(),
+        Volatility::Stable,
+        |_| Ok(ScalarValue::Utf8(None)),
+    ));
+    // A regproc (held by name in Shoal's catalogs) cast to oid: the function's OID.
+    add(udf(
+        "shoal_regproc_oid",
+        &[1],
+        ArrowType::UInt32,
+        Volatility::Immutable,
+        |a| {
+            let Some(name) = text_arg(&a[0]) else {
+                return Ok(ScalarValue::UInt32(None));
+            };
+            match name
+                .parse::<u32>()
+                .ok()
+                .or_else(|| crate::query::pg_catalog::function_oid(&name))
+            {
+                Some(oid) => Ok(ScalarValue::UInt32(Some(oid))),
+                None => Err(sql_error(SqlError::new(
+                    code::UNDEFINED_FUNCTION,
+                    format!("function \"{name}\" does not exist"),
+                ))),
+            }
+        },
+    ));
     // No extended statistics objects exist to describe.
     add(udf(
         "pg_get_statisticsobjdef_columns",
@@ -1204,14 +1283,10 @@ pub fn register(state: &mut datafusion::execution::SessionState, scope: Arc<Plan
                 let Some(oid) = int_arg(&a[0]) else {
                     return Ok(ScalarValue::Utf8(None));
                 };
-                Ok(ScalarValue::Utf8(
-                    sc.engine
-                        .catalog
-                        .read()
-                        .views
-                        .get(&(oid as u32))
-                        .map(|v| crate::dml::restore_locking_syntax(&v.query_sql)),
-                ))
+                let view = sc.engine.catalog.read().views.get(&(oid as u32)).cloned();
+                Ok(ScalarValue::Utf8(view.map(|v| {
+                    crate::query::view_definition::view_definition(&sc, &v)
+                })))
             }
         },
     ));

@@ -58,6 +58,14 @@ pub fn register(state: &mut datafusion::execution::SessionState, scope: &Arc<Pla
     }
     let sc = scope.clone();
     add(udf(
+        "acldefault",
+        &[2],
+        ArrowType::Utf8,
+        Volatility::Stable,
+        move |a| acldefault(&sc, a).map(ScalarValue::Utf8).map_err(sql_error),
+    ));
+    let sc = scope.clone();
+    add(udf(
         "pg_has_role",
         &[2, 3],
         ArrowType::Boolean,
@@ -68,6 +76,67 @@ pub fn register(state: &mut datafusion::execution::SessionState, scope: &Arc<Pla
                 .map_err(sql_error)
         },
     ));
+}
+
+/// acldefault(objtype, owner): the acl an object of the kind owned by `owner` has while its
+/// acl is NULL, as aclitem[]'s text. pg_dump compares every acl with it to know what to grant.
+fn acldefault(scope: &PlanScope, args: &[ScalarValue]) -> Result<Option<String>, SqlError> {
+    use shoal_storage::catalog_privileges::{acl_items_text, AclItem, PUBLIC};
+    if args.iter().any(ScalarValue::is_null) {
+        return Ok(None);
+    }
+    let kind = text(&args[0]);
+    let owner = text(&args[1])
+        .parse::<Oid>()
+        .map_err(|_| SqlError::new(code::INVALID_TEXT_REPRESENTATION, "acldefault: bad owner"))?;
+    let p = |letters: &str| {
+        letters.chars().fold(Privileges::NONE, |held, letter| {
+            held | match letter {
+                'a' => Privileges::INSERT,
+                'r' => Privileges::SELECT,
+                'w' => Privileges::UPDATE,
+                'd' => Privileges::DELETE,
+                'D' => Privileges::TRUNCATE,
+                'x' => Privileges::REFERENCES,
+                't' => Privileges::TRIGGER,
+                'X' => Privileges::EXECUTE,
+                'U' => Privileges::USAGE,
+                'C' => Privileges::CREATE,
+                'T' => Privileges::TEMPORARY,
+                'c' => Privileges::CONNECT,
+                _ => unreachable!("privilege letter {letter}"),
+            }
+        })
+    };
+    // (PUBLIC's privileges, the owner's), as PostgreSQL's acldefault() gives them.
+    let (public, own) = match kind.as_str() {
+        "c" | "r" => ("", "arwdDxt"),
+        "s" => ("", "rwU"),
+        "d" => ("Tc", "CTc"),
+        "f" => ("X", "X"),
+        "l" | "T" => ("U", "U"),
+        "F" | "S" => ("", "U"),
+        "n" => ("", "UC"),
+        "L" => ("", "rw"),
+        _ => {
+            return Err(SqlError::new(
+                code::INTERNAL_ERROR,
+                format!("unrecognized object type abbreviation: {kind}"),
+            ))
+        }
+    };
+    let item = |grantee: Oid, letters: &str| AclItem {
+        grantee,
+        grantor: owner,
+        privileges: p(letters),
+        grant_options: Privileges::NONE,
+    };
+    let mut acl = Vec::new();
+    if !public.is_empty() {
+        acl.push(item(PUBLIC, public));
+    }
+    acl.push(item(owner, own));
+    Ok(Some(acl_items_text(&scope.engine.catalog.read(), &acl)))
 }
 
 fn has_privilege(

@@ -452,6 +452,11 @@ impl VisitorMut for Rewriter<'_> {
                                 format: None,
                             }),
                         },
+                        // pg_operator.oprcode, a regproc, is the function's name here:
+                        // as an oid it is the function's OID (pg_dump reads `oprcode::oid`).
+                        "oid" if is_column_named(inner, "oprcode") => {
+                            Some(function_call("shoal_regproc_oid", vec![(**inner).clone()]))
+                        }
                         // An oid is unsigned 32-bit, as the catalogs' OID columns.
                         "oid" => Some(Expr::Cast {
                             kind: CastKind::Cast,
@@ -1475,6 +1480,15 @@ pub(crate) fn like_pattern_with_backslash(pattern: &str, escape: &str) -> SqlRes
 /// The text of a string literal, to rewrite in place; None for anything else.
 /// The text of a string literal, also in parentheses (`('{a,b}')::text[]` is still an
 /// untyped literal to PostgreSQL).
+/// Whether `expr` is a reference to a column `name` (bare or qualified).
+fn is_column_named(expr: &Expr, name: &str) -> bool {
+    match expr {
+        Expr::Identifier(i) => i.value == name,
+        Expr::CompoundIdentifier(parts) => parts.last().is_some_and(|i| i.value == name),
+        _ => false,
+    }
+}
+
 fn string_literal_mut(e: &mut Expr) -> Option<&mut String> {
     match e {
         Expr::Value(v) => match &mut v.value {

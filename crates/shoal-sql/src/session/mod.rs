@@ -7,6 +7,7 @@
 
 mod cursor;
 mod extended;
+mod lock_table;
 mod query_run;
 mod route;
 mod set_show;
@@ -274,6 +275,7 @@ impl Drop for UndoOnDrop {
 
 pub fn parse_sql(sql: &str) -> SqlResult<Vec<Statement>> {
     let sql = &*crate::query::psql_describe::rewrite(sql);
+    let sql = &*crate::query::pg_dump_queries::rewrite(sql);
     crate::parse::parse_statements(sql).or_else(|e| {
         // The parser lacks some of PostgreSQL's locking clauses; retry with them rewritten.
         if let Some(rewritten) = dml::rewrite_locking_syntax(sql) {

@@ -53,6 +53,7 @@ impl Session {
             Statement::Discard { object_type } => self.discard(object_type),
             Statement::Deallocate { .. } => Ok(StatementResult::command("DEALLOCATE")),
             Statement::Comment { .. } => Ok(StatementResult::command("COMMENT")),
+            Statement::Lock(lock) => self.lock_table(lock),
             Statement::LISTEN { channel } => self
                 .scope
                 .notifications

@@ -105,7 +105,7 @@ impl Session {
         }
         let declared = data_types
             .iter()
-            .map(|t| crate::types::from_sql_type(t).map(|t| crate::types::pg_type_of(&t).0))
+            .map(declared_parameter_type)
             .collect::<SqlResult<Vec<u32>>>()?;
         let prepared = self.prepare(&statement.to_string(), &declared).await?;
         let entry = SqlPrepared {
@@ -180,4 +180,20 @@ impl Session {
             .map(|c| ScalarValue::try_from_array(batch.column(c), 0).map_err(SqlError::from))
             .collect()
     }
+}
+
+/// The PostgreSQL type of a PREPARE's declared parameter: a column type, or an object
+/// identifier type (pg_dump prepares statements over `pg_catalog.oid`).
+fn declared_parameter_type(t: &ast::DataType) -> SqlResult<u32> {
+    if let ast::DataType::Custom(name, _) = t {
+        let name = name.to_string().to_lowercase();
+        let name = name.strip_prefix("pg_catalog.").unwrap_or(&name);
+        match name {
+            "oid" => return Ok(crate::types::oid::OID),
+            "regclass" => return Ok(crate::types::oid::REGCLASS),
+            "regtype" => return Ok(crate::types::oid::REGTYPE),
+            _ => {}
+        }
+    }
+    crate::types::from_sql_type(t).map(|t| crate::types::pg_type_of(&t).0)
 }

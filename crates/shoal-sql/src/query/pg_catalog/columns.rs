@@ -34,7 +34,8 @@ pub(super) fn pg_attribute(catalog: &Catalog) -> Arc<dyn TableProvider> {
         ("attstorage", T),
         ("attalign", T),
         ("attacl", T),
-        ("attoptions", T),
+        ("attoptions", super::text_list()),
+        ("attmissingval", T),
     ]);
     for table in catalog.tables.values() {
         for (i, c) in table.columns.iter().enumerate() {
@@ -59,7 +60,8 @@ pub(super) fn pg_attribute(catalog: &Catalog) -> Arc<dyn TableProvider> {
                 i32v(0),
                 i32v(typmod),
                 b(c.not_null),
-                b(c.default_sql.is_some()),
+                // An identity column's values come from its sequence, not from a default.
+                b(c.default_sql.is_some() && c.identity.is_none()),
                 b(false),
                 s(identity),
                 s(""),
@@ -68,9 +70,10 @@ pub(super) fn pg_attribute(catalog: &Catalog) -> Arc<dyn TableProvider> {
                 i32v(0),
                 o(collation),
                 s(""),
-                s("p"),
+                s(super::types::storage_of(type_oid)),
                 s("i"),
                 column_acl_text(catalog, table.oid, &c.name).map_or_else(null_text, |a| s(&a)),
+                null_text(),
                 null_text(),
             ]);
         }
@@ -99,8 +102,9 @@ pub(super) fn pg_attribute(catalog: &Catalog) -> Arc<dyn TableProvider> {
                     i32v(0),
                     o(0),
                     s(""),
-                    s("p"),
+                    s(super::types::storage_of(type_oid)),
                     s("i"),
+                    null_text(),
                     null_text(),
                     null_text(),
                 ]);
@@ -114,9 +118,9 @@ pub(super) fn pg_attrdef(catalog: &Catalog) -> Arc<dyn TableProvider> {
     let mut t = TableBuilder::new(&[("oid", OID), ("adrelid", OID), ("adnum", I16), ("adbin", T)]);
     for table in catalog.tables.values() {
         for (i, c) in table.columns.iter().enumerate() {
-            if let Some(d) = &c.default_sql {
+            if let (Some(d), None) = (&c.default_sql, &c.identity) {
                 t.row(vec![
-                    o(table.oid * 1000 + i as u32),
+                    o(attrdef_oid(table.oid, i)),
                     o(table.oid),
                     i16v(i as i16 + 1),
                     s(&default_text(d, &c.data_type)),
@@ -125,6 +129,11 @@ pub(super) fn pg_attrdef(catalog: &Catalog) -> Arc<dyn TableProvider> {
         }
     }
     t.build()
+}
+
+/// The OID of the default of column `index` of `table` in pg_attrdef.
+pub(super) fn attrdef_oid(table: u32, index: usize) -> u32 {
+    table.wrapping_mul(1000).wrapping_add(index as u32)
 }
 
 /// A column default as PostgreSQL shows it (pg_get_expr of pg_attrdef.adbin,

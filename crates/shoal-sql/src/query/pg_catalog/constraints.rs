@@ -13,7 +13,14 @@ use datafusion::common::ScalarValue;
 
 use super::{b, i16v, i32v, namespace_oid, o, s, TableBuilder, BOOL, I32, OID, T};
 
-pub fn constraint_definition(catalog: &Catalog, table_oid: u32, kind: &ConstraintKind) -> String {
+/// A constraint as pg_get_constraintdef prints it; `visible` says whether the search path finds
+/// a relation by its bare name (a referenced table that it does not is named with its schema).
+pub fn constraint_definition(
+    catalog: &Catalog,
+    table_oid: u32,
+    kind: &ConstraintKind,
+    visible: &dyn Fn(u32) -> bool,
+) -> String {
     let table = catalog.tables.get(&table_oid);
     let names = |oid_: u32, cols: &[usize]| -> String {
         let t = catalog.tables.get(&oid_);
@@ -42,7 +49,14 @@ pub fn constraint_definition(catalog: &Catalog, table_oid: u32, kind: &Constrain
             let ref_name = catalog
                 .tables
                 .get(ref_table)
-                .map(|t| quote_ident_if_needed(&t.name))
+                .map(|t| match visible(t.oid) {
+                    true => quote_ident_if_needed(&t.name),
+                    false => format!(
+                        "{}.{}",
+                        quote_ident_if_needed(&t.schema),
+                        quote_ident_if_needed(&t.name)
+                    ),
+                })
                 .unwrap_or_default();
             let _ = table;
             // PostgreSQL shows the actions other than NO ACTION, ON UPDATE first.
@@ -151,7 +165,7 @@ pub(super) fn pg_constraint(catalog: &Catalog) -> Arc<dyn TableProvider> {
                 } => (Some(on_update), Some(on_delete), *timing),
                 _ => (None, None, ConstraintTiming::NotDeferrable),
             };
-            let src = constraint_definition(catalog, table.oid, &c.kind);
+            let src = constraint_definition(catalog, table.oid, &c.kind, &|_| true);
             t.row(vec![
                 o(c.oid),
                 s(&c.name),

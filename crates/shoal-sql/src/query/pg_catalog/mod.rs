@@ -8,6 +8,7 @@
 
 mod columns;
 mod constraints;
+mod empty;
 mod indexes;
 mod live;
 pub use live::live_view;
@@ -15,12 +16,14 @@ mod relations;
 mod routines;
 mod server;
 mod statistics;
+mod table_oid;
 mod types;
 
 pub use columns::default_text;
 pub use constraints::constraint_definition;
 pub use indexes::{index_definition, index_key_definition};
 pub use relations::sequence_relation;
+pub use routines::function_oid;
 pub use types::{format_type_oid, format_user_type, BUILTIN_TYPES};
 
 use std::sync::Arc;
@@ -210,11 +213,6 @@ const I32: ArrowType = ArrowType::Int32;
 const I64: ArrowType = ArrowType::Int64;
 const F32: ArrowType = ArrowType::Float32;
 
-/// An array column (`oid[]`) of a catalog Shoal keeps empty.
-fn oid_list() -> ArrowType {
-    ArrowType::List(Arc::new(Field::new_list_field(OID, true)))
-}
-
 /// An array column (`"char"[]`, `text[]`) of a catalog Shoal keeps empty.
 fn text_list() -> ArrowType {
     ArrowType::List(Arc::new(Field::new_list_field(T, true)))
@@ -250,9 +248,48 @@ pub const SYSTEM_CATALOG_OIDS: &[(&str, u32)] = &[
     ("pg_trigger", 2620),
     ("pg_extension", 3079),
     ("pg_collation", 3456),
+    ("pg_default_acl", 826),
+    ("pg_tablespace", 1213),
+    ("pg_foreign_server", 1417),
+    ("pg_foreign_data_wrapper", 2328),
+    ("pg_amop", 2602),
+    ("pg_amproc", 2603),
+    ("pg_cast", 2605),
+    ("pg_conversion", 2607),
+    ("pg_language", 2612),
+    ("pg_opclass", 2616),
+    ("pg_operator", 2617),
+    ("pg_rewrite", 2618),
+    ("pg_opfamily", 2753),
+    ("pg_largeobject_metadata", 2995),
+    ("pg_foreign_table", 3118),
+    ("pg_policy", 3256),
+    ("pg_partitioned_table", 3350),
+    ("pg_statistic_ext", 3381),
+    ("pg_init_privs", 3394),
+    ("pg_event_trigger", 3466),
+    ("pg_range", 3541),
+    ("pg_transform", 3576),
+    ("pg_seclabel", 3596),
+    ("pg_ts_dict", 3600),
+    ("pg_ts_parser", 3601),
+    ("pg_ts_config", 3602),
+    ("pg_ts_template", 3764),
+    ("pg_subscription", 6100),
+    ("pg_publication", 6104),
+    ("pg_publication_rel", 6106),
+    ("pg_publication_namespace", 6237),
 ];
 
 pub fn table(scope: &Arc<PlanScope>, name: &str) -> Option<Arc<dyn TableProvider>> {
+    let table = catalog_table(scope, name)?;
+    Some(match SYSTEM_CATALOG_OIDS.iter().find(|(n, _)| *n == name) {
+        Some((_, table_oid)) => table_oid::with_table_oid(table, *table_oid),
+        None => table,
+    })
+}
+
+fn catalog_table(scope: &Arc<PlanScope>, name: &str) -> Option<Arc<dyn TableProvider>> {
     let catalog = scope.engine.catalog.read();
     Some(match name {
         "pg_namespace" => pg_namespace(&catalog),
@@ -267,7 +304,7 @@ pub fn table(scope: &Arc<PlanScope>, name: &str) -> Option<Arc<dyn TableProvider
         "pg_auth_members" => pg_auth_members(&catalog),
         "pg_am" => pg_am(),
         "pg_tables" => pg_tables(&catalog),
-        "pg_views" => pg_views(&catalog),
+        "pg_views" => pg_views(scope, &catalog),
         "pg_default_acl" => relations::pg_default_acl(&catalog),
         // Every table is a user table: the system catalogs are not tables in Shoal.
         "pg_statio_all_tables" | "pg_statio_user_tables" => pg_statio_tables(&catalog),
@@ -275,6 +312,23 @@ pub fn table(scope: &Arc<PlanScope>, name: &str) -> Option<Arc<dyn TableProvider
         "pg_attrdef" => pg_attrdef(&catalog),
         "pg_sequence" => pg_sequence(&catalog),
         "pg_depend" => pg_depend(&catalog),
+        "pg_rewrite" => relations::pg_rewrite(&catalog),
+        // Comments: only PostgreSQL's on the public schema (pg_dump compares with it).
+        "pg_description" => {
+            let mut t = TableBuilder::new(&[
+                ("objoid", OID),
+                ("classoid", OID),
+                ("objsubid", I32),
+                ("description", T),
+            ]);
+            t.row(vec![
+                o(shoal_storage::catalog::PUBLIC_NAMESPACE_OID),
+                o(2615),
+                i32v(0),
+                s("standard public schema"),
+            ]);
+            t.build()
+        }
         "pg_settings" => pg_settings(scope),
         "pg_prepared_statements" => pg_prepared_statements(scope),
         "pg_cursors" => pg_cursors(scope),
@@ -304,97 +358,29 @@ pub fn table(scope: &Arc<PlanScope>, name: &str) -> Option<Arc<dyn TableProvider
             live::live_view(move || pg_stat_activity(&scope))
         }
         "shoal_memory" => crate::query::shoal_memory::shoal_memory(scope),
-        "pg_description" => TableBuilder::new(&[
-            ("objoid", OID),
-            ("classoid", OID),
-            ("objsubid", I32),
-            ("description", T),
-        ])
-        .build(),
-        // No range types and no operator classes beyond the defaults: empty, so that clients'
-        // type and index introspection (asyncpg, SQLAlchemy) finds nothing to add.
-        "pg_range" => TableBuilder::new(&[
-            ("rngtypid", OID),
-            ("rngsubtype", OID),
-            ("rngmultitypid", OID),
-            ("rngcollation", OID),
-            ("rngsubopc", OID),
-            ("rngcanonical", T),
-            ("rngsubdiff", T),
-        ])
-        .build(),
-        "pg_opclass" => TableBuilder::new(&[
-            ("oid", OID),
-            ("opcmethod", OID),
-            ("opcname", T),
-            ("opcnamespace", OID),
-            ("opcowner", OID),
-            ("opcfamily", OID),
-            ("opcintype", OID),
-            ("opcdefault", BOOL),
-            ("opckeytype", OID),
-        ])
-        .build(),
-        "pg_inherits" => TableBuilder::new(&[
-            ("inhrelid", OID),
-            ("inhparent", OID),
-            ("inhseqno", I32),
-            ("inhdetachpending", BOOL),
-        ])
-        .build(),
         "pg_tablespace" => {
-            let mut t = TableBuilder::new(&[("oid", OID), ("spcname", T), ("spcowner", OID)]);
-            t.row(vec![o(1663), s("pg_default"), o(SUPERUSER_OID)]);
-            t.row(vec![o(1664), s("pg_global"), o(SUPERUSER_OID)]);
+            let mut t = TableBuilder::new(&[
+                ("oid", OID),
+                ("spcname", T),
+                ("spcowner", OID),
+                ("spcacl", text_list()),
+                ("spcoptions", text_list()),
+            ]);
+            for (oid, name) in [(1663, "pg_default"), (1664, "pg_global")] {
+                t.row(vec![
+                    o(oid),
+                    s(name),
+                    o(SUPERUSER_OID),
+                    ScalarValue::List(ScalarValue::new_list_nullable(&[], &T)),
+                    ScalarValue::List(ScalarValue::new_list_nullable(&[], &T)),
+                ]);
+            }
             t.build()
         }
-        "pg_collation" => {
-            TableBuilder::new(&[("oid", OID), ("collname", T), ("collnamespace", OID)]).build()
-        }
-        "pg_extension" => TableBuilder::new(&[
-            ("oid", OID),
-            ("extname", T),
-            ("extversion", T),
-            ("extnamespace", OID),
-        ])
-        .build(),
+        "pg_language" => server::pg_language(),
         "pg_proc" => pg_proc(),
         "pg_operator" => pg_operator(),
-        "pg_trigger" => TableBuilder::new(&[
-            ("oid", OID),
-            ("tgrelid", OID),
-            ("tgname", T),
-            ("tgisinternal", BOOL),
-            ("tgenabled", T),
-        ])
-        .build(),
-        "pg_policy" => TableBuilder::new(&[
-            ("oid", OID),
-            ("polname", T),
-            ("polrelid", OID),
-            ("polcmd", T),
-            ("polpermissive", BOOL),
-            ("polroles", oid_list()),
-            ("polqual", T),
-            ("polwithcheck", T),
-        ])
-        .build(),
-        "pg_rewrite" => {
-            TableBuilder::new(&[("oid", OID), ("rulename", T), ("ev_class", OID)]).build()
-        }
-        "pg_statistic_ext" => TableBuilder::new(&[
-            ("oid", OID),
-            ("stxrelid", OID),
-            ("stxname", T),
-            ("stxnamespace", OID),
-            ("stxowner", OID),
-            ("stxstattarget", I32),
-            ("stxkind", text_list()),
-        ])
-        .build(),
-        "pg_publication" => TableBuilder::new(&[("oid", OID), ("pubname", T)]).build(),
-        "pg_foreign_table" => TableBuilder::new(&[("ftrelid", OID), ("ftserver", OID)]).build(),
-        _ => return None,
+        other => empty::empty_catalog(other)?,
     })
 }
 

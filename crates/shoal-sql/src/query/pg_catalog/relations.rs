@@ -13,7 +13,9 @@ use super::{
     COLUMNAR_AM_OID, F32, HEAP_AM_OID, I16, I32, I64, OID, T,
 };
 use crate::query::scope::PlanScope;
-use shoal_storage::catalog_privileges::{acl_text, role_name, ObjectClass, ObjectRef};
+use shoal_storage::catalog_privileges::{
+    acl_items_text, acl_text, role_name, ObjectClass, ObjectRef,
+};
 
 /// An object's acl column: aclitem[] as text, NULL while it has the default privileges.
 pub(super) fn acl(catalog: &Catalog, object: ObjectRef) -> ScalarValue {
@@ -33,11 +35,20 @@ pub(super) fn pg_namespace(catalog: &Catalog) -> Arc<dyn TableProvider> {
     ]);
     for sch in catalog.schemas.values() {
         let object = (ObjectClass::Schema, sch.oid);
+        // The public schema starts with USAGE for PUBLIC, which acldefault does not give: its
+        // acl is shown, as in PostgreSQL, rather than NULL (pg_dump would revoke it).
+        let acl = match sch.oid {
+            shoal_storage::catalog::PUBLIC_NAMESPACE_OID => s(&acl_items_text(
+                catalog,
+                &catalog.effective_acl(object, None),
+            )),
+            _ => acl(catalog, object),
+        };
         t.row(vec![
             o(sch.oid),
             s(&sch.name),
             o(catalog.owner_of(object)),
-            acl(catalog, object),
+            acl,
         ]);
     }
     t.build()
@@ -330,7 +341,7 @@ pub(super) fn pg_default_acl(catalog: &Catalog) -> Arc<dyn TableProvider> {
     t.build()
 }
 
-pub(super) fn pg_views(catalog: &Catalog) -> Arc<dyn TableProvider> {
+pub(super) fn pg_views(scope: &PlanScope, catalog: &Catalog) -> Arc<dyn TableProvider> {
     let mut t = TableBuilder::new(&[
         ("schemaname", T),
         ("viewname", T),
@@ -345,7 +356,7 @@ pub(super) fn pg_views(catalog: &Catalog) -> Arc<dyn TableProvider> {
                 catalog,
                 catalog.owner_of((ObjectClass::Relation, v.oid)),
             )),
-            s(&crate::dml::restore_locking_syntax(&v.query_sql)),
+            s(&crate::query::view_definition::view_definition(scope, v)),
         ]);
     }
     t.build()
@@ -392,8 +403,40 @@ pub fn sequence_relation(seq: &Arc<SequenceDef>) -> Arc<dyn TableProvider> {
 /// pg_depend: the dependencies clients look for, which are a sequence's on the column that
 /// owns it (serial: deptype 'a'; identity: 'i'). SQLAlchemy and psql find a serial column's
 /// sequence through it.
+const PG_CLASS: u32 = 1259;
+const PG_REWRITE: u32 = 2618;
+
+/// pg_rewrite: the `_RETURN` rule of each view, under the view's own OID (a rule is told from
+/// its view by the catalog it is in, as pg_dump tells objects apart: by tableoid and oid).
+pub(super) fn pg_rewrite(catalog: &Catalog) -> Arc<dyn TableProvider> {
+    let mut t = TableBuilder::new(&[
+        ("oid", OID),
+        ("rulename", T),
+        ("ev_class", OID),
+        ("ev_type", T),
+        ("ev_enabled", T),
+        ("is_instead", BOOL),
+        ("ev_qual", T),
+        ("ev_action", T),
+    ])
+    .with_pg_type("ev_type", crate::types::oid::CHAR)
+    .with_pg_type("ev_enabled", crate::types::oid::CHAR);
+    for view in catalog.views.values() {
+        t.row(vec![
+            o(view.oid),
+            s("_RETURN"),
+            o(view.oid),
+            s("1"),
+            s("O"),
+            b(true),
+            s("<>"),
+            null_text(),
+        ]);
+    }
+    t.build()
+}
+
 pub(super) fn pg_depend(catalog: &Catalog) -> Arc<dyn TableProvider> {
-    const PG_CLASS: u32 = 1259;
     let mut t = TableBuilder::new(&[
         ("classid", OID),
         ("objid", OID),
@@ -403,6 +446,61 @@ pub(super) fn pg_depend(catalog: &Catalog) -> Arc<dyn TableProvider> {
         ("refobjsubid", I32),
         ("deptype", T),
     ]);
+    // A view is its `_RETURN` rule (see pg_rewrite), which depends on what the view reads:
+    // pg_dump orders views after their tables by these.
+    for view in catalog.views.values() {
+        t.row(vec![
+            o(PG_REWRITE),
+            o(view.oid),
+            i32v(0),
+            o(PG_CLASS),
+            o(view.oid),
+            i32v(0),
+            s("i"),
+        ]);
+        for read in &view.depends_on {
+            t.row(vec![
+                o(PG_REWRITE),
+                o(view.oid),
+                i32v(0),
+                o(PG_CLASS),
+                o(*read),
+                i32v(0),
+                s("n"),
+            ]);
+        }
+    }
+    // A column default depends on its column and on the sequence it draws from: pg_dump
+    // sets a serial column's default after creating the sequence the column owns.
+    const PG_ATTRDEF: u32 = 2604;
+    for table in catalog.tables.values() {
+        for (i, c) in table.columns.iter().enumerate() {
+            let (Some(default), None) = (&c.default_sql, &c.identity) else {
+                continue;
+            };
+            let attrdef = super::columns::attrdef_oid(table.oid, i);
+            t.row(vec![
+                o(PG_ATTRDEF),
+                o(attrdef),
+                i32v(0),
+                o(PG_CLASS),
+                o(table.oid),
+                i32v(i as i32 + 1),
+                s("a"),
+            ]);
+            if let Some(sequence) = nextval_sequence(catalog, &table.schema, default) {
+                t.row(vec![
+                    o(PG_ATTRDEF),
+                    o(attrdef),
+                    i32v(0),
+                    o(PG_CLASS),
+                    o(sequence),
+                    i32v(0),
+                    s("n"),
+                ]);
+            }
+        }
+    }
     for seq in catalog.sequences.values() {
         let Some((table_oid, column)) = seq.owned_by else {
             continue;
@@ -423,4 +521,18 @@ pub(super) fn pg_depend(catalog: &Catalog) -> Arc<dyn TableProvider> {
         ]);
     }
     t.build()
+}
+
+/// The sequence a default `nextval('name')` draws from, looked up in `schema` when unqualified.
+fn nextval_sequence(catalog: &Catalog, schema: &str, default: &str) -> Option<u32> {
+    let start = default.find("nextval('")? + "nextval('".len();
+    let name = &default[start..start + default[start..].find('\'')?];
+    let (schema, name) = match name.split_once('.') {
+        Some((schema, name)) => (schema, name),
+        None => (schema, name),
+    };
+    match catalog.lookup(schema, name) {
+        Some((shoal_storage::catalog::RelationKind::Sequence, oid)) => Some(oid),
+        _ => None,
+    }
 }

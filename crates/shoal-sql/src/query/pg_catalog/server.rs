@@ -170,6 +170,40 @@ pub(super) fn pg_am() -> Arc<dyn TableProvider> {
     t.build()
 }
 
+/// The built-in languages (no procedural language is installed: nothing has `lanispl`).
+pub(super) fn pg_language() -> Arc<dyn TableProvider> {
+    let mut t = TableBuilder::new(&[
+        ("oid", OID),
+        ("lanname", T),
+        ("lanowner", OID),
+        ("lanispl", BOOL),
+        ("lanpltrusted", BOOL),
+        ("lanplcallfoid", OID),
+        ("laninline", OID),
+        ("lanvalidator", OID),
+        ("lanacl", T),
+    ])
+    .with_pg_type("lanname", crate::types::oid::NAME);
+    for (oid, name, trusted, validator) in [
+        (12, "internal", false, 2246),
+        (13, "c", false, 2247),
+        (14, "sql", true, 2248),
+    ] {
+        t.row(vec![
+            o(oid),
+            s(name),
+            o(SUPERUSER_OID),
+            b(false),
+            b(trusted),
+            o(0),
+            o(0),
+            o(validator),
+            null_text(),
+        ]);
+    }
+    t.build()
+}
+
 pub(super) fn pg_settings(scope: &Arc<PlanScope>) -> Arc<dyn TableProvider> {
     let mut t = TableBuilder::new(&[
         ("name", T),

@@ -85,6 +85,9 @@ pub(super) fn pg_type(catalog: &Catalog) -> Arc<dyn TableProvider> {
         ("typndims", I32),
         ("typcollation", OID),
         ("typdefault", T),
+        ("typalign", T),
+        ("typstorage", T),
+        ("typacl", T),
     ]);
     let array_types = oid::ARRAY_TYPES.iter().filter_map(|(element, array)| {
         let name = BUILTIN_TYPES.iter().find(|t| t.0 == *element)?.1;
@@ -128,6 +131,9 @@ pub(super) fn pg_type(catalog: &Catalog) -> Arc<dyn TableProvider> {
             i32v(-1),
             i32v(0),
             o(if *category == "S" { 100 } else { 0 }),
+            null_text(),
+            s(alignment(*len)),
+            s(storage_of(*type_oid)),
             null_text(),
         ]);
     }
@@ -196,6 +202,9 @@ fn enum_type_row(
         i32v(-1),
         i32v(0),
         o(0),
+        null_text(),
+        s("i"),
+        s(storage_of(type_oid)),
         null_text(),
     ]
 }
@@ -276,7 +285,33 @@ fn pseudo_type_row(type_oid: u32, name: &str) -> Vec<ScalarValue> {
         i32v(0),
         o(0),
         null_text(),
+        s(alignment(len)),
+        s("p"),
+        null_text(),
     ]
+}
+
+/// pg_type.typstorage of a built-in type (and pg_attribute.attstorage of a column of it):
+/// fixed-length types are `plain`, numeric `main`, other variable-length types `extended`.
+pub(super) fn storage_of(type_oid: u32) -> &'static str {
+    if type_oid == oid::NUMERIC {
+        return "m";
+    }
+    match BUILTIN_TYPES.iter().find(|t| t.0 == type_oid) {
+        Some(t) if t.2 > 0 => "p",
+        _ if crate::types::array_element_oid(type_oid).is_none() && type_oid >= 16384 => "p",
+        _ => "x",
+    }
+}
+
+/// pg_type.typalign of a type `len` bytes long (-1: variable length, aligned as int4).
+fn alignment(len: i16) -> &'static str {
+    match len {
+        1 => "c",
+        2 => "s",
+        8 => "d",
+        _ => "i",
+    }
 }
 
 /// `format_type(oid, typmod)` for the types Shoal knows.
