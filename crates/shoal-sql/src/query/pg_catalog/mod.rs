@@ -270,6 +270,8 @@ pub const SYSTEM_CATALOG_OIDS: &[(&str, u32)] = &[
     ("pg_event_trigger", 3466),
     ("pg_range", 3541),
     ("pg_transform", 3576),
+    ("pg_shseclabel", 3592),
+    ("pg_db_role_setting", 2964),
     ("pg_seclabel", 3596),
     ("pg_ts_dict", 3600),
     ("pg_ts_parser", 3601),

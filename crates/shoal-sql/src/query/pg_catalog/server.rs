@@ -38,6 +38,8 @@ pub(super) fn pg_database(catalog: &Catalog) -> Arc<dyn TableProvider> {
         ("datcollversion", T),
         ("datacl", T),
         ("dattablespace", OID),
+        ("datfrozenxid", OID),
+        ("datminmxid", OID),
     ]);
     t.row(vec![
         o(DATABASE_OID),
@@ -54,6 +56,8 @@ pub(super) fn pg_database(catalog: &Catalog) -> Arc<dyn TableProvider> {
         null_text(),
         super::relations::acl(catalog, DATABASE_OBJECT),
         o(1663),
+        o(716),
+        o(1),
     ]);
     t.build()
 }
