@@ -1,5 +1,6 @@
-//! pg_dump 15 of a Shoal database restores into PostgreSQL 15: the plain format through psql
-//! and the custom format through pg_restore, both stopping at the first error. The schema
+//! pg_dump 15 of a Shoal database restores into PostgreSQL 15, and PostgreSQL's dump of the
+//! same database (and Shoal's own) restores into Shoal: the plain format through psql and the
+//! custom format through pg_restore, all stopping at the first error. The schema
 //! covers what a dump carries: serial and identity columns with their sequences, a sequence of
 //! its own, numeric, varchar, array, jsonb, boolean and timestamptz columns, defaults, CHECK,
 //! UNIQUE, a primary key, a cascading foreign key, an index, a view, a second schema whose table
@@ -77,12 +78,7 @@ fn pg_dump_of_shoal_restores_into_postgres() {
     psql(postgres.port(), "postgres", "CREATE DATABASE from_plain");
     psql(postgres.port(), "postgres", "CREATE DATABASE from_custom");
     run(
-        Command::new("psql")
-            .args(["-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1"])
-            .args(["-U", "postgres", "-d", "from_plain", "-p"])
-            .arg(postgres.port().to_string())
-            .arg("-f")
-            .arg(&plain),
+        &mut psql_file(postgres.port(), "from_plain", &plain),
         "psql < plain dump",
     );
     run(
@@ -113,15 +109,81 @@ fn pg_dump_of_shoal_restores_into_postgres() {
             );
         }
     }
+
+    // And back: PostgreSQL's dumps of the same database, and Shoal's own plain dump, restore
+    // into new Shoal servers with the same answers.
+    psql(postgres.port(), "postgres", "CREATE DATABASE pg_source");
+    run(
+        &mut psql_file(postgres.port(), "pg_source", &plain),
+        "psql < plain dump (PostgreSQL)",
+    );
+    let pg_plain = dir.join("pg_dump.sql");
+    let pg_custom = dir.join("pg_dump.custom");
+    run(
+        pg_dump_database(postgres.port(), "pg_source")
+            .arg("-f")
+            .arg(&pg_plain),
+        "pg_dump of PostgreSQL (plain)",
+    );
+    run(
+        pg_dump_database(postgres.port(), "pg_source")
+            .args(["-Fc", "-f"])
+            .arg(&pg_custom),
+        "pg_dump of PostgreSQL (custom)",
+    );
+    let restores: [(&str, &std::path::Path); 3] = [
+        ("PostgreSQL's plain dump", &pg_plain),
+        ("PostgreSQL's custom dump", &pg_custom),
+        ("Shoal's own plain dump", &plain),
+    ];
+    for (what, file) in restores {
+        let target = ShoalServer::start();
+        let mut restore = match file.extension().and_then(|e| e.to_str()) {
+            Some("custom") => {
+                let mut command = Command::new("pg_restore");
+                command
+                    .args(["--exit-on-error", "-h", "127.0.0.1", "-U", "postgres"])
+                    .args(["-d", "postgres", "-p"])
+                    .arg(target.port().to_string())
+                    .arg(file);
+                command
+            }
+            _ => psql_file(target.port(), "postgres", file),
+        };
+        run(&mut restore, what);
+        for (query, answer) in CHECKS.iter().zip(&expected) {
+            assert_eq!(
+                &psql(target.port(), "postgres", query),
+                answer,
+                "Shoal restored from {what}: {query}"
+            );
+        }
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-fn pg_dump(port: u16) -> Command {
+/// psql running the script `file`, stopping at its first error.
+fn psql_file(port: u16, database: &str, file: &std::path::Path) -> Command {
+    let mut command = Command::new("psql");
+    command
+        .args(["-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1"])
+        .args(["-U", "postgres", "-d", database, "-p"])
+        .arg(port.to_string())
+        .arg("-f")
+        .arg(file);
+    command
+}
+
+fn pg_dump_database(port: u16, database: &str) -> Command {
     let mut command = Command::new("pg_dump");
     command
-        .args(["-h", "127.0.0.1", "-U", "postgres", "-d", "postgres", "-p"])
+        .args(["-h", "127.0.0.1", "-U", "postgres", "-d", database, "-p"])
         .arg(port.to_string());
     command
+}
+
+fn pg_dump(port: u16) -> Command {
+    pg_dump_database(port, "postgres")
 }
 
 /// Runs `sql` with psql (stopping at the first error) and returns its unaligned output.

@@ -389,7 +389,9 @@ impl SimpleQueryHandler for ConnectionHandler {
                 .await?;
         } else {
             let mut run = session.start_query(&sql);
+            let mut results = 0usize;
             while let Some(r) = session.next_result(&mut run).await {
+                results += 1;
                 self.send_parameter_changes(client, &mut session).await?;
                 let result = match r {
                     Ok(result) => result,
@@ -439,6 +441,15 @@ impl SimpleQueryHandler for ConnectionHandler {
                 if streamed {
                     session.set_cancel_signal(self.cancel_signal().await);
                 }
+            }
+            // Text with no statement in it, only comments: PostgreSQL answers EmptyQueryResponse
+            // (pg_restore sends a dump's comment header so).
+            if results == 0 {
+                client
+                    .feed(PgWireBackendMessage::EmptyQueryResponse(
+                        EmptyQueryResponse::new(),
+                    ))
+                    .await?;
             }
             session.set_cancel_signal(None);
             self.send_parameter_changes(client, &mut session).await?;

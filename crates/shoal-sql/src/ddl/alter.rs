@@ -429,7 +429,9 @@ pub(super) async fn alter_table(
         super::access_method::set_access_method(session, oid, method).await?;
         return Ok(StatementResult::command("ALTER TABLE"));
     }
-    for op in at.operations {
+    let mut operations = at.operations;
+    let mut identity_sequence = identity_sequence_name(&mut operations);
+    for op in operations {
         // Re-read for each operation: the previous one may have changed the definition.
         let (def, table) = crate::dml::table_by_oid(session, oid, &rel)?;
         match op {
@@ -668,6 +670,23 @@ pub(super) async fn alter_table(
                     ast::AlterColumnOperation::DropDefault => {
                         new_def.columns[pos].default_sql = None
                     }
+                    ast::AlterColumnOperation::AddGenerated {
+                        generated_as,
+                        sequence_options,
+                    } => {
+                        let always = !matches!(generated_as, Some(ast::GeneratedAs::ByDefault));
+                        let mut catalog = session.engine.catalog.write();
+                        super::sequence::add_identity(
+                            &mut catalog,
+                            &mut new_def,
+                            pos,
+                            always,
+                            &sequence_options.unwrap_or_default(),
+                            identity_sequence.take(),
+                        )?;
+                        catalog.replace_table(new_def)?;
+                        continue;
+                    }
                     ast::AlterColumnOperation::SetDataType {
                         data_type, using, ..
                     } => {
@@ -682,7 +701,6 @@ pub(super) async fn alter_table(
                         .await?;
                         continue;
                     }
-                    other => return Err(SqlError::unsupported(format!("ALTER COLUMN {other}"))),
                 }
                 session.engine.catalog.write().replace_table(new_def)?;
             }
@@ -690,6 +708,29 @@ pub(super) async fn alter_table(
         }
     }
     Ok(StatementResult::command("ALTER TABLE"))
+}
+
+/// Takes out the `SEQUENCE NAME` of `ADD GENERATED ... AS IDENTITY`, which the parser turned
+/// into a last SET option (see `parse::IDENTITY_SEQUENCE_OPTION`).
+fn identity_sequence_name(operations: &mut Vec<ast::AlterTableOperation>) -> Option<String> {
+    let Some(ast::AlterTableOperation::SetOptionsParens { options }) = operations.last() else {
+        return None;
+    };
+    let [ast::SqlOption::KeyValue { key, value }] = &options[..] else {
+        return None;
+    };
+    if key.value != crate::parse::IDENTITY_SEQUENCE_OPTION {
+        return None;
+    }
+    let name = match value {
+        ast::Expr::Value(v) => match &v.value {
+            ast::Value::SingleQuotedString(name) => name.clone(),
+            _ => return None,
+        },
+        _ => return None,
+    };
+    operations.pop();
+    Some(name)
 }
 
 /// The method of `SET ACCESS METHOD`, which the parser turned into a SET option (see

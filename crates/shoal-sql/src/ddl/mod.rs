@@ -118,6 +118,7 @@ pub fn changes_catalog(stmt: &Statement) -> bool {
             | Statement::Revoke(_)
             | Statement::AlterSchema(_)
     ) || crate::session::role_membership_text(stmt).is_some()
+        || crate::session::alter_sequence_text(stmt).is_some()
 }
 
 /// Runs one DDL statement (see `changes_catalog` for who keeps what it changed).
@@ -205,6 +206,10 @@ pub async fn execute(
             let text = crate::session::role_membership_text(&stmt).expect("matched");
             let text = text.to_string();
             role_membership::run(session, &text)
+        }
+        Statement::Set(_) if crate::session::alter_sequence_text(&stmt).is_some() => {
+            let text = crate::session::alter_sequence_text(&stmt).expect("matched");
+            sequence::alter_sequence(session, &text.to_string())
         }
         Statement::Grant(g) => crate::privileges::grant::grant(session, &g),
         Statement::Revoke(r) => crate::privileges::grant::revoke(session, &r),

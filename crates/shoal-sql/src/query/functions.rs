@@ -456,6 +456,21 @@ pub(crate) fn quote_ident_if_needed(name: &str) -> String {
 }
 
 fn sequence_oid(scope: &PlanScope, name: &str) -> Result<Oid, SqlError> {
+    // A regclass argument (`nextval('s'::regclass)`, as pg_dump writes defaults) is the OID.
+    if let Ok(oid) = name.parse::<Oid>() {
+        let catalog = scope.engine.catalog.read();
+        return match catalog.relation_name(oid) {
+            Some(_) if catalog.sequences.contains_key(&oid) => Ok(oid),
+            Some((_, rel)) => Err(SqlError::new(
+                code::WRONG_OBJECT_TYPE,
+                format!("\"{rel}\" is not a sequence"),
+            )),
+            None => Err(SqlError::new(
+                code::UNDEFINED_TABLE,
+                format!("could not open relation with OID {oid}"),
+            )),
+        };
+    }
     let (schema, rel) = parse_qualified_name(name);
     match scope.resolve_relation(schema.as_deref(), &rel) {
         Some((_, RelationKind::Sequence, oid)) => Ok(oid),

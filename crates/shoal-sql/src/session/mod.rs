@@ -17,7 +17,7 @@ mod transaction;
 pub use cursor::{SqlCursor, MOVE_MARKER};
 pub use extended::Prepared;
 pub use query_run::QueryRun;
-pub(crate) use set_show::{role_membership_text, setting_value_text};
+pub(crate) use set_show::{alter_sequence_text, role_membership_text, setting_value_text};
 pub use sql_prepare::SqlPrepared;
 
 use std::sync::Arc;

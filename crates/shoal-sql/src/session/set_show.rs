@@ -21,6 +21,8 @@ impl Session {
             Statement::Set(_) if set_constraints_text(stmt).is_some() => return None,
             // GRANT / REVOKE of role membership changes the catalog (`ddl`).
             Statement::Set(_) if role_membership_text(stmt).is_some() => return None,
+            // ALTER SEQUENCE changes the catalog (`ddl`).
+            Statement::Set(_) if alter_sequence_text(stmt).is_some() => return None,
             Statement::Set(_) if alter_system_text(stmt).is_some() => {
                 let text = alter_system_text(stmt).expect("matched").to_string();
                 self.alter_system(&text)
@@ -623,6 +625,11 @@ pub(super) fn set_constraints_text(stmt: &Statement) -> Option<&str> {
 /// The text of a role membership GRANT or REVOKE (see `parse::rewrite_role_membership`).
 pub(crate) fn role_membership_text(stmt: &Statement) -> Option<&str> {
     set_text(stmt, crate::parse::ROLE_COMMAND_VARIABLE)
+}
+
+/// The text of an ALTER SEQUENCE statement (see `parse::ALTER_SEQUENCE_VARIABLE`).
+pub(crate) fn alter_sequence_text(stmt: &Statement) -> Option<&str> {
+    set_text(stmt, crate::parse::ALTER_SEQUENCE_VARIABLE)
 }
 
 /// The text of an ALTER SYSTEM statement (see `parse::rewrite_alter_system`).

@@ -39,6 +39,13 @@
 //! - `ALTER SYSTEM`: sqlparser does not read it. It becomes a SET of [`ALTER_SYSTEM_VARIABLE`]
 //!   to the statement's text.
 //!
+//! - `ALTER SEQUENCE`: sqlparser does not read it. It becomes a SET of
+//!   [`ALTER_SEQUENCE_VARIABLE`] to the statement's text (`sequence`).
+//!
+//! - `ALTER TABLE ... ADD GENERATED ... AS IDENTITY (SEQUENCE NAME name ...)`: sqlparser has no
+//!   SEQUENCE NAME option. It is removed, and the name handed to the executor as a last
+//!   operation `SET (shoal_identity_sequence = 'name')` ([`IDENTITY_SEQUENCE_OPTION`]).
+//!
 //! - `CREATE USER` and `ALTER USER`: sqlparser reads them as other dialects' statements. USER
 //!   becomes ROLE, and a CREATE USER gets LOGIN unless it says NOLOGIN.
 //!
@@ -49,6 +56,11 @@
 //! b` as a whole expression, so `a IS DISTINCT FROM b AND c` comes out as `a IS DISTINCT FROM (b
 //! AND c)`. PostgreSQL's IS binds tighter than NOT, AND and OR; [`fix_is_distinct_from`] turns
 //! the tree back into `(a IS DISTINCT FROM b) AND c`.
+
+mod sequence;
+
+use sequence::{reorder_create_sequence, reorder_identity_options, skip_name};
+pub use sequence::{ALTER_SEQUENCE_VARIABLE, IDENTITY_SEQUENCE_OPTION};
 
 use datafusion::sql::sqlparser::ast::{self, Statement};
 use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
@@ -93,6 +105,8 @@ enum Note {
     Deferrable,
     AccessMethod(String),
     Overriding(Overriding),
+    /// The `SEQUENCE NAME` of an identity column ALTER TABLE adds.
+    IdentitySequence(String),
 }
 
 /// Parses `sql` (one or more statements) as PostgreSQL.
@@ -323,6 +337,9 @@ fn apply_note(stmt: &mut Statement, note: Note) {
                 });
             }
         }
+        (stmt @ Statement::AlterTable(_), Note::IdentitySequence(name)) => {
+            sequence::add_identity_sequence(stmt, name)
+        }
         (Statement::Insert(ins), Note::Overriding(o)) => {
             let value = match o {
                 Overriding::System => "system",
@@ -400,7 +417,12 @@ fn normalize_statement(mut seg: Vec<TokenWithSpan>) -> (Vec<TokenWithSpan>, bool
         Some(Keyword::ALTER) => {
             changed |= rewrite_role_membership(&mut seg)
                 || rewrite_alter_system(&mut seg)
-                || rewrite_set_access_method(&mut seg)
+                || sequence::rewrite_alter_sequence(&mut seg)
+                || rewrite_set_access_method(&mut seg);
+            if let Some(name) = sequence::strip_identity_sequence_name(&mut seg) {
+                changed = true;
+                notes.push(Note::IdentitySequence(name));
+            }
         }
         Some(Keyword::COPY) => changed |= copy_boolean_options(&mut seg),
         Some(Keyword::VACUUM) => changed |= strip_vacuum_options(&mut seg),
@@ -725,136 +747,6 @@ fn keyword_of(t: &TokenWithSpan) -> Keyword {
         Token::Word(w) if w.quote_style.is_none() => w.keyword,
         _ => Keyword::NoKeyword,
     }
-}
-
-/// `CREATE [TEMP] SEQUENCE [IF NOT EXISTS] name [AS type] options...`
-fn reorder_create_sequence(seg: &mut Vec<TokenWithSpan>) -> bool {
-    let sig = significant(seg);
-    let kw = |p: usize| {
-        sig.get(p)
-            .map_or(Keyword::NoKeyword, |&i| keyword_of(&seg[i]))
-    };
-    let mut p = 1;
-    if matches!(
-        kw(p),
-        Keyword::TEMP | Keyword::TEMPORARY | Keyword::UNLOGGED
-    ) {
-        p += 1;
-    }
-    if kw(p) != Keyword::SEQUENCE {
-        return false;
-    }
-    p += 1;
-    if kw(p) == Keyword::IF && kw(p + 1) == Keyword::NOT && kw(p + 2) == Keyword::EXISTS {
-        p += 3;
-    }
-    p = skip_name(seg, &sig, p);
-    reorder_sequence_options(seg, &sig, p, sig.len())
-}
-
-/// `AS IDENTITY ( options )` anywhere in a statement.
-fn reorder_identity_options(seg: &mut Vec<TokenWithSpan>) -> bool {
-    let sig = significant(seg);
-    let mut changed = false;
-    for p in 0..sig.len().saturating_sub(2) {
-        let is_identity = keyword_of(&seg[sig[p]]) == Keyword::AS
-            && keyword_of(&seg[sig[p + 1]]) == Keyword::IDENTITY
-            && seg[sig[p + 2]].token == Token::LParen;
-        if !is_identity {
-            continue;
-        }
-        if let Some(close) = (p + 3..sig.len()).find(|&q| seg[sig[q]].token == Token::RParen) {
-            changed |= reorder_sequence_options(seg, &sig, p + 3, close);
-        }
-    }
-    changed
-}
-
-/// A possibly qualified name starting at significant position `p`; returns the position after.
-fn skip_name(seg: &[TokenWithSpan], sig: &[usize], mut p: usize) -> usize {
-    while p < sig.len() && matches!(seg[sig[p]].token, Token::Word(_)) {
-        p += 1;
-        if p < sig.len() && seg[sig[p]].token == Token::Period {
-            p += 1;
-        } else {
-            break;
-        }
-    }
-    p
-}
-
-/// Sorts the sequence options between significant positions `from` and `to` into sqlparser's
-/// order. Leaves the tokens alone (false) when they are in order already or when an option is
-/// one this does not know, so that sqlparser reports the error.
-fn reorder_sequence_options(
-    seg: &mut Vec<TokenWithSpan>,
-    sig: &[usize],
-    from: usize,
-    to: usize,
-) -> bool {
-    let mut options = Vec::new();
-    let mut p = from;
-    while p < to {
-        let Some((rank, next)) = sequence_option(seg, sig, p, to) else {
-            return false;
-        };
-        options.push((rank, p, next));
-        p = next;
-    }
-    if options.windows(2).all(|w| w[0].0 <= w[1].0) {
-        return false;
-    }
-    options.sort_by_key(|o| o.0);
-    let mut reordered = Vec::new();
-    for &(_, start, end) in &options {
-        reordered.extend(seg[sig[start]..=sig[end - 1]].iter().cloned());
-    }
-    let range = sig[from]..=sig[to - 1];
-    seg.splice(range, reordered);
-    true
-}
-
-/// The sort rank of the sequence option at significant position `p` and the position after it.
-fn sequence_option(
-    seg: &[TokenWithSpan],
-    sig: &[usize],
-    p: usize,
-    to: usize,
-) -> Option<(u8, usize)> {
-    let kw = |q: usize| {
-        if q < to {
-            keyword_of(&seg[sig[q]])
-        } else {
-            Keyword::NoKeyword
-        }
-    };
-    let number = |q: usize| -> Option<usize> {
-        let q = if q < to && matches!(seg[sig[q]].token, Token::Minus | Token::Plus) {
-            q + 1
-        } else {
-            q
-        };
-        (q < to && matches!(seg[sig[q]].token, Token::Number(..))).then_some(q + 1)
-    };
-    let optional = |q: usize, k: Keyword| if kw(q) == k { q + 1 } else { q };
-    Some(match kw(p) {
-        // The type of a sequence is one word: smallint, integer, bigint or an alias.
-        Keyword::AS if p + 1 < to => (0, p + 2),
-        Keyword::INCREMENT => (1, number(optional(p + 1, Keyword::BY))?),
-        Keyword::MINVALUE => (2, number(p + 1)?),
-        Keyword::MAXVALUE => (3, number(p + 1)?),
-        Keyword::NO if kw(p + 1) == Keyword::MINVALUE => (2, p + 2),
-        Keyword::NO if kw(p + 1) == Keyword::MAXVALUE => (3, p + 2),
-        Keyword::START => (4, number(optional(p + 1, Keyword::WITH))?),
-        Keyword::CACHE => (5, number(p + 1)?),
-        Keyword::NO if kw(p + 1) == Keyword::CYCLE => (6, p + 2),
-        Keyword::CYCLE => (6, p + 1),
-        Keyword::OWNED if kw(p + 1) == Keyword::BY => {
-            let end = skip_name(seg, sig, p + 2);
-            (end > p + 2).then_some((7, end.min(to)))?
-        }
-        _ => return None,
-    })
 }
 
 /// COPY's boolean options written on/off, 1/0 or as strings become TRUE/FALSE.
