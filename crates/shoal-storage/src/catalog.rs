@@ -340,6 +340,8 @@ pub struct Catalog {
         BTreeMap<crate::catalog_privileges::ObjectRef, crate::catalog_privileges::Ownership>,
     /// ALTER DEFAULT PRIVILEGES: the acls objects get when created (pg_default_acl).
     pub default_acls: Vec<crate::catalog_privileges::DefaultAcl>,
+    /// COMMENT ON (see `catalog_comments`).
+    pub comments: BTreeMap<crate::catalog_comments::CommentKey, String>,
     /// Bumped by every DDL change so cached plans know when to re-plan.
     pub version: u64,
 }
@@ -377,6 +379,7 @@ impl Default for Catalog {
             role_members: Vec::new(),
             ownership: BTreeMap::new(),
             default_acls: Vec::new(),
+            comments: crate::catalog_comments::initial_comments(),
             version: 1,
         }
     }

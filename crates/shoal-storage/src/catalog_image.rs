@@ -12,6 +12,7 @@ use crate::catalog::{
     Catalog, EnumTypeDef, IndexDef, Oid, RelationKind, SchemaDef, SequenceDef, SequenceState,
     TableDef, ViewDef,
 };
+use crate::catalog_comments::CommentKey;
 use crate::catalog_privileges::{DefaultAcl, ObjectRef, Ownership};
 use crate::catalog_roles::{RoleDef, RoleMembership};
 
@@ -40,6 +41,10 @@ struct CatalogImage {
     ownership: Vec<(ObjectRef, Ownership)>,
     #[serde(default)]
     default_acls: Vec<DefaultAcl>,
+    /// Comments (absent from images written before they were kept: the public schema's
+    /// comment is put back).
+    #[serde(default)]
+    comments: Option<Vec<(CommentKey, String)>>,
 }
 
 impl Catalog {
@@ -55,6 +60,7 @@ impl Catalog {
             roles: self.roles.values().cloned().collect(),
             role_members: self.role_members.clone(),
             default_acls: self.default_acls.clone(),
+            comments: Some(self.comments.iter().map(|(k, v)| (*k, v.clone())).collect()),
             ownership: self
                 .ownership
                 .iter()
@@ -137,6 +143,9 @@ impl Catalog {
         c.role_members = image.role_members;
         c.ownership = image.ownership.into_iter().collect();
         c.default_acls = image.default_acls;
+        if let Some(comments) = image.comments {
+            c.comments = comments.into_iter().collect();
+        }
         c.ensure_bootstrap_role();
         Ok(c)
     }

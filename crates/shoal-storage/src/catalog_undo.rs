@@ -5,12 +5,13 @@
 //! shared between a definition and its copies (`SequenceDef::state`), so restoring a sequence
 //! does not move its counter back: nextval is not transactional in PostgreSQL either.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 use crate::catalog::{
     Catalog, EnumTypeDef, IndexDef, Oid, RelationKind, SchemaDef, SequenceDef, TableDef, ViewDef,
 };
+use crate::catalog_comments::CommentKey;
 use crate::catalog_privileges::{DefaultAcl, ObjectRef, Ownership};
 use crate::catalog_roles::{RoleDef, RoleMembership};
 
@@ -30,6 +31,8 @@ pub enum CatalogObject {
     Ownership(ObjectRef, Ownership),
     /// Every default acl (ALTER DEFAULT PRIVILEGES): they change together, and are few.
     DefaultAcls(Vec<DefaultAcl>),
+    /// Every comment: they change together, one COMMENT at a time.
+    Comments(BTreeMap<CommentKey, String>),
 }
 
 /// Names one catalog object: schemas by name (the catalog keys them so), the rest by OID.
@@ -45,6 +48,7 @@ pub enum ObjectKey {
     RoleMembers,
     Ownership(ObjectRef),
     DefaultAcls,
+    Comments,
 }
 
 /// An object a statement changed, and its state before: None when the statement created it.
@@ -74,6 +78,7 @@ impl CatalogObject {
                 a == b && x == y
             }
             (Some(CatalogObject::DefaultAcls(x)), Some(CatalogObject::DefaultAcls(y))) => x == y,
+            (Some(CatalogObject::Comments(x)), Some(CatalogObject::Comments(y))) => x == y,
             _ => false,
         }
     }
@@ -86,7 +91,8 @@ impl CatalogObject {
             | CatalogObject::Role(_)
             | CatalogObject::RoleMembers(_)
             | CatalogObject::Ownership(..)
-            | CatalogObject::DefaultAcls(_) => None,
+            | CatalogObject::DefaultAcls(_)
+            | CatalogObject::Comments(_) => None,
             CatalogObject::Table(t) => Some((&t.schema, &t.name)),
             CatalogObject::Index(i) => Some((&i.schema, &i.name)),
             CatalogObject::Sequence(q) => Some((&q.schema, &q.name)),
@@ -105,7 +111,8 @@ impl CatalogObject {
             CatalogObject::Role(r) => r.oid,
             CatalogObject::RoleMembers(_)
             | CatalogObject::Ownership(..)
-            | CatalogObject::DefaultAcls(_) => 0,
+            | CatalogObject::DefaultAcls(_)
+            | CatalogObject::Comments(_) => 0,
         }
     }
 }
@@ -116,7 +123,8 @@ impl ObjectKey {
             ObjectKey::Schema(_)
             | ObjectKey::RoleMembers
             | ObjectKey::Ownership(_)
-            | ObjectKey::DefaultAcls => None,
+            | ObjectKey::DefaultAcls
+            | ObjectKey::Comments => None,
             ObjectKey::Role(o)
             | ObjectKey::Table(o)
             | ObjectKey::Index(o)
@@ -140,6 +148,7 @@ impl Catalog {
             ObjectKey::Role(o) => self.roles.get(o).cloned().map(CatalogObject::Role),
             ObjectKey::RoleMembers => Some(CatalogObject::RoleMembers(self.role_members.clone())),
             ObjectKey::DefaultAcls => Some(CatalogObject::DefaultAcls(self.default_acls.clone())),
+            ObjectKey::Comments => Some(CatalogObject::Comments(self.comments.clone())),
             ObjectKey::Ownership(object) => self
                 .ownership
                 .get(object)
@@ -247,6 +256,12 @@ impl Catalog {
                 before: Some(CatalogObject::DefaultAcls(before.default_acls.clone())),
             });
         }
+        if self.comments != before.comments {
+            changes.push(PriorObject {
+                key: ObjectKey::Comments,
+                before: Some(CatalogObject::Comments(before.comments.clone())),
+            });
+        }
         if self.role_members != before.role_members {
             changes.push(PriorObject {
                 key: ObjectKey::RoleMembers,
@@ -313,6 +328,10 @@ impl Catalog {
                 self.default_acls.clear();
                 return;
             }
+            ObjectKey::Comments => {
+                self.comments.clear();
+                return;
+            }
         };
         self.relations.retain(|_, entry| *entry != (kind, oid));
     }
@@ -366,6 +385,10 @@ impl Catalog {
             }
             CatalogObject::DefaultAcls(acls) => {
                 self.default_acls = acls;
+                return;
+            }
+            CatalogObject::Comments(comments) => {
+                self.comments = comments;
                 return;
             }
         };

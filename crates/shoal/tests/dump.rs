@@ -4,7 +4,7 @@
 //! covers what a dump carries: serial and identity columns with their sequences, a sequence of
 //! its own, numeric, varchar, array, jsonb, boolean and timestamptz columns, defaults, CHECK,
 //! UNIQUE, a primary key, a cascading foreign key, an index, a view, a second schema whose table
-//! the view of the first reads. After the restore, every table and the view read the same in
+//! the view of the first reads, comments. After the restore, every table and the view read the same in
 //! PostgreSQL as in Shoal, and the sequences continue where Shoal's stood.
 //! It needs PostgreSQL 15 (server, psql, pg_dump, pg_restore); `.ci/run` installs them.
 
@@ -36,6 +36,9 @@ INSERT INTO orders (customer_id, total, note, tags, data) VALUES
     (3, 999.99, E'tab\\there', '{\"x y\",NULL}', '{\"nested\": {\"a\": null}}');
 INSERT INTO archive.old_orders VALUES (7, 700), (8, 80);
 SELECT nextval('invoice_seq'), nextval('invoice_seq');
+COMMENT ON TABLE customers IS 'people who buy';
+COMMENT ON COLUMN customers.name IS 'full name, as written';
+COMMENT ON VIEW big_orders IS 'orders over 100';
 ";
 
 /// Queries whose answers must match after the restore.
@@ -45,6 +48,9 @@ const CHECKS: &[&str] = &[
     "SELECT * FROM archive.old_orders ORDER BY id",
     "SELECT * FROM public.big_orders ORDER BY id",
     "SELECT nextval('public.invoice_seq')",
+    "SELECT obj_description('public.customers'::regclass, 'pg_class'), \
+     col_description('public.customers'::regclass, 2), \
+     obj_description('public.big_orders'::regclass, 'pg_class')",
     "INSERT INTO public.customers (name) VALUES ('next') RETURNING id",
     "INSERT INTO public.orders (customer_id, total) VALUES (1, 1) RETURNING id",
 ];

@@ -560,11 +560,9 @@ pub(super) async fn alter_table(
                         ));
                     };
                     drop_column(session, txn, &def, pos, cascade)?;
-                    session
-                        .engine
-                        .catalog
-                        .write()
-                        .drop_column_privileges(oid, &name);
+                    let mut catalog = session.engine.catalog.write();
+                    catalog.drop_column_privileges(oid, &name);
+                    catalog.drop_column_comment(oid, pos as i32 + 1);
                 }
             }
             ast::AlterTableOperation::RenameColumn {

@@ -8,6 +8,7 @@
 mod access_method;
 mod alter;
 mod alter_type;
+mod comment;
 mod drop;
 mod enum_type;
 mod index;
@@ -117,6 +118,7 @@ pub fn changes_catalog(stmt: &Statement) -> bool {
             | Statement::Grant(_)
             | Statement::Revoke(_)
             | Statement::AlterSchema(_)
+            | Statement::Comment { .. }
     ) || crate::session::role_membership_text(stmt).is_some()
         || crate::session::alter_sequence_text(stmt).is_some()
 }
@@ -211,6 +213,12 @@ pub async fn execute(
             let text = crate::session::alter_sequence_text(&stmt).expect("matched");
             sequence::alter_sequence(session, &text.to_string())
         }
+        Statement::Comment {
+            object_type,
+            object_name,
+            comment,
+            ..
+        } => comment::comment_on(session, &object_type, &object_name, comment),
         Statement::Grant(g) => crate::privileges::grant::grant(session, &g),
         Statement::Revoke(r) => crate::privileges::grant::revoke(session, &r),
         Statement::AlterIndex {

@@ -266,8 +266,12 @@ impl Needs<'_> {
             } => {
                 let mut name = object_name.clone();
                 match object_type {
-                    ast::CommentObject::Table | ast::CommentObject::View => {
-                        self.owner_if_exists(&name)
+                    ast::CommentObject::Table
+                    | ast::CommentObject::View
+                    | ast::CommentObject::Sequence
+                    | ast::CommentObject::Index => self.owner_if_exists(&name),
+                    ast::CommentObject::Schema => {
+                        self.owner_of_schema(&crate::ddl::ident_of(&name.to_string()))
                     }
                     // COMMENT ON COLUMN t.c: the table's owner.
                     ast::CommentObject::Column if name.0.len() > 1 => {

@@ -1266,19 +1266,58 @@ pub fn register(state: &mut datafusion::execution::SessionState, scope: Arc<Plan
         Volatility::Stable,
         |_| Ok(ScalarValue::Boolean(Some(true))),
     ));
+    // COMMENT ON's text: obj_description(oid, 'pg_class'), col_description(table, column).
+    let sc = s.clone();
     add(udf(
         "obj_description",
         &[1, 2],
         text.clone(),
         Volatility::Stable,
-        |_| Ok(ScalarValue::Utf8(None)),
+        move |a| {
+            let Some(oid) = int_arg(&a[0]) else {
+                return Ok(ScalarValue::Utf8(None));
+            };
+            let class = match a.get(1).and_then(text_arg).as_deref() {
+                Some("pg_class") => Some(shoal_storage::catalog_comments::PG_CLASS),
+                Some("pg_namespace") => Some(shoal_storage::catalog_comments::PG_NAMESPACE),
+                Some(_) => return Ok(ScalarValue::Utf8(None)),
+                None => None,
+            };
+            let catalog = sc.engine.catalog.read();
+            let comment = [
+                shoal_storage::catalog_comments::PG_CLASS,
+                shoal_storage::catalog_comments::PG_NAMESPACE,
+            ]
+            .into_iter()
+            .filter(|c| class.is_none_or(|wanted| wanted == *c))
+            .map(|c| (c, oid as u32, 0))
+            .filter(|key| catalog.comment_target_exists(*key))
+            .find_map(|key| catalog.comment(key).map(str::to_string));
+            Ok(ScalarValue::Utf8(comment))
+        },
     ));
+    let sc = s.clone();
     add(udf(
         "col_description",
         &[2],
         text.clone(),
         Volatility::Stable,
-        |_| Ok(ScalarValue::Utf8(None)),
+        move |a| {
+            let (Some(table), Some(column)) = (int_arg(&a[0]), int_arg(&a[1])) else {
+                return Ok(ScalarValue::Utf8(None));
+            };
+            let key = (
+                shoal_storage::catalog_comments::PG_CLASS,
+                table as u32,
+                column as i32,
+            );
+            let catalog = sc.engine.catalog.read();
+            let comment = catalog
+                .comment_target_exists(key)
+                .then(|| catalog.comment(key).map(str::to_string))
+                .flatten();
+            Ok(ScalarValue::Utf8(comment))
+        },
     ));
     add(udf(
         "shobj_description",

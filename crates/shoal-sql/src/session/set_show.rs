@@ -54,7 +54,6 @@ impl Session {
             }
             Statement::Discard { object_type } => self.discard(object_type),
             Statement::Deallocate { .. } => Ok(StatementResult::command("DEALLOCATE")),
-            Statement::Comment { .. } => Ok(StatementResult::command("COMMENT")),
             Statement::Lock(lock) => self.lock_table(lock),
             Statement::LISTEN { channel } => self
                 .scope

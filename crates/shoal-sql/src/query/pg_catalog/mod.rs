@@ -315,7 +315,6 @@ fn catalog_table(scope: &Arc<PlanScope>, name: &str) -> Option<Arc<dyn TableProv
         "pg_sequence" => pg_sequence(&catalog),
         "pg_depend" => pg_depend(&catalog),
         "pg_rewrite" => relations::pg_rewrite(&catalog),
-        // Comments: only PostgreSQL's on the public schema (pg_dump compares with it).
         "pg_description" => {
             let mut t = TableBuilder::new(&[
                 ("objoid", OID),
@@ -323,12 +322,11 @@ fn catalog_table(scope: &Arc<PlanScope>, name: &str) -> Option<Arc<dyn TableProv
                 ("objsubid", I32),
                 ("description", T),
             ]);
-            t.row(vec![
-                o(shoal_storage::catalog::PUBLIC_NAMESPACE_OID),
-                o(2615),
-                i32v(0),
-                s("standard public schema"),
-            ]);
+            for (&(class, object, column), text) in &catalog.comments {
+                if catalog.comment_target_exists((class, object, column)) {
+                    t.row(vec![o(object), o(class), i32v(column), s(text)]);
+                }
+            }
             t.build()
         }
         "pg_settings" => pg_settings(scope),
