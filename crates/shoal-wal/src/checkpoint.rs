@@ -19,8 +19,8 @@ use crate::part_file::{self, BlockRows, PartWriter};
 use crate::segment::sync_dir;
 use crate::Lsn;
 
-const CHECKPOINTS_DIR_NAME: &str = "checkpoints";
-const CURRENT_FILE_NAME: &str = "CURRENT";
+pub(crate) const CHECKPOINTS_DIR_NAME: &str = "checkpoints";
+pub(crate) const CURRENT_FILE_NAME: &str = "CURRENT";
 const MANIFEST_FILE_NAME: &str = "manifest";
 const CATALOG_FILE_NAME: &str = "catalog.bin";
 const MANIFEST_FIRST_LINE: &str = "shoal checkpoint 1";
@@ -95,6 +95,28 @@ pub fn write_checkpoint(
     parts: Vec<TablePart<'_>>,
     threads: usize,
 ) -> Result<CheckpointInfo, WalError> {
+    write_checkpoint_keeping(
+        dir,
+        start_lsn,
+        covered_lsn,
+        catalog_image,
+        parts,
+        threads,
+        false,
+    )
+}
+
+/// `write_checkpoint`, which with `keep_older` leaves the older checkpoint directories in
+/// place (an online backup may be copying one of them).
+pub fn write_checkpoint_keeping(
+    dir: &Path,
+    start_lsn: Lsn,
+    covered_lsn: Lsn,
+    catalog_image: &[u8],
+    parts: Vec<TablePart<'_>>,
+    threads: usize,
+    keep_older: bool,
+) -> Result<CheckpointInfo, WalError> {
     let started = Instant::now();
     let root = dir.join(CHECKPOINTS_DIR_NAME);
     let io_err = |what: &str, path: &Path, e: io::Error| {
@@ -120,7 +142,9 @@ pub fn write_checkpoint(
     };
     publish_current(&root, id)
         .map_err(|e| io_err("could not switch", &root.join(CURRENT_FILE_NAME), e))?;
-    remove_other_checkpoints(&root, &ckpt_dir);
+    if !keep_older {
+        remove_other_checkpoints(&root, &ckpt_dir);
+    }
     Ok(CheckpointInfo {
         id,
         dir: ckpt_dir,

@@ -5,6 +5,7 @@
 //! full table contents in parallel so the log before them can be removed. The crate knows rows only
 //! as opaque bytes: the storage layer encodes them and the caller serializes the catalog.
 
+mod backup;
 mod checkpoint;
 mod dir_lock;
 mod error;
@@ -16,9 +17,10 @@ mod record;
 mod segment;
 mod writer;
 
+pub use backup::{copy_for_backup, BackupCopy};
 pub use checkpoint::{
-    load_checkpoint_parts, read_current_checkpoint, write_checkpoint, CheckpointInfo,
-    CheckpointManifest, LoadSummary, PartFile, RowSink, TablePart,
+    load_checkpoint_parts, read_current_checkpoint, write_checkpoint, write_checkpoint_keeping,
+    CheckpointInfo, CheckpointManifest, LoadSummary, PartFile, RowSink, TablePart,
 };
 pub use dir_lock::{DataDirLock, DATA_DIR_LOCK_FILE};
 pub use error::{ReadError, WalError};

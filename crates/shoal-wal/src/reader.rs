@@ -189,7 +189,7 @@ fn read_segment<E>(
 /// Validates the batch at `data[0]` whose first LSN must be at least `min_first_lsn`, filling
 /// `records` with its records (offsets relative to `data`). On failure returns why, and the
 /// batch header if that much was valid.
-fn check_batch(
+pub(crate) fn check_batch(
     data: &[u8],
     min_first_lsn: Lsn,
     records: &mut Vec<(Lsn, u8, Range<usize>)>,

@@ -913,3 +913,53 @@ fn failed_fsync_breaks_the_log_for_good_and_keeps_what_was_synced() {
     let (records, _) = read_all(dir.path(), 0);
     assert_eq!(commit_timestamps(&records)[..3], [1, 2, 3]);
 }
+
+/// An online backup's copy of the log ends at the last whole batch: the segments before the
+/// one being written are copied whole (without their zero-filled rest), and a batch the writer
+/// has only half written is left out, so the copy reads back cleanly.
+#[test]
+fn a_backup_copy_ends_at_the_last_whole_batch() {
+    let dir = TestDir::new("backup-source");
+    let wal = Wal::open(dir.path(), 0, small_segments()).unwrap();
+    let mut ends = Vec::new();
+    for ts in 1..=40u64 {
+        ends.push(commit(&wal, ts, &[ts as u8; 200]));
+    }
+    wal.shutdown();
+    drop(wal);
+    let segments = segment_files(dir.path());
+    assert!(segments.len() > 2, "the log spans several segments");
+    // The writer's next batch, begun but not finished: a frame's worth of bytes that are no
+    // batch, after the last one.
+    let last = segments.last().unwrap();
+    let data = std::fs::read(last).unwrap();
+    let used = data.iter().rposition(|&b| b != 0).map_or(0, |p| p + 1);
+    let file = std::fs::OpenOptions::new().write(true).open(last).unwrap();
+    std::os::unix::fs::FileExt::write_all_at(&file, &[0xAB; 48], used as u64).unwrap();
+    drop(file);
+
+    let copy = TestDir::new("backup-copy");
+    let copied = shoal_wal::copy_for_backup(dir.path(), copy.path()).unwrap();
+    assert_eq!(copied.checkpoint_id, None);
+    assert_eq!(copied.end_lsn, *ends.last().unwrap());
+    let copied_segments = segment_files(copy.path());
+    assert_eq!(copied_segments.len(), segments.len());
+    let size = |p: &std::path::PathBuf| std::fs::metadata(p).unwrap().len();
+    assert_eq!(
+        size(copied_segments.last().unwrap()),
+        used as u64,
+        "the half-written batch stays out"
+    );
+    for (source, copied) in segments.iter().zip(&copied_segments) {
+        assert!(size(copied) <= size(source));
+    }
+    let (records, _) = read_all(copy.path(), 0);
+    let timestamps: Vec<u64> = records
+        .iter()
+        .map(|(_, r)| match r {
+            Owned::Commit(ts, _) => *ts,
+            other => panic!("a commit: {other:?}"),
+        })
+        .collect();
+    assert_eq!(timestamps, (1..=40).collect::<Vec<_>>());
+}

@@ -1,5 +1,6 @@
 //! The `shoal` binary: `shoal serve` starts the database server.
 
+mod backup;
 mod client_auth;
 
 use std::net::SocketAddr;
@@ -101,6 +102,29 @@ enum Command {
         #[arg(long, hide = true, default_value_t = 0)]
         hold_log_sync_ms: u64,
     },
+    /// Back up a running server (on its machine) into a new directory, without stopping it
+    Backup {
+        /// The directory to write the backup to: new, or empty. `shoal serve --data-dir` on
+        /// it starts a server with the data as of the backup's end
+        #[arg(long)]
+        to: PathBuf,
+        /// The running server's data directory, which the backup copies
+        #[arg(long, default_value = "./shoal-data")]
+        data_dir: PathBuf,
+        /// The server's host name or address (the password, if one is needed, comes from
+        /// PGPASSWORD)
+        #[arg(long, default_value = "127.0.0.1")]
+        host: String,
+        #[arg(long, default_value_t = 5432)]
+        port: u16,
+        /// A superuser to connect as
+        #[arg(long, default_value = "postgres")]
+        user: String,
+        /// Copy the newest checkpoint as it is rather than writing one first (the backup is
+        /// quicker, its restore replays more log)
+        #[arg(long)]
+        no_checkpoint: bool,
+    },
 }
 
 /// Reads `-c NAME=VALUE`.
@@ -125,6 +149,30 @@ fn main() {
         .init();
     let cli = Cli::parse();
     match cli.command {
+        Command::Backup {
+            to,
+            data_dir,
+            host,
+            port,
+            user,
+            no_checkpoint,
+        } => {
+            let request = backup::BackupRequest {
+                to,
+                data_dir,
+                host,
+                port,
+                user,
+                checkpoint: !no_checkpoint,
+            };
+            match backup::run(request) {
+                Ok(summary) => println!("{summary}"),
+                Err(e) => {
+                    eprintln!("shoal backup: {e}");
+                    std::process::exit(1);
+                }
+            }
+        }
         Command::Serve {
             listen,
             metrics_listen,

@@ -54,7 +54,31 @@ impl CheckpointCounters {
     }
 }
 
+/// Keeps the current checkpoint and the log after it from being deleted while an online
+/// backup copies them; dropped (the backup's end, or its session's), it lets them go.
+pub struct BackupPin {
+    durability: Arc<Durability>,
+}
+
+impl Drop for BackupPin {
+    fn drop(&mut self) {
+        self.durability
+            .backups_running
+            .fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 impl Durability {
+    /// Pins the files an online backup copies (see `BackupPin`). Waits for a checkpoint that
+    /// is being written, which decided before the pin whether to delete the older files.
+    pub fn pin_for_backup(self: &Arc<Self>) -> BackupPin {
+        let _no_checkpoint_running = self.checkpoint_running.lock();
+        self.backups_running.fetch_add(1, Ordering::AcqRel);
+        BackupPin {
+            durability: self.clone(),
+        }
+    }
+
     /// Writes a checkpoint and removes the log it covers. Blocks: call it off the async
     /// runtime.
     pub fn checkpoint(
@@ -163,20 +187,27 @@ impl Durability {
         for table in &column_tables {
             parts.extend(column_table_parts(table, snapshot, threads));
         }
-        let info = shoal_wal::write_checkpoint(
+        // An online backup copies the checkpoint that was current when it began and the log
+        // from there: both stay until it ends (see `pin_for_backup`).
+        let backup_running = self.backups_running.load(Ordering::Acquire) > 0;
+        let info = shoal_wal::write_checkpoint_keeping(
             &self.data_dir,
             start_lsn,
             bounds.covered,
             &image,
             parts,
             threads,
+            backup_running,
         )
         .map_err(wal_error)?;
         db.rollback(txn);
         self.last_checkpoint_lsn.store(start_lsn, Ordering::Release);
-        let removed_segments = self.wal.remove_segments_before(start_lsn).map_err(|e| {
-            SqlError::new("58030", format!("could not remove old log segments: {e}"))
-        })?;
+        let removed_segments = match backup_running {
+            true => 0,
+            false => self.wal.remove_segments_before(start_lsn).map_err(|e| {
+                SqlError::new("58030", format!("could not remove old log segments: {e}"))
+            })?,
+        };
         Ok(CheckpointReport {
             id: info.id,
             start_lsn,

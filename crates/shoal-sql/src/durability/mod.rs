@@ -20,7 +20,7 @@ use shoal_wal::{DataDirLock, Lsn, Record, Wal, WalError, WalOptions};
 use crate::error::SqlError;
 
 pub use catalog_lock::{CatalogLock, CatalogWriteGuard};
-pub use checkpoint::CheckpointReport;
+pub use checkpoint::{BackupPin, CheckpointReport};
 pub(crate) use recovery::recover;
 pub use recovery::RecoveryReport;
 
@@ -60,6 +60,8 @@ pub struct Durability {
     pub options: DurabilityOptions,
     /// One checkpoint at a time.
     checkpoint_running: Mutex<()>,
+    /// Online backups under way: checkpoints then delete no older checkpoint or log.
+    backups_running: std::sync::atomic::AtomicUsize,
     /// Where the newest checkpoint's log replay starts (what its log bytes are counted from).
     last_checkpoint_lsn: AtomicU64,
     /// End of the newest commit record made visible before it was durable (`release_early`).
@@ -88,6 +90,7 @@ impl Durability {
             wal,
             options,
             checkpoint_running: Mutex::new(()),
+            backups_running: Default::default(),
             last_checkpoint_lsn: AtomicU64::new(start),
             released_lsn: AtomicU64::new(start),
             checkpoints: Default::default(),
@@ -108,6 +111,11 @@ impl Durability {
             self.released_lsn.fetch_max(lsn, Ordering::AcqRel);
         }
         granted
+    }
+
+    /// Where the newest checkpoint's replay starts (0 before the first checkpoint).
+    pub fn checkpoint_start_lsn(&self) -> Lsn {
+        self.last_checkpoint_lsn.load(Ordering::Acquire)
     }
 
     /// The log position a read-only transaction waits for before it is acknowledged (see

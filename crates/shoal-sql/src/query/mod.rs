@@ -11,6 +11,7 @@ pub mod array_compare;
 pub mod array_literal;
 pub mod array_parameters;
 pub mod backend_functions;
+pub mod backup_functions;
 pub mod bpchar;
 pub mod builtins;
 mod bytea;
@@ -156,6 +157,7 @@ pub fn new_session_state(scope: Arc<PlanScope>) -> SessionState {
     crate::advisory::register(&mut state, &scope);
     backend_functions::register(&mut state, &scope);
     wal_functions::register(&mut state, &scope);
+    backup_functions::register(&mut state, &scope);
     state
         .register_udf(Arc::new(unknown_literals::SiblingTyped::udf()))
         .expect("function registration cannot fail");

@@ -56,6 +56,8 @@ pub struct PlanScope {
     /// When the running statement started, in microseconds since the epoch
     /// (statement_timestamp()).
     statement_started_micros: std::sync::atomic::AtomicI64,
+    /// The session's online backup, between pg_backup_start and pg_backup_stop.
+    pub backup: Mutex<Option<crate::query::backup_functions::SessionBackup>>,
 }
 
 impl std::fmt::Debug for PlanScope {
@@ -84,6 +86,7 @@ impl PlanScope {
             session_user: Mutex::new(shoal_storage::catalog_roles::BOOTSTRAP_SUPERUSER.to_string()),
             deferred_constraints: Mutex::default(),
             tables_read: Mutex::default(),
+            backup: Mutex::default(),
             engine,
             snapshot: Mutex::new(Snapshot { ts: 0, txn: 0 }),
             search_path: Mutex::new(vec!["public".to_string()]),

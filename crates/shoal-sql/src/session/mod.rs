@@ -219,6 +219,8 @@ impl Drop for Session {
     /// `rollback_txn`), and nobody waits for it: writers that meet its rows wait for it to end.
     fn drop(&mut self) {
         self.engine.backends.remove(self.backend.pid);
+        // A backup its session did not stop ends with it (its files are let go).
+        self.scope.backup.lock().take();
         let (TxnState::Block(txn) | TxnState::Failed(txn)) =
             std::mem::replace(&mut self.txn, TxnState::Idle)
         else {
