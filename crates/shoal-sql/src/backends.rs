@@ -112,6 +112,9 @@ pub struct Activity {
     pub query_start: Option<DateTime<Utc>>,
     pub xact_start: Option<DateTime<Utc>>,
     pub state_change: DateTime<Utc>,
+    /// The prepared statement an Execute runs (`<unnamed>` for the unnamed one); None for a
+    /// simple query. For the log line of a slow statement.
+    pub executing: Option<String>,
 }
 
 /// Cancels the statement a backend is running, if any.
@@ -130,6 +133,8 @@ pub struct Backend {
     /// How the session ends, unless pg_terminate_backend ends it: a connection that closes
     /// without the protocol layer saying otherwise was lost.
     end: Mutex<SessionEnd>,
+    /// The session's log_min_duration_statement in milliseconds; -1: no statement is logged.
+    log_min_duration_ms: std::sync::atomic::AtomicI64,
 }
 
 impl Backend {
@@ -148,6 +153,7 @@ impl Backend {
                 query_start: None,
                 xact_start: None,
                 state_change: now,
+                executing: None,
             }),
             canceller: OnceLock::new(),
             terminate_requested: AtomicBool::new(false),
@@ -155,7 +161,21 @@ impl Backend {
             termination_reported: AtomicBool::new(false),
             stats,
             end: Mutex::new(SessionEnd::Abandoned),
+            log_min_duration_ms: std::sync::atomic::AtomicI64::new(-1),
         }
+    }
+
+    pub fn set_log_min_duration_ms(&self, ms: i64) {
+        self.log_min_duration_ms.store(ms, Ordering::Relaxed);
+    }
+
+    /// An Execute of the prepared statement `name` starts running `sql`.
+    pub fn start_execute(&self, sql: &str, name: &str) {
+        self.start_query(sql);
+        self.activity.lock().executing = Some(match name {
+            "" => "<unnamed>".to_string(),
+            name => name.to_string(),
+        });
     }
 
     /// How the session is ending: the client said goodbye, or a FATAL error ends it.
@@ -206,6 +226,7 @@ impl Backend {
         a.query_start = Some(now);
         a.xact_start.get_or_insert(now);
         a.state_change = now;
+        a.executing = None;
     }
 
     /// The backend waits for the client again, in transaction state `status` (ReadyForQuery's
@@ -217,12 +238,18 @@ impl Backend {
             _ => BackendState::Idle,
         };
         let mut a = self.activity.lock();
+        let mut slow = None;
         if a.state != state {
             let now = Utc::now();
             if a.state == BackendState::Active {
                 self.stats.active(a.state_change, now);
                 if let Some(started) = a.query_start {
                     self.stats.statement(started, now);
+                    let threshold_ms = self.log_min_duration_ms.load(Ordering::Relaxed);
+                    let ms = (now - started).num_microseconds().unwrap_or(i64::MAX) as f64 / 1e3;
+                    if threshold_ms >= 0 && ms >= threshold_ms as f64 {
+                        slow = Some((ms, a.query.clone(), a.executing.clone()));
+                    }
                 }
             }
             a.state = state;
@@ -230,6 +257,17 @@ impl Backend {
         }
         if state == BackendState::Idle {
             a.xact_start = None;
+        }
+        drop(a);
+        // PostgreSQL's log line for log_min_duration_statement.
+        match slow {
+            Some((ms, query, None)) => {
+                tracing::info!(target: "shoal::statement", pid = self.pid, "duration: {ms:.3} ms  statement: {query}")
+            }
+            Some((ms, query, Some(name))) => {
+                tracing::info!(target: "shoal::statement", pid = self.pid, "duration: {ms:.3} ms  execute {name}: {query}")
+            }
+            None => {}
         }
     }
 

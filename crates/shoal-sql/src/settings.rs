@@ -56,6 +56,11 @@ pub(crate) const KNOWN_SETTINGS: &[(&str, &str, bool)] = &[
     ("check_function_bodies", "on", false),
     ("default_tablespace", "", false),
     ("synchronize_seqscans", "on", false),
+    // Statements that run at least this long are logged with their duration (-1: none).
+    ("log_min_duration_statement", "-1", false),
+    // The server log's format: text lines, or (jsonlog) JSON lines. PostgreSQL's name for the
+    // default is kept, though Shoal writes its log to standard output.
+    ("log_destination", "stderr", false),
     ("default_table_access_method", "heap", false),
     ("escape_string_warning", "on", false),
     ("in_hot_standby", "off", true),
@@ -263,11 +268,20 @@ impl Settings {
     fn assign(&mut self, name: &str, value: &str) -> SqlResult<String> {
         let (name, value) = checked_assignment(name, value, |n| self.values.contains_key(n))?;
         // Settings of the whole server: postgresql.conf, ALTER SYSTEM and -c give them.
-        if crate::config::catalog::info(&name).is_some_and(|i| i.context == "sighup") {
-            return Err(SqlError::new(
-                "55P02",
-                format!("parameter \"{name}\" cannot be changed now"),
-            ));
+        match crate::config::catalog::info(&name).map(|i| i.context) {
+            Some("sighup") => {
+                return Err(SqlError::new(
+                    "55P02",
+                    format!("parameter \"{name}\" cannot be changed now"),
+                ))
+            }
+            Some("postmaster") => {
+                return Err(SqlError::new(
+                    "55P02",
+                    format!("parameter \"{name}\" cannot be changed without restarting the server"),
+                ))
+            }
+            _ => {}
         }
         self.put(name.clone(), value);
         Ok(name)
@@ -596,6 +610,22 @@ fn normalize(name: &str, value: &str) -> SqlResult<String> {
             _ => return Err(bad()),
         },
         crate::memory_limit::SETTING => crate::memory_limit::normalize(value).ok_or_else(bad)?,
+        "log_min_duration_statement" => match value.trim() {
+            "-1" => "-1".to_string(),
+            v => format_duration_ms(parse_duration_ms(v).ok_or_else(bad)?),
+        },
+        "log_destination" => match value.trim().to_ascii_lowercase().as_str() {
+            "stderr" => "stderr".to_string(),
+            "jsonlog" => "jsonlog".to_string(),
+            "csvlog" | "syslog" | "eventlog" => {
+                return Err(SqlError::new(
+                    code::FEATURE_NOT_SUPPORTED,
+                    format!("log_destination \"{value}\" is not supported"),
+                )
+                .with_hint("Shoal logs to stderr, as text (stderr) or JSON lines (jsonlog)."))
+            }
+            _ => return Err(bad()),
+        },
         "default_tablespace" => match value.trim() {
             "" | "pg_default" => value.trim().to_string(),
             other => {

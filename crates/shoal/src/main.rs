@@ -140,14 +140,25 @@ fn name_value(arg: &str) -> Result<(String, String), String> {
 /// Logged once recovery is done and connections are served.
 const READY_MESSAGE: &str = "database system is ready to accept connections";
 
+/// The server log on stdout: text lines, or with `log_destination = jsonlog` one JSON object
+/// per line (time, level, target, message and the event's fields), for log collectors.
+/// RUST_LOG filters it (default `info`).
+fn init_logging(json: bool) {
+    let filter =
+        tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
+    let builder = tracing_subscriber::fmt().with_env_filter(filter);
+    match json {
+        true => builder.json().flatten_event(true).init(),
+        false => builder.init(),
+    }
+}
+
 fn main() {
     shoal_sql::allocator::configure();
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
-        .init();
     let cli = Cli::parse();
+    if !matches!(cli.command, Command::Serve { .. }) {
+        init_logging(false);
+    }
     match cli.command {
         Command::Backup {
             to,
@@ -200,6 +211,19 @@ fn main() {
                 );
                 std::process::exit(1);
             }
+            let config =
+                shoal_sql::config::ServerConfig::load(&data_dir, settings).unwrap_or_else(|e| {
+                    eprintln!("shoal: server settings: {e}");
+                    std::process::exit(1);
+                });
+            // Read at start only: a changed log_destination takes a restart.
+            init_logging(
+                config
+                    .value_map()
+                    .get("log_destination")
+                    .map(String::as_str)
+                    == Some("jsonlog"),
+            );
             let password = client_auth::superuser_password(superuser_password_file.as_deref())
                 .unwrap_or_else(|e| {
                     eprintln!("shoal: {e}");
@@ -225,11 +249,6 @@ fn main() {
                 ),
                 _ => None,
             };
-            let config =
-                shoal_sql::config::ServerConfig::load(&data_dir, settings).unwrap_or_else(|e| {
-                    eprintln!("shoal: server settings: {e}");
-                    std::process::exit(1);
-                });
             let runtime = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
                 .build()

@@ -635,7 +635,9 @@ impl ExtendedQueryHandler for ConnectionHandler {
     {
         let prepared = portal.statement.statement.clone();
         let mut session = self.session.lock().await;
-        session.backend.start_query(&prepared.sql);
+        session
+            .backend
+            .start_execute(&prepared.sql, &portal.statement.id);
         // Statements up to a Sync form one implicit transaction, as in PostgreSQL: a batch
         // whose third statement fails leaves nothing of the first two. An Execute with its
         // Sync right behind it (the usual case) runs as a single statement.

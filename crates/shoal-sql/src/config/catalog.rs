@@ -389,6 +389,34 @@ const SETTINGS: &[(&str, SettingInfo)] = &[
         },
     ),
     (
+        "log_destination",
+        SettingInfo {
+            name: "log_destination",
+            unit: None,
+            category: "Reporting and Logging / Where to Log",
+            short_desc: "Sets the destination for server log output.",
+            context: "postmaster",
+            vartype: "string",
+            min_val: None,
+            max_val: None,
+            enumvals: None,
+        },
+    ),
+    (
+        "log_min_duration_statement",
+        SettingInfo {
+            name: "log_min_duration_statement",
+            unit: Some("ms"),
+            category: "Reporting and Logging / When to Log",
+            short_desc: "Sets the minimum execution time above which all statements will be logged.",
+            context: "superuser",
+            vartype: "integer",
+            min_val: Some("-1"),
+            max_val: Some("2147483647"),
+            enumvals: None,
+        },
+    ),
+    (
         "maintenance_work_mem",
         SettingInfo {
             name: "maintenance_work_mem",

@@ -332,7 +332,7 @@ impl Session {
         *scope.settings.lock() = settings.all().clone();
         *scope.search_path.lock() = settings.search_path();
         let scope_settings_generation = Some(settings.generation());
-        Session {
+        let session = Session {
             engine,
             scope,
             state,
@@ -353,7 +353,9 @@ impl Session {
             statement_started_at: std::time::Instant::now(),
             stream_failures: Vec::new(),
             backend,
-        }
+        };
+        session.sync_log_min_duration();
+        session
     }
 
     pub fn backend_pid(&self) -> i32 {

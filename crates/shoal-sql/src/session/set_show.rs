@@ -228,6 +228,15 @@ impl Session {
         in_block: bool,
     ) -> SqlResult<StatementResult> {
         let name = variable.to_string().to_lowercase();
+        // Settings only superusers may change (log_min_duration_statement, lc_messages).
+        if crate::config::catalog::info(&name).is_some_and(|i| i.context == "superuser")
+            && !crate::privileges::acting_role(self)?.superuser
+        {
+            return Err(SqlError::new(
+                code::INSUFFICIENT_PRIVILEGE,
+                format!("permission denied to set parameter \"{name}\""),
+            ));
+        }
         let value = values
             .iter()
             .map(setting_value_text)
@@ -547,6 +556,15 @@ impl Session {
         self.sync_scope_settings();
     }
 
+    /// Hands log_min_duration_statement to the backend, which times the statements.
+    pub(super) fn sync_log_min_duration(&self) {
+        let ms = match self.settings.get("log_min_duration_statement") {
+            Some("-1") | None => -1,
+            Some(v) => crate::settings::parse_duration_ms(v).map_or(-1, |ms| ms as i64),
+        };
+        self.backend.set_log_min_duration_ms(ms);
+    }
+
     pub(super) fn sync_scope_settings(&mut self) {
         let generation = self.settings.generation();
         if self.scope_settings_generation == Some(generation) {
@@ -574,6 +592,9 @@ impl Session {
         if name == "application_name" {
             self.backend
                 .set_application_name(self.settings.get(name).unwrap_or(""));
+        }
+        if name == "log_min_duration_statement" {
+            self.sync_log_min_duration();
         }
         if Settings::is_reported(name) {
             let value = self.settings.get(name).unwrap_or("").to_string();
