@@ -135,6 +135,8 @@ pub struct Backend {
     end: Mutex<SessionEnd>,
     /// The session's log_min_duration_statement in milliseconds; -1: no statement is logged.
     log_min_duration_ms: std::sync::atomic::AtomicI64,
+    /// The id of the session's latest transaction (0: none yet), for `lock_waits`.
+    txn_id: std::sync::atomic::AtomicU64,
 }
 
 impl Backend {
@@ -162,7 +164,17 @@ impl Backend {
             stats,
             end: Mutex::new(SessionEnd::Abandoned),
             log_min_duration_ms: std::sync::atomic::AtomicI64::new(-1),
+            txn_id: std::sync::atomic::AtomicU64::new(0),
         }
+    }
+
+    /// The session's statement runs in transaction `id`.
+    pub fn set_txn_id(&self, id: u64) {
+        self.txn_id.store(id, Ordering::Relaxed);
+    }
+
+    pub fn txn_id(&self) -> u64 {
+        self.txn_id.load(Ordering::Relaxed)
     }
 
     pub fn set_log_min_duration_ms(&self, ms: i64) {

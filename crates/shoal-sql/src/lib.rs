@@ -19,6 +19,7 @@ pub mod fastpath;
 pub mod interrupt;
 pub mod interval;
 pub mod kept_plan;
+pub mod lock_waits;
 pub mod memory_limit;
 pub mod metrics;
 pub mod notify;

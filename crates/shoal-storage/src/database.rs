@@ -37,6 +37,11 @@ impl Database {
         &self.shared
     }
 
+    /// Who waits for whose row locks now (pg_locks, pg_blocking_pids).
+    pub fn lock_waits(&self) -> crate::txn::LockWaits {
+        self.shared.lock_waits()
+    }
+
     /// What garbage collection reclaimed since the server started.
     pub fn gc_totals(&self) -> &crate::gc::GcTotals {
         &self.shared.gc_totals

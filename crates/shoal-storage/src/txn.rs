@@ -20,7 +20,7 @@ use crate::TableId;
 
 mod waits;
 
-pub use waits::RowTicket;
+pub use waits::{LockWaits, RowTicket};
 use waits::{TxnDone, WaitGraph};
 
 /// Transaction id. Ids start at 1 and are never reused.

@@ -30,6 +30,35 @@ pub fn register(state: &mut datafusion::execution::SessionState, scope: &Arc<Pla
         Volatility::Volatile,
         move |a| signal(&sc, &a[0], Signal::Cancel).map_err(sql_error),
     ));
+    // The sessions a session waits for (row locks, advisory locks), as an int4[].
+    let sc = scope.clone();
+    add(udf(
+        "pg_blocking_pids",
+        &[1],
+        ArrowType::List(Arc::new(
+            datafusion::arrow::datatypes::Field::new_list_field(ArrowType::Int32, true),
+        )),
+        Volatility::Volatile,
+        move |a| {
+            let pid = match a[0].cast_to(&ArrowType::Int32)? {
+                ScalarValue::Int32(Some(pid)) => pid,
+                _ => {
+                    return Ok(ScalarValue::List(ScalarValue::new_list_nullable(
+                        &[],
+                        &ArrowType::Int32,
+                    )))
+                }
+            };
+            let pids: Vec<ScalarValue> = crate::lock_waits::blocking_pids(&sc.engine, pid)
+                .into_iter()
+                .map(|p| ScalarValue::Int32(Some(p)))
+                .collect();
+            Ok(ScalarValue::List(ScalarValue::new_list_nullable(
+                &pids,
+                &ArrowType::Int32,
+            )))
+        },
+    ));
     let sc = scope.clone();
     add(udf(
         "pg_reload_conf",

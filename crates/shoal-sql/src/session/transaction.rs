@@ -32,6 +32,7 @@ impl Session {
             }
         };
         self.statement_started_at = std::time::Instant::now();
+        self.backend.set_txn_id(result.0.id());
         self.scope
             .mark_statement_start(chrono::Utc::now().timestamp_micros());
         self.statement_in_block = !result.1;

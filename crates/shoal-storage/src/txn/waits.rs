@@ -76,7 +76,28 @@ impl WaitGraph {
     }
 }
 
+/// The row lock waits at one instant, for pg_locks and pg_blocking_pids.
+#[derive(Clone, Debug, Default)]
+pub struct LockWaits {
+    /// Running transactions that wrote or locked rows: others may wait for them.
+    pub writers: Vec<TxnId>,
+    /// Each waiting transaction and the transactions it waits for.
+    pub waits_for: Vec<(TxnId, Vec<TxnId>)>,
+}
+
 impl TxnShared {
+    pub(crate) fn lock_waits(&self) -> LockWaits {
+        let g = self.waits.lock();
+        LockWaits {
+            writers: g.writers.keys().copied().collect(),
+            waits_for: g
+                .waits_for
+                .iter()
+                .map(|(waiter, holders)| (*waiter, holders.clone()))
+                .collect(),
+        }
+    }
+
     /// Called before a transaction's first write or lock, so others can wait for it.
     pub(crate) fn ensure_writer(&self, txn: &mut Transaction) {
         if txn.done.is_none() {

@@ -480,6 +480,31 @@ pub(super) fn pg_locks(scope: &Arc<PlanScope>) -> Arc<dyn TableProvider> {
             ScalarValue::TimestampMicrosecond(None, Some("UTC".into())),
         ]);
     }
+    // Row locks show as PostgreSQL shows them: a wait for a row is a wait for the transaction
+    // that wrote or locked it.
+    for lock in crate::lock_waits::transaction_locks(&scope.engine) {
+        t.row(vec![
+            s("transactionid"),
+            no_oid.clone(),
+            no_oid.clone(),
+            ScalarValue::Int32(None),
+            ScalarValue::Int16(None),
+            null_text(),
+            s(&lock.txn.to_string()),
+            no_oid.clone(),
+            no_oid.clone(),
+            ScalarValue::Int16(None),
+            s(&format!("{}/1", lock.pid)),
+            i32v(lock.pid),
+            s(match lock.granted {
+                true => "ExclusiveLock",
+                false => "ShareLock",
+            }),
+            b(lock.granted),
+            b(false),
+            ScalarValue::TimestampMicrosecond(None, Some("UTC".into())),
+        ]);
+    }
     t.build()
 }
 
