@@ -479,15 +479,21 @@ fn rewrite_set_constraints(seg: &mut Vec<TokenWithSpan>) -> bool {
     }
     let rest: Vec<String> = sig[2..].iter().map(|&i| seg[i].token.to_string()).collect();
     let text = rest.join(" ");
+    *seg = set_of_text(SET_CONSTRAINTS_VARIABLE, text);
+    true
+}
+
+/// The tokens of `SET variable = 'text'`, the form the rewrites of statements sqlparser does
+/// not read take: the executor recognises the variable and reads the text back.
+pub(super) fn set_of_text(variable: &str, text: String) -> Vec<TokenWithSpan> {
     let word = |w: &str| TokenWithSpan::wrap(Token::make_word(w, None));
-    *seg = vec![
+    vec![
         word("SET"),
         TokenWithSpan::wrap(Token::Whitespace(Whitespace::Space)),
-        word(SET_CONSTRAINTS_VARIABLE),
+        word(variable),
         TokenWithSpan::wrap(Token::Eq),
         TokenWithSpan::wrap(Token::SingleQuotedString(text)),
-    ];
-    true
+    ]
 }
 
 /// `GRANT role TO role` and `REVOKE role FROM role`, which sqlparser does not read, become
@@ -500,14 +506,7 @@ fn rewrite_role_membership(seg: &mut Vec<TokenWithSpan>) -> bool {
         return false;
     }
     let text = words.join(" ");
-    let word = |w: &str| TokenWithSpan::wrap(Token::make_word(w, None));
-    *seg = vec![
-        word("SET"),
-        TokenWithSpan::wrap(Token::Whitespace(Whitespace::Space)),
-        word(ROLE_COMMAND_VARIABLE),
-        TokenWithSpan::wrap(Token::Eq),
-        TokenWithSpan::wrap(Token::SingleQuotedString(text)),
-    ];
+    *seg = set_of_text(ROLE_COMMAND_VARIABLE, text);
     true
 }
 
@@ -522,14 +521,7 @@ fn rewrite_alter_system(seg: &mut Vec<TokenWithSpan>) -> bool {
         return false;
     }
     let text: String = seg.iter().map(|t| t.token.to_string()).collect();
-    let word = |w: &str| TokenWithSpan::wrap(Token::make_word(w, None));
-    *seg = vec![
-        word("SET"),
-        TokenWithSpan::wrap(Token::Whitespace(Whitespace::Space)),
-        word(ALTER_SYSTEM_VARIABLE),
-        TokenWithSpan::wrap(Token::Eq),
-        TokenWithSpan::wrap(Token::SingleQuotedString(text.trim().to_string())),
-    ];
+    *seg = set_of_text(ALTER_SYSTEM_VARIABLE, text.trim().to_string());
     true
 }
 

@@ -4,7 +4,7 @@
 
 use datafusion::sql::sqlparser::ast::{self, Statement};
 use datafusion::sql::sqlparser::keywords::Keyword;
-use datafusion::sql::sqlparser::tokenizer::{Token, TokenWithSpan, Whitespace};
+use datafusion::sql::sqlparser::tokenizer::{Token, TokenWithSpan};
 
 use super::{keyword_of, marker, significant};
 
@@ -23,14 +23,7 @@ pub(super) fn rewrite_alter_sequence(seg: &mut Vec<TokenWithSpan>) -> bool {
         return false;
     }
     let text: String = seg.iter().map(|t| t.token.to_string()).collect();
-    let word = |w: &str| TokenWithSpan::wrap(Token::make_word(w, None));
-    *seg = vec![
-        word("SET"),
-        TokenWithSpan::wrap(Token::Whitespace(Whitespace::Space)),
-        word(ALTER_SEQUENCE_VARIABLE),
-        TokenWithSpan::wrap(Token::Eq),
-        TokenWithSpan::wrap(Token::SingleQuotedString(text.trim().to_string())),
-    ];
+    *seg = super::set_of_text(ALTER_SEQUENCE_VARIABLE, text.trim().to_string());
     true
 }
 

@@ -66,13 +66,7 @@ pub fn register(state: &mut datafusion::execution::SessionState, scope: &Arc<Pla
         ArrowType::Boolean,
         Volatility::Volatile,
         move |_| {
-            let superuser = sc
-                .engine
-                .catalog
-                .read()
-                .role_named(&sc.current_role())
-                .is_some_and(|r| r.superuser);
-            if !superuser {
+            if !sc.current_role_is_superuser() {
                 return Err(sql_error(SqlError::new(
                     code::INSUFFICIENT_PRIVILEGE,
                     "permission denied for function pg_reload_conf",

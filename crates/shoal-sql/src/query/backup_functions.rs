@@ -9,16 +9,13 @@
 
 use std::sync::Arc;
 
-use async_trait::async_trait;
-use datafusion::arrow::datatypes::{DataType as ArrowType, Field, Schema, SchemaRef};
-use datafusion::catalog::{Session, TableFunctionImpl, TableProvider};
+use datafusion::arrow::datatypes::{DataType as ArrowType, Field, Schema};
+use datafusion::catalog::{TableFunctionImpl, TableProvider};
 use datafusion::common::{plan_err, Result as DfResult, ScalarValue};
-use datafusion::datasource::TableType;
 use datafusion::logical_expr::{Expr, ScalarUDF, Volatility};
-use datafusion::physical_plan::ExecutionPlan;
 
 use super::functions::{sql_error, udf};
-use super::pg_catalog::{s, TableBuilder};
+use super::pg_catalog::{fallible_live_view_of, s, TableBuilder};
 use super::scope::PlanScope;
 use super::wal_functions::format_lsn;
 use crate::durability::BackupPin;
@@ -56,13 +53,7 @@ pub fn register(state: &mut datafusion::execution::SessionState, scope: &Arc<Pla
 }
 
 fn require_superuser(scope: &PlanScope, function: &str) -> Result<(), SqlError> {
-    let superuser = scope
-        .engine
-        .catalog
-        .read()
-        .role_named(&scope.current_role())
-        .is_some_and(|r| r.superuser);
-    match superuser {
+    match scope.current_role_is_superuser() {
         true => Ok(()),
         false => Err(SqlError::new(
             code::INSUFFICIENT_PRIVILEGE,
@@ -114,46 +105,19 @@ impl TableFunctionImpl for BackupStop {
                 .map(|n| Field::new(*n, ArrowType::Utf8, true))
                 .collect::<Vec<_>>(),
         ));
-        Ok(Arc::new(BackupStopTable {
-            scope: self.0.clone(),
-            schema,
+        let scope = self.0.clone();
+        Ok(fallible_live_view_of(schema, move || {
+            let (lsn, label) = backup_stop(&scope).map_err(sql_error)?;
+            let columns: Vec<(&str, ArrowType)> =
+                STOP_COLUMNS.iter().map(|n| (*n, ArrowType::Utf8)).collect();
+            let mut t = TableBuilder::new(&columns);
+            t.row(vec![s(&format_lsn(lsn)), s(&label), s("")]);
+            Ok(t.build())
         }))
     }
 }
 
 const STOP_COLUMNS: [&str; 3] = ["lsn", "labelfile", "spcmapfile"];
-
-#[derive(Debug)]
-struct BackupStopTable {
-    scope: Arc<PlanScope>,
-    schema: SchemaRef,
-}
-
-#[async_trait]
-impl TableProvider for BackupStopTable {
-    fn schema(&self) -> SchemaRef {
-        self.schema.clone()
-    }
-
-    fn table_type(&self) -> TableType {
-        TableType::View
-    }
-
-    async fn scan(
-        &self,
-        state: &dyn Session,
-        projection: Option<&Vec<usize>>,
-        filters: &[Expr],
-        limit: Option<usize>,
-    ) -> DfResult<Arc<dyn ExecutionPlan>> {
-        let (lsn, label) = backup_stop(&self.scope).map_err(sql_error)?;
-        let columns: Vec<(&str, ArrowType)> =
-            STOP_COLUMNS.iter().map(|n| (*n, ArrowType::Utf8)).collect();
-        let mut t = TableBuilder::new(&columns);
-        t.row(vec![s(&format_lsn(lsn)), s(&label), s("")]);
-        t.build().scan(state, projection, filters, limit).await
-    }
-}
 
 fn backup_stop(scope: &PlanScope) -> Result<(u64, String), SqlError> {
     require_superuser(scope, "pg_backup_stop")?;

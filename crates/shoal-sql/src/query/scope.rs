@@ -99,6 +99,15 @@ impl PlanScope {
         }
     }
 
+    /// Whether the role the session acts as (current_user) is a superuser.
+    pub fn current_role_is_superuser(&self) -> bool {
+        self.engine
+            .catalog
+            .read()
+            .role_named(&self.current_role())
+            .is_some_and(|r| r.superuser)
+    }
+
     /// Where a scan of table `oid` records its row handles, if it records them.
     pub fn capture_for(&self, oid: Oid) -> Option<RowCapture> {
         let captures = self.dml_capture.lock();

@@ -141,13 +141,7 @@ impl TableFunctionImpl for LogDirectory {
             return plan_err!("pg_ls_waldir() takes no arguments");
         }
         let scope = &self.0;
-        let superuser = scope
-            .engine
-            .catalog
-            .read()
-            .role_named(&scope.current_role())
-            .is_some_and(|r| r.superuser);
-        if !superuser {
+        if !scope.current_role_is_superuser() {
             return Err(sql_error(SqlError::new(
                 code::INSUFFICIENT_PRIVILEGE,
                 "permission denied for function pg_ls_waldir",

@@ -12,8 +12,8 @@ use datafusion::datasource::{TableProvider, TableType};
 use datafusion::logical_expr::Expr;
 use datafusion::physical_plan::ExecutionPlan;
 
-/// Makes the view's rows, as a table of the view's schema.
-type Rows = Box<dyn Fn() -> Arc<dyn TableProvider> + Send + Sync>;
+/// Makes the view's rows, as a table of the view's schema, or fails the scan.
+type Rows = Box<dyn Fn() -> DfResult<Arc<dyn TableProvider>> + Send + Sync>;
 
 /// A view whose rows `rows` makes at each scan.
 pub fn live_view(
@@ -28,6 +28,15 @@ pub fn live_view(
 pub fn live_view_of(
     schema: SchemaRef,
     rows: impl Fn() -> Arc<dyn TableProvider> + Send + Sync + 'static,
+) -> Arc<dyn TableProvider> {
+    fallible_live_view_of(schema, move || Ok(rows()))
+}
+
+/// `live_view_of` for rows whose making may fail: the failure is the scan's error (a
+/// function with an effect, such as pg_backup_stop, that runs when its rows are read).
+pub fn fallible_live_view_of(
+    schema: SchemaRef,
+    rows: impl Fn() -> DfResult<Arc<dyn TableProvider>> + Send + Sync + 'static,
 ) -> Arc<dyn TableProvider> {
     Arc::new(LiveView {
         schema,
@@ -63,7 +72,7 @@ impl TableProvider for LiveView {
         filters: &[Expr],
         limit: Option<usize>,
     ) -> DfResult<Arc<dyn ExecutionPlan>> {
-        let rows = (self.rows)();
+        let rows = (self.rows)()?;
         debug_assert_eq!(rows.schema(), self.schema, "a live view keeps its columns");
         rows.scan(state, projection, filters, limit).await
     }

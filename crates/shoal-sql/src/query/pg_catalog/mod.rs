@@ -11,7 +11,7 @@ mod constraints;
 mod empty;
 mod indexes;
 mod live;
-pub use live::live_view;
+pub use live::{fallible_live_view_of, live_view};
 mod relations;
 mod routines;
 mod server;
