@@ -54,6 +54,10 @@ pub struct ServerConfig {
     values: BTreeMap<String, ConfigValue>,
     /// When the files were last read (pg_conf_load_time).
     loaded_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// Settings read at start only (`postmaster` context, such as log_destination) whose files
+    /// now say otherwise: they keep the value the server started with (pg_settings'
+    /// pending_restart).
+    pending_restart: std::collections::BTreeSet<String>,
 }
 
 /// Settings that `shoal serve`'s flags give, and the flag.
@@ -103,6 +107,7 @@ impl ServerConfig {
             command_line,
             values: BTreeMap::new(),
             loaded_at: None,
+            pending_restart: Default::default(),
         };
         let errors = config.reload();
         match errors.is_empty() {
@@ -170,9 +175,47 @@ impl ServerConfig {
                 Err(e) => errors.push(format!("{e} (command line: -c {name}={value})")),
             }
         }
+        if self.loaded_at.is_some() {
+            self.keep_start_values(&mut values);
+        }
         self.values = values;
         self.loaded_at = Some(chrono::Utc::now());
         errors
+    }
+
+    /// On a reload: the settings read at start only keep the value they started with, and
+    /// are marked pending a restart when the files changed them, as PostgreSQL does.
+    fn keep_start_values(&mut self, values: &mut BTreeMap<String, ConfigValue>) {
+        let start_only =
+            |name: &str| catalog::info(name).is_some_and(|i| i.context == "postmaster");
+        let names: std::collections::BTreeSet<String> = values
+            .keys()
+            .chain(self.values.keys())
+            .chain(self.pending_restart.iter())
+            .filter(|n| start_only(n))
+            .cloned()
+            .collect();
+        for name in names {
+            let old = self.values.get(&name).cloned();
+            let changed = values.get(&name).map(|v| &v.value) != old.as_ref().map(|v| &v.value);
+            if !changed {
+                self.pending_restart.remove(&name);
+                continue;
+            }
+            tracing::warn!(
+                "parameter \"{name}\" cannot be changed without restarting the server; it keeps its value"
+            );
+            self.pending_restart.insert(name.clone());
+            match old {
+                Some(old) => values.insert(name, old),
+                None => values.remove(&name),
+            };
+        }
+    }
+
+    /// Whether the files changed `name` since the start, which only a restart applies.
+    pub fn is_pending_restart(&self, name: &str) -> bool {
+        self.pending_restart.contains(name)
     }
 
     /// Every server-wide value by name, without where it came from.
@@ -242,6 +285,47 @@ mod tests {
         let errors = ServerConfig::load(&dir, Vec::new()).unwrap_err();
         assert!(errors.contains("unrecognized configuration parameter \"no_such_setting\""));
         assert!(errors.contains("--max-connections"), "{errors}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_setting_read_at_start_only_waits_for_a_restart() {
+        let dir = std::env::temp_dir().join(format!("shoal-config-restart-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join(CONFIG_FILE),
+            "work_mem = 8MB
+",
+        )
+        .unwrap();
+        let mut config = ServerConfig::load(&dir, Vec::new()).unwrap();
+        std::fs::write(
+            dir.join(CONFIG_FILE),
+            "work_mem = 16MB
+log_destination = jsonlog
+",
+        )
+        .unwrap();
+        assert!(config.reload().is_empty());
+        let values = config.value_map();
+        assert_eq!(values["work_mem"], "16MB", "a reload applies the others");
+        assert!(
+            !values.contains_key("log_destination"),
+            "the start's value stays"
+        );
+        assert!(config.is_pending_restart("log_destination"));
+        assert!(!config.is_pending_restart("work_mem"));
+        std::fs::write(
+            dir.join(CONFIG_FILE),
+            "work_mem = 16MB
+",
+        )
+        .unwrap();
+        assert!(config.reload().is_empty());
+        assert!(
+            !config.is_pending_restart("log_destination"),
+            "changed back"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

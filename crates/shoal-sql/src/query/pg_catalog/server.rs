@@ -272,7 +272,7 @@ pub(super) fn pg_settings(scope: &Arc<PlanScope>) -> Arc<dyn TableProvider> {
             file.as_ref()
                 .map_or_else(null_text, |(f, _)| s(&f.display().to_string())),
             ScalarValue::Int32(file.map(|(_, line)| line as i32)),
-            b(false),
+            b(config.is_pending_restart(name)),
         ]);
     }
     t.build()
