@@ -60,6 +60,8 @@ pub struct Engine {
     pub started_at: chrono::DateTime<chrono::Utc>,
     /// Bumped by every reload of `config`, so that sessions take the new values.
     config_generation: std::sync::atomic::AtomicU64,
+    /// pg_stat_statements' counters (kept once the extension is created).
+    pub statement_stats: crate::statement_stats::StatementStats,
 }
 
 /// Connection slots kept for superusers (PostgreSQL's superuser_reserved_connections).
@@ -170,6 +172,7 @@ impl Engine {
             config: Default::default(),
             started_at: chrono::Utc::now(),
             config_generation: Default::default(),
+            statement_stats: Default::default(),
         })
     }
 

@@ -32,6 +32,7 @@ pub mod query;
 pub mod session;
 pub mod settings;
 mod shape_cache;
+pub mod statement_stats;
 pub mod timezone;
 pub mod timezone_abbreviations;
 pub mod types;

@@ -61,6 +61,10 @@ pub(crate) const KNOWN_SETTINGS: &[(&str, &str, bool)] = &[
     // The server log's format: text lines, or (jsonlog) JSON lines. PostgreSQL's name for the
     // default is kept, though Shoal writes its log to standard output.
     ("log_destination", "stderr", false),
+    // pg_stat_statements: which statements are counted (top: those clients send; Shoal runs
+    // no nested statements, so all counts the same), and whether utility statements are.
+    ("pg_stat_statements.track", "top", false),
+    ("pg_stat_statements.track_utility", "on", false),
     ("default_table_access_method", "heap", false),
     ("escape_string_warning", "on", false),
     ("in_hot_standby", "off", true),
@@ -624,6 +628,10 @@ fn normalize(name: &str, value: &str) -> SqlResult<String> {
                 )
                 .with_hint("Shoal logs to stderr, as text (stderr) or JSON lines (jsonlog)."))
             }
+            _ => return Err(bad()),
+        },
+        "pg_stat_statements.track" => match value.trim().to_ascii_lowercase().as_str() {
+            v @ ("none" | "top" | "all") => v.to_string(),
             _ => return Err(bad()),
         },
         "default_tablespace" => match value.trim() {

@@ -342,6 +342,8 @@ pub struct Catalog {
     pub default_acls: Vec<crate::catalog_privileges::DefaultAcl>,
     /// COMMENT ON (see `catalog_comments`).
     pub comments: BTreeMap<crate::catalog_comments::CommentKey, String>,
+    /// CREATE EXTENSION, by name (see `catalog_extensions`).
+    pub extensions: BTreeMap<String, crate::catalog_extensions::ExtensionDef>,
     /// Bumped by every DDL change so cached plans know when to re-plan.
     pub version: u64,
 }
@@ -380,6 +382,7 @@ impl Default for Catalog {
             ownership: BTreeMap::new(),
             default_acls: Vec::new(),
             comments: crate::catalog_comments::initial_comments(),
+            extensions: BTreeMap::new(),
             version: 1,
         }
     }

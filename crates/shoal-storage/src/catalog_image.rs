@@ -13,6 +13,7 @@ use crate::catalog::{
     TableDef, ViewDef,
 };
 use crate::catalog_comments::CommentKey;
+use crate::catalog_extensions::ExtensionDef;
 use crate::catalog_privileges::{DefaultAcl, ObjectRef, Ownership};
 use crate::catalog_roles::{RoleDef, RoleMembership};
 
@@ -45,6 +46,9 @@ struct CatalogImage {
     /// comment is put back).
     #[serde(default)]
     comments: Option<Vec<(CommentKey, String)>>,
+    /// Installed extensions (absent from images written before they were kept: none).
+    #[serde(default)]
+    extensions: Vec<ExtensionDef>,
 }
 
 impl Catalog {
@@ -61,6 +65,7 @@ impl Catalog {
             role_members: self.role_members.clone(),
             default_acls: self.default_acls.clone(),
             comments: Some(self.comments.iter().map(|(k, v)| (*k, v.clone())).collect()),
+            extensions: self.extensions.values().cloned().collect(),
             ownership: self
                 .ownership
                 .iter()
@@ -146,6 +151,11 @@ impl Catalog {
         if let Some(comments) = image.comments {
             c.comments = comments.into_iter().collect();
         }
+        c.extensions = image
+            .extensions
+            .into_iter()
+            .map(|e| (e.name.clone(), e))
+            .collect();
         c.ensure_bootstrap_role();
         Ok(c)
     }
@@ -211,7 +221,16 @@ mod tests {
                 sort_order: 1.0,
             }],
         });
+        let extension = ExtensionDef {
+            oid: c.allocate_oid(),
+            name: "pg_stat_statements".into(),
+            version: "1.10".into(),
+            schema: "s".into(),
+            owner: 10,
+        };
+        c.add_extension(extension.clone());
         let back = Catalog::from_image(&c.to_image()).unwrap();
+        assert_eq!(back.extension("pg_stat_statements"), Some(&extension));
         assert_eq!(back.lookup("s", "t"), Some((RelationKind::Table, oid)));
         assert_eq!(back.tables[&oid].columns, c.tables[&oid].columns);
         assert_eq!(back.sequences[&seq].next_value(), Ok(42));

@@ -12,6 +12,7 @@ use crate::catalog::{
     Catalog, EnumTypeDef, IndexDef, Oid, RelationKind, SchemaDef, SequenceDef, TableDef, ViewDef,
 };
 use crate::catalog_comments::CommentKey;
+use crate::catalog_extensions::ExtensionDef;
 use crate::catalog_privileges::{DefaultAcl, ObjectRef, Ownership};
 use crate::catalog_roles::{RoleDef, RoleMembership};
 
@@ -33,6 +34,8 @@ pub enum CatalogObject {
     DefaultAcls(Vec<DefaultAcl>),
     /// Every comment: they change together, one COMMENT at a time.
     Comments(BTreeMap<CommentKey, String>),
+    /// Every installed extension: they are few, and change one statement at a time.
+    Extensions(BTreeMap<String, ExtensionDef>),
 }
 
 /// Names one catalog object: schemas by name (the catalog keys them so), the rest by OID.
@@ -49,6 +52,7 @@ pub enum ObjectKey {
     Ownership(ObjectRef),
     DefaultAcls,
     Comments,
+    Extensions,
 }
 
 /// An object a statement changed, and its state before: None when the statement created it.
@@ -79,6 +83,7 @@ impl CatalogObject {
             }
             (Some(CatalogObject::DefaultAcls(x)), Some(CatalogObject::DefaultAcls(y))) => x == y,
             (Some(CatalogObject::Comments(x)), Some(CatalogObject::Comments(y))) => x == y,
+            (Some(CatalogObject::Extensions(x)), Some(CatalogObject::Extensions(y))) => x == y,
             _ => false,
         }
     }
@@ -92,7 +97,8 @@ impl CatalogObject {
             | CatalogObject::RoleMembers(_)
             | CatalogObject::Ownership(..)
             | CatalogObject::DefaultAcls(_)
-            | CatalogObject::Comments(_) => None,
+            | CatalogObject::Comments(_)
+            | CatalogObject::Extensions(_) => None,
             CatalogObject::Table(t) => Some((&t.schema, &t.name)),
             CatalogObject::Index(i) => Some((&i.schema, &i.name)),
             CatalogObject::Sequence(q) => Some((&q.schema, &q.name)),
@@ -112,7 +118,8 @@ impl CatalogObject {
             CatalogObject::RoleMembers(_)
             | CatalogObject::Ownership(..)
             | CatalogObject::DefaultAcls(_)
-            | CatalogObject::Comments(_) => 0,
+            | CatalogObject::Comments(_)
+            | CatalogObject::Extensions(_) => 0,
         }
     }
 }
@@ -124,7 +131,8 @@ impl ObjectKey {
             | ObjectKey::RoleMembers
             | ObjectKey::Ownership(_)
             | ObjectKey::DefaultAcls
-            | ObjectKey::Comments => None,
+            | ObjectKey::Comments
+            | ObjectKey::Extensions => None,
             ObjectKey::Role(o)
             | ObjectKey::Table(o)
             | ObjectKey::Index(o)
@@ -149,6 +157,7 @@ impl Catalog {
             ObjectKey::RoleMembers => Some(CatalogObject::RoleMembers(self.role_members.clone())),
             ObjectKey::DefaultAcls => Some(CatalogObject::DefaultAcls(self.default_acls.clone())),
             ObjectKey::Comments => Some(CatalogObject::Comments(self.comments.clone())),
+            ObjectKey::Extensions => Some(CatalogObject::Extensions(self.extensions.clone())),
             ObjectKey::Ownership(object) => self
                 .ownership
                 .get(object)
@@ -262,6 +271,12 @@ impl Catalog {
                 before: Some(CatalogObject::Comments(before.comments.clone())),
             });
         }
+        if self.extensions != before.extensions {
+            changes.push(PriorObject {
+                key: ObjectKey::Extensions,
+                before: Some(CatalogObject::Extensions(before.extensions.clone())),
+            });
+        }
         if self.role_members != before.role_members {
             changes.push(PriorObject {
                 key: ObjectKey::RoleMembers,
@@ -332,6 +347,10 @@ impl Catalog {
                 self.comments.clear();
                 return;
             }
+            ObjectKey::Extensions => {
+                self.extensions.clear();
+                return;
+            }
         };
         self.relations.retain(|_, entry| *entry != (kind, oid));
     }
@@ -389,6 +408,10 @@ impl Catalog {
             }
             CatalogObject::Comments(comments) => {
                 self.comments = comments;
+                return;
+            }
+            CatalogObject::Extensions(extensions) => {
+                self.extensions = extensions;
                 return;
             }
         };

@@ -175,11 +175,20 @@ where
     Ok(())
 }
 
+/// Told when a portal's query has completed: its last row and CommandComplete are queued.
+#[async_trait::async_trait]
+pub trait QueryCompletion {
+    async fn query_completed(&self, tag: &str, rows: usize);
+}
+
+/// A query that completed: its command tag and how many rows it sent.
+type Completed = Option<(String, usize)>;
+
 /// Execute: runs the portal on its first Execute, then queues up to `max_rows` rows and
 /// CommandComplete, or PortalSuspended when rows remain for a later Execute.
 pub async fn execute<H, C>(handler: &H, client: &mut C, message: Execute) -> PgWireResult<()>
 where
-    H: ExtendedQueryHandler + ?Sized,
+    H: ExtendedQueryHandler + QueryCompletion + ?Sized,
     C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
     C::PortalStore: PortalStore<Statement = H::Statement>,
     C::Error: Debug,
@@ -213,14 +222,17 @@ where
         PortalExecutionState::Initial
     );
     // A portal already started (suspended or finished) only has rows left to fetch.
-    let has_rows = if not_started {
+    let (has_rows, mut completed) = if not_started {
         let response = handler.do_query(client, &portal, max_rows).await?;
         feed_start_response(client, &portal, response, max_rows, &mut transaction_status).await?
     } else {
-        true
+        (true, None)
     };
     if has_rows {
-        feed_portal_rows(client, &portal, max_rows).await?;
+        completed = feed_portal_rows(client, &portal, max_rows).await?;
+    }
+    if let Some((tag, rows)) = completed {
+        handler.query_completed(&tag, rows).await;
     }
 
     if !matches!(client.state(), PgWireConnectionState::CopyInProgress(_)) {
@@ -231,14 +243,15 @@ where
 }
 
 /// Queues the answer to a portal's first Execute; returns true when it produced rows that
-/// the portal now holds for `feed_portal_rows` (an Execute with a row limit).
+/// the portal now holds for `feed_portal_rows` (an Execute with a row limit), and the query
+/// if it completed.
 async fn feed_start_response<S, C>(
     client: &mut C,
     portal: &Portal<S>,
     response: Response,
     max_rows: usize,
     transaction_status: &mut TransactionStatus,
-) -> PgWireResult<bool>
+) -> PgWireResult<(bool, Completed)>
 where
     S: Clone + Send + Sync + 'static,
     C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
@@ -262,10 +275,11 @@ where
             client
                 .feed(command_complete(Tag::new(&tag).with_rows(row_count)))
                 .await?;
+            return Ok((false, Some((tag, row_count))));
         }
         Response::Query(results) => {
             portal.start(results).await;
-            return Ok(true);
+            return Ok((true, None));
         }
         Response::EmptyQuery => {
             client
@@ -302,16 +316,16 @@ where
             copy::send_copy_both_response(client, result).await?;
         }
     }
-    Ok(false)
+    Ok((false, None))
 }
 
 /// Queues up to `max_rows` (0 = all) of a started portal's rows, then CommandComplete, or
-/// PortalSuspended when rows remain.
+/// PortalSuspended when rows remain; returns the query if it completed.
 async fn feed_portal_rows<S, C>(
     client: &mut C,
     portal: &Portal<S>,
     max_rows: usize,
-) -> PgWireResult<()>
+) -> PgWireResult<Completed>
 where
     S: Clone + Send + Sync + 'static,
     C: Sink<PgWireBackendMessage> + Unpin,
@@ -326,12 +340,15 @@ where
         client.feed(PgWireBackendMessage::DataRow(row?)).await?;
         row_count += 1;
     }
-    let end = if fetch_result.suspended {
-        PgWireBackendMessage::PortalSuspended(PortalSuspended::new())
-    } else {
-        let tag = Tag::new(&command_tag).with_rows(row_count);
-        PgWireBackendMessage::CommandComplete(tag.into())
-    };
-    client.feed(end).await?;
-    Ok(())
+    if fetch_result.suspended {
+        client
+            .feed(PgWireBackendMessage::PortalSuspended(PortalSuspended::new()))
+            .await?;
+        return Ok(None);
+    }
+    let tag = Tag::new(&command_tag).with_rows(row_count);
+    client
+        .feed(PgWireBackendMessage::CommandComplete(tag.into()))
+        .await?;
+    Ok(Some((command_tag, row_count)))
 }

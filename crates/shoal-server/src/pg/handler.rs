@@ -72,6 +72,8 @@ pub struct ConnectionHandler {
     /// Whether the message being handled has a Sync right behind it in the read buffer (set
     /// by the connection loop): an Execute without one starts or continues a pipeline.
     pub sync_follows: std::sync::atomic::AtomicBool,
+    /// The engine, to ask without the session's lock whether pg_stat_statements counts.
+    engine: Arc<Engine>,
 }
 
 impl ConnectionHandler {
@@ -80,7 +82,7 @@ impl ConnectionHandler {
         connections: Arc<ConnectionManager>,
         auth: Arc<Authenticator>,
     ) -> Arc<Self> {
-        let session = Session::new(engine);
+        let session = Session::new(engine.clone());
         let inbox = session.scope.notifications.inbox();
         let backend = session.backend.clone();
         Arc::new_cyclic(
@@ -97,6 +99,7 @@ impl ConnectionHandler {
                 }),
                 inbox,
                 backend,
+                engine,
             },
         )
     }
@@ -275,7 +278,11 @@ fn stream_rows(
 /// Sends a simple query's rows and CommandComplete. An error after some rows (the query
 /// failed, was canceled or timed out while the client read it) goes out as the statement's
 /// ErrorResponse, as PostgreSQL's does; the session has failed the block it belonged to.
-async fn send_query_rows<C>(client: &mut C, results: QueryResponse) -> PgWireResult<()>
+/// Returns the command tag and the rows sent when the query completed.
+async fn send_query_rows<C>(
+    client: &mut C,
+    results: QueryResponse,
+) -> PgWireResult<Option<(String, usize)>>
 where
     C: Sink<PgWireBackendMessage> + Unpin + Send,
     C::Error: Debug,
@@ -296,9 +303,10 @@ where
         match row {
             Ok(row) => client.feed(PgWireBackendMessage::DataRow(row)).await?,
             Err(PgWireError::UserError(info)) => {
-                return Ok(client
+                client
                     .feed(PgWireBackendMessage::ErrorResponse((*info).into()))
-                    .await?);
+                    .await?;
+                return Ok(None);
             }
             Err(other) => return Err(other),
         }
@@ -308,7 +316,19 @@ where
     client
         .feed(PgWireBackendMessage::CommandComplete(tag.into()))
         .await?;
-    Ok(())
+    Ok(Some((command_tag, row_count)))
+}
+
+/// The command tag and row count of a result that completes as soon as it is sent (not a
+/// query's rows, nor COPY FROM STDIN).
+fn command_completion(result: &StatementResult) -> Option<(String, u64)> {
+    match result {
+        StatementResult::Command { tag, rows, .. } => Some((tag.clone(), rows.unwrap_or(0) as u64)),
+        StatementResult::TransactionStart(tag) | StatementResult::TransactionEnd(tag) => {
+            Some((tag.clone(), 0))
+        }
+        _ => None,
+    }
 }
 
 impl ConnectionHandler {
@@ -367,6 +387,18 @@ impl ConnectionHandler {
 }
 
 #[async_trait]
+impl extended::QueryCompletion for ConnectionHandler {
+    async fn query_completed(&self, tag: &str, rows: usize) {
+        if self.engine.catalog.tracks_statements() {
+            self.session
+                .lock()
+                .await
+                .statement_completed(tag, rows as u64);
+        }
+    }
+}
+
+#[async_trait]
 impl SimpleQueryHandler for ConnectionHandler {
     async fn on_query<C>(&self, client: &mut C, query: Query) -> PgWireResult<()>
     where
@@ -406,9 +438,17 @@ impl SimpleQueryHandler for ConnectionHandler {
                 let streamed = matches!(result, StatementResult::RowStream { .. });
                 let result = self.begin_copy(&session, result).await;
                 let result = copy_out_then_tag(client, result).await?;
+                let completion = session
+                    .is_tracking_statement()
+                    .then(|| command_completion(&result))
+                    .flatten();
                 let zone = session.settings.time_zone();
                 match to_response(result, &|_| false, None, zone) {
-                    Response::Query(q) => send_query_rows(client, q).await?,
+                    Response::Query(q) => {
+                        if let Some((tag, rows)) = send_query_rows(client, q).await? {
+                            session.statement_completed(&tag, rows as u64);
+                        }
+                    }
                     Response::Execution(t)
                     | Response::TransactionStart(t)
                     | Response::TransactionEnd(t) => {
@@ -431,6 +471,9 @@ impl SimpleQueryHandler for ConnectionHandler {
                         pgwire::api::copy::send_copy_out_response(client, c).await?
                     }
                     _ => {}
+                }
+                if let Some((tag, rows)) = completion {
+                    session.statement_completed(&tag, rows);
                 }
                 if is_copy_in {
                     copy_started = true;
@@ -659,6 +702,11 @@ impl ExtendedQueryHandler for ConnectionHandler {
             Ok(r) => {
                 let r = self.begin_copy(&session, r).await;
                 let r = copy_out_then_tag(client, r).await?;
+                if session.is_tracking_statement() {
+                    if let Some((tag, rows)) = command_completion(&r) {
+                        session.statement_completed(&tag, rows);
+                    }
+                }
                 let binary = |i: usize| portal.result_column_format.is_binary(i);
                 // Execute sends no RowDescription (Describe does), so the response needs no
                 // field list: one shared empty list instead of building one per execution.

@@ -459,6 +459,34 @@ const SETTINGS: &[(&str, SettingInfo)] = &[
         },
     ),
     (
+        "pg_stat_statements.track",
+        SettingInfo {
+            name: "pg_stat_statements.track",
+            unit: None,
+            category: "Customized Options",
+            short_desc: "Selects which statements are tracked by pg_stat_statements.",
+            context: "superuser",
+            vartype: "enum",
+            min_val: None,
+            max_val: None,
+            enumvals: Some("none,top,all"),
+        },
+    ),
+    (
+        "pg_stat_statements.track_utility",
+        SettingInfo {
+            name: "pg_stat_statements.track_utility",
+            unit: None,
+            category: "Customized Options",
+            short_desc: "Selects whether utility commands are tracked by pg_stat_statements.",
+            context: "superuser",
+            vartype: "bool",
+            min_val: None,
+            max_val: None,
+            enumvals: None,
+        },
+    ),
+    (
         "row_security",
         SettingInfo {
             name: "row_security",

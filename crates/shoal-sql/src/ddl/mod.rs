@@ -10,6 +10,8 @@ mod alter;
 mod alter_type;
 mod comment;
 mod drop;
+mod extension;
+pub use extension::AVAILABLE as AVAILABLE_EXTENSIONS;
 mod enum_type;
 mod index;
 pub(crate) mod index_predicate;
@@ -119,6 +121,8 @@ pub fn changes_catalog(stmt: &Statement) -> bool {
             | Statement::Revoke(_)
             | Statement::AlterSchema(_)
             | Statement::Comment { .. }
+            | Statement::CreateExtension(_)
+            | Statement::DropExtension(_)
     ) || crate::session::role_membership_text(stmt).is_some()
         || crate::session::alter_sequence_text(stmt).is_some()
 }
@@ -226,7 +230,8 @@ pub async fn execute(
             operation: ast::AlterIndexOperation::RenameIndex { index_name },
         } => index::rename_index(session, &name, &index_name),
         Statement::Truncate(t) => truncate::truncate(session, txn, &t).await,
-        Statement::CreateExtension(_) => Ok(StatementResult::command("CREATE EXTENSION")),
+        Statement::CreateExtension(c) => extension::create_extension(session, &c),
+        Statement::DropExtension(d) => extension::drop_extension(session, &d),
         Statement::CreateRole(c) => roles::create_role(session, &c),
         Statement::AlterRole { name, operation } => roles::alter_role(session, &name, &operation),
         other => Err(SqlError::new(

@@ -3,7 +3,7 @@
 //! statements and helpers; logging at the guard means none of them can forget, and no other
 //! session can use the new definitions (and log commits against them) before the log has them.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -17,11 +17,15 @@ pub struct CatalogLock {
     /// End of the newest catalog record: a DDL statement is durable once the log is flushed
     /// this far.
     last_logged_lsn: AtomicU64,
+    /// Whether pg_stat_statements is installed, kept up to date by every catalog change so
+    /// that each statement can ask without taking the catalog lock.
+    tracks_statements: AtomicBool,
 }
 
 impl CatalogLock {
     pub fn new(catalog: Catalog) -> CatalogLock {
         CatalogLock {
+            tracks_statements: AtomicBool::new(tracks_statements(&catalog)),
             catalog: RwLock::new(catalog),
             wal: OnceLock::new(),
             last_logged_lsn: AtomicU64::new(0),
@@ -54,6 +58,11 @@ impl CatalogLock {
         assert!(self.wal.set(wal).is_ok(), "catalog logging started twice");
     }
 
+    /// Whether pg_stat_statements is installed (see `statement_stats`).
+    pub fn tracks_statements(&self) -> bool {
+        self.tracks_statements.load(Ordering::Relaxed)
+    }
+
     pub fn last_logged_lsn(&self) -> Lsn {
         self.last_logged_lsn.load(Ordering::Acquire)
     }
@@ -83,6 +92,9 @@ impl Drop for CatalogWriteGuard<'_> {
         if self.guard.version == self.version_before {
             return;
         }
+        self.lock
+            .tracks_statements
+            .store(tracks_statements(&self.guard), Ordering::Relaxed);
         let Some(wal) = self.lock.wal.get() else {
             return;
         };
@@ -96,4 +108,10 @@ impl Drop for CatalogWriteGuard<'_> {
             Err(e) => tracing::error!("could not log a catalog change: {e}"),
         }
     }
+}
+
+fn tracks_statements(catalog: &Catalog) -> bool {
+    catalog
+        .extension(crate::statement_stats::EXTENSION)
+        .is_some()
 }

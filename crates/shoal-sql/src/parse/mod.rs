@@ -207,6 +207,24 @@ pub enum Piece {
     Sql(String),
 }
 
+/// Where in `sql` a token location (line and column, from 1, in characters) is, in bytes;
+/// None for a location outside the text.
+pub(crate) fn location_offsets(
+    sql: &str,
+) -> impl Fn(datafusion::sql::sqlparser::tokenizer::Location) -> Option<usize> + '_ {
+    let line_starts: Vec<usize> = std::iter::once(0)
+        .chain(sql.match_indices('\n').map(|(i, _)| i + 1))
+        .collect();
+    move |loc| {
+        let line_start = *line_starts.get((loc.line as usize).checked_sub(1)?)?;
+        let column = (loc.column as usize).checked_sub(1)?;
+        match sql[line_start..].char_indices().nth(column) {
+            Some((i, _)) => Some(line_start + i),
+            None => Some(sql.len()),
+        }
+    }
+}
+
 /// Splits a query string that holds a CHECKPOINT statement among others into CHECKPOINT and
 /// the text around it, in order; None when no statement is exactly CHECKPOINT (or the text does
 /// not tokenize), so the caller parses it as usual.
@@ -217,17 +235,7 @@ pub fn split_at_checkpoints(sql: &str) -> Option<Vec<Piece>> {
         .ok()?;
     // Pieces are cut from the client's text by the tokens' spans (not re-printed from the
     // tokens, which would lose quoting such as 'it''s').
-    let line_starts: Vec<usize> = std::iter::once(0)
-        .chain(sql.match_indices('\n').map(|(i, _)| i + 1))
-        .collect();
-    let offset = |loc: datafusion::sql::sqlparser::tokenizer::Location| -> Option<usize> {
-        let line_start = *line_starts.get((loc.line as usize).checked_sub(1)?)?;
-        let column = (loc.column as usize).checked_sub(1)?;
-        match sql[line_start..].char_indices().nth(column) {
-            Some((i, _)) => Some(line_start + i),
-            None => Some(sql.len()),
-        }
-    };
+    let offset = location_offsets(sql);
     let mut pieces = Vec::new();
     let mut pending: Option<usize> = None; // start of the text not yet in a piece
     let mut found = false;

@@ -181,12 +181,22 @@ pub(crate) fn void_udf(
     arity: usize,
     body: impl Fn(&[ScalarValue]) -> DfResult<()> + Send + Sync + 'static,
 ) -> ScalarUDF {
+    let signature = match arity {
+        0 => Signature::new(TypeSignature::Nullary, Volatility::Volatile),
+        n => Signature::new(TypeSignature::Any(n), Volatility::Volatile),
+    };
+    void_udf_with(name, signature, body)
+}
+
+/// `void_udf` with its own signature (several arities).
+pub(crate) fn void_udf_with(
+    name: &str,
+    signature: Signature,
+    body: impl Fn(&[ScalarValue]) -> DfResult<()> + Send + Sync + 'static,
+) -> ScalarUDF {
     ScalarUDF::new_from_impl(PgFunction {
         name: name.to_string(),
-        signature: match arity {
-            0 => Signature::new(TypeSignature::Nullary, Volatility::Volatile),
-            n => Signature::new(TypeSignature::Any(n), Volatility::Volatile),
-        },
+        signature,
         return_type: ArrowType::Utf8,
         pg_type_oid: Some(VOID_OID),
         body: Arc::new(move |a: &[ScalarValue]| {

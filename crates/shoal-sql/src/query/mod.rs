@@ -159,6 +159,11 @@ pub fn new_session_state(scope: Arc<PlanScope>) -> SessionState {
     wal_functions::register(&mut state, &scope);
     backup_functions::register(&mut state, &scope);
     state
+        .register_udf(Arc::new(crate::statement_stats::views::reset_function(
+            &scope,
+        )))
+        .expect("function registration cannot fail");
+    state
         .register_udf(Arc::new(unknown_literals::SiblingTyped::udf()))
         .expect("function registration cannot fail");
     privilege_functions::register(&mut state, &scope);
@@ -199,6 +204,10 @@ pub async fn plan_statement(
     mut stmt: ast::Statement,
 ) -> SqlResult<LogicalPlan> {
     rewrite::rewrite_statement(&mut stmt, scope)?;
+    scope.wants_tableoid.store(
+        pg_catalog::names_tableoid(&stmt),
+        std::sync::atomic::Ordering::Relaxed,
+    );
     checks::check_statement(&stmt, &|name| {
         state.udaf(name).is_ok() || state.udwf(name).is_ok()
     })?;

@@ -137,6 +137,9 @@ fn table_in_schema(
         "information_schema" => return Ok(information_schema::table(scope, name)),
         _ => {}
     }
+    if let Some(view) = crate::statement_stats::views::table(scope, schema, name) {
+        return Ok(Some(view));
+    }
     let catalog = scope.engine.catalog.read();
     let Some((kind, oid)) = catalog.lookup(schema, name) else {
         return Ok(None);

@@ -58,6 +58,9 @@ pub struct PlanScope {
     statement_started_micros: std::sync::atomic::AtomicI64,
     /// The session's online backup, between pg_backup_start and pg_backup_stop.
     pub backup: Mutex<Option<crate::query::backup_functions::SessionBackup>>,
+    /// The statement being planned names a `tableoid` column: only then do the system
+    /// catalogs carry one, so that `SELECT *` does not show it (it is a system column).
+    pub wants_tableoid: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for PlanScope {
@@ -87,6 +90,7 @@ impl PlanScope {
             deferred_constraints: Mutex::default(),
             tables_read: Mutex::default(),
             backup: Mutex::default(),
+            wants_tableoid: Default::default(),
             engine,
             snapshot: Mutex::new(Snapshot { ts: 0, txn: 0 }),
             search_path: Mutex::new(vec!["public".to_string()]),

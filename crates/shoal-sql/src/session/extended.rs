@@ -295,6 +295,7 @@ impl Session {
     ) -> SqlResult<StatementResult> {
         self.settle_stream_failure();
         self.take_reloaded_config();
+        self.track_statement(|| prepared.sql.clone());
         // Borrowed, not cloned: only the general path below needs a copy of the statement to
         // put the parameters into, and cloning an AST on every execution is not free.
         let Some(stmt) = prepared.stmt.as_ref() else {

@@ -12,6 +12,7 @@ mod query_run;
 mod route;
 mod set_show;
 mod sql_prepare;
+mod statement_tracking;
 mod transaction;
 
 pub use cursor::{SqlCursor, MOVE_MARKER};
@@ -211,6 +212,8 @@ pub struct Session {
     parsed: extended::ParseCache,
     /// This session's entry among the server's backends (pg_stat_activity).
     pub backend: Arc<crate::backends::Backend>,
+    /// The running statement, when pg_stat_statements counts it (see `statement_tracking`).
+    pending_statement: Option<crate::statement_stats::Pending>,
 }
 
 impl Drop for Session {
@@ -345,6 +348,7 @@ impl Session {
             shapes: ShapeCache::default(),
             statement_params: None,
             parsed: Default::default(),
+            pending_statement: None,
             statement_in_block: false,
             cursor_marks: Default::default(),
             cancel: None,

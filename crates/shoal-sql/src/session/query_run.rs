@@ -31,7 +31,8 @@ pub struct QueryRun {
 enum Step {
     /// The message's text, not parsed yet: a known shape runs without parsing.
     Text(String),
-    Statement(Statement),
+    /// A statement, with its own text when pg_stat_statements counts it.
+    Statement(Statement, Option<String>),
     Checkpoint,
 }
 
@@ -78,6 +79,7 @@ impl Session {
             let result = match step {
                 Step::Text(text) => {
                     if !run.several {
+                        self.track_statement(|| text.clone());
                         if let Some(result) = self.execute_cached_shape(&text).await {
                             return Some(self.after_step(run, result));
                         }
@@ -90,8 +92,10 @@ impl Session {
                                 .iter()
                                 .any(|s| matches!(s, Statement::Copy { to: false, .. }));
                             run.several |= statements.len() > 1 && !copy_in;
+                            let mut texts = self.statement_texts(&text, statements.len());
                             for statement in statements.into_iter().rev() {
-                                run.steps.push_front(Step::Statement(statement));
+                                let text = texts.pop().flatten();
+                                run.steps.push_front(Step::Statement(statement, text));
                             }
                             continue;
                         }
@@ -101,7 +105,8 @@ impl Session {
                         }
                     }
                 }
-                Step::Statement(stmt) => {
+                Step::Statement(stmt, text) => {
+                    self.track_statement(|| text.unwrap_or_else(|| stmt.to_string()));
                     if run.several && !run_outside_implicit_block(&stmt) {
                         self.begin_implicit_block();
                     }
@@ -113,7 +118,10 @@ impl Session {
                         None => Box::pin(self.execute_statement(stmt)).await,
                     }
                 }
-                Step::Checkpoint => self.checkpoint().await,
+                Step::Checkpoint => {
+                    self.track_statement(|| "CHECKPOINT".to_string());
+                    self.checkpoint().await
+                }
             };
             return Some(self.after_step(run, result));
         }
@@ -182,6 +190,20 @@ impl Session {
         match self.commit_block().await {
             Ok(_) => None,
             Err(e) => Some(Err(e)),
+        }
+    }
+
+    /// The texts of the `count` statements in `text`, for pg_stat_statements (nothing when it
+    /// is off, or when the text does not split into as many statements as the parser found).
+    fn statement_texts(&self, text: &str, count: usize) -> Vec<Option<String>> {
+        if !self.engine.catalog.tracks_statements() {
+            return Vec::new();
+        }
+        match crate::statement_stats::normalize::split_statements(text) {
+            Some(pieces) if pieces.len() == count => {
+                pieces.into_iter().map(|p| Some(p.to_string())).collect()
+            }
+            _ => Vec::new(),
         }
     }
 

@@ -51,7 +51,8 @@ impl Postgres {
         let settings = format!(
             "port = {port}\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = '{}'\n\
              fsync = off\nsynchronous_commit = off\nfull_page_writes = off\n\
-             max_connections = 50\nshared_buffers = '64MB'\n",
+             max_connections = 50\nshared_buffers = '64MB'\n\
+             shared_preload_libraries = 'pg_stat_statements'\n",
             dir.display()
         );
         let conf = data.join("postgresql.conf");

@@ -20,7 +20,6 @@ const EMPTY_CATALOGS: &[(&str, &str)] = &[
     ("pg_conversion", "oid oid, conname name, connamespace oid, conowner oid, conforencoding integer, contoencoding integer, conproc regproc, condefault boolean"),
     ("pg_db_role_setting", "setdatabase oid, setrole oid, setconfig text[]"),
     ("pg_event_trigger", "oid oid, evtname name, evtevent name, evtowner oid, evtfoid oid, evtenabled \"char\", evttags text[]"),
-    ("pg_extension", "oid oid, extname name, extowner oid, extnamespace oid, extrelocatable boolean, extversion text, extconfig oid[], extcondition text[]"),
     ("pg_foreign_data_wrapper", "oid oid, fdwname name, fdwowner oid, fdwhandler oid, fdwvalidator oid, fdwacl aclitem[], fdwoptions text[]"),
     ("pg_foreign_server", "oid oid, srvname name, srvowner oid, srvfdw oid, srvtype text, srvversion text, srvacl aclitem[], srvoptions text[]"),
     ("pg_foreign_table", "ftrelid oid, ftserver oid, ftoptions text[]"),
@@ -51,6 +50,11 @@ const EMPTY_CATALOGS: &[(&str, &str)] = &[
 /// The empty catalog `name`, if it is one of them.
 pub(super) fn empty_catalog(name: &str) -> Option<Arc<dyn TableProvider>> {
     let (_, columns) = EMPTY_CATALOGS.iter().find(|(n, _)| *n == name)?;
+    Some(declared_table(columns).build())
+}
+
+/// A catalog table of `columns` (`name type, ...`, types as `format_type` spells them).
+pub(super) fn declared_table(columns: &str) -> TableBuilder {
     let columns: Vec<(&str, &str)> = columns
         .split(", ")
         .map(|c| c.split_once(' ').expect("`name type` column"))
@@ -65,7 +69,7 @@ pub(super) fn empty_catalog(name: &str) -> Option<Arc<dyn TableProvider>> {
             table = table.with_pg_type(name, type_oid);
         }
     }
-    Some(table.build())
+    table
 }
 
 fn list(of: ArrowType) -> ArrowType {

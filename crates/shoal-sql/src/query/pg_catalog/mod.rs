@@ -9,9 +9,10 @@
 mod columns;
 mod constraints;
 mod empty;
+mod extensions;
 mod indexes;
 mod live;
-pub use live::{fallible_live_view_of, live_view};
+pub use live::{fallible_live_view_of, live_view, live_view_of};
 mod relations;
 mod routines;
 mod server;
@@ -226,6 +227,9 @@ const BTREE_AM_OID: u32 = 403;
 /// Shoal's column table access method (outside PostgreSQL's built-in OIDs, below user OIDs).
 const COLUMNAR_AM_OID: u32 = 9300;
 
+/// pg_extension's OID (pg_description.classoid of an extension's comment).
+const PG_EXTENSION_OID: u32 = 3079;
+
 /// The system catalogs by their PostgreSQL OIDs, which `'pg_catalog.pg_class'::regclass`
 /// gives (clients compare pg_description.classoid and pg_depend.classid with them).
 pub const SYSTEM_CATALOG_OIDS: &[(&str, u32)] = &[
@@ -246,7 +250,7 @@ pub const SYSTEM_CATALOG_OIDS: &[(&str, u32)] = &[
     ("pg_inherits", 2611),
     ("pg_namespace", 2615),
     ("pg_trigger", 2620),
-    ("pg_extension", 3079),
+    ("pg_extension", PG_EXTENSION_OID),
     ("pg_collation", 3456),
     ("pg_default_acl", 826),
     ("pg_tablespace", 1213),
@@ -285,11 +289,16 @@ pub const SYSTEM_CATALOG_OIDS: &[(&str, u32)] = &[
 
 pub fn table(scope: &Arc<PlanScope>, name: &str) -> Option<Arc<dyn TableProvider>> {
     let table = catalog_table(scope, name)?;
+    let wants_tableoid = scope
+        .wants_tableoid
+        .load(std::sync::atomic::Ordering::Relaxed);
     Some(match SYSTEM_CATALOG_OIDS.iter().find(|(n, _)| *n == name) {
-        Some((_, table_oid)) => table_oid::with_table_oid(table, *table_oid),
-        None => table,
+        Some((_, table_oid)) if wants_tableoid => table_oid::with_table_oid(table, *table_oid),
+        _ => table,
     })
 }
+
+pub use table_oid::names_tableoid;
 
 fn catalog_table(scope: &Arc<PlanScope>, name: &str) -> Option<Arc<dyn TableProvider>> {
     let catalog = scope.engine.catalog.read();
@@ -326,6 +335,9 @@ fn catalog_table(scope: &Arc<PlanScope>, name: &str) -> Option<Arc<dyn TableProv
                 if catalog.comment_target_exists((class, object, column)) {
                     t.row(vec![o(object), o(class), i32v(column), s(text)]);
                 }
+            }
+            for (object, text) in extensions::extension_descriptions(&catalog) {
+                t.row(vec![o(object), o(PG_EXTENSION_OID), i32v(0), s(text)]);
             }
             t.build()
         }
@@ -378,6 +390,8 @@ fn catalog_table(scope: &Arc<PlanScope>, name: &str) -> Option<Arc<dyn TableProv
             t.build()
         }
         "pg_language" => server::pg_language(),
+        "pg_extension" => extensions::pg_extension(&catalog),
+        "pg_available_extensions" => extensions::pg_available_extensions(&catalog),
         "pg_proc" => pg_proc(),
         "pg_operator" => pg_operator(),
         other => empty::empty_catalog(other)?,

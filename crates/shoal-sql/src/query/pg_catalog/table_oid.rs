@@ -1,7 +1,8 @@
 //! The `tableoid` system column of the system catalogs: the OID of the catalog a row comes
 //! from. pg_dump reads it from every catalog to name the class of each object it dumps (and
 //! matches it with pg_description.classoid and pg_depend.classid). Shoal's catalogs are built
-//! without it; `with_table_oid` adds it as a constant last column.
+//! without it; `with_table_oid` adds it as a constant last column, to the catalogs of a
+//! statement that names it (`names_tableoid`): as a system column it is not part of `*`.
 
 use std::sync::Arc;
 
@@ -15,6 +16,21 @@ use datafusion::physical_expr::expressions::{Column, Literal};
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_plan::projection::ProjectionExec;
 use datafusion::physical_plan::ExecutionPlan;
+
+/// Whether `stmt` names a column `tableoid` anywhere.
+pub fn names_tableoid(stmt: &datafusion::sql::sqlparser::ast::Statement) -> bool {
+    use datafusion::sql::sqlparser::ast::{visit_expressions, Expr as SqlExpr};
+    let is_tableoid =
+        |i: &datafusion::sql::sqlparser::ast::Ident| i.value.eq_ignore_ascii_case("tableoid");
+    visit_expressions(stmt, |e| match e {
+        SqlExpr::Identifier(i) if is_tableoid(i) => std::ops::ControlFlow::Break(()),
+        SqlExpr::CompoundIdentifier(parts) if parts.last().is_some_and(is_tableoid) => {
+            std::ops::ControlFlow::Break(())
+        }
+        _ => std::ops::ControlFlow::Continue(()),
+    })
+    .is_break()
+}
 
 /// `catalog` with a `tableoid` column whose value is `table_oid` in every row.
 pub(super) fn with_table_oid(
@@ -90,8 +106,15 @@ impl TableProvider for WithTableOid {
             .map(|&i| {
                 let name = self.schema.field(i).name().clone();
                 if i == table_oid_at {
-                    let oid: Arc<dyn PhysicalExpr> =
-                        Arc::new(Literal::new(ScalarValue::UInt32(Some(self.table_oid))));
+                    // With the column's metadata (its PostgreSQL type), so the scan's schema is
+                    // the one the logical plan has.
+                    let metadata = datafusion::common::metadata::FieldMetadata::from(
+                        self.schema.field(i).metadata().clone(),
+                    );
+                    let oid: Arc<dyn PhysicalExpr> = Arc::new(Literal::new_with_metadata(
+                        ScalarValue::UInt32(Some(self.table_oid)),
+                        Some(metadata),
+                    ));
                     (oid, name)
                 } else {
                     let column: Arc<dyn PhysicalExpr> = Arc::new(Column::new(&name, next_inner));
