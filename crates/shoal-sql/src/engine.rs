@@ -193,12 +193,24 @@ impl Engine {
         options: DurabilityOptions,
     ) -> Result<(Arc<Engine>, RecoveryReport), String> {
         let db = Database::new();
+        let (archive_mode, restoring) = (options.archive_mode, options.restore.is_some());
         let (catalog, durability, report) = durability::recover(data_dir, &db, options)?;
         let durability = Arc::new(durability);
         let catalog = CatalogLock::new(catalog);
         catalog.start_logging(durability.wal.clone());
         db.start_background_gc(GC_INTERVAL_MS);
         let engine = Engine::assemble(db, catalog, Some(durability));
+        if restoring {
+            // The recovered state becomes the starting point before anything else is logged:
+            // a crash from here on never replays the log past the recovery target again.
+            let d = engine.durability.as_ref().expect("opened with a log");
+            d.checkpoint(&engine.db, &engine.catalog)
+                .map_err(|e| format!("checkpoint after archive recovery: {}", e.message))?;
+            durability::archive::finish_archive_recovery(&engine)?;
+        }
+        if archive_mode {
+            durability::archive::start_archiver(Arc::downgrade(&engine));
+        }
         start_checkpointer(Arc::downgrade(&engine));
         start_segment_merger(Arc::downgrade(&engine));
         engine.apply_server_settings();

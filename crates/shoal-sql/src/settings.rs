@@ -61,6 +61,11 @@ pub(crate) const KNOWN_SETTINGS: &[(&str, &str, bool)] = &[
     // The server log's format: text lines, or (jsonlog) JSON lines. PostgreSQL's name for the
     // default is kept, though Shoal writes its log to standard output.
     ("log_destination", "stderr", false),
+    // Archiving of completed log segments, and archive recovery (`durability::archive`).
+    ("archive_mode", "off", false),
+    ("archive_command", "", false),
+    ("restore_command", "", false),
+    ("recovery_target_time", "", false),
     // pg_stat_statements: which statements are counted (top: those clients send; Shoal runs
     // no nested statements, so all counts the same), and whether utility statements are.
     ("pg_stat_statements.track", "top", false),
@@ -628,6 +633,12 @@ fn normalize(name: &str, value: &str) -> SqlResult<String> {
                 )
                 .with_hint("Shoal logs to stderr, as text (stderr) or JSON lines (jsonlog)."))
             }
+            _ => return Err(bad()),
+        },
+        "archive_mode" => match value.trim().to_ascii_lowercase().as_str() {
+            "on" | "true" | "yes" | "1" => "on".to_string(),
+            "off" | "false" | "no" | "0" => "off".to_string(),
+            "always" => "always".to_string(),
             _ => return Err(bad()),
         },
         "pg_stat_statements.track" => match value.trim().to_ascii_lowercase().as_str() {

@@ -52,6 +52,8 @@ pub(crate) struct SegmentWriter {
     /// Whether this segment asked for `next` already (it is asked once: a disk short of room
     /// is not asked again at every batch).
     next_asked: bool,
+    /// `Wal::switch_segment` asked for the next batch to start a new segment.
+    switch_next: bool,
     /// Segments so far that went into such a file (carried over at each rotation).
     preallocated_segments: u64,
 }
@@ -148,6 +150,7 @@ impl SegmentWriter {
             zero_fill_failed: false,
             next: NextSegment::none(),
             next_asked: false,
+            switch_next: false,
             preallocated_segments: 0,
         }
     }
@@ -222,7 +225,9 @@ impl SegmentWriter {
             "batch {first_lsn} starts before the log end {}",
             self.end_lsn
         );
-        if self.len_bytes >= self.segment_size_bytes {
+        let switch =
+            std::mem::take(&mut self.switch_next) && self.len_bytes > SEGMENT_HEADER_BYTES as u64;
+        if self.len_bytes >= self.segment_size_bytes || switch {
             if let Err(outcome) = self.rotate() {
                 return outcome;
             }
@@ -429,6 +434,9 @@ fn write_and_publish(
     taken: &Taken,
     holds_granted: bool,
 ) -> bool {
+    if shared.switch_requested.swap(false, Ordering::AcqRel) {
+        segment.switch_next = true;
+    }
     let outcome = match segment.write_batch(batch, taken.first_lsn, taken.end_lsn) {
         BatchOutcome::DiskFull(message) if holds_granted => BatchOutcome::Broken(format!(
             "{message}, dropping commits already made visible; the server no longer accepts writes"

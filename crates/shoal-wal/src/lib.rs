@@ -5,6 +5,7 @@
 //! full table contents in parallel so the log before them can be removed. The crate knows rows only
 //! as opaque bytes: the storage layer encodes them and the caller serializes the catalog.
 
+pub mod archive;
 mod backup;
 mod checkpoint;
 mod dir_lock;

@@ -30,9 +30,9 @@ pub struct LogReadSummary {
 }
 
 /// Where a segment's valid content ends, and the torn tail cut off after it if any.
-struct SegmentEnd {
+pub(crate) struct SegmentEnd {
     valid_bytes: usize,
-    end_lsn: Lsn,
+    pub end_lsn: Lsn,
     torn: Option<String>,
 }
 
@@ -111,7 +111,7 @@ pub fn read_log<E>(
 }
 
 /// Validates and visits the batches of one segment.
-fn read_segment<E>(
+pub(crate) fn read_segment<E>(
     path: &Path,
     data: &[u8],
     name_base_lsn: Lsn,
@@ -149,7 +149,8 @@ fn read_segment<E>(
                     // `check_batch` decoded every payload already.
                     let record = Record::decode(*kind, payload).expect("validated record");
                     visit(*lsn, record).map_err(ReadError::Visitor)?;
-                    summary.records += 1;
+                    // Clock records mark time; `records` counts the log's content.
+                    summary.records += u64::from(*kind != crate::record::KIND_CLOCK);
                     summary.bytes += (crate::RECORD_HEADER_BYTES + payload.len()) as u64;
                 }
                 pos += BATCH_HEADER_BYTES + header.record_bytes as usize;

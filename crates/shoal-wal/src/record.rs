@@ -29,6 +29,7 @@ pub(crate) const KIND_ROW_CHANGES: u8 = 8;
 /// A commit whose transaction logged `RowChanges` first: the commit payload after the chain's
 /// LSN and its number of valid early writes.
 pub(crate) const KIND_COMMIT_AFTER_EARLY: u8 = 9;
+pub(crate) const KIND_CLOCK: u8 = 10;
 
 /// Encoded size of one commit change before its row bytes: table u64, kind u8, row id u64, len u32.
 const CHANGE_FIXED_BYTES: usize = 8 + 1 + 8 + 4;
@@ -84,6 +85,10 @@ pub enum Record<'a> {
         last_value: i64,
         is_called: bool,
     },
+    /// The wall-clock time (microseconds since 1970, UTC) when the records after it were
+    /// appended, to the millisecond: the log writes one ahead of the first record of each
+    /// millisecond, so recovery can stop at a point in time (`recovery_target_time`).
+    Clock { unix_micros: i64 },
 }
 
 /// The changes of a `Record::Commit`, still encoded; `iter` decodes them without allocating.
@@ -237,6 +242,12 @@ impl<'a> Record<'a> {
                     is_called,
                 }
             }
+            KIND_CLOCK => {
+                need_exact(rest, 8)?;
+                Record::Clock {
+                    unix_micros: take_u64(&mut rest) as i64,
+                }
+            }
             other => return Err(format!("unknown record kind {other}")),
         };
         Ok(record)
@@ -254,6 +265,7 @@ impl<'a> Record<'a> {
             Record::TableImageEnd { .. } => KIND_TABLE_IMAGE_END,
             Record::Sequence { .. } => KIND_SEQUENCE,
             Record::ColumnSegment { .. } => KIND_COLUMN_SEGMENT,
+            Record::Clock { .. } => KIND_CLOCK,
         }
     }
 
@@ -310,6 +322,7 @@ impl<'a> Record<'a> {
                 buf.extend_from_slice(&last_value.to_le_bytes());
                 buf.push(is_called as u8);
             }
+            Record::Clock { unix_micros } => buf.extend_from_slice(&unix_micros.to_le_bytes()),
         }
     }
 
@@ -325,6 +338,7 @@ impl<'a> Record<'a> {
             Record::TableImageRows { rows, .. } => 12 + rows.bytes.len(),
             Record::Sequence { .. } => 13,
             Record::ColumnSegment { image, .. } => 16 + image.len(),
+            Record::Clock { .. } => 8,
         }
     }
 }

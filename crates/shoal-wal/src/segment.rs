@@ -28,7 +28,7 @@ pub(crate) fn segment_file_name(base_lsn: Lsn) -> String {
     format!("{base_lsn:016x}.wal")
 }
 
-fn parse_segment_file_name(name: &str) -> Option<Lsn> {
+pub(crate) fn parse_segment_file_name(name: &str) -> Option<Lsn> {
     let hex = name.strip_suffix(".wal")?;
     if hex.len() != 16 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
         return None;

@@ -51,6 +51,9 @@ pub struct WalOptions {
     /// not yet acknowledged. Zero (the default) everywhere else.
     #[doc(hidden)]
     pub hold_batch_sync_ms: u64,
+    /// Archiving is on: `remove_segments_before` keeps segments not yet archived (see
+    /// `archive`).
+    pub keep_unarchived: bool,
 }
 
 impl Default for WalOptions {
@@ -62,6 +65,7 @@ impl Default for WalOptions {
             zero_fill_step_bytes: 16 << 20,
             fail_batch_sync_after: None,
             hold_batch_sync_ms: 0,
+            keep_unarchived: false,
         }
     }
 }
@@ -114,6 +118,8 @@ pub(crate) struct Shared {
     pub room_end_lsn: AtomicU64,
     pub next_lsn: AtomicU64,
     pub current_segment_base_lsn: AtomicU64,
+    /// `switch_segment` asks the writer to start a new segment with its next batch.
+    pub switch_requested: AtomicBool,
     pub stats: StatCounters,
 }
 
@@ -145,6 +151,8 @@ pub(crate) struct Pending {
     /// writes the records up to here even if the rest of their batch meets a full disk.
     pub granted_end_lsn: Lsn,
     pub shutdown: bool,
+    /// The millisecond (since 1970) of the last `Record::Clock` appended.
+    pub last_clock_ms: i64,
 }
 
 impl Pending {
@@ -252,6 +260,32 @@ impl Progress {
     }
 }
 
+/// Appends a `Record::Clock` ahead of the record about to be appended, if none was appended
+/// in the current millisecond of the wall clock (which may step back: then none is).
+fn append_clock(p: &mut Pending) {
+    let now_micros = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as i64);
+    let now_ms = now_micros.div_euclid(1000);
+    if now_ms <= p.last_clock_ms {
+        return;
+    }
+    p.last_clock_ms = now_ms;
+    let record = Record::Clock {
+        unix_micros: now_micros,
+    };
+    let lsn = p.next_lsn;
+    let bytes = record::encode_record(
+        &mut p.buf,
+        lsn,
+        record.kind(),
+        record.payload_bytes(),
+        |buf| record.encode_payload(buf),
+    );
+    // Not counted in `records`: clock records mark time, the count is of the log's content.
+    p.next_lsn += bytes as u64;
+}
+
 impl Wal {
     /// Opens the log in `dir/wal` (created if missing) for appending at `start_lsn`, the end LSN
     /// recovery returned (or any LSN for a new database). Appends always go to a new segment; an
@@ -299,6 +333,7 @@ impl Wal {
                 oldest_at: None,
                 granted_end_lsn: start_lsn,
                 shutdown: false,
+                last_clock_ms: 0,
             }),
             writer_wake: Condvar::new(),
             space_freed: Condvar::new(),
@@ -316,6 +351,7 @@ impl Wal {
             room_end_lsn: AtomicU64::new(start_lsn),
             next_lsn: AtomicU64::new(start_lsn),
             current_segment_base_lsn: AtomicU64::new(start_lsn),
+            switch_requested: AtomicBool::new(false),
             stats: StatCounters::default(),
             opts,
         });
@@ -456,8 +492,9 @@ impl Wal {
             return Err(WalError::TooLarge(payload_bytes));
         }
         let mut p = self.lock_for_append()?;
-        let lsn = p.next_lsn;
         let was_empty = p.buffered_bytes() == 0;
+        append_clock(&mut p);
+        let lsn = p.next_lsn;
         let bytes =
             record::encode_record(&mut p.buf, lsn, kind, payload_bytes, |buf| encode(lsn, buf));
         p.next_lsn += bytes as u64;
@@ -469,6 +506,36 @@ impl Wal {
         // The writer sleeps without a deadline only while the buffer is empty, and it flushes
         // early at half the bound; other appends need not wake it.
         if was_empty || p.buffered_bytes() >= self.shared.opts.buffer_bytes_max / 2 {
+            self.shared.writer_wake.notify_one();
+        }
+        Ok(p.next_lsn)
+    }
+
+    /// Ends the current segment, so that it can be archived (pg_switch_wal): the next batch,
+    /// which this forces with a clock record, starts a new one. Returns where the log ended
+    /// before the switch; a segment holding no batch is not switched.
+    pub fn switch_segment(&self) -> Result<Lsn, WalError> {
+        let end = self.next_lsn();
+        self.shared.switch_requested.store(true, Ordering::Release);
+        let lsn = self.append_clock_now()?;
+        self.wait_flushed_blocking(lsn)?;
+        Ok(end)
+    }
+
+    /// The base LSN of the segment being written.
+    pub fn current_segment_base_lsn(&self) -> Lsn {
+        self.shared.current_segment_base_lsn.load(Ordering::Acquire)
+    }
+
+    /// Appends a clock record now, whatever the time of the last one.
+    fn append_clock_now(&self) -> Result<Lsn, WalError> {
+        let mut p = self.lock_for_append()?;
+        p.last_clock_ms = 0;
+        let was_empty = p.buffered_bytes() == 0;
+        append_clock(&mut p);
+        self.shared.next_lsn.store(p.next_lsn, Ordering::Release);
+        if was_empty {
+            p.oldest_at = Some(Instant::now());
             self.shared.writer_wake.notify_one();
         }
         Ok(p.next_lsn)
@@ -635,8 +702,14 @@ impl Wal {
         let mut removed = 0;
         for pair in segments.windows(2) {
             let ((base_lsn, path), next_base_lsn) = (&pair[0], pair[1].0);
-            if next_base_lsn <= lsn && *base_lsn < current_base_lsn {
+            let name = segment::segment_file_name(*base_lsn);
+            let archived = || crate::archive::is_archived(&self.wal_dir, &name);
+            if next_base_lsn <= lsn
+                && *base_lsn < current_base_lsn
+                && (!self.shared.opts.keep_unarchived || archived())
+            {
                 fs::remove_file(path)?;
+                crate::archive::forget(&self.wal_dir, &name);
                 removed += 1;
             }
         }

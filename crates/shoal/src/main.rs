@@ -140,6 +140,45 @@ fn name_value(arg: &str) -> Result<(String, String), String> {
 /// Logged once recovery is done and connections are served.
 const READY_MESSAGE: &str = "database system is ready to accept connections";
 
+/// Archiving and archive recovery, from the settings read at start (`archive_mode`,
+/// `restore_command`, `recovery_target_time`) and `DATA_DIR/recovery.signal`.
+fn archive_options(
+    config: &shoal_sql::config::ServerConfig,
+    data_dir: &std::path::Path,
+    options: &mut DurabilityOptions,
+) -> Result<(), String> {
+    use shoal_sql::durability::archive::{RestoreOptions, RECOVERY_SIGNAL_FILE};
+    let values = config.value_map();
+    let setting = |name: &str| {
+        values
+            .get(name)
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+    };
+    options.archive_mode = matches!(setting("archive_mode").as_deref(), Some("on" | "always"));
+    if !data_dir.join(RECOVERY_SIGNAL_FILE).exists() {
+        return Ok(());
+    }
+    let target_time = match setting("recovery_target_time") {
+        // As PostgreSQL reads it: with the offset or zone the text gives, else in UTC (the
+        // server's time zone).
+        Some(text) => Some(
+            shoal_sql::pgtext::parse_timestamptz(&text, &shoal_sql::timezone::TimeZone::utc())
+                .ok()
+                .filter(|micros| micros.abs() < i64::MAX)
+                .ok_or_else(|| {
+                    format!("invalid value for parameter \"recovery_target_time\": \"{text}\"")
+                })?,
+        ),
+        None => None,
+    };
+    options.restore = Some(RestoreOptions {
+        restore_command: setting("restore_command"),
+        target_time,
+    });
+    Ok(())
+}
+
 /// The server log on stdout: text lines, or with `log_destination = jsonlog` one JSON object
 /// per line (time, level, target, message and the event's fields), for log collectors.
 /// RUST_LOG filters it (default `info`).
@@ -296,6 +335,10 @@ fn main() {
                 };
                 options.wal.fail_batch_sync_after = fail_log_sync_after;
                 options.wal.hold_batch_sync_ms = hold_log_sync_ms;
+                archive_options(&config, &data_dir, &mut options).unwrap_or_else(|e| {
+                    eprintln!("shoal: {e}");
+                    std::process::exit(1);
+                });
                 let dir = data_dir.clone();
                 let opened = if redo_log == "off" {
                     tracing::warn!(

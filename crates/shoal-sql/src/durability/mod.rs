@@ -3,6 +3,7 @@
 //! rewrites, waiting for the log at commit (`synchronous_commit`), and checkpoints. The log and
 //! checkpoint formats themselves live in the shoal-wal crate.
 
+pub mod archive;
 mod catalog_lock;
 mod checkpoint;
 mod recovery;
@@ -38,6 +39,10 @@ pub struct DurabilityOptions {
     /// Row redo a transaction gathers before it logs it ahead of its commit (`early_redo`).
     pub early_redo_bytes: usize,
     pub wal: WalOptions,
+    /// `archive_mode = on`: completed segments go to `archive_command` (see `archive`).
+    pub archive_mode: bool,
+    /// Archive recovery (`recovery.signal` was found), with its settings.
+    pub restore: Option<archive::RestoreOptions>,
 }
 
 impl Default for DurabilityOptions {
@@ -49,6 +54,8 @@ impl Default for DurabilityOptions {
             checkpoint_threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
             early_redo_bytes: shoal_storage::early_redo::EARLY_REDO_BYTES_DEFAULT,
             wal: WalOptions::default(),
+            archive_mode: false,
+            restore: None,
         }
     }
 }
@@ -72,6 +79,8 @@ pub struct Durability {
     pub checkpoints: checkpoint::CheckpointCounters,
     /// The database's identity, made when its directory was first used (`system_identifier`).
     pub system_identifier: u64,
+    /// pg_stat_archiver's counters (the archiver runs with `archive_mode = on`).
+    pub archiver: archive::Archiver,
     /// No second server (or engine) opens the directory while this one may still write to it.
     /// Last, so it is dropped last: fields drop in order, and dropping `wal` flushes the log.
     _dir_lock: DataDirLock,
@@ -95,6 +104,7 @@ impl Durability {
             released_lsn: AtomicU64::new(start),
             checkpoints: Default::default(),
             system_identifier: system_identifier(data_dir),
+            archiver: Default::default(),
             _dir_lock: dir_lock,
         }
     }

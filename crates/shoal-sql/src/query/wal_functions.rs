@@ -84,6 +84,31 @@ pub fn register(state: &mut datafusion::execution::SessionState, scope: &Arc<Pla
             },
         )
     };
+    // pg_switch_wal(): ends the current segment so the archiver can take it; returns where the
+    // log ended. Superusers only, as in PostgreSQL.
+    let sc = scope.clone();
+    add(udf(
+        "pg_switch_wal",
+        &[0],
+        ArrowType::Utf8,
+        Volatility::Volatile,
+        move |_| {
+            if !sc.current_role_is_superuser() {
+                return Err(sql_error(SqlError::new(
+                    code::INSUFFICIENT_PRIVILEGE,
+                    "permission denied for function pg_switch_wal",
+                )));
+            }
+            let Some(d) = &sc.engine.durability else {
+                return Ok(s(&format_lsn(0)));
+            };
+            let end = d
+                .wal
+                .switch_segment()
+                .map_err(|e| sql_error(SqlError::internal(e.to_string())))?;
+            Ok(s(&format_lsn(end)))
+        },
+    ));
     add(position("pg_current_wal_lsn", scope, false));
     add(position("pg_current_wal_insert_lsn", scope, false));
     add(position("pg_current_wal_flush_lsn", scope, true));

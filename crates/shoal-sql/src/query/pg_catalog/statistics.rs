@@ -466,7 +466,7 @@ fn pg_stat_wal(scope: Option<&PlanScope>) -> Arc<dyn TableProvider> {
     t.build()
 }
 
-/// Log archiving: Shoal archives no log segments yet.
+/// Log archiving (`archive_mode`): the archiver's counters since the server started.
 fn pg_stat_archiver(scope: Option<&PlanScope>) -> Arc<dyn TableProvider> {
     let mut t = TableBuilder::new(&[
         ("archived_count", I64),
@@ -478,13 +478,26 @@ fn pg_stat_archiver(scope: Option<&PlanScope>) -> Arc<dyn TableProvider> {
         ("stats_reset", timestamptz()),
     ]);
     if let Some(scope) = scope {
+        let stats = scope
+            .engine
+            .durability
+            .as_ref()
+            .map(|d| d.archiver.stats.lock().clone())
+            .unwrap_or_default();
+        let time = |t: Option<chrono::DateTime<chrono::Utc>>| match t {
+            Some(t) => {
+                ScalarValue::TimestampMicrosecond(Some(t.timestamp_micros()), Some("UTC".into()))
+            }
+            None => no_time(),
+        };
+        let text = |w: Option<String>| w.map_or_else(null_text, |w| s(&w));
         t.row(vec![
-            count(0),
-            null_text(),
-            no_time(),
-            count(0),
-            null_text(),
-            no_time(),
+            count(stats.archived_count),
+            text(stats.last_archived_wal),
+            time(stats.last_archived_time),
+            count(stats.failed_count),
+            text(stats.last_failed_wal),
+            time(stats.last_failed_time),
             stats_reset(scope),
         ]);
     }
