@@ -10,6 +10,8 @@
 # the first round, with pgbench's default init steps or AB_INIT_STEPS (e.g. dtGvpf: server-side
 # generation and foreign keys); the init's timing line is printed.
 # pgbench connects over loopback TCP, or over the Unix socket with AB_TRANSPORT=unix.
+# AB_SETUP_SQL_<i> (i from 1, the binary's position) is run by psql after that binary's init,
+# e.g. AB_SETUP_SQL_2="CREATE EXTENSION pg_stat_statements" to measure what tracking costs.
 set -u
 ARGS=$1; RUNS=$2; shift 2
 PGBENCH=/usr/lib/postgresql/15/bin/pgbench
@@ -32,6 +34,8 @@ for round in $(seq "$RUNS"); do
     if [ "$round" = 1 ]; then
       init=$($PGBENCH -i -s "${AB_SCALE:-10}" -q ${AB_INIT_STEPS:+-I $AB_INIT_STEPS} $CONN 2>&1)
       echo "binary $i init: $(echo "$init" | grep '^done in')"
+      setup_var="AB_SETUP_SQL_$i"
+      if [ -n "${!setup_var:-}" ]; then psql $CONN -qc "${!setup_var}"; fi
     fi
     ticks_before=$(awk '{print $14 + $15}' /proc/$pid/stat)
     out=$($PGBENCH $ARGS -T 10 $CONN 2>/dev/null)

@@ -12,6 +12,7 @@ pub mod array_literal;
 pub mod array_parameters;
 pub mod backend_functions;
 pub mod backup_functions;
+mod bit_casts;
 pub mod bpchar;
 pub mod builtins;
 mod bytea;
@@ -158,6 +159,7 @@ pub fn new_session_state(scope: Arc<PlanScope>) -> SessionState {
     backend_functions::register(&mut state, &scope);
     wal_functions::register(&mut state, &scope);
     backup_functions::register(&mut state, &scope);
+    bit_casts::register(&mut state);
     state
         .register_udf(Arc::new(crate::statement_stats::views::reset_function(
             &scope,

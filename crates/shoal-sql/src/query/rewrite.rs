@@ -242,6 +242,7 @@ impl VisitorMut for Rewriter<'_> {
     }
 
     fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+        crate::query::bit_casts::rewrite(expr);
         if let Expr::BinaryOp { left, op, right } = expr {
             match crate::query::row_compare::expand(left, op, right) {
                 Some(Ok(expanded)) => *expr = Expr::Nested(Box::new(expanded)),

@@ -59,6 +59,20 @@ fn lsn_arg(v: &ScalarValue) -> DfResult<Option<u64>> {
     })
 }
 
+/// PostgreSQL's WAL file name for the segment holding the byte before `lsn`: timeline,
+/// log id and segment number, 8 hexadecimal digits each, with 16 MB segments.
+fn postgres_wal_file_name(lsn: u64) -> String {
+    const SEGMENT_BYTES: u64 = 16 << 20;
+    let segment = lsn.saturating_sub(1) / SEGMENT_BYTES;
+    let per_log_id = 0x1_0000_0000 / SEGMENT_BYTES;
+    format!(
+        "{:08X}{:08X}{:08X}",
+        1,
+        segment / per_log_id,
+        segment % per_log_id
+    )
+}
+
 pub fn register(state: &mut datafusion::execution::SessionState, scope: &Arc<PlanScope>) {
     use datafusion::execution::FunctionRegistry;
     let mut add = |f: ScalarUDF| {
@@ -107,6 +121,27 @@ pub fn register(state: &mut datafusion::execution::SessionState, scope: &Arc<Pla
                 .switch_segment()
                 .map_err(|e| sql_error(SqlError::internal(e.to_string())))?;
             Ok(s(&format_lsn(end)))
+        },
+    ));
+    // pg_walfile_name(lsn): PostgreSQL's name for the WAL file holding the byte before `lsn`
+    // (timeline 1, 16 MB segments), which tools cut the timeline out of. Shoal's own segment
+    // files are named by where they start (pg_ls_waldir lists them).
+    add(udf(
+        "pg_walfile_name",
+        &[1],
+        ArrowType::Utf8,
+        Volatility::Immutable,
+        |a| {
+            let ScalarValue::Utf8(Some(text)) = a[0].cast_to(&ArrowType::Utf8)? else {
+                return Ok(ScalarValue::Utf8(None));
+            };
+            let lsn = parse_lsn(&text).ok_or_else(|| {
+                sql_error(SqlError::new(
+                    code::INVALID_TEXT_REPRESENTATION,
+                    format!("invalid input syntax for type pg_lsn: \"{text}\""),
+                ))
+            })?;
+            Ok(s(&postgres_wal_file_name(lsn)))
         },
     ));
     add(position("pg_current_wal_lsn", scope, false));

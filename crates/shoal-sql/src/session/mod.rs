@@ -214,6 +214,7 @@ pub struct Session {
     pub backend: Arc<crate::backends::Backend>,
     /// The running statement, when pg_stat_statements counts it (see `statement_tracking`).
     pending_statement: Option<crate::statement_stats::Pending>,
+    normalized_texts: statement_tracking::NormalizedTexts,
 }
 
 impl Drop for Session {
@@ -349,6 +350,7 @@ impl Session {
             statement_params: None,
             parsed: Default::default(),
             pending_statement: None,
+            normalized_texts: Default::default(),
             statement_in_block: false,
             cursor_marks: Default::default(),
             cancel: None,

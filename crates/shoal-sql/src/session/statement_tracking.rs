@@ -3,10 +3,34 @@
 //! its command tag went out, so a query's time includes streaming its rows, as PostgreSQL's
 //! does. A statement that fails is never completed and so not counted.
 
+use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Instant;
 
 use super::Session;
-use crate::statement_stats::Pending;
+use crate::statement_stats::{normalize, NormalizedStatement, Pending};
+
+/// Statement texts this session normalized lately, so a prepared statement or a repeated text
+/// is tokenized once, not at every execution. Cleared when full: texts with their constants
+/// inline (simple protocol) differ at each execution and would otherwise pile up.
+#[derive(Default)]
+pub(crate) struct NormalizedTexts(HashMap<String, Arc<NormalizedStatement>>);
+
+const NORMALIZED_TEXTS_MAX: usize = 256;
+
+impl NormalizedTexts {
+    fn get(&mut self, text: &str) -> Arc<NormalizedStatement> {
+        if let Some(n) = self.0.get(text) {
+            return n.clone();
+        }
+        if self.0.len() >= NORMALIZED_TEXTS_MAX {
+            self.0.clear();
+        }
+        let n = Arc::new(normalize(text));
+        self.0.insert(text.to_string(), n.clone());
+        n
+    }
+}
 
 impl Session {
     /// A statement whose text `text` gives starts. Without pg_stat_statements this costs one
@@ -37,7 +61,7 @@ impl Session {
             return;
         };
         let elapsed = pending.started.elapsed();
-        let normalized = crate::statement_stats::normalize(&pending.text);
+        let normalized = self.normalized_texts.get(&pending.text);
         let track_utility = self.settings.get("pg_stat_statements.track_utility");
         let utility_off = matches!(track_utility, Some("off" | "false" | "no" | "0"));
         if !normalized.counted() || (normalized.utility && utility_off) {
@@ -48,6 +72,6 @@ impl Session {
         };
         self.engine
             .statement_stats
-            .record(role, normalized, elapsed, tag, rows);
+            .record(role, &normalized, elapsed, tag, rows);
     }
 }

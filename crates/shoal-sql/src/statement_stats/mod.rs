@@ -123,7 +123,7 @@ impl StatementStats {
     pub fn record(
         &self,
         userid: u32,
-        normalized: NormalizedStatement,
+        normalized: &NormalizedStatement,
         elapsed: Duration,
         tag: &str,
         rows: u64,
@@ -142,7 +142,7 @@ impl StatementStats {
         }
         entries
             .entry(key)
-            .or_insert_with(|| Entry::new(normalized.text))
+            .or_insert_with(|| Entry::new(normalized.text.clone()))
             .add(ms, rows);
     }
 
