@@ -217,21 +217,21 @@ mod tests {
         let stats = StatementStats::default();
         stats.record(
             10,
-            normalize("SELECT * FROM t WHERE a = 1"),
+            &normalize("SELECT * FROM t WHERE a = 1"),
             Duration::from_millis(2),
             "SELECT",
             1,
         );
         stats.record(
             10,
-            normalize("select * from t where a = 2;"),
+            &normalize("select * from t where a = 2;"),
             Duration::from_millis(4),
             "SELECT",
             0,
         );
         stats.record(
             11,
-            normalize("SELECT * FROM t WHERE a = 3"),
+            &normalize("SELECT * FROM t WHERE a = 3"),
             Duration::from_millis(1),
             "SELECT",
             1,
@@ -259,7 +259,7 @@ mod tests {
             for _ in 0..(i + 1) {
                 stats.record(
                     10,
-                    normalize(&format!("SELECT c{i} FROM t")),
+                    &normalize(&format!("SELECT c{i} FROM t")),
                     Duration::ZERO,
                     "SELECT",
                     0,
@@ -268,7 +268,7 @@ mod tests {
         }
         stats.record(
             10,
-            normalize("SELECT newest FROM t"),
+            &normalize("SELECT newest FROM t"),
             Duration::ZERO,
             "SELECT",
             0,
