@@ -10,10 +10,27 @@ use crate::table::RowTable;
 use crate::txn::{is_txn_stamp, END_UNSET};
 use crate::types::{DataType, Value};
 
+/// Rows an index build reads between checks of the server's memory.
+const ROWS_PER_MEMORY_CHECK: usize = 4096;
+
 impl RowTable {
     /// Builds a new index from the existing rows. Fails with `UniqueViolation` if live rows
-    /// collide.
+    /// collide. Recovery builds indexes so, whatever the memory limit.
     pub fn add_index(&self, def: IndexDef) -> Result<(), StorageError> {
+        self.build_index(def, false)
+    }
+
+    /// `add_index` for a statement (CREATE INDEX, ADD PRIMARY KEY): fails with `OutOfMemory`
+    /// if the server's memory is at its limit when it starts or reaches it while the index is
+    /// built (the entries built so far are then freed).
+    pub fn add_index_within_memory(&self, def: IndexDef) -> Result<(), StorageError> {
+        self.build_index(def, true)
+    }
+
+    fn build_index(&self, def: IndexDef, check_memory: bool) -> Result<(), StorageError> {
+        if check_memory {
+            self.shared.memory.check()?;
+        }
         let mut shape = self.shape.write();
         if shape.indexes.iter().any(|i| i.def.id == def.id) {
             return Err(StorageError::DuplicateIndex(def.id));
@@ -23,8 +40,13 @@ impl RowTable {
         let mut pending = LoadBuffer::new();
         // Keys this row's versions already have an entry for (versions mostly share one).
         let mut row_keys: Vec<Vec<u8>> = Vec::new();
+        let mut rows_read = 0usize;
         for chunk in self.heap.chunks() {
             for chain in chunk.lock().iter() {
+                rows_read += 1;
+                if check_memory && rows_read % ROWS_PER_MEMORY_CHECK == 0 {
+                    self.shared.memory.check()?;
+                }
                 let st = chain.state.lock();
                 row_keys.clear();
                 for v in st.versions() {

@@ -119,6 +119,21 @@ async fn writes_stop_at_the_limit_and_reads_deletes_and_restarts_go_on() {
         .await
         .unwrap_err();
     assert_eq!(sqlstate(&columnar), "53200", "{columnar}");
+    // So are index builds, which leave no index behind.
+    let index = client
+        .batch_execute("CREATE INDEX filler_pad ON filler (pad)")
+        .await
+        .unwrap_err();
+    assert_eq!(sqlstate(&index), "53200", "{index}");
+    let indexes: i64 = client
+        .query_one(
+            "SELECT count(*) FROM pg_indexes WHERE indexname = 'filler_pad'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(indexes, 0);
     // A transaction block that hits the limit rolls back as a whole.
     client.batch_execute("BEGIN").await.unwrap();
     client

@@ -99,7 +99,7 @@ async fn build_index(
     table: Arc<RowTable>,
     def: shoal_storage::IndexDef,
 ) -> SqlResult<Result<(), StorageError>> {
-    on_blocking_thread("index build", move || table.add_index(def)).await
+    on_blocking_thread("index build", move || table.add_index_within_memory(def)).await
 }
 
 /// One key part of CREATE INDEX: a column, or an expression with the name PostgreSQL derives
