@@ -344,6 +344,8 @@ pub struct Catalog {
     pub comments: BTreeMap<crate::catalog_comments::CommentKey, String>,
     /// CREATE EXTENSION, by name (see `catalog_extensions`).
     pub extensions: BTreeMap<String, crate::catalog_extensions::ExtensionDef>,
+    /// Functions and procedures, by OID (see `catalog_functions`).
+    pub routines: BTreeMap<Oid, Arc<crate::catalog_functions::RoutineDef>>,
     /// Bumped by every DDL change so cached plans know when to re-plan.
     pub version: u64,
 }
@@ -383,6 +385,7 @@ impl Default for Catalog {
             default_acls: Vec::new(),
             comments: crate::catalog_comments::initial_comments(),
             extensions: BTreeMap::new(),
+            routines: BTreeMap::new(),
             version: 1,
         }
     }

@@ -14,6 +14,7 @@ use crate::catalog::{
 };
 use crate::catalog_comments::CommentKey;
 use crate::catalog_extensions::ExtensionDef;
+use crate::catalog_functions::RoutineDef;
 use crate::catalog_privileges::{DefaultAcl, ObjectRef, Ownership};
 use crate::catalog_roles::{RoleDef, RoleMembership};
 
@@ -49,6 +50,9 @@ struct CatalogImage {
     /// Installed extensions (absent from images written before they were kept: none).
     #[serde(default)]
     extensions: Vec<ExtensionDef>,
+    /// Functions and procedures (absent from images written before they were kept: none).
+    #[serde(default)]
+    routines: Vec<RoutineDef>,
 }
 
 impl Catalog {
@@ -66,6 +70,7 @@ impl Catalog {
             default_acls: self.default_acls.clone(),
             comments: Some(self.comments.iter().map(|(k, v)| (*k, v.clone())).collect()),
             extensions: self.extensions.values().cloned().collect(),
+            routines: self.routines.values().map(|r| (**r).clone()).collect(),
             ownership: self
                 .ownership
                 .iter()
@@ -155,6 +160,11 @@ impl Catalog {
             .extensions
             .into_iter()
             .map(|e| (e.name.clone(), e))
+            .collect();
+        c.routines = image
+            .routines
+            .into_iter()
+            .map(|r| (r.oid, Arc::new(r)))
             .collect();
         c.ensure_bootstrap_role();
         Ok(c)

@@ -13,6 +13,7 @@ use crate::catalog::{
 };
 use crate::catalog_comments::CommentKey;
 use crate::catalog_extensions::ExtensionDef;
+use crate::catalog_functions::RoutineDef;
 use crate::catalog_privileges::{DefaultAcl, ObjectRef, Ownership};
 use crate::catalog_roles::{RoleDef, RoleMembership};
 
@@ -25,6 +26,7 @@ pub enum CatalogObject {
     Sequence(Arc<SequenceDef>),
     View(Arc<ViewDef>),
     Type(Arc<EnumTypeDef>),
+    Routine(Arc<RoutineDef>),
     Role(RoleDef),
     /// Every role membership: they change together, and are few.
     RoleMembers(Vec<RoleMembership>),
@@ -47,6 +49,7 @@ pub enum ObjectKey {
     Sequence(Oid),
     View(Oid),
     Type(Oid),
+    Routine(Oid),
     Role(Oid),
     RoleMembers,
     Ownership(ObjectRef),
@@ -76,6 +79,7 @@ impl CatalogObject {
             }
             (Some(CatalogObject::View(x)), Some(CatalogObject::View(y))) => Arc::ptr_eq(x, y),
             (Some(CatalogObject::Type(x)), Some(CatalogObject::Type(y))) => Arc::ptr_eq(x, y),
+            (Some(CatalogObject::Routine(x)), Some(CatalogObject::Routine(y))) => Arc::ptr_eq(x, y),
             (Some(CatalogObject::Role(x)), Some(CatalogObject::Role(y))) => x == y,
             (Some(CatalogObject::RoleMembers(x)), Some(CatalogObject::RoleMembers(y))) => x == y,
             (Some(CatalogObject::Ownership(a, x)), Some(CatalogObject::Ownership(b, y))) => {
@@ -93,6 +97,7 @@ impl CatalogObject {
         match self {
             CatalogObject::Schema(_)
             | CatalogObject::Type(_)
+            | CatalogObject::Routine(_)
             | CatalogObject::Role(_)
             | CatalogObject::RoleMembers(_)
             | CatalogObject::Ownership(..)
@@ -114,6 +119,7 @@ impl CatalogObject {
             CatalogObject::Sequence(q) => q.oid,
             CatalogObject::View(v) => v.oid,
             CatalogObject::Type(t) => t.oid,
+            CatalogObject::Routine(r) => r.oid,
             CatalogObject::Role(r) => r.oid,
             CatalogObject::RoleMembers(_)
             | CatalogObject::Ownership(..)
@@ -138,7 +144,8 @@ impl ObjectKey {
             | ObjectKey::Index(o)
             | ObjectKey::Sequence(o)
             | ObjectKey::View(o)
-            | ObjectKey::Type(o) => Some(*o),
+            | ObjectKey::Type(o)
+            | ObjectKey::Routine(o) => Some(*o),
         }
     }
 }
@@ -153,6 +160,7 @@ impl Catalog {
             ObjectKey::Sequence(o) => self.sequences.get(o).cloned().map(CatalogObject::Sequence),
             ObjectKey::View(o) => self.views.get(o).cloned().map(CatalogObject::View),
             ObjectKey::Type(o) => self.types.get(o).cloned().map(CatalogObject::Type),
+            ObjectKey::Routine(o) => self.routines.get(o).cloned().map(CatalogObject::Routine),
             ObjectKey::Role(o) => self.roles.get(o).cloned().map(CatalogObject::Role),
             ObjectKey::RoleMembers => Some(CatalogObject::RoleMembers(self.role_members.clone())),
             ObjectKey::DefaultAcls => Some(CatalogObject::DefaultAcls(self.default_acls.clone())),
@@ -235,6 +243,12 @@ impl Catalog {
         diff_map(&self.types, &before.types, &mut changes, |oid, def| {
             (ObjectKey::Type(oid), def.map(CatalogObject::Type))
         });
+        diff_map(
+            &self.routines,
+            &before.routines,
+            &mut changes,
+            |oid, def| (ObjectKey::Routine(oid), def.map(CatalogObject::Routine)),
+        );
         let role_oids: HashSet<&Oid> = self.roles.keys().chain(before.roles.keys()).collect();
         for oid in role_oids {
             let then = before.roles.get(oid);
@@ -327,6 +341,10 @@ impl Catalog {
                 self.types.remove(oid);
                 return;
             }
+            ObjectKey::Routine(oid) => {
+                self.routines.remove(oid);
+                return;
+            }
             ObjectKey::Role(oid) => {
                 self.roles.remove(oid);
                 return;
@@ -388,6 +406,10 @@ impl Catalog {
             }
             CatalogObject::Type(t) => {
                 self.types.insert(t.oid, t);
+                return;
+            }
+            CatalogObject::Routine(r) => {
+                self.routines.insert(r.oid, r);
                 return;
             }
             CatalogObject::Role(r) => {

@@ -8,6 +8,7 @@ pub mod activity;
 pub mod catalog;
 pub mod catalog_comments;
 pub mod catalog_extensions;
+pub mod catalog_functions;
 pub mod catalog_image;
 pub mod catalog_privileges;
 pub mod catalog_roles;
