@@ -110,6 +110,40 @@ enum Note {
 }
 
 /// Parses `sql` (one or more statements) as PostgreSQL.
+/// What to say of a statement of `sql` that needs a feature Shoal lacks and sqlparser cannot
+/// parse (DO blocks, CREATE PROCEDURE, CREATE RULE), for a 0A000 that names the feature rather
+/// than a syntax error; None when every statement starts otherwise.
+pub fn unsupported_statement(sql: &str) -> Option<&'static str> {
+    let tokens = Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize().ok()?;
+    let words = |segment: &[Token]| -> Vec<String> {
+        segment
+            .iter()
+            .filter(|t| !is_space(t))
+            .take(4)
+            .map(|t| match t {
+                Token::Word(w) if w.quote_style.is_none() => w.value.to_ascii_uppercase(),
+                _ => String::new(),
+            })
+            .collect()
+    };
+    tokens
+        .split(|t| matches!(t, Token::SemiColon))
+        .find_map(|segment| {
+            let words = words(segment);
+            let words: Vec<&str> = words.iter().map(String::as_str).collect();
+            match words.as_slice() {
+                ["DO", ..] => Some("DO blocks are not supported"),
+                ["CREATE", "PROCEDURE", ..] | ["CREATE", "OR", "REPLACE", "PROCEDURE"] => {
+                    Some("CREATE PROCEDURE is not supported")
+                }
+                ["CREATE", "RULE", ..] | ["CREATE", "OR", "REPLACE", "RULE"] => {
+                    Some("CREATE RULE is not supported")
+                }
+                _ => None,
+            }
+        })
+}
+
 pub fn parse_statements(sql: &str) -> Result<Vec<Statement>, ParserError> {
     let mut statements = parse_unfixed(sql)?;
     for stmt in &mut statements {

@@ -289,6 +289,12 @@ pub fn parse_sql(sql: &str) -> SqlResult<Vec<Statement>> {
                 return Ok(statements);
             }
         }
+        if let Some(message) = crate::parse::unsupported_statement(sql) {
+            return Err(SqlError::new(
+                crate::error::code::FEATURE_NOT_SUPPORTED,
+                message,
+            ));
+        }
         if let Some((word, position)) = crate::parse::reserved_word_as_name(sql) {
             return Err(
                 SqlError::syntax(format!("syntax error at or near \"{word}\""))
