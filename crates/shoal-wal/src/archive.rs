@@ -39,6 +39,11 @@ pub(crate) fn forget(wal_dir: &Path, name: &str) {
     let _ = fs::remove_file(done_mark(wal_dir, name));
 }
 
+/// The segments of `dir`'s log, ordered by base LSN: (base LSN, path).
+pub fn segments(dir: &Path) -> io::Result<Vec<(Lsn, PathBuf)>> {
+    segment::list_segments(&wal_dir(dir))
+}
+
 /// The segments of `dir`'s log that are complete (they start before `current_base_lsn`, the
 /// segment being written) and not yet archived, oldest first: (file name, path).
 pub fn segments_to_archive(

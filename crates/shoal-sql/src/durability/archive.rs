@@ -13,7 +13,7 @@
 //!   new starting point and `recovery.signal` is removed; the log records after the target are
 //!   never replayed again, and new segments are named after every archived one.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -170,7 +170,7 @@ pub(crate) fn fetch_archived_segments(
 ) -> Result<usize, String> {
     let wal_dir = archive::wal_dir(data_dir);
     std::fs::create_dir_all(&wal_dir).map_err(|e| e.to_string())?;
-    let local = local_segments(&wal_dir)?;
+    let local = archive::segments(data_dir).map_err(|e| e.to_string())?;
     let mut base = local
         .iter()
         .rev()
@@ -197,22 +197,6 @@ pub(crate) fn fetch_archived_segments(
         }
         base = end;
     }
-}
-
-fn local_segments(wal_dir: &Path) -> Result<Vec<(Lsn, PathBuf)>, String> {
-    let mut segments = Vec::new();
-    for entry in std::fs::read_dir(wal_dir).map_err(|e| e.to_string())? {
-        let entry = entry.map_err(|e| e.to_string())?;
-        let name = entry.file_name();
-        let Some(hex) = name.to_str().and_then(|n| n.strip_suffix(".wal")) else {
-            continue;
-        };
-        if let Ok(base) = Lsn::from_str_radix(hex, 16) {
-            segments.push((base, entry.path()));
-        }
-    }
-    segments.sort();
-    Ok(segments)
 }
 
 /// Archive recovery's last step, once a checkpoint holds the recovered state: the segments
