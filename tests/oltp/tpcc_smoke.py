@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """A short TPC-C run on a Shoal it starts itself, as CI runs it: load one warehouse, run the
 standard mix for a few seconds with prepared statements (kept plans, the fast path) and again
-with the simple protocol, then check the specification's consistency conditions. Fails when
-a transaction failed or a condition does not hold. This is a test, not a benchmark: for
-throughput see bench/oltp/tpcc/README.md.
+with the simple protocol, then check the specification's consistency conditions; then create
+the transactions as PL/pgSQL functions, run the mix as one function call per transaction and
+check again. Fails when a transaction failed or a condition does not hold. This is a test,
+not a benchmark: for throughput see bench/oltp/tpcc/README.md.
 
     python3 tests/oltp/tpcc_smoke.py --shoal-binary target/debug/shoal
 """
@@ -51,6 +52,20 @@ def tpcc(*args):
     return done.stdout
 
 
+def run_mix(args, dsn, what, *flags):
+    """Runs the mix; fails the test if no transaction completed or any failed."""
+    out = tpcc("run", "--warehouses", "1", "--scale-items", "10000",
+               "--connections", str(args.connections),
+               "--duration-s", str(args.duration_s), "--progress-s", "0",
+               "--seed", "7", "--dsn", dsn, *flags)
+    m = re.search(r"all transactions: (\d+) in .*; failed: (\d+)", out)
+    if not m:
+        raise SystemExit("no summary line in the run's output")
+    completed, failed = int(m.group(1)), int(m.group(2))
+    if completed == 0 or failed != 0:
+        raise SystemExit("%s: %d transactions completed, %d failed" % (what, completed, failed))
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--shoal-binary", required=True)
@@ -70,17 +85,10 @@ def main():
         wait_for_port(port, proc)
         tpcc("load", "--warehouses", "1", "--scale-items", "10000", "--seed", "7", "--dsn", dsn)
         for prepare in ("always", "never"):
-            out = tpcc("run", "--warehouses", "1", "--scale-items", "10000",
-                       "--connections", str(args.connections),
-                       "--duration-s", str(args.duration_s), "--progress-s", "0",
-                       "--prepare", prepare, "--seed", "7", "--dsn", dsn)
-            m = re.search(r"all transactions: (\d+) in .*; failed: (\d+)", out)
-            if not m:
-                raise SystemExit("no summary line in the run's output")
-            completed, failed = int(m.group(1)), int(m.group(2))
-            if completed == 0 or failed != 0:
-                raise SystemExit("prepare=%s: %d transactions completed, %d failed"
-                                 % (prepare, completed, failed))
+            run_mix(args, dsn, "prepare=" + prepare, "--prepare", prepare)
+        tpcc("check", "--warehouses", "1", "--scale-items", "10000", "--dsn", dsn)
+        tpcc("procedures", "--dsn", dsn)
+        run_mix(args, dsn, "procedures", "--procedures")
         tpcc("check", "--warehouses", "1", "--scale-items", "10000", "--dsn", dsn)
         if proc.poll() is not None:
             raise SystemExit("shoal exited during the run")

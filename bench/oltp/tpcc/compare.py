@@ -3,13 +3,17 @@
 both durable, median of several runs.
 
     python3 bench/oltp/tpcc/compare.py --shoal-binary target/release/shoal \
-        [--warehouses 2] [--connections 8 32] [--duration-s 60] [--runs 3]
+        [--warehouses 2] [--connections 8 32] [--duration-s 60] [--runs 3] [--procedures]
 
 Each server gets a fresh data directory, the warehouses are loaded once, then each connection
 count runs `--runs` times in a row (the orders the runs add stay, as in any TPC-C run), and the
 consistency check runs at the end. The table shows the median tpmC, Shoal's ratio to
 PostgreSQL and the check's result. Writes bench/oltp/tpcc/results-<W>w.md (or --report) and a
 PNG next to it when matplotlib is installed.
+
+With --procedures, the transactions run as PL/pgSQL functions (procedures.sql, created after
+the load), one autocommit call each (`tpcc.py run --procedures`), and the report is
+results-<W>w-procedures.md.
 """
 
 import argparse
@@ -40,12 +44,19 @@ def measure(server, args):
         rc, out = tpcc(server, "load", "--warehouses", w, "--load-workers", "2")
         if rc != 0:
             raise RuntimeError(f"{server.name}: load failed\n{out[-3000:]}")
+        run_flags = []
+        if args.procedures:
+            rc, out = tpcc(server, "procedures")
+            if rc != 0:
+                raise RuntimeError(f"{server.name}: creating the functions failed\n{out[-3000:]}")
+            run_flags = ["--procedures"]
         results = {}
         for c in args.connections:
             runs = []
             for _ in range(args.runs):
                 rc, out = tpcc(server, "run", "--warehouses", w, "--connections", str(c),
-                               "--duration-s", str(args.duration_s), "--progress-s", "0")
+                               "--duration-s", str(args.duration_s), "--progress-s", "0",
+                               *run_flags)
                 m = re.search(r"^tpmC: (\d+)", out, re.M)
                 failed = re.search(r"failed: (\d+);", out)
                 if rc != 0 or not m:
@@ -68,15 +79,19 @@ def main():
     p.add_argument("--connections", type=int, nargs="+", default=[8, 32])
     p.add_argument("--duration-s", type=int, default=60)
     p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--procedures", action="store_true",
+                   help="run the transactions as PL/pgSQL functions (tpcc.py run --procedures)")
     p.add_argument("--report")
     args = p.parse_args()
-    report = args.report or os.path.join(HERE, f"results-{args.warehouses}w.md")
+    suffix = "-procedures" if args.procedures else ""
+    report = args.report or os.path.join(HERE, f"results-{args.warehouses}w{suffix}.md")
+    mode = "stored procedures, " if args.procedures else ""
     max_connections = max(args.connections) + 20
     pg, pg_check = measure(Postgres(dir="/tmp/tpcc-pg", max_connections=max_connections), args)
     shoal, shoal_check = measure(Shoal(args.shoal_binary, dir="/tmp/tpcc-shoal"), args)
     lines = [
-        f"TPC-C (`tpcc.py`), {args.warehouses} warehouses, {args.duration_s} s per run, median "
-        f"of {args.runs} runs, {os.cpu_count()} cores shared by the server and the driver; "
+        f"TPC-C (`tpcc.py`), {mode}{args.warehouses} warehouses, {args.duration_s} s per run, "
+        f"median of {args.runs} runs, {os.cpu_count()} cores shared by the server and the driver; "
         "both servers durable. Failed transactions are listed per run.",
         "",
         "| connections | PostgreSQL 15 tpmC | Shoal tpmC | Shoal / PostgreSQL | failed (PG; Shoal) |",
@@ -104,7 +119,7 @@ def main():
                label="Shoal")
         ax.set_xticks(list(xs), [f"{c} connections" for c in args.connections])
         ax.set_ylabel("tpmC (median)")
-        ax.set_title(f"TPC-C, {args.warehouses} warehouses")
+        ax.set_title(f"TPC-C, {mode}{args.warehouses} warehouses")
         ax.legend()
         fig.tight_layout()
         fig.savefig(os.path.splitext(report)[0] + ".png")

@@ -3,9 +3,11 @@
 
 Written from the TPC-C Standard Specification, revision 5.11. Subcommands:
 
-    load   create the nine tables and populate them (clause 4.3)
-    run    run the transaction mix (clauses 2.4-2.8, 5.2.3) with no keying or think times
-    check  verify the consistency conditions of clause 3.3.2
+    load        create the nine tables and populate them (clause 4.3)
+    procedures  create the five transactions as PL/pgSQL functions (procedures.sql)
+    run         run the transaction mix (clauses 2.4-2.8, 5.2.3) with no keying or think
+                times, as interactive SQL or (--procedures) as one function call each
+    check       verify the consistency conditions of clause 3.3.2
 
 See README.md next to this file for what is and is not implemented.
 """
@@ -15,6 +17,7 @@ import datetime
 import math
 import os
 import random
+import re
 import sys
 import threading
 import time
@@ -49,6 +52,10 @@ TX_LABEL = {
 MIX = {"new_order": 45, "payment": 43, "order_status": 4, "delivery": 4, "stock_level": 4}
 
 RETRY_SQLSTATES = {"40001", "40P01"}
+
+PROCEDURES_SQL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "procedures.sql")
+# The SQLSTATE tpcc_new_order raises for the unused item number of clause 2.4.2.3.
+ITEM_NOT_VALID_SQLSTATE = "TPC01"
 
 # ---------------------------------------------------------------------------
 # Schema (clause 1.3). numeric(N) integer counters are declared as integer, as most
@@ -522,6 +529,42 @@ def cmd_load(args):
 
 
 # ---------------------------------------------------------------------------
+# procedures
+
+
+def sql_statements(text):
+    """The statements of a SQL file, split at the semicolons outside $$-quoted bodies.
+    Comments outside the bodies are dropped (they may hold semicolons)."""
+    statements, current = [], ""
+    for k, part in enumerate(text.split("$$")):
+        if k % 2:
+            current += "$$" + part + "$$"
+            continue
+        pieces = re.sub(r"--[^\n]*", "", part).split(";")
+        for piece in pieces[:-1]:
+            statements.append(current + piece)
+            current = ""
+        current += pieces[-1]
+    statements.append(current)
+    return [st.strip() for st in statements if st.strip()]
+
+
+def cmd_procedures(args):
+    with open(PROCEDURES_SQL) as f:
+        statements = sql_statements(f.read())
+    conn = connect(args)
+    for sql in statements:
+        try:
+            conn.execute(sql)
+            conn.commit()
+        except psycopg.Error as e:
+            raise SystemExit("%s failed\n  SQLSTATE %s: %s" % (
+                sql.split("(")[0], e.sqlstate, str(e).strip()))
+    conn.close()
+    log("created %d function(s) from %s" % (len(statements), PROCEDURES_SQL))
+
+
+# ---------------------------------------------------------------------------
 # run: the five transactions
 
 
@@ -567,12 +610,18 @@ class Terminal:
     # -- plumbing --
 
     def open(self):
-        self.conn = connect(self.args)
+        # A function call is a transaction by itself: procedures run in autocommit.
+        self.conn = connect(self.args, autocommit=self.args.procedures)
         if self.args.prepare == "always":
             self.conn.prepare_threshold = 0
         elif self.args.prepare == "never":
             self.conn.prepare_threshold = None
-        if self.args.isolation:
+        if self.args.isolation and self.args.procedures:
+            # psycopg's isolation_level applies to the BEGIN it sends, and autocommit sends
+            # none: the session's default takes its place.
+            self.conn.execute("SET default_transaction_isolation = '%s'"
+                              % self.args.isolation.replace("-", " "))
+        elif self.args.isolation:
             self.conn.isolation_level = {
                 "read-committed": psycopg.IsolationLevel.READ_COMMITTED,
                 "repeatable-read": psycopg.IsolationLevel.REPEATABLE_READ,
@@ -591,6 +640,15 @@ class Terminal:
         self.last_sql = sql
         self.cur.execute(sql, params)
         return self.cur
+
+    def where(self, error):
+        """The statement an error came from: the last one sent and, for an error raised in a
+        function, the last line of the error's context, which names the function called (and,
+        on PostgreSQL, the line of its body)."""
+        context = error.diag.context
+        if context:
+            return "%s (%s)" % (self.last_sql, context.strip().splitlines()[-1])
+        return self.last_sql
 
     def next_type(self):
         # A shuffled deck of 100 cards with the exact mix (clause 5.2.4.2 allows a deck).
@@ -821,15 +879,56 @@ class Terminal:
           (w_id, d_id, next_o_id, next_o_id - 20, w_id, threshold)).fetchone()
         self.conn.commit()
 
+    # -- the same transactions as one call each of procedures.sql's functions (--procedures);
+    #    the connection is in autocommit, so each call commits on its own --
+
+    def call(self, sql, params):
+        value = self.q(sql, params).fetchone()[0]
+        if value is None:
+            raise RuntimeError("the function returned NULL")
+        return value
+
+    def proc_new_order(self, d_id, c_id, items):
+        try:
+            total = self.call("SELECT tpcc_new_order(%s, %s, %s, %s, %s, %s)",
+                              (self.w_id, d_id, c_id, [i for i, _, _ in items],
+                               [s for _, s, _ in items], [n for _, _, n in items]))
+        except psycopg.Error as e:
+            if e.sqlstate == ITEM_NOT_VALID_SQLSTATE:
+                raise UserRollback() from e
+            raise
+        self.screen = total
+        self.total_lines += len(items)
+        self.remote_lines += sum(1 for _, s, _ in items if s != self.w_id)
+
+    def proc_payment(self, d_id, c_d_id, c_w_id, c_id, c_last, h_amount):
+        self.call("SELECT tpcc_payment(%s, %s, %s, %s, %s, %s, %s)",
+                  (self.w_id, d_id, c_w_id, c_d_id, c_id, c_last, h_amount))
+
+    def proc_order_status(self, c_d_id, c_w_id, c_id, c_last):
+        self.call("SELECT tpcc_order_status(%s, %s, %s, %s)", (c_w_id, c_d_id, c_id, c_last))
+
+    def proc_delivery(self, o_carrier_id):
+        self.delivery_skipped += self.call("SELECT tpcc_delivery(%s, %s)",
+                                           (self.w_id, o_carrier_id))
+
+    def proc_stock_level(self, threshold):
+        self.call("SELECT tpcc_stock_level(%s, %s, %s)", (self.w_id, self.sl_d_id, threshold))
+
     # -- the loop --
 
     def run(self, t_measure, t_end, stop):
         gens = {"new_order": self.gen_new_order, "payment": self.gen_payment,
                 "order_status": self.gen_order_status, "delivery": self.gen_delivery,
                 "stock_level": self.gen_stock_level}
-        txs = {"new_order": self.tx_new_order, "payment": self.tx_payment,
-               "order_status": self.tx_order_status, "delivery": self.tx_delivery,
-               "stock_level": self.tx_stock_level}
+        if self.args.procedures:
+            txs = {"new_order": self.proc_new_order, "payment": self.proc_payment,
+                   "order_status": self.proc_order_status, "delivery": self.proc_delivery,
+                   "stock_level": self.proc_stock_level}
+        else:
+            txs = {"new_order": self.tx_new_order, "payment": self.tx_payment,
+                   "order_status": self.tx_order_status, "delivery": self.tx_delivery,
+                   "stock_level": self.tx_stock_level}
         max_retries = self.args.max_retries
         while not stop.is_set() and time.monotonic() < t_end:
             ttype = self.next_type()
@@ -865,7 +964,7 @@ class Terminal:
                         msg = "gave up after %d retries: %s" % (retries, str(e).strip())
                     else:
                         msg = str(e).strip()
-                    self.note_error(ttype, state, msg, self.last_sql)
+                    self.note_error(ttype, state, msg, self.where(e))
                     if broken:
                         self.reopen()
                     break
@@ -934,13 +1033,21 @@ def cmd_run(args):
     conn = connect(args, autocommit=True)
     n_w = conn.execute("SELECT COUNT(*) FROM warehouse").fetchone()[0]
     n_i = conn.execute("SELECT MAX(i_id) FROM item").fetchone()[0]
-    conn.close()
     if n_w != args.warehouses:
         raise SystemExit("the database has %d warehouses, --warehouses is %d"
                          % (n_w, args.warehouses))
     if n_i != args.scale_items:
         raise SystemExit("the item table has %s items, --scale-items is %d (load used it)"
                          % (n_i, args.scale_items))
+    if args.procedures:
+        # Stock-Level only reads, so one call tells whether the functions are there.
+        try:
+            conn.execute("SELECT tpcc_stock_level(1, 1, 10)")
+        except psycopg.Error as e:
+            raise SystemExit("SELECT tpcc_stock_level(1, 1, 10) failed: SQLSTATE %s: %s\n"
+                             "(`tpcc.py procedures` creates the functions)"
+                             % (e.sqlstate, str(e).strip()))
+    conn.close()
 
     terminals = []
     for i in range(args.connections):
@@ -957,8 +1064,9 @@ def cmd_run(args):
     t_end = t_measure + args.duration_s
     threads = [threading.Thread(target=t.run, args=(t_measure, t_end, stop), daemon=True)
                for t in terminals]
-    log("running %d connection(s) on %d warehouse(s): %d s warm-up, %d s measured"
-        % (args.connections, args.warehouses, args.warmup_s, args.duration_s))
+    log("running %d connection(s) on %d warehouse(s)%s: %d s warm-up, %d s measured"
+        % (args.connections, args.warehouses, ", stored procedures" if args.procedures else "",
+           args.warmup_s, args.duration_s))
     for th in threads:
         th.start()
     last_n, last_t = 0, t_start
@@ -1017,9 +1125,11 @@ def report(args, terminals, elapsed, c_run):
     out.append("all transactions: %d in %.1f s (%.1f per second); failed: %d; retries: %d"
                % (total, elapsed, total / elapsed if elapsed > 0 else 0,
                   sum(failures.values()), sum(retries.values())))
-    out.append("warehouses %d, connections %d, prepare %s, isolation %s, items %d, C_RUN %d"
-               % (args.warehouses, args.connections, args.prepare,
-                  args.isolation or "server default", args.scale_items, c_run))
+    out.append("warehouses %d, connections %d, %s, prepare %s, isolation %s, items %d, "
+               "C_RUN %d" % (args.warehouses, args.connections,
+                             "stored procedures" if args.procedures else "interactive SQL",
+                             args.prepare, args.isolation or "server default",
+                             args.scale_items, c_run))
     if count["payment"]:
         by_name = sum(x.by_name["payment"] for x in terminals)
         remote = sum(x.remote_payments for x in terminals)
@@ -1322,6 +1432,11 @@ def main():
     sp.add_argument("--no-analyze", action="store_true", help="skip ANALYZE after loading")
     sp.add_argument("--seed", type=int)
 
+    sp = sub.add_parser("procedures", help="create (or replace) the five transactions as "
+                        "PL/pgSQL functions, from procedures.sql")
+    sp.add_argument("--dsn", default="host=127.0.0.1 port=5432 user=postgres dbname=postgres",
+                    help="libpq connection string (default: %(default)s)")
+
     sp = sub.add_parser("run", help="run the transaction mix")
     common(sp)
     sp.add_argument("--connections", "-c", type=int, default=None,
@@ -1344,6 +1459,9 @@ def main():
                     "(and a PNG of latencies next to it if matplotlib is installed)")
     sp.add_argument("--plot", help="PNG file for the latency chart")
     sp.add_argument("--seed", type=int)
+    sp.add_argument("--procedures", action="store_true",
+                    help="run each transaction as one autocommit call of its PL/pgSQL "
+                    "function (create them first with the procedures subcommand)")
     sp.add_argument("--verbose", "-v", action="store_true", help="log every failure")
 
     sp = sub.add_parser("check", help="verify the consistency conditions of clause 3.3.2")
@@ -1353,7 +1471,8 @@ def main():
     if args.cmd == "run" and args.connections is None:
         args.connections = DIST_PER_WARE * args.warehouses
     try:
-        {"load": cmd_load, "run": cmd_run, "check": cmd_check}[args.cmd](args)
+        {"load": cmd_load, "procedures": cmd_procedures, "run": cmd_run,
+         "check": cmd_check}[args.cmd](args)
     except psycopg.OperationalError as e:
         raise SystemExit("connection failed: %s" % e)
 

@@ -24,10 +24,13 @@ pub enum Declaration {
     },
     /// `name ALIAS FOR $n` (or another variable's name).
     Alias { name: String, target: String },
-    /// `name [[NO] SCROLL] CURSOR [(arguments)] FOR query`.
+    /// `name [[NO] SCROLL] CURSOR [(arguments)] FOR query`: a bound cursor.
     Cursor {
         name: String,
-        arguments: Option<String>,
+        /// Some(true) for SCROLL, Some(false) for NO SCROLL.
+        scroll: Option<bool>,
+        /// (name, type as written) of each argument.
+        arguments: Vec<(String, String)>,
         query: String,
     },
 }
@@ -102,6 +105,16 @@ pub enum Stmt {
         using: Vec<String>,
         body: Vec<Stmt>,
     },
+    /// `FOR record IN bound_cursor [(arguments)] LOOP`: opens the cursor, reads every row
+    /// and closes it; `record` is declared by the loop.
+    ForCursor {
+        label: Option<String>,
+        target: String,
+        cursor: String,
+        /// As written: `expr` or `name := expr`.
+        arguments: Vec<String>,
+        body: Vec<Stmt>,
+    },
     /// `FOREACH target [SLICE n] IN ARRAY expr LOOP`.
     Foreach {
         label: Option<String>,
@@ -149,11 +162,38 @@ pub enum Stmt {
         chain: bool,
     },
     Null,
+    /// `OPEN cursor ...`.
+    Open {
+        cursor: String,
+        /// Some(true) for SCROLL, Some(false) for NO SCROLL.
+        scroll: Option<bool>,
+        source: OpenSource,
+    },
+    /// `FETCH [direction {FROM | IN}] cursor INTO targets`, or MOVE (no `into`).
+    Fetch {
+        /// The direction as written (`NEXT`, `RELATIVE -2`, ...); None for NEXT.
+        direction: Option<String>,
+        cursor: String,
+        into: Option<Into>,
+    },
+    /// `CLOSE cursor`.
+    Close(String),
     /// Any other statement: SQL for Shoal's parser, with PL/pgSQL's INTO taken out of it.
     Sql {
         text: String,
         into: Option<Into>,
     },
+}
+
+/// What OPEN opens.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum OpenSource {
+    /// A bound cursor's query, with its arguments as written (`expr` or `name := expr`).
+    Bound(Vec<String>),
+    /// `FOR query`.
+    Query(String),
+    /// `FOR EXECUTE command [USING expr, ...]`.
+    Execute { command: String, using: Vec<String> },
 }
 
 /// `RAISE [level] ['format' [, arg ...] | condition | SQLSTATE 'xxxxx'] [USING option = expr,

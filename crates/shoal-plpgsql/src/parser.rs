@@ -273,24 +273,37 @@ impl Parser<'_> {
             let target = self.cut_to_semicolon("alias target")?;
             return Ok(Declaration::Alias { name, target });
         }
-        let scroll =
-            self.at_words(&["no", "scroll", "cursor"]) || self.at_words(&["scroll", "cursor"]);
-        if scroll {
-            while !self.at_word("cursor") {
-                self.pos += 1;
-            }
-        }
+        let scroll = if self.at_words(&["no", "scroll", "cursor"]) {
+            self.pos += 2;
+            Some(false)
+        } else if self.at_words(&["scroll", "cursor"]) {
+            self.pos += 1;
+            Some(true)
+        } else {
+            None
+        };
         if self.eat_word("cursor") {
-            let arguments = match self.peek().map(|t| &t.token) {
-                Some(Token::LParen) => Some(self.cut_to_word("cursor arguments", &["for", "is"])?),
-                _ => None,
-            };
+            let mut arguments = Vec::new();
+            if self.eat(&Token::LParen) {
+                loop {
+                    let argument = self.identifier()?;
+                    let data_type = self.cut("argument type", |t| {
+                        matches!(t.token, Token::Comma | Token::RParen)
+                    })?;
+                    arguments.push((argument, data_type));
+                    if !self.eat(&Token::Comma) {
+                        break;
+                    }
+                }
+                self.expect(&Token::RParen)?;
+            }
             if !self.eat_word("for") {
                 self.expect_word("is")?;
             }
             let query = self.cut_to_semicolon("cursor query")?;
             return Ok(Declaration::Cursor {
                 name,
+                scroll,
                 arguments,
                 query,
             });
@@ -349,7 +362,11 @@ impl Parser<'_> {
             return Err(self.error("syntax error: a label must precede a block or a loop"));
         }
         match word.as_str() {
-            "declare" | "begin" => return Ok(Stmt::Block(self.block(label)?)),
+            "declare" | "begin" => {
+                let block = self.block(label)?;
+                self.expect(&Token::SemiColon)?;
+                return Ok(Stmt::Block(block));
+            }
             "loop" => {
                 self.pos += 1;
                 let body = self.loop_body(&label)?;
@@ -451,6 +468,14 @@ impl Parser<'_> {
                 })
             }
             "get" => self.get_diagnostics(),
+            "open" => self.open(),
+            "fetch" | "move" => self.fetch(word == "move"),
+            "close" => {
+                self.pos += 1;
+                let cursor = self.identifier()?;
+                self.expect(&Token::SemiColon)?;
+                Ok(Stmt::Close(cursor))
+            }
             "assert" => {
                 self.pos += 1;
                 let condition = self.cut("condition", |t| {
@@ -494,6 +519,111 @@ impl Parser<'_> {
             }
             _ => self.sql_statement(),
         }
+    }
+
+    /// `OPEN cursor [(arguments)]` or `OPEN cursor [[NO] SCROLL] FOR {query | EXECUTE ...}`.
+    fn open(&mut self) -> Result<Stmt> {
+        self.expect_word("open")?;
+        let cursor = self.identifier()?;
+        if self.peek().is_some_and(|t| t.token == Token::LParen) {
+            let arguments = self.call_arguments()?;
+            self.expect(&Token::SemiColon)?;
+            return Ok(Stmt::Open {
+                cursor,
+                scroll: None,
+                source: OpenSource::Bound(arguments),
+            });
+        }
+        if self.eat(&Token::SemiColon) {
+            return Ok(Stmt::Open {
+                cursor,
+                scroll: None,
+                source: OpenSource::Bound(Vec::new()),
+            });
+        }
+        let scroll = if self.eat_word("no") {
+            self.expect_word("scroll")?;
+            Some(false)
+        } else if self.eat_word("scroll") {
+            Some(true)
+        } else {
+            None
+        };
+        self.expect_word("for")?;
+        let source = if self.eat_word("execute") {
+            let command = self.cut_to_word_or_semicolon("command", &["using"])?;
+            let using = match self.eat_word("using") {
+                true => self.expression_list(&[])?,
+                false => Vec::new(),
+            };
+            self.expect(&Token::SemiColon)?;
+            OpenSource::Execute { command, using }
+        } else {
+            OpenSource::Query(self.cut_to_semicolon("query")?)
+        };
+        Ok(Stmt::Open {
+            cursor,
+            scroll,
+            source,
+        })
+    }
+
+    /// `(expr, ...)` of a bound cursor's OPEN or FOR, each argument as written.
+    fn call_arguments(&mut self) -> Result<Vec<String>> {
+        self.expect(&Token::LParen)?;
+        let mut arguments = Vec::new();
+        loop {
+            arguments.push(self.cut("argument", |t| {
+                matches!(t.token, Token::Comma | Token::RParen)
+            })?);
+            if !self.eat(&Token::Comma) {
+                break;
+            }
+        }
+        self.expect(&Token::RParen)?;
+        Ok(arguments)
+    }
+
+    /// `FETCH [direction {FROM | IN}] cursor INTO targets` or `MOVE [direction {FROM | IN}]
+    /// cursor` (FROM may be left out after a direction, as PostgreSQL allows).
+    fn fetch(&mut self, is_move: bool) -> Result<Stmt> {
+        self.pos += 1;
+        let start = self.pos;
+        let mut end = start;
+        while let Some(t) = self.tokens.get(end) {
+            if t.token == Token::SemiColon || t.is_word("into") {
+                break;
+            }
+            end += 1;
+        }
+        if end == start {
+            return Err(self.error("syntax error: expected a cursor"));
+        }
+        // The cursor is the last name; a direction and FROM/IN may come before it.
+        let cursor_at = end - 1;
+        let direction_end = match cursor_at.checked_sub(1).map(|i| &self.tokens[i]) {
+            Some(t) if t.is_word("from") || t.is_word("in") => cursor_at - 1,
+            _ => cursor_at,
+        };
+        let direction = (direction_end > start).then(|| {
+            self.text[self.tokens[start].start..self.tokens[direction_end - 1].end]
+                .trim()
+                .to_string()
+        });
+        self.pos = cursor_at;
+        let cursor = self.identifier()?;
+        let into = match self.eat_word("into") {
+            true if !is_move => Some(self.into_targets(&[])?),
+            true => return Err(self.error("syntax error at or near \"into\"")),
+            false if !is_move => return Err(self.error("syntax error: FETCH needs INTO")),
+            false => None,
+        };
+        self.expect(&Token::SemiColon)?;
+        Ok(Stmt::Fetch {
+            direction,
+            cursor,
+            into,
+        })
     }
 
     fn cut_to_word_or_semicolon(&mut self, what: &str, words: &[&str]) -> Result<String> {
@@ -589,6 +719,21 @@ impl Parser<'_> {
         let Some((low, rest)) = split_outside(&source, |s| s.starts_with("..")) else {
             if reverse {
                 return Err(self.error("syntax error: REVERSE needs an integer range"));
+            }
+            if let Some((cursor, arguments)) = bound_cursor_call(&source)? {
+                let [target] = targets.as_slice() else {
+                    return Err(
+                        self.error("syntax error: a loop over a cursor has one record variable")
+                    );
+                };
+                let body = self.loop_body(&label)?;
+                return Ok(Stmt::ForCursor {
+                    label,
+                    target: target.to_ascii_lowercase(),
+                    cursor,
+                    arguments,
+                    body,
+                });
             }
             let body = self.loop_body(&label)?;
             return Ok(Stmt::ForQuery {
@@ -910,6 +1055,45 @@ fn split_outside(text: &str, at: impl Fn(&str) -> bool) -> Option<(&str, &str)> 
         }
     }
     None
+}
+
+/// `name` or `name(arguments)`, the source of a FOR loop over a bound cursor (a query starts
+/// with a keyword and goes on after it); None for a query.
+fn bound_cursor_call(source: &str) -> Result<Option<(String, Vec<String>)>> {
+    let tokens = crate::tokens::tokenize(source).map_err(|message| ParseError {
+        message,
+        position: 0,
+    })?;
+    let Some(first) = tokens.first() else {
+        return Ok(None);
+    };
+    let Token::Word(w) = &first.token else {
+        return Ok(None);
+    };
+    let plain = tokens.len() == 1;
+    let called = tokens.len() > 2
+        && tokens[1].token == Token::LParen
+        && tokens.last().is_some_and(|t| t.token == Token::RParen);
+    if !(plain || called) {
+        return Ok(None);
+    }
+    let name = match w.quote_style {
+        Some(_) => w.value.clone(),
+        None => w.value.to_ascii_lowercase(),
+    };
+    if matches!(name.as_str(), "select" | "values" | "with" | "table") {
+        return Ok(None);
+    }
+    let mut parser = Parser {
+        text: source,
+        tokens,
+        pos: 1,
+    };
+    let arguments = match called {
+        true => parser.call_arguments()?,
+        false => Vec::new(),
+    };
+    Ok(Some((name, arguments)))
 }
 
 /// Whether `text` starts with the word BY (a loop's step), after a space.

@@ -55,6 +55,7 @@ pub mod code {
     pub const BAD_COPY_FILE_FORMAT: &str = "22P04";
     pub const CHARACTER_NOT_IN_REPERTOIRE: &str = "22021";
     pub const DATA_EXCEPTION: &str = "22000";
+    pub const NULL_VALUE_NOT_ALLOWED: &str = "22004";
     pub const NOT_NULL_VIOLATION: &str = "23502";
     pub const FOREIGN_KEY_VIOLATION: &str = "23503";
     pub const UNIQUE_VIOLATION: &str = "23505";
@@ -75,6 +76,10 @@ pub mod code {
     pub const IO_ERROR: &str = "58030";
     pub const UNDEFINED_COLUMN: &str = "42703";
     pub const UNDEFINED_FUNCTION: &str = "42883";
+    pub const AMBIGUOUS_FUNCTION: &str = "42725";
+    pub const DUPLICATE_FUNCTION: &str = "42723";
+    pub const INVALID_FUNCTION_DEFINITION: &str = "42P13";
+    pub const STATEMENT_TOO_COMPLEX: &str = "54001";
     pub const UNDEFINED_TABLE: &str = "42P01";
     pub const UNDEFINED_OBJECT: &str = "42704";
     pub const INVALID_SCHEMA_NAME: &str = "3F000";
@@ -87,6 +92,7 @@ pub mod code {
     pub const CANNOT_COERCE: &str = "42846";
     pub const WRONG_OBJECT_TYPE: &str = "42809";
     pub const INVALID_TABLE_DEFINITION: &str = "42P16";
+    pub const INVALID_OBJECT_DEFINITION: &str = "42P17";
     pub const INVALID_COLUMN_REFERENCE: &str = "42P10";
     pub const INVALID_FOREIGN_KEY: &str = "42830";
     pub const GROUPING_ERROR: &str = "42803";
@@ -338,4 +344,6 @@ pub struct Notice {
     pub severity: &'static str,
     pub code: &'static str,
     pub message: String,
+    pub detail: Option<String>,
+    pub hint: Option<String>,
 }

@@ -41,6 +41,9 @@ pub mod oid {
     pub const UUID: u32 = 2950;
     pub const JSON: u32 = 114;
     pub const JSONB: u32 = 3802;
+    pub const VOID: u32 = 2278;
+    pub const RECORD: u32 = 2249;
+    pub const TRIGGER: u32 = 2279;
     /// The catalogs' vectors (pg_index.indkey, indclass): arrays whose subscripts start at 0
     /// and whose text form separates the elements with spaces.
     pub const INT2VECTOR: u32 = 22;
@@ -421,7 +424,8 @@ pub fn from_sql_type(t: &ast::DataType) -> SqlResult<DataType> {
                 "float8" => DataType::Float64,
                 "bpchar" => DataType::Char(mods.first().and_then(|m| m.parse().ok()).unwrap_or(1)),
                 "timestamptz" => DataType::TimestampTz,
-                "citext" | "name" => DataType::Text,
+                // A refcursor holds a cursor's name.
+                "citext" | "name" | "refcursor" => DataType::Text,
                 "json" => DataType::Json,
                 "jsonb" => DataType::Jsonb,
                 _ => {

@@ -122,6 +122,9 @@ pub struct TableDef {
     pub access_method: AccessMethod,
     /// Storage options from `WITH (...)`, kept for `\d+` (e.g. fillfactor=100).
     pub options: Vec<String>,
+    /// Its triggers, in the order they fire (PostgreSQL's: by name).
+    #[serde(default)]
+    pub triggers: Vec<crate::catalog_triggers::TriggerDef>,
 }
 
 impl TableDef {

@@ -44,6 +44,8 @@ pub enum RoutineReturn {
     Table(Vec<(String, DataType)>),
     /// `RETURNS trigger`.
     Trigger,
+    /// One row of the OUT (and INOUT) parameters, for a function with more than one.
+    Record(Vec<(String, DataType)>),
 }
 
 /// PostgreSQL's provolatile.

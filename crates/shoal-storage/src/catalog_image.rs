@@ -199,6 +199,7 @@ mod tests {
             constraints: vec![],
             access_method: AccessMethod::Heap,
             options: vec!["fillfactor=100".into()],
+            triggers: vec![],
         })
         .unwrap();
         let seq = c.allocate_oid();

@@ -25,6 +25,8 @@ pub enum ObjectClass {
     Relation,
     Schema,
     Database,
+    /// Functions and procedures (pg_proc).
+    Function,
 }
 
 /// A set of privileges, one bit each in PostgreSQL's order (ACL_INSERT is bit 0).
@@ -69,6 +71,7 @@ impl Privileges {
             }
             (ObjectClass::Schema, _) => Self::USAGE | Self::CREATE,
             (ObjectClass::Database, _) => Self::CREATE | Self::TEMPORARY | Self::CONNECT,
+            (ObjectClass::Function, _) => Self::EXECUTE,
         }
     }
 
@@ -76,6 +79,8 @@ impl Privileges {
     fn public_default(class: ObjectClass) -> Privileges {
         match class {
             ObjectClass::Database => Self::TEMPORARY | Self::CONNECT,
+            // Everyone may call a function until EXECUTE is revoked from PUBLIC.
+            ObjectClass::Function => Self::EXECUTE,
             ObjectClass::Relation | ObjectClass::Schema => Self::NONE,
         }
     }
@@ -482,6 +487,7 @@ impl Catalog {
             }
             ObjectClass::Schema => self.schemas.values().any(|s| s.oid == oid),
             ObjectClass::Database => oid == DATABASE_OID,
+            ObjectClass::Function => self.routines.contains_key(&oid),
         }
     }
 

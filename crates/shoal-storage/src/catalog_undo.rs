@@ -488,6 +488,7 @@ mod tests {
                 constraints: Vec::new(),
                 access_method: AccessMethod::Heap,
                 options: Vec::new(),
+                triggers: Vec::new(),
             })
             .unwrap();
         oid

@@ -12,6 +12,7 @@ pub mod catalog_functions;
 pub mod catalog_image;
 pub mod catalog_privileges;
 pub mod catalog_roles;
+pub mod catalog_triggers;
 pub mod catalog_undo;
 pub mod column;
 pub mod database;

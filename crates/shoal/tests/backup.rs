@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use support::{connect, ShoalServer};
+use tokio_postgres::error::SqlState;
 
 const ACCOUNTS: i64 = 50;
 const OPENING_BALANCE: i64 = 1_000;
@@ -33,7 +34,7 @@ async fn transfers(server_port: u16, seed: i64, stop: Arc<AtomicBool>) {
         if from == to {
             continue;
         }
-        client
+        match client
             .batch_execute(&format!(
                 "BEGIN;
                  UPDATE accounts SET balance = balance - {amount} WHERE id = {from};
@@ -42,7 +43,22 @@ async fn transfers(server_port: u16, seed: i64, stop: Arc<AtomicBool>) {
                  COMMIT;"
             ))
             .await
-            .unwrap();
+        {
+            // Two writers lock the same accounts in either order, so a deadlock (or a
+            // serialization failure) is a legitimate outcome: roll back and go on, as
+            // an application would.
+            Ok(()) => {}
+            Err(error)
+                if matches!(
+                    error.code(),
+                    Some(&SqlState::T_R_DEADLOCK_DETECTED)
+                        | Some(&SqlState::T_R_SERIALIZATION_FAILURE)
+                ) =>
+            {
+                client.batch_execute("ROLLBACK").await.unwrap();
+            }
+            Err(error) => panic!("transfer failed: {error}"),
+        }
     }
 }
 

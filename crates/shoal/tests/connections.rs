@@ -239,7 +239,8 @@ const SERVED_MIN: u32 = 20;
 
 /// Runs `attempt(scale)`, which starts a server, runs work of `scale` times its base size
 /// while pollers poll and returns their round trips, with scale 1, 2, then 4, until the work
-/// lasts long enough to judge: until some poller made twice `served_min`. A machine fast at
+/// lasts long enough to judge: until some poller made twice `served_min` and every poller
+/// `served_min`, or the scale is at its largest. A machine fast at
 /// the work and slow at round trips (a loaded CI runner) otherwise fails a connection that
 /// was never held up, only because the work ended early (16 round trips during a ROLLBACK that
 /// held up nothing). Then asserts that every poller made at least `served_min`.
@@ -253,7 +254,11 @@ where
     loop {
         let round_trips = attempt(scale).await;
         let most = round_trips.iter().copied().max().unwrap_or(0);
-        if most < 2 * served_min && scale < SCALE_MAX {
+        let least = round_trips.iter().copied().min().unwrap_or(0);
+        // A poller that shares the cores with the work (and with the other tests of this
+        // file) may fall just short in a short run; one held up by the work gets next to
+        // nothing however long the work lasts, so a longer run tells the two apart.
+        if (most < 2 * served_min || least < served_min) && scale < SCALE_MAX {
             scale *= 2;
             continue;
         }

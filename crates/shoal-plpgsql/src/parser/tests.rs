@@ -64,7 +64,8 @@ fn declarations_take_types_defaults_and_constants() {
         block.declarations[6],
         Declaration::Cursor {
             name: "cur".into(),
-            arguments: Some("(lim int)".into()),
+            scroll: None,
+            arguments: vec![("lim".into(), "int".into())],
             query: "SELECT * FROM t LIMIT lim".into(),
         }
     );
@@ -289,4 +290,120 @@ fn every_prefix_of_a_body_parses_or_fails_without_panicking() {
         }
     }
     assert!(parse_body(text).is_ok());
+}
+
+#[test]
+fn a_nested_block_ends_with_its_semicolon() {
+    let stmts = body(
+        "BEGIN
+            BEGIN
+                PERFORM 1 / 0;
+            EXCEPTION WHEN division_by_zero THEN
+                NULL;
+            END;
+            RETURN 1;
+        END",
+    );
+    assert_eq!(stmts.len(), 2);
+    assert!(matches!(&stmts[0], Stmt::Block(b) if b.handlers.len() == 1));
+    assert_eq!(stmts[1], Stmt::Return(Some("1".into())));
+    // Without the semicolon the nested block is a syntax error, as in PostgreSQL.
+    assert!(parse_body("BEGIN BEGIN NULL; END RETURN 1; END").is_err());
+}
+
+#[test]
+fn cursor_statements_keep_their_parts() {
+    let block = parse_body(
+        "DECLARE
+            c NO SCROLL CURSOR (a int, b numeric(10, 2)) FOR SELECT a, b;
+        BEGIN
+            OPEN c(1, b := 2.5);
+            OPEN c;
+            OPEN r SCROLL FOR SELECT * FROM t;
+            OPEN r FOR EXECUTE 'SELECT ' || n USING n, m;
+            FETCH c INTO x;
+            FETCH RELATIVE -2 FROM c INTO x, y;
+            FETCH LAST c INTO x;
+            MOVE BACKWARD ALL IN c;
+            CLOSE c;
+            FOR rec IN c(f(1, 2)) LOOP NULL; END LOOP;
+            FOR rec IN SELECT 1 LOOP NULL; END LOOP;
+        END",
+    )
+    .unwrap();
+    assert_eq!(
+        block.declarations[0],
+        Declaration::Cursor {
+            name: "c".into(),
+            scroll: Some(false),
+            arguments: vec![
+                ("a".into(), "int".into()),
+                ("b".into(), "numeric(10, 2)".into())
+            ],
+            query: "SELECT a, b".into(),
+        }
+    );
+    let into = |targets: &[&str]| {
+        Some(Into {
+            strict: false,
+            targets: targets.iter().map(|t| t.to_string()).collect(),
+        })
+    };
+    assert_eq!(
+        block.body[..9],
+        [
+            Stmt::Open {
+                cursor: "c".into(),
+                scroll: None,
+                source: OpenSource::Bound(vec!["1".into(), "b := 2.5".into()]),
+            },
+            Stmt::Open {
+                cursor: "c".into(),
+                scroll: None,
+                source: OpenSource::Bound(vec![]),
+            },
+            Stmt::Open {
+                cursor: "r".into(),
+                scroll: Some(true),
+                source: OpenSource::Query("SELECT * FROM t".into()),
+            },
+            Stmt::Open {
+                cursor: "r".into(),
+                scroll: None,
+                source: OpenSource::Execute {
+                    command: "'SELECT ' || n".into(),
+                    using: vec!["n".into(), "m".into()],
+                },
+            },
+            Stmt::Fetch {
+                direction: None,
+                cursor: "c".into(),
+                into: into(&["x"]),
+            },
+            Stmt::Fetch {
+                direction: Some("RELATIVE -2".into()),
+                cursor: "c".into(),
+                into: into(&["x", "y"]),
+            },
+            Stmt::Fetch {
+                direction: Some("LAST".into()),
+                cursor: "c".into(),
+                into: into(&["x"]),
+            },
+            Stmt::Fetch {
+                direction: Some("BACKWARD ALL".into()),
+                cursor: "c".into(),
+                into: None,
+            },
+            Stmt::Close("c".into()),
+        ]
+    );
+    assert!(matches!(
+        &block.body[9],
+        Stmt::ForCursor { target, cursor, arguments, .. }
+            if target == "rec" && cursor == "c" && arguments == &["f(1, 2)".to_string()]
+    ));
+    assert!(matches!(&block.body[10], Stmt::ForQuery { .. }));
+    assert!(parse_body("BEGIN FETCH c; END").is_err());
+    assert!(parse_body("BEGIN MOVE c INTO x; END").is_err());
 }

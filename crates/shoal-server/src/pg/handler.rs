@@ -361,11 +361,13 @@ impl ConnectionHandler {
         }
         let notices = std::mem::take(&mut *session.scope.notices.lock());
         for notice in notices {
-            let info = pgwire::error::ErrorInfo::new(
+            let mut info = pgwire::error::ErrorInfo::new(
                 notice.severity.to_owned(),
                 notice.code.to_owned(),
                 notice.message,
             );
+            info.detail = notice.detail;
+            info.hint = notice.hint;
             client
                 .feed(PgWireBackendMessage::NoticeResponse(info.into()))
                 .await?;

@@ -85,6 +85,7 @@ impl CopyRequest {
                 constraints: vec![],
                 access_method: shoal_storage::catalog::AccessMethod::Heap,
                 options: vec![],
+                triggers: vec![],
             }),
             columns: (0..columns).collect(),
             format: CopyFormat {
@@ -226,6 +227,12 @@ pub async fn start(
                 return Err(SqlError::syntax("COPY FROM needs a table"));
             };
             let (def, _) = crate::dml::resolve_store(session, &table_name)?;
+            if def.triggers.iter().any(|t| t.enabled) {
+                return Err(SqlError::unsupported(format!(
+                    "COPY FROM into table \"{}\", which has triggers (use INSERT)",
+                    def.name
+                )));
+            }
             let columns = copy_columns(&def, &columns)?;
             if let CopyTarget::File { filename } = &target {
                 let rows = load_file(session, txn, def, columns, format, filename).await?;

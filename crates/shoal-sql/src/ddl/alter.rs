@@ -589,6 +589,12 @@ pub(super) async fn alter_table(
                 catalog.replace_table(new_def)?;
                 catalog.rename_column_privileges(oid, &old, &new);
             }
+            ast::AlterTableOperation::EnableTrigger { name } => {
+                crate::routines::trigger::set_enabled(session, &def, &ident(&name), true)?;
+            }
+            ast::AlterTableOperation::DisableTrigger { name } => {
+                crate::routines::trigger::set_enabled(session, &def, &ident(&name), false)?;
+            }
             ast::AlterTableOperation::RenameTable { table_name } => {
                 let new = match table_name {
                     ast::RenameTableNameKind::As(n) | ast::RenameTableNameKind::To(n) => {

@@ -78,7 +78,10 @@ pub(crate) fn column_type(
     crate::types::column_type(t, &session.engine.catalog.read(), &search_path)
 }
 
-fn creation_target(session: &Session, name: &ast::ObjectName) -> SqlResult<(String, String)> {
+pub(crate) fn creation_target(
+    session: &Session,
+    name: &ast::ObjectName,
+) -> SqlResult<(String, String)> {
     let (schema, rel) = split_name(name);
     let schema = match schema {
         Some(s) => s,
@@ -123,11 +126,19 @@ pub fn changes_catalog(stmt: &Statement) -> bool {
             | Statement::Comment { .. }
             | Statement::CreateExtension(_)
             | Statement::DropExtension(_)
+            | Statement::CreateFunction(_)
+            | Statement::DropFunction(_)
+            | Statement::CreateProcedure { .. }
+            | Statement::DropProcedure { .. }
+            | Statement::CreateTrigger(_)
+            | Statement::DropTrigger(_)
     ) || crate::session::role_membership_text(stmt).is_some()
         || crate::session::alter_sequence_text(stmt).is_some()
 }
 
 /// Runs one DDL statement (see `changes_catalog` for who keeps what it changed).
+use shoal_storage::catalog_functions::RoutineKind;
+
 pub async fn execute(
     session: &mut Session,
     txn: &mut Transaction,
@@ -233,6 +244,33 @@ pub async fn execute(
         Statement::CreateExtension(c) => extension::create_extension(session, &c),
         Statement::DropExtension(d) => extension::drop_extension(session, &d),
         Statement::CreateRole(c) => roles::create_role(session, &c),
+        Statement::CreateFunction(cf) => {
+            crate::routines::define::create_function(session, cf, RoutineKind::Function).await
+        }
+        Statement::DropFunction(df) => crate::routines::define::drop_functions(
+            session,
+            &df.func_desc,
+            df.if_exists,
+            RoutineKind::Function,
+        ),
+        ref create @ Statement::CreateProcedure { .. } => {
+            let Some(cf) = crate::routines::statement::procedure_definition(create).cloned() else {
+                return Err(SqlError::unsupported("this form of CREATE PROCEDURE"));
+            };
+            crate::routines::define::create_function(session, cf, RoutineKind::Procedure).await
+        }
+        Statement::CreateTrigger(ct) => crate::routines::trigger::create_trigger(session, ct).await,
+        Statement::DropTrigger(dt) => crate::routines::trigger::drop_trigger(session, &dt),
+        Statement::DropProcedure {
+            if_exists,
+            proc_desc,
+            ..
+        } => crate::routines::define::drop_functions(
+            session,
+            &proc_desc,
+            if_exists,
+            RoutineKind::Procedure,
+        ),
         Statement::AlterRole { name, operation } => roles::alter_role(session, &name, &operation),
         other => Err(SqlError::new(
             code::FEATURE_NOT_SUPPORTED,

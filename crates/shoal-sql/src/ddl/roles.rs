@@ -402,6 +402,13 @@ fn dependent_objects(catalog: &shoal_storage::catalog::Catalog, role: Oid) -> Ve
                 None => continue,
             },
             ObjectClass::Database => ("database", crate::query::schema::DATABASE_NAME.into()),
+            ObjectClass::Function => match catalog.routines.get(&object.1) {
+                Some(r) => (
+                    crate::routines::define::routine_word(r),
+                    crate::routines::describe::signature(r),
+                ),
+                None => continue,
+            },
         };
         if catalog.owner_of(object) == role {
             lines.push(format!("owner of {kind} {name}"));

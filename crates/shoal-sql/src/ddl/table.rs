@@ -344,6 +344,7 @@ fn insert_table(
         constraints: vec![],
         access_method,
         options,
+        triggers: vec![],
     };
     catalog.insert_table(def.clone())?;
     let db = &session.engine.db;

@@ -20,7 +20,9 @@ use super::{
 use crate::constraints;
 use crate::error::{code, SqlError, SqlResult};
 use crate::parse::Overriding;
+use crate::routines::trigger::{Triggers, WrittenRow};
 use crate::session::{Session, StatementResult};
+use shoal_storage::catalog_triggers::{TriggerEvent, TriggerTiming};
 
 pub(super) fn target_columns(def: &TableDef, columns: &[ast::ObjectName]) -> SqlResult<Vec<usize>> {
     if columns.is_empty() {
@@ -217,6 +219,24 @@ pub async fn insert(
             return finish_dml(session, &def, &alias, "INSERT", rows, returning, Some(0)).await;
         }
     };
+    let triggers = Triggers::of(&def, TriggerEvent::Insert, &[]);
+    // ON CONFLICT DO UPDATE fires the UPDATE triggers too, as PostgreSQL does: the statement
+    // triggers whether or not a row is updated, the row triggers for each row updated.
+    let update_triggers = match on_conflict.as_ref().map(|oc| &oc.clause.action) {
+        Some(ast::OnConflictAction::DoUpdate(du)) => {
+            let set_columns: Vec<String> = assignment_columns(&def, &du.assignments)?
+                .iter()
+                .map(|(i, _)| def.columns[*i].name.clone())
+                .collect();
+            Triggers::of(&def, TriggerEvent::Update, &set_columns)
+        }
+        _ => None,
+    };
+    for t in [&triggers, &update_triggers].into_iter().flatten() {
+        t.statement(session, txn, TriggerTiming::Before).await?;
+    }
+    // AFTER ROW events in the order they happened: (an update?, the row).
+    let mut after_rows: Vec<(bool, WrittenRow)> = Vec::new();
     let mut target = InsertTarget {
         def: &def,
         table: &table,
@@ -246,16 +266,34 @@ pub async fn insert(
             let with_checks = total_rows == 1 || first_rejected == Some(i);
             super::yield_between_rows(i).await;
             i += 1;
+            if let Some(t) = &triggers {
+                match t.before_row(session, txn, None, Some(row.clone())).await? {
+                    Some(changed) => row = changed,
+                    None => continue,
+                }
+            }
             constraints::check_row_with(session, &def, &row, with_checks).await?;
-            let stored = match insert_row(session, txn, &mut target, &row).await? {
+            let outcome = insert_row(session, txn, &mut target, &row, update_triggers.as_ref());
+            let stored = match outcome.await? {
                 RowWritten::Nothing => continue,
                 RowWritten::AsProposed => {
                     // After the row is in, so that it may reference itself (or, deferred,
                     // a later row).
                     deferred.check_or_defer(session, txn, &def, &row, i).await?;
+                    if triggers.as_ref().is_some_and(Triggers::has_after_row) {
+                        after_rows.push((false, (None, Some(row.clone()))));
+                    }
                     row.clone()
                 }
-                RowWritten::Updated(updated) => updated,
+                RowWritten::Updated { old, new } => {
+                    if update_triggers
+                        .as_ref()
+                        .is_some_and(Triggers::has_after_row)
+                    {
+                        after_rows.push((true, (Some(old), Some(new.clone()))));
+                    }
+                    new
+                }
             };
             count += 1;
             if returning.is_some() {
@@ -267,10 +305,37 @@ pub async fn insert(
         .check_deferred(session, txn, &def)
         .await
         .map_err(|(_, e)| e)?;
+    fire_after_rows(session, txn, &triggers, &update_triggers, after_rows).await?;
+    for t in [&update_triggers, &triggers].into_iter().flatten() {
+        t.statement(session, txn, TriggerTiming::After).await?;
+    }
     if returning.is_none() {
         return Ok(command_done("INSERT", count, Some(0)));
     }
     finish_dml(session, &def, &alias, "INSERT", written, returning, Some(0)).await
+}
+
+/// The AFTER ROW triggers of an INSERT (and of its ON CONFLICT DO UPDATE), for the rows in
+/// the order they were written: each run of inserted or updated rows goes to its triggers.
+async fn fire_after_rows(
+    session: &mut Session,
+    txn: &mut Transaction,
+    inserts: &Option<Triggers>,
+    updates: &Option<Triggers>,
+    events: Vec<(bool, WrittenRow)>,
+) -> SqlResult<()> {
+    let mut events = events.into_iter().peekable();
+    while let Some((update, first)) = events.next() {
+        let mut run = vec![first];
+        while let Some((_, row)) = events.next_if(|(u, _)| *u == update) {
+            run.push(row);
+        }
+        let triggers = if update { updates } else { inserts };
+        if let Some(t) = triggers {
+            t.after_rows(session, txn, run).await?;
+        }
+    }
+    Ok(())
 }
 
 /// The width of a plain `VALUES` source's first row.
@@ -316,16 +381,17 @@ enum RowWritten {
     Nothing,
     /// Inserted it as proposed.
     AsProposed,
-    /// Updated the conflicting row to this (ON CONFLICT DO UPDATE).
-    Updated(Vec<Value>),
+    /// Updated the conflicting row from `old` to `new` (ON CONFLICT DO UPDATE).
+    Updated { old: Vec<Value>, new: Vec<Value> },
 }
 
 /// Inserts one row, waiting for conflicting uncommitted inserts, and applies ON CONFLICT.
 async fn insert_row(
-    session: &Session,
+    session: &mut Session,
     txn: &mut Transaction,
     target: &mut InsertTarget<'_>,
     row: &[Value],
+    update_triggers: Option<&Triggers>,
 ) -> SqlResult<RowWritten> {
     let def = target.def;
     loop {
@@ -367,13 +433,14 @@ async fn insert_row(
                     du,
                     oc.update_lock,
                     target.alias,
+                    update_triggers,
                 )
                 .await?;
-                let Some(updated) = updated else {
+                let Some((old, new)) = updated else {
                     return Ok(RowWritten::Nothing);
                 };
                 target.affected.insert(existing.row_id());
-                return Ok(RowWritten::Updated(updated));
+                return Ok(RowWritten::Updated { old, new });
             }
             Err(StorageError::WouldBlock { holder }) => {
                 session.wait_for_row_holder(txn, holder).await?
@@ -496,7 +563,7 @@ fn update_lock(session: &Session, def: &TableDef, du: &ast::DoUpdate) -> RowLock
 
 #[allow(clippy::too_many_arguments)]
 async fn on_conflict_update(
-    session: &Session,
+    session: &mut Session,
     txn: &mut Transaction,
     def: &TableDef,
     table: &RowTable,
@@ -505,7 +572,8 @@ async fn on_conflict_update(
     du: &ast::DoUpdate,
     mode: RowLockMode,
     alias: &str,
-) -> SqlResult<Option<Vec<Value>>> {
+    triggers: Option<&Triggers>,
+) -> SqlResult<Option<(Vec<Value>, Vec<Value>)>> {
     let assignments = assignment_columns(def, &du.assignments)?;
     loop {
         let snap = session.engine.db.statement_snapshot(txn);
@@ -558,11 +626,22 @@ async fn on_conflict_update(
             new_row[*col] =
                 column_values(&b.column(i).slice(0, 1), &c.data_type, &c.name, zone)?.remove(0);
         }
+        // A BEFORE UPDATE row trigger sees the row as updated (and may change or skip it).
+        let new_row = match triggers {
+            Some(t) => match t
+                .before_row(session, txn, Some(&current), Some(new_row))
+                .await?
+            {
+                Some(changed) => changed,
+                None => return Ok(None),
+            },
+            None => new_row,
+        };
         constraints::check_updated_row(session, txn, def, Some(&current), &new_row).await?;
         match write_update(session, txn, table, def, existing, &snap, &new_row).await? {
             true => {
                 constraints::check_update_references(session, txn, def, &current, &new_row).await?;
-                return Ok(Some(new_row));
+                return Ok(Some((current, new_row)));
             }
             false => continue,
         }

@@ -27,8 +27,10 @@ use crate::constraints;
 use crate::error::{SqlError, SqlResult};
 use crate::interrupt::RowWait;
 use crate::query::provider::{RowCapture, ROW_POSITION_COLUMN};
+use crate::routines::trigger::{Triggers, WrittenRow};
 use crate::session::{Session, StatementResult};
 use crate::timezone::TimeZone;
+use shoal_storage::catalog_triggers::{TriggerEvent, TriggerTiming};
 
 /// The SELECT that finds an UPDATE/DELETE's target rows: row position first, then `extra`.
 pub(super) fn target_query_sql(
@@ -239,6 +241,15 @@ pub async fn update(
         selection: upd.selection.as_ref(),
         returning: &returning,
     };
+    let set_columns: Vec<String> = assignments
+        .iter()
+        .map(|(c, _)| def.columns[*c].name.clone())
+        .collect();
+    let triggers = Triggers::of(&def, TriggerEvent::Update, &set_columns);
+    if let Some(t) = &triggers {
+        t.statement(session, txn, TriggerTiming::Before).await?;
+    }
+    let mut after_rows: Vec<WrittenRow> = Vec::new();
     let sql = target_query_sql(&def, &alias, &m.extra_columns(), &from, m.selection);
     let (batches, handles) = find_targets(session, &def, &sql, Targets::Statement).await?;
     let snap = session.scope.snapshot();
@@ -258,14 +269,28 @@ pub async fn update(
             let Some(mut row) = table.read(handle, &snap) else {
                 continue;
             };
+            let old = triggers.as_ref().map(|_| row.clone());
             for (i, (col, _)) in assignments.iter().enumerate() {
                 row[*col] = new_values[i][r].clone();
             }
+            if let (Some(t), Some(old)) = (&triggers, &old) {
+                match t.before_row(session, txn, Some(old), Some(row)).await? {
+                    Some(changed) => row = changed,
+                    None => continue,
+                }
+            }
             let returned = m.returned(b, 1, r)?;
             if let Some(done) = update_one(session, txn, &m, handle, snap, row, returned).await? {
+                if triggers.as_ref().is_some_and(Triggers::has_after_row) {
+                    after_rows.push((old, Some(done.0.clone())));
+                }
                 written.push(done);
             }
         }
+    }
+    if let Some(t) = &triggers {
+        t.after_rows(session, txn, after_rows).await?;
+        t.statement(session, txn, TriggerTiming::After).await?;
     }
     written
         .finish(session, &m, "UPDATE", upd.returning.as_deref())
@@ -407,6 +432,11 @@ pub async fn delete(
         selection: del.selection.as_ref(),
         returning: &returning,
     };
+    let triggers = Triggers::of(&def, TriggerEvent::Delete, &[]);
+    if let Some(t) = &triggers {
+        t.statement(session, txn, TriggerTiming::Before).await?;
+    }
+    let mut after_rows: Vec<WrittenRow> = Vec::new();
     let sql = target_query_sql(&def, &alias, &m.extra_columns(), &using, m.selection);
     let (batches, handles) = find_targets(session, &def, &sql, Targets::Statement).await?;
     let snap = session.scope.snapshot();
@@ -425,11 +455,27 @@ pub async fn delete(
             let Some(old) = table.read(handle, &snap) else {
                 continue;
             };
+            if let Some(t) = &triggers {
+                if t.before_row(session, txn, Some(&old), None)
+                    .await?
+                    .is_none()
+                {
+                    continue;
+                }
+            }
+            let kept_old = triggers.as_ref().map(|_| old.clone());
             let returned = m.returned(b, 1, r)?;
             if let Some(done) = delete_one(session, txn, &m, handle, snap, old, returned).await? {
+                if triggers.as_ref().is_some_and(Triggers::has_after_row) {
+                    after_rows.push((kept_old, None));
+                }
                 written.push(done);
             }
         }
+    }
+    if let Some(t) = &triggers {
+        t.after_rows(session, txn, after_rows).await?;
+        t.statement(session, txn, TriggerTiming::After).await?;
     }
     written
         .finish(session, &m, "DELETE", del.returning.as_deref())
@@ -453,6 +499,13 @@ pub async fn referential_action(
         .db
         .table(def.oid as u64)
         .ok_or_else(|| SqlError::undefined_table(&def.name))?;
+    // The referencing table's own triggers would have to fire for the rows changed here.
+    if def.triggers.iter().any(|t| t.enabled) {
+        return Err(SqlError::unsupported(format!(
+            "cascading foreign-key actions into table \"{}\", which has triggers",
+            def.name
+        )));
+    }
     let selection = Parser::new(&PostgreSqlDialect {})
         .try_with_sql(selection)
         .and_then(|mut p| p.parse_expr())

@@ -170,6 +170,10 @@ pub fn plan(session: &Session, stmt: &Statement, param_count: usize) -> Option<F
     if params.iter().any(Option::is_none) {
         return None;
     }
+    // Writes to a table with triggers go through `dml`, which fires them.
+    if !plan.def.triggers.is_empty() && !matches!(stmt, Statement::Query(_)) {
+        return None;
+    }
     Some(FastPlan { params, ..plan })
 }
 

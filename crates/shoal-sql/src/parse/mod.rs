@@ -111,8 +111,9 @@ enum Note {
 
 /// Parses `sql` (one or more statements) as PostgreSQL.
 /// What to say of a statement of `sql` that needs a feature Shoal lacks and sqlparser cannot
-/// parse (DO blocks, CREATE PROCEDURE, CREATE RULE), for a 0A000 that names the feature rather
-/// than a syntax error; None when every statement starts otherwise.
+/// parse (CREATE RULE; DO blocks and CREATE PROCEDURE in a query string with other
+/// statements), for a 0A000 that names the feature rather than a syntax error; None when every
+/// statement starts otherwise.
 pub fn unsupported_statement(sql: &str) -> Option<&'static str> {
     let tokens = Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize().ok()?;
     let words = |segment: &[Token]| -> Vec<String> {
@@ -132,10 +133,13 @@ pub fn unsupported_statement(sql: &str) -> Option<&'static str> {
             let words = words(segment);
             let words: Vec<&str> = words.iter().map(String::as_str).collect();
             match words.as_slice() {
-                ["DO", ..] => Some("DO blocks are not supported"),
-                ["CREATE", "PROCEDURE", ..] | ["CREATE", "OR", "REPLACE", "PROCEDURE"] => {
-                    Some("CREATE PROCEDURE is not supported")
+                // Alone in a query string these are read by `routines::statement`.
+                ["DO", ..] => {
+                    Some("DO blocks among other statements in one query string are not supported")
                 }
+                ["CREATE", "PROCEDURE", ..] | ["CREATE", "OR", "REPLACE", "PROCEDURE"] => Some(
+                    "CREATE PROCEDURE among other statements in one query string is not supported",
+                ),
                 ["CREATE", "RULE", ..] | ["CREATE", "OR", "REPLACE", "RULE"] => {
                     Some("CREATE RULE is not supported")
                 }

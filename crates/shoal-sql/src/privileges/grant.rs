@@ -334,6 +334,7 @@ pub(super) fn privileges_named(privileges: &ast::Privileges, target: &Target) ->
             ast::Action::Create { obj_type: None } => (Privileges::CREATE, None),
             ast::Action::Connect => (Privileges::CONNECT, None),
             ast::Action::Temporary => (Privileges::TEMPORARY, None),
+            ast::Action::Execute { .. } => (Privileges::EXECUTE, None),
             other => {
                 return Err(SqlError::new(
                     code::SYNTAX_ERROR,
@@ -395,6 +396,9 @@ fn first_word(action: &ast::Action) -> String {
 
 /// The objects an ON clause names.
 fn targets(session: &Session, objects: &ast::GrantObjects) -> SqlResult<Vec<Target>> {
+    if let Some(routines) = routine_targets(session, objects)? {
+        return Ok(routines);
+    }
     let catalog = session.engine.catalog.read();
     let mut out = Vec::new();
     match objects {
@@ -485,6 +489,97 @@ fn targets(session: &Session, objects: &ast::GrantObjects) -> SqlResult<Vec<Targ
         }
     }
     Ok(out)
+}
+
+/// The functions and procedures an ON clause names (`FUNCTION f(integer)`, `PROCEDURE p`,
+/// `ALL FUNCTIONS IN SCHEMA s`); None for other objects.
+fn routine_targets(
+    session: &Session,
+    objects: &ast::GrantObjects,
+) -> SqlResult<Option<Vec<Target>>> {
+    use shoal_storage::catalog_functions::RoutineKind;
+    let target = |r: &shoal_storage::catalog_functions::RoutineDef| Target {
+        object: (ObjectClass::Function, r.oid),
+        kind: None,
+        name: r.name.clone(),
+    };
+    let (name, arg_types, kind) = match objects {
+        ast::GrantObjects::Function { name, arg_types } => (name, arg_types, RoutineKind::Function),
+        ast::GrantObjects::Procedure { name, arg_types } => {
+            (name, arg_types, RoutineKind::Procedure)
+        }
+        ast::GrantObjects::AllFunctionsInSchema { schemas } => {
+            let catalog = session.engine.catalog.read();
+            let mut out = Vec::new();
+            for name in schemas {
+                let schema = crate::ddl::ident_of(&name.to_string());
+                if !catalog.schemas.contains_key(&schema) {
+                    return Err(SqlError::new(
+                        code::INVALID_SCHEMA_NAME,
+                        format!("schema \"{schema}\" does not exist"),
+                    ));
+                }
+                out.extend(
+                    catalog
+                        .routines
+                        .values()
+                        .filter(|r| r.schema == schema && r.kind == RoutineKind::Function)
+                        .map(|r| target(r)),
+                );
+            }
+            return Ok(Some(out));
+        }
+        _ => return Ok(None),
+    };
+    // Types are read before the catalog is locked (reading one takes its lock).
+    let types = arg_types
+        .iter()
+        .map(|t| crate::ddl::column_type(session, t))
+        .collect::<SqlResult<Vec<_>>>()?;
+    let (schema, routine) = split_name(name);
+    let schemas = match schema {
+        Some(s) => vec![s],
+        None => session.scope.lookup_schemas(),
+    };
+    let catalog = session.engine.catalog.read();
+    let candidates: Vec<_> = schemas
+        .iter()
+        .flat_map(|s| {
+            catalog
+                .routines_named(s, &routine)
+                .cloned()
+                .collect::<Vec<_>>()
+        })
+        .filter(|r| r.kind == kind)
+        .collect();
+    let word = match kind {
+        RoutineKind::Function => "function",
+        RoutineKind::Procedure => "procedure",
+    };
+    let wanted: Vec<_> = types.iter().collect();
+    let found = match (types.is_empty(), candidates.len()) {
+        (true, 1) => candidates.first().cloned(),
+        (true, n) if n > 1 => {
+            return Err(SqlError::new(
+                code::AMBIGUOUS_FUNCTION,
+                format!("{word} name \"{routine}\" is not unique"),
+            ))
+        }
+        _ => candidates
+            .iter()
+            .find(|r| r.input_types() == wanted)
+            .cloned(),
+    };
+    match found {
+        Some(r) => Ok(Some(vec![target(&r)])),
+        None => {
+            let names: Vec<String> = types.iter().map(crate::types::format_type).collect();
+            Err(SqlError::new(
+                code::UNDEFINED_FUNCTION,
+                format!("{word} {routine}({}) does not exist", names.join(", ")),
+            ))
+        }
+    }
 }
 
 /// The relation `name` resolves to; `must_be`: the kind the statement asked for.
@@ -593,7 +688,9 @@ pub fn alter_owner(
             ));
         }
         let schema_oid = match object.0 {
-            ObjectClass::Relation => schema.and_then(|s| catalog.schemas.get(s)).map(|s| s.oid),
+            ObjectClass::Relation | ObjectClass::Function => {
+                schema.and_then(|s| catalog.schemas.get(s)).map(|s| s.oid)
+            }
             ObjectClass::Schema | ObjectClass::Database => None,
         };
         let (create_on, create_name) = match object.0 {
@@ -623,6 +720,7 @@ pub fn alter_owner(
 fn command_tag(class: ObjectClass, kind: Option<RelationKind>) -> &'static str {
     match (class, kind) {
         (ObjectClass::Schema, _) => "ALTER SCHEMA",
+        (ObjectClass::Function, _) => "ALTER FUNCTION",
         (ObjectClass::Relation, Some(RelationKind::View)) => "ALTER VIEW",
         (ObjectClass::Relation, Some(RelationKind::Sequence)) => "ALTER SEQUENCE",
         _ => "ALTER TABLE",
@@ -649,6 +747,16 @@ pub fn own_created(catalog: &mut Catalog, owner: Oid, created: &[ObjectRef]) {
                 }
             }
             ObjectClass::Schema => (DefaultAclKind::Schemas, None),
+            // Functions take the default acl (EXECUTE for PUBLIC); ALTER DEFAULT PRIVILEGES
+            // does not reach them.
+            ObjectClass::Function => {
+                if catalog.ownership(*object).owner == BOOTSTRAP_SUPERUSER_OID
+                    && owner != BOOTSTRAP_SUPERUSER_OID
+                {
+                    catalog.set_ownership(*object, Ownership::new(owner, None));
+                }
+                continue;
+            }
             ObjectClass::Database => continue,
         };
         let acl = catalog.new_object_acl(owner, schema, kind);

@@ -154,6 +154,7 @@ pub fn object_kind_name(class: ObjectClass, kind: Option<RelationKind>) -> &'sta
         (ObjectClass::Relation, _) => "table",
         (ObjectClass::Schema, _) => "schema",
         (ObjectClass::Database, _) => "database",
+        (ObjectClass::Function, _) => "function",
     }
 }
 

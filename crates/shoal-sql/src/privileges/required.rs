@@ -22,6 +22,9 @@ use crate::ddl::ident;
 use crate::error::{code, SqlError, SqlResult};
 use crate::session::Session;
 
+/// How many inlined function bodies (and views) one statement's check follows.
+const INLINED_DEPTH_MAX: usize = 256;
+
 /// What `stmt` needs of the acting role (and of the owners of the views it reads).
 pub fn required(session: &Session, stmt: &Statement) -> SqlResult<Vec<Need>> {
     let mut needs = Needs {
@@ -29,6 +32,19 @@ pub fn required(session: &Session, stmt: &Statement) -> SqlResult<Vec<Need>> {
         list: Vec::new(),
     };
     needs.statement(stmt)?;
+    // Statements that run queries now (DDL such as CREATE VIEW only records them).
+    if matches!(
+        stmt,
+        Statement::Query(_)
+            | Statement::Insert(_)
+            | Statement::Update(_)
+            | Statement::Delete(_)
+            | Statement::Declare { .. }
+            | Statement::Explain { .. }
+            | Statement::Copy { .. }
+    ) {
+        needs.inlined_bodies(stmt, &mut HashSet::new())?;
+    }
     Ok(needs.list)
 }
 
@@ -211,6 +227,10 @@ impl Needs<'_> {
                 }
             }
             Statement::CreateSequence { name, .. } => self.create_in_schema(name),
+            // Replacing or dropping a routine needs its ownership, which `routines::define`
+            // checks.
+            Statement::CreateFunction(f) => self.create_in_schema(&f.name),
+            Statement::CreateProcedure { name, .. } => self.create_in_schema(name),
             Statement::CreateType { name, .. } => self.create_in_schema(name),
             Statement::CreateIndex(index) => self.owner_if_exists(&index.table_name),
             Statement::AlterTable(alter) => {
@@ -350,6 +370,96 @@ impl Needs<'_> {
 
     /// A view's query runs with its owner's privileges: the owner needs SELECT on what it reads,
     /// and a view it reads runs with that view's owner's, down the chain.
+    /// The SQL functions `node` calls that are inlined into the calling statement (see
+    /// `routines::inline`) read what their bodies read as part of it, with the caller's
+    /// privileges, as PostgreSQL checks the query it inlines: their bodies need what they
+    /// would need as statements, and so do the functions they call in turn, and those called
+    /// in the views the statement reads. Other routines check their statements as they run
+    /// them (`Session::run_embedded`), SECURITY DEFINER ones as their owner.
+    fn inlined_bodies<V: Visit>(&mut self, node: &V, seen: &mut HashSet<Oid>) -> SqlResult<()> {
+        if self.session.engine.catalog.read().routines.is_empty() {
+            return Ok(());
+        }
+        let mut calls: Vec<(ObjectName, Vec<ast::FunctionArg>)> = Vec::new();
+        let mut views: Vec<ObjectName> = Vec::new();
+        let _ = ast::visit_expressions(node, |e| {
+            if let ast::Expr::Function(f) = e {
+                let args = match &f.args {
+                    ast::FunctionArguments::List(list) => list.args.clone(),
+                    _ => Vec::new(),
+                };
+                calls.push((f.name.clone(), args));
+            }
+            ControlFlow::<()>::Continue(())
+        });
+        let _ = ast::visit_relations(node, |name| {
+            views.push(name.clone());
+            ControlFlow::<()>::Continue(())
+        });
+        struct TableCalls<'a>(&'a mut Vec<(ObjectName, Vec<ast::FunctionArg>)>);
+        impl Visitor for TableCalls<'_> {
+            type Break = ();
+            fn pre_visit_table_factor(&mut self, t: &TableFactor) -> ControlFlow<()> {
+                if let TableFactor::Table {
+                    name,
+                    args: Some(args),
+                    ..
+                } = t
+                {
+                    self.0.push((name.clone(), args.args.clone()));
+                }
+                ControlFlow::Continue(())
+            }
+        }
+        let _ = node.visit(&mut TableCalls(&mut calls));
+        let schemas = self.session.scope.lookup_schemas();
+        let mut bodies = Vec::new();
+        // A view's own reads are its owner's to have (`view_owner_reads`); only the functions
+        // it calls run with the caller's privileges.
+        let mut view_queries = Vec::new();
+        {
+            let catalog = self.session.engine.catalog.read();
+            for (name, args) in &calls {
+                let parts = crate::query::rewrite::object_name_parts(name);
+                // A call that does not resolve is the statement's own error to report.
+                let Ok(Some(call)) =
+                    crate::routines::resolve_call(&catalog, &schemas, &parts, args)
+                else {
+                    continue;
+                };
+                let def = call.routine;
+                if crate::routines::call::runs_body(&def) || !seen.insert(def.oid) {
+                    continue;
+                }
+                bodies.extend(crate::routines::body_statements(&def).unwrap_or_default());
+            }
+            for name in &views {
+                let Some((_, RelationKind::View, oid)) = self.resolve(name) else {
+                    continue;
+                };
+                if let Some(view) = catalog.views.get(&oid) {
+                    if seen.insert(oid) {
+                        view_queries
+                            .extend(crate::session::parse_sql(&view.query_sql).unwrap_or_default());
+                    }
+                }
+            }
+        }
+        for body in &bodies {
+            if !matches!(body, Statement::Query(_)) || seen.len() > INLINED_DEPTH_MAX {
+                continue;
+            }
+            self.statement(body)?;
+            self.inlined_bodies(body, seen)?;
+        }
+        for query in &view_queries {
+            if seen.len() <= INLINED_DEPTH_MAX {
+                self.inlined_bodies(query, seen)?;
+            }
+        }
+        Ok(())
+    }
+
     fn view_owner_reads(&mut self, view: Oid) {
         let catalog = self.session.engine.catalog.read();
         let mut pending = vec![view];

@@ -160,6 +160,7 @@ pub fn new_session_state(scope: Arc<PlanScope>) -> SessionState {
     wal_functions::register(&mut state, &scope);
     backup_functions::register(&mut state, &scope);
     bit_casts::register(&mut state);
+    crate::routines::register(&mut state);
     state
         .register_udf(Arc::new(crate::statement_stats::views::reset_function(
             &scope,

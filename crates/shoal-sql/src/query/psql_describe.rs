@@ -2,7 +2,7 @@
 //! lacks, on catalogs Shoal keeps empty: LATERAL table functions over publications and
 //! triggers, array literals compared with policies' role arrays, TOAST options, ACL arrays. Those queries, recognised by their exact text, are
 //! answered by simpler SQL with the same columns and, on Shoal's catalogs, the same rows: no
-//! publications, no triggers, no TOAST tables, no ACLs. Everything else in psql's queries runs
+//! publications, no partitions (so no trigger has a parent), no TOAST tables, no ACLs. Everything else in psql's queries runs
 //! as sent (see `tests/psql.rs`).
 
 use std::borrow::Cow;
@@ -64,13 +64,22 @@ const EMPTY_RESULTS: &[(&str, &str)] = &[
         "SELECT NULL::text AS polname, NULL::boolean AS polpermissive, NULL::text, NULL::text, \
          NULL::text, NULL::text AS cmd WHERE false",
     ),
-    // \d TABLE: "Triggers:".
-    (
-        "pg_catalog.pg_get_triggerdef(t.oid, true), t.tgenabled, t.tgisinternal",
-        "SELECT NULL::text AS tgname, NULL::text AS pg_get_triggerdef, NULL::text AS tgenabled, \
-         NULL::boolean AS tgisinternal, NULL::text AS parent WHERE false",
-    ),
 ];
+
+/// \d TABLE: "Triggers:". psql's query looks for partition parents with a LATERAL table
+/// function; Shoal has no partitions, so no trigger has a parent.
+const TRIGGERS_FRAGMENT: &str =
+    "pg_catalog.pg_get_triggerdef(t.oid, true), t.tgenabled, t.tgisinternal";
+
+fn triggers_query(sql: &str) -> Option<String> {
+    let at = sql.find("t.tgrelid = '")? + "t.tgrelid = '".len();
+    let oid: u32 = sql[at..].split('\'').next()?.parse().ok()?;
+    Some(format!(
+        "SELECT t.tgname::text AS tgname, pg_catalog.pg_get_triggerdef(t.oid, true), \
+         t.tgenabled, t.tgisinternal, NULL::text AS parent FROM pg_catalog.pg_trigger t \
+         WHERE t.tgrelid = '{oid}' AND NOT t.tgisinternal ORDER BY 1"
+    ))
+}
 
 /// The SQL to run for `sql`: itself, unless it is one of psql's queries above.
 pub fn rewrite(sql: &str) -> Cow<'_, str> {
@@ -86,6 +95,11 @@ pub fn rewrite(sql: &str) -> Cow<'_, str> {
     for (fragment, empty) in EMPTY_RESULTS {
         if sql.contains(fragment) {
             return Cow::Owned((*empty).to_string());
+        }
+    }
+    if sql.contains(TRIGGERS_FRAGMENT) {
+        if let Some(query) = triggers_query(sql) {
+            return Cow::Owned(query);
         }
     }
     let mut out = Cow::Borrowed(sql);
@@ -113,7 +127,7 @@ mod tests {
     fn only_psql_fragments_change() {
         let quoted = format!(
             "DELETE FROM notes WHERE t <> '{}' AND id > 0{}",
-            EMPTY_RESULTS[2].0,
+            TRIGGERS_FRAGMENT,
             " ".repeat(200)
         );
         assert!(
@@ -136,5 +150,11 @@ mod tests {
             );
             assert_eq!(rewrite(&query), *empty);
         }
+        let triggers = format!(
+            "SELECT t.tgname, {TRIGGERS_FRAGMENT} FROM pg_catalog.pg_trigger t \
+             WHERE t.tgrelid = '16384' AND NOT t.tgisinternal ORDER BY 1{}",
+            " ".repeat(200)
+        );
+        assert!(rewrite(&triggers).contains("WHERE t.tgrelid = '16384' AND NOT t.tgisinternal"));
     }
 }

@@ -132,6 +132,8 @@ impl PlanScope {
             severity: "NOTICE",
             code,
             message,
+            detail: None,
+            hint: None,
         });
     }
 
@@ -170,6 +172,8 @@ impl PlanScope {
             severity: "WARNING",
             code,
             message,
+            detail: None,
+            hint: None,
         });
     }
 

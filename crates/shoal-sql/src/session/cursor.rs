@@ -58,6 +58,8 @@ pub struct SqlCursor {
 #[derive(Default)]
 pub(super) struct CursorMarks {
     next_seq: u64,
+    /// The last number given to an `<unnamed portal N>`.
+    unnamed_portals: u64,
     /// Savepoint name and the sequence number of the first DECLARE after it.
     savepoints: Vec<(String, u64)>,
 }
@@ -258,9 +260,24 @@ impl Session {
             StatementResult::RowStream { columns, rows, .. } => (columns, rows.collect().await?),
             _ => return Err(SqlError::internal("DECLARE's query returned no rows")),
         };
+        let scrollable = declare.scroll != Some(false);
+        self.keep_cursor(name, columns, &batches, holdable, scrollable, text)?;
+        Ok(StatementResult::command("DECLARE CURSOR"))
+    }
+
+    /// Keeps a cursor's rows under `name`, in the open transaction.
+    fn keep_cursor(
+        &mut self,
+        name: String,
+        columns: Vec<ResultColumn>,
+        batches: &[RecordBatch],
+        holdable: bool,
+        scrollable: bool,
+        text: String,
+    ) -> SqlResult<()> {
         // A query without rows may come without batches; its cursor never returns a batch.
         let rows = match batches.first() {
-            Some(first) => compute::concat_batches(&first.schema(), &batches)?,
+            Some(first) => compute::concat_batches(&first.schema(), batches)?,
             None => RecordBatch::new_empty(Arc::new(datafusion::arrow::datatypes::Schema::empty())),
         };
         let cursor = SqlCursor {
@@ -268,7 +285,7 @@ impl Session {
             rows,
             position: 0,
             holdable,
-            scrollable: declare.scroll != Some(false),
+            scrollable,
             text,
             declared_at_micros: chrono::Utc::now().timestamp_micros(),
             declared_in_open_transaction: true,
@@ -276,7 +293,7 @@ impl Session {
         };
         self.cursor_marks.next_seq += 1;
         self.scope.cursors.lock().insert(name, cursor);
-        Ok(StatementResult::command("DECLARE CURSOR"))
+        Ok(())
     }
 
     /// FETCH, MOVE and CLOSE; None for other statements.
@@ -322,7 +339,7 @@ impl Session {
         })
     }
 
-    fn fetch(
+    pub(crate) fn fetch(
         &mut self,
         name: &str,
         direction: &ast::FetchDirection,
@@ -394,6 +411,55 @@ impl Session {
             cursor.declared_in_open_transaction = false;
         }
     }
+}
+
+/// The cursors PL/pgSQL opens are the session's, as PostgreSQL's are portals: a function may
+/// return a cursor's name (a `refcursor`) for its caller to FETCH from until the transaction
+/// ends.
+impl Session {
+    pub(crate) fn cursor_is_open(&self, name: &str) -> bool {
+        self.scope.cursors.lock().contains_key(name)
+    }
+
+    /// OPEN: keeps a query's rows (computed by the caller, in the statement's snapshot) as
+    /// the cursor `name`, which is not open.
+    pub(crate) fn open_routine_cursor(
+        &mut self,
+        name: String,
+        columns: Vec<ResultColumn>,
+        batches: &[RecordBatch],
+        scrollable: bool,
+        text: String,
+    ) -> SqlResult<()> {
+        debug_assert!(!self.cursor_is_open(&name), "OPEN checks the name is free");
+        self.keep_cursor(name, columns, batches, false, scrollable, text)
+    }
+
+    /// A name for a cursor whose variable is NULL when opened, as PostgreSQL makes them.
+    pub(crate) fn unnamed_portal_name(&mut self) -> String {
+        loop {
+            self.cursor_marks.unnamed_portals += 1;
+            let name = format!("<unnamed portal {}>", self.cursor_marks.unnamed_portals);
+            if !self.cursor_is_open(&name) {
+                return name;
+            }
+        }
+    }
+
+    pub(crate) fn close_cursor(&mut self, name: &str) -> SqlResult<()> {
+        match self.scope.cursors.lock().remove(name) {
+            Some(_) => Ok(()),
+            None => Err(missing(name)),
+        }
+    }
+}
+
+/// Whether a FETCH in this direction returns at most one row (PL/pgSQL's FETCH INTO must).
+pub(crate) fn fetches_one_row(direction: &ast::FetchDirection) -> SqlResult<bool> {
+    Ok(match motion_of(direction)? {
+        Motion::Step(k) => k.abs() <= 1,
+        Motion::Absolute(_) | Motion::Relative(_) => true,
+    })
 }
 
 #[cfg(test)]

@@ -161,9 +161,11 @@ impl Session {
         let inferred = self
             .describe_prepared(&stmt, count, &mut prepared, &mut inferred_oids)
             .await?;
+        // A parameter passed to a user's function takes the parameter's type.
+        let typed = crate::routines::call::typed_parameters(self, &stmt);
         resolve_parameter_types(
             &mut prepared,
-            &stmt,
+            typed.as_ref().unwrap_or(&stmt),
             count,
             declared,
             &inferred,
@@ -206,14 +208,20 @@ impl Session {
             }
             Statement::Query(_) | Statement::Explain { .. } => {
                 if matches!(self.txn, TxnState::Idle | TxnState::Block(_)) {
-                    let modifying =
-                        matches!(stmt, Statement::Query(q) if dml::cte::has_modifying_cte(q));
-                    let planned = match stmt {
-                        // Planned only for Describe: execution runs the DML first.
-                        Statement::Query(q) if modifying => {
-                            Statement::Query(Box::new(dml::cte::describable(q)?))
-                        }
-                        _ => stmt.clone(),
+                    // A call that runs a routine's body runs when the statement is executed
+                    // (see `routines::call`): planned here only for Describe.
+                    let runs_routines = crate::routines::call::describable(self, stmt)?;
+                    let modifying = runs_routines.is_some()
+                        || matches!(stmt, Statement::Query(q) if dml::cte::has_modifying_cte(q));
+                    let planned = match runs_routines {
+                        Some(describable) => describable,
+                        None => match stmt {
+                            // Planned only for Describe: execution runs the DML first.
+                            Statement::Query(q) if modifying => {
+                                Statement::Query(Box::new(dml::cte::describable(q)?))
+                            }
+                            _ => stmt.clone(),
+                        },
                     };
                     let plan = self.plan_with_snapshot(planned).await?;
                     // A parameter compared with a column takes the column's field, and with it
@@ -273,6 +281,9 @@ impl Session {
                 }
             }
             Statement::Fetch { .. } => prepared.columns = self.fetch_columns(stmt),
+            Statement::Call(f) => {
+                prepared.columns = crate::routines::statement::call_columns(self, f)
+            }
             Statement::ShowVariable { variable } => {
                 let name = super::set_show::show_name(variable);
                 prepared.columns =

@@ -6,6 +6,7 @@
 //! `extended`.
 
 mod cursor;
+mod embedded;
 mod extended;
 mod lock_table;
 mod query_run;
@@ -15,7 +16,9 @@ mod sql_prepare;
 mod statement_tracking;
 mod transaction;
 
+pub(crate) use cursor::fetches_one_row;
 pub use cursor::{SqlCursor, MOVE_MARKER};
+pub use embedded::{stack_depth_exceeded, EmbeddedResult, ROUTINE_DEPTH_MAX};
 pub use extended::Prepared;
 pub use query_run::QueryRun;
 pub(crate) use set_show::{alter_sequence_text, role_membership_text, setting_value_text};
@@ -187,6 +190,8 @@ pub struct Session {
     pub reported_changes: Vec<(String, String)>,
     /// Fast plans of simple-protocol statement shapes (see `shape_cache`).
     shapes: ShapeCache,
+    /// PL/pgSQL bodies and embedded statements kept between calls.
+    pub(crate) routine_cache: crate::routines::plpgsql::kept::RoutineCache,
     /// Whether the running statement belongs to a transaction block (rather than its own
     /// implicit transaction): `self.txn` is taken out while a statement runs.
     statement_in_block: bool,
@@ -215,6 +220,10 @@ pub struct Session {
     /// The running statement, when pg_stat_statements counts it (see `statement_tracking`).
     pending_statement: Option<crate::statement_stats::Pending>,
     normalized_texts: statement_tracking::NormalizedTexts,
+    /// How deep routines' statements are nested now (see `embedded`).
+    routine_depth: u32,
+    /// Where on the stack the client's statement started (see `embedded::stack_address`).
+    stack_base: usize,
 }
 
 impl Drop for Session {
@@ -289,6 +298,9 @@ pub fn parse_sql(sql: &str) -> SqlResult<Vec<Statement>> {
                 return Ok(statements);
             }
         }
+        if let Some(statement) = crate::routines::statement::parse(sql) {
+            return statement.map(|s| vec![s]);
+        }
         if let Some(message) = crate::parse::unsupported_statement(sql) {
             return Err(SqlError::new(
                 crate::error::code::FEATURE_NOT_SUPPORTED,
@@ -353,6 +365,7 @@ impl Session {
             config_generation,
             reported_changes: Vec::new(),
             shapes: ShapeCache::default(),
+            routine_cache: Default::default(),
             statement_params: None,
             parsed: Default::default(),
             pending_statement: None,
@@ -365,6 +378,8 @@ impl Session {
             statement_started_at: std::time::Instant::now(),
             stream_failures: Vec::new(),
             backend,
+            routine_depth: 0,
+            stack_base: 0,
         };
         session.sync_log_min_duration();
         session

@@ -18,8 +18,23 @@ impl Session {
     pub(super) async fn run_in_transaction(
         &mut self,
         txn: &mut Transaction,
-        stmt: Statement,
+        mut stmt: Statement,
     ) -> SqlResult<StatementResult> {
+        // Calls of PL/pgSQL functions (and of SQL functions that write) run first, in the
+        // statement's transaction; their values take their place (see `routines::call`).
+        if matches!(
+            stmt,
+            Statement::Query(_)
+                | Statement::Insert(_)
+                | Statement::Update(_)
+                | Statement::Delete(_)
+        ) {
+            if let Some(result) =
+                crate::routines::call::evaluate_calls(self, txn, &mut stmt, true).await?
+            {
+                return Ok(result);
+            }
+        }
         let snapshot = self.engine.db.statement_snapshot(txn);
         *self.scope.snapshot.lock() = snapshot;
         if let Some(text) = super::set_show::set_constraints_text(&stmt) {
@@ -29,6 +44,7 @@ impl Session {
         }
         match stmt {
             Statement::Query(q) => self.run_query(txn, *q).await,
+            Statement::Call(f) => crate::routines::statement::run_call(self, txn, f).await,
             Statement::Declare { mut stmts } if stmts.len() == 1 => {
                 self.declare_cursor(txn, stmts.pop().expect("one")).await
             }

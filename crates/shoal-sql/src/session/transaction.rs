@@ -32,6 +32,9 @@ impl Session {
             }
         };
         self.statement_started_at = std::time::Instant::now();
+        // A statement canceled inside a routine left its depth behind.
+        self.routine_depth = 0;
+        self.stack_base = super::embedded::stack_address();
         self.backend.set_txn_id(result.0.id());
         self.scope
             .mark_statement_start(chrono::Utc::now().timestamp_micros());
@@ -169,7 +172,7 @@ impl Session {
         ))
     }
 
-    pub(super) fn read_only(&self) -> bool {
+    pub(crate) fn read_only(&self) -> bool {
         let setting = match self.txn {
             TxnState::Idle => "default_transaction_read_only",
             _ => "transaction_read_only",
@@ -393,7 +396,7 @@ impl Session {
     /// others stay invisible until the flush, and if the log cannot take them their changes are
     /// undone and the error says why. A read-only transaction waits for the flush of the
     /// commits released early it may have seen.
-    async fn commit_txn(&mut self, mut txn: Transaction) -> SqlResult<()> {
+    pub(super) async fn commit_txn(&mut self, mut txn: Transaction) -> SqlResult<()> {
         // Deferred foreign keys are checked before anything is logged; a violation rolls the
         // transaction back.
         let due = self.scope.deferred_constraints.lock().take_all();
@@ -520,7 +523,7 @@ impl Session {
     }
 
     /// Rolls `txn` back; one with many writes on a blocking thread, as its commit would run.
-    async fn rollback_txn(&self, txn: Transaction) {
+    pub(super) async fn rollback_txn(&self, txn: Transaction) {
         // Reads noted for SERIALIZABLE's check belong to this transaction only.
         self.scope.take_reads();
         if txn.write_count() < BLOCKING_END_WRITES {

@@ -125,8 +125,8 @@ pub(super) fn register(add: &mut impl FnMut(ScalarUDF), s: &Arc<PlanScope>) {
         Volatility::Stable,
         |a| Ok(ScalarValue::UInt32(int_arg(&a[0]).map(|o| o as u32))),
     ));
-    // pg_proc lists no functions (Shoal has no user-defined ones), so psql's `\df` finds
-    // nothing to describe with these.
+    // Every function pg_proc lists is visible: built-ins are in pg_catalog, and user
+    // routines are looked up through the search path.
     add(udf(
         "pg_function_is_visible",
         &[1],
@@ -134,36 +134,79 @@ pub(super) fn register(add: &mut impl FnMut(ScalarUDF), s: &Arc<PlanScope>) {
         Volatility::Stable,
         |_| Ok(ScalarValue::Boolean(Some(true))),
     ));
-    for describe in ["pg_get_function_result", "pg_get_function_arguments"] {
+    // psql's `\df` and `\sf`: a user routine's signature and definition, by OID (or by a
+    // regproc's name, which Shoal keeps as text). Built-in functions have none to show.
+    type Describer = fn(&shoal_storage::catalog_functions::RoutineDef) -> String;
+    let describers: [(&str, Describer); 4] = [
+        (
+            "pg_get_function_result",
+            crate::routines::describe::result_type,
+        ),
+        (
+            "pg_get_function_arguments",
+            crate::routines::describe::arguments,
+        ),
+        (
+            "pg_get_function_identity_arguments",
+            crate::routines::describe::identity_arguments,
+        ),
+        ("pg_get_functiondef", crate::routines::describe::functiondef),
+    ];
+    for (name, describe) in describers {
+        let sc = s.clone();
         add(udf(
-            describe,
+            name,
             &[1],
             text.clone(),
             Volatility::Stable,
-            |_| Ok(ScalarValue::Utf8(None)),
+            move |a| {
+                let Some(key) = text_arg(&a[0]) else {
+                    return Ok(ScalarValue::Utf8(None));
+                };
+                let schemas = sc.lookup_schemas();
+                let catalog = sc.engine.catalog.read();
+                let routine = crate::routines::describe::find(&catalog, &schemas, &key);
+                Ok(ScalarValue::Utf8(routine.map(|r| describe(&r))))
+            },
         ));
     }
-    // Shoal has no triggers (pg_trigger is empty), so no OID names one.
+    let st = s.clone();
     add(udf(
         "pg_get_triggerdef",
         &[1, 2],
         text.clone(),
         Volatility::Stable,
-        |_| Ok(ScalarValue::Utf8(None)),
+        move |a| {
+            let Some(oid) = int_arg(&a[0]) else {
+                return Ok(ScalarValue::Utf8(None));
+            };
+            let pretty = matches!(a.get(1), Some(ScalarValue::Boolean(Some(true))));
+            let catalog = st.engine.catalog.read();
+            Ok(ScalarValue::Utf8(
+                crate::query::pg_catalog::trigger_definition(&catalog, oid as u32, pretty),
+            ))
+        },
     ));
     // A regproc (held by name in Shoal's catalogs) cast to oid: the function's OID.
+    let sr = s.clone();
     add(udf(
         "shoal_regproc_oid",
         &[1],
         ArrowType::UInt32,
-        Volatility::Immutable,
-        |a| {
+        Volatility::Stable,
+        move |a| {
             let Some(name) = text_arg(&a[0]) else {
                 return Ok(ScalarValue::UInt32(None));
+            };
+            let user = {
+                let schemas = sr.lookup_schemas();
+                let catalog = sr.engine.catalog.read();
+                crate::routines::describe::find(&catalog, &schemas, &name).map(|r| r.oid)
             };
             match name
                 .parse::<u32>()
                 .ok()
+                .or(user)
                 .or_else(|| crate::query::pg_catalog::function_oid(&name))
             {
                 Some(oid) => Ok(ScalarValue::UInt32(Some(oid))),

@@ -54,6 +54,14 @@ pub(super) fn empty_catalog(name: &str) -> Option<Arc<dyn TableProvider>> {
 }
 
 /// A catalog table of `columns` (`name type, ...`, types as `format_type` spells them).
+/// The columns of a catalog listed here, as `name type, ...`.
+pub(super) fn columns_of(name: &str) -> Option<&'static str> {
+    EMPTY_CATALOGS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, c)| *c)
+}
+
 pub(super) fn declared_table(columns: &str) -> TableBuilder {
     let columns: Vec<(&str, &str)> = columns
         .split(", ")

@@ -18,6 +18,8 @@ mod routines;
 mod server;
 mod statistics;
 mod table_oid;
+mod triggers;
+pub use triggers::trigger_definition;
 mod types;
 
 pub use columns::default_text;
@@ -179,6 +181,13 @@ impl TableBuilder {
         let batch = RecordBatch::try_new(schema.clone(), columns).expect("columns match schema");
         Arc::new(MemTable::try_new(schema, vec![vec![batch]]).expect("batch matches schema"))
     }
+}
+
+/// Whether PostgreSQL has a built-in function of this name (one Shoal lists in pg_proc).
+pub fn is_builtin_function(name: &str) -> bool {
+    static NAMES: std::sync::LazyLock<std::collections::HashSet<&'static str>> =
+        std::sync::LazyLock::new(|| routines::FUNCTIONS.iter().map(|f| f.1).collect());
+    NAMES.contains(name)
 }
 
 pub fn s(v: &str) -> ScalarValue {
@@ -392,7 +401,8 @@ fn catalog_table(scope: &Arc<PlanScope>, name: &str) -> Option<Arc<dyn TableProv
         "pg_language" => server::pg_language(),
         "pg_extension" => extensions::pg_extension(&catalog),
         "pg_available_extensions" => extensions::pg_available_extensions(&catalog),
-        "pg_proc" => pg_proc(),
+        "pg_proc" => pg_proc(&catalog),
+        "pg_trigger" => triggers::pg_trigger(&catalog),
         "pg_operator" => pg_operator(),
         other => empty::empty_catalog(other)?,
     })

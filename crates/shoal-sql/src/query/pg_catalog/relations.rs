@@ -92,7 +92,7 @@ pub(super) fn pg_class(scope: &Arc<PlanScope>, catalog: &Catalog) -> Arc<dyn Tab
     ]);
     // PostgreSQL enforces foreign keys with triggers on both tables, and psql lists a table's
     // foreign keys (and those referencing it) only when relhastriggers says so.
-    let has_triggers: std::collections::HashSet<u32> = catalog
+    let mut has_triggers: std::collections::HashSet<u32> = catalog
         .tables
         .values()
         .flat_map(|t| {
@@ -103,6 +103,13 @@ pub(super) fn pg_class(scope: &Arc<PlanScope>, catalog: &Catalog) -> Arc<dyn Tab
         })
         .flatten()
         .collect();
+    has_triggers.extend(
+        catalog
+            .tables
+            .values()
+            .filter(|t| !t.triggers.is_empty())
+            .map(|t| t.oid),
+    );
     let mut add = |oid_: u32,
                    name: &str,
                    ns: u32,

@@ -192,12 +192,13 @@ pub(super) fn pg_language() -> Arc<dyn TableProvider> {
         (12, "internal", false, 2246),
         (13, "c", false, 2247),
         (14, "sql", true, 2248),
+        (super::routines::PLPGSQL_LANGUAGE_OID, "plpgsql", true, 0),
     ] {
         t.row(vec![
             o(oid),
             s(name),
             o(SUPERUSER_OID),
-            b(false),
+            b(name == "plpgsql"),
             b(trusted),
             o(0),
             o(0),

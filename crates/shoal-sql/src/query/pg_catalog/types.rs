@@ -54,6 +54,7 @@ const PSEUDO_TYPES: &[(u32, &str)] = &[
     (2276, "any"),
     (2277, "anyarray"),
     (2278, "void"),
+    (2279, "trigger"),
     (2281, "internal"),
     (2283, "anyelement"),
 ];

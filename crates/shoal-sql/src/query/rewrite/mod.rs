@@ -43,11 +43,13 @@ use values_subqueries::values_with_subqueries_as_selects;
 const VIEW_NESTING_MAX: usize = 32;
 
 pub fn rewrite_statement(stmt: &mut ast::Statement, scope: &PlanScope) -> SqlResult<()> {
+    let mut inlined_routine = false;
     for _ in 0..VIEW_NESTING_MAX {
         let mut v = Rewriter {
             scope,
             error: None,
             expanded_view: false,
+            inlined_routine: false,
             query_depth: 0,
         };
         let _ = stmt.visit(&mut v);
@@ -57,6 +59,16 @@ pub fn rewrite_statement(stmt: &mut ast::Statement, scope: &PlanScope) -> SqlRes
         if !v.expanded_view {
             return Ok(());
         }
+        inlined_routine |= v.inlined_routine;
+    }
+    if inlined_routine {
+        // A function whose body calls itself, directly or not, would be inlined without end;
+        // PostgreSQL runs such a call until its stack depth limit.
+        return Err(SqlError::new(
+            crate::error::code::STATEMENT_TOO_COMPLEX,
+            "stack depth limit exceeded",
+        )
+        .with_hint("A SQL function calls itself without end."));
     }
     Err(SqlError::new(
         crate::error::code::PROGRAM_LIMIT_EXCEEDED,
@@ -68,6 +80,8 @@ struct Rewriter<'a> {
     scope: &'a PlanScope,
     error: Option<SqlError>,
     expanded_view: bool,
+    /// A call of a user's SQL function was replaced by its body (see `routines::inline`).
+    inlined_routine: bool,
     /// Queries entered and not yet left: 0 again after the statement's outermost query.
     query_depth: usize,
 }
@@ -144,10 +158,99 @@ fn custom_type_name(t: &DataType) -> Option<String> {
     }
 }
 
+/// A call that must run its routine's body (see `routines::call`) and is still in the
+/// statement when it is planned: its arguments vary from row to row.
+fn refuse_per_row_body(call: &crate::routines::ResolvedCall) -> SqlResult<()> {
+    if !crate::routines::call::runs_body(&call.routine) {
+        return Ok(());
+    }
+    Err(SqlError::unsupported(format!(
+        "calling {} function {}() with arguments that vary from row to row (columns or \
+         parameters; call it with constant arguments)",
+        match call.routine.language.as_str() {
+            "sql" => "the multi-statement SQL",
+            _ => "the PL/pgSQL",
+        },
+        call.routine.name,
+    )))
+}
+
+impl Rewriter<'_> {
+    /// A call of a user's function, resolved: None when `name` is no user function in reach.
+    fn routine_call(
+        &self,
+        name: &ObjectName,
+        args: &[FunctionArg],
+    ) -> SqlResult<Option<crate::routines::ResolvedCall>> {
+        let catalog = self.scope.engine.catalog.read();
+        if catalog.routines.is_empty() {
+            return Ok(None);
+        }
+        crate::routines::resolve_call(
+            &catalog,
+            &self.scope.lookup_schemas(),
+            &object_name_parts(name),
+            args,
+        )
+    }
+
+    /// The body a call of a user's SQL function becomes (`routines::inline`).
+    fn inline_routine_call(&mut self, f: &Function) -> SqlResult<Option<Expr>> {
+        if f.over.is_some() || f.filter.is_some() {
+            return Ok(None);
+        }
+        let args = match &f.args {
+            FunctionArguments::List(list) => list.args.as_slice(),
+            FunctionArguments::None => &[],
+            FunctionArguments::Subquery(_) => return Ok(None),
+        };
+        let Some(call) = self.routine_call(&f.name, args)? else {
+            return Ok(None);
+        };
+        refuse_per_row_body(&call)?;
+        crate::routines::check_execute(self.scope, &call.routine)?;
+        self.expanded_view = true;
+        self.inlined_routine = true;
+        crate::routines::inline::call_expression(self.scope, &call).map(Some)
+    }
+
+    /// The derived table a call of a user's SQL function in FROM becomes.
+    fn inline_routine_in_from(&mut self, factor: &TableFactor) -> SqlResult<Option<TableFactor>> {
+        let TableFactor::Table {
+            name,
+            args: Some(args),
+            alias,
+            ..
+        } = factor
+        else {
+            return Ok(None);
+        };
+        let Some(call) = self.routine_call(name, &args.args)? else {
+            return Ok(None);
+        };
+        refuse_per_row_body(&call)?;
+        crate::routines::check_execute(self.scope, &call.routine)?;
+        self.expanded_view = true;
+        self.inlined_routine = true;
+        crate::routines::inline::call_in_from(self.scope, &call, alias.clone()).map(Some)
+    }
+}
+
 impl VisitorMut for Rewriter<'_> {
     type Break = ();
 
     fn pre_visit_table_factor(&mut self, factor: &mut TableFactor) -> ControlFlow<()> {
+        match self.inline_routine_in_from(factor) {
+            Ok(Some(derived)) => {
+                *factor = derived;
+                return ControlFlow::Continue(());
+            }
+            Ok(None) => {}
+            Err(e) => {
+                self.error = Some(e);
+                return ControlFlow::Break(());
+            }
+        }
         // `pg_catalog.pg_get_keywords()`: table functions are registered by their bare names.
         if let TableFactor::Table {
             name,
@@ -459,7 +562,7 @@ impl VisitorMut for Rewriter<'_> {
                         }
                         // Shoal's catalogs hold functions (pg_type.typinput) by name, as
                         // regproc prints them: `'pg_catalog.array_in'::regproc` is that name.
-                        "regproc" => match string_literal_mut(inner) {
+                        "regproc" | "regprocedure" => match string_literal_mut(inner) {
                             Some(text) => {
                                 let bare = text.strip_prefix("pg_catalog.").unwrap_or(text);
                                 Some(Expr::value(ast::Value::SingleQuotedString(
@@ -479,6 +582,14 @@ impl VisitorMut for Rewriter<'_> {
                         "oid" if is_column_named(inner, "oprcode") => {
                             Some(function_call("shoal_regproc_oid", vec![(**inner).clone()]))
                         }
+                        // `'f'::regproc::oid` (psql's `\sf f`): the regproc became the
+                        // name; the cast to oid looks the function up.
+                        "oid"
+                            if string_literal_mut(inner)
+                                .is_some_and(|t| t.parse::<u32>().is_err()) =>
+                        {
+                            Some(function_call("shoal_regproc_oid", vec![(**inner).clone()]))
+                        }
                         // An oid is unsigned 32-bit, as the catalogs' OID columns.
                         "oid" => Some(Expr::Cast {
                             kind: CastKind::Cast,
@@ -494,15 +605,13 @@ impl VisitorMut for Rewriter<'_> {
                             array: false,
                             format: None,
                         }),
-                        "name" | "bpchar" | "char" | "citext" | "regprocedure" => {
-                            Some(Expr::Cast {
-                                kind: CastKind::Cast,
-                                expr: inner.clone(),
-                                data_type: DataType::Text,
-                                array: false,
-                                format: None,
-                            })
-                        }
+                        "name" | "bpchar" | "char" | "citext" => Some(Expr::Cast {
+                            kind: CastKind::Cast,
+                            expr: inner.clone(),
+                            data_type: DataType::Text,
+                            array: false,
+                            format: None,
+                        }),
                         "int2" => Some(retype(inner, DataType::SmallInt(None))),
                         "int4" => Some(retype(inner, DataType::Int(None))),
                         "int8" => Some(retype(inner, DataType::BigInt(None))),
@@ -673,6 +782,17 @@ impl VisitorMut for Rewriter<'_> {
                 }
             }
             Expr::Function(f) => {
+                match self.inline_routine_call(f) {
+                    Ok(Some(body)) => {
+                        *expr = body;
+                        return ControlFlow::Continue(());
+                    }
+                    Ok(None) => {}
+                    Err(e) => {
+                        self.error = Some(e);
+                        return ControlFlow::Break(());
+                    }
+                }
                 let parts = object_name_parts(&f.name);
                 if parts.len() == 2 && parts[0] == "pg_catalog" {
                     f.name = ObjectName(vec![ObjectNamePart::Identifier(Ident::new(

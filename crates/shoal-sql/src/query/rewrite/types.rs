@@ -82,6 +82,12 @@ pub(super) fn normalize_type_name(t: &mut DataType) {
         }
         return;
     }
+    // The standard's spelling without a length, which DataFusion does not plan (with one,
+    // the length cast below rewrites it).
+    if let DataType::CharacterVarying(None) | DataType::CharVarying(None) = t {
+        *t = DataType::Varchar(None);
+        return;
+    }
     let DataType::Custom(name, modifiers) = t else {
         return;
     };

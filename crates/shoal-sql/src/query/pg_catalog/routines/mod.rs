@@ -5,12 +5,14 @@
 //! PostgreSQL 15 server); their OIDs, names and types are PostgreSQL's. Functions that return
 //! sets, window functions and those over types Shoal lacks are not listed.
 
+use shoal_storage::catalog_privileges::ObjectClass;
 use std::sync::Arc;
 
 use datafusion::arrow::datatypes::{DataType as ArrowType, Field};
 use datafusion::common::ScalarValue;
 use datafusion::datasource::TableProvider;
-use shoal_storage::catalog::PG_CATALOG_NAMESPACE_OID;
+use shoal_storage::catalog::{Catalog, PG_CATALOG_NAMESPACE_OID};
+use shoal_storage::catalog_functions::{ArgMode, RoutineKind, RoutineReturn, Volatility};
 
 use super::{b, i16v, null_text, o, s, TableBuilder, I16, OID, SUPERUSER_OID, T};
 
@@ -37,7 +39,13 @@ type Function = (u32, &'static str, Kind, u32, &'static [u32]);
 /// negator (0 when not listed here) and the function that implements it.
 type Operator = (u32, &'static str, u32, u32, u32, u32, u32, &'static str);
 
-pub(super) fn pg_proc() -> Arc<dyn TableProvider> {
+/// PostgreSQL's OID of the language plpgsql (given by initdb; 13563 in PostgreSQL 15).
+pub const PLPGSQL_LANGUAGE_OID: u32 = 13563;
+const SQL_LANGUAGE_OID: u32 = 14;
+
+/// pg_proc: the built-in functions, then the routines users created.
+pub(super) fn pg_proc(catalog: &Catalog) -> Arc<dyn TableProvider> {
+    let list = |t: ArrowType| ArrowType::List(Arc::new(Field::new_list_field(t, true)));
     let mut t = TableBuilder::new(&[
         ("oid", OID),
         ("proname", T),
@@ -50,7 +58,24 @@ pub(super) fn pg_proc() -> Arc<dyn TableProvider> {
         ("prorettype", OID),
         ("proargtypes", oid_vector()),
         ("proacl", T),
+        ("prosrc", T),
+        ("probin", T),
+        ("provolatile", T),
+        ("proisstrict", ArrowType::Boolean),
+        ("prosecdef", ArrowType::Boolean),
+        ("proleakproof", ArrowType::Boolean),
+        ("proparallel", T),
+        ("pronargdefaults", I16),
+        ("proallargtypes", list(OID)),
+        ("proargmodes", list(T)),
+        ("proargnames", list(T)),
+        ("proconfig", list(T)),
+        ("provariadic", OID),
+        ("prosupport", OID),
+        ("procost", ArrowType::Float32),
+        ("prorows", ArrowType::Float32),
     ]);
+    let no_list = |t: &ArrowType| ScalarValue::new_null_list(t.clone(), true, 1);
     for &(proc_oid, name, kind, result, args) in FUNCTIONS {
         let kind = match kind {
             Kind::Function => "f",
@@ -68,6 +93,125 @@ pub(super) fn pg_proc() -> Arc<dyn TableProvider> {
             o(result),
             oids(args),
             null_text(),
+            s(name),
+            null_text(),
+            s("i"),
+            b(true),
+            b(false),
+            b(false),
+            s("s"),
+            i16v(0),
+            no_list(&OID),
+            no_list(&T),
+            no_list(&T),
+            no_list(&T),
+            o(0),
+            o(0),
+            ScalarValue::Float32(Some(1.0)),
+            ScalarValue::Float32(Some(0.0)),
+        ]);
+    }
+    for r in catalog.routines.values() {
+        let oid_of = |t: &shoal_storage::types::DataType| crate::types::pg_type_of(t).0;
+        let inputs: Vec<u32> = r.input_types().into_iter().map(oid_of).collect();
+        let (result, set) = match &r.returns {
+            RoutineReturn::Void => (crate::types::oid::VOID, false),
+            RoutineReturn::Scalar(t) => (oid_of(t), false),
+            RoutineReturn::SetOf(t) => (oid_of(t), true),
+            RoutineReturn::Table(_) => (crate::types::oid::RECORD, true),
+            RoutineReturn::Record(_) => (crate::types::oid::RECORD, false),
+            RoutineReturn::Trigger => (crate::types::oid::TRIGGER, false),
+        };
+        let result = match r.kind {
+            RoutineKind::Procedure => crate::types::oid::VOID,
+            RoutineKind::Function => result,
+        };
+        // proallargtypes, proargmodes and proargnames list OUT parameters (and TABLE columns)
+        // too; PostgreSQL leaves the first two NULL when every parameter is IN.
+        let mut all: Vec<(u32, &str, Option<String>)> = r
+            .args
+            .iter()
+            .map(|a| {
+                let mode = match a.mode {
+                    ArgMode::In => "i",
+                    ArgMode::Out => "o",
+                    ArgMode::InOut => "b",
+                    ArgMode::Variadic => "v",
+                };
+                (oid_of(&a.data_type), mode, a.name.clone())
+            })
+            .collect();
+        if let RoutineReturn::Table(cols) = &r.returns {
+            all.extend(cols.iter().map(|(n, t)| (oid_of(t), "t", Some(n.clone()))));
+        }
+        let only_inputs = all.iter().all(|a| a.1 == "i");
+        let texts = |v: Vec<String>| {
+            let values: Vec<ScalarValue> = v.into_iter().map(|x| s(&x)).collect();
+            ScalarValue::List(ScalarValue::new_list_nullable(&values, &T))
+        };
+        let (all_types, modes) = match only_inputs {
+            true => (no_list(&OID), no_list(&T)),
+            false => (
+                oids(&all.iter().map(|a| a.0).collect::<Vec<_>>()),
+                texts(all.iter().map(|a| a.1.to_string()).collect()),
+            ),
+        };
+        let names = match all.iter().any(|a| a.2.is_some()) {
+            true => texts(
+                all.iter()
+                    .map(|a| a.2.clone().unwrap_or_default())
+                    .collect(),
+            ),
+            false => no_list(&T),
+        };
+        let config = match r.config.is_empty() {
+            true => no_list(&T),
+            false => texts(r.config.iter().map(|(k, v)| format!("{k}={v}")).collect()),
+        };
+        let language = match r.language.as_str() {
+            "plpgsql" => PLPGSQL_LANGUAGE_OID,
+            _ => SQL_LANGUAGE_OID,
+        };
+        // A body written as RETURN or BEGIN ATOMIC is kept parsed (prosqlbody), not as prosrc.
+        let source = match crate::routines::body_form(r) {
+            crate::routines::BodyForm::Quoted => r.body.clone(),
+            _ => String::new(),
+        };
+        t.row(vec![
+            o(r.oid),
+            s(&r.name),
+            o(catalog.schemas.get(&r.schema).map(|s| s.oid).unwrap_or(0)),
+            o(catalog.owner_of((ObjectClass::Function, r.oid))),
+            o(language),
+            s(match r.kind {
+                RoutineKind::Function => "f",
+                RoutineKind::Procedure => "p",
+            }),
+            b(set),
+            i16v(inputs.len() as i16),
+            o(result),
+            oids(&inputs),
+            super::relations::acl(catalog, (ObjectClass::Function, r.oid)),
+            s(&source),
+            null_text(),
+            s(match r.volatility {
+                Volatility::Immutable => "i",
+                Volatility::Stable => "s",
+                Volatility::Volatile => "v",
+            }),
+            b(r.strict),
+            b(r.security_definer),
+            b(false),
+            s("u"),
+            i16v(r.args.iter().filter(|a| a.default_sql.is_some()).count() as i16),
+            all_types,
+            modes,
+            names,
+            config,
+            o(0),
+            o(0),
+            ScalarValue::Float32(Some(100.0)),
+            ScalarValue::Float32(Some(if set { 1000.0 } else { 0.0 })),
         ]);
     }
     t.build()

@@ -1,0 +1,513 @@
+//! Triggers: CREATE TRIGGER, DROP TRIGGER, ALTER TABLE ... ENABLE/DISABLE TRIGGER, and firing
+//! them from INSERT, UPDATE and DELETE on row tables.
+//!
+//! As in PostgreSQL: BEFORE ROW triggers run as each row is about to be written and may change
+//! it (the NEW they return) or skip it (NULL); AFTER ROW triggers run at the end of the
+//! statement, in the order the rows were written; statement triggers run once before and once
+//! after. Triggers of one kind fire in the order of their names. A trigger function is a
+//! PL/pgSQL function `RETURNS trigger`; it sees NEW, OLD, TG_OP, TG_NAME, TG_WHEN, TG_LEVEL,
+//! TG_TABLE_NAME, TG_TABLE_SCHEMA, TG_RELID, TG_NARGS and TG_ARGV.
+//!
+//! The write paths that do not go through `dml` (the fast path, kept plans) are not taken for
+//! a table with triggers; COPY FROM into one, and what Shoal cannot fire yet (column tables,
+//! TRUNCATE and INSTEAD OF triggers, transition tables, ON CONFLICT DO UPDATE, cascading
+//! foreign-key actions into a table with triggers), is refused with 0A000.
+
+use std::sync::Arc;
+
+use datafusion::sql::sqlparser::ast;
+use shoal_plpgsql::{Block, Stmt};
+use shoal_storage::catalog::{AccessMethod, TableDef};
+use shoal_storage::catalog_functions::{RoutineDef, RoutineReturn};
+use shoal_storage::catalog_triggers::{TriggerDef, TriggerEvent, TriggerTiming};
+use shoal_storage::types::{DataType, Value};
+use shoal_storage::Transaction;
+
+use super::plpgsql::vars::{Datum, VarType};
+use super::plpgsql::{self, named_row, Invocation, Outcome, Returns};
+use crate::ddl::{ident, split_name};
+use crate::error::{code, SqlError, SqlResult};
+use crate::session::{Session, StatementResult};
+
+pub async fn create_trigger(
+    session: &mut Session,
+    ct: ast::CreateTrigger,
+) -> SqlResult<StatementResult> {
+    let name = ident(
+        ct.name
+            .0
+            .last()
+            .and_then(|p| p.as_ident())
+            .ok_or_else(|| SqlError::syntax("trigger name expected"))?,
+    );
+    if ct.is_constraint {
+        return Err(SqlError::unsupported("CREATE CONSTRAINT TRIGGER"));
+    }
+    if !ct.referencing.is_empty() {
+        return Err(SqlError::unsupported(
+            "transition tables (REFERENCING) in triggers",
+        ));
+    }
+    let timing = match ct.period {
+        Some(ast::TriggerPeriod::Before) => TriggerTiming::Before,
+        Some(ast::TriggerPeriod::After) | Some(ast::TriggerPeriod::For) => TriggerTiming::After,
+        Some(ast::TriggerPeriod::InsteadOf) => {
+            return Err(SqlError::unsupported("INSTEAD OF triggers"))
+        }
+        None => return Err(SqlError::syntax("BEFORE or AFTER expected")),
+    };
+    let mut events = Vec::new();
+    let mut update_columns = Vec::new();
+    for e in &ct.events {
+        events.push(match e {
+            ast::TriggerEvent::Insert => TriggerEvent::Insert,
+            ast::TriggerEvent::Update(cols) => {
+                update_columns.extend(cols.iter().map(ident));
+                TriggerEvent::Update
+            }
+            ast::TriggerEvent::Delete => TriggerEvent::Delete,
+            ast::TriggerEvent::Truncate => return Err(SqlError::unsupported("TRUNCATE triggers")),
+        });
+    }
+    let for_each_row = matches!(
+        ct.trigger_object,
+        Some(ast::TriggerObjectKind::ForEach(ast::TriggerObject::Row))
+            | Some(ast::TriggerObjectKind::For(ast::TriggerObject::Row))
+    );
+    let Some(body) = &ct.exec_body else {
+        return Err(SqlError::syntax("EXECUTE FUNCTION expected"));
+    };
+    let function = trigger_function(session, &body.func_desc.name)?;
+    super::check_execute(&session.scope, &function)?;
+    let args = body
+        .func_desc
+        .args
+        .iter()
+        .flatten()
+        .map(|a| match &a.data_type {
+            // A quoted argument (see `statement::with_trigger_arguments_quoted`), or a name.
+            ast::DataType::Custom(name, modifiers) if modifiers.is_empty() && name.0.len() == 1 => {
+                match name.0[0].as_ident() {
+                    Some(i) if i.quote_style.is_some() => i.value.clone(),
+                    Some(i) => i.value.to_ascii_lowercase(),
+                    None => name.to_string(),
+                }
+            }
+            other => other.to_string().to_ascii_lowercase(),
+        })
+        .collect();
+    let (schema, table) = split_name(&ct.table_name);
+    let def = table_def(session, schema.as_deref(), &table)?;
+    if def.access_method == AccessMethod::Columnar {
+        return Err(SqlError::unsupported("triggers on column tables"));
+    }
+    let mut catalog = session.engine.catalog.write();
+    let mut new_def = (*def).clone();
+    if let Some(old) = new_def.triggers.iter().position(|t| t.name == name) {
+        if !ct.or_replace {
+            return Err(SqlError::new(
+                code::DUPLICATE_OBJECT,
+                format!(
+                    "trigger \"{name}\" for relation \"{}\" already exists",
+                    def.name
+                ),
+            ));
+        }
+        new_def.triggers.remove(old);
+    }
+    let oid = catalog.allocate_oid();
+    new_def.triggers.push(TriggerDef {
+        oid,
+        name,
+        function: function.oid,
+        timing,
+        events,
+        update_columns,
+        for_each_row,
+        when_sql: ct.condition.as_ref().map(|c| c.to_string()),
+        args,
+        enabled: true,
+    });
+    new_def.triggers.sort_by(|a, b| a.name.cmp(&b.name));
+    catalog.replace_table(new_def)?;
+    Ok(StatementResult::command("CREATE TRIGGER"))
+}
+
+fn trigger_function(session: &Session, name: &ast::ObjectName) -> SqlResult<Arc<RoutineDef>> {
+    let (schema, fname) = split_name(name);
+    let schemas = match schema {
+        Some(s) => vec![s],
+        None => session.scope.lookup_schemas(),
+    };
+    let catalog = session.engine.catalog.read();
+    let found = schemas
+        .iter()
+        .flat_map(|s| catalog.routines_named(s, &fname))
+        .find(|r| r.input_types().is_empty())
+        .cloned();
+    match found {
+        Some(r) if r.returns == RoutineReturn::Trigger => Ok(r),
+        Some(_) => Err(SqlError::new(
+            code::INVALID_OBJECT_DEFINITION,
+            format!("function {fname} must return type trigger"),
+        )),
+        None => Err(SqlError::new(
+            code::UNDEFINED_FUNCTION,
+            format!("function {fname}() does not exist"),
+        )),
+    }
+}
+
+fn table_def(session: &Session, schema: Option<&str>, table: &str) -> SqlResult<Arc<TableDef>> {
+    let found = session.scope.resolve_relation(schema, table);
+    let catalog = session.engine.catalog.read();
+    found
+        .and_then(|(_, _, oid)| catalog.tables.get(&oid).cloned())
+        .ok_or_else(|| {
+            SqlError::new(
+                code::UNDEFINED_TABLE,
+                format!("relation \"{table}\" does not exist"),
+            )
+        })
+}
+
+/// DROP TRIGGER [IF EXISTS] name ON table.
+pub fn drop_trigger(session: &Session, dt: &ast::DropTrigger) -> SqlResult<StatementResult> {
+    let name = ident(
+        dt.trigger_name
+            .0
+            .last()
+            .and_then(|p| p.as_ident())
+            .ok_or_else(|| SqlError::syntax("trigger name expected"))?,
+    );
+    let Some(table_name) = &dt.table_name else {
+        return Err(SqlError::syntax(
+            "syntax error: DROP TRIGGER needs ON table",
+        ));
+    };
+    let (schema, table) = split_name(table_name);
+    let def = table_def(session, schema.as_deref(), &table)?;
+    let mut new_def = (*def).clone();
+    let Some(i) = new_def.triggers.iter().position(|t| t.name == name) else {
+        if dt.if_exists {
+            session.scope.notice(
+                code::SUCCESSFUL_COMPLETION,
+                format!("trigger \"{name}\" for relation \"{table}\" does not exist, skipping"),
+            );
+            return Ok(StatementResult::command("DROP TRIGGER"));
+        }
+        return Err(SqlError::new(
+            code::UNDEFINED_OBJECT,
+            format!("trigger \"{name}\" for table \"{table}\" does not exist"),
+        ));
+    };
+    new_def.triggers.remove(i);
+    session.engine.catalog.write().replace_table(new_def)?;
+    Ok(StatementResult::command("DROP TRIGGER"))
+}
+
+/// ALTER TABLE ... ENABLE/DISABLE TRIGGER name | ALL | USER.
+pub fn set_enabled(session: &Session, def: &TableDef, name: &str, enabled: bool) -> SqlResult<()> {
+    let mut new_def = def.clone();
+    let all = matches!(name, "all" | "user");
+    let mut found = false;
+    for t in &mut new_def.triggers {
+        if all || t.name == name {
+            t.enabled = enabled;
+            found = true;
+        }
+    }
+    if !found && !all {
+        return Err(SqlError::new(
+            code::UNDEFINED_OBJECT,
+            format!(
+                "trigger \"{name}\" for table \"{}\" does not exist",
+                def.name
+            ),
+        ));
+    }
+    session.engine.catalog.write().replace_table(new_def)?;
+    Ok(())
+}
+
+/// The triggers of a table for one statement's event.
+pub struct Triggers {
+    def: Arc<TableDef>,
+    event: TriggerEvent,
+    /// The columns an UPDATE sets (for UPDATE OF).
+    set_columns: Vec<String>,
+}
+
+/// A row written, with its old and new values, for the AFTER ROW triggers at the end.
+pub type WrittenRow = (Option<Vec<Value>>, Option<Vec<Value>>);
+
+impl Triggers {
+    /// The triggers that fire for `event` on `def`; None when there are none (the common case,
+    /// which costs one look at the table's definition).
+    pub fn of(
+        def: &Arc<TableDef>,
+        event: TriggerEvent,
+        set_columns: &[String],
+    ) -> Option<Triggers> {
+        if !def.triggers.iter().any(|t| t.fires_on(event)) {
+            return None;
+        }
+        Some(Triggers {
+            def: def.clone(),
+            event,
+            set_columns: set_columns.to_vec(),
+        })
+    }
+
+    fn matching(&self, timing: TriggerTiming, row: bool) -> impl Iterator<Item = &TriggerDef> {
+        self.def.triggers.iter().filter(move |t| {
+            t.fires_on(self.event)
+                && t.timing == timing
+                && t.for_each_row == row
+                && (t.update_columns.is_empty()
+                    || self.event != TriggerEvent::Update
+                    || t.update_columns
+                        .iter()
+                        .any(|c| self.set_columns.contains(c)))
+        })
+    }
+
+    pub fn has_after_row(&self) -> bool {
+        self.matching(TriggerTiming::After, true).next().is_some()
+    }
+
+    pub async fn statement(
+        &self,
+        session: &mut Session,
+        txn: &mut Transaction,
+        timing: TriggerTiming,
+    ) -> SqlResult<()> {
+        let triggers: Vec<TriggerDef> = self.matching(timing, false).cloned().collect();
+        for t in &triggers {
+            self.fire(session, txn, t, None, None).await?;
+        }
+        Ok(())
+    }
+
+    /// BEFORE ROW triggers: the row to write (as they changed it), or None to skip it.
+    pub async fn before_row(
+        &self,
+        session: &mut Session,
+        txn: &mut Transaction,
+        old: Option<&[Value]>,
+        new: Option<Vec<Value>>,
+    ) -> SqlResult<Option<Vec<Value>>> {
+        let triggers: Vec<TriggerDef> = self
+            .matching(TriggerTiming::Before, true)
+            .cloned()
+            .collect();
+        let mut new = new;
+        for t in &triggers {
+            let returned = self.fire(session, txn, t, old, new.as_deref()).await?;
+            match returned {
+                // The trigger's WHEN said no: the row goes on unchanged.
+                Fired::Skipped => {}
+                Fired::Row(row) => {
+                    if new.is_some() {
+                        new = Some(row);
+                    }
+                }
+                Fired::Null => return Ok(None),
+            }
+        }
+        Ok(match (new, old) {
+            (Some(n), _) => Some(n),
+            (None, Some(o)) => Some(o.to_vec()),
+            (None, None) => None,
+        })
+    }
+
+    /// AFTER ROW triggers for the rows the statement wrote, in order.
+    pub async fn after_rows(
+        &self,
+        session: &mut Session,
+        txn: &mut Transaction,
+        rows: Vec<WrittenRow>,
+    ) -> SqlResult<()> {
+        let triggers: Vec<TriggerDef> =
+            self.matching(TriggerTiming::After, true).cloned().collect();
+        for (old, new) in rows {
+            for t in &triggers {
+                self.fire(session, txn, t, old.as_deref(), new.as_deref())
+                    .await?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn fire(
+        &self,
+        session: &mut Session,
+        txn: &mut Transaction,
+        t: &TriggerDef,
+        old: Option<&[Value]>,
+        new: Option<&[Value]>,
+    ) -> SqlResult<Fired> {
+        let columns: Vec<(String, DataType)> = self
+            .def
+            .columns
+            .iter()
+            .map(|c| (c.name.clone(), c.data_type.clone()))
+            .collect();
+        let row = |values: Option<&[Value]>| match values {
+            Some(v) => Datum::Row(named_row(&columns, v.to_vec())),
+            None => Datum::Unassigned,
+        };
+        let text = |s: &str| (VarType::Scalar(DataType::Text), Datum::text(s));
+        let specials = vec![
+            ("new".to_string(), VarType::Row(columns.clone()), row(new)),
+            ("old".to_string(), VarType::Row(columns.clone()), row(old)),
+            ("tg_name".into(), text(&t.name).0, text(&t.name).1),
+            (
+                "tg_when".into(),
+                VarType::Scalar(DataType::Text),
+                Datum::text(match t.timing {
+                    TriggerTiming::Before => "BEFORE",
+                    TriggerTiming::After => "AFTER",
+                }),
+            ),
+            (
+                "tg_level".into(),
+                VarType::Scalar(DataType::Text),
+                Datum::text(if t.for_each_row { "ROW" } else { "STATEMENT" }),
+            ),
+            (
+                "tg_op".into(),
+                VarType::Scalar(DataType::Text),
+                Datum::text(match self.event {
+                    TriggerEvent::Insert => "INSERT",
+                    TriggerEvent::Update => "UPDATE",
+                    TriggerEvent::Delete => "DELETE",
+                }),
+            ),
+            (
+                "tg_table_name".into(),
+                text(&self.def.name).0,
+                text(&self.def.name).1,
+            ),
+            (
+                "tg_relname".into(),
+                text(&self.def.name).0,
+                text(&self.def.name).1,
+            ),
+            (
+                "tg_table_schema".into(),
+                text(&self.def.schema).0,
+                text(&self.def.schema).1,
+            ),
+            (
+                "tg_relid".into(),
+                VarType::Scalar(DataType::Int64),
+                Datum::Scalar(DataType::Int64, Value::Int64(self.def.oid as i64)),
+            ),
+            (
+                "tg_nargs".into(),
+                VarType::Scalar(DataType::Int32),
+                Datum::Scalar(DataType::Int32, Value::Int32(t.args.len() as i32)),
+            ),
+            (
+                "tg_argv".into(),
+                VarType::Scalar(DataType::Array(Box::new(DataType::Text))),
+                // NULL, not an empty array, when the trigger has no arguments.
+                Datum::Scalar(
+                    DataType::Array(Box::new(DataType::Text)),
+                    match t.args.is_empty() {
+                        true => Value::Null,
+                        false => {
+                            Value::Array(t.args.iter().map(|a| Value::Text(a.clone())).collect())
+                        }
+                    },
+                ),
+            ),
+        ];
+        if let Some(when) = &t.when_sql {
+            let test = Block {
+                label: None,
+                declarations: Vec::new(),
+                body: vec![Stmt::Return(Some(format!("coalesce(({when}), false)")))],
+                handlers: Vec::new(),
+            };
+            let outcome = plpgsql::run(
+                session,
+                txn,
+                Invocation {
+                    name: &t.name,
+                    context: &t.name,
+                    body: &test,
+                    params: Vec::new(),
+                    returns: Returns::Scalar(DataType::Bool),
+                    specials: specials.clone(),
+                    transaction_control: false,
+                },
+            )
+            .await?;
+            if !matches!(outcome, Outcome::Value(Datum::Scalar(_, Value::Bool(true)))) {
+                return Ok(Fired::Skipped);
+            }
+        }
+        let function = session
+            .engine
+            .catalog
+            .read()
+            .routines
+            .get(&t.function)
+            .cloned();
+        let Some(function) = function else {
+            return Err(SqlError::new(
+                code::UNDEFINED_FUNCTION,
+                format!("the function of trigger \"{}\" does not exist", t.name),
+            ));
+        };
+        if function.language != "plpgsql" {
+            return Err(SqlError::unsupported(format!(
+                "trigger functions in language {}",
+                function.language
+            )));
+        }
+        let body = session.routine_cache.body(&function).map_err(|e| {
+            SqlError::syntax(format!(
+                "{} in the body of function \"{}\"",
+                e.message, function.name
+            ))
+        })?;
+        let context = format!("{}()", function.name);
+        let outcome = plpgsql::run(
+            session,
+            txn,
+            Invocation {
+                name: &function.name,
+                context: &context,
+                body: &body,
+                params: Vec::new(),
+                returns: Returns::Trigger,
+                specials,
+                transaction_control: false,
+            },
+        )
+        .await?;
+        Ok(match outcome {
+            Outcome::Value(Datum::Row(fields)) => {
+                if fields.len() != columns.len() {
+                    return Err(SqlError::new(
+                        code::DATATYPE_MISMATCH,
+                        "returned row structure does not match the structure of the triggering table",
+                    ));
+                }
+                Fired::Row(fields.into_iter().map(|f| f.value).collect())
+            }
+            _ => Fired::Null,
+        })
+    }
+}
+
+enum Fired {
+    /// The trigger's WHEN condition was not true: it did not run.
+    Skipped,
+    Row(Vec<Value>),
+    Null,
+}

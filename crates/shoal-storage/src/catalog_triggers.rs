@@ -1,0 +1,45 @@
+//! CREATE TRIGGER: the triggers of a table, kept in its definition (so that they are logged,
+//! checkpointed, undone and dropped with it), as pg_trigger lists them.
+
+use serde::{Deserialize, Serialize};
+
+use crate::catalog::Oid;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TriggerTiming {
+    Before,
+    After,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TriggerEvent {
+    Insert,
+    Update,
+    Delete,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TriggerDef {
+    pub oid: Oid,
+    pub name: String,
+    /// The trigger function (a routine's OID).
+    pub function: Oid,
+    pub timing: TriggerTiming,
+    pub events: Vec<TriggerEvent>,
+    /// `UPDATE OF columns`: fires only when the UPDATE sets one of these (empty: any).
+    pub update_columns: Vec<String>,
+    /// FOR EACH ROW (else FOR EACH STATEMENT).
+    pub for_each_row: bool,
+    /// The WHEN condition's SQL text, over NEW and OLD.
+    pub when_sql: Option<String>,
+    /// The arguments written after the function's name (TG_ARGV).
+    pub args: Vec<String>,
+    /// ALTER TABLE ... DISABLE TRIGGER turns this off.
+    pub enabled: bool,
+}
+
+impl TriggerDef {
+    pub fn fires_on(&self, event: TriggerEvent) -> bool {
+        self.enabled && self.events.contains(&event)
+    }
+}
