@@ -531,54 +531,25 @@ fn routine_targets(
         }
         _ => return Ok(None),
     };
+    use crate::routines::{find_by_signature, Named};
     // Types are read before the catalog is locked (reading one takes its lock).
     let types = arg_types
         .iter()
         .map(|t| crate::ddl::column_type(session, t))
         .collect::<SqlResult<Vec<_>>>()?;
-    let (schema, routine) = split_name(name);
-    let schemas = match schema {
-        Some(s) => vec![s],
-        None => session.scope.lookup_schemas(),
-    };
+    let search_path = session.scope.lookup_schemas();
     let catalog = session.engine.catalog.read();
-    let candidates: Vec<_> = schemas
-        .iter()
-        .flat_map(|s| {
-            catalog
-                .routines_named(s, &routine)
-                .cloned()
-                .collect::<Vec<_>>()
-        })
-        .filter(|r| r.kind == kind)
-        .collect();
-    let word = match kind {
-        RoutineKind::Function => "function",
-        RoutineKind::Procedure => "procedure",
-    };
-    let wanted: Vec<_> = types.iter().collect();
-    let found = match (types.is_empty(), candidates.len()) {
-        (true, 1) => candidates.first().cloned(),
-        (true, n) if n > 1 => {
-            return Err(SqlError::new(
-                code::AMBIGUOUS_FUNCTION,
-                format!("{word} name \"{routine}\" is not unique"),
-            ))
+    let found = match find_by_signature(&catalog, &search_path, name, kind, Some(&types))? {
+        // sqlparser does not tell `f()` from a bare `f`: without a routine of no arguments,
+        // the name alone picks one.
+        Named::Missing(_) if types.is_empty() => {
+            find_by_signature(&catalog, &search_path, name, kind, None)?
         }
-        _ => candidates
-            .iter()
-            .find(|r| r.input_types() == wanted)
-            .cloned(),
+        found => found,
     };
     match found {
-        Some(r) => Ok(Some(vec![target(&r)])),
-        None => {
-            let names: Vec<String> = types.iter().map(crate::types::format_type).collect();
-            Err(SqlError::new(
-                code::UNDEFINED_FUNCTION,
-                format!("{word} {routine}({}) does not exist", names.join(", ")),
-            ))
-        }
+        Named::Found(r) => Ok(Some(vec![target(&r)])),
+        Named::Missing(e) => Err(e),
     }
 }
 

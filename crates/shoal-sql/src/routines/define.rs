@@ -476,86 +476,42 @@ pub fn drop_functions(
         .iter()
         .map(|desc| {
             desc.args
-                .iter()
-                .flatten()
-                .filter(|a| !matches!(a.mode, Some(ast::ArgMode::Out)))
-                .map(|a| crate::ddl::column_type(session, &a.data_type))
-                .collect::<SqlResult<Vec<DataType>>>()
+                .as_ref()
+                .map(|args| {
+                    args.iter()
+                        .filter(|a| !matches!(a.mode, Some(ast::ArgMode::Out)))
+                        .map(|a| crate::ddl::column_type(session, &a.data_type))
+                        .collect::<SqlResult<Vec<DataType>>>()
+                })
+                .transpose()
         })
         .collect::<SqlResult<Vec<_>>>()?;
     let actor = crate::privileges::acting_role_oid(session)?;
     let mut catalog = session.engine.catalog.write();
     let mut dropping = Vec::new();
     for (desc, types) in descs.iter().zip(desc_types) {
-        let (schema, name) = split_name(&desc.name);
-        let schemas = match schema {
-            Some(s) => vec![s],
-            None => search_path.clone(),
-        };
-        let candidates: Vec<Arc<RoutineDef>> = schemas
-            .iter()
-            .flat_map(|s| {
-                catalog
-                    .routines_named(s, &name)
-                    .cloned()
-                    .collect::<Vec<_>>()
-            })
-            .filter(|r| r.kind == kind)
-            .collect();
-        let chosen = match &desc.args {
-            None => match candidates.len() {
-                1 => Some(candidates[0].clone()),
-                0 if if_exists => None,
-                0 => {
-                    return Err(SqlError::new(
-                        code::UNDEFINED_FUNCTION,
-                        format!("could not find a {word} named \"{name}\""),
-                    ))
-                }
-                _ => {
-                    return Err(SqlError::new(
-                        code::AMBIGUOUS_FUNCTION,
-                        format!("{word} name \"{name}\" is not unique"),
-                    )
-                    .with_hint("Specify the argument list to select the function unambiguously."))
-                }
-            },
-            Some(_) => {
-                let wanted: Vec<&DataType> = types.iter().collect();
-                let found = candidates
-                    .iter()
-                    .find(|r| r.input_types() == wanted)
-                    .cloned();
-                if found.is_none() && !if_exists {
-                    let names: Vec<String> = types.iter().map(crate::types::format_type).collect();
-                    return Err(SqlError::new(
-                        code::UNDEFINED_FUNCTION,
-                        format!("{word} {name}({}) does not exist", names.join(", ")),
-                    ));
-                }
-                if found.is_none() {
-                    let names: Vec<String> = types.iter().map(crate::types::format_type).collect();
-                    session.scope.notice(
-                        code::SUCCESSFUL_COMPLETION,
-                        format!(
-                            "{word} {name}({}) does not exist, skipping",
-                            names.join(", ")
-                        ),
-                    );
-                }
-                found
-            }
-        };
-        match chosen {
-            Some(r) => {
+        match super::find_by_signature(&catalog, &search_path, &desc.name, kind, types.as_deref())?
+        {
+            super::Named::Found(r) => {
                 must_own(actor, &catalog, &r)?;
                 dropping.push(r.oid)
             }
-            None if desc.args.is_none() => session.scope.notice(
-                code::SUCCESSFUL_COMPLETION,
-                format!("{word} {name}() does not exist, skipping"),
-            ),
-            None => {}
+            super::Named::Missing(e) if !if_exists => return Err(e),
+            super::Named::Missing(_) => {
+                let (_, name) = split_name(&desc.name);
+                let names: Vec<String> = types
+                    .iter()
+                    .flatten()
+                    .map(crate::types::format_type)
+                    .collect();
+                session.scope.notice(
+                    code::SUCCESSFUL_COMPLETION,
+                    format!(
+                        "{word} {name}({}) does not exist, skipping",
+                        names.join(", ")
+                    ),
+                );
+            }
         }
     }
     for oid in dropping {

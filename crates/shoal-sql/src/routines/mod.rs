@@ -442,3 +442,63 @@ pub fn check_execute(scope: &crate::query::scope::PlanScope, def: &RoutineDef) -
         ),
     ))
 }
+
+/// What a statement that names a routine by its signature (DROP, GRANT, REVOKE) finds.
+pub enum Named {
+    Found(Arc<RoutineDef>),
+    /// None matches. The error, for the statements that do not skip a missing routine.
+    Missing(SqlError),
+}
+
+/// The routine of `kind` named `name` (schema-qualified, else found on `search_path`): with
+/// `types` (the argument list as written, OUT arguments left out), the one whose input types
+/// are those; without, the only routine of that name. As PostgreSQL's
+/// `LookupFuncWithArgs`: a name alone that fits several routines is an error, not a miss.
+pub fn find_by_signature(
+    catalog: &Catalog,
+    search_path: &[String],
+    name: &ast::ObjectName,
+    kind: RoutineKind,
+    types: Option<&[DataType]>,
+) -> SqlResult<Named> {
+    let word = match kind {
+        RoutineKind::Function => "function",
+        RoutineKind::Procedure => "procedure",
+    };
+    let (schema, routine) = crate::ddl::split_name(name);
+    let schemas = match schema {
+        Some(s) => vec![s],
+        None => search_path.to_vec(),
+    };
+    let mut candidates = schemas
+        .iter()
+        .flat_map(|s| catalog.routines_named(s, &routine))
+        .filter(|r| r.kind == kind);
+    let Some(types) = types else {
+        return match (candidates.next(), candidates.next()) {
+            (Some(only), None) => Ok(Named::Found(only.clone())),
+            (None, _) => Ok(Named::Missing(SqlError::new(
+                code::UNDEFINED_FUNCTION,
+                format!("could not find a {word} named \"{routine}\""),
+            ))),
+            (Some(_), Some(_)) => Err(SqlError::new(
+                code::AMBIGUOUS_FUNCTION,
+                format!("{word} name \"{routine}\" is not unique"),
+            )
+            .with_hint(format!(
+                "Specify the argument list to select the {word} unambiguously."
+            ))),
+        };
+    };
+    let wanted: Vec<&DataType> = types.iter().collect();
+    match candidates.find(|r| r.input_types() == wanted) {
+        Some(r) => Ok(Named::Found(r.clone())),
+        None => {
+            let names: Vec<String> = types.iter().map(crate::types::format_type).collect();
+            Ok(Named::Missing(SqlError::new(
+                code::UNDEFINED_FUNCTION,
+                format!("{word} {routine}({}) does not exist", names.join(", ")),
+            )))
+        }
+    }
+}
