@@ -608,13 +608,29 @@ fn constant_arguments(
                 crate::pgtext::parse_value(&text, t, zone).ok()?
             }
             // A string is read by the type's input function, as the cast of an untyped
-            // literal reads it (a time with a zone reads the session's); through text only.
-            (ast::Value::SingleQuotedString(s), _)
-                if !negative
-                    && between
-                        .iter()
-                        .all(|b| matches!(b, DataType::Text | DataType::Varchar(None))) =>
-            {
+            // literal reads it (a time with a zone reads the session's), through text or
+            // the parameter's own type (a bound parameter comes as `CAST('5' AS INTEGER)`),
+            // or an integer through integer types that each hold it.
+            (ast::Value::SingleQuotedString(s), _) if !negative => {
+                let integral =
+                    |t: &DataType| matches!(t, DataType::Int16 | DataType::Int32 | DataType::Int64);
+                let integer_text = {
+                    let digits = s.strip_prefix('-').unwrap_or(s);
+                    !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
+                };
+                for b in &between {
+                    match b {
+                        DataType::Text | DataType::Varchar(None) => {}
+                        b if b == t => {}
+                        b if integral(b)
+                            && integer_text
+                            && (integral(t) || matches!(t, DataType::Numeric { .. })) =>
+                        {
+                            crate::pgtext::parse_value(s, b, zone).ok()?;
+                        }
+                        _ => return None,
+                    }
+                }
                 crate::pgtext::parse_value(s, t, zone).ok()?
             }
             _ => return None,

@@ -41,6 +41,9 @@ pub struct Prepared {
     /// The role and catalog version under which the statement's privileges were last found
     /// sufficient (see `check_prepared_privileges`).
     privileges_met: Arc<parking_lot::Mutex<Option<(Oid, u64)>>>,
+    /// A query planned at Parse only for Describe (it runs a routine's body or modifies data
+    /// first, see `describe_prepared`): its columns hold until the catalog changes.
+    described_only: bool,
 }
 
 /// A prepared query's plans, and what they were made under.
@@ -78,6 +81,7 @@ impl Prepared {
             fast: self.fast.clone(),
             generated: self.generated.clone(),
             privileges_met: self.privileges_met.clone(),
+            described_only: self.described_only,
         }
     }
 
@@ -152,6 +156,7 @@ impl Session {
             fast: Arc::default(),
             generated: Arc::default(),
             privileges_met: Arc::default(),
+            described_only: false,
         };
         let Some(stmt) = stmt else {
             return Ok(prepared);
@@ -240,6 +245,7 @@ impl Session {
                         inferred[i] = field.map(|f| f.data_type().clone());
                     }
                     prepared.columns = Some(super::columns_of_plan(&plan));
+                    prepared.described_only = modifying;
                     if !modifying {
                         *prepared.plan.lock() = Some(PlannedQuery {
                             logical: plan,
@@ -616,14 +622,15 @@ fn conform_to_plan(plan: &LogicalPlan, values: Vec<ScalarValue>) -> Vec<ScalarVa
 }
 
 /// Whether analyzing the statement again (at the same catalog version and settings) would give
-/// what `prepared` holds: DML, which is planned at each execution, and queries whose plan reads
-/// row tables only (a system catalog's or a sequence's rows may be taken when the plan is made).
+/// what `prepared` holds: DML, which is planned at each execution, queries planned only for
+/// Describe, and queries whose plan reads row tables only (a system catalog's or a sequence's
+/// rows may be taken when the plan is made).
 fn reanalysis_would_match(prepared: &Prepared) -> bool {
     match &prepared.stmt {
         Some(Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_)) => true,
         Some(Statement::Query(_)) => match prepared.plan.lock().as_ref() {
             Some(planned) => reads_row_tables_only(&planned.logical),
-            None => prepared.fast.lock().is_some(),
+            None => prepared.fast.lock().is_some() || prepared.described_only,
         },
         _ => false,
     }
