@@ -78,6 +78,9 @@ pub(super) struct Exec<'s> {
     parsed: HashMap<String, Statement>,
     /// Expressions simple enough for `fast_eval`, parsed, by their text (None: not simple).
     simple: HashMap<String, Option<Arc<Expr>>>,
+    /// Assignments with their target and variables placed (see `fast_eval::Placed`), by the
+    /// address of their statement in the body, which outlives this run; None: not placeable.
+    placed: HashMap<usize, Option<PlacedAssignment>>,
     steps: u64,
     savepoints: u64,
     transaction_control: bool,
@@ -104,6 +107,7 @@ impl<'s> Exec<'s> {
             handling: Vec::new(),
             parsed: HashMap::new(),
             simple: HashMap::new(),
+            placed: HashMap::new(),
             steps: 0,
             savepoints: 0,
             transaction_control: invocation.transaction_control,
@@ -379,6 +383,19 @@ impl<'s> Exec<'s> {
         match s {
             Stmt::Null => Some(Ok(Flow::Next)),
             Stmt::Assign { target, expr } => {
+                let key = s as *const Stmt as usize;
+                let done = match self.placed.get(&key) {
+                    Some(entry) => entry.as_ref().and_then(|p| p.run(&self.scopes)),
+                    None => {
+                        let entry = PlacedAssignment::new(&self.scopes, target, expr);
+                        let done = entry.as_ref().and_then(|p| p.run(&self.scopes));
+                        self.placed.insert(key, entry);
+                        done
+                    }
+                };
+                if let Some((at, value)) = done {
+                    return Some(self.store(at, value).map(|()| Flow::Next));
+                }
                 let r = self.scopes.find(&plain_target(target)?)?;
                 let var = self.scopes.get(r);
                 let VarType::Scalar(t) = &var.var_type else {
@@ -770,6 +787,47 @@ impl<'s> Exec<'s> {
             }
         }
         Ok(Flow::Next)
+    }
+}
+
+/// `target := expr` with both placed (see `fast_eval::Placed`).
+struct PlacedAssignment {
+    target: VarRef,
+    target_name: String,
+    target_type: DataType,
+    value: fast_eval::Placed,
+    depth: usize,
+}
+
+impl PlacedAssignment {
+    /// None when the target is not a plain scalar variable or the expression not simple.
+    fn new(scopes: &Scopes, target: &str, expr: &str) -> Option<PlacedAssignment> {
+        let target_name = plain_target(target)?;
+        let at = fast_eval::place_of(scopes, &target_name)?;
+        let var = scopes.get(at);
+        let VarType::Scalar(t) = &var.var_type else {
+            return None;
+        };
+        if var.constant {
+            return None;
+        }
+        let expr = crate::routines::parse_expr(expr).ok()?;
+        Some(PlacedAssignment {
+            target: at,
+            target_type: t.clone(),
+            value: fast_eval::place(&expr, scopes)?,
+            target_name,
+            depth: scopes.stack.len(),
+        })
+    }
+
+    /// The target and its new value; None to assign the ordinary way.
+    fn run(&self, scopes: &Scopes) -> Option<(VarRef, Datum)> {
+        if !fast_eval::still_at(scopes, self.depth, self.target, &self.target_name) {
+            return None;
+        }
+        let value = fast_eval::eval_placed_as(&self.value, scopes, &self.target_type)?;
+        Some((self.target, value))
     }
 }
 

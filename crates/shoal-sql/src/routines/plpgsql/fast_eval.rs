@@ -14,7 +14,7 @@ use shoal_numeric::Numeric;
 use shoal_storage::types::{DataType, Value};
 
 use super::embed::{ident_name, resolve_name};
-use super::vars::{Datum, Scopes};
+use super::vars::{Datum, Scopes, VarRef};
 
 /// A value this evaluator computes with.
 #[derive(Clone, Debug, PartialEq)]
@@ -53,7 +53,11 @@ pub fn eval(e: &Expr, scopes: &Scopes) -> Option<Datum> {
 /// The value of `e` converted to `t` when that conversion is exact (an integer into a wider
 /// or fitting integer type, the same type otherwise); None to leave it to SQL.
 pub fn eval_as(e: &Expr, scopes: &Scopes, t: &DataType) -> Option<Datum> {
-    let v = value(e, scopes)?;
+    convert(value(e, scopes)?, t)
+}
+
+/// `v` as a value of type `t`, when that conversion is exact (see `eval_as`).
+fn convert(v: V, t: &DataType) -> Option<Datum> {
     let out = match (v, t) {
         (V::Null, t) => Value::Null.typed(t)?,
         (V::Int(i, _), DataType::Int16) => Value::Int16(i16::try_from(i).ok()?),
@@ -96,37 +100,45 @@ impl Typed for Value {
 fn value(e: &Expr, scopes: &Scopes) -> Option<V> {
     match e {
         Expr::Nested(inner) => value(inner, scopes),
-        Expr::Value(v) => match &v.value {
-            // An integer constant is an integer, or a bigint when it does not fit; one with a
-            // point or an exponent (or too big for a bigint) is a numeric.
-            SqlValue::Number(n, _) => match n.parse::<i64>() {
-                Ok(i) => Some(V::Int(i, if i32::try_from(i).is_ok() { 4 } else { 8 })),
-                Err(_) => Numeric::parse(n).ok().map(V::Num),
-            },
-            SqlValue::Boolean(b) => Some(V::Bool(*b)),
-            SqlValue::SingleQuotedString(s) => Some(V::Text(s.clone())),
-            SqlValue::Null => Some(V::Null),
-            _ => None,
-        },
+        Expr::Value(v) => constant(&v.value),
         Expr::Identifier(i) => variable(scopes, &[ident_name(i)]),
         Expr::CompoundIdentifier(ids) => {
             let parts: Vec<String> = ids.iter().map(ident_name).collect();
             variable(scopes, &parts)
         }
-        Expr::UnaryOp { op, expr } => match (op, value(expr, scopes)?) {
-            (UnaryOperator::Minus, V::Int(i, w)) => fit(i.checked_neg()?, w),
-            (UnaryOperator::Minus, V::Num(n)) => Some(V::Num(n.neg())),
-            (UnaryOperator::Minus, V::Null) => Some(V::Null),
-            (UnaryOperator::Not, V::Bool(b)) => Some(V::Bool(!b)),
-            (UnaryOperator::Not, V::Null) => Some(V::Null),
-            _ => None,
-        },
+        Expr::UnaryOp { op, expr } => unary(op, value(expr, scopes)?),
         Expr::CompoundFieldAccess { root, access_chain } => element(root, access_chain, scopes),
         Expr::IsNull(inner) => Some(V::Bool(value(inner, scopes)? == V::Null)),
         Expr::IsNotNull(inner) => Some(V::Bool(value(inner, scopes)? != V::Null)),
         Expr::BinaryOp { left, op, right } => {
             binary(value(left, scopes)?, op, value(right, scopes)?)
         }
+        _ => None,
+    }
+}
+
+fn constant(v: &SqlValue) -> Option<V> {
+    match v {
+        // An integer constant is an integer, or a bigint when it does not fit; one with a
+        // point or an exponent (or too big for a bigint) is a numeric.
+        SqlValue::Number(n, _) => match n.parse::<i64>() {
+            Ok(i) => Some(V::Int(i, if i32::try_from(i).is_ok() { 4 } else { 8 })),
+            Err(_) => Numeric::parse(n).ok().map(V::Num),
+        },
+        SqlValue::Boolean(b) => Some(V::Bool(*b)),
+        SqlValue::SingleQuotedString(s) => Some(V::Text(s.clone())),
+        SqlValue::Null => Some(V::Null),
+        _ => None,
+    }
+}
+
+fn unary(op: &UnaryOperator, v: V) -> Option<V> {
+    match (op, v) {
+        (UnaryOperator::Minus, V::Int(i, w)) => fit(i.checked_neg()?, w),
+        (UnaryOperator::Minus, V::Num(n)) => Some(V::Num(n.neg())),
+        (UnaryOperator::Minus, V::Null) => Some(V::Null),
+        (UnaryOperator::Not, V::Bool(b)) => Some(V::Bool(!b)),
+        (UnaryOperator::Not, V::Null) => Some(V::Null),
         _ => None,
     }
 }
@@ -142,16 +154,123 @@ fn variable(scopes: &Scopes, parts: &[String]) -> Option<V> {
 
 fn known(v: Value) -> Option<V> {
     match v {
-        Value::Null => Some(V::Null),
-        Value::Int16(i) => Some(V::Int(i as i64, 2)),
-        Value::Int32(i) => Some(V::Int(i as i64, 4)),
-        Value::Int64(i) => Some(V::Int(i, 8)),
-        Value::Bool(b) => Some(V::Bool(b)),
         Value::Text(s) => Some(V::Text(s)),
-        Value::Numeric { mantissa, scale } => {
-            Numeric::from_i128(mantissa, scale as u16).ok().map(V::Num)
-        }
+        v => known_ref(&v),
+    }
+}
+
+fn known_ref(v: &Value) -> Option<V> {
+    match v {
+        Value::Null => Some(V::Null),
+        Value::Int16(i) => Some(V::Int(*i as i64, 2)),
+        Value::Int32(i) => Some(V::Int(*i as i64, 4)),
+        Value::Int64(i) => Some(V::Int(*i, 8)),
+        Value::Bool(b) => Some(V::Bool(*b)),
+        Value::Text(s) => Some(V::Text(s.clone())),
+        Value::Numeric { mantissa, scale } => Numeric::from_i128(*mantissa, *scale as u16)
+            .ok()
+            .map(V::Num),
         _ => None,
+    }
+}
+
+/// A simple expression with its variables found once, for a statement that runs many times
+/// (an assignment in a loop): evaluating it reads each variable at its place in the scopes,
+/// without looking its name up. The scopes around a statement of a body are laid out the same
+/// at every run (blocks and loops push them in the body's order); `eval_placed_as` checks the
+/// depth and each place's name before it trusts the places, and returns None (evaluate the
+/// ordinary way) when they differ.
+#[derive(Debug)]
+pub struct Placed {
+    op: Op,
+    depth: usize,
+}
+
+#[derive(Debug)]
+enum Op {
+    Const(V),
+    Var(VarRef, String),
+    Unary(UnaryOperator, Box<Op>),
+    IsNull(Box<Op>),
+    IsNotNull(Box<Op>),
+    Binary(Box<Op>, BinaryOperator, Box<Op>),
+}
+
+/// `e` with its variables placed; None when it is not simple, or names anything but plain
+/// variables (a record's field, an array element, an alias: `eval` reads those).
+pub fn place(e: &Expr, scopes: &Scopes) -> Option<Placed> {
+    Some(Placed {
+        op: place_op(e, scopes)?,
+        depth: scopes.stack.len(),
+    })
+}
+
+fn place_op(e: &Expr, scopes: &Scopes) -> Option<Op> {
+    Some(match e {
+        Expr::Nested(inner) => place_op(inner, scopes)?,
+        Expr::Value(v) => Op::Const(constant(&v.value)?),
+        Expr::Identifier(i) => {
+            let name = ident_name(i);
+            let at = place_of(scopes, &name)?;
+            Op::Var(at, name)
+        }
+        Expr::UnaryOp {
+            op: op @ (UnaryOperator::Minus | UnaryOperator::Not),
+            expr,
+        } => Op::Unary(*op, Box::new(place_op(expr, scopes)?)),
+        Expr::IsNull(inner) => Op::IsNull(Box::new(place_op(inner, scopes)?)),
+        Expr::IsNotNull(inner) => Op::IsNotNull(Box::new(place_op(inner, scopes)?)),
+        Expr::BinaryOp { left, op, right } => Op::Binary(
+            Box::new(place_op(left, scopes)?),
+            op.clone(),
+            Box::new(place_op(right, scopes)?),
+        ),
+        _ => return None,
+    })
+}
+
+/// Where the variable `name` is, when it is a variable of its own name (not an alias).
+pub fn place_of(scopes: &Scopes, name: &str) -> Option<VarRef> {
+    let at = scopes.find(name)?;
+    (scopes.get(at).name == name).then_some(at)
+}
+
+/// Whether the variable at `at` is still the one called `name` in scopes `depth` deep.
+pub fn still_at(scopes: &Scopes, depth: usize, at: VarRef, name: &str) -> bool {
+    scopes.stack.len() == depth
+        && scopes
+            .stack
+            .get(at.scope)
+            .and_then(|s| s.vars.get(at.index))
+            .is_some_and(|v| v.name == name)
+}
+
+/// The value of a placed expression converted to `t`, as `eval_as` gives it; None to
+/// evaluate it the ordinary way.
+pub fn eval_placed_as(p: &Placed, scopes: &Scopes, t: &DataType) -> Option<Datum> {
+    if scopes.stack.len() != p.depth {
+        return None;
+    }
+    convert(run(&p.op, scopes)?, t)
+}
+
+fn run(op: &Op, scopes: &Scopes) -> Option<V> {
+    match op {
+        Op::Const(v) => Some(v.clone()),
+        Op::Var(at, name) => {
+            let var = scopes.stack.get(at.scope)?.vars.get(at.index)?;
+            if var.name != *name {
+                return None;
+            }
+            match &var.value {
+                Datum::Scalar(_, v) => known_ref(v),
+                _ => None,
+            }
+        }
+        Op::Unary(op, inner) => unary(op, run(inner, scopes)?),
+        Op::IsNull(inner) => Some(V::Bool(run(inner, scopes)? == V::Null)),
+        Op::IsNotNull(inner) => Some(V::Bool(run(inner, scopes)? != V::Null)),
+        Op::Binary(l, op, r) => binary(run(l, scopes)?, op, run(r, scopes)?),
     }
 }
 
@@ -340,6 +459,47 @@ mod tests {
         // Text ordering depends on the collation: left to SQL.
         assert_eq!(run("s < 'b'"), None);
         assert_eq!(run("upper(s)"), None);
+    }
+
+    #[test]
+    fn placed_expressions_agree_with_eval_and_step_aside_when_the_scopes_differ() {
+        let base = scopes();
+        for text in [
+            "i - 1",
+            "i + 1",
+            "n IS NULL",
+            "s || 'c'",
+            "-(i - 2) * 1",
+            "NOT (i > 3)",
+        ] {
+            let e = crate::routines::parse_expr(text).unwrap();
+            let placed = place(&e, &base).unwrap();
+            for t in [
+                DataType::Int32,
+                DataType::Int64,
+                DataType::Bool,
+                DataType::Text,
+            ] {
+                assert_eq!(
+                    eval_placed_as(&placed, &base, &t),
+                    eval_as(&e, &base, &t),
+                    "{text} as {t:?}"
+                );
+            }
+        }
+        // Not placeable: elements, unknown names, functions.
+        for text in ["a[1]", "nosuch + 1", "upper(s)"] {
+            assert!(place(&crate::routines::parse_expr(text).unwrap(), &base).is_none());
+        }
+        // In scopes laid out otherwise (another depth, another variable at the place), the
+        // placed expression gives way to the ordinary evaluation.
+        let placed = place(&crate::routines::parse_expr("i - 1").unwrap(), &base).unwrap();
+        let mut deeper = scopes();
+        deeper.stack.push(Scope::default());
+        assert_eq!(eval_placed_as(&placed, &deeper, &DataType::Int32), None);
+        let mut renamed = scopes();
+        renamed.stack[0].vars[0].name = "j".into();
+        assert_eq!(eval_placed_as(&placed, &renamed, &DataType::Int32), None);
     }
 
     #[test]
