@@ -74,10 +74,6 @@ pub(super) struct Exec<'s> {
     row_count: u64,
     /// The errors being handled, innermost last (GET STACKED DIAGNOSTICS, bare RAISE).
     handling: Vec<SqlError>,
-    /// Embedded statements parsed, by their text.
-    parsed: HashMap<String, Statement>,
-    /// Expressions simple enough for `fast_eval`, parsed, by their text (None: not simple).
-    simple: HashMap<String, Option<Arc<Expr>>>,
     /// Assignments with their target and variables placed (see `fast_eval::Placed`), by the
     /// address of their statement in the body, which outlives this run; None: not placeable.
     placed: HashMap<usize, Option<PlacedAssignment>>,
@@ -105,8 +101,6 @@ impl<'s> Exec<'s> {
             rows: Vec::new(),
             row_count: 0,
             handling: Vec::new(),
-            parsed: HashMap::new(),
-            simple: HashMap::new(),
             placed: HashMap::new(),
             steps: 0,
             savepoints: 0,

@@ -37,6 +37,11 @@ const KEPT_MAX: usize = 4096;
 pub struct RoutineCache {
     bodies: HashMap<u32, (String, Arc<Block>)>,
     statements: HashMap<String, Arc<KeptStatement>>,
+    /// Expressions parsed, by their text (None: not simple enough for `fast_eval`).
+    simple: HashMap<String, Option<Arc<Expr>>>,
+    /// Embedded statements parsed, by their text, as written and as trigger functions read
+    /// them (`TG_ARGV` counted from zero).
+    parsed: [HashMap<String, Statement>; 2],
 }
 
 /// An embedded statement made ready to run again.
@@ -73,6 +78,32 @@ impl RoutineCache {
         self.bodies
             .insert(def.oid, (def.body.clone(), block.clone()));
         Ok(block)
+    }
+
+    /// The expression `text` parsed before, if it was: Some(None) when it is not simple.
+    pub fn simple(&self, text: &str) -> Option<Option<Arc<Expr>>> {
+        self.simple.get(text).cloned()
+    }
+
+    pub fn keep_simple(&mut self, text: &str, parsed: Option<Arc<Expr>>) {
+        if self.simple.len() >= KEPT_MAX {
+            self.simple.clear();
+        }
+        self.simple.insert(text.to_string(), parsed);
+    }
+
+    /// The embedded statement `text` parsed before (for a trigger function: with its
+    /// `TG_ARGV` subscripts made zero-based).
+    pub fn parsed(&self, text: &str, in_trigger: bool) -> Option<Statement> {
+        self.parsed[usize::from(in_trigger)].get(text).cloned()
+    }
+
+    pub fn keep_parsed(&mut self, text: &str, in_trigger: bool, stmt: Statement) {
+        let parsed = &mut self.parsed[usize::from(in_trigger)];
+        if parsed.len() >= KEPT_MAX {
+            parsed.clear();
+        }
+        parsed.insert(text.to_string(), stmt);
     }
 
     /// The kept statement for `text`, if it holds under this catalog version and settings

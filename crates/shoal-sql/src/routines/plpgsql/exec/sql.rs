@@ -5,10 +5,10 @@ use super::*;
 
 impl Exec<'_> {
     /// The expression, parsed, when `SELECT expr` is all there is to it (no FROM, no
-    /// aggregate, one item): what `fast_eval` may compute. Kept per text.
+    /// aggregate, one item): what `fast_eval` may compute. Kept per text for the session.
     pub(super) fn simple_expression(&mut self, expr: &str) -> Option<Arc<Expr>> {
-        if let Some(found) = self.simple.get(expr) {
-            return found.clone();
+        if let Some(found) = self.session.routine_cache.simple(expr) {
+            return found;
         }
         let parsed = crate::routines::parse_expr(expr).ok().filter(|e| {
             let mut plain = true;
@@ -27,13 +27,15 @@ impl Exec<'_> {
             plain
         });
         let parsed = parsed.map(Arc::new);
-        self.simple.insert(expr.to_string(), parsed.clone());
+        self.session.routine_cache.keep_simple(expr, parsed.clone());
         parsed
     }
 
+    /// An embedded statement, parsed; kept per text for the session.
     pub(super) fn parsed_statement(&mut self, text: &str) -> SqlResult<Statement> {
-        if let Some(s) = self.parsed.get(text) {
-            return Ok(s.clone());
+        let in_trigger = self.returns == Returns::Trigger;
+        if let Some(s) = self.session.routine_cache.parsed(text, in_trigger) {
+            return Ok(s);
         }
         let mut statements = crate::session::parse_sql(text)?;
         if statements.len() != 1 {
@@ -42,10 +44,12 @@ impl Exec<'_> {
             )));
         }
         let mut stmt = statements.pop().expect("one statement");
-        if self.returns == Returns::Trigger {
+        if in_trigger {
             embed::zero_based_tg_argv(&mut stmt);
         }
-        self.parsed.insert(text.to_string(), stmt.clone());
+        self.session
+            .routine_cache
+            .keep_parsed(text, in_trigger, stmt.clone());
         Ok(stmt)
     }
 
