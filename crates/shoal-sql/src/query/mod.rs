@@ -187,7 +187,11 @@ pub fn new_session_state(scope: Arc<PlanScope>) -> SessionState {
     scalar_rows::register(&mut state);
     value_order::register(&mut state, &engine);
     state
-        .register_expr_planner(Arc::new(typecheck::OperatorTypeCheck))
+        .register_expr_planner(Arc::new(typecheck::OperatorTypeCheck {
+            text_out: state
+                .udf("pg_text_out")
+                .expect("builtins register pg_text_out"),
+        }))
         .expect("registering an expression planner cannot fail");
     // Appended, so it runs after DataFusion's type coercion.
     state.add_analyzer_rule(Arc::new(arithmetic::PgArithmetic));

@@ -8,6 +8,7 @@
 
 use std::sync::Arc;
 
+use datafusion::arrow::datatypes::DataType as ArrowType;
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::Transformed;
 use datafusion::common::{DFSchema, Result as DfResult, ScalarValue};
@@ -53,9 +54,17 @@ pub fn without_padding(e: Expr) -> Expr {
     ))
 }
 
+fn text_out_of(text_out: &Arc<datafusion::logical_expr::ScalarUDF>, e: Expr) -> Expr {
+    Expr::ScalarFunction(ScalarFunction::new_udf(text_out.clone(), vec![e]))
+}
+
 /// Rewrites the operands of a comparison or `||` for char(n) and uuid, while the operator is
 /// planned (untyped literals can still be told apart from typed ones there).
-pub fn plan_operands(mut expr: RawBinaryExpr, schema: &DFSchema) -> SqlResult<RawBinaryExpr> {
+pub fn plan_operands(
+    mut expr: RawBinaryExpr,
+    schema: &DFSchema,
+    text_out: &Arc<datafusion::logical_expr::ScalarUDF>,
+) -> SqlResult<RawBinaryExpr> {
     let comparison = matches!(
         expr.op,
         BinaryOperator::Eq
@@ -76,6 +85,31 @@ pub fn plan_operands(mut expr: RawBinaryExpr, schema: &DFSchema) -> SqlResult<Ra
             if t == Some(oid::BPCHAR) {
                 *side = without_padding(side.clone());
             }
+        }
+        // `text || anynonarray` casts the other operand to text, with its type's output:
+        // a timestamp keeps its space (DataFusion's cast to Utf8 writes a `T`), a float its
+        // shortest exact digits, an interval PostgreSQL's words.
+        let is_text = |e: &Expr| {
+            matches!(
+                e.get_type(schema),
+                Ok(ArrowType::Utf8 | ArrowType::LargeUtf8 | ArrowType::Utf8View)
+            )
+        };
+        let formats_otherwise = |e: &Expr| {
+            matches!(
+                e.get_type(schema),
+                Ok(ArrowType::Timestamp(..)
+                    | ArrowType::Date32
+                    | ArrowType::Time64(_)
+                    | ArrowType::Interval(_)
+                    | ArrowType::Float32
+                    | ArrowType::Float64)
+            )
+        };
+        if is_text(&expr.left) && formats_otherwise(&expr.right) {
+            expr.right = text_out_of(text_out, expr.right);
+        } else if is_text(&expr.right) && formats_otherwise(&expr.left) {
+            expr.left = text_out_of(text_out, expr.left);
         }
         return Ok(expr);
     }

@@ -6,6 +6,8 @@
 //! operators while SQL is planned (DataFusion would fail or coerce right there), CASE and
 //! COALESCE on the planned plan.
 
+use std::sync::Arc;
+
 use datafusion::arrow::datatypes::DataType as ArrowType;
 use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
 use datafusion::common::{DFSchema, DFSchemaRef, DataFusionError, ScalarValue};
@@ -188,7 +190,10 @@ fn case_results(case: &Case) -> Vec<&Expr> {
 
 /// Rejects arithmetic and comparison operators between types PostgreSQL has no operator for.
 #[derive(Debug)]
-pub struct OperatorTypeCheck;
+pub struct OperatorTypeCheck {
+    /// `pg_text_out`, the text a value casts to, for `text || anynonarray`.
+    pub text_out: Arc<datafusion::logical_expr::ScalarUDF>,
+}
 
 impl ExprPlanner for OperatorTypeCheck {
     fn plan_binary_op(
@@ -213,7 +218,7 @@ impl ExprPlanner for OperatorTypeCheck {
             PlannerResult::Planned(e) => return Ok(PlannerResult::Planned(e)),
             PlannerResult::Original(expr) => expr,
         };
-        let expr = crate::query::text_types::plan_operands(expr, schema)
+        let expr = crate::query::text_types::plan_operands(expr, schema, &self.text_out)
             .map_err(|e| DataFusionError::External(Box::new(e)))?;
         crate::interval::arith::plan_operator(expr, schema)
     }
