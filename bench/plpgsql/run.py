@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """PL/pgSQL speed, PostgreSQL against Shoal: the time of one call of
 
+- `inc(k)`: `RETURN k + 1` and nothing else, the fixed cost of a call;
 - `assign_loop(n)`: a loop of `n` simple integer assignments (no SQL);
 - `keyed_ops(k)`: three keyed statements on a 10,000-row table (a SELECT INTO by primary key,
   an UPDATE by primary key, an INSERT into a log table);
@@ -41,6 +42,11 @@ SETUP = [
          END LOOP;
          RETURN total;
        END $$""",
+    """CREATE OR REPLACE FUNCTION bench_pl_inc(k integer) RETURNS integer
+       LANGUAGE plpgsql AS $$
+       BEGIN
+         RETURN k + 1;
+       END $$""",
     """CREATE OR REPLACE FUNCTION bench_pl_keyed_ops(k integer) RETURNS bigint
        LANGUAGE plpgsql AS $$
        DECLARE b bigint;
@@ -54,6 +60,8 @@ SETUP = [
 
 # (name, SQL of one call, argument for one call, what one call does)
 CASES = [
+    ("call_only", "SELECT bench_pl_inc(%s)", lambda r: r.randint(1, 10000),
+     "nothing but RETURN k + 1: the fixed cost of a call"),
     ("assign_loop", "SELECT bench_pl_assign_loop(%s)", lambda r: 1000,
      "1,000 integer assignments in a FOR loop"),
     ("keyed_ops", "SELECT bench_pl_keyed_ops(%s)", lambda r: r.randint(1, 10000),
