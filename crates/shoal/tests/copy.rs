@@ -592,3 +592,109 @@ async fn copy_out_bytes(client: &Client, sql: &str) -> Vec<u8> {
     }
     bytes
 }
+
+/// What a COPY into a table with triggers does: the rows (as BEFORE ROW triggers changed or
+/// skipped them) and the triggers' log, in order.
+async fn copy_with_triggers(addr: &str) -> Vec<String> {
+    let client = support::connect_to(addr).await;
+    client
+        .batch_execute(
+            "DROP TABLE IF EXISTS ct_items, ct_log;
+             CREATE TABLE ct_items (id integer PRIMARY KEY, name text CHECK (name <> 'BAD'));
+             CREATE TABLE ct_log (n serial, msg text);
+             CREATE OR REPLACE FUNCTION ct_note() RETURNS trigger LANGUAGE plpgsql AS $$
+             BEGIN
+               INSERT INTO ct_log (msg) VALUES (TG_WHEN || ' ' || TG_LEVEL || coalesce(' ' || NEW.id || ':' || NEW.name, ''));
+               IF TG_LEVEL = 'ROW' AND TG_WHEN = 'BEFORE' THEN
+                 IF NEW.id % 3 = 0 THEN RETURN NULL; END IF;
+                 NEW.name := upper(NEW.name);
+               END IF;
+               RETURN NEW;
+             END $$;
+             CREATE TRIGGER b_row BEFORE INSERT ON ct_items FOR EACH ROW EXECUTE FUNCTION ct_note();
+             CREATE TRIGGER a_row AFTER INSERT ON ct_items FOR EACH ROW EXECUTE FUNCTION ct_note();
+             CREATE TRIGGER b_stmt BEFORE INSERT ON ct_items FOR EACH STATEMENT EXECUTE FUNCTION ct_note();
+             CREATE TRIGGER a_stmt AFTER INSERT ON ct_items FOR EACH STATEMENT EXECUTE FUNCTION ct_note();",
+        )
+        .await
+        .unwrap();
+    let mut out = Vec::new();
+    let data: String = (1..=7).map(|i| format!("{i}\titem{i}\n")).collect();
+    let loaded = copy_in(&client, "COPY ct_items FROM STDIN", data.as_bytes(), 5).await;
+    out.push(format!("loaded {:?}", loaded.map_err(|e| sqlstate(&e))));
+    for row in client
+        .query("SELECT id, name FROM ct_items ORDER BY id", &[])
+        .await
+        .unwrap()
+    {
+        out.push(format!(
+            "{} {}",
+            row.get::<_, i32>(0),
+            row.get::<_, String>(1)
+        ));
+    }
+    for row in client
+        .query("SELECT msg FROM ct_log ORDER BY n", &[])
+        .await
+        .unwrap()
+    {
+        out.push(row.get(0));
+    }
+    // The trigger's change is what the CHECK sees: 'bad' becomes 'BAD' and is refused, and
+    // nothing of the COPY stays.
+    let refused = copy_in(
+        &client,
+        "COPY ct_items FROM STDIN",
+        b"10\tok\n11\tbad\n",
+        64,
+    )
+    .await;
+    out.push(format!("refused {:?}", refused.map_err(|e| sqlstate(&e))));
+    out.push(format!(
+        "rows {}",
+        one_i64(&client, "SELECT count(*) FROM ct_items").await
+    ));
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn copy_fires_insert_triggers_as_postgresql_does() {
+    let expected = [
+        "loaded Ok(5)",
+        "1 ITEM1",
+        "2 ITEM2",
+        "4 ITEM4",
+        "5 ITEM5",
+        "7 ITEM7",
+        "BEFORE STATEMENT",
+        "BEFORE ROW 1:item1",
+        "BEFORE ROW 2:item2",
+        "BEFORE ROW 3:item3",
+        "BEFORE ROW 4:item4",
+        "BEFORE ROW 5:item5",
+        "BEFORE ROW 6:item6",
+        "BEFORE ROW 7:item7",
+        "AFTER ROW 1:ITEM1",
+        "AFTER ROW 2:ITEM2",
+        "AFTER ROW 4:ITEM4",
+        "AFTER ROW 5:ITEM5",
+        "AFTER ROW 7:ITEM7",
+        "AFTER STATEMENT",
+        "refused Err(\"23514\")",
+        "rows 5",
+    ];
+    if let Some(postgres) = support::postgres::Postgres::start() {
+        assert_eq!(
+            copy_with_triggers(&postgres.addr).await,
+            expected,
+            "PostgreSQL 15 no longer answers as this test says"
+        );
+    }
+    let server = ShoalServer::start();
+    let addr = format!("127.0.0.1:{}", server.port());
+    assert_eq!(
+        copy_with_triggers(&addr).await,
+        expected,
+        "Shoal differs from PostgreSQL 15"
+    );
+}

@@ -879,8 +879,8 @@ impl CopyHandler for ConnectionHandler {
         // Errors wait for CopyDone: the client sends all its data before it reads replies.
         let mut copy = self.copy.lock().await;
         if let Some(copy) = copy.as_mut() {
-            let session = self.session.lock().await;
-            copy.data(&session, &copy_data.data).await;
+            let mut session = self.session.lock().await;
+            copy.data(&mut session, &copy_data.data).await;
         }
         Ok(())
     }

@@ -28,7 +28,7 @@ use crate::types::{arrow_type, scalar_from_value, value_from_array};
 
 /// A snapshot of `txn` that sees every transaction that has ended (and `txn`'s own writes):
 /// in particular the ones whose lock on a row `txn` has waited for.
-fn latest_snapshot(session: &Session, txn: &Transaction) -> Snapshot {
+pub fn latest_snapshot(session: &Session, txn: &Transaction) -> Snapshot {
     Snapshot {
         ts: session.engine.db.newest_commit_ts(),
         txn: txn.id(),
@@ -312,7 +312,15 @@ async fn check_references(
         let key = |i: usize| &old[ref_columns[i]];
         let (sql, selection) = key_query(&child, columns, (def, ref_columns), key);
         let latest = latest_snapshot(session, txn);
-        if with_snapshot(session, latest, query_bool(session, &sql)).await? != Some(true) {
+        // An action on a table with triggers runs whether or not it finds rows, as
+        // PostgreSQL's does: its statement triggers fire either way.
+        let acts_with_triggers = !updating
+            && *action != ForeignKeyAction::NoAction
+            && *action != ForeignKeyAction::Restrict
+            && child.triggers.iter().any(|t| t.enabled);
+        if !acts_with_triggers
+            && with_snapshot(session, latest, query_bool(session, &sql)).await? != Some(true)
+        {
             continue;
         }
         // REPEATABLE READ: every referencing row must be one the transaction's snapshot sees

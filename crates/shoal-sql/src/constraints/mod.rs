@@ -7,7 +7,9 @@ mod deferred;
 mod foreign_key;
 
 pub use deferred::{check_pending, set_constraints, DeferredConstraints};
-pub use foreign_key::{check_delete_references, check_update_references, serialization_failure};
+pub use foreign_key::{
+    check_delete_references, check_update_references, latest_snapshot, serialization_failure,
+};
 
 use shoal_storage::catalog::{ConstraintKind, TableDef};
 use shoal_storage::types::Value;

@@ -23,8 +23,10 @@ use super::CopyFormat;
 use crate::dml::TableStore;
 use crate::error::{SqlError, SqlResult};
 use crate::query::provider::table_schema;
+use crate::routines::trigger::{Triggers, WrittenRow};
 use crate::session::Session;
 use crate::types::array_from_values;
+use shoal_storage::catalog_triggers::{TriggerEvent, TriggerTiming};
 
 /// Parse jobs in flight per COPY, beyond which the loader waits for the oldest: one per core
 /// keeps them all busy, and one more covers the hand-off.
@@ -53,6 +55,17 @@ pub struct CopyLoader {
     deferred: crate::constraints::DeferredReferences,
     /// Binary format: rows are read here as whole rows arrive, not by parse jobs.
     binary: Option<super::binary::BinaryReader>,
+    /// The table's INSERT triggers, fired as INSERT fires them (see `write_with_triggers`).
+    triggers: Option<FiredTriggers>,
+}
+
+/// The INSERT triggers of a COPY's table and what they need between chunks.
+struct FiredTriggers {
+    triggers: Triggers,
+    /// BEFORE STATEMENT triggers have run (before the first row is written).
+    started: bool,
+    /// Rows written, for the AFTER ROW triggers at the end.
+    after_rows: Vec<WrittenRow>,
 }
 
 enum Sink {
@@ -103,6 +116,12 @@ impl CopyLoader {
             session.settings.time_zone().clone(),
             stats_rows,
         ));
+        let triggers =
+            Triggers::of(&def, TriggerEvent::Insert, &[]).map(|triggers| FiredTriggers {
+                triggers,
+                started: false,
+                after_rows: Vec::new(),
+            });
         Ok(CopyLoader {
             splitter: RecordSplitter::new(&format, chunk_bytes, chunk_records, format.header),
             header_pending: format.header,
@@ -118,13 +137,14 @@ impl CopyLoader {
             ended: false,
             deferred: Default::default(),
             binary: format.binary.then(Default::default),
+            triggers,
         })
     }
 
     /// Takes the next piece of input; writes whatever chunks have been parsed so far.
     pub async fn push(
         &mut self,
-        session: &Session,
+        session: &mut Session,
         txn: &mut Transaction,
         data: &[u8],
     ) -> SqlResult<()> {
@@ -158,7 +178,11 @@ impl CopyLoader {
     }
 
     /// The input is complete: parses the rest, writes everything, returns the row count.
-    pub async fn finish(mut self, session: &Session, txn: &mut Transaction) -> SqlResult<usize> {
+    pub async fn finish(
+        mut self,
+        session: &mut Session,
+        txn: &mut Transaction,
+    ) -> SqlResult<usize> {
         if let Some(reader) = &self.binary {
             reader.finish(self.pending.len())?;
         } else if !self.ended && !self.pending.is_empty() {
@@ -173,19 +197,25 @@ impl CopyLoader {
             let batches = std::mem::take(batches);
             seal_segments(&session.engine.db, table, txn, batches, true)?;
         }
+        self.start_triggers(session, txn).await?;
         let deferred = std::mem::take(&mut self.deferred);
         let def = &self.def;
         deferred
             .check_deferred(session, txn, def)
             .await
             .map_err(|(line, e)| e.with_context(format!("COPY {}, line {line}", def.name)))?;
+        if let Some(fired) = self.triggers.take() {
+            let t = &fired.triggers;
+            t.after_rows(session, txn, fired.after_rows).await?;
+            t.statement(session, txn, TriggerTiming::After).await?;
+        }
         // The parse buffers and log images of a large load are free now; give them back.
         crate::allocator::release_free_memory();
         Ok(self.rows)
     }
 
     /// Binary format: writes the whole rows received so far.
-    async fn push_binary(&mut self, session: &Session, txn: &mut Transaction) -> SqlResult<()> {
+    async fn push_binary(&mut self, session: &mut Session, txn: &mut Transaction) -> SqlResult<()> {
         let reader = self.binary.as_mut().expect("binary COPY");
         let types: Vec<_> = self
             .columns
@@ -231,7 +261,11 @@ impl CopyLoader {
             }));
     }
 
-    async fn write_oldest(&mut self, session: &Session, txn: &mut Transaction) -> SqlResult<()> {
+    async fn write_oldest(
+        &mut self,
+        session: &mut Session,
+        txn: &mut Transaction,
+    ) -> SqlResult<()> {
         let handle = self.in_flight.pop_front().expect("a chunk in flight");
         let parsed = handle
             .await
@@ -247,7 +281,7 @@ impl CopyLoader {
     /// and writes it.
     async fn write(
         &mut self,
-        session: &Session,
+        session: &mut Session,
         txn: &mut Transaction,
         parsed: ParsedChunk,
     ) -> SqlResult<()> {
@@ -274,6 +308,9 @@ impl CopyLoader {
             });
         }
         let batch = RecordBatch::try_new(schema_of(&table_schema(&def), &full), full)?;
+        if self.triggers.is_some() {
+            return self.write_with_triggers(session, txn, &batch, &lines).await;
+        }
         check_constraints(session, txn, &self.sink, &def, &batch, &lines).await?;
         self.rows += rows;
         match &mut self.sink {
@@ -332,6 +369,102 @@ impl CopyLoader {
             }
         }
         Ok(())
+    }
+}
+
+impl CopyLoader {
+    /// Fires the BEFORE STATEMENT triggers, once, before anything is written (or at the end
+    /// of a COPY without rows).
+    async fn start_triggers(
+        &mut self,
+        session: &mut Session,
+        txn: &mut Transaction,
+    ) -> SqlResult<()> {
+        match &mut self.triggers {
+            Some(fired) if !fired.started => {
+                fired.started = true;
+                fired
+                    .triggers
+                    .statement(session, txn, TriggerTiming::Before)
+                    .await
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Writes a chunk into a table with triggers one row at a time, as INSERT does: each row
+    /// goes through the BEFORE ROW triggers (which may change or skip it), then its
+    /// constraints, and is kept for the AFTER ROW triggers at the end.
+    async fn write_with_triggers(
+        &mut self,
+        session: &mut Session,
+        txn: &mut Transaction,
+        batch: &RecordBatch,
+        lines: &[usize],
+    ) -> SqlResult<()> {
+        self.start_triggers(session, txn).await?;
+        let def = self.def.clone();
+        let Sink::Row(table) = &self.sink else {
+            return Err(SqlError::internal("triggers on a column table"));
+        };
+        let table = table.clone();
+        let fired = self.triggers.as_mut().expect("a table with triggers");
+        let keep_rows = fired.triggers.has_after_row();
+        let zone = session.settings.time_zone().clone();
+        let mut cursor = crate::dml::RowCursor::new(batch, &def, 0, &zone)?;
+        let mut row = Vec::with_capacity(def.columns.len());
+        for (i, line) in lines.iter().enumerate() {
+            crate::dml::yield_between_rows(i).await;
+            let more = cursor.next_into(&mut row);
+            debug_assert!(more, "a row per line");
+            let in_line = |e: SqlError| e.with_context(format!("COPY {}, line {line}", def.name));
+            let Some(new) = fired
+                .triggers
+                .before_row(session, txn, None, Some(row.clone()))
+                .await
+                .map_err(in_line)?
+            else {
+                continue;
+            };
+            crate::constraints::check_row_with(session, &def, &new, true)
+                .await
+                .map_err(in_line)?;
+            insert_one(session, txn, &table, &def, &new)
+                .await
+                .map_err(in_line)?;
+            // After the row is in, as in `write`.
+            self.deferred
+                .check_or_defer(session, txn, &def, &new, *line)
+                .await
+                .map_err(in_line)?;
+            self.rows += 1;
+            if keep_rows {
+                fired.after_rows.push((None, Some(new)));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Inserts one row, waiting for a writer of a conflicting key to end.
+async fn insert_one(
+    session: &Session,
+    txn: &mut Transaction,
+    table: &shoal_storage::RowTable,
+    def: &TableDef,
+    row: &[shoal_storage::types::Value],
+) -> SqlResult<()> {
+    loop {
+        match table.insert_or_conflict(txn, row) {
+            Ok(InsertOutcome::Inserted(_)) => return Ok(()),
+            Ok(InsertOutcome::Conflict { index, .. }) => {
+                return Err(crate::dml::unique_violation(session, def, index, row))
+            }
+            Err(StorageError::WouldBlock { holder }) => {
+                session.wait_for_row_holder(txn, holder).await?
+            }
+            Err(e) => return Err(e.into()),
+        }
     }
 }
 

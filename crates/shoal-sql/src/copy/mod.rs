@@ -227,12 +227,6 @@ pub async fn start(
                 return Err(SqlError::syntax("COPY FROM needs a table"));
             };
             let (def, _) = crate::dml::resolve_store(session, &table_name)?;
-            if def.triggers.iter().any(|t| t.enabled) {
-                return Err(SqlError::unsupported(format!(
-                    "COPY FROM into table \"{}\", which has triggers (use INSERT)",
-                    def.name
-                )));
-            }
             let columns = copy_columns(&def, &columns)?;
             if let CopyTarget::File { filename } = &target {
                 let rows = load_file(session, txn, def, columns, format, filename).await?;
@@ -431,7 +425,7 @@ impl CopyIn {
     }
 
     /// Takes one CopyData message. After an error, the rest of the data is discarded.
-    pub async fn data(&mut self, session: &Session, data: &[u8]) {
+    pub async fn data(&mut self, session: &mut Session, data: &[u8]) {
         if self.error.is_some() {
             return;
         }
@@ -467,7 +461,7 @@ impl CopyIn {
 
 /// COPY t FROM 'file': the server reads the file itself, through the same loader.
 async fn load_file(
-    session: &Session,
+    session: &mut Session,
     txn: &mut Transaction,
     def: Arc<TableDef>,
     columns: Vec<usize>,

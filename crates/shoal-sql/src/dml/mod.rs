@@ -14,6 +14,7 @@ pub mod cte;
 mod insert;
 mod lock;
 mod modify;
+mod referential;
 mod returning;
 mod view;
 
@@ -44,7 +45,8 @@ pub use lock::{
     select_for_update, single_table_lock,
 };
 use modify::target_query_sql;
-pub use modify::{delete, referential_action, update};
+pub use modify::{delete, update};
+pub use referential::{referential_action, run_pending_actions, PendingActions};
 use returning::{command_done, finish_dml, returning_columns};
 
 /// A table's storage: a row table or a column table (by the table's access method).

@@ -10,8 +10,6 @@ use datafusion::arrow::array::{Array, UInt64Array};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::common::ScalarValue;
 use datafusion::sql::sqlparser::ast;
-use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
-use datafusion::sql::sqlparser::parser::Parser;
 use parking_lot::Mutex;
 use shoal_storage::catalog::{Oid, TableDef};
 use shoal_storage::table::{RowRef, RowTable, WriteOutcome};
@@ -136,7 +134,7 @@ pub(super) struct Modification<'a> {
 
 impl Modification<'_> {
     /// The target query's columns after the row position: SET values, then RETURNING items.
-    fn extra_columns(&self) -> Vec<String> {
+    pub(super) fn extra_columns(&self) -> Vec<String> {
         let mut extra: Vec<String> = self.assignments.iter().map(|(_, e)| e.clone()).collect();
         extra.extend(self.returning.iter().cloned());
         extra
@@ -144,7 +142,7 @@ impl Modification<'_> {
 
     /// New values of the assigned columns, one vector per assignment, from the columns that
     /// follow the first `skip` columns of a target or re-check batch.
-    fn new_values(&self, b: &RecordBatch, skip: usize) -> SqlResult<Vec<Vec<Value>>> {
+    pub(super) fn new_values(&self, b: &RecordBatch, skip: usize) -> SqlResult<Vec<Vec<Value>>> {
         let mut out = Vec::with_capacity(self.assignments.len());
         for (i, (col, _)) in self.assignments.iter().enumerate() {
             let c = &self.def.columns[*col];
@@ -297,7 +295,7 @@ pub async fn update(
         .await
 }
 
-fn row_positions(b: &RecordBatch) -> &UInt64Array {
+pub(super) fn row_positions(b: &RecordBatch) -> &UInt64Array {
     b.column(0)
         .as_any()
         .downcast_ref::<UInt64Array>()
@@ -306,7 +304,7 @@ fn row_positions(b: &RecordBatch) -> &UInt64Array {
 
 /// Writes one updated row; on a concurrent change re-evaluates the statement on the newest
 /// version. Returns the row written and its RETURNING values, or None when it was skipped.
-async fn update_one(
+pub(super) async fn update_one(
     session: &Session,
     txn: &mut Transaction,
     m: &Modification<'_>,
@@ -402,6 +400,21 @@ pub async fn delete(
     txn: &mut Transaction,
     del: ast::Delete,
 ) -> SqlResult<StatementResult> {
+    // The foreign-key actions this statement's deletions queue (see `dml::referential`).
+    let mark = session.pending_actions.mark();
+    let done = delete_rows(session, txn, del, mark).await;
+    if done.is_err() {
+        session.pending_actions.forget_after(mark);
+    }
+    done
+}
+
+async fn delete_rows(
+    session: &mut Session,
+    txn: &mut Transaction,
+    del: ast::Delete,
+    mark: usize,
+) -> SqlResult<StatementResult> {
     let del = super::view::delete_onto_table(session, del)?;
     let tables = match &del.from {
         ast::FromTable::WithFromKeyword(t) | ast::FromTable::WithoutKeyword(t) => t,
@@ -473,6 +486,7 @@ pub async fn delete(
             }
         }
     }
+    super::run_pending_actions(session, txn, mark).await?;
     if let Some(t) = &triggers {
         t.after_rows(session, txn, after_rows).await?;
         t.statement(session, txn, TriggerTiming::After).await?;
@@ -482,77 +496,9 @@ pub async fn delete(
         .await
 }
 
-/// A foreign key's ON DELETE action on the rows of `def` that `selection` (an SQL condition)
-/// finds: they are deleted when `assignments` is empty (CASCADE), otherwise the assigned columns
-/// are set (SET NULL / SET DEFAULT). The rows go through the same checks as a user's DELETE or
-/// UPDATE, so actions chain through further foreign keys. With `crosscheck` (REPEATABLE READ),
-/// a row that snapshot does not see is a serialization failure.
-pub async fn referential_action(
-    session: &Session,
-    txn: &mut Transaction,
-    def: &TableDef,
-    (assignments, selection): (&[(usize, String)], &str),
-    crosscheck: Option<Snapshot>,
-) -> SqlResult<()> {
-    let table = session
-        .engine
-        .db
-        .table(def.oid as u64)
-        .ok_or_else(|| SqlError::undefined_table(&def.name))?;
-    // The referencing table's own triggers would have to fire for the rows changed here.
-    if def.triggers.iter().any(|t| t.enabled) {
-        return Err(SqlError::unsupported(format!(
-            "cascading foreign-key actions into table \"{}\", which has triggers",
-            def.name
-        )));
-    }
-    let selection = Parser::new(&PostgreSqlDialect {})
-        .try_with_sql(selection)
-        .and_then(|mut p| p.parse_expr())
-        .map_err(|e| SqlError::internal(format!("referential action condition: {e}")))?;
-    let m = Modification {
-        zone: session.settings.time_zone().clone(),
-        def,
-        table: &table,
-        alias: &def.name,
-        assignments,
-        from: &[],
-        selection: Some(&selection),
-        returning: &[],
-    };
-    let sql = target_query_sql(def, &def.name, &m.extra_columns(), &[], m.selection);
-    let (batches, handles) = find_targets(session, def, &sql, Targets::Action).await?;
-    let snap = session.scope.snapshot();
-    let mut rows_seen = 0;
-    for b in &batches {
-        let positions = row_positions(b);
-        let new_values = m.new_values(b, 1)?;
-        for r in 0..b.num_rows() {
-            super::yield_between_rows(rows_seen).await;
-            rows_seen += 1;
-            let handle = &handles[positions.value(r) as usize];
-            let Some(mut row) = table.read(handle, &snap) else {
-                continue;
-            };
-            if crosscheck.is_some_and(|cs| table.read(handle, &cs).is_none()) {
-                return Err(constraints::serialization_failure());
-            }
-            if assignments.is_empty() {
-                delete_one(session, txn, &m, handle, snap, row, Vec::new()).await?;
-                continue;
-            }
-            for (i, (col, _)) in assignments.iter().enumerate() {
-                row[*col] = new_values[i][r].clone();
-            }
-            update_one(session, txn, &m, handle, snap, row, Vec::new()).await?;
-        }
-    }
-    Ok(())
-}
-
 /// Deletes one row; on a concurrent change re-checks the WHERE on the newest version. Returns
 /// the row deleted and its RETURNING values, or None when it was skipped.
-async fn delete_one(
+pub(super) async fn delete_one(
     session: &Session,
     txn: &mut Transaction,
     m: &Modification<'_>,

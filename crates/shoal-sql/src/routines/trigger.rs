@@ -8,10 +8,10 @@
 //! PL/pgSQL function `RETURNS trigger`; it sees NEW, OLD, TG_OP, TG_NAME, TG_WHEN, TG_LEVEL,
 //! TG_TABLE_NAME, TG_TABLE_SCHEMA, TG_RELID, TG_NARGS and TG_ARGV.
 //!
-//! The write paths that do not go through `dml` (the fast path, kept plans) are not taken for
-//! a table with triggers; COPY FROM into one, and what Shoal cannot fire yet (column tables,
-//! TRUNCATE and INSTEAD OF triggers, transition tables, ON CONFLICT DO UPDATE, cascading
-//! foreign-key actions into a table with triggers), is refused with 0A000.
+//! Every write path of a row table fires them: INSERT, UPDATE, DELETE and ON CONFLICT in `dml`,
+//! COPY FROM (`copy::load`) and foreign-key actions (`dml::referential`); the fast path and
+//! kept plans are not taken for a table with triggers. What Shoal cannot fire yet (column
+//! tables, TRUNCATE and INSTEAD OF triggers, transition tables) is refused with 0A000.
 
 use std::sync::Arc;
 
@@ -270,6 +270,11 @@ impl Triggers {
                         .iter()
                         .any(|c| self.set_columns.contains(c)))
         })
+    }
+
+    /// Whether `other` is the same event on the same table.
+    pub fn same_target(&self, other: &Triggers) -> bool {
+        self.def.oid == other.def.oid && self.event == other.event
     }
 
     pub fn has_after_row(&self) -> bool {

@@ -224,6 +224,9 @@ pub struct Session {
     routine_depth: u32,
     /// Where on the stack the client's statement started (see `embedded::stack_address`).
     stack_base: usize,
+    /// Foreign-key actions on tables with triggers, waiting for their statement's end (see
+    /// `dml::referential`).
+    pub(crate) pending_actions: crate::dml::PendingActions,
 }
 
 impl Drop for Session {
@@ -380,6 +383,7 @@ impl Session {
             backend,
             routine_depth: 0,
             stack_base: 0,
+            pending_actions: Default::default(),
         };
         session.sync_log_min_duration();
         session

@@ -10,7 +10,7 @@ use std::ops::ControlFlow;
 
 use datafusion::sql::sqlparser::ast::{self, Expr, Ident, Statement, VisitMut, VisitorMut};
 
-use super::vars::{unassigned_record, Datum, Scopes};
+use super::vars::{unassigned_record, Datum, Scopes, VarType};
 use crate::error::{code, SqlError, SqlResult};
 use crate::timezone::TimeZone;
 
@@ -37,7 +37,19 @@ pub fn resolve_name(scopes: &Scopes, parts: &[String]) -> SqlResult<Option<Datum
                             format!("record \"{first}\" has no field \"{second}\""),
                         )),
                     },
-                    Datum::Unassigned => Err(unassigned_record(first)),
+                    // A trigger's NEW or OLD where the event has none (NEW of a DELETE, both
+                    // in a statement trigger) is NULL of the table's row type, as in
+                    // PostgreSQL 11 and later: its fields read as NULL.
+                    Datum::Unassigned => match &var.var_type {
+                        VarType::Row(columns) => match columns.iter().find(|(n, _)| n == second) {
+                            Some((_, t)) => Ok(Some(Datum::null(t))),
+                            None => Err(SqlError::new(
+                                code::UNDEFINED_COLUMN,
+                                format!("record \"{first}\" has no field \"{second}\""),
+                            )),
+                        },
+                        _ => Err(unassigned_record(first)),
+                    },
                     // `x.y` where x is a scalar: a table-qualified column, not the variable.
                     Datum::Scalar(..) => Ok(None),
                 };
