@@ -8,7 +8,8 @@
 //! list of its rows. PostgreSQL runs a VOLATILE call once per row; with arguments that do not
 //! change from row to row, running it once gives the same answer for every query whose FROM
 //! yields at most one row, and for SELECT lists without FROM, which is how such functions are
-//! called. A call whose arguments are columns is refused with 0A000 (see `inline`).
+//! called. A call whose arguments are columns runs once per row when it is a whole select item
+//! (`per_row`); elsewhere it is refused with 0A000 (see `query::rewrite`).
 
 use std::ops::ControlFlow;
 use std::sync::Arc;
@@ -16,7 +17,9 @@ use std::sync::Arc;
 use datafusion::sql::sqlparser::ast::{
     self, Expr, FunctionArguments, Statement, TableAlias, TableFactor, VisitMut, VisitorMut,
 };
-use shoal_storage::catalog_functions::{ArgMode, RoutineDef, RoutineKind, RoutineReturn};
+use shoal_storage::catalog_functions::{
+    ArgMode, RoutineDef, RoutineKind, RoutineReturn, Volatility,
+};
 use shoal_storage::catalog_privileges::ObjectClass;
 use shoal_storage::types::{DataType, Value};
 use shoal_storage::Transaction;
@@ -86,6 +89,11 @@ pub async fn evaluate_calls(
 ) -> SqlResult<Option<StatementResult>> {
     if session.engine.catalog.read().routines.is_empty() {
         return Ok(None);
+    }
+    if direct {
+        if let Some(result) = super::per_row::run_select_list_calls(session, txn, stmt).await? {
+            return Ok(Some(result));
+        }
     }
     let mut finder = Finder {
         session,
@@ -327,7 +335,7 @@ struct Finder<'a> {
     calls: Vec<PendingCall>,
     error: Option<SqlError>,
     /// Parameters of a prepared statement count as known (Describe at Parse: they will be
-    /// by Execute).
+    /// by Execute), and so do columns: calls that will run per row (`per_row`) are taken too.
     parameters_known: bool,
 }
 
@@ -345,17 +353,46 @@ impl Finder<'_> {
             args,
         )?;
         let known = self.parameters_known;
-        Ok(call.filter(|c| runs_body(&c.routine) && !c.args.iter().any(|a| varies(a, known))))
+        Ok(call.filter(|c| {
+            runs_body(&c.routine) && (known || !c.args.iter().any(|a| varies(a, known)))
+        }))
+    }
+}
+
+impl Finder<'_> {
+    /// The name of a VOLATILE function in `items` whose call runs a body.
+    fn volatile_call(&self, items: &[ast::SelectItem]) -> Option<String> {
+        let mut found = None;
+        for item in items {
+            let _ = ast::visit_expressions(item, |e| {
+                if let Expr::Function(f) = e {
+                    let args = match &f.args {
+                        FunctionArguments::List(list) => list.args.clone(),
+                        _ => vec![],
+                    };
+                    if let Ok(Some(call)) = self.resolve(&f.name, &args) {
+                        if call.routine.volatility == Volatility::Volatile {
+                            found = Some(call.routine.name.clone());
+                            return ControlFlow::Break(());
+                        }
+                    }
+                }
+                ControlFlow::Continue(())
+            });
+        }
+        found
     }
 }
 
 /// Whether an argument's value is known only row by row (it reads a column), or only when
 /// the statement is executed (a parameter of a prepared statement).
 fn varies(e: &Expr, parameters_known: bool) -> bool {
+    if super::per_row::reads_rows(e) {
+        return true;
+    }
     let mut found = false;
     let _ = ast::visit_expressions(e, |x| {
         match x {
-            Expr::Identifier(_) | Expr::CompoundIdentifier(_) => found = true,
             Expr::Value(v) if !parameters_known => {
                 if matches!(v.value, ast::Value::Placeholder(_)) && marker_number(x).is_none() {
                     found = true;
@@ -377,6 +414,17 @@ impl VisitorMut for Finder<'_> {
         let ast::SetExpr::Select(select) = query.body.as_mut() else {
             return ControlFlow::Continue(());
         };
+        // A VOLATILE call over a FROM runs once for each row (see `per_row`), never once for
+        // all of them.
+        if !self.parameters_known && !select.from.is_empty() {
+            if let Some(name) = self.volatile_call(&select.projection) {
+                self.error = Some(SqlError::unsupported(format!(
+                    "calling the VOLATILE function {name}() for each row other than as a whole \
+                     item of a query's select list (SELECT f() FROM t)"
+                )));
+                return ControlFlow::Break(());
+            }
+        }
         for item in &mut select.projection {
             let ast::SelectItem::UnnamedExpr(Expr::Function(f)) = item else {
                 continue;

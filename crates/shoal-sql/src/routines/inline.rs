@@ -17,7 +17,7 @@ use crate::error::{code, SqlError, SqlResult};
 use crate::query::scope::PlanScope;
 
 /// Aggregate functions: a body whose expression has one is a query, not an expression.
-const AGGREGATES: &[&str] = &[
+pub(super) const AGGREGATES: &[&str] = &[
     "count",
     "sum",
     "avg",

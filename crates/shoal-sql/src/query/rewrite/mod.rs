@@ -165,8 +165,8 @@ fn refuse_per_row_body(call: &crate::routines::ResolvedCall) -> SqlResult<()> {
         return Ok(());
     }
     Err(SqlError::unsupported(format!(
-        "calling {} function {}() with arguments that vary from row to row (columns or \
-         parameters; call it with constant arguments)",
+        "calling {} function {}() for each row other than as a whole item of a query's select \
+         list (SELECT f(x) FROM t): here its arguments vary from row to row",
         match call.routine.language.as_str() {
             "sql" => "the multi-statement SQL",
             _ => "the PL/pgSQL",
