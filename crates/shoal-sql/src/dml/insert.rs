@@ -192,7 +192,7 @@ pub async fn insert(
     };
     let overriding = crate::parse::insert_overriding(&ins);
     let sql = insert_source_sql(&def, &targets, ins.source.as_deref(), overriding)?;
-    let batches = run_sql_query(session, &sql).await?;
+    let batches = source_rows(session, txn, &sql).await?;
     let zone = session.settings.time_zone().clone();
     let alias = ins
         .table_alias
@@ -313,6 +313,31 @@ pub async fn insert(
         return Ok(command_done("INSERT", count, Some(0)));
     }
     finish_dml(session, &def, &alias, "INSERT", written, returning, Some(0)).await
+}
+
+/// The rows to insert, from the source query `sql` (the statement's VALUES or query with the
+/// columns' defaults filled in). A default that calls a routine with a body (a PL/pgSQL ID
+/// generator) is only in this query: its calls run here, once for each row (see
+/// `routines::call`).
+async fn source_rows(
+    session: &mut Session,
+    txn: &mut Transaction,
+    sql: &str,
+) -> SqlResult<Vec<RecordBatch>> {
+    if session.engine.catalog.read().routines.is_empty() {
+        return run_sql_query(session, sql).await;
+    }
+    let mut stmt = crate::session::parse_sql(sql)?
+        .pop()
+        .ok_or_else(|| SqlError::internal("an INSERT source gave no statement"))?;
+    match crate::routines::call::evaluate_calls(session, txn, &mut stmt, true).await? {
+        None => run_sql_query(session, &stmt.to_string()).await,
+        Some(result) => match result.into_batches()? {
+            StatementResult::Rows { batches, .. } => Ok(batches),
+            StatementResult::RowStream { rows, .. } => rows.collect().await,
+            _ => Err(SqlError::internal("an INSERT source gave no rows")),
+        },
+    }
 }
 
 /// The AFTER ROW triggers of an INSERT (and of its ON CONFLICT DO UPDATE), for the rows in

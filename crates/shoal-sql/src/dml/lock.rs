@@ -100,6 +100,7 @@ pub async fn select_for_update(
                 table,
                 alias,
                 assignments: &[],
+                row_calls: &[],
                 from: &[],
                 selection: select.selection.as_ref(),
                 returning: if single_table { &projection } else { &[] },

@@ -25,6 +25,7 @@ use crate::constraints;
 use crate::error::{SqlError, SqlResult};
 use crate::interrupt::RowWait;
 use crate::query::provider::{RowCapture, ROW_POSITION_COLUMN};
+use crate::routines::per_row::RowCall;
 use crate::routines::trigger::{Triggers, WrittenRow};
 use crate::session::{Session, StatementResult};
 use crate::timezone::TimeZone;
@@ -122,6 +123,9 @@ pub(super) struct Modification<'a> {
     pub alias: &'a str,
     /// UPDATE's SET: each column and the SQL of its new value. Empty for DELETE.
     pub assignments: &'a [(usize, String)],
+    /// The SET values that are calls to run for each row, by assignment: the target query
+    /// gives their arguments, after everything else (see `routines::per_row`).
+    pub row_calls: &'a [(usize, RowCall)],
     /// UPDATE's FROM or DELETE's USING.
     pub from: &'a [ast::TableWithJoins],
     pub selection: Option<&'a ast::Expr>,
@@ -135,9 +139,56 @@ pub(super) struct Modification<'a> {
 impl Modification<'_> {
     /// The target query's columns after the row position: SET values, then RETURNING items.
     pub(super) fn extra_columns(&self) -> Vec<String> {
-        let mut extra: Vec<String> = self.assignments.iter().map(|(_, e)| e.clone()).collect();
+        let mut extra: Vec<String> = self
+            .assignments
+            .iter()
+            .enumerate()
+            .map(|(i, (_, e))| match self.row_call(i) {
+                // Set as each row is written.
+                Some(_) => "NULL".to_string(),
+                None => e.clone(),
+            })
+            .collect();
         extra.extend(self.returning.iter().cloned());
+        for (_, call) in self.row_calls {
+            extra.extend(call.args_sql.iter().cloned());
+        }
         extra
+    }
+
+    fn row_call(&self, assignment: usize) -> Option<&RowCall> {
+        self.row_calls
+            .iter()
+            .find(|(i, _)| *i == assignment)
+            .map(|(_, c)| c)
+    }
+
+    /// The target batch's columns of the per-row calls' arguments: the last ones.
+    fn row_call_columns(&self) -> usize {
+        self.row_calls.iter().map(|(_, c)| c.args_sql.len()).sum()
+    }
+
+    /// Sets the values of the SET columns that are per-row calls in `row` (row `r` of target
+    /// batch `b`), calling each function.
+    async fn run_row_calls(
+        &self,
+        session: &mut Session,
+        txn: &mut Transaction,
+        b: &RecordBatch,
+        r: usize,
+        row: &mut [Value],
+    ) -> SqlResult<()> {
+        let mut first = b.num_columns() - self.row_call_columns();
+        for (i, call) in self.row_calls {
+            let n = call.args_sql.len();
+            let col = self.assignments[*i].0;
+            let t = &self.def.columns[col].data_type;
+            row[col] = call
+                .run(session, txn, &b.columns()[first..first + n], r, t)
+                .await?;
+            first += n;
+        }
+        Ok(())
     }
 
     /// New values of the assigned columns, one vector per assignment, from the columns that
@@ -163,7 +214,7 @@ impl Modification<'_> {
             return Ok(Vec::new());
         }
         let first = skip + self.assignments.len();
-        (first..b.num_columns())
+        (first..b.num_columns() - self.row_call_columns())
             .map(|c| Ok(ScalarValue::try_from_array(b.column(c), r)?))
             .collect()
     }
@@ -222,6 +273,14 @@ pub async fn update(
     };
     let alias = alias.unwrap_or_else(|| def.name.clone());
     let assignments = assignment_columns(&def, &upd.assignments)?;
+    let mut row_calls = Vec::new();
+    if !session.engine.catalog.read().routines.is_empty() {
+        for (i, (_, value)) in assignments.iter().enumerate() {
+            if let Some(call) = RowCall::of(session, value)? {
+                row_calls.push((i, call));
+            }
+        }
+    }
     let from = update_from(&upd);
     let returning = match &upd.returning {
         Some(items) if !from.is_empty() => {
@@ -235,6 +294,7 @@ pub async fn update(
         table: &table,
         alias: &alias,
         assignments: &assignments,
+        row_calls: &row_calls,
         from: &from,
         selection: upd.selection.as_ref(),
         returning: &returning,
@@ -271,6 +331,7 @@ pub async fn update(
             for (i, (col, _)) in assignments.iter().enumerate() {
                 row[*col] = new_values[i][r].clone();
             }
+            m.run_row_calls(session, txn, b, r, &mut row).await?;
             if let (Some(t), Some(old)) = (&triggers, &old) {
                 match t.before_row(session, txn, Some(old), Some(row)).await? {
                     Some(changed) => row = changed,
@@ -370,6 +431,11 @@ pub(super) async fn reevaluate(
     m: &Modification<'_>,
     newest: &[Value],
 ) -> SqlResult<Option<(Vec<Value>, Vec<ScalarValue>)>> {
+    // A SET value that calls a function for each row cannot be called here (the re-check
+    // holds the session shared): the update fails as REPEATABLE READ's would.
+    if !m.row_calls.is_empty() {
+        return Err(constraints::serialization_failure());
+    }
     let mut sql = String::from("SELECT TRUE");
     push_extra_columns(&mut sql, &m.extra_columns());
     sql.push_str(&format!(
@@ -441,6 +507,7 @@ async fn delete_rows(
         table: &table,
         alias: &alias,
         assignments: &[],
+        row_calls: &[],
         from: &using,
         selection: del.selection.as_ref(),
         returning: &returning,

@@ -178,6 +178,7 @@ async fn act(
         table: &table,
         alias: &def.name,
         assignments: &action.assignments,
+        row_calls: &[],
         from: &[],
         selection: Some(&selection),
         returning: &[],

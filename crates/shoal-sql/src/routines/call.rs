@@ -100,6 +100,7 @@ pub async fn evaluate_calls(
         calls: Vec::new(),
         error: None,
         parameters_known: false,
+        row_calls: Vec::new(),
     };
     let _ = stmt.visit(&mut finder);
     if let Some(e) = finder.error {
@@ -200,6 +201,7 @@ pub fn describable(session: &Session, stmt: &Statement) -> SqlResult<Option<Stat
         calls: Vec::new(),
         error: None,
         parameters_known: true,
+        row_calls: Vec::new(),
     };
     let _ = stmt.visit(&mut finder);
     if let Some(e) = finder.error {
@@ -337,6 +339,9 @@ struct Finder<'a> {
     /// Parameters of a prepared statement count as known (Describe at Parse: they will be
     /// by Execute), and so do columns: calls that will run per row (`per_row`) are taken too.
     parameters_known: bool,
+    /// The addresses of the calls that are whole SET values of an UPDATE and VOLATILE: the
+    /// UPDATE runs them for each row (`per_row::RowCall`), so they are left in place.
+    row_calls: Vec<usize>,
 }
 
 impl Finder<'_> {
@@ -384,6 +389,23 @@ impl Finder<'_> {
     }
 }
 
+/// The call a SET value is, under parentheses and one cast (as `per_row::RowCall` takes it);
+/// else the value itself.
+fn called(value: &Expr) -> &Expr {
+    let mut e = value;
+    let mut cast = false;
+    loop {
+        match e {
+            Expr::Nested(inner) => e = inner,
+            Expr::Cast { expr, .. } if !cast => {
+                cast = true;
+                e = expr;
+            }
+            _ => return e,
+        }
+    }
+}
+
 /// Whether an argument's value is known only row by row (it reads a column), or only when
 /// the statement is executed (a parameter of a prepared statement).
 fn varies(e: &Expr, parameters_known: bool) -> bool {
@@ -407,6 +429,50 @@ fn varies(e: &Expr, parameters_known: bool) -> bool {
 
 impl VisitorMut for Finder<'_> {
     type Break = ();
+
+    fn pre_visit_statement(&mut self, stmt: &mut Statement) -> ControlFlow<()> {
+        let Statement::Update(update) = stmt else {
+            return ControlFlow::Continue(());
+        };
+        if self.parameters_known {
+            return ControlFlow::Continue(());
+        }
+        for a in &update.assignments {
+            let value = called(&a.value);
+            let Expr::Function(f) = value else {
+                continue;
+            };
+            let args = match &f.args {
+                FunctionArguments::List(list) => list.args.clone(),
+                FunctionArguments::None => vec![],
+                FunctionArguments::Subquery(_) => continue,
+            };
+            if let Ok(Some(call)) = self.resolve(&f.name, &args) {
+                if call.routine.volatility == Volatility::Volatile {
+                    self.row_calls.push(value as *const Expr as usize);
+                }
+            }
+        }
+        // Elsewhere in a SET value, a VOLATILE call would run once for all rows.
+        for a in &update.assignments {
+            let whole = self
+                .row_calls
+                .iter()
+                .any(|&at| std::ptr::eq(called(&a.value), at as *const Expr));
+            if whole {
+                continue;
+            }
+            if let Some(name) = self.volatile_call(std::slice::from_ref(
+                &ast::SelectItem::UnnamedExpr(a.value.clone()),
+            )) {
+                self.error = Some(SqlError::unsupported(format!(
+                    "calling the VOLATILE function {name}() inside a SET expression (SET c = {name}(...) is run for each row)"
+                )));
+                return ControlFlow::Break(());
+            }
+        }
+        ControlFlow::Continue(())
+    }
 
     /// A select item that is just such a call keeps the function's name as its column's, as
     /// PostgreSQL names it, when the call becomes a literal.
@@ -486,6 +552,9 @@ impl VisitorMut for Finder<'_> {
     }
 
     fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+        if self.row_calls.contains(&(expr as *const Expr as usize)) {
+            return ControlFlow::Continue(());
+        }
         let Expr::Function(f) = expr else {
             return ControlFlow::Continue(());
         };

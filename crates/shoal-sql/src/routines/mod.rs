@@ -23,7 +23,7 @@ pub mod call;
 pub mod define;
 pub mod describe;
 pub(crate) mod inline;
-mod per_row;
+pub(crate) mod per_row;
 pub mod plpgsql;
 pub mod statement;
 pub mod trigger;

@@ -12,6 +12,9 @@
 //! Only whole select items are taken this way (`f(x)` or `f(x) AS name`). A query where such a
 //! call sits inside an expression, in WHERE, or where ORDER BY, GROUP BY or DISTINCT would
 //! need its value is left to the planner, which refuses it with 0A000.
+//!
+//! UPDATE takes a SET value that is such a call the same way (`RowCall`): its target query
+//! gives the call's arguments, and the function is called as each row is updated.
 
 use std::ops::ControlFlow;
 use std::sync::Arc;
@@ -155,25 +158,148 @@ fn place(items: Vec<Item>, width: usize) -> SqlResult<Vec<Placed>> {
     Ok(placed)
 }
 
-/// A call's value as a value of the function's type.
+/// A call that an UPDATE runs for each row it writes, as the value of one SET column.
+pub struct RowCall {
+    pub call: ResolvedCall,
+    /// The type the call's value is cast to (`f(x)::text`), if it is.
+    cast: Option<DataType>,
+    /// Its arguments' SQL, each cast to its parameter's type: columns of the target query.
+    pub args_sql: Vec<String>,
+    arg_types: Vec<DataType>,
+}
+
+impl RowCall {
+    /// The call `value_sql` (a SET value) is, when it must run for each row: its arguments
+    /// read the row, or it is VOLATILE.
+    pub fn of(session: &Session, value_sql: &str) -> SqlResult<Option<RowCall>> {
+        let Ok(expr) = datafusion::sql::sqlparser::parser::Parser::new(
+            &datafusion::sql::sqlparser::dialect::PostgreSqlDialect {},
+        )
+        .try_with_sql(value_sql)
+        .and_then(|mut p| p.parse_expr()) else {
+            return Ok(None);
+        };
+        let Some((call, cast)) = per_row_call(session, &expr, true)? else {
+            return Ok(None);
+        };
+        if !matches!(
+            call.routine.returns,
+            RoutineReturn::Scalar(_) | RoutineReturn::Void
+        ) {
+            return Ok(None);
+        }
+        let arg_types = in_types(&call);
+        if arg_types.len() != call.args.len() {
+            return Ok(None);
+        }
+        let args_sql = call
+            .args
+            .iter()
+            .map(|a| super::argument::unchecked(a.clone()).to_string())
+            .collect();
+        Ok(Some(RowCall {
+            call,
+            cast,
+            args_sql,
+            arg_types,
+        }))
+    }
+
+    /// Calls the function with the arguments in row `row` of `columns` (one per argument);
+    /// its value as a value of `target` (the SET column's type).
+    pub async fn run(
+        &self,
+        session: &mut Session,
+        txn: &mut Transaction,
+        columns: &[ArrayRef],
+        row: usize,
+        target: &DataType,
+    ) -> SqlResult<Value> {
+        let mut args = Vec::with_capacity(self.arg_types.len());
+        for (array, t) in columns.iter().zip(&self.arg_types) {
+            args.push(Datum::Scalar(
+                t.clone(),
+                value_from_array(array.as_ref(), row, t)?,
+            ));
+        }
+        let outcome = invoke(session, txn, &self.call.routine, args, false).await?;
+        let name = &self.call.routine.name;
+        let value = match &self.cast {
+            Some(t) => Outcome::Value(Datum::Scalar(
+                t.clone(),
+                cast_value(session, txn, name, outcome, &self.call, t).await?,
+            )),
+            None => outcome,
+        };
+        value_as(session, txn, name, value, target).await
+    }
+}
+
+/// The IN and INOUT parameters' types, in order.
+fn in_types(call: &ResolvedCall) -> Vec<DataType> {
+    call.routine
+        .args
+        .iter()
+        .filter(|a| a.mode != ArgMode::Out)
+        .map(|a| a.data_type.clone())
+        .collect()
+}
+
+/// A call's value as a value of the item's type (the function's, or the cast's).
 async fn scalar_value(
     session: &mut Session,
     txn: &mut Transaction,
     item: &PerRowItem,
     outcome: Outcome,
 ) -> SqlResult<Value> {
-    let name = &item.call.routine.name;
+    cast_value(
+        session,
+        txn,
+        &item.call.routine.name,
+        outcome,
+        &item.call,
+        &item.returns,
+    )
+    .await
+}
+
+/// A call's value as a value of its function's type, then cast to `t`.
+async fn cast_value(
+    session: &mut Session,
+    txn: &mut Transaction,
+    name: &str,
+    outcome: Outcome,
+    call: &ResolvedCall,
+    t: &DataType,
+) -> SqlResult<Value> {
+    let declared = match &call.routine.returns {
+        RoutineReturn::Scalar(d) => d.clone(),
+        _ => DataType::Text,
+    };
+    let value = value_as(session, txn, name, outcome, &declared).await?;
+    if declared == *t {
+        return Ok(value);
+    }
+    let outcome = Outcome::Value(Datum::Scalar(declared, value));
+    value_as(session, txn, name, outcome, t).await
+}
+
+/// A call's value as a value of type `target`, cast as an assignment casts it.
+async fn value_as(
+    session: &mut Session,
+    txn: &mut Transaction,
+    name: &str,
+    outcome: Outcome,
+    target: &DataType,
+) -> SqlResult<Value> {
     match outcome {
         Outcome::None | Outcome::Value(Datum::Unassigned) => Ok(Value::Null),
-        Outcome::Value(Datum::Scalar(from, v)) if from == item.returns || v.is_null() => Ok(v),
+        Outcome::Value(Datum::Scalar(from, v)) if from == *target || v.is_null() => Ok(v),
         // A SQL function's last query may give another type than the declared one: the
         // value is cast, as the declared type's assignment would.
         Outcome::Value(Datum::Scalar(from, v)) => {
             let zone = session.settings.time_zone().clone();
-            let cast = super::cast(
-                vars::literal(&from, &v, &zone)?,
-                super::sql_type(&item.returns)?,
-            );
+            let cast = super::cast(vars::literal(&from, &v, &zone)?, super::sql_type(target)?);
             let stmt = crate::parse::parse_statements(&format!("SELECT {cast}"))
                 .map_err(|e| SqlError::internal(format!("a cast does not parse: {e}")))?
                 .pop()
@@ -211,7 +337,7 @@ fn split(session: &Session, stmt: &Statement) -> SqlResult<Option<(Statement, Ve
         if let Some(call) = per_row_call(session, expr, has_from)? {
             let name = match alias {
                 Some(a) => super::plpgsql::embed::ident_name(a),
-                None => call.routine.name.clone(),
+                None => call.0.routine.name.clone(),
             };
             calls.push((i, call, name));
         }
@@ -232,7 +358,7 @@ fn split(session: &Session, stmt: &Statement) -> SqlResult<Option<(Statement, Ve
     let mut items = Vec::new();
     let mut calls = calls.into_iter().peekable();
     for (i, item) in select.projection.iter().enumerate() {
-        let Some((_, call, name)) = calls.next_if(|(at, _, _)| *at == i) else {
+        let Some((_, (call, cast), name)) = calls.next_if(|(at, _, _)| *at == i) else {
             projection.push(item.clone());
             items.push(match item {
                 SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..) => Item::Wildcard,
@@ -240,18 +366,13 @@ fn split(session: &Session, stmt: &Statement) -> SqlResult<Option<(Statement, Ve
             });
             continue;
         };
-        let returns = match &call.routine.returns {
-            RoutineReturn::Scalar(t) => t.clone(),
-            RoutineReturn::Void => DataType::Text,
+        let returns = match (&call.routine.returns, cast) {
+            (RoutineReturn::Scalar(_) | RoutineReturn::Void, Some(cast)) => cast,
+            (RoutineReturn::Scalar(t), None) => t.clone(),
+            (RoutineReturn::Void, None) => DataType::Text,
             _ => return Ok(None),
         };
-        let arg_types: Vec<DataType> = call
-            .routine
-            .args
-            .iter()
-            .filter(|a| a.mode != ArgMode::Out)
-            .map(|a| a.data_type.clone())
-            .collect();
+        let arg_types = in_types(&call);
         if arg_types.len() != call.args.len() {
             return Ok(None);
         }
@@ -286,12 +407,28 @@ fn split(session: &Session, stmt: &Statement) -> SqlResult<Option<(Statement, Ve
     Ok(Some((Statement::Query(Box::new(first)), items)))
 }
 
-/// The call in a select item, when it runs a body and must run for each row: its arguments
-/// read the row, or it is VOLATILE and the query has a FROM.
-fn per_row_call(session: &Session, expr: &Expr, has_from: bool) -> SqlResult<Option<ResolvedCall>> {
+/// The call in a select item (or SET value), when it runs a body and must run for each row:
+/// its arguments read the row, or it is VOLATILE and the query has a FROM. A cast of the call
+/// (`f(x)::text`) is taken too; its type comes with the call.
+type PerRowCall = (ResolvedCall, Option<DataType>);
+
+fn per_row_call(session: &Session, expr: &Expr, has_from: bool) -> SqlResult<Option<PerRowCall>> {
     let mut e = expr;
-    while let Expr::Nested(inner) = e {
-        e = inner;
+    let mut cast = None;
+    loop {
+        match e {
+            Expr::Nested(inner) => e = inner,
+            Expr::Cast {
+                expr, data_type, ..
+            } if cast.is_none() => {
+                let Ok(t) = crate::types::from_sql_type(data_type) else {
+                    return Ok(None);
+                };
+                cast = Some(t);
+                e = expr;
+            }
+            _ => break,
+        }
     }
     let Expr::Function(f) = e else {
         return Ok(None);
@@ -312,11 +449,13 @@ fn per_row_call(session: &Session, expr: &Expr, has_from: bool) -> SqlResult<Opt
         &args,
     )?;
     drop(catalog);
-    Ok(call.filter(|c| {
-        runs_body(&c.routine)
-            && (c.args.iter().any(reads_rows)
-                || (has_from && c.routine.volatility == Volatility::Volatile))
-    }))
+    Ok(call
+        .filter(|c| {
+            runs_body(&c.routine)
+                && (c.args.iter().any(reads_rows)
+                    || (has_from && c.routine.volatility == Volatility::Volatile))
+        })
+        .map(|c| (c, cast)))
 }
 
 /// Whether an argument reads the query's rows: a column, or an aggregate over them.

@@ -257,7 +257,10 @@ impl Session {
                 }
             }
             Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_) => {
-                let (fields, columns) = dml::describe(self, stmt, count).await?;
+                // Calls that run a routine's body run at execution (see `routines::call`).
+                let describable = crate::routines::call::describable(self, stmt)?;
+                let described = describable.as_ref().unwrap_or(stmt);
+                let (fields, columns) = dml::describe(self, described, count).await?;
                 for (i, field) in fields.into_iter().enumerate() {
                     let Some(field) = field else { continue };
                     if let Some(type_oid) = field
