@@ -16,6 +16,8 @@ pub enum TriggerEvent {
     Insert,
     Update,
     Delete,
+    /// Statement triggers only, as in PostgreSQL.
+    Truncate,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

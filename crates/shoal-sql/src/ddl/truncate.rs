@@ -5,7 +5,10 @@ use datafusion::sql::sqlparser::ast;
 use shoal_storage::catalog::Oid;
 use shoal_storage::{StorageError, Transaction};
 
+use shoal_storage::catalog_triggers::{TriggerEvent, TriggerTiming};
+
 use crate::error::{code, SqlError, SqlResult};
+use crate::routines::trigger::Triggers;
 use crate::session::{Session, StatementResult};
 
 /// TRUNCATE deletes every visible row inside the transaction, so it is undone by ROLLBACK as in
@@ -65,8 +68,20 @@ pub(super) async fn truncate(
         }
         i += 1;
     }
+    // As PostgreSQL: every table's BEFORE TRUNCATE triggers, then the truncation, then the
+    // AFTER TRUNCATE ones, in the order the tables were named (those CASCADE adds last).
+    let triggers: Vec<Triggers> = tables
+        .iter()
+        .filter_map(|(def, _)| Triggers::of(def, TriggerEvent::Truncate, &[]))
+        .collect();
+    for t in &triggers {
+        t.statement(session, txn, TriggerTiming::Before).await?;
+    }
     for (_, table) in &tables {
         delete_all_rows(session, txn, table).await?;
+    }
+    for t in &triggers {
+        t.statement(session, txn, TriggerTiming::After).await?;
     }
     if matches!(t.identity, Some(ast::TruncateIdentityOption::Restart)) {
         let catalog = session.engine.catalog.read();

@@ -11,7 +11,8 @@
 //! Every write path of a row table fires them: INSERT, UPDATE, DELETE and ON CONFLICT in `dml`,
 //! COPY FROM (`copy::load`) and foreign-key actions (`dml::referential`); the fast path and
 //! kept plans are not taken for a table with triggers. What Shoal cannot fire yet (column
-//! tables, TRUNCATE and INSTEAD OF triggers, transition tables) is refused with 0A000.
+//! tables, INSTEAD OF triggers, transition tables) is refused with 0A000. TRUNCATE fires the
+//! statement triggers of each table it empties (`ddl::truncate`).
 
 use std::sync::Arc;
 
@@ -66,7 +67,7 @@ pub async fn create_trigger(
                 TriggerEvent::Update
             }
             ast::TriggerEvent::Delete => TriggerEvent::Delete,
-            ast::TriggerEvent::Truncate => return Err(SqlError::unsupported("TRUNCATE triggers")),
+            ast::TriggerEvent::Truncate => TriggerEvent::Truncate,
         });
     }
     let for_each_row = matches!(
@@ -74,6 +75,12 @@ pub async fn create_trigger(
         Some(ast::TriggerObjectKind::ForEach(ast::TriggerObject::Row))
             | Some(ast::TriggerObjectKind::For(ast::TriggerObject::Row))
     );
+    if for_each_row && events.contains(&TriggerEvent::Truncate) {
+        return Err(SqlError::new(
+            code::FEATURE_NOT_SUPPORTED,
+            "TRUNCATE FOR EACH ROW triggers are not supported",
+        ));
+    }
     let Some(body) = &ct.exec_body else {
         return Err(SqlError::syntax("EXECUTE FUNCTION expected"));
     };
@@ -388,6 +395,7 @@ impl Triggers {
                     TriggerEvent::Insert => "INSERT",
                     TriggerEvent::Update => "UPDATE",
                     TriggerEvent::Delete => "DELETE",
+                    TriggerEvent::Truncate => "TRUNCATE",
                 }),
             ),
             (

@@ -15,6 +15,7 @@ const BEFORE: i16 = 2;
 const INSERT: i16 = 4;
 const DELETE: i16 = 8;
 const UPDATE: i16 = 16;
+const TRUNCATE: i16 = 32;
 
 pub(super) fn pg_trigger(catalog: &Catalog) -> Arc<dyn TableProvider> {
     let columns = super::empty::columns_of("pg_trigger").expect("pg_trigger's columns are listed");
@@ -33,6 +34,7 @@ pub(super) fn pg_trigger(catalog: &Catalog) -> Arc<dyn TableProvider> {
                     TriggerEvent::Insert => INSERT,
                     TriggerEvent::Delete => DELETE,
                     TriggerEvent::Update => UPDATE,
+                    TriggerEvent::Truncate => TRUNCATE,
                 };
             }
             let attnums: Vec<ScalarValue> = trigger
@@ -91,6 +93,7 @@ pub fn trigger_definition(catalog: &Catalog, oid: u32, pretty: bool) -> Option<S
         (TriggerEvent::Insert, "INSERT"),
         (TriggerEvent::Delete, "DELETE"),
         (TriggerEvent::Update, "UPDATE"),
+        (TriggerEvent::Truncate, "TRUNCATE"),
     ] {
         if !trigger.events.contains(&event) {
             continue;
