@@ -153,6 +153,13 @@ fn explicit_value_sql(def: &TableDef, col: usize, value: &ast::Expr) -> String {
     {
         return format!("CAST({value} AS {})", crate::types::format_type(t));
     }
+    // A numeric array's rows each as numeric[]: an ARRAY of decimal literals is typed by its
+    // own digits, and rows of different scales would not make one column.
+    if let DataType::Array(element) = t {
+        if matches!(element.as_ref(), DataType::Numeric { .. }) {
+            return format!("CAST({value} AS {})", crate::types::format_type(t));
+        }
+    }
     value.to_string()
 }
 

@@ -61,6 +61,8 @@ pub enum Op {
     SortKey,
     /// Into numeric: pg_numeric(x) or pg_numeric(x, precision, scale).
     Cast,
+    /// An array into numeric[]: each element as `Cast` converts it.
+    CastArray,
     ToInt2,
     ToInt4,
     ToInt8,
@@ -70,7 +72,7 @@ pub enum Op {
 }
 
 impl Op {
-    pub const ALL: [Op; 33] = [
+    pub const ALL: [Op; 34] = [
         Op::Add,
         Op::Sub,
         Op::Mul,
@@ -98,6 +100,7 @@ impl Op {
         Op::Key,
         Op::SortKey,
         Op::Cast,
+        Op::CastArray,
         Op::ToInt2,
         Op::ToInt4,
         Op::ToInt8,
@@ -137,6 +140,7 @@ impl Op {
             Op::Key => "numeric_key",
             Op::SortKey => "numeric_sort_key",
             Op::Cast => "pg_numeric",
+            Op::CastArray => "pg_numeric_array",
             Op::ToInt2 => "numeric_int2",
             Op::ToInt4 => "numeric_int4",
             Op::ToInt8 => "numeric_int8",
@@ -157,6 +161,12 @@ impl Op {
             Op::ToFloat4 => ArrowType::Float32,
             Op::ToFloat8 => ArrowType::Float64,
             Op::ToText => ArrowType::Utf8,
+            Op::CastArray => crate::types::arrow_type(&shoal_storage::types::DataType::Array(
+                Box::new(shoal_storage::types::DataType::Numeric {
+                    precision: None,
+                    scale: None,
+                }),
+            )),
             _ => NUMERIC_ARROW,
         }
     }
@@ -165,6 +175,7 @@ impl Op {
     fn numeric_args(self, given: usize) -> usize {
         match self {
             Op::Round | Op::Trunc | Op::Cast => 1.min(given),
+            Op::CastArray => 0,
             _ => given,
         }
     }
@@ -226,6 +237,14 @@ impl ScalarUDFImpl for NumericFunction {
             .iter()
             .map(|a| a.to_array(rows))
             .collect::<DfResult<Vec<_>>>()?;
+        if self.op == Op::CastArray {
+            let out = cast_list(&arrays)?;
+            return Ok(if all_scalar {
+                ColumnarValue::Scalar(datafusion::common::ScalarValue::try_from_array(&out, 0)?)
+            } else {
+                ColumnarValue::Array(out)
+            });
+        }
         let numeric_count = self.op.numeric_args(arrays.len());
         let mut numerics = Vec::with_capacity(numeric_count);
         for a in &arrays[..numeric_count] {
@@ -242,6 +261,56 @@ impl ScalarUDFImpl for NumericFunction {
             ColumnarValue::Array(out)
         })
     }
+}
+
+/// `pg_numeric_array(list [, precision, scale])`: each element of each list into numeric, with
+/// the typmod applied; the lists keep their lengths and NULLs.
+fn cast_list(arrays: &[ArrayRef]) -> DfResult<ArrayRef> {
+    let list = match arrays[0].data_type() {
+        ArrowType::List(_) => arrays[0].as_list::<i32>().clone(),
+        ArrowType::Null => {
+            return Ok(datafusion::arrow::array::new_null_array(
+                &Op::CastArray.return_type(),
+                arrays[0].len(),
+            ))
+        }
+        other => {
+            return Err(df_error(NumericError {
+                sqlstate: code::CANNOT_COERCE,
+                message: format!(
+                    "cannot cast type {} to numeric[]",
+                    crate::query::pg_catalog::format_type_oid(
+                        crate::types::pg_oid_for_arrow(other),
+                        -1
+                    )
+                    .unwrap_or_else(|| other.to_string())
+                ),
+                detail: None,
+            }))
+        }
+    };
+    let elements = list.values();
+    let numerics = to_numeric_array(elements)?;
+    let integers = arrays[1..]
+        .iter()
+        .map(|a| {
+            // The typmod is one value for the whole call: repeated for each element.
+            let v = cast(a, &ArrowType::Int64)?;
+            let v = v.as_primitive::<datafusion::arrow::datatypes::Int64Type>();
+            let typmod = v.is_valid(0).then(|| v.value(0));
+            Ok(Int64Array::from(vec![typmod; elements.len()]))
+        })
+        .collect::<DfResult<Vec<Int64Array>>>()?;
+    let values = evaluate(Op::Cast, &[numerics], &integers, elements.len())?;
+    let ArrowType::List(field) = Op::CastArray.return_type() else {
+        unreachable!("numeric[] is a list")
+    };
+    Ok(Arc::new(datafusion::arrow::array::ListArray::try_new(
+        field,
+        list.offsets().clone(),
+        values,
+        list.nulls().cloned(),
+    )?))
 }
 
 fn evaluate(
@@ -374,6 +443,7 @@ fn compute(op: Op, args: &[Numeric], digits: i64) -> Result<Numeric, NumericErro
         | Op::Key
         | Op::SortKey
         | Op::Cast
+        | Op::CastArray
         | Op::ToInt2
         | Op::ToInt4
         | Op::ToInt8

@@ -340,6 +340,28 @@ fn cast(
     if is_numeric(&target) {
         return Ok(Transformed::yes(to_numeric(inner, schema)?));
     }
+    // An array into numeric[] or numeric(p, s)[]: each element as a numeric cast.
+    if let ArrowType::List(element) = &target {
+        let typmod = match element.data_type() {
+            ArrowType::Decimal128(p, s) | ArrowType::Decimal256(p, s) => {
+                Some((*p as i64, *s as i64))
+            }
+            ArrowType::Decimal32(p, s) | ArrowType::Decimal64(p, s) => Some((*p as i64, *s as i64)),
+            t if is_numeric(t) => None,
+            _ => {
+                return Ok(Transformed::no(Expr::Cast(Cast::new(
+                    Box::new(inner),
+                    target,
+                ))))
+            }
+        };
+        let mut args = vec![inner];
+        if let Some((p, s)) = typmod {
+            args.push(Expr::Literal(ScalarValue::Int64(Some(p)), None));
+            args.push(Expr::Literal(ScalarValue::Int64(Some(s)), None));
+        }
+        return Ok(Transformed::yes(call(Op::CastArray, args)));
+    }
     if !from_numeric {
         let rebuilt = match try_cast {
             true => Expr::TryCast(TryCast::new(Box::new(inner), target)),

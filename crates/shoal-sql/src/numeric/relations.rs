@@ -8,7 +8,7 @@ use datafusion::arrow::datatypes::{DataType as ArrowType, Field};
 use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::common::{DFSchema, Result as DfResult, ScalarValue};
 use datafusion::logical_expr::expr::Cast;
-use datafusion::logical_expr::{Expr, LogicalPlan, Projection, Union, Values};
+use datafusion::logical_expr::{Expr, ExprSchemable, LogicalPlan, Projection, Union, Values};
 
 use super::plan::{common_kind, key, kind, rewrite_expr, to_float8, to_numeric, unify, Kind};
 use super::{is_decimal, is_numeric, NUMERIC_ARROW};
@@ -72,7 +72,20 @@ pub(super) fn values_as_numeric(values: Values) -> DfResult<Transformed<LogicalP
             }
         })
         .collect();
-    if common.iter().all(Option::is_none) {
+    // A column of other values whose type the rewrite changed (an ARRAY of decimal literals
+    // is now an array of numerics) takes the new type, when every row agrees on it.
+    let rewritten: Vec<Option<ArrowType>> = (0..columns)
+        .map(|c| {
+            let old = values.schema.field(c).data_type();
+            let mut types = rows.iter().filter_map(|row| match &row[c] {
+                Expr::Literal(v, _) if v.is_null() => None,
+                e => e.get_type(&empty).ok(),
+            });
+            let first = types.next()?;
+            (common[c].is_none() && first != *old && types.all(|t| t == first)).then_some(first)
+        })
+        .collect();
+    if common.iter().all(Option::is_none) && rewritten.iter().all(Option::is_none) {
         return Ok(Transformed::no(LogicalPlan::Values(Values {
             schema: values.schema,
             values: rows,
@@ -94,11 +107,12 @@ pub(super) fn values_as_numeric(values: Values) -> DfResult<Transformed<LogicalP
         .schema
         .fields()
         .iter()
-        .zip(&common)
-        .map(|(f, k)| match k {
-            Some(Kind::Numeric) => Arc::new(Field::new(f.name(), NUMERIC_ARROW, true)),
-            Some(_) => Arc::new(Field::new(f.name(), ArrowType::Float64, true)),
-            None => f.clone(),
+        .zip(common.iter().zip(&rewritten))
+        .map(|(f, (k, rewritten))| match (k, rewritten) {
+            (Some(Kind::Numeric), _) => Arc::new(Field::new(f.name(), NUMERIC_ARROW, true)),
+            (Some(_), _) => Arc::new(Field::new(f.name(), ArrowType::Float64, true)),
+            (None, Some(t)) => Arc::new(f.as_ref().clone().with_data_type(t.clone())),
+            (None, None) => f.clone(),
         })
         .collect::<Vec<_>>();
     let qualified = values

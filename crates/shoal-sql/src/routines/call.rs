@@ -492,7 +492,15 @@ impl VisitorMut for Finder<'_> {
             }
         }
         for item in &mut select.projection {
-            let ast::SelectItem::UnnamedExpr(Expr::Function(f)) = item else {
+            let ast::SelectItem::UnnamedExpr(whole) = item else {
+                continue;
+            };
+            // Under casts too: PostgreSQL names `f(x)::text` after f.
+            let mut e = &*whole;
+            while let Expr::Cast { expr, .. } | Expr::Nested(expr) = e {
+                e = expr;
+            }
+            let Expr::Function(f) = e else {
                 continue;
             };
             let args = match &f.args {
@@ -502,7 +510,7 @@ impl VisitorMut for Finder<'_> {
             };
             if let Ok(Some(call)) = self.resolve(&f.name, &args) {
                 let alias = ast::Ident::new(call.routine.name.clone());
-                let expr = Expr::Function(f.clone());
+                let expr = whole.clone();
                 *item = ast::SelectItem::ExprWithAlias { expr, alias };
             }
         }

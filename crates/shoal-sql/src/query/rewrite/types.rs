@@ -6,17 +6,42 @@ use datafusion::sql::sqlparser::ast::{self, DataType, Expr, Ident, ObjectName, O
 use super::{custom_type_name, function_call, object_name_parts};
 use crate::error::{SqlError, SqlResult};
 
-/// A cast to numeric is `pg_numeric(x)`, or `pg_numeric(x, precision, scale)` for numeric(p,s):
-/// DataFusion's planner would make it a fixed-scale decimal (see `crate::numeric`). None for
-/// casts to other types.
+/// A cast to numeric is `pg_numeric(x)`, or `pg_numeric(x, precision, scale)` for numeric(p,s),
+/// and one to numeric[] `pg_numeric_array(...)`: DataFusion's planner would make them
+/// fixed-scale decimals (see `crate::numeric`). None for casts to other types.
 pub(super) fn numeric_cast(inner: &Expr, t: &DataType) -> SqlResult<Option<Expr>> {
-    let info = match t {
-        DataType::Numeric(info) | DataType::Decimal(info) | DataType::Dec(info) => info,
+    // numeric[] and numeric(p,s)[]: `pg_numeric_array`, each element cast as above.
+    let (info, function) = match t {
+        DataType::Numeric(info) | DataType::Decimal(info) | DataType::Dec(info) => {
+            (info, "pg_numeric")
+        }
+        DataType::Array(ast::ArrayElemTypeDef::SquareBracket(element, _)) => match element.as_ref()
+        {
+            DataType::Numeric(info) | DataType::Decimal(info) | DataType::Dec(info) => {
+                // An array literal ('{1.10,2.5}') is read as text elements first.
+                if let Expr::Value(v) = inner {
+                    if let ast::Value::SingleQuotedString(text) = &v.value {
+                        let text_array = DataType::Array(ast::ArrayElemTypeDef::SquareBracket(
+                            Box::new(DataType::Text),
+                            None,
+                        ));
+                        let elements = crate::query::array_literal::to_expr(text, &text_array)?;
+                        let cast = DataType::Array(ast::ArrayElemTypeDef::SquareBracket(
+                            Box::new(DataType::Numeric(info.clone())),
+                            None,
+                        ));
+                        return numeric_cast(&elements, &cast);
+                    }
+                }
+                (info, "pg_numeric_array")
+            }
+            _ => return Ok(None),
+        },
         _ => return Ok(None),
     };
     let (precision, scale) = match info {
         ast::ExactNumberInfo::None => {
-            return Ok(Some(function_call("pg_numeric", vec![inner.clone()])))
+            return Ok(Some(function_call(function, vec![inner.clone()])))
         }
         ast::ExactNumberInfo::Precision(p) => (*p, 0),
         ast::ExactNumberInfo::PrecisionAndScale(_, s) if *s < 0 => {
@@ -43,7 +68,7 @@ pub(super) fn numeric_cast(inner: &Expr, t: &DataType) -> SqlResult<Option<Expr>
     }
     let number = |n: u64| Expr::value(ast::Value::Number(n.to_string(), false));
     Ok(Some(function_call(
-        "pg_numeric",
+        function,
         vec![inner.clone(), number(precision), number(scale)],
     )))
 }
