@@ -128,6 +128,7 @@ pub fn changes_catalog(stmt: &Statement) -> bool {
             | Statement::DropExtension(_)
             | Statement::CreateFunction(_)
             | Statement::DropFunction(_)
+            | Statement::AlterFunction(_)
             | Statement::CreateProcedure { .. }
             | Statement::DropProcedure { .. }
             | Statement::CreateTrigger(_)
@@ -247,6 +248,7 @@ pub async fn execute(
         Statement::CreateFunction(cf) => {
             crate::routines::define::create_function(session, cf, RoutineKind::Function).await
         }
+        Statement::AlterFunction(af) => crate::routines::alter::alter_function(session, &af),
         Statement::DropFunction(df) => crate::routines::define::drop_functions(
             session,
             &df.func_desc,

@@ -198,7 +198,9 @@ pub async fn insert(
         None => None,
     };
     let overriding = crate::parse::insert_overriding(&ins);
-    let sql = insert_source_sql(&def, &targets, ins.source.as_deref(), overriding)?;
+    let per_row_source = per_row_source(session, txn, ins.source.as_deref()).await?;
+    let source = per_row_source.as_ref().or(ins.source.as_deref());
+    let sql = insert_source_sql(&def, &targets, source, overriding)?;
     let batches = source_rows(session, txn, &sql).await?;
     let zone = session.settings.time_zone().clone();
     let alias = ins
@@ -320,6 +322,64 @@ pub async fn insert(
         return Ok(command_done("INSERT", count, Some(0)));
     }
     finish_dml(session, &def, &alias, "INSERT", written, returning, Some(0)).await
+}
+
+/// A source query whose select list calls a routine for each row (`INSERT ... SELECT f(x)
+/// FROM t`, see `routines::per_row`): run now, its rows made a VALUES list (or, with none, a
+/// query of no rows) that the insert reads as if written. None for any other source.
+async fn per_row_source(
+    session: &mut Session,
+    txn: &mut Transaction,
+    source: Option<&ast::Query>,
+) -> SqlResult<Option<ast::Query>> {
+    let Some(query) = source else {
+        return Ok(None);
+    };
+    if matches!(query.body.as_ref(), ast::SetExpr::Values(_))
+        || session.engine.catalog.read().routines.is_empty()
+    {
+        return Ok(None);
+    }
+    let stmt = ast::Statement::Query(Box::new(query.clone()));
+    let Some(result) = crate::routines::per_row::run_select_list_calls(session, txn, &stmt).await?
+    else {
+        return Ok(None);
+    };
+    let StatementResult::Rows {
+        batches, columns, ..
+    } = result
+    else {
+        return Err(SqlError::internal("a per-row source gave no rows"));
+    };
+    let zone = session.settings.time_zone().clone();
+    let mut rows = Vec::new();
+    for batch in &batches {
+        let types: Vec<_> = batch
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| crate::types::storage_type_of_field(f))
+            .collect();
+        for r in 0..batch.num_rows() {
+            let mut row = Vec::with_capacity(types.len());
+            for (c, t) in types.iter().enumerate() {
+                let v = crate::types::value_from_array(batch.column(c).as_ref(), r, t)?;
+                row.push(crate::routines::plpgsql::vars::literal(t, &v, &zone)?.to_string());
+            }
+            rows.push(format!("({})", row.join(", ")));
+        }
+    }
+    let sql = match rows.is_empty() {
+        true => format!(
+            "SELECT {} WHERE false",
+            vec!["NULL"; columns.len()].join(", ")
+        ),
+        false => format!("VALUES {}", rows.join(", ")),
+    };
+    match crate::session::parse_sql(&sql)?.pop() {
+        Some(ast::Statement::Query(q)) => Ok(Some(*q)),
+        _ => Err(SqlError::internal("a per-row source's rows do not parse")),
+    }
 }
 
 /// The rows to insert, from the source query `sql` (the statement's VALUES or query with the

@@ -1,5 +1,5 @@
 //! The access privilege inquiry functions: has_table_privilege and its siblings for sequences,
-//! columns, schemas and the database, and pg_has_role. Each takes an optional role (name or
+//! columns, schemas, the database and functions, and pg_has_role. Each takes an optional role (name or
 //! OID; the current role when left out), the object (name or OID) and a privilege list such as
 //! `'SELECT, INSERT WITH GRANT OPTION'`, and is true when the role holds any of them. An OID
 //! that names nothing gives NULL, as in PostgreSQL; a name that names nothing is an error.
@@ -26,6 +26,8 @@ enum Asks {
     AnyColumn,
     Schema,
     Database,
+    /// has_function_privilege: a function or procedure, by OID or signature text.
+    Function,
 }
 
 pub fn register(state: &mut datafusion::execution::SessionState, scope: &Arc<PlanScope>) {
@@ -42,6 +44,7 @@ pub fn register(state: &mut datafusion::execution::SessionState, scope: &Arc<Pla
         ("has_column_privilege", Asks::Column, &[3, 4]),
         ("has_schema_privilege", Asks::Schema, &[2, 3]),
         ("has_database_privilege", Asks::Database, &[2, 3]),
+        ("has_function_privilege", Asks::Function, &[2, 3]),
     ] {
         let sc = scope.clone();
         add(udf(
@@ -399,6 +402,14 @@ fn object_arg(
             })?;
             Ok(Some(((ObjectClass::Schema, schema.oid), None)))
         }
+        Asks::Function => {
+            if let Some(oid) = oid_of(v) {
+                let exists = catalog.routines.contains_key(&oid);
+                return Ok(exists.then_some(((ObjectClass::Function, oid), None)));
+            }
+            let oid = routine_arg(scope, catalog, &text(v))?;
+            Ok(Some(((ObjectClass::Function, oid), None)))
+        }
         Asks::Database => {
             if let Some(oid) = oid_of(v) {
                 return Ok((oid == DATABASE_OID).then_some(((ObjectClass::Database, oid), None)));
@@ -413,6 +424,59 @@ fn object_arg(
             Ok(Some(((ObjectClass::Database, DATABASE_OID), None)))
         }
     }
+}
+
+/// The routine a has_function_privilege signature names (`f(integer, text)`, as regprocedure
+/// reads it).
+fn routine_arg(scope: &PlanScope, catalog: &Catalog, signature: &str) -> Result<Oid, SqlError> {
+    use datafusion::sql::sqlparser::ast;
+    use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
+    use datafusion::sql::sqlparser::parser::Parser;
+    use shoal_storage::catalog_functions::RoutineKind;
+    let Some((name, args)) = signature.trim().split_once('(') else {
+        return Err(SqlError::new(
+            code::INVALID_TEXT_REPRESENTATION,
+            "expected a left parenthesis",
+        ));
+    };
+    let Some(args) = args.trim_end().strip_suffix(')') else {
+        return Err(SqlError::new(
+            code::INVALID_TEXT_REPRESENTATION,
+            "expected a right parenthesis",
+        ));
+    };
+    let mut types = Vec::new();
+    if !args.trim().is_empty() {
+        let parsed = Parser::new(&PostgreSqlDialect {})
+            .try_with_sql(args)
+            .and_then(|mut p| p.parse_comma_separated(Parser::parse_data_type))
+            .map_err(|e| SqlError::syntax(e.to_string()))?;
+        for t in &parsed {
+            types.push(crate::types::from_sql_type(t)?);
+        }
+    }
+    let (schema, routine) = super::functions::parse_qualified_name(name.trim());
+    let parts: Vec<ast::Ident> = schema
+        .into_iter()
+        .chain(std::iter::once(routine))
+        .map(|p| ast::Ident::with_quote('"', p))
+        .collect();
+    let object_name = ast::ObjectName::from(parts);
+    for kind in [RoutineKind::Function, RoutineKind::Procedure] {
+        if let crate::routines::Named::Found(def) = crate::routines::find_by_signature(
+            catalog,
+            &scope.lookup_schemas(),
+            &object_name,
+            kind,
+            Some(&types),
+        )? {
+            return Ok(def.oid);
+        }
+    }
+    Err(SqlError::new(
+        code::UNDEFINED_FUNCTION,
+        format!("function \"{}\" does not exist", signature.trim()),
+    ))
 }
 
 /// A system catalog, asked about as a table (it stands for all of them: only SELECT is held,
@@ -446,6 +510,7 @@ fn privilege_list(list: &str, asks: Asks) -> Result<Vec<(Privileges, bool)>, Sql
             (Asks::Schema | Asks::Database, "CREATE") => Privileges::CREATE,
             (Asks::Database, "CONNECT") => Privileges::CONNECT,
             (Asks::Database, "TEMPORARY" | "TEMP") => Privileges::TEMPORARY,
+            (Asks::Function, "EXECUTE") => Privileges::EXECUTE,
             _ => return Err(unrecognized(item.trim())),
         };
         out.push((p, with_grant));

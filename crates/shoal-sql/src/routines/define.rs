@@ -119,7 +119,7 @@ fn put_definition(
 
 /// Refuses to replace or drop a routine the acting role does not own, as PostgreSQL does.
 /// `actor`: the acting role and whether it is a superuser.
-fn must_own(actor: (Oid, bool), catalog: &Catalog, def: &RoutineDef) -> SqlResult<()> {
+pub(super) fn must_own(actor: (Oid, bool), catalog: &Catalog, def: &RoutineDef) -> SqlResult<()> {
     let (role, superuser) = actor;
     let owner = catalog.owner_of((ObjectClass::Function, def.oid));
     if superuser || catalog.has_privileges_of_role(role, owner) {
@@ -291,28 +291,11 @@ fn definition(
         create.called_on_null,
         Some(ast::FunctionCalledOnNull::Strict | ast::FunctionCalledOnNull::ReturnsNullOnNullInput)
     );
-    let mut config = Vec::new();
-    for p in &create.set_params {
-        let value = match &p.value {
-            ast::FunctionSetValue::Values(values) => values
-                .iter()
-                .map(|v| match v {
-                    Expr::Value(v) => match &v.value {
-                        ast::Value::SingleQuotedString(s) => s.clone(),
-                        other => other.to_string(),
-                    },
-                    other => other.to_string(),
-                })
-                .collect::<Vec<_>>()
-                .join(", "),
-            ast::FunctionSetValue::Default => continue,
-            ast::FunctionSetValue::FromCurrent => {
-                let name = p.name.to_string().to_lowercase();
-                session.settings.get(&name).unwrap_or_default().to_string()
-            }
-        };
-        config.push((p.name.to_string().to_lowercase(), value));
-    }
+    let config = create
+        .set_params
+        .iter()
+        .filter_map(|p| config_setting(session, p))
+        .collect();
     Ok(RoutineDef {
         oid: 0,
         schema,
@@ -456,6 +439,33 @@ fn return_mismatch(def: &RoutineDef, actual: Option<&ArrowType>) -> SqlError {
             _ => "Final statement returns the wrong number of columns.",
         }),
     }
+}
+
+/// A `SET name = value` clause of a routine as (name, value); None for `SET name TO DEFAULT`,
+/// which keeps nothing.
+pub(super) fn config_setting(
+    session: &Session,
+    p: &ast::FunctionDefinitionSetParam,
+) -> Option<(String, String)> {
+    let name = p.name.to_string().to_lowercase();
+    let value = match &p.value {
+        ast::FunctionSetValue::Values(values) => values
+            .iter()
+            .map(|v| match v {
+                Expr::Value(v) => match &v.value {
+                    ast::Value::SingleQuotedString(s) => s.clone(),
+                    other => other.to_string(),
+                },
+                other => other.to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join(", "),
+        ast::FunctionSetValue::Default => return None,
+        ast::FunctionSetValue::FromCurrent => {
+            session.settings.get(&name).unwrap_or_default().to_string()
+        }
+    };
+    Some((name, value))
 }
 
 /// DROP FUNCTION name [(argument types)], ...: every name is found before any is dropped.

@@ -18,6 +18,7 @@
 //! argument whose type shows only once planned (a column, an expression) is checked when the
 //! statement is planned (`argument`).
 
+pub(crate) mod alter;
 mod argument;
 pub mod call;
 pub mod define;

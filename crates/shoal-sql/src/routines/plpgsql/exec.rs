@@ -892,6 +892,32 @@ fn target_parts(target: &str) -> SqlResult<Vec<String>> {
     }
 }
 
+/// An assignment target that is one element of an array variable (`a[i]`, `r.f[i]`): the
+/// variable's name parts and the subscript's SQL. None for other targets; several subscripts
+/// (`a[i][j]`) and slices are refused.
+fn element_target(target: &str) -> SqlResult<Option<(Vec<String>, String)>> {
+    if !target.contains('[') {
+        return Ok(None);
+    }
+    let Expr::CompoundFieldAccess { root, access_chain } = crate::routines::parse_expr(target)?
+    else {
+        return Ok(None);
+    };
+    let parts = match *root {
+        Expr::Identifier(i) => vec![ident_name(&i)],
+        Expr::CompoundIdentifier(ids) => ids.iter().map(ident_name).collect(),
+        _ => return Ok(None),
+    };
+    match access_chain.as_slice() {
+        [ast::AccessExpr::Subscript(ast::Subscript::Index { index })] => {
+            Ok(Some((parts, index.to_string())))
+        }
+        _ => Err(SqlError::unsupported(format!(
+            "assigning to \"{target}\" (slices and elements of multi-dimensional arrays)"
+        ))),
+    }
+}
+
 /// A target that is one plain variable name (lower-cased), read without a parser; None for
 /// anything else (`r.f`, `"X"`, `a[i]`).
 fn plain_target(target: &str) -> Option<String> {

@@ -5,6 +5,9 @@ use super::*;
 
 impl Exec<'_> {
     pub(super) async fn assign(&mut self, target: &str, expr: &str) -> SqlResult<()> {
+        if let Some((parts, index)) = element_target(target)? {
+            return self.assign_element(&parts, &index, expr).await;
+        }
         let parts = target_parts(target)?;
         let (r, field) = self.target_ref(&parts)?;
         let var = self.scopes.get(r);
@@ -41,6 +44,70 @@ impl Exec<'_> {
                 Ok(())
             }
         }
+    }
+
+    /// `a[i] := expr` on a one-dimensional array variable: as PostgreSQL, a subscript past the
+    /// end extends the array (with NULLs in between), and a NULL array becomes one.
+    async fn assign_element(&mut self, parts: &[String], index: &str, expr: &str) -> SqlResult<()> {
+        let (r, field) = self.target_ref(parts)?;
+        let var = self.scopes.get(r);
+        if var.constant {
+            return Err(SqlError::syntax(format!(
+                "variable \"{}\" is declared CONSTANT",
+                var.name
+            )));
+        }
+        let (VarType::Scalar(array_type @ DataType::Array(element)), None) =
+            (&var.var_type, &field)
+        else {
+            return Err(SqlError::new(
+                code::DATATYPE_MISMATCH,
+                format!(
+                    "cannot subscript type {} because it does not support subscripting",
+                    match &var.var_type {
+                        VarType::Scalar(t) => crate::types::format_type(t),
+                        _ => "record".to_string(),
+                    }
+                ),
+            ));
+        };
+        let (array_type, element) = (array_type.clone(), element.as_ref().clone());
+        let Datum::Scalar(_, at) = self
+            .eval_typed(index, &VarType::Scalar(DataType::Int32))
+            .await?
+        else {
+            unreachable!("a scalar type evaluates to a scalar")
+        };
+        let at = match at {
+            Value::Int32(i) => i,
+            _ => {
+                return Err(SqlError::new(
+                    code::NULL_VALUE_NOT_ALLOWED,
+                    "array subscript in assignment must not be null",
+                ))
+            }
+        };
+        let Datum::Scalar(_, value) = self.eval_typed(expr, &VarType::Scalar(element)).await?
+        else {
+            unreachable!("a scalar type evaluates to a scalar")
+        };
+        let mut items = match &self.scopes.get(r).value {
+            Datum::Scalar(_, Value::Array(items)) => items.clone(),
+            _ => Vec::new(),
+        };
+        // Shoal's arrays start at 1: PostgreSQL would move the lower bound instead.
+        if at < 1 || (items.is_empty() && at != 1) {
+            return Err(SqlError::unsupported(format!(
+                "assigning to element {at} of an array that does not reach it from element 1 \
+                 (arrays with lower bounds other than 1)"
+            )));
+        }
+        let at = at as usize;
+        if at > items.len() {
+            items.resize(at, Value::Null);
+        }
+        items[at - 1] = value;
+        self.store(r, Datum::Scalar(array_type, Value::Array(items)))
     }
 
     /// The variable (and field of it) an assignment target names.
