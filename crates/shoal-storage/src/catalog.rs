@@ -172,6 +172,9 @@ pub struct ViewDef {
     /// Tables and views the query reads: they cannot be dropped while the view exists (without
     /// CASCADE, which drops the view too).
     pub depends_on: Vec<Oid>,
+    /// Its INSTEAD OF triggers, by name.
+    #[serde(default)]
+    pub triggers: Vec<crate::catalog_triggers::TriggerDef>,
 }
 
 /// A user-defined enum type (`CREATE TYPE name AS ENUM (...)`). Columns of it store labels;
@@ -586,6 +589,21 @@ impl Catalog {
     pub fn insert_view(&mut self, def: ViewDef) -> Result<(), CatalogError> {
         self.claim_name(&def.schema, &def.name, RelationKind::View, def.oid)?;
         self.views.insert(def.oid, Arc::new(def));
+        Ok(())
+    }
+
+    /// Replaces a view's definition under the same name (its triggers changed).
+    pub fn replace_view(&mut self, def: ViewDef) -> Result<(), CatalogError> {
+        let old = self
+            .views
+            .get(&def.oid)
+            .ok_or_else(|| CatalogError::UndefinedRelation(def.name.clone()))?;
+        assert!(
+            old.name == def.name && old.schema == def.schema,
+            "replace_view keeps the view's name"
+        );
+        self.views.insert(def.oid, Arc::new(def));
+        self.version += 1;
         Ok(())
     }
 

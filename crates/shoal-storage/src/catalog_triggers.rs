@@ -9,6 +9,8 @@ use crate::catalog::Oid;
 pub enum TriggerTiming {
     Before,
     After,
+    /// On views, for each row: the trigger does the write instead.
+    InsteadOf,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

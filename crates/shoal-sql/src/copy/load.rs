@@ -309,7 +309,7 @@ impl CopyLoader {
         }
         let batch = RecordBatch::try_new(schema_of(&table_schema(&def), &full), full)?;
         if self.triggers.is_some() {
-            return self.write_with_triggers(session, txn, &batch, &lines).await;
+            return Box::pin(self.write_with_triggers(session, txn, &batch, &lines)).await;
         }
         check_constraints(session, txn, &self.sink, &def, &batch, &lines).await?;
         self.rows += rows;

@@ -45,9 +45,13 @@ pub(super) async fn create_view(
     let depends_on = query_relations(session, &cv.query);
     let query = qualified_relations(session, &cv.query);
     let mut catalog = session.engine.catalog.write();
-    // OR REPLACE swaps the definition only once the new query has planned.
+    // OR REPLACE swaps the definition only once the new query has planned; the view keeps
+    // its triggers.
+    let mut triggers = Vec::new();
     if let Some((RelationKind::View, old)) = existing {
-        catalog.remove_view(old);
+        if let Some(old) = catalog.remove_view(old) {
+            triggers = old.triggers.clone();
+        }
     }
     let oid = catalog.allocate_oid();
     catalog.insert_view(ViewDef {
@@ -57,6 +61,7 @@ pub(super) async fn create_view(
         query_sql: query.to_string(),
         column_names,
         depends_on,
+        triggers,
     })?;
     Ok(StatementResult::command("CREATE VIEW"))
 }

@@ -171,6 +171,9 @@ pub async fn insert(
     let ast::TableObject::TableName(name) = &ins.table else {
         return Err(SqlError::unsupported("INSERT into a table function"));
     };
+    if let Some(done) = Box::pin(super::instead::insert(session, txn, &ins)).await? {
+        return Ok(done);
+    }
     let (def, store) = resolve_store(session, name)?;
     let mut targets = target_columns(&def, &ins.columns)?;
     if ins.columns.is_empty() {
@@ -198,10 +201,12 @@ pub async fn insert(
         None => None,
     };
     let overriding = crate::parse::insert_overriding(&ins);
-    let per_row_source = per_row_source(session, txn, ins.source.as_deref()).await?;
+    // Boxed, as the other rare paths here: an INSERT's future stays small (debug builds run
+    // statements on small stacks in tests).
+    let per_row_source = Box::pin(per_row_source(session, txn, ins.source.as_deref())).await?;
     let source = per_row_source.as_ref().or(ins.source.as_deref());
     let sql = insert_source_sql(&def, &targets, source, overriding)?;
-    let batches = source_rows(session, txn, &sql).await?;
+    let batches = Box::pin(source_rows(session, txn, &sql)).await?;
     let zone = session.settings.time_zone().clone();
     let alias = ins
         .table_alias

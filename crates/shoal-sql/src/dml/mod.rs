@@ -12,6 +12,7 @@ pub mod column;
 pub mod compact;
 pub mod cte;
 mod insert;
+mod instead;
 mod lock;
 mod modify;
 mod referential;
@@ -664,6 +665,10 @@ pub async fn describe(
     count: usize,
 ) -> SqlResult<(Vec<Option<FieldRef>>, Option<Vec<ResultColumn>>)> {
     let mut types: Vec<Option<FieldRef>> = vec![None; count];
+    // Written by a view's triggers: no table columns type the parameters.
+    if instead::writes_through_triggers(session, stmt) {
+        return Ok((types, None));
+    }
     let columns = match stmt {
         Statement::Insert(ins) => describe_insert(session, ins, &mut types).await?,
         Statement::Update(upd) => describe_update(session, upd, &mut types).await?,

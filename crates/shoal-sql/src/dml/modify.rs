@@ -263,6 +263,9 @@ pub async fn update(
     txn: &mut Transaction,
     upd: ast::Update,
 ) -> SqlResult<StatementResult> {
+    if let Some(done) = Box::pin(super::instead::update(session, txn, &upd)).await? {
+        return Ok(done);
+    }
     let upd = super::view::update_onto_table(session, upd)?;
     let (name, alias) = table_alias(&upd.table)?;
     let (def, table) = match resolve_store(session, &name)? {
@@ -331,7 +334,9 @@ pub async fn update(
             for (i, (col, _)) in assignments.iter().enumerate() {
                 row[*col] = new_values[i][r].clone();
             }
-            m.run_row_calls(session, txn, b, r, &mut row).await?;
+            if !m.row_calls.is_empty() {
+                Box::pin(m.run_row_calls(session, txn, b, r, &mut row)).await?;
+            }
             if let (Some(t), Some(old)) = (&triggers, &old) {
                 match t.before_row(session, txn, Some(old), Some(row)).await? {
                     Some(changed) => row = changed,
@@ -481,6 +486,9 @@ async fn delete_rows(
     del: ast::Delete,
     mark: usize,
 ) -> SqlResult<StatementResult> {
+    if let Some(done) = Box::pin(super::instead::delete(session, txn, &del)).await? {
+        return Ok(done);
+    }
     let del = super::view::delete_onto_table(session, del)?;
     let tables = match &del.from {
         ast::FromTable::WithFromKeyword(t) | ast::FromTable::WithoutKeyword(t) => t,
@@ -553,7 +561,7 @@ async fn delete_rows(
             }
         }
     }
-    super::run_pending_actions(session, txn, mark).await?;
+    Box::pin(super::run_pending_actions(session, txn, mark)).await?;
     if let Some(t) = &triggers {
         t.after_rows(session, txn, after_rows).await?;
         t.statement(session, txn, TriggerTiming::After).await?;

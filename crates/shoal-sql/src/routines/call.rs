@@ -91,7 +91,9 @@ pub async fn evaluate_calls(
         return Ok(None);
     }
     if direct {
-        if let Some(result) = super::per_row::run_select_list_calls(session, txn, stmt).await? {
+        if let Some(result) =
+            Box::pin(super::per_row::run_select_list_calls(session, txn, stmt)).await?
+        {
             return Ok(Some(result));
         }
     }

@@ -11,14 +11,15 @@
 //! Every write path of a row table fires them: INSERT, UPDATE, DELETE and ON CONFLICT in `dml`,
 //! COPY FROM (`copy::load`) and foreign-key actions (`dml::referential`); the fast path and
 //! kept plans are not taken for a table with triggers. What Shoal cannot fire yet (column
-//! tables, INSTEAD OF triggers, transition tables) is refused with 0A000. TRUNCATE fires the
-//! statement triggers of each table it empties (`ddl::truncate`).
+//! tables, statement triggers on views, transition tables) is refused with 0A000. TRUNCATE
+//! fires the statement triggers of each table it empties (`ddl::truncate`); a view's INSTEAD
+//! OF triggers do the writes of statements on it (`dml::instead`).
 
 use std::sync::Arc;
 
 use datafusion::sql::sqlparser::ast;
 use shoal_plpgsql::{Block, Stmt};
-use shoal_storage::catalog::{AccessMethod, TableDef};
+use shoal_storage::catalog::{AccessMethod, TableDef, ViewDef};
 use shoal_storage::catalog_functions::{RoutineDef, RoutineReturn};
 use shoal_storage::catalog_triggers::{TriggerDef, TriggerEvent, TriggerTiming};
 use shoal_storage::types::{DataType, Value};
@@ -52,9 +53,7 @@ pub async fn create_trigger(
     let timing = match ct.period {
         Some(ast::TriggerPeriod::Before) => TriggerTiming::Before,
         Some(ast::TriggerPeriod::After) | Some(ast::TriggerPeriod::For) => TriggerTiming::After,
-        Some(ast::TriggerPeriod::InsteadOf) => {
-            return Err(SqlError::unsupported("INSTEAD OF triggers"))
-        }
+        Some(ast::TriggerPeriod::InsteadOf) => TriggerTiming::InsteadOf,
         None => return Err(SqlError::syntax("BEFORE or AFTER expected")),
     };
     let mut events = Vec::new();
@@ -104,26 +103,24 @@ pub async fn create_trigger(
         })
         .collect();
     let (schema, table) = split_name(&ct.table_name);
-    let def = table_def(session, schema.as_deref(), &table)?;
-    if def.access_method == AccessMethod::Columnar {
-        return Err(SqlError::unsupported("triggers on column tables"));
-    }
+    let target = relation(session, schema.as_deref(), &table)?;
+    check_kind(&target, timing, for_each_row, &ct, &events)?;
     let mut catalog = session.engine.catalog.write();
-    let mut new_def = (*def).clone();
-    if let Some(old) = new_def.triggers.iter().position(|t| t.name == name) {
+    let mut triggers = target.triggers().to_vec();
+    if let Some(old) = triggers.iter().position(|t| t.name == name) {
         if !ct.or_replace {
             return Err(SqlError::new(
                 code::DUPLICATE_OBJECT,
                 format!(
                     "trigger \"{name}\" for relation \"{}\" already exists",
-                    def.name
+                    target.name()
                 ),
             ));
         }
-        new_def.triggers.remove(old);
+        triggers.remove(old);
     }
     let oid = catalog.allocate_oid();
-    new_def.triggers.push(TriggerDef {
+    triggers.push(TriggerDef {
         oid,
         name,
         function: function.oid,
@@ -135,9 +132,105 @@ pub async fn create_trigger(
         args,
         enabled: true,
     });
-    new_def.triggers.sort_by(|a, b| a.name.cmp(&b.name));
-    catalog.replace_table(new_def)?;
+    triggers.sort_by(|a, b| a.name.cmp(&b.name));
+    target.store(&mut catalog, triggers)?;
     Ok(StatementResult::command("CREATE TRIGGER"))
+}
+
+/// What PostgreSQL allows where: INSTEAD OF row triggers on views only, and no row-level
+/// BEFORE or AFTER triggers on them.
+fn check_kind(
+    target: &Target,
+    timing: TriggerTiming,
+    for_each_row: bool,
+    ct: &ast::CreateTrigger,
+    events: &[TriggerEvent],
+) -> SqlResult<()> {
+    let wrong_object = |what: &str, detail: &str| {
+        SqlError::new(
+            code::WRONG_OBJECT_TYPE,
+            format!("\"{}\" is a {what}", target.name()),
+        )
+        .with_detail(detail.to_string())
+    };
+    match (target, timing) {
+        (Target::Table(def), _) if def.access_method == AccessMethod::Columnar => {
+            Err(SqlError::unsupported("triggers on column tables"))
+        }
+        (Target::Table(_), TriggerTiming::InsteadOf) => Err(wrong_object(
+            "table",
+            "Tables cannot have INSTEAD OF triggers.",
+        )),
+        (Target::Table(_), _) => Ok(()),
+        (Target::View(_), TriggerTiming::InsteadOf) => {
+            let refuse = |m: &str| Err(SqlError::new(code::FEATURE_NOT_SUPPORTED, m.to_string()));
+            if !for_each_row {
+                return refuse("INSTEAD OF triggers must be FOR EACH ROW");
+            }
+            if ct.condition.is_some() {
+                return refuse("INSTEAD OF triggers cannot have WHEN conditions");
+            }
+            if ct
+                .events
+                .iter()
+                .any(|e| matches!(e, ast::TriggerEvent::Update(c) if !c.is_empty()))
+            {
+                return refuse("INSTEAD OF triggers cannot have column lists");
+            }
+            if events.contains(&TriggerEvent::Truncate) {
+                return Err(wrong_object("view", "Views cannot have TRUNCATE triggers."));
+            }
+            Ok(())
+        }
+        (Target::View(_), _) if for_each_row => Err(wrong_object(
+            "view",
+            "Views cannot have row-level BEFORE or AFTER triggers.",
+        )),
+        (Target::View(_), _) => Err(SqlError::unsupported("statement triggers on views")),
+    }
+}
+
+/// The relation a trigger is on.
+enum Target {
+    Table(Arc<TableDef>),
+    View(Arc<ViewDef>),
+}
+
+impl Target {
+    fn name(&self) -> &str {
+        match self {
+            Target::Table(t) => &t.name,
+            Target::View(v) => &v.name,
+        }
+    }
+
+    fn triggers(&self) -> &[TriggerDef] {
+        match self {
+            Target::Table(t) => &t.triggers,
+            Target::View(v) => &v.triggers,
+        }
+    }
+
+    /// Puts the relation back with these triggers.
+    fn store(
+        &self,
+        catalog: &mut shoal_storage::catalog::Catalog,
+        triggers: Vec<TriggerDef>,
+    ) -> SqlResult<()> {
+        match self {
+            Target::Table(t) => {
+                let mut def = (**t).clone();
+                def.triggers = triggers;
+                catalog.replace_table(def)?;
+            }
+            Target::View(v) => {
+                let mut def = (**v).clone();
+                def.triggers = triggers;
+                catalog.replace_view(def)?;
+            }
+        }
+        Ok(())
+    }
 }
 
 fn trigger_function(session: &Session, name: &ast::ObjectName) -> SqlResult<Arc<RoutineDef>> {
@@ -165,17 +258,20 @@ fn trigger_function(session: &Session, name: &ast::ObjectName) -> SqlResult<Arc<
     }
 }
 
-fn table_def(session: &Session, schema: Option<&str>, table: &str) -> SqlResult<Arc<TableDef>> {
+fn relation(session: &Session, schema: Option<&str>, table: &str) -> SqlResult<Target> {
     let found = session.scope.resolve_relation(schema, table);
     let catalog = session.engine.catalog.read();
-    found
-        .and_then(|(_, _, oid)| catalog.tables.get(&oid).cloned())
-        .ok_or_else(|| {
-            SqlError::new(
-                code::UNDEFINED_TABLE,
-                format!("relation \"{table}\" does not exist"),
-            )
-        })
+    let oid = found.map(|(_, _, oid)| oid);
+    if let Some(t) = oid.and_then(|oid| catalog.tables.get(&oid)) {
+        return Ok(Target::Table(t.clone()));
+    }
+    if let Some(v) = oid.and_then(|oid| catalog.views.get(&oid)) {
+        return Ok(Target::View(v.clone()));
+    }
+    Err(SqlError::new(
+        code::UNDEFINED_TABLE,
+        format!("relation \"{table}\" does not exist"),
+    ))
 }
 
 /// DROP TRIGGER [IF EXISTS] name ON table.
@@ -193,9 +289,9 @@ pub fn drop_trigger(session: &Session, dt: &ast::DropTrigger) -> SqlResult<State
         ));
     };
     let (schema, table) = split_name(table_name);
-    let def = table_def(session, schema.as_deref(), &table)?;
-    let mut new_def = (*def).clone();
-    let Some(i) = new_def.triggers.iter().position(|t| t.name == name) else {
+    let target = relation(session, schema.as_deref(), &table)?;
+    let mut triggers = target.triggers().to_vec();
+    let Some(i) = triggers.iter().position(|t| t.name == name) else {
         if dt.if_exists {
             session.scope.notice(
                 code::SUCCESSFUL_COMPLETION,
@@ -208,8 +304,8 @@ pub fn drop_trigger(session: &Session, dt: &ast::DropTrigger) -> SqlResult<State
             format!("trigger \"{name}\" for table \"{table}\" does not exist"),
         ));
     };
-    new_def.triggers.remove(i);
-    session.engine.catalog.write().replace_table(new_def)?;
+    triggers.remove(i);
+    target.store(&mut session.engine.catalog.write(), triggers)?;
     Ok(StatementResult::command("DROP TRIGGER"))
 }
 
@@ -237,12 +333,21 @@ pub fn set_enabled(session: &Session, def: &TableDef, name: &str, enabled: bool)
     Ok(())
 }
 
-/// The triggers of a table for one statement's event.
+/// The triggers of a table (or view) for one statement's event.
 pub struct Triggers {
-    def: Arc<TableDef>,
+    on: TriggerRelation,
     event: TriggerEvent,
     /// The columns an UPDATE sets (for UPDATE OF).
     set_columns: Vec<String>,
+}
+
+/// What the trigger functions see of the relation: its name and columns, and its triggers.
+struct TriggerRelation {
+    oid: u32,
+    schema: String,
+    name: String,
+    columns: Vec<(String, DataType)>,
+    triggers: Vec<TriggerDef>,
 }
 
 /// A row written, with its old and new values, for the AFTER ROW triggers at the end.
@@ -260,14 +365,51 @@ impl Triggers {
             return None;
         }
         Some(Triggers {
-            def: def.clone(),
+            on: TriggerRelation {
+                oid: def.oid,
+                schema: def.schema.clone(),
+                name: def.name.clone(),
+                columns: def
+                    .columns
+                    .iter()
+                    .map(|c| (c.name.clone(), c.data_type.clone()))
+                    .collect(),
+                triggers: def.triggers.clone(),
+            },
             event,
             set_columns: set_columns.to_vec(),
         })
     }
 
+    /// The INSTEAD OF triggers of view `view` (whose columns are `columns`) for `event`; None
+    /// when it has none, and the view's own rules apply.
+    pub fn instead_of(
+        view: &ViewDef,
+        columns: Vec<(String, DataType)>,
+        event: TriggerEvent,
+    ) -> Option<Triggers> {
+        if !view
+            .triggers
+            .iter()
+            .any(|t| t.fires_on(event) && t.timing == TriggerTiming::InsteadOf)
+        {
+            return None;
+        }
+        Some(Triggers {
+            on: TriggerRelation {
+                oid: view.oid,
+                schema: view.schema.clone(),
+                name: view.name.clone(),
+                columns,
+                triggers: view.triggers.clone(),
+            },
+            event,
+            set_columns: Vec::new(),
+        })
+    }
+
     fn matching(&self, timing: TriggerTiming, row: bool) -> impl Iterator<Item = &TriggerDef> {
-        self.def.triggers.iter().filter(move |t| {
+        self.on.triggers.iter().filter(move |t| {
             t.fires_on(self.event)
                 && t.timing == timing
                 && t.for_each_row == row
@@ -279,9 +421,14 @@ impl Triggers {
         })
     }
 
+    /// The relation's columns, as NEW and OLD have them.
+    pub fn columns(&self) -> &[(String, DataType)] {
+        &self.on.columns
+    }
+
     /// Whether `other` is the same event on the same table.
     pub fn same_target(&self, other: &Triggers) -> bool {
-        self.def.oid == other.def.oid && self.event == other.event
+        self.on.oid == other.on.oid && self.event == other.event
     }
 
     pub fn has_after_row(&self) -> bool {
@@ -309,10 +456,33 @@ impl Triggers {
         old: Option<&[Value]>,
         new: Option<Vec<Value>>,
     ) -> SqlResult<Option<Vec<Value>>> {
-        let triggers: Vec<TriggerDef> = self
-            .matching(TriggerTiming::Before, true)
-            .cloned()
-            .collect();
+        self.row_in_turn(session, txn, TriggerTiming::Before, old, new)
+            .await
+    }
+
+    /// A view's INSTEAD OF ROW triggers, which do the row's write: the row as they returned
+    /// it (the write counts), or None when one returned NULL (nothing was written).
+    pub async fn instead_of_row(
+        &self,
+        session: &mut Session,
+        txn: &mut Transaction,
+        old: Option<&[Value]>,
+        new: Option<Vec<Value>>,
+    ) -> SqlResult<Option<Vec<Value>>> {
+        self.row_in_turn(session, txn, TriggerTiming::InsteadOf, old, new)
+            .await
+    }
+
+    /// The row triggers of `timing` in turn, each given the row the one before returned.
+    async fn row_in_turn(
+        &self,
+        session: &mut Session,
+        txn: &mut Transaction,
+        timing: TriggerTiming,
+        old: Option<&[Value]>,
+        new: Option<Vec<Value>>,
+    ) -> SqlResult<Option<Vec<Value>>> {
+        let triggers: Vec<TriggerDef> = self.matching(timing, true).cloned().collect();
         let mut new = new;
         for t in &triggers {
             let returned = self.fire(session, txn, t, old, new.as_deref()).await?;
@@ -360,12 +530,7 @@ impl Triggers {
         old: Option<&[Value]>,
         new: Option<&[Value]>,
     ) -> SqlResult<Fired> {
-        let columns: Vec<(String, DataType)> = self
-            .def
-            .columns
-            .iter()
-            .map(|c| (c.name.clone(), c.data_type.clone()))
-            .collect();
+        let columns = self.on.columns.clone();
         let row = |values: Option<&[Value]>| match values {
             Some(v) => Datum::Row(named_row(&columns, v.to_vec())),
             None => Datum::Unassigned,
@@ -381,6 +546,7 @@ impl Triggers {
                 Datum::text(match t.timing {
                     TriggerTiming::Before => "BEFORE",
                     TriggerTiming::After => "AFTER",
+                    TriggerTiming::InsteadOf => "INSTEAD OF",
                 }),
             ),
             (
@@ -400,23 +566,23 @@ impl Triggers {
             ),
             (
                 "tg_table_name".into(),
-                text(&self.def.name).0,
-                text(&self.def.name).1,
+                text(&self.on.name).0,
+                text(&self.on.name).1,
             ),
             (
                 "tg_relname".into(),
-                text(&self.def.name).0,
-                text(&self.def.name).1,
+                text(&self.on.name).0,
+                text(&self.on.name).1,
             ),
             (
                 "tg_table_schema".into(),
-                text(&self.def.schema).0,
-                text(&self.def.schema).1,
+                text(&self.on.schema).0,
+                text(&self.on.schema).1,
             ),
             (
                 "tg_relid".into(),
                 VarType::Scalar(DataType::Int64),
-                Datum::Scalar(DataType::Int64, Value::Int64(self.def.oid as i64)),
+                Datum::Scalar(DataType::Int64, Value::Int64(self.on.oid as i64)),
             ),
             (
                 "tg_nargs".into(),

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use datafusion::common::ScalarValue;
 use datafusion::datasource::TableProvider;
-use shoal_storage::catalog::{Catalog, TableDef};
+use shoal_storage::catalog::Catalog;
 use shoal_storage::catalog_triggers::{TriggerDef, TriggerEvent, TriggerTiming};
 
 use super::{b, i16v, null_text, o, s};
@@ -16,18 +16,46 @@ const INSERT: i16 = 4;
 const DELETE: i16 = 8;
 const UPDATE: i16 = 16;
 const TRUNCATE: i16 = 32;
+const INSTEAD: i16 = 64;
+
+/// Every relation's triggers: (relation OID, schema, name, its triggers, its column names).
+fn with_triggers(catalog: &Catalog) -> Vec<(u32, &str, &str, &[TriggerDef], Vec<&str>)> {
+    let tables = catalog.tables.values().map(|d| {
+        let columns = d.columns.iter().map(|c| c.name.as_str()).collect();
+        (
+            d.oid,
+            d.schema.as_str(),
+            d.name.as_str(),
+            &d.triggers[..],
+            columns,
+        )
+    });
+    let views = catalog.views.values().map(|v| {
+        let columns = v.column_names.iter().map(String::as_str).collect();
+        (
+            v.oid,
+            v.schema.as_str(),
+            v.name.as_str(),
+            &v.triggers[..],
+            columns,
+        )
+    });
+    tables.chain(views).filter(|r| !r.3.is_empty()).collect()
+}
 
 pub(super) fn pg_trigger(catalog: &Catalog) -> Arc<dyn TableProvider> {
     let columns = super::empty::columns_of("pg_trigger").expect("pg_trigger's columns are listed");
     let mut t = super::empty::declared_table(columns);
-    for def in catalog.tables.values() {
-        for trigger in &def.triggers {
+    for (relation, _, _, triggers, columns) in with_triggers(catalog) {
+        for trigger in triggers {
             let mut tgtype = 0;
             if trigger.for_each_row {
                 tgtype |= ROW;
             }
-            if trigger.timing == TriggerTiming::Before {
-                tgtype |= BEFORE;
+            match trigger.timing {
+                TriggerTiming::Before => tgtype |= BEFORE,
+                TriggerTiming::InsteadOf => tgtype |= INSTEAD,
+                TriggerTiming::After => {}
             }
             for e in &trigger.events {
                 tgtype |= match e {
@@ -40,7 +68,7 @@ pub(super) fn pg_trigger(catalog: &Catalog) -> Arc<dyn TableProvider> {
             let attnums: Vec<ScalarValue> = trigger
                 .update_columns
                 .iter()
-                .filter_map(|c| def.column_index(c))
+                .filter_map(|c| columns.iter().position(|n| n == c))
                 .map(|i| i16v(i as i16 + 1))
                 .collect();
             let args: Vec<u8> = trigger
@@ -50,7 +78,7 @@ pub(super) fn pg_trigger(catalog: &Catalog) -> Arc<dyn TableProvider> {
                 .collect();
             t.row(vec![
                 o(trigger.oid),
-                o(def.oid),
+                o(relation),
                 o(0),
                 s(&trigger.name),
                 o(trigger.function),
@@ -83,10 +111,10 @@ pub(super) fn pg_trigger(catalog: &Catalog) -> Arc<dyn TableProvider> {
 /// `pg_get_triggerdef(oid [, pretty])`: the CREATE TRIGGER that makes the trigger again; the
 /// table is schema-qualified unless `pretty`.
 pub fn trigger_definition(catalog: &Catalog, oid: u32, pretty: bool) -> Option<String> {
-    let (def, trigger): (&Arc<TableDef>, &TriggerDef) = catalog
-        .tables
-        .values()
-        .find_map(|d| d.triggers.iter().find(|t| t.oid == oid).map(|t| (d, t)))?;
+    let relations = with_triggers(catalog);
+    let ((_, schema, name, _, _), trigger) = relations
+        .iter()
+        .find_map(|r| r.3.iter().find(|t| t.oid == oid).map(|t| (r, t)))?;
     let quote = crate::query::functions::quote_ident_if_needed;
     let mut events = Vec::new();
     for (event, word) in [
@@ -106,8 +134,8 @@ pub fn trigger_definition(catalog: &Catalog, oid: u32, pretty: bool) -> Option<S
         }
     }
     let table = match pretty {
-        true => quote(&def.name),
-        false => format!("{}.{}", quote(&def.schema), quote(&def.name)),
+        true => quote(name),
+        false => format!("{}.{}", quote(schema), quote(name)),
     };
     let function = catalog
         .routines
@@ -130,6 +158,7 @@ pub fn trigger_definition(catalog: &Catalog, oid: u32, pretty: bool) -> Option<S
         match trigger.timing {
             TriggerTiming::Before => "BEFORE",
             TriggerTiming::After => "AFTER",
+            TriggerTiming::InsteadOf => "INSTEAD OF",
         },
         events.join(" OR "),
         if trigger.for_each_row {
