@@ -9,9 +9,8 @@
 use datafusion::sql::sqlparser::ast;
 use shoal_storage::catalog_functions::{RoutineDef, RoutineKind, Volatility};
 use shoal_storage::catalog_privileges::ObjectClass;
-use shoal_storage::types::DataType;
 
-use super::define::{config_setting, must_own, routine_word};
+use super::define::{config_setting, must_own, routine_word, signature_types};
 use super::{find_by_signature, Named};
 use crate::ddl::ident;
 use crate::error::{code, SqlError, SqlResult};
@@ -22,18 +21,7 @@ pub fn alter_function(session: &Session, alter: &ast::AlterFunction) -> SqlResul
         return Err(SqlError::unsupported("ALTER AGGREGATE"));
     }
     let desc = &alter.function;
-    // The argument types are read before the catalog is locked (reading a type takes its
-    // read lock).
-    let types = desc
-        .args
-        .as_ref()
-        .map(|args| {
-            args.iter()
-                .filter(|a| !matches!(a.mode, Some(ast::ArgMode::Out)))
-                .map(|a| crate::ddl::column_type(session, &a.data_type))
-                .collect::<SqlResult<Vec<DataType>>>()
-        })
-        .transpose()?;
+    let types = signature_types(session, desc)?;
     let search_path = session.scope.lookup_schemas();
     let def = {
         let catalog = session.engine.catalog.read();

@@ -347,6 +347,16 @@ struct Finder<'a> {
 }
 
 impl Finder<'_> {
+    /// `resolve` for a function call expression; None for a call with a subquery argument.
+    fn resolve_function(&self, f: &ast::Function) -> SqlResult<Option<ResolvedCall>> {
+        let args = match &f.args {
+            FunctionArguments::List(list) => list.args.clone(),
+            FunctionArguments::None => vec![],
+            FunctionArguments::Subquery(_) => return Ok(None),
+        };
+        self.resolve(&f.name, &args)
+    }
+
     fn resolve(
         &self,
         name: &ast::ObjectName,
@@ -373,11 +383,7 @@ impl Finder<'_> {
         for item in items {
             let _ = ast::visit_expressions(item, |e| {
                 if let Expr::Function(f) = e {
-                    let args = match &f.args {
-                        FunctionArguments::List(list) => list.args.clone(),
-                        _ => vec![],
-                    };
-                    if let Ok(Some(call)) = self.resolve(&f.name, &args) {
+                    if let Ok(Some(call)) = self.resolve_function(f) {
                         if call.routine.volatility == Volatility::Volatile {
                             found = Some(call.routine.name.clone());
                             return ControlFlow::Break(());
@@ -444,12 +450,7 @@ impl VisitorMut for Finder<'_> {
             let Expr::Function(f) = value else {
                 continue;
             };
-            let args = match &f.args {
-                FunctionArguments::List(list) => list.args.clone(),
-                FunctionArguments::None => vec![],
-                FunctionArguments::Subquery(_) => continue,
-            };
-            if let Ok(Some(call)) = self.resolve(&f.name, &args) {
+            if let Ok(Some(call)) = self.resolve_function(f) {
                 if call.routine.volatility == Volatility::Volatile {
                     self.row_calls.push(value as *const Expr as usize);
                 }
@@ -505,12 +506,7 @@ impl VisitorMut for Finder<'_> {
             let Expr::Function(f) = e else {
                 continue;
             };
-            let args = match &f.args {
-                FunctionArguments::List(list) => list.args.clone(),
-                FunctionArguments::None => vec![],
-                FunctionArguments::Subquery(_) => continue,
-            };
-            if let Ok(Some(call)) = self.resolve(&f.name, &args) {
+            if let Ok(Some(call)) = self.resolve_function(f) {
                 let alias = ast::Ident::new(call.routine.name.clone());
                 let expr = whole.clone();
                 *item = ast::SelectItem::ExprWithAlias { expr, alias };
@@ -571,12 +567,7 @@ impl VisitorMut for Finder<'_> {
         if f.over.is_some() || f.filter.is_some() {
             return ControlFlow::Continue(());
         }
-        let args = match &f.args {
-            FunctionArguments::List(list) => list.args.clone(),
-            FunctionArguments::None => vec![],
-            FunctionArguments::Subquery(_) => return ControlFlow::Continue(()),
-        };
-        match self.resolve(&f.name, &args) {
+        match self.resolve_function(f) {
             Ok(Some(call)) => {
                 let n = self.calls.len();
                 self.calls.push(PendingCall { call, from: None });

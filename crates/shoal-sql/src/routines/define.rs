@@ -468,6 +468,23 @@ pub(super) fn config_setting(
     Some((name, value))
 }
 
+/// The input argument types a DROP, ALTER or GRANT names a routine by; None without a list.
+/// Read before the catalog is locked for writing (reading a type takes its read lock).
+pub(super) fn signature_types(
+    session: &Session,
+    desc: &ast::FunctionDesc,
+) -> SqlResult<Option<Vec<DataType>>> {
+    desc.args
+        .as_ref()
+        .map(|args| {
+            args.iter()
+                .filter(|a| !matches!(a.mode, Some(ast::ArgMode::Out)))
+                .map(|a| crate::ddl::column_type(session, &a.data_type))
+                .collect()
+        })
+        .transpose()
+}
+
 /// DROP FUNCTION name [(argument types)], ...: every name is found before any is dropped.
 pub fn drop_functions(
     session: &Session,
@@ -484,17 +501,7 @@ pub fn drop_functions(
     // takes the catalog's read lock).
     let desc_types = descs
         .iter()
-        .map(|desc| {
-            desc.args
-                .as_ref()
-                .map(|args| {
-                    args.iter()
-                        .filter(|a| !matches!(a.mode, Some(ast::ArgMode::Out)))
-                        .map(|a| crate::ddl::column_type(session, &a.data_type))
-                        .collect::<SqlResult<Vec<DataType>>>()
-                })
-                .transpose()
-        })
+        .map(|desc| signature_types(session, desc))
         .collect::<SqlResult<Vec<_>>>()?;
     let actor = crate::privileges::acting_role_oid(session)?;
     let mut catalog = session.engine.catalog.write();

@@ -10,6 +10,8 @@ use std::ops::ControlFlow;
 
 use datafusion::sql::sqlparser::ast::{self, Expr, Ident, Statement, VisitMut, VisitorMut};
 
+use shoal_storage::types::{DataType, Value};
+
 use super::vars::{unassigned_record, Datum, Scopes, VarType};
 use crate::error::{code, SqlError, SqlResult};
 use crate::timezone::TimeZone;
@@ -127,8 +129,78 @@ impl Substituter<'_> {
     }
 }
 
+impl Substituter<'_> {
+    /// `a[i]` where `a` is an array variable and `i` an integer constant or variable: the
+    /// element itself, as a literal of the element type (NULL past the ends). A statement that
+    /// reads `stock` by `s_i_id = p_item_ids[i]` then has a constant key, which finds its row
+    /// by the index instead of comparing the subscript with every row.
+    fn element(&self, e: &Expr) -> SqlResult<Option<Expr>> {
+        let Expr::CompoundFieldAccess { root, access_chain } = e else {
+            return Ok(None);
+        };
+        let [ast::AccessExpr::Subscript(ast::Subscript::Index { index })] = access_chain.as_slice()
+        else {
+            return Ok(None);
+        };
+        let Expr::Identifier(array) = root.as_ref() else {
+            return Ok(None);
+        };
+        let name = ident_name(array);
+        if self.columns.contains(&name) {
+            return Ok(None);
+        }
+        let Some(Datum::Scalar(DataType::Array(element), items)) =
+            resolve_name(self.scopes, std::slice::from_ref(&name))?
+        else {
+            return Ok(None);
+        };
+        let at = match index {
+            Expr::Value(v) => match &v.value {
+                ast::Value::Number(n, _) => n.parse::<i64>().ok(),
+                _ => return Ok(None),
+            },
+            Expr::Identifier(i) => {
+                let i = ident_name(i);
+                if self.columns.contains(&i) {
+                    return Ok(None);
+                }
+                match resolve_name(self.scopes, std::slice::from_ref(&i))? {
+                    Some(Datum::Scalar(_, Value::Int16(n))) => Some(n as i64),
+                    Some(Datum::Scalar(_, Value::Int32(n))) => Some(n as i64),
+                    Some(Datum::Scalar(_, Value::Int64(n))) => Some(n),
+                    Some(Datum::Scalar(_, Value::Null)) => None,
+                    _ => return Ok(None),
+                }
+            }
+            _ => return Ok(None),
+        };
+        let value = match (items, at) {
+            (Value::Array(items), Some(at)) if at >= 1 => usize::try_from(at - 1)
+                .ok()
+                .and_then(|i| items.get(i).cloned())
+                .unwrap_or(Value::Null),
+            _ => Value::Null,
+        };
+        super::vars::literal(&element, &value, self.zone).map(Some)
+    }
+}
+
 impl VisitorMut for Substituter<'_> {
     type Break = ();
+
+    fn pre_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+        match self.element(expr) {
+            Ok(Some(value)) => {
+                *expr = Expr::Nested(Box::new(value));
+                ControlFlow::Continue(())
+            }
+            Ok(None) => ControlFlow::Continue(()),
+            Err(e) => {
+                self.error = Some(e);
+                ControlFlow::Break(())
+            }
+        }
+    }
 
     fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
         match self.replacement(expr) {
