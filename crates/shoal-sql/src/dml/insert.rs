@@ -206,7 +206,7 @@ pub async fn insert(
     let per_row_source = Box::pin(per_row_source(session, txn, ins.source.as_deref())).await?;
     let source = per_row_source.as_ref().or(ins.source.as_deref());
     let sql = insert_source_sql(&def, &targets, source, overriding)?;
-    let batches = Box::pin(source_rows(session, txn, &sql)).await?;
+    let batches = Box::pin(source_rows(session, txn, &def, &sql)).await?;
     let zone = session.settings.time_zone().clone();
     let alias = ins
         .table_alias
@@ -394,9 +394,11 @@ async fn per_row_source(
 async fn source_rows(
     session: &mut Session,
     txn: &mut Transaction,
+    def: &TableDef,
     sql: &str,
 ) -> SqlResult<Vec<RecordBatch>> {
-    if session.engine.catalog.read().routines.is_empty() {
+    // The statement's own calls have run already: only a default can bring one in.
+    if !defaults_may_call_routines(session, def) {
         return run_sql_query(session, sql).await;
     }
     let mut stmt = crate::session::parse_sql(sql)?
@@ -410,6 +412,25 @@ async fn source_rows(
             _ => Err(SqlError::internal("an INSERT source gave no rows")),
         },
     }
+}
+
+/// Whether a column default of `def` names a user's routine (a cheap test of the text: a
+/// false alarm only costs the parse that `source_rows` then makes).
+fn defaults_may_call_routines(session: &Session, def: &TableDef) -> bool {
+    let catalog = session.engine.catalog.read();
+    if catalog.routines.is_empty() {
+        return false;
+    }
+    def.columns
+        .iter()
+        .filter_map(|c| c.default_sql.as_deref())
+        .any(|d| {
+            let d = d.to_ascii_lowercase();
+            catalog
+                .routines
+                .values()
+                .any(|r| d.contains(&r.name.to_ascii_lowercase()))
+        })
 }
 
 /// The AFTER ROW triggers of an INSERT (and of its ON CONFLICT DO UPDATE), for the rows in
