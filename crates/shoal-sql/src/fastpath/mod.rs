@@ -309,7 +309,7 @@ pub(crate) fn literal(n: &str, t: &DataType, negative: bool) -> Option<Operand> 
     }
 }
 
-fn is_now(f: &ast::Function) -> bool {
+pub(crate) fn is_now(f: &ast::Function) -> bool {
     let name = f.name.to_string().to_lowercase();
     let no_args = match &f.args {
         ast::FunctionArguments::None => true,

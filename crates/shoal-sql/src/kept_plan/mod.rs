@@ -215,6 +215,25 @@ fn rows_read(plan: &Arc<dyn ExecutionPlan>) -> usize {
 /// it cannot (see the module). `described` are the types Parse described, for placeholders
 /// the plan leaves untyped.
 pub fn keepable(plan: &LogicalPlan, described: &[ArrowType]) -> Option<Vec<ArrowType>> {
+    planned_types(plan, described)?.into_iter().collect()
+}
+
+/// `keepable` for a statement some of whose parameters may be missing from the plan (written
+/// into it as values before planning): those keep their `described` types.
+pub fn keepable_with_unused(plan: &LogicalPlan, described: &[ArrowType]) -> Option<Vec<ArrowType>> {
+    let types = planned_types(plan, described)?;
+    Some(
+        types
+            .into_iter()
+            .zip(described)
+            .map(|(t, d)| t.unwrap_or_else(|| d.clone()))
+            .collect(),
+    )
+}
+
+/// The type each parameter has in `plan` (None where the plan has none of it), when the plan
+/// can be kept.
+fn planned_types(plan: &LogicalPlan, described: &[ArrowType]) -> Option<Vec<Option<ArrowType>>> {
     let mut types: Vec<Option<ArrowType>> = vec![None; described.len()];
     let mut ok = true;
     let _ = plan.apply_with_subqueries(|node| {
@@ -279,10 +298,7 @@ pub fn keepable(plan: &LogicalPlan, described: &[ArrowType]) -> Option<Vec<Arrow
             })
         })
     });
-    if !ok {
-        return None;
-    }
-    types.into_iter().collect()
+    ok.then_some(types)
 }
 
 /// Each value as the type its placeholder was planned with; None when one does not convert

@@ -9,12 +9,17 @@ use std::future::Future;
 use std::pin::Pin;
 
 use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::common::ScalarValue;
 use datafusion::sql::sqlparser::ast::Statement;
 use shoal_storage::Transaction;
+use std::sync::Arc;
 
 use super::{ResultColumn, Session, StatementResult};
 use crate::error::{code, SqlError, SqlResult};
 use crate::fastpath;
+use crate::kept_plan::generated::StatementParams;
+use crate::kept_plan::KeptPlan;
+use crate::routines::plpgsql::kept::{General, GeneralForm, KeptQueries, KeptQuery};
 
 /// How deep routines may call routines (and statements run statements) before a call fails
 /// with 54001, as PostgreSQL's `max_stack_depth` stops runaway recursion.
@@ -55,6 +60,17 @@ impl Session {
         txn: &'a mut Transaction,
         stmt: Statement,
     ) -> BoxedStatement<'a> {
+        self.run_embedded_with(txn, stmt, None)
+    }
+
+    /// `run_embedded` of a statement whose placeholders take `params`' values (the prepared
+    /// statement's way of running with its placeholders in place, see `kept_plan::generated`).
+    fn run_embedded_with<'a>(
+        &'a mut self,
+        txn: &'a mut Transaction,
+        stmt: Statement,
+        params: Option<StatementParams>,
+    ) -> BoxedStatement<'a> {
         Box::pin(async move {
             // The stack grows down: what is used is the distance below the statement's start.
             let used = self.stack_base.saturating_sub(stack_address());
@@ -79,11 +95,16 @@ impl Session {
             let outer_snapshot = self.scope.snapshot.lock().clone();
             // A prepared statement's bound values (`statement_params`) are its own, not those
             // of the statements its triggers and functions run.
-            let outer_params = self.statement_params.take();
+            let with_params = params.is_some();
+            let outer_params = std::mem::replace(&mut self.statement_params, params);
             self.routine_depth += 1;
             let ddl = crate::ddl::changes_catalog(&stmt);
             let mark = ddl.then(|| crate::ddl::undo::DdlMark::capture(&self.engine));
-            let result = match fastpath::plan(self, &stmt, 0) {
+            let fast = match with_params {
+                true => None,
+                false => fastpath::plan(self, &stmt, 0),
+            };
+            let result = match fast {
                 Some(plan) => fastpath::execute(self, txn, &plan, &[]).await,
                 None => self.run_in_transaction(txn, stmt).await,
             };
@@ -119,6 +140,121 @@ impl Session {
         };
         *self.scope.snapshot.lock() = outer_snapshot;
         result
+    }
+}
+
+impl Session {
+    /// Runs a routine's statement kept for DataFusion to plan (see `routines::plpgsql::kept`)
+    /// with `values` for its parameters, inside `txn`; None when it must run the ordinary way
+    /// this time (its plan cannot be made with parameters, or the values do not convert to
+    /// the types it was planned with).
+    /// Boxed, made outside the caller's poll: planning is deep, and a recursive routine's
+    /// statements nest here.
+    pub(crate) fn run_embedded_general<'a>(
+        &'a mut self,
+        txn: &'a mut Transaction,
+        general: &'a General,
+        values: Vec<ScalarValue>,
+    ) -> Pin<Box<dyn Future<Output = SqlResult<Option<EmbeddedResult>>> + Send + 'a>> {
+        Box::pin(self.run_general(txn, general, values))
+    }
+
+    async fn run_general(
+        &mut self,
+        txn: &mut Transaction,
+        general: &General,
+        values: Vec<ScalarValue>,
+    ) -> SqlResult<Option<EmbeddedResult>> {
+        match &general.form {
+            GeneralForm::Targets(plans) => {
+                let params = StatementParams {
+                    types: general.arrow_types.clone(),
+                    values,
+                    plans: plans.clone(),
+                };
+                self.run_embedded_with(txn, general.stmt.clone(), Some(params))
+                    .await
+                    .map(Some)
+            }
+            GeneralForm::Query(kept) => {
+                let outer_snapshot = self.scope.snapshot.lock().clone();
+                let snapshot = self.engine.db.statement_snapshot(txn);
+                *self.scope.snapshot.lock() = snapshot;
+                let result = self.run_kept_query(general, kept, values).await;
+                *self.scope.snapshot.lock() = outer_snapshot;
+                match result? {
+                    Some(r) => collect(r).await.map(Some),
+                    None => Ok(None),
+                }
+            }
+        }
+    }
+
+    /// A kept query's rows, on its kept plan (made now at its first run here).
+    async fn run_kept_query(
+        &self,
+        general: &General,
+        kept: &KeptQueries,
+        values: Vec<ScalarValue>,
+    ) -> SqlResult<Option<StatementResult>> {
+        let (stmt, key) = kept.statement(&general.stmt, &values);
+        let (physical, inline, task_ctx, columns) = match kept.get(&key) {
+            None | Some(KeptQuery::Never) => return Ok(None),
+            // A run of the same statement inside this one (a function it calls) plans anew:
+            // the plan's parameter values are this run's.
+            Some(KeptQuery::Plan { plan, .. }) if Arc::strong_count(&plan) > 2 => return Ok(None),
+            Some(KeptQuery::Plan { plan, columns }) => {
+                let Some(values) = crate::kept_plan::convert_values(plan.param_types(), &values)
+                else {
+                    return Ok(None);
+                };
+                let physical = plan.instantiate(values)?;
+                let inline = plan.runs_inline(&physical);
+                let batches =
+                    crate::query::collect_physical(physical, plan.task_ctx(), inline).await?;
+                return Ok(Some(StatementResult::Rows {
+                    columns,
+                    batches,
+                    tag: "SELECT",
+                }));
+            }
+            Some(KeptQuery::Untried) => {
+                // Planned with the parameters in place; a statement that does not plan so
+                // (a parameter whose type nothing decides) runs the ordinary way from now on.
+                let Ok(logical) =
+                    crate::query::plan_statement(&self.state, &self.scope, stmt.into_owned()).await
+                else {
+                    kept.set(&key, KeptQuery::Never);
+                    return Ok(None);
+                };
+                let Some(types) =
+                    crate::kept_plan::keepable_with_unused(&logical, &general.arrow_types)
+                else {
+                    kept.set(&key, KeptQuery::Never);
+                    return Ok(None);
+                };
+                let Some(values) = crate::kept_plan::convert_values(&types, &values) else {
+                    return Ok(None);
+                };
+                let columns = super::columns_of_plan(&logical);
+                let built = KeptPlan::build(&self.state, &logical, types, values).await?;
+                let state = match built.kept {
+                    Some(plan) => KeptQuery::Plan {
+                        plan,
+                        columns: columns.clone(),
+                    },
+                    None => KeptQuery::Never,
+                };
+                kept.set(&key, state);
+                (built.physical, built.inline, built.task_ctx, columns)
+            }
+        };
+        let batches = crate::query::collect_physical(physical, task_ctx, inline).await?;
+        Ok(Some(StatementResult::Rows {
+            columns,
+            batches,
+            tag: "SELECT",
+        }))
     }
 }
 

@@ -417,7 +417,7 @@ impl Session {
     /// that finds its rows is the same text at every execution and its plan is kept (see
     /// `kept_plan::generated`): an UPDATE or DELETE of a row table, or a locking SELECT, where
     /// the placeholders are only in what the generated queries carry (not in RETURNING).
-    fn runs_with_placeholders(&self, stmt: &Statement) -> bool {
+    pub(crate) fn runs_with_placeholders(&self, stmt: &Statement) -> bool {
         let target_is_row_table = |t: &ast::TableWithJoins| match &t.relation {
             ast::TableFactor::Table { name, .. } => {
                 matches!(

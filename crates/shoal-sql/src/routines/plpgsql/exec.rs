@@ -15,7 +15,7 @@ use shoal_storage::Transaction;
 use super::conditions;
 use super::embed::{self, ident_name};
 use super::fast_eval;
-use super::kept::KeptStatement;
+use super::kept::{General, KeptRun, KeptStatement};
 use super::vars::{self, Datum, Field, Scope, Scopes, Var, VarRef, VarType};
 use super::{Invocation, Returns};
 use crate::error::{code, SqlError, SqlResult};

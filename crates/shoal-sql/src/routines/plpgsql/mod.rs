@@ -15,6 +15,8 @@ pub(crate) mod embed;
 mod exec;
 mod fast_eval;
 pub(crate) mod kept;
+#[cfg(test)]
+mod tests;
 pub mod vars;
 
 use shoal_plpgsql::Block;

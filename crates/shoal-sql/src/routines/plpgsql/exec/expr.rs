@@ -48,13 +48,25 @@ impl Exec<'_> {
                 return Ok(d);
             }
         }
-        let key = format!("SELECT {expr}");
-        let mut stmt = self.parsed_statement(&key)?;
-        if let Some(t) = cast_to {
-            let sql_type = crate::routines::sql_type(t)?;
-            cast_projection(&mut stmt, sql_type)?;
+        // A value for a varchar(n) or char(n) is made as text and then fitted, as an
+        // assignment fits it: a cast would cut any text to the length.
+        let fitted = match cast_to {
+            Some(t @ (DataType::Varchar(Some(_)) | DataType::Char(_))) => Some(t),
+            _ => None,
+        };
+        if let Some(t) = fitted {
+            let d = Box::pin(self.eval_with(expr, Some(&DataType::Text))).await?;
+            let Datum::Scalar(_, v) = d else {
+                unreachable!("eval_with gives scalars")
+            };
+            let v = match (cut_to_length(v, t)?, t) {
+                (Value::Text(s), DataType::Char(n)) => Value::Text(crate::types::pad_char(&s, *n)),
+                (v, _) => v,
+            };
+            return Ok(Datum::Scalar(t.clone(), v));
         }
-        let result = self.run_statement(stmt).await?;
+        let key = format!("SELECT {expr}");
+        let result = self.run_kept(&key, cast_to).await?;
         let mut rows = vars::rows_of(&result.batches)?;
         if rows.len() > 1 {
             return Err(SqlError::new(
@@ -121,6 +133,12 @@ impl Exec<'_> {
                     if &from == t || v.is_null() {
                         return Ok(Datum::Scalar(t.clone(), v));
                     }
+                    // Query results come as text and unconstrained numerics: the common
+                    // conversions into a declared type are done here, the rest by SQL.
+                    if let Some(converted) = super::super::kept::convert(&from, v.clone(), t) {
+                        return Ok(Datum::Scalar(t.clone(), converted));
+                    }
+                    let v = cut_to_length(v, t)?;
                     let lit = vars::literal(&from, &v, &self.zone)?;
                     let e = crate::routines::cast(lit, crate::routines::sql_type(t)?);
                     let stmt = select_of(e);
@@ -240,4 +258,25 @@ impl Exec<'_> {
             )),
         }
     }
+}
+
+/// A text assigned to a varchar(n) or char(n) variable: longer than n is an error, unless
+/// what is past n is blanks, which are cut (PostgreSQL's assignment rule; an explicit cast
+/// cuts any text).
+fn cut_to_length(v: Value, t: &DataType) -> SqlResult<Value> {
+    let n = match t {
+        DataType::Varchar(Some(n)) | DataType::Char(n) => *n as usize,
+        _ => return Ok(v),
+    };
+    let Value::Text(s) = &v else { return Ok(v) };
+    let Some((end, _)) = s.char_indices().nth(n) else {
+        return Ok(v);
+    };
+    if !s[end..].chars().all(|c| c == ' ') {
+        return Err(SqlError::new(
+            code::STRING_DATA_RIGHT_TRUNCATION,
+            format!("value too long for type {}", crate::types::format_type(t)),
+        ));
+    }
+    Ok(Value::Text(s[..end].to_string()))
 }

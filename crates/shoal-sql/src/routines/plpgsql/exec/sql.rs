@@ -60,37 +60,89 @@ impl Exec<'_> {
         self.session.run_embedded(self.txn, stmt).await
     }
 
-    /// Runs an embedded statement given by its text: on its kept plan when it has one (see
-    /// `kept`), else the ordinary way, after which a point statement's plan is kept.
+    /// Runs an embedded statement given by its text: as it was kept (see `kept`) when it was,
+    /// else the ordinary way, after which it is kept.
     pub(super) async fn run_sql(&mut self, text: &str) -> SqlResult<EmbeddedResult> {
+        self.run_kept(text, None).await
+    }
+
+    /// `run_sql` of `text`, a `SELECT` of one item, with the item cast to `cast_to`.
+    /// Boxed: a recursive routine's statements nest here, and debug builds give each level
+    /// of an unboxed chain of futures a large frame.
+    pub(super) fn run_kept<'a>(
+        &'a mut self,
+        text: &'a str,
+        cast_to: Option<&'a DataType>,
+    ) -> Boxed<'a, EmbeddedResult> {
+        Box::pin(self.run_kept_now(text, cast_to))
+    }
+
+    async fn run_kept_now(
+        &mut self,
+        text: &str,
+        cast_to: Option<&DataType>,
+    ) -> SqlResult<EmbeddedResult> {
         let catalog_version = self.session.engine.catalog.read().version;
         let generation = self.session.settings.generation();
+        let key = match cast_to {
+            None => std::borrow::Cow::Borrowed(text),
+            // A line break and `::` cannot end a statement's text, so no statement has this key.
+            Some(t) => std::borrow::Cow::Owned(format!("{text}\n::{t:?}")),
+        };
         let kept = self
             .session
             .routine_cache
-            .statement(text, catalog_version, generation);
+            .statement(&key, catalog_version, generation);
         if let Some(kept) = &kept {
-            if let (Some(plan), Some(values)) = (&kept.plan, kept.bind(&self.scopes)) {
-                if !(plan.writes() && self.session.read_only()) {
-                    return self
-                        .session
-                        .run_embedded_plan(self.txn, plan, &values)
-                        .await;
+            match &kept.run {
+                KeptRun::Fast(plan) => {
+                    if let Some(values) = kept.bind_fast(&self.scopes, plan) {
+                        if !(plan.writes() && self.session.read_only()) {
+                            return self
+                                .session
+                                .run_embedded_plan(self.txn, plan, &values)
+                                .await;
+                        }
+                    }
                 }
+                KeptRun::General(general) => {
+                    if let Some(values) =
+                        kept.bind_general(&self.scopes, general, self.session.now_micros())
+                    {
+                        let run = self.session.run_embedded_general(self.txn, general, values);
+                        if let Some(result) = run.await? {
+                            return Ok(result);
+                        }
+                    }
+                }
+                KeptRun::Ordinary => {}
             }
         }
-        let stmt = self.parsed_statement(text)?;
+        let mut stmt = self.parsed_statement(text)?;
+        if let Some(t) = cast_to {
+            cast_projection(&mut stmt, crate::routines::sql_type(t)?)?;
+        }
         if kept.is_some() {
             return self.run_statement(stmt).await;
         }
         let result = self.run_statement(stmt.clone()).await?;
         let session = &*self.session;
-        let kept = KeptStatement::new(&stmt, &self.scopes, catalog_version, generation, |s, n| {
-            // A statement the role may not run is left to the ordinary path, which says so.
-            session.check_privileges(s).ok()?;
-            crate::fastpath::plan(session, s, n)
-        });
-        self.session.routine_cache.keep(text, Arc::new(kept));
+        // A statement the role may not run is left to the ordinary path, which says so; so
+        // are calls of routines, which run before the statement (see `routines::call`).
+        let ordinary = session.check_privileges(&stmt).is_err()
+            || !matches!(crate::routines::call::describable(session, &stmt), Ok(None));
+        let kept = match ordinary {
+            true => KeptStatement::ordinary(catalog_version, generation),
+            false => KeptStatement::new(
+                &stmt,
+                &self.scopes,
+                catalog_version,
+                generation,
+                |s, count| crate::fastpath::plan(session, s, count),
+                |s, types| General::new(s, types, session.runs_with_placeholders(s)),
+            ),
+        };
+        self.session.routine_cache.keep(&key, Arc::new(kept));
         Ok(result)
     }
 
