@@ -2,7 +2,8 @@
 //! without DataFusion. OLTP clients (pgbench, TPC-C, ORMs) spend most of their statements on
 //! four shapes, and planning them through DataFusion costs far more than the lookup itself:
 //!
-//! - `SELECT cols FROM t WHERE pk = v [AND pk2 = v2 ...]`
+//! - `SELECT cols FROM t WHERE pk = v [AND pk2 = v2 ...]`, where a column may also be chosen by
+//!   `CASE v WHEN 1 THEN c1 WHEN 2 THEN c2 ... END` (TPC-C's `s_dist_NN` by district)
 //! - `UPDATE t SET c = v | c = c + v | c = c - v, ... WHERE pk = v ...`
 //! - `DELETE FROM t WHERE pk = v ...`
 //! - `INSERT INTO t [(cols)] VALUES (v, ...), ...` with any number of rows
@@ -49,6 +50,34 @@ pub enum Operand {
     NextVal(Arc<SequenceDef>),
 }
 
+/// A result column `CASE operand WHEN v1 THEN col1 ... [ELSE col] END` whose arms are all
+/// columns of one type: the column it reads is chosen once per execution.
+#[derive(Clone, Debug)]
+pub struct Choice {
+    /// The result column it fills.
+    pub position: usize,
+    pub operand: Operand,
+    /// The operand's column for `Bindings::value` (the first arm's): its type is not used.
+    operand_column: usize,
+    pub arms: Vec<(Value, usize)>,
+    /// The ELSE column; without one, no match gives NULL.
+    pub otherwise: Option<usize>,
+}
+
+impl Choice {
+    /// The table column chosen for an operand value; None for NULL.
+    fn column(&self, operand: &Value) -> Option<usize> {
+        if operand.is_null() {
+            return self.otherwise;
+        }
+        self.arms
+            .iter()
+            .find(|(v, _)| v == operand)
+            .map(|(_, c)| *c)
+            .or(self.otherwise)
+    }
+}
+
 /// The right side of `SET col = ...`.
 #[derive(Clone, Debug)]
 pub enum Assign {
@@ -64,6 +93,8 @@ pub enum Assign {
 pub enum FastKind {
     Select {
         projection: Vec<usize>,
+        /// Result columns that a CASE chooses (their `projection` entry is a placeholder).
+        choices: Vec<Choice>,
         /// Built once: each execution only clones the Arc.
         shape: Arc<SelectShape>,
         /// `FOR UPDATE` / `FOR SHARE` ...: the row lock taken on the row found.
@@ -448,6 +479,7 @@ fn plan_select(
     };
     let mut projection = Vec::new();
     let mut columns = Vec::new();
+    let mut choices = Vec::new();
     for item in &s.projection {
         let (expr, name) = match item {
             ast::SelectItem::UnnamedExpr(e) => (e, None),
@@ -461,6 +493,17 @@ fn plan_select(
             }
             _ => return None,
         };
+        if let Expr::Case { .. } = expr {
+            let choice = choice_of(&def, alias, expr, projection.len(), params)?;
+            let first = choice.operand_column;
+            let mut column = result_column(name.as_deref().unwrap_or("case"), &def, first);
+            column.table_oid = 0;
+            column.attnum = 0;
+            projection.push(first);
+            columns.push(column);
+            choices.push(choice);
+            continue;
+        }
         let col = column_of(&def, alias, expr)?;
         let c = &def.columns[col];
         projection.push(col);
@@ -479,11 +522,79 @@ fn plan_select(
         key,
         kind: FastKind::Select {
             projection,
+            choices,
             shape,
             lock,
         },
         params: Vec::new(),
     })
+}
+
+/// `CASE operand WHEN 1 THEN c1 ... [ELSE c] END` whose operand is an integer parameter or
+/// literal, whose WHEN values are integer literals and whose results are columns of one type.
+fn choice_of(
+    def: &TableDef,
+    alias: Option<&str>,
+    e: &Expr,
+    position: usize,
+    params: &mut [Option<ParamUse>],
+) -> Option<Choice> {
+    let Expr::Case {
+        operand: Some(chosen_by),
+        conditions,
+        else_result,
+        ..
+    } = e
+    else {
+        return None;
+    };
+    let mut arms = Vec::with_capacity(conditions.len());
+    for arm in conditions {
+        let value = match literal_value(&arm.condition)? {
+            Operand::Const(v @ Value::Int32(_)) => v,
+            _ => return None,
+        };
+        arms.push((value, column_of(def, alias, &arm.result)?));
+    }
+    let operand_column = arms.first()?.1;
+    let otherwise = match else_result {
+        Some(e) => Some(column_of(def, alias, e)?),
+        None => None,
+    };
+    let t = &def.columns[operand_column].data_type;
+    let same_type = arms
+        .iter()
+        .map(|(_, c)| *c)
+        .chain(otherwise)
+        .all(|c| def.columns[c].data_type == *t);
+    if !same_type {
+        return None;
+    }
+    let operand = match chosen_by.as_ref() {
+        e @ Expr::Value(v) if matches!(v.value, ast::Value::Placeholder(_)) => {
+            operand(def, operand_column, &DataType::Int32, e, params)?
+        }
+        e => literal_value(e)?,
+    };
+    Some(Choice {
+        position,
+        operand,
+        operand_column,
+        arms,
+        otherwise,
+    })
+}
+
+/// An integer literal as an int4 value.
+fn literal_value(e: &Expr) -> Option<Operand> {
+    match e {
+        Expr::Nested(inner) => literal_value(inner),
+        Expr::Value(v) => match &v.value {
+            ast::Value::Number(n, _) => literal(n, &DataType::Int32, false),
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 fn is_plain_wildcard(opts: &ast::WildcardAdditionalOptions) -> bool {
@@ -969,20 +1080,39 @@ async fn execute_with(
     match &plan.kind {
         FastKind::Select {
             projection,
+            choices,
             shape,
             lock: None,
-        } => execute_select(session, txn, &point, projection, shape),
+        } if choices.is_empty() => execute_select(session, txn, &point, projection, shape),
         FastKind::Select {
             projection,
+            choices,
             shape,
-            lock: Some(lock),
-        } => execute_select_locking(session, txn, &point, projection, shape, lock).await,
+            lock,
+        } => {
+            let chosen = chosen_projection(&b, projection, choices)?;
+            execute_select_locking(session, txn, &point, &chosen, shape, lock.as_ref()).await
+        }
         FastKind::Update { assignments } => {
             execute_update(session, txn, &point, &b, assignments).await
         }
         FastKind::Delete => execute_delete(session, txn, &point).await,
         FastKind::Insert { rows } => execute_insert(session, txn, plan, &b, rows).await,
     }
+}
+
+/// The projection with each CASE's column chosen by this execution's operand (None: NULL).
+fn chosen_projection(
+    b: &Bindings<'_>,
+    projection: &[usize],
+    choices: &[Choice],
+) -> SqlResult<Vec<Option<usize>>> {
+    let mut chosen: Vec<Option<usize>> = projection.iter().copied().map(Some).collect();
+    for choice in choices {
+        let operand = b.value(&choice.operand, choice.operand_column)?;
+        chosen[choice.position] = choice.column(&operand);
+    }
+    Ok(chosen)
 }
 
 /// The row a point statement addresses: the value of its primary key.
@@ -1027,13 +1157,14 @@ fn execute_select(
 /// (or failing with NOWAIT, or skipped with SKIP LOCKED). As in PostgreSQL under READ
 /// COMMITTED, a row a concurrent commit changed is locked and returned in its newest version
 /// if that still has the key.
+/// Without a lock, it reads the whole row: a SELECT whose columns a CASE chooses.
 async fn execute_select_locking(
     session: &Session,
     txn: &mut Transaction,
     point: &Point<'_>,
-    projection: &[usize],
+    projection: &[Option<usize>],
     shape: &Arc<SelectShape>,
-    lock: &PointLock,
+    lock: Option<&PointLock>,
 ) -> SqlResult<StatementResult> {
     let plan = point.plan;
     let mut snap = session.engine.db.statement_snapshot(txn);
@@ -1042,6 +1173,16 @@ async fn execute_select_locking(
     let mut rows = PointRows {
         shape: shape.clone(),
         rows: Vec::with_capacity(1),
+    };
+    let project = |row: &[Value]| -> Vec<Value> {
+        projection
+            .iter()
+            .map(|c| c.map_or(Value::Null, |c| row[c].clone()))
+            .collect()
+    };
+    let Some(lock) = lock else {
+        rows.rows.extend(found.map(|(_, row)| project(&row)));
+        return rows.into_result();
     };
     if let Some((handle, mut row)) = found {
         let mut waiting = RowWait::default();
@@ -1070,8 +1211,7 @@ async fn execute_select_locking(
             }
         };
         if locked {
-            rows.rows
-                .push(projection.iter().map(|c| row[*c].clone()).collect());
+            rows.rows.push(project(&row));
         }
     }
     rows.into_result()

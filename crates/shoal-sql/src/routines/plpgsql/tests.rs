@@ -50,10 +50,10 @@ async fn query(s: &mut Session, sql: &str) -> Vec<Vec<String>> {
 }
 
 const SETUP: &str = "
-CREATE TABLE kt (id int PRIMARY KEY, k int, v numeric(10,2), name varchar(8));
-INSERT INTO kt SELECT g, g % 3, g, 'n' || g FROM generate_series(1, 30) g;
+CREATE TABLE kt (id int PRIMARY KEY, k int, v numeric(10,2), name varchar(8), alt varchar(8));
+INSERT INTO kt SELECT g, g % 3, g, 'n' || g, 'a' || g FROM generate_series(1, 30) g;
 CREATE FUNCTION kt_run(n int) RETURNS text LANGUAGE plpgsql AS $$
-DECLARE c bigint; nm text; total numeric := 0; out text := '';
+DECLARE c bigint; nm text; chosen text; total numeric := 0; out text := '';
 BEGIN
   FOR i IN 1 .. n LOOP
     SELECT count(*) INTO c FROM kt WHERE k = i % 3 AND id > i;
@@ -61,7 +61,9 @@ BEGIN
     UPDATE kt SET v = v + 0.5 WHERE k = i % 3 AND id <= i;
     SELECT v INTO total FROM kt WHERE k = (i + 1) % 3 AND id > i ORDER BY id LIMIT 1 FOR UPDATE;
     UPDATE kt SET v = v - 1 WHERE id = i;
-    out := out || c || nm || total || ' ';
+    SELECT CASE i % 2 WHEN 0 THEN name WHEN 1 THEN alt END INTO chosen FROM kt WHERE id = i
+      FOR UPDATE;
+    out := out || c || nm || total || chosen || ' ';
   END LOOP;
   RETURN out;
 END $$;
@@ -96,7 +98,15 @@ async fn expected(s: &mut Session, n: i64) -> String {
         )
         .await[0][0];
         query(s, &format!("UPDATE kt2 SET v = v - 1 WHERE id = {i}")).await;
-        out.push_str(&format!("{c}{nm}{total} "));
+        let chosen = &query(
+            s,
+            &format!(
+                "SELECT CASE {} WHEN 0 THEN name WHEN 1 THEN alt END FROM kt2 WHERE id = {i}",
+                i % 2
+            ),
+        )
+        .await[0][0];
+        out.push_str(&format!("{c}{nm}{total}{chosen} "));
     }
     out
 }
@@ -132,6 +142,10 @@ fn statements_run_again_on_kept_plans_with_the_same_answers() {
                 "targets+plan"
             );
             assert_eq!(form("UPDATE kt SET v = v - 1 WHERE id = i"), "fast");
+            assert_eq!(
+                form("SELECT CASE i % 2 WHEN 0 THEN name WHEN 1 THEN alt END FROM kt WHERE id = i\n      FOR UPDATE"),
+                "fast"
+            );
             // DDL plans them again, with the same answers.
             query(
                 &mut s,
