@@ -35,7 +35,7 @@
 pub mod generated;
 pub mod param;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use std::sync::Arc;
 

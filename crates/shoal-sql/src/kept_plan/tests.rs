@@ -8,7 +8,7 @@ use crate::session::{Prepared, Session, StatementResult};
 
 /// Runs `test` on a thread with the stack the server's workers have (DataFusion's planning
 /// recurses deeply in debug builds).
-fn on_big_stack(test: fn()) {
+pub(crate) fn on_big_stack(test: fn()) {
     std::thread::Builder::new()
         .stack_size(64 << 20)
         .spawn(test)
@@ -17,7 +17,7 @@ fn on_big_stack(test: fn()) {
         .unwrap();
 }
 
-fn block_on<F: std::future::Future>(f: F) -> F::Output {
+pub(crate) fn block_on<F: std::future::Future>(f: F) -> F::Output {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -3,26 +3,8 @@
 
 use datafusion::common::ScalarValue;
 
+use crate::kept_plan::tests::{block_on, on_big_stack};
 use crate::session::{Session, StatementResult};
-
-/// Runs `test` on a thread with the stack the server's workers have (DataFusion's planning
-/// recurses deeply in debug builds).
-fn on_big_stack(test: fn()) {
-    std::thread::Builder::new()
-        .stack_size(64 << 20)
-        .spawn(test)
-        .unwrap()
-        .join()
-        .unwrap();
-}
-
-fn block_on<F: std::future::Future>(f: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(f)
-}
 
 /// The rows of the last statement of `sql`, each column as text.
 async fn query(s: &mut Session, sql: &str) -> Vec<Vec<String>> {
