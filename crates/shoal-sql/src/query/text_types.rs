@@ -29,7 +29,50 @@ fn declared_type_oid(e: &Expr, schema: &DFSchema) -> Option<u32> {
 }
 
 fn is_bpchar(e: &Expr, schema: &DFSchema) -> bool {
-    declared_type_oid(e, schema) == Some(oid::BPCHAR)
+    string_type_oid(e, schema) == Some(oid::BPCHAR)
+}
+
+/// The PostgreSQL type of a string expression: the type its field declares, or for a
+/// conditional (`coalesce`, `nullif`, `greatest`, `least`, CASE) the type PostgreSQL resolves
+/// for its results. Among string types that is the first one not of an untyped literal, so
+/// `coalesce(c, '-')` of a char(n) `c` is char(n), and `coalesce(v, c)` of a varchar `v` is
+/// varchar (`c` cast to it, losing its padding).
+fn string_type_oid(e: &Expr, schema: &DFSchema) -> Option<u32> {
+    if let Some(declared) = declared_type_oid(e, schema) {
+        return Some(declared);
+    }
+    let first_typed = conditional_results(e)?
+        .into_iter()
+        .find(|result| !is_literal(result))?;
+    string_type_oid(first_typed, schema)
+}
+
+/// A literal, or a literal cast to a type (a NULL is typed so for a conditional).
+fn is_literal(e: &Expr) -> bool {
+    match e {
+        Expr::Literal(..) => true,
+        Expr::Cast(cast) => matches!(cast.expr.as_ref(), Expr::Literal(..)),
+        _ => false,
+    }
+}
+
+/// The expressions a conditional's value comes from, or None if `e` is not a conditional.
+fn conditional_results(e: &Expr) -> Option<Vec<&Expr>> {
+    match e {
+        Expr::ScalarFunction(ScalarFunction { func, args })
+            if matches!(func.name(), "coalesce" | "nullif" | "greatest" | "least") =>
+        {
+            Some(args.iter().collect())
+        }
+        Expr::Case(case) => Some(
+            case.when_then_expr
+                .iter()
+                .map(|(_, then)| then.as_ref())
+                .chain(case.else_expr.as_deref())
+                .collect(),
+        ),
+        _ => None,
+    }
 }
 
 /// An untyped string literal's text (a literal written with a cast is not one: the cast is
@@ -78,8 +121,8 @@ pub fn plan_operands(
     if !comparison && !concat {
         return Ok(expr);
     }
-    let left_oid = declared_type_oid(&expr.left, schema);
-    let right_oid = declared_type_oid(&expr.right, schema);
+    let left_oid = string_type_oid(&expr.left, schema);
+    let right_oid = string_type_oid(&expr.right, schema);
     if concat {
         for (side, t) in [(&mut expr.left, left_oid), (&mut expr.right, right_oid)] {
             if t == Some(oid::BPCHAR) {
@@ -170,8 +213,133 @@ impl AnalyzerRule for BpcharAsText {
     }
 
     fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> DfResult<LogicalPlan> {
-        rewrite_expressions_up(plan, |e, schema| Ok(unpadded_arguments(e, schema)))
+        rewrite_expressions_up(plan, |e, schema| {
+            Ok(match &e {
+                Expr::InList(_) | Expr::Between(_) => unpadded_comparands(e, schema),
+                _ if conditional_results(&e).is_some() => unpadded_results(e, schema),
+                _ => unpadded_arguments(e, schema),
+            })
+        })
     }
+}
+
+/// `nullif(c, x)` of a char(n) `c` compares as char(n) does, without trailing blanks:
+/// it becomes `CASE WHEN rtrim(c) = x' THEN NULL ELSE c END`.
+fn padded_nullif(e: Expr, schema: &DFSchema) -> Transformed<Expr> {
+    let Expr::ScalarFunction(ScalarFunction { func, args }) = &e else {
+        return Transformed::no(e);
+    };
+    let [value, other] = args.as_slice() else {
+        return Transformed::no(e);
+    };
+    if func.name() != "nullif" {
+        return Transformed::no(e);
+    }
+    let mut other = other.clone();
+    if is_bpchar(&other, schema) {
+        other = without_padding(other);
+    } else if let Some(text) = untyped_string(&mut other) {
+        let trimmed = text.trim_end_matches(' ').len();
+        text.truncate(trimmed);
+    }
+    let equal = without_padding(value.clone()).eq(other);
+    // A typed NULL: type coercion has already run.
+    let Ok(null) = value
+        .get_type(schema)
+        .and_then(|t| ScalarValue::try_from(&t))
+    else {
+        return Transformed::no(e);
+    };
+    match datafusion::logical_expr::when(equal, Expr::Literal(null, None)).otherwise(value.clone())
+    {
+        Ok(case) => Transformed::yes(case),
+        Err(_) => Transformed::no(e),
+    }
+}
+
+/// `IN (...)` and `BETWEEN` with a char(n) operand compare without trailing blanks, as `=`,
+/// `<` and `>` do (`plan_operands`): the char(n) operands lose their padding and so do the
+/// string literals (untyped ones, as they are still bare literals here).
+fn unpadded_comparands(e: Expr, schema: &DFSchema) -> Transformed<Expr> {
+    let operands: Vec<&Expr> = match &e {
+        Expr::InList(in_list) => std::iter::once(in_list.expr.as_ref())
+            .chain(&in_list.list)
+            .collect(),
+        Expr::Between(between) => vec![&between.expr, &between.low, &between.high],
+        _ => return Transformed::no(e),
+    };
+    if !operands.iter().any(|o| is_bpchar(o, schema)) {
+        return Transformed::no(e);
+    }
+    let unpadded = |mut o: Expr| {
+        if is_bpchar(&o, schema) {
+            return without_padding(o);
+        }
+        let literal = match &mut o {
+            Expr::Cast(cast) => cast.expr.as_mut(),
+            other => other,
+        };
+        if let Some(text) = untyped_string(literal) {
+            let trimmed = text.trim_end_matches(' ').len();
+            text.truncate(trimmed);
+        }
+        o
+    };
+    Transformed::yes(match e {
+        Expr::InList(in_list) => Expr::InList(datafusion::logical_expr::expr::InList::new(
+            Box::new(unpadded(*in_list.expr)),
+            in_list.list.into_iter().map(unpadded).collect(),
+            in_list.negated,
+        )),
+        Expr::Between(between) => Expr::Between(datafusion::logical_expr::expr::Between::new(
+            Box::new(unpadded(*between.expr)),
+            between.negated,
+            Box::new(unpadded(*between.low)),
+            Box::new(unpadded(*between.high)),
+        )),
+        other => other,
+    })
+}
+
+/// A conditional whose type is not char(n) casts its char(n) results to its type, which drops
+/// their padding: `coalesce(v, c)` of a varchar `v` gives `c` without trailing blanks.
+fn unpadded_results(e: Expr, schema: &DFSchema) -> Transformed<Expr> {
+    if string_type_oid(&e, schema) == Some(oid::BPCHAR) {
+        return padded_nullif(e, schema);
+    }
+    let has_padded =
+        conditional_results(&e).is_some_and(|results| results.iter().any(|r| is_bpchar(r, schema)));
+    if !has_padded {
+        return Transformed::no(e);
+    }
+    let unpadded = |r: Expr| match is_bpchar(&r, schema) {
+        true => without_padding(r),
+        false => r,
+    };
+    Transformed::yes(match e {
+        Expr::ScalarFunction(ScalarFunction { func, args }) if func.name() == "nullif" => {
+            // nullif's second argument is only compared with, never returned.
+            let mut args = args.into_iter();
+            let first = args.next().map(unpadded);
+            Expr::ScalarFunction(ScalarFunction::new_udf(
+                func,
+                first.into_iter().chain(args).collect(),
+            ))
+        }
+        Expr::ScalarFunction(ScalarFunction { func, args }) => Expr::ScalarFunction(
+            ScalarFunction::new_udf(func, args.into_iter().map(unpadded).collect()),
+        ),
+        Expr::Case(mut case) => {
+            for (_, then) in &mut case.when_then_expr {
+                **then = unpadded(std::mem::take(then.as_mut()));
+            }
+            if let Some(other) = &mut case.else_expr {
+                **other = unpadded(std::mem::take(other.as_mut()));
+            }
+            Expr::Case(case)
+        }
+        other => other,
+    })
 }
 
 fn unpadded_arguments(e: Expr, schema: &DFSchema) -> Transformed<Expr> {
