@@ -40,9 +40,20 @@ pub struct TriggerDef {
     pub args: Vec<String>,
     /// ALTER TABLE ... DISABLE TRIGGER turns this off.
     pub enabled: bool,
+    /// `REFERENCING OLD TABLE AS name`: the statement's old rows, as a table of that name.
+    #[serde(default)]
+    pub old_table: Option<String>,
+    /// `REFERENCING NEW TABLE AS name`: the statement's new rows.
+    #[serde(default)]
+    pub new_table: Option<String>,
 }
 
 impl TriggerDef {
+    /// Whether the trigger reads the statement's rows as transition tables.
+    pub fn has_transition_tables(&self) -> bool {
+        self.old_table.is_some() || self.new_table.is_some()
+    }
+
     pub fn fires_on(&self, event: TriggerEvent) -> bool {
         self.enabled && self.events.contains(&event)
     }

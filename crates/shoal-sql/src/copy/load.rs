@@ -206,8 +206,7 @@ impl CopyLoader {
             .map_err(|(line, e)| e.with_context(format!("COPY {}, line {line}", def.name)))?;
         if let Some(fired) = self.triggers.take() {
             let t = &fired.triggers;
-            t.after_rows(session, txn, fired.after_rows).await?;
-            t.statement(session, txn, TriggerTiming::After).await?;
+            t.after_statement(session, txn, fired.after_rows).await?;
         }
         // The parse buffers and log images of a large load are free now; give them back.
         crate::allocator::release_free_memory();
@@ -409,7 +408,7 @@ impl CopyLoader {
         };
         let table = table.clone();
         let fired = self.triggers.as_mut().expect("a table with triggers");
-        let keep_rows = fired.triggers.has_after_row();
+        let keep_rows = fired.triggers.keeps_rows();
         let zone = session.settings.time_zone().clone();
         let mut cursor = crate::dml::RowCursor::new(batch, &def, 0, &zone)?;
         let mut row = Vec::with_capacity(def.columns.len());

@@ -20,7 +20,7 @@ use super::{
 use crate::constraints;
 use crate::error::{code, SqlError, SqlResult};
 use crate::parse::Overriding;
-use crate::routines::trigger::{Triggers, WrittenRow};
+use crate::routines::trigger::{Transition, Triggers, WrittenRow};
 use crate::session::{Session, StatementResult};
 use shoal_storage::catalog_triggers::{TriggerEvent, TriggerTiming};
 
@@ -294,16 +294,13 @@ pub async fn insert(
                     // After the row is in, so that it may reference itself (or, deferred,
                     // a later row).
                     deferred.check_or_defer(session, txn, &def, &row, i).await?;
-                    if triggers.as_ref().is_some_and(Triggers::has_after_row) {
+                    if triggers.as_ref().is_some_and(Triggers::keeps_rows) {
                         after_rows.push((false, (None, Some(row.clone()))));
                     }
                     row.clone()
                 }
                 RowWritten::Updated { old, new } => {
-                    if update_triggers
-                        .as_ref()
-                        .is_some_and(Triggers::has_after_row)
-                    {
+                    if update_triggers.as_ref().is_some_and(Triggers::keeps_rows) {
                         after_rows.push((true, (Some(old), Some(new.clone()))));
                     }
                     new
@@ -319,9 +316,36 @@ pub async fn insert(
         .check_deferred(session, txn, &def)
         .await
         .map_err(|(_, e)| e)?;
-    fire_after_rows(session, txn, &triggers, &update_triggers, after_rows).await?;
-    for t in [&update_triggers, &triggers].into_iter().flatten() {
-        t.statement(session, txn, TriggerTiming::After).await?;
+    // The transition tables: the inserted rows for the INSERT triggers, the updated ones for
+    // the UPDATE triggers of ON CONFLICT DO UPDATE.
+    let transition = |triggers: &Option<Triggers>, updates: bool| -> SqlResult<_> {
+        let Some(t) = triggers else { return Ok(None) };
+        let rows: Vec<WrittenRow> = after_rows
+            .iter()
+            .filter(|(u, _)| *u == updates)
+            .map(|(_, row)| row.clone())
+            .collect();
+        t.transition(&rows)
+    };
+    let inserted = transition(&triggers, false)?;
+    let updated = transition(&update_triggers, true)?;
+    let transitions = [inserted.as_ref(), updated.as_ref()];
+    fire_after_rows(
+        session,
+        txn,
+        &triggers,
+        &update_triggers,
+        after_rows,
+        transitions,
+    )
+    .await?;
+    for (t, transition) in [
+        (&update_triggers, updated.as_ref()),
+        (&triggers, inserted.as_ref()),
+    ] {
+        if let Some(t) = t {
+            t.after_statement_triggers(session, txn, transition).await?;
+        }
     }
     if returning.is_none() {
         return Ok(command_done("INSERT", count, Some(0)));
@@ -441,6 +465,7 @@ async fn fire_after_rows(
     inserts: &Option<Triggers>,
     updates: &Option<Triggers>,
     events: Vec<(bool, WrittenRow)>,
+    [inserted, updated]: [Option<&Transition>; 2],
 ) -> SqlResult<()> {
     let mut events = events.into_iter().peekable();
     while let Some((update, first)) = events.next() {
@@ -448,9 +473,12 @@ async fn fire_after_rows(
         while let Some((_, row)) = events.next_if(|(u, _)| *u == update) {
             run.push(row);
         }
-        let triggers = if update { updates } else { inserts };
+        let (triggers, transition) = match update {
+            true => (updates, updated),
+            false => (inserts, inserted),
+        };
         if let Some(t) = triggers {
-            t.after_rows(session, txn, run).await?;
+            t.after_rows(session, txn, run, transition).await?;
         }
     }
     Ok(())

@@ -345,7 +345,7 @@ pub async fn update(
             }
             let returned = m.returned(b, 1, r)?;
             if let Some(done) = update_one(session, txn, &m, handle, snap, row, returned).await? {
-                if triggers.as_ref().is_some_and(Triggers::has_after_row) {
+                if triggers.as_ref().is_some_and(Triggers::keeps_rows) {
                     after_rows.push((old, Some(done.0.clone())));
                 }
                 written.push(done);
@@ -353,8 +353,7 @@ pub async fn update(
         }
     }
     if let Some(t) = &triggers {
-        t.after_rows(session, txn, after_rows).await?;
-        t.statement(session, txn, TriggerTiming::After).await?;
+        t.after_statement(session, txn, after_rows).await?;
     }
     written
         .finish(session, &m, "UPDATE", upd.returning.as_deref())
@@ -554,7 +553,7 @@ async fn delete_rows(
             let kept_old = triggers.as_ref().map(|_| old.clone());
             let returned = m.returned(b, 1, r)?;
             if let Some(done) = delete_one(session, txn, &m, handle, snap, old, returned).await? {
-                if triggers.as_ref().is_some_and(Triggers::has_after_row) {
+                if triggers.as_ref().is_some_and(Triggers::keeps_rows) {
                     after_rows.push((kept_old, None));
                 }
                 written.push(done);
@@ -563,8 +562,7 @@ async fn delete_rows(
     }
     Box::pin(super::run_pending_actions(session, txn, mark)).await?;
     if let Some(t) = &triggers {
-        t.after_rows(session, txn, after_rows).await?;
-        t.statement(session, txn, TriggerTiming::After).await?;
+        t.after_statement(session, txn, after_rows).await?;
     }
     written
         .finish(session, &m, "DELETE", del.returning.as_deref())

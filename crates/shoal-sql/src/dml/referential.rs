@@ -137,12 +137,28 @@ pub async fn run_pending_actions(
             written?;
         }
     }
+    // The transition tables of each (table, event): all the rows its actions wrote.
+    let mut transitions = Vec::with_capacity(acted.len());
+    for (at, triggers) in acted.iter().enumerate() {
+        let rows: Vec<WrittenRow> = after
+            .iter()
+            .filter_map(|e| match e {
+                AfterEvent::Row(a, row) if *a == at => Some(row.clone()),
+                _ => None,
+            })
+            .collect();
+        transitions.push(triggers.transition(&rows)?);
+    }
     for event in after {
         match event {
-            AfterEvent::Row(at, row) => acted[at].after_rows(session, txn, vec![row]).await?,
+            AfterEvent::Row(at, row) => {
+                acted[at]
+                    .after_rows(session, txn, vec![row], transitions[at].as_ref())
+                    .await?
+            }
             AfterEvent::Statement(at) => {
                 acted[at]
-                    .statement(session, txn, TriggerTiming::After)
+                    .after_statement_triggers(session, txn, transitions[at].as_ref())
                     .await?
             }
         }
@@ -229,7 +245,7 @@ async fn act(
                     .map(|(row, _)| (Some(old), Some(row))),
             };
             if let (Some(row), Some(t)) = (done, triggers) {
-                if t.has_after_row() {
+                if t.keeps_rows() {
                     written.push(row);
                 }
             }

@@ -105,6 +105,11 @@ impl SchemaProvider for ShoalSchema {
     }
 
     async fn table(&self, name: &str) -> DfResult<Option<Arc<dyn TableProvider>>> {
+        if self.name.is_none() {
+            if let Some(transition) = self.scope.transition_table(name) {
+                return Ok(Some(transition));
+            }
+        }
         let schemas = match &self.name {
             Some(n) => vec![n.clone()],
             None => self.scope.lookup_schemas(),
@@ -118,6 +123,9 @@ impl SchemaProvider for ShoalSchema {
     }
 
     fn table_exist(&self, name: &str) -> bool {
+        if self.name.is_none() && self.scope.transition_table(name).is_some() {
+            return true;
+        }
         let schemas = match &self.name {
             Some(n) => vec![n.clone()],
             None => self.scope.lookup_schemas(),

@@ -61,6 +61,10 @@ pub struct PlanScope {
     /// The statement being planned names a `tableoid` column: only then do the system
     /// catalogs carry one, so that `SELECT *` does not show it (it is a system column).
     pub wants_tableoid: std::sync::atomic::AtomicBool,
+    /// The transition tables (`REFERENCING OLD TABLE AS ...`) of the trigger functions
+    /// running, innermost last: unqualified names find them before any table, as
+    /// PostgreSQL's ephemeral named relations.
+    pub transition_tables: Mutex<Vec<(String, Arc<dyn datafusion::datasource::TableProvider>)>>,
 }
 
 impl std::fmt::Debug for PlanScope {
@@ -91,6 +95,7 @@ impl PlanScope {
             tables_read: Mutex::default(),
             backup: Mutex::default(),
             wants_tableoid: Default::default(),
+            transition_tables: Mutex::default(),
             engine,
             snapshot: Mutex::new(Snapshot { ts: 0, txn: 0 }),
             search_path: Mutex::new(vec!["public".to_string()]),
@@ -110,6 +115,19 @@ impl PlanScope {
             .read()
             .role_named(&self.current_role())
             .is_some_and(|r| r.superuser)
+    }
+
+    /// The transition table named `name` of a trigger function running, if there is one.
+    pub fn transition_table(
+        &self,
+        name: &str,
+    ) -> Option<Arc<dyn datafusion::datasource::TableProvider>> {
+        let tables = self.transition_tables.lock();
+        tables
+            .iter()
+            .rev()
+            .find(|(n, _)| n == name)
+            .map(|(_, t)| t.clone())
     }
 
     /// Where a scan of table `oid` records its row handles, if it records them.

@@ -10,13 +10,18 @@
 //!
 //! Every write path of a row table fires them: INSERT, UPDATE, DELETE and ON CONFLICT in `dml`,
 //! COPY FROM (`copy::load`) and foreign-key actions (`dml::referential`); the fast path and
-//! kept plans are not taken for a table with triggers. What Shoal cannot fire yet (column
-//! tables, statement triggers on views, transition tables) is refused with 0A000. TRUNCATE
+//! kept plans are not taken for a table with triggers. AFTER triggers may read the statement's
+//! rows as transition tables (`REFERENCING OLD TABLE AS o NEW TABLE AS n`): in-memory tables
+//! that the trigger function's queries find by those names (`PlanScope::transition_tables`)
+//! while it runs. What Shoal cannot fire yet (column tables, statement triggers on views) is
+//! refused with 0A000. TRUNCATE
 //! fires the statement triggers of each table it empties (`ddl::truncate`); a view's INSTEAD
 //! OF triggers do the writes of statements on it (`dml::instead`).
 
 use std::sync::Arc;
 
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::datasource::{MemTable, TableProvider};
 use datafusion::sql::sqlparser::ast;
 use shoal_plpgsql::{Block, Stmt};
 use shoal_storage::catalog::{AccessMethod, TableDef, ViewDef};
@@ -44,11 +49,6 @@ pub async fn create_trigger(
     );
     if ct.is_constraint {
         return Err(SqlError::unsupported("CREATE CONSTRAINT TRIGGER"));
-    }
-    if !ct.referencing.is_empty() {
-        return Err(SqlError::unsupported(
-            "transition tables (REFERENCING) in triggers",
-        ));
     }
     let timing = match ct.period {
         Some(ast::TriggerPeriod::Before) => TriggerTiming::Before,
@@ -105,6 +105,7 @@ pub async fn create_trigger(
     let (schema, table) = split_name(&ct.table_name);
     let target = relation(session, schema.as_deref(), &table)?;
     check_kind(&target, timing, for_each_row, &ct, &events)?;
+    let (old_table, new_table) = transition_table_names(&target, timing, &ct, &events)?;
     let mut catalog = session.engine.catalog.write();
     let mut triggers = target.triggers().to_vec();
     if let Some(old) = triggers.iter().position(|t| t.name == name) {
@@ -131,6 +132,8 @@ pub async fn create_trigger(
         when_sql: ct.condition.as_ref().map(|c| c.to_string()),
         args,
         enabled: true,
+        old_table,
+        new_table,
     });
     triggers.sort_by(|a, b| a.name.cmp(&b.name));
     target.store(&mut catalog, triggers)?;
@@ -188,6 +191,90 @@ fn check_kind(
         )),
         (Target::View(_), _) => Err(SqlError::unsupported("statement triggers on views")),
     }
+}
+
+/// The names of the OLD and NEW transition tables of `REFERENCING`, checked as PostgreSQL
+/// does: AFTER triggers of one event on a table, without a column list.
+fn transition_table_names(
+    target: &Target,
+    timing: TriggerTiming,
+    ct: &ast::CreateTrigger,
+    events: &[TriggerEvent],
+) -> SqlResult<(Option<String>, Option<String>)> {
+    let (mut old_table, mut new_table) = (None, None);
+    let invalid = |m: &str| SqlError::new(code::INVALID_OBJECT_DEFINITION, m.to_string());
+    for r in &ct.referencing {
+        if let Target::View(_) = target {
+            return Err(SqlError::new(
+                code::WRONG_OBJECT_TYPE,
+                format!("\"{}\" is a view", target.name()),
+            )
+            .with_detail("Triggers on views cannot have transition tables.".to_string()));
+        }
+        if timing != TriggerTiming::After {
+            return Err(invalid(
+                "transition table name can only be specified for an AFTER trigger",
+            ));
+        }
+        if events.contains(&TriggerEvent::Truncate) {
+            return Err(SqlError::new(
+                code::FEATURE_NOT_SUPPORTED,
+                "TRUNCATE triggers with transition tables are not supported",
+            ));
+        }
+        if events.len() > 1 {
+            return Err(SqlError::new(
+                code::FEATURE_NOT_SUPPORTED,
+                "transition tables cannot be specified for triggers with more than one event",
+            ));
+        }
+        if ct
+            .events
+            .iter()
+            .any(|e| matches!(e, ast::TriggerEvent::Update(c) if !c.is_empty()))
+        {
+            return Err(SqlError::new(
+                code::FEATURE_NOT_SUPPORTED,
+                "transition tables cannot be specified for triggers with column lists",
+            ));
+        }
+        let name = r
+            .transition_relation_name
+            .0
+            .last()
+            .and_then(|p| p.as_ident())
+            .map(ident)
+            .ok_or_else(|| SqlError::syntax("transition table name expected"))?;
+        let event = events[0];
+        match r.refer_type {
+            ast::TriggerReferencingType::NewTable => {
+                if !matches!(event, TriggerEvent::Insert | TriggerEvent::Update) {
+                    return Err(invalid(
+                        "NEW TABLE can only be specified for an INSERT or UPDATE trigger",
+                    ));
+                }
+                if new_table.replace(name).is_some() {
+                    return Err(invalid("NEW TABLE cannot be specified multiple times"));
+                }
+            }
+            ast::TriggerReferencingType::OldTable => {
+                if !matches!(event, TriggerEvent::Delete | TriggerEvent::Update) {
+                    return Err(invalid(
+                        "OLD TABLE can only be specified for a DELETE or UPDATE trigger",
+                    ));
+                }
+                if old_table.replace(name).is_some() {
+                    return Err(invalid("OLD TABLE cannot be specified multiple times"));
+                }
+            }
+        }
+    }
+    if old_table.is_some() && old_table == new_table {
+        return Err(invalid(
+            "OLD TABLE name and NEW TABLE name cannot be the same",
+        ));
+    }
+    Ok((old_table, new_table))
 }
 
 /// The relation a trigger is on.
@@ -343,6 +430,8 @@ pub struct Triggers {
 
 /// What the trigger functions see of the relation: its name and columns, and its triggers.
 struct TriggerRelation {
+    /// The table's definition (None for a view), for its transition tables.
+    table: Option<Arc<TableDef>>,
     oid: u32,
     schema: String,
     name: String,
@@ -352,6 +441,12 @@ struct TriggerRelation {
 
 /// A row written, with its old and new values, for the AFTER ROW triggers at the end.
 pub type WrittenRow = (Option<Vec<Value>>, Option<Vec<Value>>);
+
+/// A statement's transition tables: its old rows and its new rows, each as a table.
+pub struct Transition {
+    old: Arc<dyn TableProvider>,
+    new: Arc<dyn TableProvider>,
+}
 
 impl Triggers {
     /// The triggers that fire for `event` on `def`; None when there are none (the common case,
@@ -366,6 +461,7 @@ impl Triggers {
         }
         Some(Triggers {
             on: TriggerRelation {
+                table: Some(def.clone()),
                 oid: def.oid,
                 schema: def.schema.clone(),
                 name: def.name.clone(),
@@ -397,6 +493,7 @@ impl Triggers {
         }
         Some(Triggers {
             on: TriggerRelation {
+                table: None,
                 oid: view.oid,
                 schema: view.schema.clone(),
                 name: view.name.clone(),
@@ -431,8 +528,54 @@ impl Triggers {
         self.on.oid == other.on.oid && self.event == other.event
     }
 
-    pub fn has_after_row(&self) -> bool {
+    fn has_after_row(&self) -> bool {
         self.matching(TriggerTiming::After, true).next().is_some()
+    }
+
+    fn has_transition_tables(&self) -> bool {
+        [true, false].into_iter().any(|row| {
+            self.matching(TriggerTiming::After, row)
+                .any(TriggerDef::has_transition_tables)
+        })
+    }
+
+    /// Whether the statement keeps the rows it writes for the AFTER triggers: for AFTER ROW
+    /// triggers, or for transition tables.
+    pub fn keeps_rows(&self) -> bool {
+        self.has_after_row() || self.has_transition_tables()
+    }
+
+    /// The statement's transition tables, made of the rows it wrote; None when no AFTER
+    /// trigger reads them.
+    pub fn transition(&self, rows: &[WrittenRow]) -> SqlResult<Option<Transition>> {
+        let Some(def) = self
+            .on
+            .table
+            .as_ref()
+            .filter(|_| self.has_transition_tables())
+        else {
+            return Ok(None);
+        };
+        let schema = crate::query::provider::table_schema(def);
+        let table_of = |rows: Vec<&Vec<Value>>| -> SqlResult<Arc<dyn TableProvider>> {
+            let arrays = def
+                .columns
+                .iter()
+                .enumerate()
+                .map(|(c, col)| {
+                    crate::types::array_from_values(&col.data_type, rows.iter().map(|r| &r[c]))
+                })
+                .collect();
+            let batch = RecordBatch::try_new(schema.clone(), arrays)?;
+            Ok(Arc::new(MemTable::try_new(
+                schema.clone(),
+                vec![vec![batch]],
+            )?))
+        };
+        Ok(Some(Transition {
+            old: table_of(rows.iter().filter_map(|(old, _)| old.as_ref()).collect())?,
+            new: table_of(rows.iter().filter_map(|(_, new)| new.as_ref()).collect())?,
+        }))
     }
 
     pub async fn statement(
@@ -441,11 +584,47 @@ impl Triggers {
         txn: &mut Transaction,
         timing: TriggerTiming,
     ) -> SqlResult<()> {
+        self.statement_with(session, txn, timing, None).await
+    }
+
+    async fn statement_with(
+        &self,
+        session: &mut Session,
+        txn: &mut Transaction,
+        timing: TriggerTiming,
+        transition: Option<&Transition>,
+    ) -> SqlResult<()> {
         let triggers: Vec<TriggerDef> = self.matching(timing, false).cloned().collect();
         for t in &triggers {
-            self.fire(session, txn, t, None, None).await?;
+            self.fire(session, txn, t, None, None, transition).await?;
         }
         Ok(())
+    }
+
+    /// The AFTER triggers at the end of a statement that wrote `rows` (kept if `keeps_rows`):
+    /// the row triggers for each row, then the statement triggers.
+    pub async fn after_statement(
+        &self,
+        session: &mut Session,
+        txn: &mut Transaction,
+        rows: Vec<WrittenRow>,
+    ) -> SqlResult<()> {
+        let transition = self.transition(&rows)?;
+        self.after_rows(session, txn, rows, transition.as_ref())
+            .await?;
+        self.after_statement_triggers(session, txn, transition.as_ref())
+            .await
+    }
+
+    /// The AFTER STATEMENT triggers, which read `transition` if they have transition tables.
+    pub async fn after_statement_triggers(
+        &self,
+        session: &mut Session,
+        txn: &mut Transaction,
+        transition: Option<&Transition>,
+    ) -> SqlResult<()> {
+        self.statement_with(session, txn, TriggerTiming::After, transition)
+            .await
     }
 
     /// BEFORE ROW triggers: the row to write (as they changed it), or None to skip it.
@@ -485,7 +664,9 @@ impl Triggers {
         let triggers: Vec<TriggerDef> = self.matching(timing, true).cloned().collect();
         let mut new = new;
         for t in &triggers {
-            let returned = self.fire(session, txn, t, old, new.as_deref()).await?;
+            let returned = self
+                .fire(session, txn, t, old, new.as_deref(), None)
+                .await?;
             match returned {
                 // The trigger's WHEN said no: the row goes on unchanged.
                 Fired::Skipped => {}
@@ -510,19 +691,55 @@ impl Triggers {
         session: &mut Session,
         txn: &mut Transaction,
         rows: Vec<WrittenRow>,
+        transition: Option<&Transition>,
     ) -> SqlResult<()> {
         let triggers: Vec<TriggerDef> =
             self.matching(TriggerTiming::After, true).cloned().collect();
+        if triggers.is_empty() {
+            return Ok(());
+        }
         for (old, new) in rows {
             for t in &triggers {
-                self.fire(session, txn, t, old.as_deref(), new.as_deref())
+                self.fire(session, txn, t, old.as_deref(), new.as_deref(), transition)
                     .await?;
             }
         }
         Ok(())
     }
 
+    /// Runs trigger `t` with its transition tables (from `transition`) visible by their
+    /// names while it runs.
     async fn fire(
+        &self,
+        session: &mut Session,
+        txn: &mut Transaction,
+        t: &TriggerDef,
+        old: Option<&[Value]>,
+        new: Option<&[Value]>,
+        transition: Option<&Transition>,
+    ) -> SqlResult<Fired> {
+        let tables: Vec<(String, Arc<dyn TableProvider>)> = match transition {
+            Some(tr) => [(&t.old_table, &tr.old), (&t.new_table, &tr.new)]
+                .into_iter()
+                .filter_map(|(name, table)| Some((name.clone()?, table.clone())))
+                .collect(),
+            None => Vec::new(),
+        };
+        if tables.is_empty() {
+            return self.fire_now(session, txn, t, old, new).await;
+        }
+        let depth = {
+            let mut visible = session.scope.transition_tables.lock();
+            let depth = visible.len();
+            visible.extend(tables);
+            depth
+        };
+        let fired = Box::pin(self.fire_now(session, txn, t, old, new)).await;
+        session.scope.transition_tables.lock().truncate(depth);
+        fired
+    }
+
+    async fn fire_now(
         &self,
         session: &mut Session,
         txn: &mut Transaction,

@@ -100,9 +100,11 @@ impl Session {
             self.routine_depth += 1;
             let ddl = crate::ddl::changes_catalog(&stmt);
             let mark = ddl.then(|| crate::ddl::undo::DdlMark::capture(&self.engine));
-            let fast = match with_params {
-                true => None,
-                false => fastpath::plan(self, &stmt, 0),
+            // The fast path knows tables only, not a trigger's transition tables.
+            let plain = !with_params && self.scope.transition_tables.lock().is_empty();
+            let fast = match plain {
+                true => fastpath::plan(self, &stmt, 0),
+                false => None,
             };
             let result = match fast {
                 Some(plan) => fastpath::execute(self, txn, &plan, &[]).await,

@@ -100,8 +100,8 @@ pub(super) fn pg_trigger(catalog: &Catalog) -> Arc<dyn TableProvider> {
                     Some(w) => s(w),
                     None => null_text(),
                 },
-                null_text(),
-                null_text(),
+                trigger.old_table.as_deref().map_or_else(null_text, s),
+                trigger.new_table.as_deref().map_or_else(null_text, s),
             ]);
         }
     }
@@ -152,8 +152,17 @@ pub fn trigger_definition(catalog: &Catalog, oid: u32, pretty: bool) -> Option<S
         .iter()
         .map(|a| format!("'{}'", a.replace('\'', "''")))
         .collect();
+    let mut referencing = String::new();
+    for (word, name) in [("OLD", &trigger.old_table), ("NEW", &trigger.new_table)] {
+        if let Some(name) = name {
+            if referencing.is_empty() {
+                referencing.push_str(" REFERENCING");
+            }
+            referencing.push_str(&format!(" {word} TABLE AS {}", quote(name)));
+        }
+    }
     Some(format!(
-        "CREATE TRIGGER {} {} {} ON {table} FOR EACH {}{when} EXECUTE FUNCTION {function}({})",
+        "CREATE TRIGGER {} {} {} ON {table}{referencing} FOR EACH {}{when} EXECUTE FUNCTION {function}({})",
         quote(&trigger.name),
         match trigger.timing {
             TriggerTiming::Before => "BEFORE",

@@ -82,6 +82,15 @@ impl Exec<'_> {
         text: &str,
         cast_to: Option<&DataType>,
     ) -> SqlResult<EmbeddedResult> {
+        if !self.session.scope.transition_tables.lock().is_empty() {
+            // A trigger's transition tables hold other rows at each firing: its statements are
+            // planned each time, not kept.
+            let mut stmt = self.parsed_statement(text)?;
+            if let Some(t) = cast_to {
+                cast_projection(&mut stmt, crate::routines::sql_type(t)?)?;
+            }
+            return self.run_statement(stmt).await;
+        }
         let catalog_version = self.session.engine.catalog.read().version;
         let generation = self.session.settings.generation();
         let key = match cast_to {
