@@ -403,10 +403,15 @@ impl CopyLoader {
     ) -> SqlResult<()> {
         self.start_triggers(session, txn).await?;
         let def = self.def.clone();
-        let Sink::Row(table) = &self.sink else {
-            return Err(SqlError::internal("triggers on a column table"));
+        let table = match &self.sink {
+            Sink::Row(table) => table.clone(),
+            Sink::Column { table, .. } => {
+                let table = table.clone();
+                return self
+                    .write_column_with_triggers(session, txn, &table, batch, lines)
+                    .await;
+            }
         };
-        let table = table.clone();
         let fired = self.triggers.as_mut().expect("a table with triggers");
         let keep_rows = fired.triggers.keeps_rows();
         let zone = session.settings.time_zone().clone();
@@ -442,6 +447,48 @@ impl CopyLoader {
             }
         }
         Ok(())
+    }
+}
+
+impl CopyLoader {
+    /// `write_with_triggers` into a column table: the rows that pass the BEFORE ROW triggers
+    /// and the constraints are appended (see `RowAppender`).
+    async fn write_column_with_triggers(
+        &mut self,
+        session: &mut Session,
+        txn: &mut Transaction,
+        table: &Arc<ColumnTable>,
+        batch: &RecordBatch,
+        lines: &[usize],
+    ) -> SqlResult<()> {
+        let def = self.def.clone();
+        let fired = self.triggers.as_mut().expect("a table with triggers");
+        let keep_rows = fired.triggers.keeps_rows();
+        let zone = session.settings.time_zone().clone();
+        let mut appender = crate::dml::column::RowAppender::new(&def, table, &fired.triggers);
+        let rows = crate::dml::batch_rows(std::slice::from_ref(batch), &def, 0, &zone)?;
+        for (i, (row, line)) in rows.into_iter().zip(lines).enumerate() {
+            crate::dml::yield_between_rows(i).await;
+            let in_line = |e: SqlError| e.with_context(format!("COPY {}, line {line}", def.name));
+            appender.before_trigger(txn)?;
+            let Some(new) = fired
+                .triggers
+                .before_row(session, txn, None, Some(row))
+                .await
+                .map_err(in_line)?
+            else {
+                continue;
+            };
+            crate::constraints::check_row(session, txn, &def, &new)
+                .await
+                .map_err(in_line)?;
+            self.rows += 1;
+            if keep_rows {
+                fired.after_rows.push((None, Some(new.clone())));
+            }
+            appender.push(txn, new)?;
+        }
+        appender.flush(txn)
     }
 }
 

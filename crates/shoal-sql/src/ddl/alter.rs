@@ -430,6 +430,26 @@ pub(super) async fn alter_table(
         return Ok(StatementResult::command("ALTER TABLE"));
     }
     let mut operations = at.operations;
+    let triggers_only = operations.iter().all(|op| {
+        matches!(
+            op,
+            ast::AlterTableOperation::EnableTrigger { .. }
+                | ast::AlterTableOperation::DisableTrigger { .. }
+        )
+    });
+    if triggers_only {
+        // Of any table, column tables included.
+        for op in operations {
+            let def = crate::dml::store_by_oid(session, oid, &rel)?.0;
+            let (name, enabled) = match op {
+                ast::AlterTableOperation::EnableTrigger { name } => (name, true),
+                ast::AlterTableOperation::DisableTrigger { name } => (name, false),
+                _ => unreachable!("only trigger operations"),
+            };
+            crate::routines::trigger::set_enabled(session, &def, &ident(&name), enabled)?;
+        }
+        return Ok(StatementResult::command("ALTER TABLE"));
+    }
     let mut identity_sequence = identity_sequence_name(&mut operations);
     for op in operations {
         // Re-read for each operation: the previous one may have changed the definition.

@@ -14,6 +14,7 @@ use datafusion::functions_aggregate::min_max::{MaxAccumulator, MinAccumulator};
 use datafusion::logical_expr::Accumulator;
 use datafusion::sql::sqlparser::ast;
 use shoal_storage::catalog::TableDef;
+use shoal_storage::catalog_triggers::{TriggerEvent, TriggerTiming};
 use shoal_storage::column::SEGMENT_MAX_ROWS;
 use shoal_storage::types::Value;
 use shoal_storage::{ColumnStats, ColumnTable, StorageError, Transaction};
@@ -24,6 +25,7 @@ use super::{
 use crate::constraints;
 use crate::error::{SqlError, SqlResult};
 use crate::query::provider::{table_schema, ROW_POSITION_COLUMN};
+use crate::routines::trigger::Triggers;
 use crate::session::{Session, StatementResult};
 use crate::timezone::TimeZone;
 use crate::types::array_from_values;
@@ -135,6 +137,93 @@ fn append_rows(
         table.append(txn, segment, stats)?;
     }
     Ok(())
+}
+
+/// Rows a statement with row triggers writes to a column table one at a time. They are
+/// appended a segment at a time, except that a BEFORE ROW trigger sees the rows written before
+/// its own, as PostgreSQL's do: `before_trigger` appends what is pending first.
+pub(crate) struct RowAppender<'a> {
+    def: &'a TableDef,
+    table: &'a Arc<ColumnTable>,
+    pending: Vec<Vec<Value>>,
+    /// The table has BEFORE ROW triggers for the statement's event.
+    before_row_triggers: bool,
+}
+
+impl<'a> RowAppender<'a> {
+    pub fn new(def: &'a TableDef, table: &'a Arc<ColumnTable>, triggers: &Triggers) -> Self {
+        RowAppender {
+            def,
+            table,
+            pending: Vec::new(),
+            before_row_triggers: triggers.has_before_row(),
+        }
+    }
+
+    /// Called before the BEFORE ROW triggers of the next row fire.
+    pub fn before_trigger(&mut self, txn: &mut Transaction) -> SqlResult<()> {
+        match self.before_row_triggers {
+            true => self.flush(txn),
+            false => Ok(()),
+        }
+    }
+
+    pub fn push(&mut self, txn: &mut Transaction, row: Vec<Value>) -> SqlResult<()> {
+        self.pending.push(row);
+        match self.pending.len() >= SEGMENT_MAX_ROWS {
+            true => self.flush(txn),
+            false => Ok(()),
+        }
+    }
+
+    pub fn flush(&mut self, txn: &mut Transaction) -> SqlResult<()> {
+        append_rows(
+            txn,
+            self.def,
+            self.table,
+            &std::mem::take(&mut self.pending),
+        )
+    }
+}
+
+/// An INSERT into a column table with triggers: each row goes through the BEFORE ROW triggers
+/// (which may change or skip it) and the table's constraints, then the AFTER triggers fire
+/// for the rows written. Returns how many rows were stored, and the rows if `keep_rows`.
+#[allow(clippy::too_many_arguments)]
+pub(super) async fn insert_batches_with_triggers(
+    session: &mut Session,
+    txn: &mut Transaction,
+    def: &TableDef,
+    table: &Arc<ColumnTable>,
+    batches: &[RecordBatch],
+    zone: &TimeZone,
+    triggers: &Triggers,
+    keep_rows: bool,
+) -> SqlResult<(usize, Vec<Vec<Value>>)> {
+    triggers
+        .statement(session, txn, TriggerTiming::Before)
+        .await?;
+    let mut appender = RowAppender::new(def, table, triggers);
+    let (mut stored, mut kept, mut after_rows) = (0, Vec::new(), Vec::new());
+    for (i, row) in batch_rows(batches, def, 0, zone)?.into_iter().enumerate() {
+        super::yield_between_rows(i).await;
+        appender.before_trigger(txn)?;
+        let Some(row) = triggers.before_row(session, txn, None, Some(row)).await? else {
+            continue;
+        };
+        constraints::check_row(session, txn, def, &row).await?;
+        if triggers.keeps_rows() {
+            after_rows.push((None, Some(row.clone())));
+        }
+        if keep_rows {
+            kept.push(row.clone());
+        }
+        appender.push(txn, row)?;
+        stored += 1;
+    }
+    appender.flush(txn)?;
+    triggers.after_statement(session, txn, after_rows).await?;
+    Ok((stored, kept))
 }
 
 /// Stores an INSERT's result `batches` as new segments of full size, checking each segment's
@@ -277,9 +366,13 @@ pub async fn delete(
         return Err(SqlError::unsupported("DELETE ... USING on a column table"));
     }
     let alias = alias.unwrap_or_else(|| def.name.clone());
+    let triggers = Triggers::of(&def, TriggerEvent::Delete, &[]);
+    if let Some(t) = &triggers {
+        t.statement(session, txn, TriggerTiming::Before).await?;
+    }
     let snap = lock_for_write(session, txn, &table).await?;
     let batches = targets(session, &def, &alias, &[], del.selection.as_ref()).await?;
-    let (mut written, mut done) = (Vec::new(), 0);
+    let (mut written, mut done, mut after_rows) = (Vec::new(), 0, Vec::new());
     for b in &batches {
         let rows = batch_rows(
             std::slice::from_ref(b),
@@ -290,10 +383,22 @@ pub async fn delete(
         for (r, row) in rows.into_iter().enumerate() {
             super::yield_between_rows(done).await;
             done += 1;
+            if let Some(t) = &triggers {
+                let kept = t.before_row(session, txn, Some(&row), None).await?;
+                if kept.is_none() {
+                    continue;
+                }
+            }
             if table.delete(txn, &snap, row_ids(b).value(r))? {
+                if triggers.as_ref().is_some_and(Triggers::keeps_rows) {
+                    after_rows.push((Some(row.clone()), None));
+                }
                 written.push(row);
             }
         }
+    }
+    if let Some(t) = &triggers {
+        t.after_statement(session, txn, after_rows).await?;
     }
     finish_dml(
         session,
@@ -320,28 +425,24 @@ pub async fn update(
     let (_, alias) = table_alias(&upd.table)?;
     let alias = alias.unwrap_or_else(|| def.name.clone());
     let assignments = assignment_columns(&def, &upd.assignments)?;
+    let set_columns: Vec<String> = assignments
+        .iter()
+        .map(|(c, _)| def.columns[*c].name.clone())
+        .collect();
+    let triggers = Triggers::of(&def, TriggerEvent::Update, &set_columns);
+    if let Some(t) = &triggers {
+        return update_with_triggers(session, txn, upd, &def, &table, &alias, t).await;
+    }
     let snap = lock_for_write(session, txn, &table).await?;
-    let extra: Vec<String> = assignments.iter().map(|(_, e)| e.clone()).collect();
-    let batches = targets(session, &def, &alias, &extra, upd.selection.as_ref()).await?;
-    let width = def.columns.len();
+    let batches = update_targets(session, &def, &alias, upd, &assignments).await?;
     let (mut written, mut done) = (Vec::new(), 0);
-    for b in &batches {
-        let zone = session.settings.time_zone();
-        let mut rows = batch_rows(std::slice::from_ref(b), &def, 1, zone)?;
-        for (i, (col, _)) in assignments.iter().enumerate() {
-            let c = &def.columns[*col];
-            let values =
-                super::column_values(b.column(1 + width + i), &c.data_type, &c.name, zone)?;
-            for (row, v) in rows.iter_mut().zip(values) {
-                row[*col] = v;
-            }
-        }
-        for (r, row) in rows.into_iter().enumerate() {
+    for (b, rows) in &batches {
+        for (r, (_, row)) in rows.iter().enumerate() {
             super::yield_between_rows(done).await;
             done += 1;
-            constraints::check_row(session, txn, &def, &row).await?;
+            constraints::check_row(session, txn, &def, row).await?;
             if table.delete(txn, &snap, row_ids(b).value(r))? {
-                written.push(row);
+                written.push(row.clone());
             }
         }
     }
@@ -353,6 +454,94 @@ pub async fn update(
         session,
         &def,
         &alias,
+        "UPDATE",
+        written,
+        upd.returning.as_deref(),
+        None,
+    )
+    .await
+}
+
+/// The rows an UPDATE of a column table finds, per target batch: (old row, new row).
+type UpdateTargets = Vec<(RecordBatch, Vec<(Vec<Value>, Vec<Value>)>)>;
+
+async fn update_targets(
+    session: &Session,
+    def: &TableDef,
+    alias: &str,
+    upd: &ast::Update,
+    assignments: &[(usize, String)],
+) -> SqlResult<UpdateTargets> {
+    let extra: Vec<String> = assignments.iter().map(|(_, e)| e.clone()).collect();
+    let batches = targets(session, def, alias, &extra, upd.selection.as_ref()).await?;
+    let width = def.columns.len();
+    let zone = session.settings.time_zone();
+    let mut found = Vec::with_capacity(batches.len());
+    for b in batches {
+        let old_rows = batch_rows(std::slice::from_ref(&b), def, 1, zone)?;
+        let mut rows: Vec<(Vec<Value>, Vec<Value>)> =
+            old_rows.into_iter().map(|r| (r.clone(), r)).collect();
+        for (i, (col, _)) in assignments.iter().enumerate() {
+            let c = &def.columns[*col];
+            let values =
+                super::column_values(b.column(1 + width + i), &c.data_type, &c.name, zone)?;
+            for ((_, row), v) in rows.iter_mut().zip(values) {
+                row[*col] = v;
+            }
+        }
+        found.push((b, rows));
+    }
+    Ok(found)
+}
+
+/// An UPDATE of a column table with triggers: the statement triggers around it, each row
+/// through the BEFORE ROW triggers (which may change or skip it), the AFTER triggers for the
+/// rows written.
+async fn update_with_triggers(
+    session: &mut Session,
+    txn: &mut Transaction,
+    upd: &ast::Update,
+    def: &TableDef,
+    table: &Arc<ColumnTable>,
+    alias: &str,
+    triggers: &Triggers,
+) -> SqlResult<StatementResult> {
+    let assignments = assignment_columns(def, &upd.assignments)?;
+    triggers
+        .statement(session, txn, TriggerTiming::Before)
+        .await?;
+    let snap = lock_for_write(session, txn, table).await?;
+    let batches = update_targets(session, def, alias, upd, &assignments).await?;
+    let mut appender = RowAppender::new(def, table, triggers);
+    let (mut written, mut done, mut after_rows) = (Vec::new(), 0, Vec::new());
+    for (b, rows) in batches {
+        for (r, (old, new)) in rows.into_iter().enumerate() {
+            super::yield_between_rows(done).await;
+            done += 1;
+            appender.before_trigger(txn)?;
+            let Some(new) = triggers
+                .before_row(session, txn, Some(&old), Some(new))
+                .await?
+            else {
+                continue;
+            };
+            constraints::check_row(session, txn, def, &new).await?;
+            if !table.delete(txn, &snap, row_ids(&b).value(r))? {
+                continue;
+            }
+            if triggers.keeps_rows() {
+                after_rows.push((Some(old), Some(new.clone())));
+            }
+            written.push(new.clone());
+            appender.push(txn, new)?;
+        }
+    }
+    appender.flush(txn)?;
+    triggers.after_statement(session, txn, after_rows).await?;
+    finish_dml(
+        session,
+        def,
+        alias,
         "UPDATE",
         written,
         upd.returning.as_deref(),

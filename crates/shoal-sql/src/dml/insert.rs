@@ -217,16 +217,33 @@ pub async fn insert(
         TableStore::Row(table) => table,
         TableStore::Column(table) => {
             let returning = ins.returning.as_deref();
-            let (stored, rows) = super::column::insert_batches(
-                session,
-                txn,
-                &def,
-                &table,
-                &batches,
-                &zone,
-                returning.is_some(),
-            )
-            .await?;
+            let (stored, rows) = match Triggers::of(&def, TriggerEvent::Insert, &[]) {
+                Some(triggers) => {
+                    let insert = super::column::insert_batches_with_triggers(
+                        session,
+                        txn,
+                        &def,
+                        &table,
+                        &batches,
+                        &zone,
+                        &triggers,
+                        returning.is_some(),
+                    );
+                    Box::pin(insert).await?
+                }
+                None => {
+                    super::column::insert_batches(
+                        session,
+                        txn,
+                        &def,
+                        &table,
+                        &batches,
+                        &zone,
+                        returning.is_some(),
+                    )
+                    .await?
+                }
+            };
             if returning.is_none() {
                 return Ok(command_done("INSERT", stored, Some(0)));
             }

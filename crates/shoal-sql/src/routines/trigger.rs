@@ -13,8 +13,8 @@
 //! kept plans are not taken for a table with triggers. AFTER triggers may read the statement's
 //! rows as transition tables (`REFERENCING OLD TABLE AS o NEW TABLE AS n`): in-memory tables
 //! that the trigger function's queries find by those names (`PlanScope::transition_tables`)
-//! while it runs. What Shoal cannot fire yet (column tables, statement triggers on views) is
-//! refused with 0A000. TRUNCATE
+//! while it runs. Column tables fire them too (`dml::column`). Statement triggers on views
+//! are refused with 0A000. TRUNCATE
 //! fires the statement triggers of each table it empties (`ddl::truncate`); a view's INSTEAD
 //! OF triggers do the writes of statements on it (`dml::instead`).
 
@@ -24,7 +24,7 @@ use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::datasource::{MemTable, TableProvider};
 use datafusion::sql::sqlparser::ast;
 use shoal_plpgsql::{Block, Stmt};
-use shoal_storage::catalog::{AccessMethod, TableDef, ViewDef};
+use shoal_storage::catalog::{TableDef, ViewDef};
 use shoal_storage::catalog_functions::{RoutineDef, RoutineReturn};
 use shoal_storage::catalog_triggers::{TriggerDef, TriggerEvent, TriggerTiming};
 use shoal_storage::types::{DataType, Value};
@@ -157,9 +157,6 @@ fn check_kind(
         .with_detail(detail.to_string())
     };
     match (target, timing) {
-        (Target::Table(def), _) if def.access_method == AccessMethod::Columnar => {
-            Err(SqlError::unsupported("triggers on column tables"))
-        }
         (Target::Table(_), TriggerTiming::InsteadOf) => Err(wrong_object(
             "table",
             "Tables cannot have INSTEAD OF triggers.",
@@ -526,6 +523,12 @@ impl Triggers {
     /// Whether `other` is the same event on the same table.
     pub fn same_target(&self, other: &Triggers) -> bool {
         self.on.oid == other.on.oid && self.event == other.event
+    }
+
+    /// Whether BEFORE ROW triggers fire: each must see the rows written before its own (a
+    /// column table's writer appends them first).
+    pub fn has_before_row(&self) -> bool {
+        self.matching(TriggerTiming::Before, true).next().is_some()
     }
 
     fn has_after_row(&self) -> bool {
