@@ -49,6 +49,9 @@
 //! - `CREATE USER` and `ALTER USER`: sqlparser reads them as other dialects' statements. USER
 //!   becomes ROLE, and a CREATE USER gets LOGIN unless it says NOLOGIN.
 //!
+//! - `f(a, VARIADIC array)`: sqlparser reads VARIADIC only among a routine's parameters. The
+//!   argument becomes the named argument `shoal_variadic => array` ([`VARIADIC_ARGUMENT`]).
+//!
 //! When the parse still fails, [`reserved_word_as_name`] finds the reserved word PostgreSQL
 //! would have stopped at (`CREATE TABLE TABLE t`), which sqlparser took as a name.
 //!
@@ -507,8 +510,42 @@ fn normalize_statement(mut seg: Vec<TokenWithSpan>) -> (Vec<TokenWithSpan>, bool
         _ => {}
     }
     changed |= reorder_identity_options(&mut seg);
+    changed |= mark_variadic_arguments(&mut seg);
     seg.retain(|t| !is_marker(t));
     (seg, changed, notes)
+}
+
+/// The name a call's `VARIADIC array` argument is passed by: `f(1, VARIADIC a)` is read as
+/// `f(1, shoal_variadic => a)`, which routine resolution takes apart (`routines::resolve_call`).
+pub const VARIADIC_ARGUMENT: &str = "shoal_variadic";
+
+/// `VARIADIC expr` as a call's argument (after `(` or `,`) becomes the named argument
+/// `shoal_variadic => expr` ([`VARIADIC_ARGUMENT`]). Statements that name a routine's
+/// parameters (CREATE, ALTER, DROP FUNCTION ...) keep theirs: there VARIADIC is a mode.
+fn mark_variadic_arguments(seg: &mut Vec<TokenWithSpan>) -> bool {
+    let sig = significant(seg);
+    let declares_parameters = sig.iter().take(6).any(|&i| {
+        matches!(
+            keyword_of(&seg[i]),
+            Keyword::FUNCTION | Keyword::PROCEDURE | Keyword::AGGREGATE
+        )
+    });
+    if declares_parameters {
+        return false;
+    }
+    let at: Vec<usize> = sig
+        .windows(2)
+        .filter(|w| {
+            matches!(seg[w[0]].token, Token::LParen | Token::Comma)
+                && keyword_of(&seg[w[1]]) == Keyword::VARIADIC
+        })
+        .map(|w| w[1])
+        .collect();
+    for &i in at.iter().rev() {
+        seg[i].token = Token::make_word(VARIADIC_ARGUMENT, None);
+        seg.insert(i + 1, TokenWithSpan::wrap(Token::RArrow));
+    }
+    !at.is_empty()
 }
 
 /// `SET CONSTRAINTS {ALL | name [, ...]} {DEFERRED | IMMEDIATE}`, which sqlparser does not

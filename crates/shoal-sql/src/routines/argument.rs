@@ -46,6 +46,15 @@ pub(super) fn unchecked(e: Expr) -> Expr {
         expr, data_type, ..
     } = &e
     {
+        // A variadic parameter's array of arguments (`routines::variadic_array`).
+        if let Expr::Array(array) = expr.as_ref() {
+            let elem = array.elem.iter().cloned().map(unchecked).collect();
+            let array = Expr::Array(ast::Array {
+                elem,
+                named: array.named,
+            });
+            return super::cast(array, data_type.clone());
+        }
         if let Expr::Function(f) = expr.as_ref() {
             if crate::query::rewrite::object_name_parts(&f.name)
                 .last()

@@ -43,12 +43,57 @@ pub fn runs_body(def: &RoutineDef) -> bool {
         return true;
     }
     match body_statements(def) {
-        Ok(statements) => !matches!(
-            statements.as_slice(),
-            [Statement::Query(q)] if !crate::dml::cte::has_modifying_cte(q)
-        ),
+        Ok(statements) => match statements.as_slice() {
+            [Statement::Query(q)] => {
+                crate::dml::cte::has_modifying_cte(q) || reads_parameters_in_from(def, q)
+            }
+            _ => true,
+        },
         Err(_) => false,
     }
+}
+
+/// Whether the body's query reads a parameter in its FROM clause (`FROM unnest(xs)`). Inlined
+/// with a column for the parameter, that would be a lateral reference DataFusion does not
+/// plan, so such a body runs on its own, as a multi-statement one does.
+fn reads_parameters_in_from(def: &RoutineDef, query: &ast::Query) -> bool {
+    let names: Vec<String> = def
+        .args
+        .iter()
+        .filter(|a| a.mode != ArgMode::Out)
+        .filter_map(|a| a.name.clone())
+        .collect();
+    let is_parameter = |e: &Expr| match e {
+        Expr::Value(v) => matches!(&v.value, ast::Value::Placeholder(p) if p.starts_with('$')),
+        Expr::Identifier(id) => names.contains(&crate::ddl::ident(id)),
+        _ => false,
+    };
+    let mut found = false;
+    let mut from_items = Vec::new();
+    collect_from(query, &mut from_items);
+    for item in from_items {
+        let _ = ast::visit_expressions(item, |e| {
+            found |= is_parameter(e);
+            ControlFlow::<()>::Continue(())
+        });
+    }
+    found
+}
+
+/// The FROM items of `query`'s SELECTs (and of their set operations).
+fn collect_from<'q>(query: &'q ast::Query, out: &mut Vec<&'q ast::TableWithJoins>) {
+    fn of_set<'q>(body: &'q ast::SetExpr, out: &mut Vec<&'q ast::TableWithJoins>) {
+        match body {
+            ast::SetExpr::Select(select) => out.extend(select.from.iter()),
+            ast::SetExpr::Query(q) => collect_from(q, out),
+            ast::SetExpr::SetOperation { left, right, .. } => {
+                of_set(left, out);
+                of_set(right, out);
+            }
+            _ => {}
+        }
+    }
+    of_set(&query.body, out);
 }
 
 /// The placeholder a call to be run stands for until its value is known.

@@ -152,20 +152,35 @@ fn definition(
             None | Some(ast::ArgMode::In) => ArgMode::In,
             Some(ast::ArgMode::Out) => ArgMode::Out,
             Some(ast::ArgMode::InOut) => ArgMode::InOut,
-            Some(ast::ArgMode::Variadic) => {
-                return Err(SqlError::unsupported("VARIADIC parameters"));
-            }
+            Some(ast::ArgMode::Variadic) => ArgMode::Variadic,
         };
+        if args
+            .iter()
+            .any(|a: &RoutineArg| a.mode == ArgMode::Variadic)
+            && mode != ArgMode::Out
+        {
+            return Err(SqlError::new(
+                code::INVALID_FUNCTION_DEFINITION,
+                "VARIADIC parameter must be the last input parameter",
+            ));
+        }
         if mode == ArgMode::Out && a.default_expr.is_some() {
             return Err(SqlError::new(
                 code::INVALID_FUNCTION_DEFINITION,
                 "only input parameters can have default values",
             ));
         }
+        let data_type = crate::ddl::column_type(session, &a.data_type)?;
+        if mode == ArgMode::Variadic && !matches!(data_type, DataType::Array(_)) {
+            return Err(SqlError::new(
+                code::INVALID_FUNCTION_DEFINITION,
+                "VARIADIC parameter must be an array",
+            ));
+        }
         args.push(RoutineArg {
             name: a.name.as_ref().map(ident),
             mode,
-            data_type: crate::ddl::column_type(session, &a.data_type)?,
+            data_type,
             default_sql: a.default_expr.as_ref().map(Expr::to_string),
         });
     }
@@ -182,7 +197,7 @@ fn definition(
     let outputs: Vec<(String, DataType)> = args
         .iter()
         .enumerate()
-        .filter(|(_, a)| a.mode != ArgMode::In)
+        .filter(|(_, a)| matches!(a.mode, ArgMode::Out | ArgMode::InOut))
         .map(|(i, a)| {
             (
                 a.name.clone().unwrap_or_else(|| format!("column{}", i + 1)),

@@ -42,6 +42,7 @@ use shoal_storage::types::DataType;
 pub use argument::register;
 
 use crate::error::{code, SqlError, SqlResult};
+use crate::parse::VARIADIC_ARGUMENT;
 
 /// How a SQL routine's body was written: a string constant (`AS '...'`), `RETURN expr`, or
 /// `BEGIN ATOMIC ... END`. The latter two are kept with their keyword in front.
@@ -283,19 +284,71 @@ pub fn resolve_routine_call(
             _ => return Ok(None),
         }
     }
-    let mut matches: Vec<(Arc<RoutineDef>, Vec<Option<Expr>>, usize)> = Vec::new();
+    // `VARIADIC array` (see `parse::mark_variadic_arguments`): the array for a variadic
+    // parameter, which must be the last argument.
+    let spread = match named.iter().position(|(n, _)| n == VARIADIC_ARGUMENT) {
+        Some(at) if at + 1 == named.len() && at == 0 => named.pop().map(|(_, e)| e),
+        Some(_) => {
+            return Err(SqlError::syntax(
+                "a VARIADIC argument must be the last argument",
+            ))
+        }
+        None => None,
+    };
+    let mut matches: Vec<Match> = Vec::new();
     'candidate: for routine in candidates {
         let inputs: Vec<_> = routine
             .args
             .iter()
             .filter(|a| a.mode != ArgMode::Out)
             .collect();
-        if positional.len() + named.len() > inputs.len() {
+        let variadic = inputs.last().filter(|a| a.mode == ArgMode::Variadic);
+        let mut positional = positional.clone();
+        let mut packed = None;
+        match (&spread, variadic) {
+            (Some(_), None) => continue,
+            (Some(array), Some(_)) => positional.push(array.clone()),
+            // The arguments from the variadic parameter's place on are its array's elements;
+            // it takes at least one (else its default, if it has one).
+            (None, Some(v)) if positional.len() >= inputs.len() => {
+                let DataType::Array(element) = &v.data_type else {
+                    continue;
+                };
+                let elements = positional.split_off(inputs.len() - 1);
+                for e in &elements {
+                    if let Apparent::Known(t) = apparent_type(e) {
+                        let (from, to) = (
+                            crate::types::arrow_type(&t),
+                            crate::types::arrow_type(element),
+                        );
+                        if !implicitly_castable(&from, &to) {
+                            continue 'candidate;
+                        }
+                    }
+                }
+                packed = Some(variadic_array(
+                    &routine.name,
+                    inputs.len(),
+                    element,
+                    elements,
+                )?);
+            }
+            _ => {}
+        }
+        if positional.len() + named.len() + usize::from(packed.is_some()) > inputs.len() {
             continue;
         }
         let mut slots: Vec<Option<Expr>> = vec![None; inputs.len()];
         for (slot, e) in slots.iter_mut().zip(&positional) {
             *slot = Some(e.clone());
+        }
+        let variadic_slot = match (&packed, &spread) {
+            (Some(_), _) => VariadicSlot::Packed,
+            (None, Some(_)) => VariadicSlot::Spread,
+            (None, None) => VariadicSlot::None,
+        };
+        if let Some(array) = packed {
+            slots[inputs.len() - 1] = Some(array);
         }
         for (n, e) in &named {
             let Some(i) = inputs.iter().position(|a| a.name.as_deref() == Some(n)) else {
@@ -331,17 +384,27 @@ pub fn resolve_routine_call(
                 Apparent::Unknown | Apparent::Opaque => {}
             }
         }
-        matches.push((routine.clone(), slots, exact));
+        matches.push(Match {
+            routine: routine.clone(),
+            slots,
+            exact,
+            variadic: variadic_slot,
+        });
     }
     if matches.len() > 1 {
-        let best = matches.iter().map(|m| m.2).max().unwrap_or(0);
-        matches.retain(|m| m.2 == best);
+        let best = matches.iter().map(|m| m.exact).max().unwrap_or(0);
+        matches.retain(|m| m.exact == best);
     }
     if matches.len() > 1 {
         // Unknown literals prefer string-category parameters, as PostgreSQL's do.
-        let prefers_text = |m: &(Arc<RoutineDef>, Vec<Option<Expr>>, usize)| {
-            let inputs: Vec<_> = m.0.args.iter().filter(|a| a.mode != ArgMode::Out).collect();
-            m.1.iter().zip(&inputs).all(|(slot, a)| match slot {
+        let prefers_text = |m: &Match| {
+            let inputs: Vec<_> = m
+                .routine
+                .args
+                .iter()
+                .filter(|a| a.mode != ArgMode::Out)
+                .collect();
+            m.slots.iter().zip(&inputs).all(|(slot, a)| match slot {
                 Some(e) if apparent_type(e) == Apparent::Unknown => is_text_category(&a.data_type),
                 _ => true,
             })
@@ -353,9 +416,12 @@ pub fn resolve_routine_call(
     match matches.len() {
         0 => Ok(None),
         1 => {
-            let (routine, slots, _) = matches.pop().expect("one match");
-            let args = convert_arguments(&routine, slots)?;
-            Ok(Some(ResolvedCall { routine, args }))
+            let m = matches.pop().expect("one match");
+            let args = convert_arguments(&m.routine, m.slots, m.variadic)?;
+            Ok(Some(ResolvedCall {
+                routine: m.routine,
+                args,
+            }))
         }
         _ => Err(SqlError::new(
             code::AMBIGUOUS_FUNCTION,
@@ -367,14 +433,84 @@ pub fn resolve_routine_call(
     }
 }
 
+/// A routine a call's arguments fit: its arguments by parameter, how many have the
+/// parameter's exact type, and what its last argument is to a variadic parameter.
+struct Match {
+    routine: Arc<RoutineDef>,
+    slots: Vec<Option<Expr>>,
+    exact: usize,
+    variadic: VariadicSlot,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum VariadicSlot {
+    /// An ordinary argument.
+    None,
+    /// The array of the arguments from the variadic parameter's place on (`variadic_array`).
+    Packed,
+    /// The array written `VARIADIC array`.
+    Spread,
+}
+
+/// The arguments a variadic parameter takes, as one array of its type: each element made a
+/// value of the element type as `convert_arguments` makes arguments, the whole cast to the
+/// array type (`convert_arguments` leaves it as it is).
+fn variadic_array(
+    routine: &str,
+    position: usize,
+    element: &DataType,
+    elements: Vec<Expr>,
+) -> SqlResult<Expr> {
+    let target = sql_type(element)?;
+    let elem = elements
+        .into_iter()
+        .map(|e| match apparent_type(&e) {
+            // Known types were checked to convert implicitly.
+            Apparent::Unknown | Apparent::Known(_) => cast(e, target.clone()),
+            Apparent::Opaque => argument::checked(e, target.clone(), routine, position),
+        })
+        .collect();
+    let array = Expr::Array(ast::Array { elem, named: true });
+    Ok(cast(
+        array,
+        sql_type(&DataType::Array(Box::new(element.clone())))?,
+    ))
+}
+
 /// The call's arguments in declared order, each made a value of its parameter's type: string
 /// literals and NULL are read as that type, as PostgreSQL reads `unknown`; other expressions
 /// go through `shoal_routine_arg`, which refuses at planning a type that does not convert
 /// implicitly. Missing arguments take their defaults.
-fn convert_arguments(routine: &RoutineDef, slots: Vec<Option<Expr>>) -> SqlResult<Vec<Expr>> {
-    let inputs = routine.args.iter().filter(|a| a.mode != ArgMode::Out);
+fn convert_arguments(
+    routine: &RoutineDef,
+    slots: Vec<Option<Expr>>,
+    variadic: VariadicSlot,
+) -> SqlResult<Vec<Expr>> {
+    let inputs: Vec<_> = routine
+        .args
+        .iter()
+        .filter(|a| a.mode != ArgMode::Out)
+        .collect();
     let mut out = Vec::new();
+    let count = slots.len();
     for (position, (slot, a)) in slots.into_iter().zip(inputs).enumerate() {
+        if position + 1 == count {
+            match variadic {
+                VariadicSlot::None => {}
+                VariadicSlot::Packed => {
+                    out.push(slot.expect("the variadic array"));
+                    continue;
+                }
+                // `VARIADIC array` is cast to the parameter's type: an array's type is not
+                // always what its text shows (DataFusion types `ARRAY[1, 2]` as bigint[],
+                // PostgreSQL as int[]); other types were refused when matching.
+                VariadicSlot::Spread => {
+                    let e = slot.expect("the VARIADIC argument");
+                    out.push(cast(e, sql_type(&a.data_type)?));
+                    continue;
+                }
+            }
+        }
         let target = sql_type(&a.data_type)?;
         let e = match slot {
             Some(e) => e,

@@ -208,7 +208,15 @@ pub(super) fn pg_proc(catalog: &Catalog) -> Arc<dyn TableProvider> {
             modes,
             names,
             config,
-            o(0),
+            // provariadic: the variadic parameter's element type.
+            o(r.args
+                .iter()
+                .find(|a| a.mode == ArgMode::Variadic)
+                .and_then(|a| match &a.data_type {
+                    shoal_storage::types::DataType::Array(element) => Some(oid_of(element)),
+                    _ => None,
+                })
+                .unwrap_or(0)),
             o(0),
             ScalarValue::Float32(Some(100.0)),
             ScalarValue::Float32(Some(if set { 1000.0 } else { 0.0 })),
