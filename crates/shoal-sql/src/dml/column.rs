@@ -402,7 +402,7 @@ pub async fn delete(
     }
     finish_dml(
         session,
-        &def,
+        &def.columns,
         &alias,
         "DELETE",
         written,
@@ -452,7 +452,7 @@ pub async fn update(
     }
     finish_dml(
         session,
-        &def,
+        &def.columns,
         &alias,
         "UPDATE",
         written,
@@ -540,7 +540,7 @@ async fn update_with_triggers(
     triggers.after_statement(session, txn, after_rows).await?;
     finish_dml(
         session,
-        def,
+        &def.columns,
         alias,
         "UPDATE",
         written,

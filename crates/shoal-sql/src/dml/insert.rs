@@ -247,7 +247,16 @@ pub async fn insert(
             if returning.is_none() {
                 return Ok(command_done("INSERT", stored, Some(0)));
             }
-            return finish_dml(session, &def, &alias, "INSERT", rows, returning, Some(0)).await;
+            return finish_dml(
+                session,
+                &def.columns,
+                &alias,
+                "INSERT",
+                rows,
+                returning,
+                Some(0),
+            )
+            .await;
         }
     };
     let triggers = Triggers::of(&def, TriggerEvent::Insert, &[]);
@@ -367,7 +376,16 @@ pub async fn insert(
     if returning.is_none() {
         return Ok(command_done("INSERT", count, Some(0)));
     }
-    finish_dml(session, &def, &alias, "INSERT", written, returning, Some(0)).await
+    finish_dml(
+        session,
+        &def.columns,
+        &alias,
+        "INSERT",
+        written,
+        returning,
+        Some(0),
+    )
+    .await
 }
 
 /// A source query whose select list calls a routine for each row (`INSERT ... SELECT f(x)
@@ -768,8 +786,8 @@ async fn on_conflict_update(
             "SELECT {}{}({cond}) FROM {} CROSS JOIN {}",
             exprs.join(", "),
             if exprs.is_empty() { "" } else { ", " },
-            row_as_values_sql(def, &current, alias),
-            row_as_values_sql(def, excluded, "excluded"),
+            row_as_values_sql(&def.columns, &current, alias),
+            row_as_values_sql(&def.columns, excluded, "excluded"),
         );
         let batches = run_sql_query(session, &sql).await?;
         let Some(b) = batches.iter().find(|b| b.num_rows() > 0) else {

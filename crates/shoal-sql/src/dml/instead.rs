@@ -2,12 +2,15 @@
 //! statement writes nothing itself. INSERT's rows (the view's columns, NULL where the
 //! statement gives none), and the rows of the view that UPDATE and DELETE find (UPDATE's with
 //! the new values as NEW), go one at a time to the view's INSTEAD OF ROW triggers, which do
-//! the writing. A row counts as written when the triggers return it rather than NULL.
+//! the writing. A row counts as written when the triggers return it rather than NULL, and
+//! RETURNING reads the rows as they returned them. The view's BEFORE and AFTER STATEMENT
+//! triggers fire around it; a view without INSTEAD OF triggers for the statement is written
+//! through to its table, whose triggers fire instead (as in PostgreSQL).
 
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::sql::sqlparser::ast::{self, Statement};
-use shoal_storage::catalog::RelationKind;
-use shoal_storage::catalog_triggers::TriggerEvent;
+use shoal_storage::catalog::{ColumnDef, RelationKind};
+use shoal_storage::catalog_triggers::{TriggerEvent, TriggerTiming};
 use shoal_storage::types::{DataType, Value};
 use shoal_storage::Transaction;
 
@@ -66,10 +69,72 @@ pub fn writes_through_triggers(session: &Session, stmt: &Statement) -> bool {
         return false;
     };
     let catalog = session.engine.catalog.read();
-    catalog
-        .views
-        .get(&oid)
-        .is_some_and(|v| v.triggers.iter().any(|t| t.fires_on(event)))
+    catalog.views.get(&oid).is_some_and(|v| {
+        v.triggers
+            .iter()
+            .any(|t| t.fires_on(event) && t.timing == TriggerTiming::InsteadOf)
+    })
+}
+
+/// Describe's result columns for a statement `writes_through_triggers` says a view's triggers
+/// write: its RETURNING over the view's columns.
+pub async fn describe_returning(
+    session: &Session,
+    stmt: &Statement,
+) -> SqlResult<Option<Vec<crate::session::ResultColumn>>> {
+    let (name, alias, event, returning) = match stmt {
+        Statement::Insert(ins) => match &ins.table {
+            ast::TableObject::TableName(name) => (
+                name.clone(),
+                ins.table_alias
+                    .as_ref()
+                    .map(|a| super::ident_name(&a.alias)),
+                TriggerEvent::Insert,
+                &ins.returning,
+            ),
+            _ => return Ok(None),
+        },
+        Statement::Update(upd) => {
+            let (name, alias) = table_alias(&upd.table)?;
+            (name, alias, TriggerEvent::Update, &upd.returning)
+        }
+        Statement::Delete(del) => {
+            let tables = match &del.from {
+                ast::FromTable::WithFromKeyword(t) | ast::FromTable::WithoutKeyword(t) => t,
+            };
+            let Some(Ok((name, alias))) = tables.first().map(table_alias) else {
+                return Ok(None);
+            };
+            (name, alias, TriggerEvent::Delete, &del.returning)
+        }
+        _ => return Ok(None),
+    };
+    let Some(items) = returning else {
+        return Ok(None);
+    };
+    let Some((triggers, _, view_name)) = view_triggers(session, &name, event).await? else {
+        return Ok(None);
+    };
+    let columns = view_columns(&triggers);
+    let alias = alias.unwrap_or(view_name);
+    Ok(Some(
+        super::returning_columns(session, &columns, &alias, items, &[]).await?,
+    ))
+}
+
+/// The view's columns, as a table's are described (for RETURNING).
+fn view_columns(triggers: &Triggers) -> Vec<ColumnDef> {
+    triggers
+        .columns()
+        .iter()
+        .map(|(name, data_type)| ColumnDef {
+            name: name.clone(),
+            data_type: data_type.clone(),
+            not_null: false,
+            default_sql: None,
+            identity: None,
+        })
+        .collect()
 }
 
 /// The storage types of a view's columns, from its planned query's fields.
@@ -86,13 +151,24 @@ async fn view_column_types(session: &Session, qualified: &str) -> SqlResult<Vec<
         .collect())
 }
 
-fn returning_refused(returning: &Option<Vec<ast::SelectItem>>) -> SqlResult<()> {
-    match returning {
-        Some(_) => Err(SqlError::unsupported(
-            "RETURNING from a view with INSTEAD OF triggers",
-        )),
-        None => Ok(()),
-    }
+/// The end of a statement on a view with INSTEAD OF triggers: the AFTER STATEMENT triggers,
+/// then the statement's result. RETURNING is computed over the rows as the INSTEAD OF
+/// triggers returned them, as PostgreSQL does.
+async fn finish(
+    session: &mut Session,
+    txn: &mut Transaction,
+    triggers: &Triggers,
+    alias: &str,
+    tag: &'static str,
+    written: Vec<Vec<Value>>,
+    returning: Option<&[ast::SelectItem]>,
+) -> SqlResult<StatementResult> {
+    triggers
+        .statement(session, txn, TriggerTiming::After)
+        .await?;
+    let columns = view_columns(triggers);
+    let oid = (tag == "INSERT").then_some(0);
+    super::returning::finish_dml(session, &columns, alias, tag, written, returning, oid).await
 }
 
 pub async fn insert(
@@ -103,10 +179,10 @@ pub async fn insert(
     let ast::TableObject::TableName(name) = &ins.table else {
         return Ok(None);
     };
-    let Some((triggers, _, _)) = view_triggers(session, name, TriggerEvent::Insert).await? else {
+    let Some((triggers, _, view_name)) = view_triggers(session, name, TriggerEvent::Insert).await?
+    else {
         return Ok(None);
     };
-    returning_refused(&ins.returning)?;
     if ins.on.is_some() {
         return Err(SqlError::unsupported(
             "ON CONFLICT on a view with INSTEAD OF triggers",
@@ -145,9 +221,12 @@ pub async fn insert(
             }
         }
     }
+    triggers
+        .statement(session, txn, TriggerTiming::Before)
+        .await?;
     let batches = run_sql_query(session, &source.to_string()).await?;
     let zone = session.settings.time_zone().clone();
-    let mut written = 0;
+    let mut written = Vec::new();
     for batch in &batches {
         if batch.num_columns() < targets.len() {
             return Err(SqlError::syntax(
@@ -160,20 +239,24 @@ pub async fn insert(
             for (i, col) in targets.iter().enumerate() {
                 new[*col] = given[i][r].clone();
             }
-            if triggers
+            if let Some(row) = triggers
                 .instead_of_row(session, txn, None, Some(new))
                 .await?
-                .is_some()
             {
-                written += 1;
+                written.push(row);
             }
         }
     }
-    Ok(Some(StatementResult::Command {
-        tag: "INSERT".into(),
-        rows: Some(written),
-        oid: Some(0),
-    }))
+    let alias = ins
+        .table_alias
+        .as_ref()
+        .map(|a| super::ident_name(&a.alias))
+        .unwrap_or(view_name);
+    let returning = ins.returning.as_deref();
+    let done = finish(
+        session, txn, &triggers, &alias, "INSERT", written, returning,
+    );
+    Ok(Some(done.await?))
 }
 
 pub async fn update(
@@ -189,7 +272,6 @@ pub async fn update(
     else {
         return Ok(None);
     };
-    returning_refused(&upd.returning)?;
     if upd.from.is_some() {
         return Err(SqlError::unsupported(
             "UPDATE ... FROM on a view with INSTEAD OF triggers",
@@ -218,10 +300,13 @@ pub async fn update(
         });
     }
     let alias = alias.unwrap_or(view_name);
+    triggers
+        .statement(session, txn, TriggerTiming::Before)
+        .await?;
     let batches = view_rows(session, &qualified, &alias, &values, upd.selection.as_ref()).await?;
     let zone = session.settings.time_zone().clone();
     let all: Vec<usize> = (0..columns.len()).collect();
-    let mut written = 0;
+    let mut written = Vec::new();
     for batch in &batches {
         let old_rows = converted(batch, 0, &all, &columns, &zone)?;
         let new_values = converted(batch, columns.len(), &assigned, &columns, &zone)?;
@@ -231,20 +316,19 @@ pub async fn update(
             for (i, col) in assigned.iter().enumerate() {
                 new[*col] = new_values[i][r].clone();
             }
-            if triggers
+            if let Some(row) = triggers
                 .instead_of_row(session, txn, Some(&old), Some(new))
                 .await?
-                .is_some()
             {
-                written += 1;
+                written.push(row);
             }
         }
     }
-    Ok(Some(StatementResult::Command {
-        tag: "UPDATE".into(),
-        rows: Some(written),
-        oid: None,
-    }))
+    let returning = upd.returning.as_deref();
+    let done = finish(
+        session, txn, &triggers, &alias, "UPDATE", written, returning,
+    );
+    Ok(Some(done.await?))
 }
 
 fn delete_target(del: &ast::Delete) -> Option<ast::ObjectName> {
@@ -270,7 +354,6 @@ pub async fn delete(
     else {
         return Ok(None);
     };
-    returning_refused(&del.returning)?;
     if tables.len() > 1 || del.using.is_some() {
         return Err(SqlError::unsupported(
             "DELETE ... USING on a view with INSTEAD OF triggers",
@@ -278,28 +361,32 @@ pub async fn delete(
     }
     let columns = triggers.columns().to_vec();
     let alias = alias.unwrap_or(view_name);
+    triggers
+        .statement(session, txn, TriggerTiming::Before)
+        .await?;
     let batches = view_rows(session, &qualified, &alias, &[], del.selection.as_ref()).await?;
     let zone = session.settings.time_zone().clone();
     let all: Vec<usize> = (0..columns.len()).collect();
-    let mut written = 0;
+    let mut written = Vec::new();
     for batch in &batches {
         let old_rows = converted(batch, 0, &all, &columns, &zone)?;
         for r in 0..batch.num_rows() {
             let old: Vec<Value> = old_rows.iter().map(|c| c[r].clone()).collect();
+            // RETURNING shows the view's row that was deleted.
             if triggers
                 .instead_of_row(session, txn, Some(&old), None)
                 .await?
                 .is_some()
             {
-                written += 1;
+                written.push(old);
             }
         }
     }
-    Ok(Some(StatementResult::Command {
-        tag: "DELETE".into(),
-        rows: Some(written),
-        oid: None,
-    }))
+    let returning = del.returning.as_deref();
+    let done = finish(
+        session, txn, &triggers, &alias, "DELETE", written, returning,
+    );
+    Ok(Some(done.await?))
 }
 
 /// The view's rows that `selection` finds: all its columns, then `extra` (SET values).

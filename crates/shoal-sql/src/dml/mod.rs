@@ -27,7 +27,7 @@ use datafusion::arrow::datatypes::{DataType as ArrowType, FieldRef};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::sql::sqlparser::ast::{self, Statement};
 use parking_lot::Mutex;
-use shoal_storage::catalog::TableDef;
+use shoal_storage::catalog::{ColumnDef, TableDef};
 use shoal_storage::table::RowTable;
 use shoal_storage::types::{DataType, Value};
 
@@ -518,14 +518,13 @@ fn key_text(def: &TableDef, key_columns: &[usize], key: &[Value], zone: &TimeZon
 }
 
 /// A one-row derived table holding `values` under the table's column names.
-fn row_as_values_sql(def: &TableDef, values: &[Value], alias: &str) -> String {
-    let literals: Vec<String> = def
-        .columns
+fn row_as_values_sql(columns: &[ColumnDef], values: &[Value], alias: &str) -> String {
+    let literals: Vec<String> = columns
         .iter()
         .zip(values)
         .map(|(c, v)| column_literal(v, &c.data_type))
         .collect();
-    let names: Vec<String> = def.columns.iter().map(|c| quote_ident(&c.name)).collect();
+    let names: Vec<String> = columns.iter().map(|c| quote_ident(&c.name)).collect();
     format!(
         "(VALUES ({})) AS {}({})",
         literals.join(", "),
@@ -667,7 +666,7 @@ pub async fn describe(
     let mut types: Vec<Option<FieldRef>> = vec![None; count];
     // Written by a view's triggers: no table columns type the parameters.
     if instead::writes_through_triggers(session, stmt) {
-        return Ok((types, None));
+        return Ok((types, instead::describe_returning(session, stmt).await?));
     }
     let columns = match stmt {
         Statement::Insert(ins) => describe_insert(session, ins, &mut types).await?,
@@ -750,7 +749,7 @@ async fn describe_insert(
         .unwrap_or_else(|| def.name.clone());
     match &ins.returning {
         Some(items) => Ok(Some(
-            returning_columns(session, &def, &alias, items, &[]).await?,
+            returning_columns(session, &def.columns, &alias, items, &[]).await?,
         )),
         None => Ok(None),
     }
@@ -781,7 +780,7 @@ async fn describe_update(
     infer_from_query(session, &def, &sql, types).await?;
     match &upd.returning {
         Some(items) => Ok(Some(
-            returning_columns(session, &def, &alias, items, &from).await?,
+            returning_columns(session, &def.columns, &alias, items, &from).await?,
         )),
         None => Ok(None),
     }
@@ -808,7 +807,7 @@ async fn describe_delete(
     infer_from_query(session, &def, &sql, types).await?;
     match &del.returning {
         Some(items) => Ok(Some(
-            returning_columns(session, &def, &alias, items, &using).await?,
+            returning_columns(session, &def.columns, &alias, items, &using).await?,
         )),
         None => Ok(None),
     }

@@ -253,7 +253,18 @@ impl Written {
             Some(items) if !m.from.is_empty() => {
                 returning::finish_joined(session, m, tag, items, self.returned).await
             }
-            _ => finish_dml(session, m.def, m.alias, tag, self.rows, items, None).await,
+            _ => {
+                finish_dml(
+                    session,
+                    &m.def.columns,
+                    m.alias,
+                    tag,
+                    self.rows,
+                    items,
+                    None,
+                )
+                .await
+            }
         }
     }
 }
@@ -444,7 +455,7 @@ pub(super) async fn reevaluate(
     push_extra_columns(&mut sql, &m.extra_columns());
     sql.push_str(&format!(
         " FROM {}",
-        row_as_values_sql(m.def, newest, m.alias)
+        row_as_values_sql(&m.def.columns, newest, m.alias)
     ));
     for f in m.from {
         sql.push_str(&format!(", {f}"));

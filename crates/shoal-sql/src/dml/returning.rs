@@ -14,7 +14,7 @@ use datafusion::common::ScalarValue;
 use datafusion::sql::sqlparser::ast::{self, visit_expressions_mut};
 use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
 use datafusion::sql::sqlparser::parser::Parser;
-use shoal_storage::catalog::TableDef;
+use shoal_storage::catalog::{ColumnDef, TableDef};
 use shoal_storage::types::{DataType, Value};
 
 use super::modify::Modification;
@@ -32,9 +32,9 @@ pub(super) fn command_done(tag: &'static str, count: usize, oid: Option<u32>) ->
 }
 
 /// The command tag, or the RETURNING rows computed over the rows written.
-pub(super) async fn finish_dml(
+pub(crate) async fn finish_dml(
     session: &Session,
-    def: &TableDef,
+    columns: &[ColumnDef],
     alias: &str,
     tag: &'static str,
     written: Vec<Vec<Value>>,
@@ -52,7 +52,7 @@ pub(super) async fn finish_dml(
         let sql = format!(
             "SELECT {} FROM {}",
             items_sql.join(", "),
-            row_as_values_sql(def, row, alias)
+            row_as_values_sql(columns, row, alias)
         );
         let mut b = run_sql_query(session, &sql).await?;
         if schema.is_none() {
@@ -62,7 +62,7 @@ pub(super) async fn finish_dml(
     }
     let columns = match schema {
         Some(s) => columns_of_schema(&s),
-        None => returning_columns(session, def, alias, items, &[]).await?,
+        None => returning_columns(session, columns, alias, items, &[]).await?,
     };
     Ok(StatementResult::Rows {
         columns,
@@ -83,7 +83,7 @@ fn rows_tag(tag: &'static str) -> &'static str {
 /// The RETURNING columns, planned over a row of NULLs (and the FROM/USING tables).
 pub(super) async fn returning_columns(
     session: &Session,
-    def: &TableDef,
+    def: &[ColumnDef],
     alias: &str,
     items: &[ast::SelectItem],
     from: &[ast::TableWithJoins],
@@ -95,12 +95,12 @@ pub(super) async fn returning_columns(
 
 async fn returning_schema(
     session: &Session,
-    def: &TableDef,
+    def: &[ColumnDef],
     alias: &str,
     items: &[ast::SelectItem],
     from: &[ast::TableWithJoins],
 ) -> SqlResult<SchemaRef> {
-    let nulls: Vec<Value> = def.columns.iter().map(|_| Value::Null).collect();
+    let nulls: Vec<Value> = def.iter().map(|_| Value::Null).collect();
     let items_sql: Vec<String> = items.iter().map(|i| i.to_string()).collect();
     let mut sql = format!(
         "SELECT {} FROM {}",
@@ -128,7 +128,7 @@ pub(super) async fn finish_joined(
 ) -> SqlResult<StatementResult> {
     // The columns are planned the way Describe plans them, so both protocols report the same
     // types; the values are cast to them.
-    let schema = returning_schema(session, m.def, m.alias, items, m.from).await?;
+    let schema = returning_schema(session, &m.def.columns, m.alias, items, m.from).await?;
     let mut batches = Vec::new();
     if !returned.is_empty() {
         let mut arrays: Vec<ArrayRef> = Vec::with_capacity(schema.fields().len());

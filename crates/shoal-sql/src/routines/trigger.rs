@@ -13,8 +13,7 @@
 //! kept plans are not taken for a table with triggers. AFTER triggers may read the statement's
 //! rows as transition tables (`REFERENCING OLD TABLE AS o NEW TABLE AS n`): in-memory tables
 //! that the trigger function's queries find by those names (`PlanScope::transition_tables`)
-//! while it runs. Column tables fire them too (`dml::column`). Statement triggers on views
-//! are refused with 0A000. TRUNCATE
+//! while it runs. Column tables fire them too (`dml::column`). TRUNCATE
 //! fires the statement triggers of each table it empties (`ddl::truncate`); a view's INSTEAD
 //! OF triggers do the writes of statements on it (`dml::instead`).
 
@@ -186,7 +185,12 @@ fn check_kind(
             "view",
             "Views cannot have row-level BEFORE or AFTER triggers.",
         )),
-        (Target::View(_), _) => Err(SqlError::unsupported("statement triggers on views")),
+        // BEFORE and AFTER STATEMENT: they fire when INSTEAD OF triggers do a statement's
+        // writes (`dml::instead`).
+        (Target::View(_), _) if events.contains(&TriggerEvent::Truncate) => {
+            Err(wrong_object("view", "Views cannot have TRUNCATE triggers."))
+        }
+        (Target::View(_), _) => Ok(()),
     }
 }
 
