@@ -1,4 +1,5 @@
-//! Shoal's network front end: accepts PostgreSQL clients and gives each its own session.
+//! Shoal's network front end: accepts PostgreSQL clients and gives each its own session, and
+//! Redis clients (`--redis-listen`), whose connections `shoal_resp` serves.
 //! Connections are tokio tasks, not threads, so thousands of idle clients cost only memory;
 //! they are spread over one single-threaded runtime per core (`connection_threads`).
 
@@ -18,7 +19,7 @@ use tokio::net::{TcpStream, UnixStream};
 use tokio::sync::Semaphore;
 
 use connection_threads::ConnectionThreads;
-pub use listeners::{Listeners, UnixSocket};
+pub use listeners::{Listeners, RedisListener, UnixSocket};
 pub use tls::{Tls, TlsFiles};
 
 use pg::handler::ConnectionHandler;
@@ -40,13 +41,19 @@ struct Handlers {
 enum Accepted {
     Tcp(std::net::TcpStream, SocketAddr),
     Unix(std::os::unix::net::UnixStream),
+    /// A Redis client.
+    Redis(
+        std::net::TcpStream,
+        SocketAddr,
+        Arc<shoal_resp::commands::Server>,
+    ),
 }
 
 impl Accepted {
     /// What the server's log calls this client.
     fn peer(&self) -> String {
         match self {
-            Accepted::Tcp(_, peer) => peer.to_string(),
+            Accepted::Tcp(_, peer) | Accepted::Redis(_, peer, _) => peer.to_string(),
             Accepted::Unix(_) => "[local]".to_string(),
         }
     }
@@ -68,6 +75,10 @@ impl Accepted {
                 let socket = UnixStream::from_std(socket)?;
                 pg::connection::serve_unix(socket, handlers.connection, handlers.cancel).await
             }
+            Accepted::Redis(socket, peer, server) => {
+                let socket = TcpStream::from_std(socket)?;
+                shoal_resp::connection::serve(socket, server, peer.to_string()).await
+            }
         }
     }
 }
@@ -78,12 +89,30 @@ async fn accept(listeners: &Listeners) -> std::io::Result<Accepted> {
         socket.set_nodelay(true).ok();
         Ok(Accepted::Tcp(socket.into_std()?, peer))
     };
-    let Some(unix) = &listeners.unix else {
-        return tcp.await;
+    let unix = async {
+        match &listeners.unix {
+            Some(unix) => Ok(Accepted::Unix(unix.listener.accept().await?.0.into_std()?)),
+            None => std::future::pending().await,
+        }
+    };
+    let redis = async {
+        match &listeners.redis {
+            Some(redis) => {
+                let (socket, peer) = redis.tcp.accept().await?;
+                socket.set_nodelay(true).ok();
+                Ok(Accepted::Redis(
+                    socket.into_std()?,
+                    peer,
+                    redis.server.clone(),
+                ))
+            }
+            None => std::future::pending().await,
+        }
     };
     tokio::select! {
         accepted = tcp => accepted,
-        accepted = unix.listener.accept() => Ok(Accepted::Unix(accepted?.0.into_std()?)),
+        accepted = unix => accepted,
+        accepted = redis => accepted,
     }
 }
 

@@ -19,6 +19,14 @@ use tokio::net::{TcpListener, UnixListener};
 pub struct Listeners {
     pub tcp: TcpListener,
     pub unix: Option<UnixSocket>,
+    /// Redis clients (`--redis-listen`), with the state their connections share.
+    pub redis: Option<RedisListener>,
+}
+
+/// The port Redis clients connect to.
+pub struct RedisListener {
+    pub tcp: TcpListener,
+    pub server: std::sync::Arc<shoal_resp::commands::Server>,
 }
 
 /// A listening Unix-domain socket; the socket file is removed when this is dropped.

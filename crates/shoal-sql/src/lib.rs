@@ -29,6 +29,7 @@ pub mod parse;
 pub mod pgtext;
 pub mod privileges;
 pub mod query;
+pub mod redis_host;
 pub mod routines;
 pub mod session;
 pub mod settings;

@@ -70,6 +70,17 @@ enum Command {
         /// address unless the network in between is trusted.
         #[arg(long, value_name = "ADDR")]
         metrics_listen: Option<SocketAddr>,
+        /// Serve the Redis protocol on this address (for example 127.0.0.1:6379), over the
+        /// same data: the keys are rows of the `redis` schema's tables. Off by default. Only a
+        /// loopback address is taken, as Redis's protected mode serves only local clients
+        /// while no password is set.
+        #[arg(long, value_name = "ADDR")]
+        redis_listen: Option<SocketAddr>,
+        /// When a Redis client's write is acknowledged, as Redis's appendfsync: `always` once
+        /// its redo record is flushed, `everysec` or `no` at once (the log writer flushes it
+        /// within about a second).
+        #[arg(long, default_value = "everysec", value_parser = ["always", "everysec", "no"])]
+        redis_appendfsync: String,
         /// Directory of the Unix-domain socket `.s.PGSQL.PORT` (PostgreSQL's
         /// unix_socket_directories), which psql and pgbench use when given `-h DIR` or no host
         /// at all. Empty: no Unix socket.
@@ -226,6 +237,8 @@ fn main() {
         Command::Serve {
             listen,
             metrics_listen,
+            redis_listen,
+            redis_appendfsync,
             unix_socket_dir,
             data_dir,
             synchronous_commit,
@@ -321,7 +334,27 @@ fn main() {
                         }
                     }
                 };
-                let listeners = shoal_server::Listeners { tcp, unix };
+                let redis_tcp = match redis_listen {
+                    None => None,
+                    Some(addr) if !addr.ip().is_loopback() => {
+                        eprintln!(
+                            "shoal: --redis-listen {addr}: only a loopback address is served (Redis clients have no password yet)"
+                        );
+                        std::process::exit(2);
+                    }
+                    Some(addr) => match tokio::net::TcpListener::bind(addr).await {
+                        Ok(l) => Some(l),
+                        Err(e) => {
+                            eprintln!("shoal: cannot listen for Redis clients on {addr}: {e}");
+                            std::process::exit(1);
+                        }
+                    },
+                };
+                let mut listeners = shoal_server::Listeners {
+                    tcp,
+                    unix,
+                    redis: None,
+                };
                 tracing::info!(
                     "Shoal {} listening on {listen}, data directory {}",
                     env!("CARGO_PKG_VERSION"),
@@ -405,6 +438,29 @@ fn main() {
                     }
                     tracing::info!("metrics on http://{addr}/metrics");
                     tokio::spawn(shoal_server::metrics_http::serve(listener, engine.clone()));
+                }
+                if let Some(tcp) = redis_tcp {
+                    let host = match shoal_sql::redis_host::RedisHost::start(engine.clone()).await
+                    {
+                        Ok(host) => host,
+                        Err(e) => {
+                            eprintln!("shoal: cannot set up the redis schema: {}", e.message);
+                            drop(listeners);
+                            std::process::exit(1);
+                        }
+                    };
+                    let appendfsync = shoal_resp::host::AppendFsync::parse(&redis_appendfsync)
+                        .expect("clap checked the value");
+                    let server = shoal_resp::commands::Server::new(host, appendfsync);
+                    tracing::info!(
+                        "Redis clients on {}, appendfsync {}",
+                        tcp.local_addr().map_or_else(|_| "?".into(), |a| a.to_string()),
+                        appendfsync.name()
+                    );
+                    listeners.redis = Some(shoal_server::RedisListener {
+                        tcp,
+                        server: std::sync::Arc::new(server),
+                    });
                 }
                 let reloads = auth.clone();
                 let reload_engine = engine.clone();

@@ -15,6 +15,7 @@ mod set_show;
 mod sql_prepare;
 mod statement_tracking;
 mod transaction;
+pub(crate) use transaction::commit_durably;
 
 pub(crate) use cursor::fetches_one_row;
 pub use cursor::{SqlCursor, MOVE_MARKER};

@@ -412,74 +412,16 @@ impl Session {
         // What the transaction read (a streamed result may have read after its statement
         // ended), for SERIALIZABLE's check.
         txn.note_reads(self.scope.take_reads());
-        // A large transaction's records logged ahead of its commit must be durable before the
-        // commit record names them; waiting here keeps `prepare_commit` from blocking a worker
-        // thread on that flush (it checks again, and finds it done).
-        if let (Some(d), Some((from, end))) = (
-            &self.engine.durability,
-            self.engine.db.early_log_range(&txn),
-        ) {
-            if let Err(e) = d.wait_range_flushed(from, end).await {
+        let durability = self.synchronous_durability().is_some();
+        let may_release_early = self.ddl_undo.is_empty();
+        if let Err((e, txn)) =
+            commit_durably(&self.engine, txn, durability, may_release_early).await
+        {
+            if let Some(txn) = txn {
                 self.rollback_txn(txn).await;
-                return Err(e);
             }
+            return Err(e);
         }
-        // A big commit's two halves (logging, then stamping every version) run on a blocking
-        // thread, so the other connections of this one's thread go on meanwhile.
-        let big = txn.write_count() >= BLOCKING_END_WRITES;
-        let prepared = if big {
-            let db = self.engine.db.clone();
-            on_blocking_thread("commit", move || db.prepare_commit(txn)).await??
-        } else {
-            self.engine.db.prepare_commit(txn)?
-        };
-        let durability = self.synchronous_durability();
-        let ts = match (durability, prepared.durable_at()) {
-            (None, _) if big => on_blocking_thread("commit", move || prepared.finish()).await?,
-            (None, _) => prepared.finish(),
-            // Read-only: nothing to log, but what it read must be durable before the client
-            // hears of it (DDL, commits released early).
-            (Some(d), None) => {
-                let lsn = d.released_lsn().max(self.engine.catalog.last_logged_lsn());
-                // Once the log is broken nothing more becomes durable, and reads go on over
-                // what is in memory: that may include commits released early whose flush
-                // failed (their clients were told so, 58030). A restart recovers the log's.
-                if let Err(e) = d.wait_flushed(lsn).await {
-                    if d.check_writable().is_ok() {
-                        return Err(e);
-                    }
-                }
-                prepared.finish()
-            }
-            (Some(d), Some(record_end)) => {
-                // Its record and any catalog record logged after it: all must have made it.
-                let (from, lsn) = (
-                    record_end - 1,
-                    record_end.max(self.engine.catalog.last_logged_lsn()),
-                );
-                // Early lock release: visible now, acknowledged once durable. Not for a big
-                // commit (stamped on a blocking thread) nor one with DDL, whose undo on a failed
-                // flush assumes nobody saw it.
-                if !big && self.ddl_undo.is_empty() && d.release_early(lsn) {
-                    let ts = prepared.finish();
-                    // Only a broken log fails this: a granted record is never dropped for a
-                    // full disk, and a broken log stops every write after it.
-                    d.wait_range_flushed(from, lsn).await?;
-                    ts
-                } else {
-                    if let Err(e) = d.wait_range_flushed(from, lsn).await {
-                        prepared.abort();
-                        return Err(e);
-                    }
-                    if big {
-                        on_blocking_thread("commit", move || prepared.finish()).await?
-                    } else {
-                        prepared.finish()
-                    }
-                }
-            }
-        };
-        self.wait_until_visible(ts).await;
         Ok(())
     }
 
@@ -499,27 +441,6 @@ impl Session {
             Some("off" | "false" | "no" | "0")
         );
         self.engine.durability.as_deref().filter(|_| !off)
-    }
-
-    /// Waits until every new snapshot sees the commit at `ts`, as PostgreSQL's commit is
-    /// visible to all before it is acknowledged. `finish` stamps this commit's versions, but
-    /// snapshots read the stable watermark, which stays below `ts` while a commit with an
-    /// earlier timestamp is between its halves: woken by the same log flush but not yet run,
-    /// possibly a task of this very thread, so the wait yields instead of blocking. Without it
-    /// a client's next statement could miss its own commit (500 concurrent clients did, in
-    /// `crates/shoal/tests/connections.rs`). The wait is normally nothing or a few yields; a
-    /// huge earlier commit still stamping its rows makes it back off to short sleeps.
-    async fn wait_until_visible(&self, ts: shoal_storage::CommitTs) {
-        const YIELDS_BEFORE_SLEEPING: u32 = 64;
-        let mut yields = 0;
-        while self.engine.db.stable_ts() < ts {
-            if yields < YIELDS_BEFORE_SLEEPING {
-                yields += 1;
-                tokio::task::yield_now().await;
-            } else {
-                tokio::time::sleep(std::time::Duration::from_micros(200)).await;
-            }
-        }
     }
 
     /// Rolls `txn` back; one with many writes on a blocking thread, as its commit would run.
@@ -675,5 +596,120 @@ pub(super) fn isolation_of(level: &ast::TransactionIsolationLevel) -> SqlResult<
 pub(super) fn undo_ddl_statements(engine: &Engine, statements: Vec<DdlUndo>) {
     if let Err(e) = crate::ddl::undo::undo(engine, statements) {
         tracing::error!("could not undo the DDL of a rolled back transaction: {e}");
+    }
+}
+
+/// Commits `txn` and, when `synchronous` (and the engine has a log), returns once its redo
+/// record (and any catalog change logged before it) is flushed. A small commit the log grants
+/// early release becomes visible and frees its row locks as soon as its record is appended
+/// (unless `may_release_early` is false: a commit with DDL, whose undo on a failed flush
+/// assumes nobody saw it); others stay invisible until the flush, and if the log cannot take
+/// them their changes are undone and the error says why. A read-only transaction waits for
+/// the flush of the commits released early it may have seen. Once it returns, every new
+/// snapshot sees the commit. On an error, the transaction is given back when it still needs
+/// a rollback.
+pub(crate) async fn commit_durably(
+    engine: &crate::engine::Engine,
+    txn: Transaction,
+    synchronous: bool,
+    may_release_early: bool,
+) -> Result<shoal_storage::CommitTs, (SqlError, Option<Transaction>)> {
+    // A large transaction's records logged ahead of its commit must be durable before the
+    // commit record names them; waiting here keeps `prepare_commit` from blocking a worker
+    // thread on that flush (it checks again, and finds it done).
+    if let (Some(d), Some((from, end))) = (&engine.durability, engine.db.early_log_range(&txn)) {
+        if let Err(e) = d.wait_range_flushed(from, end).await {
+            return Err((e, Some(txn)));
+        }
+    }
+    // A big commit's two halves (logging, then stamping every version) run on a blocking
+    // thread, so the other connections of this one's thread go on meanwhile.
+    let big = txn.write_count() >= BLOCKING_END_WRITES;
+    let prepared = if big {
+        let db = engine.db.clone();
+        let prepared = on_blocking_thread("commit", move || db.prepare_commit(txn)).await;
+        prepared
+            .map_err(|e| (e, None))?
+            .map_err(|e| (e.into(), None))?
+    } else {
+        engine
+            .db
+            .prepare_commit(txn)
+            .map_err(|e| (e.into(), None))?
+    };
+    let durability = engine.durability.as_deref().filter(|_| synchronous);
+    let ts = match (durability, prepared.durable_at()) {
+        (None, _) if big => on_blocking_thread("commit", move || prepared.finish())
+            .await
+            .map_err(|e| (e, None))?,
+        (None, _) => prepared.finish(),
+        // Read-only: nothing to log, but what it read must be durable before the client
+        // hears of it (DDL, commits released early).
+        (Some(d), None) => {
+            let lsn = d.released_lsn().max(engine.catalog.last_logged_lsn());
+            // Once the log is broken nothing more becomes durable, and reads go on over
+            // what is in memory: that may include commits released early whose flush
+            // failed (their clients were told so, 58030). A restart recovers the log's.
+            if let Err(e) = d.wait_flushed(lsn).await {
+                if d.check_writable().is_ok() {
+                    return Err((e, None));
+                }
+            }
+            prepared.finish()
+        }
+        (Some(d), Some(record_end)) => {
+            // Its record and any catalog record logged after it: all must have made it.
+            let (from, lsn) = (
+                record_end - 1,
+                record_end.max(engine.catalog.last_logged_lsn()),
+            );
+            // Early lock release: visible now, acknowledged once durable. Not for a big
+            // commit (stamped on a blocking thread) nor one with DDL, whose undo on a failed
+            // flush assumes nobody saw it.
+            if !big && may_release_early && d.release_early(lsn) {
+                let ts = prepared.finish();
+                // Only a broken log fails this: a granted record is never dropped for a
+                // full disk, and a broken log stops every write after it.
+                d.wait_range_flushed(from, lsn)
+                    .await
+                    .map_err(|e| (e, None))?;
+                ts
+            } else {
+                if let Err(e) = d.wait_range_flushed(from, lsn).await {
+                    prepared.abort();
+                    return Err((e, None));
+                }
+                if big {
+                    on_blocking_thread("commit", move || prepared.finish())
+                        .await
+                        .map_err(|e| (e, None))?
+                } else {
+                    prepared.finish()
+                }
+            }
+        }
+    };
+    wait_until_visible(&engine.db, ts).await;
+    Ok(ts)
+}
+
+/// Waits until every new snapshot sees the commit at `ts`, as PostgreSQL's commit is visible
+/// to all before it is acknowledged. `finish` stamps this commit's versions, but snapshots
+/// read the stable watermark, which stays below `ts` while a commit with an earlier timestamp
+/// is between its halves: woken by the same log flush but not yet run, possibly a task of this
+/// very thread, so the wait yields instead of blocking. Without it a client's next statement
+/// could miss its own commit (500 concurrent clients did, in `crates/shoal/tests/connections.rs`).
+/// The wait is normally nothing or a few yields; a huge earlier commit still stamping its rows
+/// makes it back off to short sleeps.
+async fn wait_until_visible(db: &shoal_storage::Database, ts: shoal_storage::CommitTs) {
+    const YIELDS_BEFORE_SLEEPING: u32 = 64;
+    let mut yields = 0;
+    while db.stable_ts() < ts {
+        if yields < YIELDS_BEFORE_SLEEPING {
+            yields += 1;
+            tokio::task::yield_now().await;
+        } else {
+            tokio::time::sleep(std::time::Duration::from_micros(200)).await;
+        }
     }
 }

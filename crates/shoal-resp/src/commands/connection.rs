@@ -1,0 +1,263 @@
+//! Commands about the connection and the server, which need no keyspace: PING, ECHO, HELLO,
+//! SELECT, QUIT, RESET, CLIENT, COMMAND, TIME, CONFIG and INFO.
+
+use super::{find, parse_integer, Args, Server, COMMANDS, NOT_AN_INTEGER, SYNTAX_ERROR};
+use crate::client::Client;
+use crate::host::AppendFsync;
+use crate::protocol::{Protocol, ReplyWriter};
+
+/// The Redis version Shoal answers as (INFO, HELLO): the protocol and command semantics it
+/// follows.
+pub const REDIS_VERSION: &str = "7.0.15";
+/// Databases SELECT takes (0 to 15).
+pub const DATABASES: u16 = 16;
+
+/// Runs `name` if it is a connection command; false if it is not one.
+pub(super) fn execute(
+    server: &Server,
+    client: &mut Client,
+    name: &str,
+    args: &Args<'_>,
+    w: &mut ReplyWriter<'_>,
+) -> bool {
+    match name {
+        "ping" => match args.len() {
+            1 => w.simple("PONG"),
+            _ => w.bulk(args.get(1)),
+        },
+        "echo" => w.bulk(args.get(1)),
+        "quit" => {
+            client.closing = true;
+            w.ok();
+        }
+        "select" => match parse_integer(args.get(1)) {
+            None => w.error(NOT_AN_INTEGER),
+            Some(n) if !(0..i64::from(DATABASES)).contains(&n) => {
+                w.error("ERR DB index is out of range")
+            }
+            Some(n) => {
+                client.db = n as u16;
+                w.ok();
+            }
+        },
+        "reset" => {
+            client.db = 0;
+            client.protocol = Protocol::Resp2;
+            client.name = None;
+            w.protocol = Protocol::Resp2;
+            w.simple("RESET");
+        }
+        "hello" => hello(client, args, w),
+        "client" => client_command(client, args, w),
+        "command" => command(args, w),
+        "time" => {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default();
+            w.array(2);
+            w.bulk(now.as_secs().to_string().as_bytes());
+            w.bulk(now.subsec_micros().to_string().as_bytes());
+        }
+        "config" => config(server, args, w),
+        "info" => info(server, client, w),
+        _ => return false,
+    }
+    true
+}
+
+/// HELLO [protover [AUTH user pass] [SETNAME name]]: switches the protocol and answers with
+/// the server's description (a map).
+fn hello(client: &mut Client, args: &Args<'_>, w: &mut ReplyWriter<'_>) {
+    let mut protocol = client.protocol;
+    if args.len() > 1 {
+        protocol = match parse_integer(args.get(1)) {
+            Some(2) => Protocol::Resp2,
+            Some(3) => Protocol::Resp3,
+            Some(_) => return w.error("NOPROTO unsupported protocol version"),
+            None => return w.error("ERR Protocol version is not an integer or out of range"),
+        };
+    }
+    let mut i = 2;
+    let mut name = None;
+    while i < args.len() {
+        match args.word(i).as_str() {
+            "auth" if i + 2 < args.len() => i += 3,
+            "setname" if i + 1 < args.len() => {
+                name = Some(args.get(i + 1).to_vec());
+                i += 2;
+            }
+            _ => {
+                return w.error(&format!(
+                    "ERR Syntax error in HELLO option '{}'",
+                    String::from_utf8_lossy(args.get(i))
+                ))
+            }
+        }
+    }
+    if name.is_some() {
+        client.name = name;
+    }
+    client.protocol = protocol;
+    w.protocol = protocol;
+    w.map(7);
+    w.bulk(b"server");
+    w.bulk(b"redis");
+    w.bulk(b"version");
+    w.bulk(REDIS_VERSION.as_bytes());
+    w.bulk(b"proto");
+    w.integer(if protocol == Protocol::Resp3 { 3 } else { 2 });
+    w.bulk(b"id");
+    w.integer(client.id as i64);
+    w.bulk(b"mode");
+    w.bulk(b"standalone");
+    w.bulk(b"role");
+    w.bulk(b"master");
+    w.bulk(b"modules");
+    w.array(0);
+}
+
+fn client_command(client: &mut Client, args: &Args<'_>, w: &mut ReplyWriter<'_>) {
+    match (args.word(1).as_str(), args.len()) {
+        ("id", 2) => w.integer(client.id as i64),
+        ("getname", 2) => match &client.name {
+            Some(name) => w.bulk(name),
+            None => w.null(),
+        },
+        ("setname", 3) => {
+            let name = args.get(2);
+            if name.iter().any(|&b| b <= b' ' || b > b'~') {
+                return w.error(
+                    "ERR Client names cannot contain spaces, newlines or special characters.",
+                );
+            }
+            client.name = (!name.is_empty()).then(|| name.to_vec());
+            w.ok();
+        }
+        ("setinfo", 4) => {
+            let value = args.get(3).to_vec();
+            match args.word(2).as_str() {
+                "lib-name" => client.lib_name = Some(value),
+                "lib-ver" => client.lib_version = Some(value),
+                other => {
+                    return w.error(&format!("ERR Unrecognized option '{other}'"));
+                }
+            }
+            w.ok();
+        }
+        ("info", 2) => w.verbatim(&format!("{}\n", client.info_line("client|info"))),
+        ("list", _) => w.verbatim(&format!("{}\n", client.info_line("client|list"))),
+        _ => w.error(&format!(
+            "ERR unknown subcommand or wrong number of arguments for '{}'. Try CLIENT HELP.",
+            String::from_utf8_lossy(args.get(1))
+        )),
+    }
+}
+
+/// COMMAND, COMMAND COUNT, COMMAND INFO name..., COMMAND DOCS (an empty map: no docs kept).
+fn command(args: &Args<'_>, w: &mut ReplyWriter<'_>) {
+    let describe = |w: &mut ReplyWriter<'_>, s: &super::Spec| {
+        w.array(10);
+        w.bulk(s.name.as_bytes());
+        w.integer(i64::from(s.arity));
+        w.set(s.flags.len());
+        for f in s.flags {
+            w.simple(f);
+        }
+        w.integer(i64::from(s.first_key));
+        w.integer(i64::from(s.last_key));
+        w.integer(i64::from(s.step));
+        w.set(0);
+        w.set(0);
+        w.array(0);
+        w.array(0);
+    };
+    match args.len() {
+        1 => {
+            w.array(COMMANDS.len());
+            for s in COMMANDS {
+                describe(w, s);
+            }
+        }
+        _ => match args.word(1).as_str() {
+            "count" => w.integer(COMMANDS.len() as i64),
+            "info" => {
+                w.array(args.len() - 2);
+                for i in 2..args.len() {
+                    match find(&args.word(i)) {
+                        Some(s) => describe(w, s),
+                        None => w.null_array(),
+                    }
+                }
+            }
+            "docs" => w.map(0),
+            _ => w.error(&format!(
+                "ERR unknown subcommand '{}'. Try COMMAND HELP.",
+                String::from_utf8_lossy(args.get(1))
+            )),
+        },
+    }
+}
+
+/// CONFIG GET pattern... and CONFIG SET appendfsync: the settings clients and tools ask for.
+fn config(server: &Server, args: &Args<'_>, w: &mut ReplyWriter<'_>) {
+    match args.word(1).as_str() {
+        "get" if args.len() >= 3 => {
+            let appendfsync = server.appendfsync();
+            let settings: [(&str, String); 7] = [
+                ("appendonly", "yes".into()),
+                ("appendfsync", appendfsync.name().into()),
+                ("save", String::new()),
+                ("databases", DATABASES.to_string()),
+                ("maxmemory", "0".into()),
+                ("maxmemory-policy", "noeviction".into()),
+                ("timeout", "0".into()),
+            ];
+            let mut found: Vec<(&str, &String)> = Vec::new();
+            for i in 2..args.len() {
+                let pattern = args.get(i).to_ascii_lowercase();
+                for (name, value) in &settings {
+                    if crate::glob::matches(&pattern, name.as_bytes())
+                        && !found.iter().any(|(n, _)| n == name)
+                    {
+                        found.push((name, value));
+                    }
+                }
+            }
+            w.map(found.len());
+            for (name, value) in found {
+                w.bulk(name.as_bytes());
+                w.bulk(value.as_bytes());
+            }
+        }
+        "set" if args.len() == 4 => match args.word(2).as_str() {
+            "appendfsync" => match AppendFsync::parse(&args.word(3)) {
+                Some(v) => {
+                    server.set_appendfsync(v);
+                    w.ok();
+                }
+                None => w.error(&format!(
+                    "ERR Invalid argument '{}' for CONFIG SET 'appendfsync' - argument(s) must be one of the following: always, everysec, no",
+                    String::from_utf8_lossy(args.get(3))
+                )),
+            },
+            other => w.error(&format!(
+                "ERR Unknown option or number of arguments for CONFIG SET - '{other}'"
+            )),
+        },
+        "resetstat" if args.len() == 2 => w.ok(),
+        _ => w.error(SYNTAX_ERROR),
+    }
+}
+
+/// INFO: the server, clients and persistence sections, as far as they apply.
+fn info(server: &Server, client: &Client, w: &mut ReplyWriter<'_>) {
+    let text = format!(
+        "# Server\r\nredis_version:{REDIS_VERSION}\r\nredis_mode:standalone\r\nshoal_version:{}\r\nprocess_id:{}\r\nuptime_in_seconds:{}\r\n\r\n# Clients\r\nconnected_clients:1\r\n\r\n# Persistence\r\nloading:0\r\naof_enabled:1\r\nappendfsync:{}\r\n\r\n# Replication\r\nrole:master\r\n\r\n# Keyspace\r\n",
+        env!("CARGO_PKG_VERSION"),
+        std::process::id(),
+        server.started.elapsed().as_secs(),
+        server.appendfsync().name(),
+    );
+    let _ = client;
+    w.verbatim(&text);
+}

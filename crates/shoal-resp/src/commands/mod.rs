@@ -1,0 +1,327 @@
+//! The commands: their table (name, arity, flags, key positions, as COMMAND reports them) and
+//! the dispatch of one request to its implementation. Connection commands (`connection`) run
+//! without the keyspace; key commands (`keys`, `strings`) run in one storage transaction each,
+//! committed as the server's `appendfsync` says when they wrote.
+
+mod connection;
+mod keys;
+mod strings;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use crate::client::Client;
+use crate::host::{AppendFsync, Host};
+use crate::keyspace::{KeyResult, KeyTxn, KeyspaceError};
+use crate::protocol::{ReplyWriter, Request};
+
+/// A command's arguments: the request's spans over the input buffer.
+pub struct Args<'a> {
+    pub buf: &'a [u8],
+    pub req: &'a Request,
+}
+
+impl<'a> Args<'a> {
+    pub fn len(&self) -> usize {
+        self.req.len()
+    }
+
+    pub fn get(&self, i: usize) -> &'a [u8] {
+        self.req.arg(self.buf, i)
+    }
+
+    /// Argument `i` lower-cased, for options (`EX`, `NX`) and subcommands.
+    pub fn word(&self, i: usize) -> String {
+        String::from_utf8_lossy(self.get(i)).to_ascii_lowercase()
+    }
+}
+
+/// A command as COMMAND describes it. A negative arity is a minimum.
+pub struct Spec {
+    pub name: &'static str,
+    pub arity: i32,
+    pub flags: &'static [&'static str],
+    pub first_key: i32,
+    pub last_key: i32,
+    pub step: i32,
+}
+
+const fn spec(
+    name: &'static str,
+    arity: i32,
+    flags: &'static [&'static str],
+    keys: (i32, i32, i32),
+) -> Spec {
+    Spec {
+        name,
+        arity,
+        flags,
+        first_key: keys.0,
+        last_key: keys.1,
+        step: keys.2,
+    }
+}
+
+const W: &[&str] = &["write", "denyoom"];
+const WF: &[&str] = &["write", "fast"];
+const R: &[&str] = &["readonly", "fast"];
+const RS: &[&str] = &["readonly"];
+const C: &[&str] = &["fast", "loading", "stale"];
+const NONE: (i32, i32, i32) = (0, 0, 0);
+const ONE: (i32, i32, i32) = (1, 1, 1);
+const ALL: (i32, i32, i32) = (1, -1, 1);
+
+/// Every command Shoal serves.
+pub static COMMANDS: &[Spec] = &[
+    spec("ping", -1, C, NONE),
+    spec("echo", 2, C, NONE),
+    spec("hello", -1, C, NONE),
+    spec("select", 2, C, NONE),
+    spec("quit", -1, C, NONE),
+    spec("reset", 1, C, NONE),
+    spec("client", -2, C, NONE),
+    spec("command", -1, C, NONE),
+    spec("time", 1, C, NONE),
+    spec(
+        "config",
+        -2,
+        &["admin", "noscript", "loading", "stale"],
+        NONE,
+    ),
+    spec("info", -1, &["loading", "stale"], NONE),
+    spec("dbsize", 1, R, NONE),
+    spec("flushdb", -1, &["write"], NONE),
+    spec("flushall", -1, &["write"], NONE),
+    spec("get", 2, R, ONE),
+    spec("set", -3, W, ONE),
+    spec("setnx", 3, &["write", "denyoom", "fast"], ONE),
+    spec("setex", 4, W, ONE),
+    spec("psetex", 4, W, ONE),
+    spec("getset", 3, &["write", "denyoom", "fast"], ONE),
+    spec("getdel", 2, WF, ONE),
+    spec("getex", -2, WF, ONE),
+    spec("mget", -2, R, ALL),
+    spec("mset", -3, W, (1, -1, 2)),
+    spec("msetnx", -3, W, (1, -1, 2)),
+    spec("incr", 2, &["write", "denyoom", "fast"], ONE),
+    spec("decr", 2, &["write", "denyoom", "fast"], ONE),
+    spec("incrby", 3, &["write", "denyoom", "fast"], ONE),
+    spec("decrby", 3, &["write", "denyoom", "fast"], ONE),
+    spec("append", 3, &["write", "denyoom", "fast"], ONE),
+    spec("strlen", 2, R, ONE),
+    spec("getrange", 4, RS, ONE),
+    spec("setrange", 4, W, ONE),
+    spec("del", -2, &["write"], ALL),
+    spec("unlink", -2, WF, ALL),
+    spec("exists", -2, R, ALL),
+    spec("type", 2, R, ONE),
+    spec("expire", -3, WF, ONE),
+    spec("pexpire", -3, WF, ONE),
+    spec("expireat", -3, WF, ONE),
+    spec("pexpireat", -3, WF, ONE),
+    spec("ttl", 2, R, ONE),
+    spec("pttl", 2, R, ONE),
+    spec("persist", 2, WF, ONE),
+    spec("rename", 3, &["write"], (1, 2, 1)),
+    spec("renamenx", 3, WF, (1, 2, 1)),
+    spec("keys", 2, RS, NONE),
+    spec("scan", -2, RS, NONE),
+    spec("randomkey", 1, RS, NONE),
+];
+
+pub fn find(name: &str) -> Option<&'static Spec> {
+    COMMANDS.iter().find(|s| s.name == name)
+}
+
+/// The state every connection shares.
+pub struct Server {
+    pub host: Arc<dyn Host>,
+    next_client_id: AtomicU64,
+    appendfsync: parking_lot_free::Setting,
+    pub started: std::time::Instant,
+}
+
+/// A tiny setting cell without another dependency.
+mod parking_lot_free {
+    use std::sync::atomic::{AtomicU8, Ordering};
+
+    use crate::host::AppendFsync;
+
+    pub struct Setting(AtomicU8);
+
+    impl Setting {
+        pub fn new(v: AppendFsync) -> Self {
+            Setting(AtomicU8::new(v as u8))
+        }
+        pub fn get(&self) -> AppendFsync {
+            match self.0.load(Ordering::Relaxed) {
+                0 => AppendFsync::Always,
+                1 => AppendFsync::Everysec,
+                _ => AppendFsync::No,
+            }
+        }
+        pub fn set(&self, v: AppendFsync) {
+            self.0.store(v as u8, Ordering::Relaxed)
+        }
+    }
+}
+
+impl Server {
+    pub fn new(host: Arc<dyn Host>, appendfsync: AppendFsync) -> Server {
+        Server {
+            host,
+            next_client_id: AtomicU64::new(1),
+            appendfsync: parking_lot_free::Setting::new(appendfsync),
+            started: std::time::Instant::now(),
+        }
+    }
+
+    pub fn new_client(&self, addr: String) -> Client {
+        Client::new(self.next_client_id.fetch_add(1, Ordering::Relaxed), addr)
+    }
+
+    pub fn appendfsync(&self) -> AppendFsync {
+        self.appendfsync.get()
+    }
+
+    pub fn set_appendfsync(&self, v: AppendFsync) {
+        self.appendfsync.set(v)
+    }
+}
+
+/// Runs one request, appending its reply to `out`.
+pub async fn execute(server: &Server, client: &mut Client, args: &Args<'_>, out: &mut Vec<u8>) {
+    let name = args.word(0);
+    let mut w = ReplyWriter::new(&mut *out, client.protocol);
+    let Some(spec) = find(&name) else {
+        w.error(&unknown_command(args));
+        return;
+    };
+    let n = args.len() as i32;
+    if (spec.arity > 0 && n != spec.arity) || (spec.arity < 0 && n < -spec.arity) {
+        w.error(&format!(
+            "ERR wrong number of arguments for '{}' command",
+            spec.name
+        ));
+        return;
+    }
+    if connection::execute(server, client, &name, args, &mut w) {
+        return;
+    }
+    // A key command: its reply waits in `reply` until the commit succeeds.
+    let mut reply = Vec::new();
+    let protocol = client.protocol;
+    let outcome = run_with_keys(server, client, &name, args, &mut reply).await;
+    let mut w = ReplyWriter::new(out, protocol);
+    match outcome {
+        Ok(()) => w.out.extend_from_slice(&reply),
+        Err(e) => w.error(&format!("ERR {}", e.0)),
+    }
+}
+
+async fn run_with_keys(
+    server: &Server,
+    client: &mut Client,
+    name: &str,
+    args: &Args<'_>,
+    reply: &mut Vec<u8>,
+) -> KeyResult<()> {
+    let host = &server.host;
+    let tables = host.tables().map_err(KeyspaceError)?;
+    let db = host.database();
+    let mut kt = KeyTxn::begin(db.clone(), tables);
+    let mut w = ReplyWriter::new(reply, client.protocol);
+    let ran = match keys::execute(&mut kt, client, name, args, &mut w).await {
+        Some(r) => r,
+        None => match strings::execute(&mut kt, client, name, args, &mut w).await {
+            Some(r) => r,
+            None => Err(KeyspaceError(format!(
+                "command '{name}' is not implemented"
+            ))),
+        },
+    };
+    if let Err(e) = ran {
+        db.rollback(kt.txn);
+        return Err(e);
+    }
+    match kt.wrote {
+        false => db.rollback(kt.txn),
+        true => {
+            let wait = server.appendfsync() == AppendFsync::Always;
+            host.commit(kt.txn, wait).await.map_err(KeyspaceError)?;
+        }
+    }
+    Ok(())
+}
+
+/// Redis's reply to a command it does not know, with the first arguments quoted.
+fn unknown_command(args: &Args<'_>) -> String {
+    let mut text = format!(
+        "ERR unknown command '{}', with args beginning with: ",
+        String::from_utf8_lossy(args.get(0))
+    );
+    for i in 1..args.len() {
+        text.push_str(&format!("'{}' ", String::from_utf8_lossy(args.get(i))));
+    }
+    text
+}
+
+/// Redis's reply for an argument that should be an integer.
+pub const NOT_AN_INTEGER: &str = "ERR value is not an integer or out of range";
+pub const SYNTAX_ERROR: &str = "ERR syntax error";
+pub const WRONG_TYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
+
+/// An integer as Redis's `string2ll` reads one: optional `-`, digits without leading zeros,
+/// in i64's range.
+pub fn parse_integer(bytes: &[u8]) -> Option<i64> {
+    let s = std::str::from_utf8(bytes).ok()?;
+    let digits = s.strip_prefix('-').unwrap_or(s);
+    if digits.is_empty()
+        || !digits.bytes().all(|b| b.is_ascii_digit())
+        || (digits.len() > 1 && digits.starts_with('0'))
+        || (s.starts_with('-') && digits == "0")
+    {
+        return None;
+    }
+    s.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integers_as_string2ll_reads_them() {
+        assert_eq!(parse_integer(b"0"), Some(0));
+        assert_eq!(parse_integer(b"-12"), Some(-12));
+        assert_eq!(parse_integer(b"9223372036854775807"), Some(i64::MAX));
+        assert_eq!(parse_integer(b"-9223372036854775808"), Some(i64::MIN));
+        for bad in [
+            &b"01"[..],
+            b"+1",
+            b" 1",
+            b"1 ",
+            b"",
+            b"-",
+            b"-0",
+            b"9223372036854775808",
+            b"1.0",
+        ] {
+            assert_eq!(
+                parse_integer(bad),
+                None,
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+    }
+
+    #[test]
+    fn the_table_has_each_command_once() {
+        let mut names: Vec<&str> = COMMANDS.iter().map(|s| s.name).collect();
+        names.sort();
+        let before = names.len();
+        names.dedup();
+        assert_eq!(names.len(), before);
+    }
+}

@@ -1,0 +1,24 @@
+//! The Redis protocol for Shoal.
+//!
+//! A Redis client's bytes go through these parts, in order (`connection` reads and writes
+//! them):
+//! - `protocol::request` cuts the input into commands, RESP arrays of bulk strings or inline
+//!   commands, with Redis's limits and protocol errors;
+//! - `protocol::reply` writes the replies in the connection's protocol version (RESP2, or
+//!   RESP3 after `HELLO 3`);
+//! - `commands` checks each command's arity and runs it: connection commands on the
+//!   connection's state (`client`), key commands in one storage transaction each over the
+//!   keyspace (`keyspace`), committed through the server (`host`).
+//!
+//! The parser is written here rather than taken from a RESP crate: a server reads only one
+//! shape of frame (an array of bulk strings, or an inline line) and must give Redis's exact
+//! protocol errors; client-side frame codecs parse every frame type into owned trees, which a
+//! server at hundreds of thousands of commands a second does not want.
+
+pub mod client;
+pub mod commands;
+pub mod connection;
+pub mod glob;
+pub mod host;
+pub mod keyspace;
+pub mod protocol;

@@ -1,0 +1,119 @@
+//! The Redis front end's view of the server (`shoal_resp::host::Host`): Shoal's storage, the
+//! tables of the `redis` schema, and commits through the redo log.
+//!
+//! The tables are ordinary row tables, made here through SQL the first time the Redis protocol
+//! is served, so SQL sees and changes the same data: `SELECT * FROM redis.keys` lists the keys,
+//! and an `UPDATE redis.keys` is what the next GET returns. Their CHECK constraints hold what
+//! the Redis side assumes of a row written by SQL.
+
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use shoal_resp::host::{BoxFuture, Host};
+use shoal_resp::keyspace::Tables;
+use shoal_storage::catalog::{ConstraintKind, RelationKind};
+use shoal_storage::{Database, Transaction};
+
+use crate::engine::Engine;
+use crate::error::{SqlError, SqlResult};
+use crate::session::Session;
+
+/// The schema of the Redis data and its tables, as SQL makes them. `redis.keys` holds one row
+/// per key: its database number (0-15), its name, its type, a string's value, and when it
+/// expires (absolute, so a restart keeps it).
+const SCHEMA_SQL: &str = "
+CREATE SCHEMA IF NOT EXISTS redis;
+CREATE TABLE IF NOT EXISTS redis.keys (
+    db smallint NOT NULL CHECK (db BETWEEN 0 AND 15),
+    key bytea NOT NULL,
+    type text NOT NULL CHECK (type IN ('string', 'hash', 'list', 'set', 'zset')),
+    value bytea,
+    expires_at timestamptz,
+    PRIMARY KEY (db, key),
+    CHECK ((type = 'string') = (value IS NOT NULL))
+);
+";
+
+pub struct RedisHost {
+    engine: Arc<Engine>,
+    /// The tables as found under a catalog version.
+    tables: Mutex<Option<(u64, Arc<Tables>)>>,
+}
+
+impl RedisHost {
+    /// Makes the `redis` schema and its tables if they are not there yet.
+    pub async fn start(engine: Arc<Engine>) -> SqlResult<Arc<RedisHost>> {
+        let mut session = Session::new(engine.clone());
+        for result in session.execute_sql(SCHEMA_SQL).await {
+            result?;
+        }
+        let host = RedisHost {
+            engine,
+            tables: Mutex::new(None),
+        };
+        host.find_tables()?;
+        Ok(Arc::new(host))
+    }
+
+    fn find_tables(&self) -> SqlResult<Arc<Tables>> {
+        let catalog = self.engine.catalog.read();
+        let version = catalog.version;
+        if let Some((v, tables)) = &*self.tables.lock() {
+            if *v == version {
+                return Ok(tables.clone());
+            }
+        }
+        let missing = || SqlError::undefined_table("redis.keys");
+        let Some((RelationKind::Table, oid)) = catalog.lookup("redis", "keys") else {
+            return Err(missing());
+        };
+        let def = catalog.tables.get(&oid).ok_or_else(missing)?;
+        let primary = def
+            .constraints
+            .iter()
+            .find_map(|c| match &c.kind {
+                ConstraintKind::PrimaryKey { columns, index } if columns == &[0, 1] => Some(*index),
+                _ => None,
+            })
+            .ok_or_else(|| {
+                SqlError::internal("redis.keys has lost its primary key on (db, key)")
+            })?;
+        let columns: Vec<&str> = def.columns.iter().map(|c| c.name.as_str()).collect();
+        if columns != shoal_resp::keyspace::KEYS_COLUMNS {
+            return Err(SqlError::internal(format!(
+                "redis.keys has columns {columns:?}, not the ones the Redis protocol writes"
+            )));
+        }
+        let keys = self.engine.db.table(oid as u64).ok_or_else(missing)?;
+        let tables = Arc::new(Tables {
+            keys,
+            keys_primary: primary as u64,
+        });
+        *self.tables.lock() = Some((version, tables.clone()));
+        Ok(tables)
+    }
+}
+
+impl Host for RedisHost {
+    fn database(&self) -> Arc<Database> {
+        self.engine.db.clone()
+    }
+
+    fn tables(&self) -> Result<Arc<Tables>, String> {
+        self.find_tables().map_err(|e| e.message)
+    }
+
+    fn commit(&self, txn: Transaction, wait_for_flush: bool) -> BoxFuture<'_, Result<(), String>> {
+        Box::pin(async move {
+            match crate::session::commit_durably(&self.engine, txn, wait_for_flush, true).await {
+                Ok(_) => Ok(()),
+                Err((e, txn)) => {
+                    if let Some(txn) = txn {
+                        self.engine.db.rollback(txn);
+                    }
+                    Err(e.message)
+                }
+            }
+        })
+    }
+}
