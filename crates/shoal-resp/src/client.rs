@@ -17,6 +17,13 @@ pub struct Client {
     pub connected_at: std::time::Instant,
     /// QUIT was read: the connection ends once its reply is written.
     pub closing: bool,
+    /// Between MULTI and EXEC: the commands queued, each as its arguments' bytes and the
+    /// request that spans them.
+    pub multi: Option<Vec<(Vec<u8>, crate::protocol::Request)>>,
+    /// A command queued after MULTI was refused (unknown, wrong arity): EXEC aborts.
+    pub multi_failed: bool,
+    /// WATCHed keys: database, key, and the version each had (None: it did not exist).
+    pub watched: Vec<(u16, Vec<u8>, Option<(u64, u64)>)>,
 }
 
 impl Client {
@@ -31,6 +38,9 @@ impl Client {
             addr,
             connected_at: std::time::Instant::now(),
             closing: false,
+            multi: None,
+            multi_failed: false,
+            watched: Vec::new(),
         }
     }
 
@@ -42,12 +52,13 @@ impl Client {
                 .unwrap_or_default()
         };
         format!(
-            "id={} addr={} laddr= fd=0 name={} age={} idle=0 flags=N db={} sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+            "id={} addr={} laddr= fd=0 name={} age={} idle=0 flags=N db={} sub=0 psub=0 ssub=0 multi={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
             self.id,
             self.addr,
             text(&self.name),
             self.connected_at.elapsed().as_secs(),
             self.db,
+            self.multi.as_ref().map_or(-1, |q| q.len() as i64),
             last_command,
             match self.protocol {
                 Protocol::Resp2 => 2,

@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use parking_lot::Mutex;
+use parking_lot::RwLock;
 use shoal_resp::host::{BoxFuture, Host};
 use shoal_resp::keyspace::Tables;
 use shoal_storage::catalog::{ConstraintKind, RelationKind};
@@ -37,7 +37,7 @@ CREATE TABLE IF NOT EXISTS redis.keys (
 pub struct RedisHost {
     engine: Arc<Engine>,
     /// The tables as found under a catalog version.
-    tables: Mutex<Option<(u64, Arc<Tables>)>>,
+    tables: RwLock<Option<(u64, Arc<Tables>)>>,
 }
 
 impl RedisHost {
@@ -49,20 +49,21 @@ impl RedisHost {
         }
         let host = RedisHost {
             engine,
-            tables: Mutex::new(None),
+            tables: RwLock::new(None),
         };
         host.find_tables()?;
         Ok(Arc::new(host))
     }
 
     fn find_tables(&self) -> SqlResult<Arc<Tables>> {
-        let catalog = self.engine.catalog.read();
-        let version = catalog.version;
-        if let Some((v, tables)) = &*self.tables.lock() {
-            if *v == version {
+        // Every command asks: the catalog lock is taken only when the catalog changed.
+        if let Some((v, tables)) = &*self.tables.read() {
+            if *v == self.engine.catalog.version() {
                 return Ok(tables.clone());
             }
         }
+        let catalog = self.engine.catalog.read();
+        let version = catalog.version;
         let missing = || SqlError::undefined_table("redis.keys");
         let Some((RelationKind::Table, oid)) = catalog.lookup("redis", "keys") else {
             return Err(missing());
@@ -89,7 +90,7 @@ impl RedisHost {
             keys,
             keys_primary: primary as u64,
         });
-        *self.tables.lock() = Some((version, tables.clone()));
+        *self.tables.write() = Some((version, tables.clone()));
         Ok(tables)
     }
 }

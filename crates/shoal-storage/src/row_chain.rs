@@ -477,6 +477,14 @@ impl RowRef {
         st.visible(snap).map(|v| self.keep_bytes(&v.data))
     }
 
+    /// Where the version `snap` sees began: its commit timestamp (or the writing transaction's
+    /// stamp, for its own uncommitted version). Every write of a row makes a new version, so
+    /// this tells whether a row was written since it was last looked at (Redis's WATCH).
+    pub fn visible_version_begin(&self, snap: &Snapshot) -> Option<u64> {
+        let st = self.state.lock();
+        st.visible(snap).map(|v| v.begin)
+    }
+
     /// Bytes of memory the row holds: its block, older versions and their bytes.
     pub(crate) fn memory_bytes(&self) -> usize {
         let st = self.state.lock();

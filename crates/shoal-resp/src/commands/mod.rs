@@ -123,6 +123,26 @@ pub static COMMANDS: &[Spec] = &[
     spec("pttl", 2, R, ONE),
     spec("persist", 2, WF, ONE),
     spec("rename", 3, &["write"], (1, 2, 1)),
+    spec("multi", 1, &["noscript", "loading", "stale", "fast"], NONE),
+    spec(
+        "exec",
+        1,
+        &["noscript", "loading", "stale", "skip_slowlog"],
+        NONE,
+    ),
+    spec(
+        "discard",
+        1,
+        &["noscript", "loading", "stale", "fast"],
+        NONE,
+    ),
+    spec("watch", -2, &["noscript", "loading", "stale", "fast"], ALL),
+    spec(
+        "unwatch",
+        1,
+        &["noscript", "loading", "stale", "fast"],
+        NONE,
+    ),
     spec("renamenx", 3, WF, (1, 2, 1)),
     spec("keys", 2, RS, NONE),
     spec("scan", -2, RS, NONE),
@@ -193,65 +213,215 @@ impl Server {
 pub async fn execute(server: &Server, client: &mut Client, args: &Args<'_>, out: &mut Vec<u8>) {
     let name = args.word(0);
     let mut w = ReplyWriter::new(&mut *out, client.protocol);
+    // Refused before it runs: a command queued after MULTI makes EXEC abort, as in Redis.
+    let refuse = |client: &mut Client, w: &mut ReplyWriter<'_>, error: &str| {
+        if client.multi.is_some() {
+            client.multi_failed = true;
+        }
+        w.error(error);
+    };
     let Some(spec) = find(&name) else {
-        w.error(&unknown_command(args));
-        return;
+        return refuse(client, &mut w, &unknown_command(args));
     };
     let n = args.len() as i32;
     if (spec.arity > 0 && n != spec.arity) || (spec.arity < 0 && n < -spec.arity) {
-        w.error(&format!(
-            "ERR wrong number of arguments for '{}' command",
-            spec.name
-        ));
-        return;
+        let error = format!("ERR wrong number of arguments for '{}' command", spec.name);
+        return refuse(client, &mut w, &error);
     }
-    if connection::execute(server, client, &name, args, &mut w) {
-        return;
-    }
-    // A key command: its reply waits in `reply` until the commit succeeds.
-    let mut reply = Vec::new();
-    let protocol = client.protocol;
-    let outcome = run_with_keys(server, client, &name, args, &mut reply).await;
-    let mut w = ReplyWriter::new(out, protocol);
-    match outcome {
-        Ok(()) => w.out.extend_from_slice(&reply),
-        Err(e) => w.error(&format!("ERR {}", e.0)),
+    match name.as_str() {
+        "multi" => match client.multi {
+            Some(_) => w.error("ERR MULTI calls can not be nested"),
+            None => {
+                client.multi = Some(Vec::new());
+                w.ok();
+            }
+        },
+        "discard" => match client.multi.take() {
+            None => w.error("ERR DISCARD without MULTI"),
+            Some(_) => {
+                client.multi_failed = false;
+                client.watched.clear();
+                w.ok();
+            }
+        },
+        "exec" => {
+            drop(w);
+            exec(server, client, out).await;
+        }
+        "watch" if client.multi.is_some() => w.error("ERR WATCH inside MULTI is not allowed"),
+        "watch" => match watch(server, client, args) {
+            Ok(()) => w.ok(),
+            Err(e) => w.error(&format!("ERR {}", e.0)),
+        },
+        "unwatch" => {
+            client.watched.clear();
+            w.ok();
+        }
+        "quit" | "reset" => {
+            client.multi = None;
+            client.multi_failed = false;
+            client.watched.clear();
+            connection::execute(server, client, &name, args, &mut w);
+        }
+        _ if client.multi.is_some() => {
+            let mut bytes = Vec::new();
+            let mut request = Request::default();
+            for i in 0..args.len() {
+                let at = bytes.len();
+                bytes.extend_from_slice(args.get(i));
+                request.args.push(at..bytes.len());
+            }
+            client
+                .multi
+                .as_mut()
+                .expect("in MULTI")
+                .push((bytes, request));
+            w.simple("QUEUED");
+        }
+        _ => {
+            if connection::execute(server, client, &name, args, &mut w) {
+                return;
+            }
+            drop(w);
+            // A key command: its reply waits until the commit succeeds.
+            let mut reply = Vec::new();
+            let outcome = match begin(server) {
+                Err(e) => Err(e),
+                Ok(mut kt) => {
+                    let mut w = ReplyWriter::new(&mut reply, client.protocol);
+                    let ran = run_key_command(&mut kt, client, &name, args, &mut w).await;
+                    finish(server, kt, ran.map(|()| true)).await
+                }
+            };
+            let mut w = ReplyWriter::new(out, client.protocol);
+            match outcome {
+                Ok(_) => w.out.extend_from_slice(&reply),
+                Err(e) => w.error(&format!("ERR {}", e.0)),
+            }
+        }
     }
 }
 
-async fn run_with_keys(
-    server: &Server,
+/// A storage transaction for a key command (or for EXEC's commands).
+fn begin(server: &Server) -> KeyResult<KeyTxn> {
+    let tables = server.host.tables().map_err(KeyspaceError)?;
+    Ok(KeyTxn::begin(server.host.database(), tables))
+}
+
+/// Ends `kt` after its commands `ran`: commits what they wrote (waiting for the flush as the
+/// server's appendfsync says) when they ran to the end (`Ok(true)`), else rolls it back.
+async fn finish(server: &Server, kt: KeyTxn, ran: KeyResult<bool>) -> KeyResult<bool> {
+    match ran {
+        Ok(true) if kt.wrote => {
+            let wait = server.appendfsync() == AppendFsync::Always;
+            server
+                .host
+                .commit(kt.txn, wait)
+                .await
+                .map_err(KeyspaceError)?;
+            Ok(true)
+        }
+        other => {
+            kt.db.rollback(kt.txn);
+            other
+        }
+    }
+}
+
+/// Runs a key command (not a connection command) in `kt`.
+async fn run_key_command(
+    kt: &mut KeyTxn,
     client: &mut Client,
     name: &str,
     args: &Args<'_>,
-    reply: &mut Vec<u8>,
+    w: &mut ReplyWriter<'_>,
 ) -> KeyResult<()> {
-    let host = &server.host;
-    let tables = host.tables().map_err(KeyspaceError)?;
-    let db = host.database();
-    let mut kt = KeyTxn::begin(db.clone(), tables);
-    let mut w = ReplyWriter::new(reply, client.protocol);
-    let ran = match keys::execute(&mut kt, client, name, args, &mut w).await {
-        Some(r) => r,
-        None => match strings::execute(&mut kt, client, name, args, &mut w).await {
-            Some(r) => r,
-            None => Err(KeyspaceError(format!(
-                "command '{name}' is not implemented"
-            ))),
-        },
-    };
-    if let Err(e) = ran {
-        db.rollback(kt.txn);
-        return Err(e);
+    if let Some(r) = keys::execute(kt, client, name, args, w).await {
+        return r;
     }
-    match kt.wrote {
-        false => db.rollback(kt.txn),
-        true => {
-            let wait = server.appendfsync() == AppendFsync::Always;
-            host.commit(kt.txn, wait).await.map_err(KeyspaceError)?;
+    match strings::execute(kt, client, name, args, w).await {
+        Some(r) => r,
+        None => Err(KeyspaceError(format!(
+            "command '{name}' is not implemented"
+        ))),
+    }
+}
+
+/// EXEC's work in `kt`: false, with nothing done, when a WATCHed key has changed.
+async fn exec_queued(
+    server: &Server,
+    client: &mut Client,
+    kt: &mut KeyTxn,
+    watched: &[(u16, Vec<u8>, Option<(u64, u64)>)],
+    queued: &[(Vec<u8>, Request)],
+    reply: &mut Vec<u8>,
+) -> KeyResult<bool> {
+    for (db, key, version) in watched {
+        if !kt.still_at(*db, key, *version).await? {
+            return Ok(false);
         }
     }
+    ReplyWriter::new(&mut *reply, client.protocol).array(queued.len());
+    for (bytes, request) in queued {
+        let args = Args {
+            buf: bytes,
+            req: request,
+        };
+        let name = args.word(0);
+        let mut w = ReplyWriter::new(&mut *reply, client.protocol);
+        if connection::execute(server, client, &name, &args, &mut w) {
+            continue;
+        }
+        run_key_command(kt, client, &name, &args, &mut w).await?;
+    }
+    Ok(true)
+}
+
+/// WATCH key...: notes each key's current version for EXEC to check.
+fn watch(server: &Server, client: &mut Client, args: &Args<'_>) -> KeyResult<()> {
+    let tables = server.host.tables().map_err(KeyspaceError)?;
+    let db = server.host.database();
+    let kt = KeyTxn::begin(db.clone(), tables);
+    let noted: KeyResult<Vec<_>> = (1..args.len())
+        .map(|i| {
+            let key = args.get(i);
+            Ok((client.db, key.to_vec(), kt.version(client.db, key)?))
+        })
+        .collect();
+    db.rollback(kt.txn);
+    client.watched.extend(noted?);
     Ok(())
+}
+
+/// EXEC: the queued commands, in one transaction, their replies in one array; nothing if a
+/// command was refused when queued (EXECABORT) or a WATCHed key changed (a null array). A
+/// command that fails as it runs gives its error in the array and the others still run, as
+/// in Redis.
+async fn exec(server: &Server, client: &mut Client, out: &mut Vec<u8>) {
+    let Some(queued) = client.multi.take() else {
+        ReplyWriter::new(out, client.protocol).error("ERR EXEC without MULTI");
+        return;
+    };
+    let watched = std::mem::take(&mut client.watched);
+    if std::mem::take(&mut client.multi_failed) {
+        ReplyWriter::new(out, client.protocol)
+            .error("EXECABORT Transaction discarded because of previous errors.");
+        return;
+    }
+    let mut reply = Vec::new();
+    let outcome = match begin(server) {
+        Err(e) => Err(e),
+        Ok(mut kt) => {
+            let ran = exec_queued(server, client, &mut kt, &watched, &queued, &mut reply).await;
+            finish(server, kt, ran).await
+        }
+    };
+    let mut w = ReplyWriter::new(out, client.protocol);
+    match outcome {
+        Ok(true) => w.out.extend_from_slice(&reply),
+        Ok(false) => w.null_array(),
+        Err(e) => w.error(&format!("ERR {}", e.0)),
+    }
 }
 
 /// Redis's reply to a command it does not know, with the first arguments quoted.

@@ -184,8 +184,11 @@ impl KeyTxn {
                         self.wrote = true;
                         return Ok(answer);
                     }
-                    // A live row appeared after the snapshot: decide on it.
+                    // A live row appeared after the snapshot: decide on it. (Its commit may
+                    // not be in new snapshots for a moment, while an earlier commit is still
+                    // being stamped: let that run.)
                     Ok(shoal_storage::InsertOutcome::Conflict { .. }) => {
+                        tokio::task::yield_now().await;
                         self.snap = self.db.statement_snapshot(&mut self.txn);
                         continue;
                     }
@@ -238,6 +241,54 @@ impl KeyTxn {
                 }
             }
             self.snap = self.db.statement_snapshot(&mut self.txn);
+        }
+    }
+
+    /// The identity of the key's current version, for WATCH: its row and where the version
+    /// began (any write makes a new one); None when the key does not exist.
+    pub fn version(&self, db: u16, key: &[u8]) -> KeyResult<Option<(u64, u64)>> {
+        let Some((handle, row)) = self.row(db, key)? else {
+            return Ok(None);
+        };
+        if entry_of(&row).is_none_or(|e| !self.live(&e)) {
+            return Ok(None);
+        }
+        Ok(handle
+            .visible_version_begin(&self.snap)
+            .map(|begin| (handle.row_id(), begin)))
+    }
+
+    /// EXEC's check of a key WATCHed at `version`: whether it still is at that version. An
+    /// existing key's row is then share-locked until the transaction ends, so no other
+    /// transaction writes it between the check and the commit.
+    pub async fn still_at(
+        &mut self,
+        db: u16,
+        key: &[u8],
+        version: Option<(u64, u64)>,
+    ) -> KeyResult<bool> {
+        loop {
+            self.snap = self.db.statement_snapshot(&mut self.txn);
+            if self.version(db, key)? != version {
+                return Ok(false);
+            }
+            let Some((handle, _)) = self.row(db, key)? else {
+                return Ok(true);
+            };
+            let lock = self.tables.keys.lock_row(
+                &mut self.txn,
+                &handle,
+                &self.snap,
+                shoal_storage::RowLockMode::Share,
+            );
+            match lock {
+                Ok(WriteOutcome::Done) => return Ok(true),
+                Ok(WriteOutcome::Changed { .. }) => return Ok(false),
+                Err(StorageError::WouldBlock { holder }) => {
+                    self.db.wait_for(&self.txn, holder).await?
+                }
+                Err(e) => return Err(e.into()),
+            }
         }
     }
 

@@ -20,12 +20,16 @@ pub struct CatalogLock {
     /// Whether pg_stat_statements is installed, kept up to date by every catalog change so
     /// that each statement can ask without taking the catalog lock.
     tracks_statements: AtomicBool,
+    /// The catalog's version, kept up to date by every catalog change, for callers that only
+    /// need to know whether the catalog changed since they last read it.
+    version: AtomicU64,
 }
 
 impl CatalogLock {
     pub fn new(catalog: Catalog) -> CatalogLock {
         CatalogLock {
             tracks_statements: AtomicBool::new(tracks_statements(&catalog)),
+            version: AtomicU64::new(catalog.version),
             catalog: RwLock::new(catalog),
             wal: OnceLock::new(),
             last_logged_lsn: AtomicU64::new(0),
@@ -63,6 +67,11 @@ impl CatalogLock {
         self.tracks_statements.load(Ordering::Relaxed)
     }
 
+    /// The catalog's version now, without taking the lock.
+    pub fn version(&self) -> u64 {
+        self.version.load(Ordering::Acquire)
+    }
+
     pub fn last_logged_lsn(&self) -> Lsn {
         self.last_logged_lsn.load(Ordering::Acquire)
     }
@@ -95,6 +104,9 @@ impl Drop for CatalogWriteGuard<'_> {
         self.lock
             .tracks_statements
             .store(tracks_statements(&self.guard), Ordering::Relaxed);
+        self.lock
+            .version
+            .store(self.guard.version, Ordering::Release);
         let Some(wal) = self.lock.wal.get() else {
             return;
         };
