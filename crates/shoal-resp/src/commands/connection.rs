@@ -249,15 +249,46 @@ fn config(server: &Server, args: &Args<'_>, w: &mut ReplyWriter<'_>) {
     }
 }
 
-/// INFO: the server, clients and persistence sections, as far as they apply.
+/// INFO: the server, memory, persistence, replication and keyspace sections, as far as they
+/// apply. Memory is what the Redis data's table holds (rows, versions and index entries);
+/// the keyspace counts each database's live keys and those with an expiry.
 fn info(server: &Server, client: &Client, w: &mut ReplyWriter<'_>) {
-    let text = format!(
-        "# Server\r\nredis_version:{REDIS_VERSION}\r\nredis_mode:standalone\r\nshoal_version:{}\r\nprocess_id:{}\r\nuptime_in_seconds:{}\r\n\r\n# Clients\r\nconnected_clients:1\r\n\r\n# Persistence\r\nloading:0\r\naof_enabled:1\r\nappendfsync:{}\r\n\r\n# Replication\r\nrole:master\r\n\r\n# Keyspace\r\n",
+    let _ = client;
+    let mut text = format!(
+        "# Server\r\nredis_version:{REDIS_VERSION}\r\nredis_mode:standalone\r\nshoal_version:{}\r\nprocess_id:{}\r\nuptime_in_seconds:{}\r\n\r\n",
         env!("CARGO_PKG_VERSION"),
         std::process::id(),
         server.started.elapsed().as_secs(),
-        server.appendfsync().name(),
     );
-    let _ = client;
+    let tables = server.host.tables().ok();
+    if let Some(tables) = &tables {
+        let bytes = tables.keys.memory_bytes();
+        text.push_str(&format!(
+            "# Memory\r\nused_memory:{bytes}\r\nused_memory_human:{:.2}M\r\nmaxmemory:0\r\nmaxmemory_policy:noeviction\r\n\r\n",
+            bytes as f64 / (1024.0 * 1024.0)
+        ));
+    }
+    text.push_str(&format!(
+        "# Persistence\r\nloading:0\r\naof_enabled:1\r\nappendfsync:{}\r\n\r\n# Replication\r\nrole:master\r\nconnected_slaves:0\r\n\r\n# Keyspace\r\n",
+        server.appendfsync().name()
+    ));
+    if let Some(tables) = tables {
+        let kt = crate::keyspace::KeyTxn::begin(server.host.database(), tables);
+        let mut counts = [(0u64, 0u64); DATABASES as usize];
+        kt.scan(None, |db, _, e| {
+            let c = &mut counts[usize::from(db) % counts.len()];
+            c.0 += 1;
+            c.1 += u64::from(e.expires_at_us.is_some());
+            true
+        });
+        kt.db.rollback(kt.txn);
+        for (db, (keys, expires)) in counts.iter().enumerate() {
+            if *keys > 0 {
+                text.push_str(&format!(
+                    "db{db}:keys={keys},expires={expires},avg_ttl=0\r\n"
+                ));
+            }
+        }
+    }
     w.verbatim(&text);
 }

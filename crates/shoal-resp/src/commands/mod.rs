@@ -149,8 +149,15 @@ pub static COMMANDS: &[Spec] = &[
     spec("randomkey", 1, RS, NONE),
 ];
 
+/// The command named `name`, in any case.
 pub fn find(name: &str) -> Option<&'static Spec> {
-    COMMANDS.iter().find(|s| s.name == name)
+    find_bytes(name.as_bytes())
+}
+
+fn find_bytes(name: &[u8]) -> Option<&'static Spec> {
+    COMMANDS
+        .iter()
+        .find(|s| s.name.as_bytes().eq_ignore_ascii_case(name))
 }
 
 /// The state every connection shares.
@@ -211,7 +218,6 @@ impl Server {
 
 /// Runs one request, appending its reply to `out`.
 pub async fn execute(server: &Server, client: &mut Client, args: &Args<'_>, out: &mut Vec<u8>) {
-    let name = args.word(0);
     let mut w = ReplyWriter::new(&mut *out, client.protocol);
     // Refused before it runs: a command queued after MULTI makes EXEC abort, as in Redis.
     let refuse = |client: &mut Client, w: &mut ReplyWriter<'_>, error: &str| {
@@ -220,15 +226,16 @@ pub async fn execute(server: &Server, client: &mut Client, args: &Args<'_>, out:
         }
         w.error(error);
     };
-    let Some(spec) = find(&name) else {
+    let Some(spec) = find_bytes(args.get(0)) else {
         return refuse(client, &mut w, &unknown_command(args));
     };
+    let name = spec.name;
     let n = args.len() as i32;
     if (spec.arity > 0 && n != spec.arity) || (spec.arity < 0 && n < -spec.arity) {
         let error = format!("ERR wrong number of arguments for '{}' command", spec.name);
         return refuse(client, &mut w, &error);
     }
-    match name.as_str() {
+    match name {
         "multi" => match client.multi {
             Some(_) => w.error("ERR MULTI calls can not be nested"),
             None => {
@@ -261,7 +268,7 @@ pub async fn execute(server: &Server, client: &mut Client, args: &Args<'_>, out:
             client.multi = None;
             client.multi_failed = false;
             client.watched.clear();
-            connection::execute(server, client, &name, args, &mut w);
+            connection::execute(server, client, name, args, &mut w);
         }
         _ if client.multi.is_some() => {
             let mut bytes = Vec::new();
@@ -279,7 +286,7 @@ pub async fn execute(server: &Server, client: &mut Client, args: &Args<'_>, out:
             w.simple("QUEUED");
         }
         _ => {
-            if connection::execute(server, client, &name, args, &mut w) {
+            if connection::execute(server, client, name, args, &mut w) {
                 return;
             }
             drop(w);
@@ -289,7 +296,7 @@ pub async fn execute(server: &Server, client: &mut Client, args: &Args<'_>, out:
                 Err(e) => Err(e),
                 Ok(mut kt) => {
                     let mut w = ReplyWriter::new(&mut reply, client.protocol);
-                    let ran = run_key_command(&mut kt, client, &name, args, &mut w).await;
+                    let ran = run_key_command(&mut kt, client, name, args, &mut w).await;
                     finish(server, kt, ran.map(|()| true)).await
                 }
             };
