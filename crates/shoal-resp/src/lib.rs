@@ -18,6 +18,7 @@
 pub mod client;
 pub mod commands;
 pub mod connection;
+pub mod expiry;
 pub mod glob;
 pub mod host;
 pub mod keyspace;

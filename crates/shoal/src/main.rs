@@ -451,16 +451,17 @@ fn main() {
                     };
                     let appendfsync = shoal_resp::host::AppendFsync::parse(&redis_appendfsync)
                         .expect("clap checked the value");
-                    let server = shoal_resp::commands::Server::new(host, appendfsync);
+                    let server = std::sync::Arc::new(shoal_resp::commands::Server::new(
+                        host,
+                        appendfsync,
+                    ));
+                    tokio::spawn(shoal_resp::expiry::run(server.clone()));
                     tracing::info!(
                         "Redis clients on {}, appendfsync {}",
                         tcp.local_addr().map_or_else(|_| "?".into(), |a| a.to_string()),
                         appendfsync.name()
                     );
-                    listeners.redis = Some(shoal_server::RedisListener {
-                        tcp,
-                        server: std::sync::Arc::new(server),
-                    });
+                    listeners.redis = Some(shoal_server::RedisListener { tcp, server });
                 }
                 let reloads = auth.clone();
                 let reload_engine = engine.clone();

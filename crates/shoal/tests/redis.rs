@@ -262,3 +262,41 @@ async fn sql_and_redis_share_the_keys_and_they_survive_a_crash() {
     assert_eq!(r.call(&["GET", "user:1"]).await, bulk("other db"));
     drop(restarted);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expired_keys_are_never_read_and_their_rows_go() {
+    let (server, port) = start(&[]);
+    let mut r = Redis::connect(port).await;
+    assert_eq!(
+        r.call(&["SET", "short", "v", "PX", "200"]).await,
+        Reply::Status("OK".into())
+    );
+    assert_eq!(
+        r.call(&["SET", "long", "v", "EX", "100"]).await,
+        Reply::Status("OK".into())
+    );
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert_eq!(r.call(&["GET", "short"]).await, Reply::Nil);
+    assert_eq!(r.call(&["EXISTS", "short", "long"]).await, Reply::Int(1));
+    // The expiry cycle deletes the expired row without any command touching the key.
+    let sql = support::connect(&server).await;
+    let mut left = i64::MAX;
+    for _ in 0..100 {
+        left = sql
+            .query_one("SELECT count(*) FROM redis.keys WHERE key = 'short'", &[])
+            .await
+            .unwrap()
+            .get(0);
+        if left == 0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(left, 0, "the expired key's row is still there");
+    let kept: i64 = sql
+        .query_one("SELECT count(*) FROM redis.keys WHERE key = 'long'", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(kept, 1);
+}

@@ -4,6 +4,7 @@
 //! committed as the server's `appendfsync` says when they wrote.
 
 mod connection;
+mod float;
 mod keys;
 mod strings;
 
@@ -107,6 +108,7 @@ pub static COMMANDS: &[Spec] = &[
     spec("decr", 2, &["write", "denyoom", "fast"], ONE),
     spec("incrby", 3, &["write", "denyoom", "fast"], ONE),
     spec("decrby", 3, &["write", "denyoom", "fast"], ONE),
+    spec("incrbyfloat", 3, &["write", "denyoom", "fast"], ONE),
     spec("append", 3, &["write", "denyoom", "fast"], ONE),
     spec("strlen", 2, R, ONE),
     spec("getrange", 4, RS, ONE),

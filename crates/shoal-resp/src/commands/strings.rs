@@ -1,4 +1,5 @@
-//! String commands: GET, SET and its variants, MGET/MSET, INCR and its kin, APPEND, STRLEN,
+//! String commands: GET, SET and its variants, MGET/MSET, INCR and its kin (INCRBYFLOAT in
+//! `float`'s arithmetic), APPEND, STRLEN,
 //! GETRANGE and SETRANGE, with Redis 7's replies and errors.
 
 use super::{parse_integer, Args, NOT_AN_INTEGER, SYNTAX_ERROR, WRONG_TYPE};
@@ -148,6 +149,7 @@ pub(super) async fn execute(
                     .map(|out| out.write(w)),
             }
         }
+        "incrbyfloat" => incr_by_float(kt, db, args).await.map(|out| out.write(w)),
         "append" => {
             let tail = args.get(2).to_vec();
             kt.write(db, args.get(1), |e| match e {
@@ -318,6 +320,32 @@ async fn incr_by(kt: &mut KeyTxn, db: u16, key: &[u8], delta: i64) -> KeyResult<
             None => Write::Keep(Out::error("ERR increment or decrement would overflow")),
             Some(n) => Write::Put(Entry::string(n.to_string().into_bytes(), ttl), Out::Int(n)),
         }
+    })
+    .await
+}
+
+/// INCRBYFLOAT key increment, in Redis's long double arithmetic (`float`).
+async fn incr_by_float(kt: &mut KeyTxn, db: u16, args: &Args<'_>) -> KeyResult<Out> {
+    const NOT_A_FLOAT: &str = "ERR value is not a valid float";
+    let increment = super::float::parse(args.get(2));
+    kt.write(db, args.get(1), |e| {
+        let (current, ttl) = match e {
+            Some(e) if e.key_type != KeyType::String => return Write::Keep(Out::error(WRONG_TYPE)),
+            Some(e) => match super::float::parse(&e.value) {
+                Some(v) => (v, e.expires_at_us),
+                None => return Write::Keep(Out::error(NOT_A_FLOAT)),
+            },
+            None => (super::float::parse(b"0").expect("zero is a float"), None),
+        };
+        let Some(increment) = increment else {
+            return Write::Keep(Out::error(NOT_A_FLOAT));
+        };
+        let sum = super::float::add(current, increment);
+        if !sum.is_finite() {
+            return Write::Keep(Out::error("ERR increment would produce NaN or Infinity"));
+        }
+        let text = super::float::format_human(sum).into_bytes();
+        Write::Put(Entry::string(text.clone(), ttl), Out::Bulk(text))
     })
     .await
 }

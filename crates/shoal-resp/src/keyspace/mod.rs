@@ -312,6 +312,39 @@ impl KeyTxn {
     }
 }
 
+impl KeyTxn {
+    /// Up to `limit` keys in key order after `after` (from the start when None), each with
+    /// whether it has expired; for the expiry cycle's sweep.
+    pub fn sweep(
+        &self,
+        after: Option<&(u16, Vec<u8>)>,
+        limit: usize,
+    ) -> KeyResult<Vec<((u16, Vec<u8>), bool)>> {
+        let tables = &self.tables;
+        let start = after.map(|(db, key)| Self::key_values(*db, key));
+        let lower = match &start {
+            Some(k) => std::ops::Bound::Excluded(&k[..]),
+            None => std::ops::Bound::Unbounded,
+        };
+        let mut found = Vec::new();
+        tables.keys.index_scan(
+            tables.keys_primary,
+            &self.snap,
+            lower,
+            std::ops::Bound::Unbounded,
+            |_, bytes| {
+                let row = tables.keys.decode_row(bytes);
+                if let (Value::Int16(db), Value::Bytea(key)) = (&row[0], &row[1]) {
+                    let expired = row_is_expired(&row, self.now_us);
+                    found.push(((*db as u16, key.clone()), expired));
+                }
+                found.len() < limit
+            },
+        )?;
+        Ok(found)
+    }
+}
+
 fn row_is_expired(row: &[Value], now_us: i64) -> bool {
     matches!(row.get(4), Some(Value::TimestampTz(at)) if *at <= now_us)
 }
