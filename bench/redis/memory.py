@@ -81,37 +81,31 @@ def main():
         for i in range(args.keys):
             k, v = b"key:%012d" % i, b"v%09d" % i
             f.write(b"*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(k), k, len(v), v))
-    rows = []
-    try:
+    def measure(name, argv_of):
+        """Starts a server (argv_of(port) runs it), loads the keys, returns its row."""
         port = free_port()
-        redis = subprocess.Popen([args.redis_server, "--port", str(port), "--bind", "127.0.0.1",
-                                  "--save", "", "--appendonly", "no"],
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(argv_of(port), stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
         try:
             wait_ping(port)
-            used, rss = info_field(port, "used_memory"), rss_bytes(redis.pid)
+            used, rss = info_field(port, "used_memory"), rss_bytes(proc.pid)
             load(port, commands)
-            rows.append(("Redis 7", (info_field(port, "used_memory") - used) / args.keys,
-                         (rss_bytes(redis.pid) - rss) / args.keys))
+            return (name, (info_field(port, "used_memory") - used) / args.keys,
+                    (rss_bytes(proc.pid) - rss) / args.keys)
         finally:
-            redis.send_signal(signal.SIGTERM)
-            redis.wait(timeout=30)
-        port, sql_port = free_port(), free_port()
-        shoal = subprocess.Popen([args.shoal_binary, "serve", "--data-dir",
-                                  os.path.join(work, "data"), "--listen",
-                                  "127.0.0.1:%d" % sql_port, "--unix-socket-dir", "",
-                                  "--redis-listen", "127.0.0.1:%d" % port,
-                                  "--redis-appendfsync", "no"],
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            wait_ping(port)
-            used, rss = info_field(port, "used_memory"), rss_bytes(shoal.pid)
-            load(port, commands)
-            rows.append(("Shoal", (info_field(port, "used_memory") - used) / args.keys,
-                         (rss_bytes(shoal.pid) - rss) / args.keys))
-        finally:
-            shoal.send_signal(signal.SIGTERM)
-            shoal.wait(timeout=60)
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=60)
+
+    try:
+        rows = [
+            measure("Redis 7", lambda port: [
+                args.redis_server, "--port", str(port), "--bind", "127.0.0.1",
+                "--save", "", "--appendonly", "no"]),
+            measure("Shoal", lambda port: [
+                args.shoal_binary, "serve", "--data-dir", os.path.join(work, "data"),
+                "--listen", "127.0.0.1:%d" % free_port(), "--unix-socket-dir", "",
+                "--redis-listen", "127.0.0.1:%d" % port, "--redis-appendfsync", "no"]),
+        ]
     finally:
         shutil.rmtree(work, ignore_errors=True)
     lines = [

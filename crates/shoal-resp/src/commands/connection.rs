@@ -59,7 +59,7 @@ pub(super) fn execute(
             w.bulk(now.subsec_micros().to_string().as_bytes());
         }
         "config" => config(server, args, w),
-        "info" => info(server, client, w),
+        "info" => info(server, w),
         _ => return false,
     }
     true
@@ -252,8 +252,7 @@ fn config(server: &Server, args: &Args<'_>, w: &mut ReplyWriter<'_>) {
 /// INFO: the server, memory, persistence, replication and keyspace sections, as far as they
 /// apply. Memory is what the Redis data's table holds (rows, versions and index entries);
 /// the keyspace counts each database's live keys and those with an expiry.
-fn info(server: &Server, client: &Client, w: &mut ReplyWriter<'_>) {
-    let _ = client;
+fn info(server: &Server, w: &mut ReplyWriter<'_>) {
     let mut text = format!(
         "# Server\r\nredis_version:{REDIS_VERSION}\r\nredis_mode:standalone\r\nshoal_version:{}\r\nprocess_id:{}\r\nuptime_in_seconds:{}\r\n\r\n",
         env!("CARGO_PKG_VERSION"),

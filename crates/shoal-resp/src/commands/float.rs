@@ -59,20 +59,8 @@ pub fn parse(text: &[u8]) -> Option<LongDouble> {
 
 /// digits[.digits][e[+-]digits] as numerator / denominator.
 fn parse_decimal(s: &str) -> Option<(BigUint, BigUint, i64)> {
-    let (mantissa, exponent) = match s.split_once('e') {
-        Some((m, e)) => (m, parse_exponent(e)?),
-        None => (s, 0),
-    };
-    let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
-    if whole.is_empty() && fraction.is_empty() {
-        return None;
-    }
-    let digits = format!("{whole}{fraction}");
-    if !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let value = BigUint::parse_bytes(digits.as_bytes(), 10)?;
-    let scale = exponent - fraction.len() as i64;
+    let (value, fraction_digits, exponent) = split_number(s, 'e', 10)?;
+    let scale = exponent - fraction_digits;
     // Far outside the range either way: a bound keeps the powers small.
     if scale.abs() > 20_000 {
         return match value.is_zero() {
@@ -89,7 +77,14 @@ fn parse_decimal(s: &str) -> Option<(BigUint, BigUint, i64)> {
 
 /// hexdigits[.hexdigits][p[+-]digits] (strtold's hexadecimal form).
 fn parse_hex(s: &str) -> Option<(BigUint, BigUint, i64)> {
-    let (mantissa, exponent) = match s.split_once('p') {
+    let (value, fraction_digits, exponent) = split_number(s, 'p', 16)?;
+    Some((value, BigUint::one(), exponent - 4 * fraction_digits))
+}
+
+/// `digits[.digits][<marker>[+-]digits]` in `radix`: the digits as one integer, how many of
+/// them follow the point, and the exponent.
+fn split_number(s: &str, marker: char, radix: u32) -> Option<(BigUint, i64, i64)> {
+    let (mantissa, exponent) = match s.split_once(marker) {
         Some((m, e)) => (m, parse_exponent(e)?),
         None => (s, 0),
     };
@@ -98,11 +93,11 @@ fn parse_hex(s: &str) -> Option<(BigUint, BigUint, i64)> {
         return None;
     }
     let digits = format!("{whole}{fraction}");
-    if !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
+    if !digits.chars().all(|c| c.is_digit(radix)) {
         return None;
     }
-    let value = BigUint::parse_bytes(digits.as_bytes(), 16)?;
-    Some((value, BigUint::one(), exponent - 4 * fraction.len() as i64))
+    let value = BigUint::parse_bytes(digits.as_bytes(), radix)?;
+    Some((value, fraction.len() as i64, exponent))
 }
 
 fn parse_exponent(e: &str) -> Option<i64> {

@@ -8,7 +8,7 @@ mod float;
 mod keys;
 mod strings;
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 
 use crate::client::Client;
@@ -166,33 +166,9 @@ fn find_bytes(name: &[u8]) -> Option<&'static Spec> {
 pub struct Server {
     pub host: Arc<dyn Host>,
     next_client_id: AtomicU64,
-    appendfsync: parking_lot_free::Setting,
+    /// `AppendFsync as u8`: CONFIG SET changes it while connections read it.
+    appendfsync: AtomicU8,
     pub started: std::time::Instant,
-}
-
-/// A tiny setting cell without another dependency.
-mod parking_lot_free {
-    use std::sync::atomic::{AtomicU8, Ordering};
-
-    use crate::host::AppendFsync;
-
-    pub struct Setting(AtomicU8);
-
-    impl Setting {
-        pub fn new(v: AppendFsync) -> Self {
-            Setting(AtomicU8::new(v as u8))
-        }
-        pub fn get(&self) -> AppendFsync {
-            match self.0.load(Ordering::Relaxed) {
-                0 => AppendFsync::Always,
-                1 => AppendFsync::Everysec,
-                _ => AppendFsync::No,
-            }
-        }
-        pub fn set(&self, v: AppendFsync) {
-            self.0.store(v as u8, Ordering::Relaxed)
-        }
-    }
 }
 
 impl Server {
@@ -200,7 +176,7 @@ impl Server {
         Server {
             host,
             next_client_id: AtomicU64::new(1),
-            appendfsync: parking_lot_free::Setting::new(appendfsync),
+            appendfsync: AtomicU8::new(appendfsync as u8),
             started: std::time::Instant::now(),
         }
     }
@@ -210,11 +186,15 @@ impl Server {
     }
 
     pub fn appendfsync(&self) -> AppendFsync {
-        self.appendfsync.get()
+        match self.appendfsync.load(Ordering::Relaxed) {
+            0 => AppendFsync::Always,
+            1 => AppendFsync::Everysec,
+            _ => AppendFsync::No,
+        }
     }
 
     pub fn set_appendfsync(&self, v: AppendFsync) {
-        self.appendfsync.set(v)
+        self.appendfsync.store(v as u8, Ordering::Relaxed)
     }
 }
 
@@ -292,20 +272,19 @@ pub async fn execute(server: &Server, client: &mut Client, args: &Args<'_>, out:
                 return;
             }
             drop(w);
-            // A key command: its reply waits until the commit succeeds.
-            let mut reply = Vec::new();
+            // A key command: its reply is taken back if the commit fails.
+            let reply_start = out.len();
             let outcome = match begin(server) {
                 Err(e) => Err(e),
                 Ok(mut kt) => {
-                    let mut w = ReplyWriter::new(&mut reply, client.protocol);
+                    let mut w = ReplyWriter::new(&mut *out, client.protocol);
                     let ran = run_key_command(&mut kt, client, name, args, &mut w).await;
                     finish(server, kt, ran.map(|()| true)).await
                 }
             };
-            let mut w = ReplyWriter::new(out, client.protocol);
-            match outcome {
-                Ok(_) => w.out.extend_from_slice(&reply),
-                Err(e) => w.error(&format!("ERR {}", e.0)),
+            if let Err(e) = outcome {
+                out.truncate(reply_start);
+                ReplyWriter::new(out, client.protocol).error(&format!("ERR {}", e.0));
             }
         }
     }
@@ -417,17 +396,20 @@ async fn exec(server: &Server, client: &mut Client, out: &mut Vec<u8>) {
             .error("EXECABORT Transaction discarded because of previous errors.");
         return;
     }
-    let mut reply = Vec::new();
+    let reply_start = out.len();
     let outcome = match begin(server) {
         Err(e) => Err(e),
         Ok(mut kt) => {
-            let ran = exec_queued(server, client, &mut kt, &watched, &queued, &mut reply).await;
+            let ran = exec_queued(server, client, &mut kt, &watched, &queued, out).await;
             finish(server, kt, ran).await
         }
     };
+    if !matches!(outcome, Ok(true)) {
+        out.truncate(reply_start);
+    }
     let mut w = ReplyWriter::new(out, client.protocol);
     match outcome {
-        Ok(true) => w.out.extend_from_slice(&reply),
+        Ok(true) => {}
         Ok(false) => w.null_array(),
         Err(e) => w.error(&format!("ERR {}", e.0)),
     }

@@ -89,6 +89,12 @@ fn untyped_string(e: &mut Expr) -> Option<&mut String> {
     }
 }
 
+/// An untyped literal compared with char(n): its trailing blanks are padding too.
+fn trim_padding(text: &mut String) {
+    let trimmed = text.trim_end_matches(' ').len();
+    text.truncate(trimmed);
+}
+
 /// bpchar's value without its insignificant trailing blanks (PostgreSQL's bpchar-to-text cast).
 pub fn without_padding(e: Expr) -> Expr {
     Expr::ScalarFunction(ScalarFunction::new_udf(
@@ -159,8 +165,7 @@ pub fn plan_operands(
     if left_oid == Some(oid::BPCHAR) || right_oid == Some(oid::BPCHAR) {
         for (side, t) in [(&mut expr.left, left_oid), (&mut expr.right, right_oid)] {
             if let Some(text) = untyped_string(side) {
-                let trimmed = text.trim_end_matches(' ').len();
-                text.truncate(trimmed);
+                trim_padding(text);
             } else if t == Some(oid::BPCHAR) {
                 *side = without_padding(side.clone());
             }
@@ -239,8 +244,7 @@ fn padded_nullif(e: Expr, schema: &DFSchema) -> Transformed<Expr> {
     if is_bpchar(&other, schema) {
         other = without_padding(other);
     } else if let Some(text) = untyped_string(&mut other) {
-        let trimmed = text.trim_end_matches(' ').len();
-        text.truncate(trimmed);
+        trim_padding(text);
     }
     let equal = without_padding(value.clone()).eq(other);
     // A typed NULL: type coercion has already run.
@@ -280,8 +284,7 @@ fn unpadded_comparands(e: Expr, schema: &DFSchema) -> Transformed<Expr> {
             other => other,
         };
         if let Some(text) = untyped_string(literal) {
-            let trimmed = text.trim_end_matches(' ').len();
-            text.truncate(trimmed);
+            trim_padding(text);
         }
         o
     };
