@@ -3,10 +3,13 @@
 compares every reply, byte for byte once parsed (type, value, error text).
 
     python3 tests/redis/differential.py --shoal-binary target/debug/shoal [--redis-server PATH]
+        [--commands FILE ...]
 
-The commands are in commands.txt next to this file, one per line, split as a shell splits
-words. A line may start with a marker:
-    ~   the reply is an array whose order is unspecified (KEYS): compared sorted
+The commands are in the .txt files next to this file (commands.txt: connection, keys and
+strings; collections.txt: hashes, lists, sets and sorted sets), one per line, split as a shell
+splits words. Each file starts on new connections to servers just flushed. A line may start with a marker:
+    ~   the reply is an array, set or map whose order is unspecified (KEYS, SMEMBERS,
+        HGETALL): compared sorted
     ?   the reply varies (TIME, RANDOMKEY): only its type is compared
     !sleep SECONDS   waits (for expiry)
 Lines starting with # are comments. Both servers start empty, on free loopback ports, and
@@ -111,6 +114,8 @@ def normalise(reply, marker):
         return reply[0]
     if marker == "~" and reply[0] in ("array", "set"):
         return (reply[0], sorted(reply[1], key=repr))
+    if marker == "~" and reply[0] == "map":
+        return (reply[0], sorted(reply[1], key=repr))
     return reply
 
 
@@ -118,7 +123,9 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--shoal-binary", required=True)
     parser.add_argument("--redis-server", default=shutil.which("redis-server") or "redis-server")
-    parser.add_argument("--commands", default=os.path.join(HERE, "commands.txt"))
+    parser.add_argument("--commands", nargs="+",
+                        default=sorted(os.path.join(HERE, f) for f in os.listdir(HERE)
+                                       if f.endswith(".txt")))
     args = parser.parse_args()
 
     redis_port, shoal_port, shoal_redis_port = free_port(), free_port(), free_port()
@@ -134,26 +141,28 @@ def main():
              "--listen", "127.0.0.1:%d" % shoal_port, "--unix-socket-dir", "",
              "--redis-listen", "127.0.0.1:%d" % shoal_redis_port],
             stdout=subprocess.DEVNULL, stderr=open(os.path.join(data_dir, "stderr.log"), "w")))
-        redis, shoal = Conn(redis_port), Conn(shoal_redis_port)
-        for c in (redis, shoal):
-            c.call(["FLUSHALL"])
         failures, count = 0, 0
-        with open(args.commands) as f:
-            for number, line in enumerate(f, 1):
-                line = line.strip()
-                if not line or line.startswith("#"):
-                    continue
-                if line.startswith("!sleep"):
-                    time.sleep(float(line.split()[1]))
-                    continue
-                marker = line[0] if line[0] in "~?" else ""
-                words = shlex.split(line[len(marker):])
-                expected = normalise(redis.call(words), marker)
-                actual = normalise(shoal.call(words), marker)
-                count += 1
-                if expected != actual:
-                    failures += 1
-                    print("line %d: %s\n  redis: %r\n  shoal: %r" % (number, line, expected, actual))
+        for path in args.commands:
+            redis, shoal = Conn(redis_port), Conn(shoal_redis_port)
+            for c in (redis, shoal):
+                c.call(["FLUSHALL"])
+            with open(path) as f:
+                for number, line in enumerate(f, 1):
+                    line = line.strip()
+                    if not line or line.startswith("#"):
+                        continue
+                    if line.startswith("!sleep"):
+                        time.sleep(float(line.split()[1]))
+                        continue
+                    marker = line[0] if line[0] in "~?" else ""
+                    words = shlex.split(line[len(marker):])
+                    expected = normalise(redis.call(words), marker)
+                    actual = normalise(shoal.call(words), marker)
+                    count += 1
+                    if expected != actual:
+                        failures += 1
+                        print("%s:%d: %s\n  redis: %r\n  shoal: %r"
+                              % (os.path.basename(path), number, line, expected, actual))
         print("%d commands, %d replies differ from Redis's" % (count, failures))
         return 1 if failures else 0
     finally:

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use parking_lot::RwLock;
 use shoal_resp::host::{BoxFuture, Host};
-use shoal_resp::keyspace::Tables;
+use shoal_resp::keyspace::{self, Members, Tables};
 use shoal_storage::catalog::{ConstraintKind, RelationKind};
 use shoal_storage::{Database, Transaction};
 
@@ -20,7 +20,10 @@ use crate::session::Session;
 
 /// The schema of the Redis data and its tables, as SQL makes them. `redis.keys` holds one row
 /// per key: its database number (0-15), its name, its type, a string's value, and when it
-/// expires (absolute, so a restart keeps it).
+/// expires (absolute, so a restart keeps it). A hash, list, set or sorted set has one row per
+/// member in its type's table; deleting its key from SQL deletes them (the foreign keys). A
+/// sorted set's order is the index on `(db, key, score, member)`; `score = score` keeps NaN
+/// out, as Redis does.
 const SCHEMA_SQL: &str = "
 CREATE SCHEMA IF NOT EXISTS redis;
 CREATE TABLE IF NOT EXISTS redis.keys (
@@ -32,6 +35,38 @@ CREATE TABLE IF NOT EXISTS redis.keys (
     PRIMARY KEY (db, key),
     CHECK ((type = 'string') = (value IS NOT NULL))
 );
+CREATE TABLE IF NOT EXISTS redis.hashes (
+    db smallint NOT NULL,
+    key bytea NOT NULL,
+    field bytea NOT NULL,
+    value bytea NOT NULL,
+    PRIMARY KEY (db, key, field),
+    FOREIGN KEY (db, key) REFERENCES redis.keys ON DELETE CASCADE ON UPDATE CASCADE
+);
+CREATE TABLE IF NOT EXISTS redis.lists (
+    db smallint NOT NULL,
+    key bytea NOT NULL,
+    position bigint NOT NULL,
+    value bytea NOT NULL,
+    PRIMARY KEY (db, key, position),
+    FOREIGN KEY (db, key) REFERENCES redis.keys ON DELETE CASCADE ON UPDATE CASCADE
+);
+CREATE TABLE IF NOT EXISTS redis.sets (
+    db smallint NOT NULL,
+    key bytea NOT NULL,
+    member bytea NOT NULL,
+    PRIMARY KEY (db, key, member),
+    FOREIGN KEY (db, key) REFERENCES redis.keys ON DELETE CASCADE ON UPDATE CASCADE
+);
+CREATE TABLE IF NOT EXISTS redis.zsets (
+    db smallint NOT NULL,
+    key bytea NOT NULL,
+    member bytea NOT NULL,
+    score double precision NOT NULL CHECK (score = score),
+    PRIMARY KEY (db, key, member),
+    FOREIGN KEY (db, key) REFERENCES redis.keys ON DELETE CASCADE ON UPDATE CASCADE
+);
+CREATE INDEX IF NOT EXISTS zsets_by_score ON redis.zsets (db, key, score, member);
 ";
 
 pub struct RedisHost {
@@ -64,31 +99,62 @@ impl RedisHost {
         }
         let catalog = self.engine.catalog.read();
         let version = catalog.version;
-        let missing = || SqlError::undefined_table("redis.keys");
-        let Some((RelationKind::Table, oid)) = catalog.lookup("redis", "keys") else {
-            return Err(missing());
-        };
-        let def = catalog.tables.get(&oid).ok_or_else(missing)?;
-        let primary = def
-            .constraints
-            .iter()
-            .find_map(|c| match &c.kind {
-                ConstraintKind::PrimaryKey { columns, index } if columns == &[0, 1] => Some(*index),
-                _ => None,
+        // A table, checked to have the columns the Redis side writes, and its primary key
+        // on the first `key_columns` columns.
+        let find = |name: &str, columns: &[&str], key_columns: usize| -> SqlResult<Members> {
+            let missing = || SqlError::undefined_table(&format!("redis.{name}"));
+            let Some((RelationKind::Table, oid)) = catalog.lookup("redis", name) else {
+                return Err(missing());
+            };
+            let def = catalog.tables.get(&oid).ok_or_else(missing)?;
+            let names: Vec<&str> = def.columns.iter().map(|c| c.name.as_str()).collect();
+            if names != columns {
+                return Err(SqlError::internal(format!(
+                    "redis.{name} has columns {names:?}, not the ones the Redis protocol writes"
+                )));
+            }
+            let key_columns: Vec<usize> = (0..key_columns).collect();
+            let primary = def
+                .constraints
+                .iter()
+                .find_map(|c| match &c.kind {
+                    ConstraintKind::PrimaryKey { columns, index } if *columns == key_columns => {
+                        Some(*index)
+                    }
+                    _ => None,
+                })
+                .ok_or_else(|| {
+                    SqlError::internal(format!(
+                        "redis.{name} has lost its primary key on {:?}",
+                        &columns[..key_columns.len()]
+                    ))
+                })?;
+            let table = self.engine.db.table(oid as u64).ok_or_else(missing)?;
+            Ok(Members {
+                table,
+                primary: primary as u64,
             })
+        };
+        let keys = find("keys", &keyspace::KEYS_COLUMNS, 2)?;
+        let zsets = find("zsets", &keyspace::ZSETS_COLUMNS, 3)?;
+        // The sorted sets' order: the index on (db, key, score, member).
+        let zsets_by_score = zsets
+            .table
+            .indexes()
+            .iter()
+            .find(|i| i.columns == [0, 1, 3, 2])
+            .map(|i| i.id)
             .ok_or_else(|| {
-                SqlError::internal("redis.keys has lost its primary key on (db, key)")
+                SqlError::internal("redis.zsets has lost its index on (db, key, score, member)")
             })?;
-        let columns: Vec<&str> = def.columns.iter().map(|c| c.name.as_str()).collect();
-        if columns != shoal_resp::keyspace::KEYS_COLUMNS {
-            return Err(SqlError::internal(format!(
-                "redis.keys has columns {columns:?}, not the ones the Redis protocol writes"
-            )));
-        }
-        let keys = self.engine.db.table(oid as u64).ok_or_else(missing)?;
         let tables = Arc::new(Tables {
-            keys,
-            keys_primary: primary as u64,
+            keys: keys.table,
+            keys_primary: keys.primary,
+            hashes: find("hashes", &keyspace::HASHES_COLUMNS, 3)?,
+            lists: find("lists", &keyspace::LISTS_COLUMNS, 3)?,
+            sets: find("sets", &keyspace::SETS_COLUMNS, 3)?,
+            zsets,
+            zsets_by_score,
         });
         *self.tables.write() = Some((version, tables.clone()));
         Ok(tables)

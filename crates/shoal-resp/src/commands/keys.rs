@@ -4,7 +4,10 @@
 use super::strings::{expiry_at, Out};
 use super::{parse_integer, Args, NOT_AN_INTEGER, SYNTAX_ERROR};
 use crate::client::Client;
-use crate::keyspace::{Entry, KeyResult, KeyTxn, Write};
+use shoal_storage::types::Value;
+use shoal_storage::Direction;
+
+use crate::keyspace::{Entry, KeyResult, KeyTxn, KeyType, RowWrite, Write};
 use crate::protocol::ReplyWriter;
 
 pub(super) async fn execute(
@@ -217,7 +220,8 @@ async fn expire(kt: &mut KeyTxn, db: u16, name: &str, args: &Args<'_>) -> KeyRes
     .await
 }
 
-/// RENAME key newkey / RENAMENX: the value, type and expiry move to the new name.
+/// RENAME key newkey / RENAMENX: the value (or members), type and expiry move to the new
+/// name.
 async fn rename(kt: &mut KeyTxn, db: u16, name: &str, args: &Args<'_>) -> KeyResult<Out> {
     let (from, to) = (args.get(1), args.get(2));
     let Some(entry) = kt.get(db, from)? else {
@@ -232,7 +236,24 @@ async fn rename(kt: &mut KeyTxn, db: u16, name: &str, args: &Args<'_>) -> KeyRes
     if name == "renamenx" && kt.get(db, to)?.is_some() {
         return Ok(Out::Int(0));
     }
+    // A collection's members move too. The old value of `to` goes first, with its members.
+    let mut members = Vec::new();
+    if entry.key_type != KeyType::String {
+        kt.members(entry.key_type, db, from, Direction::Forward, |row| {
+            members.push(row);
+            true
+        })?;
+    }
+    kt.write(db, to, |_| Write::Delete(())).await?;
     kt.write(db, to, |_| Write::Put(entry.clone(), ())).await?;
+    for mut row in members {
+        row[1] = Value::Bytea(to.to_vec());
+        let sub = row[2].clone();
+        kt.write_member(entry.key_type, db, to, sub, |_| {
+            RowWrite::Put(row.clone(), ())
+        })
+        .await?;
+    }
     kt.write(db, from, |_| Write::Delete(())).await?;
     Ok(match name {
         "renamenx" => Out::Int(1),

@@ -1,12 +1,17 @@
 //! The commands: their table (name, arity, flags, key positions, as COMMAND reports them) and
 //! the dispatch of one request to its implementation. Connection commands (`connection`) run
-//! without the keyspace; key commands (`keys`, `strings`) run in one storage transaction each,
-//! committed as the server's `appendfsync` says when they wrote.
+//! without the keyspace; key commands (`keys`, `strings`, `hashes`, `lists`, `sets`, `zsets`)
+//! run in one storage transaction each, committed as the server's `appendfsync` says when they
+//! wrote.
 
 mod connection;
 mod float;
+mod hashes;
 mod keys;
+mod lists;
+mod sets;
 mod strings;
+mod zsets;
 
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
@@ -65,6 +70,7 @@ const fn spec(
 
 const W: &[&str] = &["write", "denyoom"];
 const WF: &[&str] = &["write", "fast"];
+const WDF: &[&str] = &["write", "denyoom", "fast"];
 const R: &[&str] = &["readonly", "fast"];
 const RS: &[&str] = &["readonly"];
 const C: &[&str] = &["fast", "loading", "stale"];
@@ -149,6 +155,63 @@ pub static COMMANDS: &[Spec] = &[
     spec("keys", 2, RS, NONE),
     spec("scan", -2, RS, NONE),
     spec("randomkey", 1, RS, NONE),
+    spec("hset", -4, WDF, ONE),
+    spec("hsetnx", 4, WDF, ONE),
+    spec("hmset", -4, WDF, ONE),
+    spec("hget", 3, R, ONE),
+    spec("hmget", -3, R, ONE),
+    spec("hgetall", 2, RS, ONE),
+    spec("hdel", -3, WF, ONE),
+    spec("hlen", 2, R, ONE),
+    spec("hexists", 3, R, ONE),
+    spec("hkeys", 2, RS, ONE),
+    spec("hvals", 2, RS, ONE),
+    spec("hincrby", 4, WDF, ONE),
+    spec("hincrbyfloat", 4, WDF, ONE),
+    spec("hstrlen", 3, R, ONE),
+    spec("lpush", -3, WDF, ONE),
+    spec("rpush", -3, WDF, ONE),
+    spec("lpushx", -3, WDF, ONE),
+    spec("rpushx", -3, WDF, ONE),
+    spec("lpop", -2, WF, ONE),
+    spec("rpop", -2, WF, ONE),
+    spec("lrange", 4, RS, ONE),
+    spec("llen", 2, R, ONE),
+    spec("lindex", 3, RS, ONE),
+    spec("lset", 4, W, ONE),
+    spec("lrem", 4, &["write"], ONE),
+    spec("ltrim", 4, &["write"], ONE),
+    spec("sadd", -3, WDF, ONE),
+    spec("srem", -3, WF, ONE),
+    spec("spop", -2, WF, ONE),
+    spec("srandmember", -2, RS, ONE),
+    spec("smembers", 2, RS, ONE),
+    spec("sismember", 3, R, ONE),
+    spec("smismember", -3, R, ONE),
+    spec("scard", 2, R, ONE),
+    spec("sinter", -2, RS, ALL),
+    spec("sunion", -2, RS, ALL),
+    spec("sdiff", -2, RS, ALL),
+    spec("sinterstore", -3, W, ALL),
+    spec("sunionstore", -3, W, ALL),
+    spec("sdiffstore", -3, W, ALL),
+    spec("zadd", -4, WDF, ONE),
+    spec("zincrby", 4, WDF, ONE),
+    spec("zrem", -3, WF, ONE),
+    spec("zscore", 3, R, ONE),
+    spec("zmscore", -3, R, ONE),
+    spec("zcard", 2, R, ONE),
+    spec("zcount", 4, R, ONE),
+    spec("zrank", 3, R, ONE),
+    spec("zrevrank", 3, R, ONE),
+    spec("zrange", -4, RS, ONE),
+    spec("zrangebyscore", -4, RS, ONE),
+    spec("zrevrangebyscore", -4, RS, ONE),
+    spec("zrevrange", -4, RS, ONE),
+    spec("zpopmin", -2, WF, ONE),
+    spec("zpopmax", -2, WF, ONE),
+    spec("zremrangebyscore", 4, &["write"], ONE),
+    spec("zremrangebyrank", 4, &["write"], ONE),
 ];
 
 /// The command named `name`, in any case.
@@ -214,8 +277,7 @@ pub async fn execute(server: &Server, client: &mut Client, args: &Args<'_>, out:
     let name = spec.name;
     let n = args.len() as i32;
     if (spec.arity > 0 && n != spec.arity) || (spec.arity < 0 && n < -spec.arity) {
-        let error = format!("ERR wrong number of arguments for '{}' command", spec.name);
-        return refuse(client, &mut w, &error);
+        return refuse(client, &mut w, &arity_error(spec.name));
     }
     match name {
         "multi" => match client.multi {
@@ -327,12 +389,21 @@ async fn run_key_command(
     if let Some(r) = keys::execute(kt, client, name, args, w).await {
         return r;
     }
-    match strings::execute(kt, client, name, args, w).await {
-        Some(r) => r,
-        None => Err(KeyspaceError(format!(
-            "command '{name}' is not implemented"
-        ))),
+    if let Some(r) = strings::execute(kt, client, name, args, w).await {
+        return r;
     }
+    let ran = match name.as_bytes()[0] {
+        b'h' => hashes::execute(kt, client, name, args, w).await,
+        b'l' | b'r' => lists::execute(kt, client, name, args, w).await,
+        b's' => sets::execute(kt, client, name, args, w).await,
+        b'z' => zsets::execute(kt, client, name, args, w).await,
+        _ => None,
+    };
+    ran.unwrap_or_else(|| {
+        Err(KeyspaceError(format!(
+            "command '{name}' is not implemented"
+        )))
+    })
 }
 
 /// EXEC's work in `kt`: false, with nothing done, when a WATCHed key has changed.
@@ -427,9 +498,36 @@ fn unknown_command(args: &Args<'_>) -> String {
     text
 }
 
+/// Redis's reply to a command with the wrong number of arguments.
+pub fn arity_error(name: &str) -> String {
+    format!("ERR wrong number of arguments for '{name}' command")
+}
+
+/// The bytes of a bytea value of a row (an empty slice for anything else, which the tables'
+/// NOT NULL constraints keep out).
+pub fn bytes_of(value: &shoal_storage::types::Value) -> &[u8] {
+    match value {
+        shoal_storage::types::Value::Bytea(b) => b,
+        _ => &[],
+    }
+}
+
+/// A count argument of SPOP, ZPOPMIN and the list pops: a non-negative integer.
+pub fn positive_count(args: &Args<'_>, i: usize) -> Result<Option<usize>, &'static str> {
+    if args.len() <= i {
+        return Ok(None);
+    }
+    match parse_integer(args.get(i)) {
+        Some(n) if n >= 0 => Ok(Some(n as usize)),
+        _ => Err(MUST_BE_POSITIVE),
+    }
+}
+
 /// Redis's reply for an argument that should be an integer.
 pub const NOT_AN_INTEGER: &str = "ERR value is not an integer or out of range";
 pub const SYNTAX_ERROR: &str = "ERR syntax error";
+/// Redis's reply for a count (LPOP, SPOP, ZPOPMIN) that is negative or not a number.
+pub const MUST_BE_POSITIVE: &str = "ERR value is out of range, must be positive";
 pub const WRONG_TYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
 
 /// An integer as Redis's `string2ll` reads one: optional `-`, digits without leading zeros,

@@ -13,18 +13,53 @@ use std::sync::Arc;
 
 use shoal_storage::types::Value;
 use shoal_storage::{
-    Database, IndexId, IsolationLevel, RowRef, RowTable, Snapshot, StorageError, Transaction,
-    WriteOutcome,
+    Database, IndexId, InsertOutcome, IsolationLevel, RowLockMode, RowRef, RowTable, Snapshot,
+    StorageError, Transaction, WriteOutcome,
 };
+
+mod members;
+
+pub use members::{Intent, Opened};
 
 /// The columns of `redis.keys`, in order.
 pub const KEYS_COLUMNS: [&str; 5] = ["db", "key", "type", "value", "expires_at"];
+/// The columns of the members' tables, in order: `redis.hashes`, `redis.lists`, `redis.sets`
+/// and `redis.zsets`. Each has the primary key `(db, key, <third column>)`.
+pub const HASHES_COLUMNS: [&str; 4] = ["db", "key", "field", "value"];
+pub const LISTS_COLUMNS: [&str; 4] = ["db", "key", "position", "value"];
+pub const SETS_COLUMNS: [&str; 3] = ["db", "key", "member"];
+pub const ZSETS_COLUMNS: [&str; 4] = ["db", "key", "member", "score"];
+
+/// A table of a collection type's members, with its primary key index.
+pub struct Members {
+    pub table: Arc<RowTable>,
+    pub primary: IndexId,
+}
 
 /// The tables of the Redis data, as the host found them in the catalog.
 pub struct Tables {
     pub keys: Arc<RowTable>,
     /// The primary key index of `redis.keys`, on `(db, key)`.
     pub keys_primary: IndexId,
+    pub hashes: Members,
+    pub lists: Members,
+    pub sets: Members,
+    pub zsets: Members,
+    /// The index of `redis.zsets` on `(db, key, score, member)`: a sorted set in its order.
+    pub zsets_by_score: IndexId,
+}
+
+impl Tables {
+    /// The members' table of a collection type.
+    pub fn members(&self, t: KeyType) -> &Members {
+        match t {
+            KeyType::Hash => &self.hashes,
+            KeyType::List => &self.lists,
+            KeyType::Set => &self.sets,
+            KeyType::ZSet => &self.zsets,
+            KeyType::String => unreachable!("a string has no members"),
+        }
+    }
 }
 
 /// A key's type, as TYPE names it and `redis.keys.type` holds it.
@@ -69,6 +104,11 @@ pub struct Entry {
 }
 
 impl Entry {
+    /// Whether the key has not expired at `now_us`.
+    pub fn live_at(&self, now_us: i64) -> bool {
+        self.expires_at_us.is_none_or(|at| at > now_us)
+    }
+
     pub fn string(value: Vec<u8>, expires_at_us: Option<i64>) -> Entry {
         Entry {
             key_type: KeyType::String,
@@ -86,6 +126,17 @@ pub enum Write<T> {
     Put(Entry, T),
     /// Delete the key, and answer `T`.
     Delete(T),
+    /// Lock the key's row in this mode until the transaction ends (if the key is live), and
+    /// answer `T`: a collection's members are written under its key's lock.
+    Lock(RowLockMode, T),
+}
+
+/// What a write does to a row of any of the tables, given the row it finds.
+pub enum RowWrite<T> {
+    Keep(T),
+    Put(Vec<Value>, T),
+    Delete(T),
+    Lock(RowLockMode, T),
 }
 
 /// An error a command reports: a storage failure, with its message.
@@ -153,41 +204,98 @@ impl KeyTxn {
     }
 
     fn live(&self, e: &Entry) -> bool {
-        e.expires_at_us.is_none_or(|at| at > self.now_us)
+        e.live_at(self.now_us)
     }
 
     /// Runs `decide` on the key's live entry (None if it has none) and does what it says. A row
     /// another transaction is writing is waited for, and `decide` runs again on the newest
-    /// committed version, as often as it takes.
+    /// committed version, as often as it takes. A collection's members go with its key: when
+    /// the key is deleted, or replaced by a key of another type or after it expired.
     pub async fn write<T>(
         &mut self,
         db: u16,
         key: &[u8],
         mut decide: impl FnMut(Option<&Entry>) -> Write<T>,
     ) -> KeyResult<T> {
+        let now = self.now_us;
+        let tables = self.tables.clone();
+        let mut purge = None;
+        let answer = self
+            .write_row(
+                &tables.keys,
+                tables.keys_primary,
+                &Self::key_values(db, key),
+                |row| {
+                    purge = None;
+                    let Some(row) = row else {
+                        return match decide(None) {
+                            Write::Put(e, a) => RowWrite::Put(row_of(db, key, &e), a),
+                            Write::Keep(a) | Write::Delete(a) | Write::Lock(_, a) => {
+                                RowWrite::Keep(a)
+                            }
+                        };
+                    };
+                    let stored = stored_collection(row);
+                    let current = entry_of(row).filter(|e| e.live_at(now));
+                    match decide(current.as_ref()) {
+                        Write::Keep(a) => RowWrite::Keep(a),
+                        Write::Lock(mode, a) => match current {
+                            Some(_) => RowWrite::Lock(mode, a),
+                            None => RowWrite::Keep(a),
+                        },
+                        Write::Put(e, a) => {
+                            if current.is_none() || stored != Some(e.key_type) {
+                                purge = stored;
+                            }
+                            RowWrite::Put(row_of(db, key, &e), a)
+                        }
+                        // A row SQL wrote that is not a key (an unknown type) is left alone;
+                        // an expired key's row goes.
+                        Write::Delete(a) if current.is_none() && !row_is_expired(row, now) => {
+                            RowWrite::Keep(a)
+                        }
+                        Write::Delete(a) => {
+                            purge = stored;
+                            RowWrite::Delete(a)
+                        }
+                    }
+                },
+            )
+            .await?;
+        if let Some(t) = purge {
+            self.purge_members(db, key, t).await?;
+        }
+        Ok(answer)
+    }
+
+    /// Runs `decide` on the row of `table` with `key` in its unique `index` (None if there is
+    /// none) and does what it says, waiting for a transaction that is writing the row and
+    /// deciding again on the newest committed version. After a wait, the transaction reads at
+    /// a new snapshot, which has what it waited for.
+    pub async fn write_row<T>(
+        &mut self,
+        table: &RowTable,
+        index: IndexId,
+        key: &[Value],
+        mut decide: impl FnMut(Option<&[Value]>) -> RowWrite<T>,
+    ) -> KeyResult<T> {
         loop {
-            let found = self.row(db, key)?;
-            let mut snap = self.snap;
-            let Some((handle, row)) = found else {
+            let Some((handle, row)) = table.index_get(index, &self.snap, key)? else {
                 // No row: insert one, unless another transaction's insert of the key comes
                 // first (then wait for it and decide again).
-                let (entry, answer) = match decide(None) {
-                    Write::Keep(a) | Write::Delete(a) => return Ok(a),
-                    Write::Put(e, a) => (e, a),
+                let (row, answer) = match decide(None) {
+                    RowWrite::Put(r, a) => (r, a),
+                    RowWrite::Keep(a) | RowWrite::Delete(a) | RowWrite::Lock(_, a) => return Ok(a),
                 };
-                match self
-                    .tables
-                    .keys
-                    .insert_or_conflict(&mut self.txn, &row_of(db, key, &entry))
-                {
-                    Ok(shoal_storage::InsertOutcome::Inserted(_)) => {
+                match table.insert_or_conflict(&mut self.txn, &row) {
+                    Ok(InsertOutcome::Inserted(_)) => {
                         self.wrote = true;
                         return Ok(answer);
                     }
                     // A live row appeared after the snapshot: decide on it. (Its commit may
                     // not be in new snapshots for a moment, while an earlier commit is still
                     // being stamped: let that run.)
-                    Ok(shoal_storage::InsertOutcome::Conflict { .. }) => {
+                    Ok(InsertOutcome::Conflict { .. }) => {
                         tokio::task::yield_now().await;
                         self.snap = self.db.statement_snapshot(&mut self.txn);
                         continue;
@@ -200,42 +308,41 @@ impl KeyTxn {
                     Err(e) => return Err(e.into()),
                 }
             };
-            let mut current = entry_of(&row).filter(|e| self.live(e));
+            let mut current = row;
+            let mut snap = self.snap;
             loop {
-                let (outcome, answer) = match decide(current.as_ref()) {
-                    Write::Keep(a) => return Ok(a),
-                    Write::Put(e, a) => (
-                        self.tables.keys.update(
-                            &mut self.txn,
-                            &handle,
-                            &snap,
-                            &row_of(db, key, &e),
-                        ),
-                        a,
-                    ),
-                    Write::Delete(a) => {
-                        if current.is_none() && !row_is_expired(&row, self.now_us) {
-                            return Ok(a);
-                        }
-                        (self.tables.keys.delete(&mut self.txn, &handle, &snap), a)
+                let (outcome, answer, writes) = match decide(Some(&current)) {
+                    RowWrite::Keep(a) => return Ok(a),
+                    RowWrite::Put(r, a) => {
+                        (table.update(&mut self.txn, &handle, &snap, &r), a, true)
                     }
+                    RowWrite::Delete(a) => (table.delete(&mut self.txn, &handle, &snap), a, true),
+                    RowWrite::Lock(mode, a) => (
+                        table.lock_row(&mut self.txn, &handle, &snap, mode),
+                        a,
+                        false,
+                    ),
                 };
                 match outcome {
                     Ok(WriteOutcome::Done) => {
-                        self.wrote = true;
+                        self.wrote |= writes;
                         return Ok(answer);
                     }
                     // Deleted since the snapshot: start over (an insert, now).
-                    Ok(WriteOutcome::Changed { newest: None, .. }) => break,
+                    Ok(WriteOutcome::Changed { newest: None, .. }) => {
+                        tokio::task::yield_now().await;
+                        break;
+                    }
                     Ok(WriteOutcome::Changed {
                         newest: Some(newest),
                         newest_snapshot,
                     }) => {
-                        current = entry_of(&newest).filter(|e| self.live(e));
+                        current = newest;
                         snap = newest_snapshot;
                     }
                     Err(StorageError::WouldBlock { holder }) => {
                         self.db.wait_for(&self.txn, holder).await?;
+                        break;
                     }
                     Err(e) => return Err(e.into()),
                 }
@@ -342,6 +449,15 @@ impl KeyTxn {
             },
         )?;
         Ok(found)
+    }
+}
+
+/// The collection type of a stored row of `redis.keys`, expired or not (its members are still
+/// stored until the row goes).
+fn stored_collection(row: &[Value]) -> Option<KeyType> {
+    match row.get(2) {
+        Some(Value::Text(t)) => KeyType::parse(t).filter(|t| *t != KeyType::String),
+        _ => None,
     }
 }
 

@@ -1,0 +1,390 @@
+//! List commands: LPUSH, RPUSH, LPUSHX, RPUSHX, LPOP, RPOP, LRANGE, LLEN, LINDEX, LSET, LREM
+//! and LTRIM. A list's elements are rows of `redis.lists` at consecutive positions: a push
+//! takes the position before the first or after the last, a pop takes the first or last, and
+//! LREM closes the gaps it leaves. So the length is `last - first + 1` and the element at an
+//! index is one lookup, as Redis's LLEN and LINDEX are cheap.
+
+use std::ops::Bound;
+
+use shoal_storage::types::Value;
+use shoal_storage::Direction;
+
+use super::{bytes_of, parse_integer, Args, NOT_AN_INTEGER, WRONG_TYPE};
+use crate::client::Client;
+use crate::keyspace::{Intent, KeyResult, KeyTxn, KeyType, Opened, RowWrite};
+use crate::protocol::ReplyWriter;
+
+const LIST: KeyType = KeyType::List;
+
+pub(super) async fn execute(
+    kt: &mut KeyTxn,
+    client: &Client,
+    name: &str,
+    args: &Args<'_>,
+    w: &mut ReplyWriter<'_>,
+) -> Option<KeyResult<()>> {
+    let db = client.db;
+    let key = args.get(1);
+    let result = match name {
+        "lpush" | "rpush" | "lpushx" | "rpushx" => push(kt, db, name, args, w).await,
+        "lpop" | "rpop" => pop(kt, db, name, args, w).await,
+        "llen" => (|| {
+            match kt.find(db, key, LIST)? {
+                Opened::WrongType => w.error(WRONG_TYPE),
+                _ => w.integer(length(ends(kt, db, key)?)),
+            }
+            Ok(())
+        })(),
+        "lindex" => (|| {
+            let Some(index) = parse_integer(args.get(2)) else {
+                return Ok(w.error(NOT_AN_INTEGER));
+            };
+            match kt.find(db, key, LIST)? {
+                Opened::WrongType => return Ok(w.error(WRONG_TYPE)),
+                Opened::Missing => return Ok(w.null()),
+                Opened::Ready => {}
+            }
+            match position_at(ends(kt, db, key)?, index) {
+                None => w.null(),
+                Some(at) => match kt.member(LIST, db, key, Value::Int64(at))? {
+                    Some(row) => w.bulk(bytes_of(&row[3])),
+                    None => w.null(),
+                },
+            }
+            Ok(())
+        })(),
+        "lrange" => lrange(kt, db, args, w),
+        "lset" => lset(kt, db, args, w).await,
+        "ltrim" => ltrim(kt, db, args, w).await,
+        "lrem" => lrem(kt, db, args, w).await,
+        _ => return None,
+    };
+    Some(result)
+}
+
+fn position_of(row: &[Value]) -> i64 {
+    match row[2] {
+        Value::Int64(p) => p,
+        _ => unreachable!("redis.lists.position is a bigint"),
+    }
+}
+
+fn list_row(db: u16, key: &[u8], position: i64, value: Vec<u8>) -> Vec<Value> {
+    vec![
+        Value::Int16(db as i16),
+        Value::Bytea(key.to_vec()),
+        Value::Int64(position),
+        Value::Bytea(value),
+    ]
+}
+
+/// The first and last positions of the list; None when it has no elements.
+fn ends(kt: &KeyTxn, db: u16, key: &[u8]) -> KeyResult<Option<(i64, i64)>> {
+    let end = |direction| {
+        let mut found = None;
+        kt.members(LIST, db, key, direction, |row| {
+            found = Some(position_of(&row));
+            false
+        })
+        .map(|()| found)
+    };
+    let Some(first) = end(Direction::Forward)? else {
+        return Ok(None);
+    };
+    let last = end(Direction::Backward)?.unwrap_or(first);
+    Ok(Some((first, last)))
+}
+
+fn length(ends: Option<(i64, i64)>) -> i64 {
+    ends.map_or(0, |(first, last)| last - first + 1)
+}
+
+/// The position of the element at `index` (negative: from the end); None when out of range.
+fn position_at(ends: Option<(i64, i64)>, index: i64) -> Option<i64> {
+    let (first, _) = ends?;
+    let len = length(ends);
+    let i = if index < 0 { len + index } else { index };
+    (0..len).contains(&i).then_some(first + i)
+}
+
+/// Inclusive `start..=stop` in Redis's range rules (negative from the end, clamped); None
+/// when the range is empty.
+pub(super) fn clamp_range(start: i64, stop: i64, len: i64) -> Option<(i64, i64)> {
+    let start = if start < 0 {
+        (len + start).max(0)
+    } else {
+        start
+    };
+    let stop = if stop < 0 { len + stop } else { stop };
+    if start > stop || start >= len {
+        return None;
+    }
+    Some((start, stop.min(len - 1)))
+}
+
+/// LPUSH/RPUSH key element... (and the X forms, only onto an existing list): the length after.
+async fn push(
+    kt: &mut KeyTxn,
+    db: u16,
+    name: &str,
+    args: &Args<'_>,
+    w: &mut ReplyWriter<'_>,
+) -> KeyResult<()> {
+    let key = args.get(1);
+    let intent = match name.ends_with('x') {
+        true => Intent::Change,
+        false => Intent::Add,
+    };
+    match kt.open(db, key, LIST, intent).await? {
+        Opened::WrongType => return Ok(w.error(WRONG_TYPE)),
+        Opened::Missing => return Ok(w.integer(0)),
+        Opened::Ready => {}
+    }
+    let left = name.starts_with('l');
+    for i in 2..args.len() {
+        let value = args.get(i);
+        // Another client may take the position first (pushes to one list run side by side
+        // under a shared lock): then look again.
+        loop {
+            let at = match ends(kt, db, key)? {
+                None => 0,
+                Some((first, _)) if left => first - 1,
+                Some((_, last)) => last + 1,
+            };
+            let pushed = kt
+                .write_member(LIST, db, key, Value::Int64(at), |row| match row {
+                    None => RowWrite::Put(list_row(db, key, at, value.to_vec()), true),
+                    Some(_) => RowWrite::Keep(false),
+                })
+                .await?;
+            if pushed {
+                break;
+            }
+        }
+    }
+    w.integer(length(ends(kt, db, key)?));
+    Ok(())
+}
+
+/// LPOP/RPOP key [count]: one element, or an array of up to `count`.
+async fn pop(
+    kt: &mut KeyTxn,
+    db: u16,
+    name: &str,
+    args: &Args<'_>,
+    w: &mut ReplyWriter<'_>,
+) -> KeyResult<()> {
+    if args.len() > 3 {
+        return Ok(w.error(&super::arity_error(name)));
+    }
+    let count = match args.len() {
+        3 => match parse_integer(args.get(2)) {
+            Some(n) if n >= 0 => Some(n),
+            _ => return Ok(w.error(super::MUST_BE_POSITIVE)),
+        },
+        _ => None,
+    };
+    let key = args.get(1);
+    match kt.open(db, key, LIST, Intent::Remove).await? {
+        Opened::WrongType => return Ok(w.error(WRONG_TYPE)),
+        Opened::Missing if count.is_some() => return Ok(w.null_array()),
+        Opened::Missing => return Ok(w.null()),
+        Opened::Ready => {}
+    }
+    let direction = match name {
+        "lpop" => Direction::Forward,
+        _ => Direction::Backward,
+    };
+    let mut popped = Vec::new();
+    while popped.len() < count.unwrap_or(1) as usize {
+        let mut end = None;
+        kt.members(LIST, db, key, direction, |row| {
+            end = Some(position_of(&row));
+            false
+        })?;
+        let Some(at) = end else { break };
+        let value = kt
+            .write_member(LIST, db, key, Value::Int64(at), |row| match row {
+                Some(row) => RowWrite::Delete(Some(bytes_of(&row[3]).to_vec())),
+                None => RowWrite::Keep(None),
+            })
+            .await?;
+        popped.extend(value);
+    }
+    kt.close_if_empty(db, key, LIST).await?;
+    match count {
+        None => match popped.first() {
+            Some(v) => w.bulk(v),
+            None => w.null(),
+        },
+        Some(_) => {
+            w.array(popped.len());
+            for v in &popped {
+                w.bulk(v);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn lrange(kt: &KeyTxn, db: u16, args: &Args<'_>, w: &mut ReplyWriter<'_>) -> KeyResult<()> {
+    let key = args.get(1);
+    let (Some(start), Some(stop)) = (parse_integer(args.get(2)), parse_integer(args.get(3))) else {
+        return Ok(w.error(NOT_AN_INTEGER));
+    };
+    if kt.find(db, key, LIST)? == Opened::WrongType {
+        return Ok(w.error(WRONG_TYPE));
+    }
+    let ends = ends(kt, db, key)?;
+    let (Some((first, _)), Some((start, stop))) = (ends, clamp_range(start, stop, length(ends)))
+    else {
+        return Ok(w.array(0));
+    };
+    let mut values = Vec::with_capacity((stop - start + 1) as usize);
+    let index = kt.tables.lists.primary;
+    let (lower, upper) = ([Value::Int64(first + start)], [Value::Int64(first + stop)]);
+    kt.scan_members(
+        LIST,
+        index,
+        db,
+        key,
+        Direction::Forward,
+        Bound::Included(&lower),
+        Bound::Included(&upper),
+        |mut row| {
+            values.push(row.pop());
+            true
+        },
+    )?;
+    w.array(values.len());
+    for v in &values {
+        w.bulk(v.as_ref().map_or(&[][..], bytes_of));
+    }
+    Ok(())
+}
+
+async fn lset(kt: &mut KeyTxn, db: u16, args: &Args<'_>, w: &mut ReplyWriter<'_>) -> KeyResult<()> {
+    let (key, value) = (args.get(1), args.get(3));
+    let Some(index) = parse_integer(args.get(2)) else {
+        return Ok(w.error(NOT_AN_INTEGER));
+    };
+    match kt.open(db, key, LIST, Intent::Change).await? {
+        Opened::WrongType => return Ok(w.error(WRONG_TYPE)),
+        Opened::Missing => return Ok(w.error("ERR no such key")),
+        Opened::Ready => {}
+    }
+    let Some(at) = position_at(ends(kt, db, key)?, index) else {
+        return Ok(w.error("ERR index out of range"));
+    };
+    kt.write_member(LIST, db, key, Value::Int64(at), |_| {
+        RowWrite::Put(list_row(db, key, at, value.to_vec()), ())
+    })
+    .await?;
+    w.ok();
+    Ok(())
+}
+
+/// Deletes the element at position `at`.
+async fn delete_at(kt: &mut KeyTxn, db: u16, key: &[u8], at: i64) -> KeyResult<()> {
+    kt.write_member(LIST, db, key, Value::Int64(at), |row| match row {
+        Some(_) => RowWrite::Delete(()),
+        None => RowWrite::Keep(()),
+    })
+    .await
+}
+
+/// LTRIM key start stop: keeps only the elements in the range.
+async fn ltrim(
+    kt: &mut KeyTxn,
+    db: u16,
+    args: &Args<'_>,
+    w: &mut ReplyWriter<'_>,
+) -> KeyResult<()> {
+    let key = args.get(1);
+    let (Some(start), Some(stop)) = (parse_integer(args.get(2)), parse_integer(args.get(3))) else {
+        return Ok(w.error(NOT_AN_INTEGER));
+    };
+    match kt.open(db, key, LIST, Intent::Remove).await? {
+        Opened::WrongType => return Ok(w.error(WRONG_TYPE)),
+        Opened::Missing => return Ok(w.ok()),
+        Opened::Ready => {}
+    }
+    if let Some((first, last)) = ends(kt, db, key)? {
+        let (keep_from, keep_to) = match clamp_range(start, stop, last - first + 1) {
+            Some((start, stop)) => (first + start, first + stop),
+            None => (last + 1, last),
+        };
+        for at in (first..keep_from).chain(keep_to + 1..=last) {
+            delete_at(kt, db, key, at).await?;
+        }
+    }
+    kt.close_if_empty(db, key, LIST).await?;
+    w.ok();
+    Ok(())
+}
+
+/// LREM key count element: removes the first `count` elements equal to `element` (from the
+/// end when negative, all when 0), then moves the elements after the first gap down so the
+/// positions stay consecutive.
+async fn lrem(kt: &mut KeyTxn, db: u16, args: &Args<'_>, w: &mut ReplyWriter<'_>) -> KeyResult<()> {
+    let (key, element) = (args.get(1), args.get(3));
+    let Some(count) = parse_integer(args.get(2)) else {
+        return Ok(w.error(NOT_AN_INTEGER));
+    };
+    match kt.open(db, key, LIST, Intent::Remove).await? {
+        Opened::WrongType => return Ok(w.error(WRONG_TYPE)),
+        Opened::Missing => return Ok(w.integer(0)),
+        Opened::Ready => {}
+    }
+    let direction = match count < 0 {
+        true => Direction::Backward,
+        false => Direction::Forward,
+    };
+    let limit = match count {
+        0 => usize::MAX,
+        n => n.unsigned_abs() as usize,
+    };
+    let mut matches = Vec::new();
+    kt.members(LIST, db, key, direction, |row| {
+        if bytes_of(&row[3]) == element {
+            matches.push(position_of(&row));
+        }
+        matches.len() < limit
+    })?;
+    for &at in &matches {
+        delete_at(kt, db, key, at).await?;
+    }
+    if let Some(&gap) = matches.iter().min() {
+        let mut after = Vec::new();
+        let index = kt.tables.lists.primary;
+        let lower = [Value::Int64(gap)];
+        kt.scan_members(
+            LIST,
+            index,
+            db,
+            key,
+            Direction::Forward,
+            Bound::Included(&lower),
+            Bound::Unbounded,
+            |row| {
+                after.push(row);
+                true
+            },
+        )?;
+        let mut next = gap;
+        for mut row in after {
+            let at = position_of(&row);
+            if at != next {
+                row[2] = Value::Int64(next);
+                kt.write_member(LIST, db, key, Value::Int64(at), |_| {
+                    RowWrite::Put(row.clone(), ())
+                })
+                .await?;
+            }
+            next += 1;
+        }
+    }
+    kt.close_if_empty(db, key, LIST).await?;
+    w.integer(matches.len() as i64);
+    Ok(())
+}
