@@ -20,7 +20,7 @@ pub async fn serve<S>(mut stream: S, server: Arc<Server>, peer: String) -> std::
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    let mut client = server.new_client(peer);
+    let (mut client, _connected) = server.new_client(peer);
     let mut input: Vec<u8> = Vec::with_capacity(READ_CHUNK_BYTES);
     let mut output: Vec<u8> = Vec::with_capacity(READ_CHUNK_BYTES);
     loop {

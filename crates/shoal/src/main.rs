@@ -451,9 +451,11 @@ fn main() {
                     };
                     let appendfsync = shoal_resp::host::AppendFsync::parse(&redis_appendfsync)
                         .expect("clap checked the value");
+                    let port = tcp.local_addr().map_or(0, |a| a.port());
                     let server = std::sync::Arc::new(shoal_resp::commands::Server::new(
                         host,
                         appendfsync,
+                        port,
                     ));
                     tokio::spawn(shoal_resp::expiry::run(server.clone()));
                     tracing::info!(

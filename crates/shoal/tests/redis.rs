@@ -275,15 +275,28 @@ async fn expired_keys_are_never_read_and_their_rows_go() {
         r.call(&["SET", "long", "v", "EX", "100"]).await,
         Reply::Status("OK".into())
     );
+    assert_eq!(
+        r.call(&["RPUSH", "short-list", "a", "b"]).await,
+        Reply::Int(2)
+    );
+    assert_eq!(
+        r.call(&["PEXPIRE", "short-list", "200"]).await,
+        Reply::Int(1)
+    );
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     assert_eq!(r.call(&["GET", "short"]).await, Reply::Nil);
+    assert_eq!(r.call(&["LLEN", "short-list"]).await, Reply::Int(0));
     assert_eq!(r.call(&["EXISTS", "short", "long"]).await, Reply::Int(1));
     // The expiry cycle deletes the expired row without any command touching the key.
     let sql = support::connect(&server).await;
     let mut left = i64::MAX;
     for _ in 0..100 {
         left = sql
-            .query_one("SELECT count(*) FROM redis.keys WHERE key = 'short'", &[])
+            .query_one(
+                "SELECT (SELECT count(*) FROM redis.keys WHERE key IN ('short', 'short-list'))
+                      + (SELECT count(*) FROM redis.lists)",
+                &[],
+            )
             .await
             .unwrap()
             .get(0);
@@ -292,11 +305,160 @@ async fn expired_keys_are_never_read_and_their_rows_go() {
         }
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
-    assert_eq!(left, 0, "the expired key's row is still there");
+    assert_eq!(
+        left, 0,
+        "the expired keys' rows (or the list's elements) are still there"
+    );
     let kept: i64 = sql
         .query_one("SELECT count(*) FROM redis.keys WHERE key = 'long'", &[])
         .await
         .unwrap()
         .get(0);
     assert_eq!(kept, 1);
+}
+
+/// Pushes and pops of one list from many clients at once: every element pushed is popped
+/// exactly once, and the list's key goes with its last element.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_pushes_and_pops_keep_every_element_once() {
+    const CLIENTS: usize = 6;
+    const PUSHES: usize = 50;
+    let (_server, port) = start(&[]);
+    let mut tasks = Vec::new();
+    for c in 0..CLIENTS {
+        tasks.push(tokio::spawn(async move {
+            let mut r = Redis::connect(port).await;
+            for i in 0..PUSHES {
+                let side = if i % 2 == 0 { "LPUSH" } else { "RPUSH" };
+                match r.call(&[side, "queue", &format!("{c}:{i}")]).await {
+                    Reply::Int(n) => assert!(n >= 1),
+                    other => panic!("{side} answered {other:?}"),
+                }
+                // Members of a set and fields of a hash from every client, too.
+                r.call(&["SADD", "seen", &format!("{c}:{i}")]).await;
+                r.call(&["HINCRBY", "per-client", &c.to_string(), "1"])
+                    .await;
+            }
+        }));
+    }
+    for t in tasks.drain(..) {
+        t.await.unwrap();
+    }
+    let mut r = Redis::connect(port).await;
+    let total = (CLIENTS * PUSHES) as i64;
+    assert_eq!(r.call(&["LLEN", "queue"]).await, Reply::Int(total));
+    assert_eq!(r.call(&["SCARD", "seen"]).await, Reply::Int(total));
+    for c in 0..CLIENTS {
+        assert_eq!(
+            r.call(&["HGET", "per-client", &c.to_string()]).await,
+            bulk(&PUSHES.to_string())
+        );
+    }
+    let mut poppers = Vec::new();
+    for c in 0..CLIENTS {
+        poppers.push(tokio::spawn(async move {
+            let mut r = Redis::connect(port).await;
+            let mut popped = Vec::new();
+            loop {
+                let pop = if c % 2 == 0 { "LPOP" } else { "RPOP" };
+                match r.call(&[pop, "queue"]).await {
+                    Reply::Bulk(v) => popped.push(String::from_utf8(v).unwrap()),
+                    Reply::Nil => return popped,
+                    other => panic!("{pop} answered {other:?}"),
+                }
+            }
+        }));
+    }
+    let mut all = Vec::new();
+    for t in poppers {
+        all.extend(t.await.unwrap());
+    }
+    all.sort();
+    let mut expected: Vec<String> = (0..CLIENTS)
+        .flat_map(|c| (0..PUSHES).map(move |i| format!("{c}:{i}")))
+        .collect();
+    expected.sort();
+    assert_eq!(all, expected);
+    assert_eq!(r.call(&["EXISTS", "queue"]).await, Reply::Int(0));
+}
+
+/// Hashes, lists, sets and sorted sets are rows SQL reads and writes: a write from either side
+/// is what the other reads, and deleting a key from SQL deletes its members.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sql_sees_and_changes_collections() {
+    let (server, port) = start(&[]);
+    let mut r = Redis::connect(port).await;
+    r.call(&["HSET", "user:1", "name", "ann", "city", "oslo"])
+        .await;
+    r.call(&["RPUSH", "jobs", "a", "b", "c"]).await;
+    r.call(&["SADD", "tags", "x", "y"]).await;
+    r.call(&["ZADD", "board", "10", "ann", "20", "bob"]).await;
+    let sql = support::connect(&server).await;
+    let fields: Vec<(String, String)> = sql
+        .query(
+            "SELECT convert_from(field, 'UTF8'), convert_from(value, 'UTF8') FROM redis.hashes
+              WHERE db = 0 AND key = 'user:1' ORDER BY field",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| (row.get(0), row.get(1)))
+        .collect();
+    assert_eq!(
+        fields,
+        vec![
+            ("city".into(), "oslo".into()),
+            ("name".into(), "ann".into())
+        ]
+    );
+    let jobs: Vec<String> = sql
+        .query(
+            "SELECT convert_from(value, 'UTF8') FROM redis.lists WHERE key = 'jobs'
+              ORDER BY position",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    assert_eq!(jobs, vec!["a", "b", "c"]);
+    sql.batch_execute(
+        "UPDATE redis.hashes SET value = 'bergen' WHERE key = 'user:1' AND field = 'city';
+         INSERT INTO redis.sets VALUES (0, 'tags', 'z');
+         UPDATE redis.zsets SET score = 5 WHERE key = 'board' AND member = 'bob';",
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.call(&["HGET", "user:1", "city"]).await, bulk("bergen"));
+    assert_eq!(r.call(&["SCARD", "tags"]).await, Reply::Int(3));
+    assert_eq!(
+        r.call(&["ZRANGE", "board", "0", "-1"]).await,
+        Reply::Array(vec![bulk("bob"), bulk("ann")])
+    );
+    // A member needs its key: the foreign key refuses an orphan.
+    let orphan = sql
+        .execute("INSERT INTO redis.sets VALUES (0, 'no-such-key', 'm')", &[])
+        .await
+        .unwrap_err();
+    assert_eq!(orphan.code().map(|c| c.code()), Some("23503"));
+    sql.execute("DELETE FROM redis.keys WHERE key = 'user:1'", &[])
+        .await
+        .unwrap();
+    assert_eq!(r.call(&["EXISTS", "user:1"]).await, Reply::Int(0));
+    let left: i64 = sql
+        .query_one("SELECT count(*) FROM redis.hashes", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(left, 0);
+    // A key of one type replaced by another leaves none of the old members behind.
+    r.call(&["SET", "jobs", "now a string"]).await;
+    let left: i64 = sql
+        .query_one("SELECT count(*) FROM redis.lists", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(left, 0);
 }

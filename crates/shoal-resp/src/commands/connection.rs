@@ -59,7 +59,7 @@ pub(super) fn execute(
             w.bulk(now.subsec_micros().to_string().as_bytes());
         }
         "config" => config(server, args, w),
-        "info" => info(server, w),
+        "info" => info(server, args, w),
         _ => return false,
     }
     true
@@ -252,42 +252,79 @@ fn config(server: &Server, args: &Args<'_>, w: &mut ReplyWriter<'_>) {
 /// INFO: the server, memory, persistence, replication and keyspace sections, as far as they
 /// apply. Memory is what the Redis data's table holds (rows, versions and index entries);
 /// the keyspace counts each database's live keys and those with an expiry.
-fn info(server: &Server, w: &mut ReplyWriter<'_>) {
-    let mut text = format!(
-        "# Server\r\nredis_version:{REDIS_VERSION}\r\nredis_mode:standalone\r\nshoal_version:{}\r\nprocess_id:{}\r\nuptime_in_seconds:{}\r\n\r\n",
-        env!("CARGO_PKG_VERSION"),
-        std::process::id(),
-        server.started.elapsed().as_secs(),
-    );
+/// INFO [section ...]: the server, clients, memory, persistence, replication and keyspace
+/// sections (all of them without an argument or with `all`, `default` or `everything`).
+fn info(server: &Server, args: &Args<'_>, w: &mut ReplyWriter<'_>) {
+    let asked: Vec<String> = (1..args.len()).map(|i| args.word(i)).collect();
+    let wanted = |section: &str| {
+        asked.is_empty()
+            || asked
+                .iter()
+                .any(|a| a == section || matches!(a.as_str(), "all" | "default" | "everything"))
+    };
+    let mut sections: Vec<String> = Vec::new();
+    if wanted("server") {
+        sections.push(format!(
+            "# Server\r\nredis_version:{REDIS_VERSION}\r\nredis_mode:standalone\r\nshoal_version:{}\r\nprocess_id:{}\r\ntcp_port:{}\r\nuptime_in_seconds:{}\r\nuptime_in_days:{}\r\n",
+            env!("CARGO_PKG_VERSION"),
+            std::process::id(),
+            server.port,
+            server.started.elapsed().as_secs(),
+            server.started.elapsed().as_secs() / 86_400,
+        ));
+    }
+    if wanted("clients") {
+        sections.push(format!(
+            "# Clients\r\nconnected_clients:{}\r\nblocked_clients:0\r\n",
+            server.connected_clients()
+        ));
+    }
     let tables = server.host.tables().ok();
-    if let Some(tables) = &tables {
-        let bytes = tables.keys.memory_bytes();
-        text.push_str(&format!(
-            "# Memory\r\nused_memory:{bytes}\r\nused_memory_human:{:.2}M\r\nmaxmemory:0\r\nmaxmemory_policy:noeviction\r\n\r\n",
+    if wanted("memory") {
+        // The rows and indexes of the Redis tables: what the Redis data takes.
+        let bytes = tables.as_ref().map_or(0, |t| {
+            let members = [&t.hashes, &t.lists, &t.sets, &t.zsets];
+            t.keys.memory_bytes()
+                + members
+                    .iter()
+                    .map(|m| m.table.memory_bytes())
+                    .sum::<usize>()
+        });
+        sections.push(format!(
+            "# Memory\r\nused_memory:{bytes}\r\nused_memory_human:{:.2}M\r\nmaxmemory:0\r\nmaxmemory_policy:noeviction\r\n",
             bytes as f64 / (1024.0 * 1024.0)
         ));
     }
-    text.push_str(&format!(
-        "# Persistence\r\nloading:0\r\naof_enabled:1\r\nappendfsync:{}\r\n\r\n# Replication\r\nrole:master\r\nconnected_slaves:0\r\n\r\n# Keyspace\r\n",
-        server.appendfsync().name()
-    ));
-    if let Some(tables) = tables {
-        let kt = crate::keyspace::KeyTxn::begin(server.host.database(), tables);
-        let mut counts = [(0u64, 0u64); DATABASES as usize];
-        kt.scan(None, |db, _, e| {
-            let c = &mut counts[usize::from(db) % counts.len()];
-            c.0 += 1;
-            c.1 += u64::from(e.expires_at_us.is_some());
-            true
-        });
-        kt.db.rollback(kt.txn);
-        for (db, (keys, expires)) in counts.iter().enumerate() {
-            if *keys > 0 {
-                text.push_str(&format!(
-                    "db{db}:keys={keys},expires={expires},avg_ttl=0\r\n"
-                ));
+    if wanted("persistence") {
+        sections.push(format!(
+            "# Persistence\r\nloading:0\r\naof_enabled:1\r\nappendfsync:{}\r\n",
+            server.appendfsync().name()
+        ));
+    }
+    if wanted("replication") {
+        sections.push("# Replication\r\nrole:master\r\nconnected_slaves:0\r\n".into());
+    }
+    if wanted("keyspace") {
+        let mut text = "# Keyspace\r\n".to_string();
+        if let Some(tables) = tables {
+            let kt = crate::keyspace::KeyTxn::begin(server.host.database(), tables);
+            let mut counts = [(0u64, 0u64); DATABASES as usize];
+            kt.scan(None, |db, _, e| {
+                let c = &mut counts[usize::from(db) % counts.len()];
+                c.0 += 1;
+                c.1 += u64::from(e.expires_at_us.is_some());
+                true
+            });
+            kt.db.rollback(kt.txn);
+            for (db, (keys, expires)) in counts.iter().enumerate() {
+                if *keys > 0 {
+                    text.push_str(&format!(
+                        "db{db}:keys={keys},expires={expires},avg_ttl=0\r\n"
+                    ));
+                }
             }
         }
+        sections.push(text);
     }
-    w.verbatim(&text);
+    w.verbatim(&sections.join("\r\n"));
 }

@@ -27,7 +27,10 @@ pub(super) async fn execute(
         "hdel" => hdel(kt, db, args, w).await,
         "hget" | "hexists" | "hstrlen" => (|| {
             match kt.find(db, key, HASH)? {
-                Opened::WrongType => return Ok(w.error(WRONG_TYPE)),
+                Opened::WrongType => {
+                    w.error(WRONG_TYPE);
+                    return Ok(());
+                }
                 Opened::Missing => {}
                 Opened::Ready => {
                     if let Some(row) = kt.member(HASH, db, key, field(args.get(2)))? {
@@ -49,7 +52,10 @@ pub(super) async fn execute(
         })(),
         "hmget" => (|| {
             let ready = match kt.find(db, key, HASH)? {
-                Opened::WrongType => return Ok(w.error(WRONG_TYPE)),
+                Opened::WrongType => {
+                    w.error(WRONG_TYPE);
+                    return Ok(());
+                }
                 opened => opened == Opened::Ready,
             };
             w.array(args.len() - 2);
@@ -65,13 +71,19 @@ pub(super) async fn execute(
             Ok(())
         })(),
         "hlen" => match kt.find(db, key, HASH) {
-            Ok(Opened::WrongType) => Ok(w.error(WRONG_TYPE)),
+            Ok(Opened::WrongType) => {
+                w.error(WRONG_TYPE);
+                Ok(())
+            }
             Ok(_) => kt.count_members(HASH, db, key).map(|n| w.integer(n as i64)),
             Err(e) => Err(e),
         },
         "hgetall" | "hkeys" | "hvals" => (|| {
             if kt.find(db, key, HASH)? == Opened::WrongType {
-                return Ok(w.error(WRONG_TYPE));
+                {
+                    w.error(WRONG_TYPE);
+                    return Ok(());
+                }
             }
             let mut pairs = Vec::new();
             kt.members(HASH, db, key, Direction::Forward, |mut row| {
@@ -121,7 +133,7 @@ async fn hset(
     args: &Args<'_>,
     w: &mut ReplyWriter<'_>,
 ) -> KeyResult<()> {
-    if args.len() % 2 != 0 {
+    if !args.len().is_multiple_of(2) {
         w.error(&arity_error(name));
         return Ok(());
     }
@@ -173,8 +185,14 @@ async fn hsetnx(
 async fn hdel(kt: &mut KeyTxn, db: u16, args: &Args<'_>, w: &mut ReplyWriter<'_>) -> KeyResult<()> {
     let key = args.get(1);
     match kt.open(db, key, HASH, Intent::Remove).await? {
-        Opened::WrongType => return Ok(w.error(WRONG_TYPE)),
-        Opened::Missing => return Ok(w.integer(0)),
+        Opened::WrongType => {
+            w.error(WRONG_TYPE);
+            return Ok(());
+        }
+        Opened::Missing => {
+            w.integer(0);
+            return Ok(());
+        }
         Opened::Ready => {}
     }
     let mut removed = 0;
@@ -207,16 +225,28 @@ async fn hincrby(
     let (int_by, float_by) = match by_float {
         false => match parse_integer(args.get(3)) {
             Some(n) => (n, None),
-            None => return Ok(w.error(NOT_AN_INTEGER)),
+            None => {
+                w.error(NOT_AN_INTEGER);
+                return Ok(());
+            }
         },
         true => match super::float::parse(args.get(3)) {
             Some(v) if v.is_finite() => (0, Some(v)),
-            Some(_) => return Ok(w.error("ERR value is NaN or Infinity")),
-            None => return Ok(w.error(NOT_A_FLOAT)),
+            Some(_) => {
+                w.error("ERR value is NaN or Infinity");
+                return Ok(());
+            }
+            None => {
+                w.error(NOT_A_FLOAT);
+                return Ok(());
+            }
         },
     };
     if kt.open(db, key, HASH, Intent::Add).await? == Opened::WrongType {
-        return Ok(w.error(WRONG_TYPE));
+        {
+            w.error(WRONG_TYPE);
+            return Ok(());
+        }
     }
     enum Sum {
         Int(i64),

@@ -37,11 +37,20 @@ pub(super) async fn execute(
         })(),
         "lindex" => (|| {
             let Some(index) = parse_integer(args.get(2)) else {
-                return Ok(w.error(NOT_AN_INTEGER));
+                {
+                    w.error(NOT_AN_INTEGER);
+                    return Ok(());
+                }
             };
             match kt.find(db, key, LIST)? {
-                Opened::WrongType => return Ok(w.error(WRONG_TYPE)),
-                Opened::Missing => return Ok(w.null()),
+                Opened::WrongType => {
+                    w.error(WRONG_TYPE);
+                    return Ok(());
+                }
+                Opened::Missing => {
+                    w.null();
+                    return Ok(());
+                }
                 Opened::Ready => {}
             }
             match position_at(ends(kt, db, key)?, index) {
@@ -136,8 +145,14 @@ async fn push(
         false => Intent::Add,
     };
     match kt.open(db, key, LIST, intent).await? {
-        Opened::WrongType => return Ok(w.error(WRONG_TYPE)),
-        Opened::Missing => return Ok(w.integer(0)),
+        Opened::WrongType => {
+            w.error(WRONG_TYPE);
+            return Ok(());
+        }
+        Opened::Missing => {
+            w.integer(0);
+            return Ok(());
+        }
         Opened::Ready => {}
     }
     let left = name.starts_with('l');
@@ -175,20 +190,35 @@ async fn pop(
     w: &mut ReplyWriter<'_>,
 ) -> KeyResult<()> {
     if args.len() > 3 {
-        return Ok(w.error(&super::arity_error(name)));
+        {
+            w.error(&super::arity_error(name));
+            return Ok(());
+        }
     }
     let count = match args.len() {
         3 => match parse_integer(args.get(2)) {
             Some(n) if n >= 0 => Some(n),
-            _ => return Ok(w.error(super::MUST_BE_POSITIVE)),
+            _ => {
+                w.error(super::MUST_BE_POSITIVE);
+                return Ok(());
+            }
         },
         _ => None,
     };
     let key = args.get(1);
     match kt.open(db, key, LIST, Intent::Remove).await? {
-        Opened::WrongType => return Ok(w.error(WRONG_TYPE)),
-        Opened::Missing if count.is_some() => return Ok(w.null_array()),
-        Opened::Missing => return Ok(w.null()),
+        Opened::WrongType => {
+            w.error(WRONG_TYPE);
+            return Ok(());
+        }
+        Opened::Missing if count.is_some() => {
+            w.null_array();
+            return Ok(());
+        }
+        Opened::Missing => {
+            w.null();
+            return Ok(());
+        }
         Opened::Ready => {}
     }
     let direction = match name {
@@ -230,15 +260,24 @@ async fn pop(
 fn lrange(kt: &KeyTxn, db: u16, args: &Args<'_>, w: &mut ReplyWriter<'_>) -> KeyResult<()> {
     let key = args.get(1);
     let (Some(start), Some(stop)) = (parse_integer(args.get(2)), parse_integer(args.get(3))) else {
-        return Ok(w.error(NOT_AN_INTEGER));
+        {
+            w.error(NOT_AN_INTEGER);
+            return Ok(());
+        }
     };
     if kt.find(db, key, LIST)? == Opened::WrongType {
-        return Ok(w.error(WRONG_TYPE));
+        {
+            w.error(WRONG_TYPE);
+            return Ok(());
+        }
     }
     let ends = ends(kt, db, key)?;
     let (Some((first, _)), Some((start, stop))) = (ends, clamp_range(start, stop, length(ends)))
     else {
-        return Ok(w.array(0));
+        {
+            w.array(0);
+            return Ok(());
+        }
     };
     let mut values = Vec::with_capacity((stop - start + 1) as usize);
     let index = kt.tables.lists.primary;
@@ -266,15 +305,27 @@ fn lrange(kt: &KeyTxn, db: u16, args: &Args<'_>, w: &mut ReplyWriter<'_>) -> Key
 async fn lset(kt: &mut KeyTxn, db: u16, args: &Args<'_>, w: &mut ReplyWriter<'_>) -> KeyResult<()> {
     let (key, value) = (args.get(1), args.get(3));
     let Some(index) = parse_integer(args.get(2)) else {
-        return Ok(w.error(NOT_AN_INTEGER));
+        {
+            w.error(NOT_AN_INTEGER);
+            return Ok(());
+        }
     };
     match kt.open(db, key, LIST, Intent::Change).await? {
-        Opened::WrongType => return Ok(w.error(WRONG_TYPE)),
-        Opened::Missing => return Ok(w.error("ERR no such key")),
+        Opened::WrongType => {
+            w.error(WRONG_TYPE);
+            return Ok(());
+        }
+        Opened::Missing => {
+            w.error("ERR no such key");
+            return Ok(());
+        }
         Opened::Ready => {}
     }
     let Some(at) = position_at(ends(kt, db, key)?, index) else {
-        return Ok(w.error("ERR index out of range"));
+        {
+            w.error("ERR index out of range");
+            return Ok(());
+        }
     };
     kt.write_member(LIST, db, key, Value::Int64(at), |_| {
         RowWrite::Put(list_row(db, key, at, value.to_vec()), ())
@@ -302,11 +353,20 @@ async fn ltrim(
 ) -> KeyResult<()> {
     let key = args.get(1);
     let (Some(start), Some(stop)) = (parse_integer(args.get(2)), parse_integer(args.get(3))) else {
-        return Ok(w.error(NOT_AN_INTEGER));
+        {
+            w.error(NOT_AN_INTEGER);
+            return Ok(());
+        }
     };
     match kt.open(db, key, LIST, Intent::Remove).await? {
-        Opened::WrongType => return Ok(w.error(WRONG_TYPE)),
-        Opened::Missing => return Ok(w.ok()),
+        Opened::WrongType => {
+            w.error(WRONG_TYPE);
+            return Ok(());
+        }
+        Opened::Missing => {
+            w.ok();
+            return Ok(());
+        }
         Opened::Ready => {}
     }
     if let Some((first, last)) = ends(kt, db, key)? {
@@ -329,11 +389,20 @@ async fn ltrim(
 async fn lrem(kt: &mut KeyTxn, db: u16, args: &Args<'_>, w: &mut ReplyWriter<'_>) -> KeyResult<()> {
     let (key, element) = (args.get(1), args.get(3));
     let Some(count) = parse_integer(args.get(2)) else {
-        return Ok(w.error(NOT_AN_INTEGER));
+        {
+            w.error(NOT_AN_INTEGER);
+            return Ok(());
+        }
     };
     match kt.open(db, key, LIST, Intent::Remove).await? {
-        Opened::WrongType => return Ok(w.error(WRONG_TYPE)),
-        Opened::Missing => return Ok(w.integer(0)),
+        Opened::WrongType => {
+            w.error(WRONG_TYPE);
+            return Ok(());
+        }
+        Opened::Missing => {
+            w.integer(0);
+            return Ok(());
+        }
         Opened::Ready => {}
     }
     let direction = match count < 0 {
@@ -371,8 +440,7 @@ async fn lrem(kt: &mut KeyTxn, db: u16, args: &Args<'_>, w: &mut ReplyWriter<'_>
                 true
             },
         )?;
-        let mut next = gap;
-        for mut row in after {
+        for (next, mut row) in (gap..).zip(after) {
             let at = position_of(&row);
             if at != next {
                 row[2] = Value::Int64(next);
@@ -381,7 +449,6 @@ async fn lrem(kt: &mut KeyTxn, db: u16, args: &Args<'_>, w: &mut ReplyWriter<'_>
                 })
                 .await?;
             }
-            next += 1;
         }
     }
     kt.close_if_empty(db, key, LIST).await?;

@@ -232,20 +232,41 @@ pub struct Server {
     /// `AppendFsync as u8`: CONFIG SET changes it while connections read it.
     appendfsync: AtomicU8,
     pub started: std::time::Instant,
+    /// The port the Redis protocol is served on (INFO's `tcp_port`).
+    pub port: u16,
+    connected_clients: AtomicU64,
+}
+
+/// Counts a connection in INFO's `connected_clients` while it lives.
+pub struct Connected<'a>(&'a Server);
+
+impl Drop for Connected<'_> {
+    fn drop(&mut self) {
+        self.0.connected_clients.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 impl Server {
-    pub fn new(host: Arc<dyn Host>, appendfsync: AppendFsync) -> Server {
+    pub fn new(host: Arc<dyn Host>, appendfsync: AppendFsync, port: u16) -> Server {
         Server {
             host,
             next_client_id: AtomicU64::new(1),
             appendfsync: AtomicU8::new(appendfsync as u8),
             started: std::time::Instant::now(),
+            port,
+            connected_clients: AtomicU64::new(0),
         }
     }
 
-    pub fn new_client(&self, addr: String) -> Client {
-        Client::new(self.next_client_id.fetch_add(1, Ordering::Relaxed), addr)
+    /// A new connection's state, and the guard that counts it as connected.
+    pub fn new_client(&self, addr: String) -> (Client, Connected<'_>) {
+        self.connected_clients.fetch_add(1, Ordering::Relaxed);
+        let id = self.next_client_id.fetch_add(1, Ordering::Relaxed);
+        (Client::new(id, addr), Connected(self))
+    }
+
+    pub fn connected_clients(&self) -> u64 {
+        self.connected_clients.load(Ordering::Relaxed)
     }
 
     pub fn appendfsync(&self) -> AppendFsync {

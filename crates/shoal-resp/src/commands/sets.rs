@@ -32,7 +32,10 @@ pub(super) async fn execute(
         "srandmember" => srandmember(kt, db, args, w),
         "sismember" | "smismember" => (|| {
             let ready = match kt.find(db, key, SET)? {
-                Opened::WrongType => return Ok(w.error(WRONG_TYPE)),
+                Opened::WrongType => {
+                    w.error(WRONG_TYPE);
+                    return Ok(());
+                }
                 opened => opened == Opened::Ready,
             };
             if name == "smismember" {
@@ -45,7 +48,10 @@ pub(super) async fn execute(
             Ok(())
         })(),
         "scard" => match kt.find(db, key, SET) {
-            Ok(Opened::WrongType) => Ok(w.error(WRONG_TYPE)),
+            Ok(Opened::WrongType) => {
+                w.error(WRONG_TYPE);
+                Ok(())
+            }
             Ok(_) => kt.count_members(SET, db, key).map(|n| w.integer(n as i64)),
             Err(e) => Err(e),
         },
@@ -124,7 +130,10 @@ fn combine(
 async fn sadd(kt: &mut KeyTxn, db: u16, args: &Args<'_>, w: &mut ReplyWriter<'_>) -> KeyResult<()> {
     let key = args.get(1);
     if kt.open(db, key, SET, Intent::Add).await? == Opened::WrongType {
-        return Ok(w.error(WRONG_TYPE));
+        {
+            w.error(WRONG_TYPE);
+            return Ok(());
+        }
     }
     let mut added = 0;
     for i in 2..args.len() {
@@ -155,8 +164,14 @@ async fn remove(kt: &mut KeyTxn, db: u16, key: &[u8], m: &[u8]) -> KeyResult<i64
 async fn srem(kt: &mut KeyTxn, db: u16, args: &Args<'_>, w: &mut ReplyWriter<'_>) -> KeyResult<()> {
     let key = args.get(1);
     match kt.open(db, key, SET, Intent::Remove).await? {
-        Opened::WrongType => return Ok(w.error(WRONG_TYPE)),
-        Opened::Missing => return Ok(w.integer(0)),
+        Opened::WrongType => {
+            w.error(WRONG_TYPE);
+            return Ok(());
+        }
+        Opened::Missing => {
+            w.integer(0);
+            return Ok(());
+        }
         Opened::Ready => {}
     }
     let mut removed = 0;
@@ -202,17 +217,32 @@ fn random_member(kt: &KeyTxn, db: u16, key: &[u8]) -> KeyResult<Option<Vec<u8>>>
 /// SPOP key [count]: removes and returns random members.
 async fn spop(kt: &mut KeyTxn, db: u16, args: &Args<'_>, w: &mut ReplyWriter<'_>) -> KeyResult<()> {
     if args.len() > 3 {
-        return Ok(w.error(SYNTAX_ERROR));
+        {
+            w.error(SYNTAX_ERROR);
+            return Ok(());
+        }
     }
     let count = match super::positive_count(args, 2) {
         Ok(c) => c,
-        Err(e) => return Ok(w.error(e)),
+        Err(e) => {
+            w.error(e);
+            return Ok(());
+        }
     };
     let key = args.get(1);
     match kt.open(db, key, SET, Intent::Remove).await? {
-        Opened::WrongType => return Ok(w.error(WRONG_TYPE)),
-        Opened::Missing if count.is_some() => return Ok(w.set(0)),
-        Opened::Missing => return Ok(w.null()),
+        Opened::WrongType => {
+            w.error(WRONG_TYPE);
+            return Ok(());
+        }
+        Opened::Missing if count.is_some() => {
+            w.set(0);
+            return Ok(());
+        }
+        Opened::Missing => {
+            w.null();
+            return Ok(());
+        }
         Opened::Ready => {}
     }
     let mut popped = Vec::new();
@@ -243,20 +273,35 @@ async fn spop(kt: &mut KeyTxn, db: u16, args: &Args<'_>, w: &mut ReplyWriter<'_>
 /// for a negative one.
 fn srandmember(kt: &KeyTxn, db: u16, args: &Args<'_>, w: &mut ReplyWriter<'_>) -> KeyResult<()> {
     if args.len() > 3 {
-        return Ok(w.error(SYNTAX_ERROR));
+        {
+            w.error(SYNTAX_ERROR);
+            return Ok(());
+        }
     }
     let count = match args.len() {
         3 => match parse_integer(args.get(2)) {
             Some(n) => Some(n),
-            None => return Ok(w.error(NOT_AN_INTEGER)),
+            None => {
+                w.error(NOT_AN_INTEGER);
+                return Ok(());
+            }
         },
         _ => None,
     };
     let key = args.get(1);
     match kt.find(db, key, SET)? {
-        Opened::WrongType => return Ok(w.error(WRONG_TYPE)),
-        Opened::Missing if count.is_some() => return Ok(w.array(0)),
-        Opened::Missing => return Ok(w.null()),
+        Opened::WrongType => {
+            w.error(WRONG_TYPE);
+            return Ok(());
+        }
+        Opened::Missing if count.is_some() => {
+            w.array(0);
+            return Ok(());
+        }
+        Opened::Missing => {
+            w.null();
+            return Ok(());
+        }
         Opened::Ready => {}
     }
     let Some(count) = count else {
@@ -299,7 +344,10 @@ async fn store(
     w: &mut ReplyWriter<'_>,
 ) -> KeyResult<()> {
     let Some(result) = combine(kt, db, name, args, 2)? else {
-        return Ok(w.error(WRONG_TYPE));
+        {
+            w.error(WRONG_TYPE);
+            return Ok(());
+        }
     };
     let destination = args.get(1);
     // The old value goes (with its members, whatever its type), then the result goes in.

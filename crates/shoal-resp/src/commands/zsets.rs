@@ -34,7 +34,10 @@ pub(super) async fn execute(
         "zrem" => zrem(kt, db, args, w).await,
         "zscore" => (|| {
             if kt.find(db, key, ZSET)? == Opened::WrongType {
-                return Ok(w.error(WRONG_TYPE));
+                {
+                    w.error(WRONG_TYPE);
+                    return Ok(());
+                }
             }
             match score_of(kt, db, key, args.get(2))? {
                 Some(s) => w.double(s),
@@ -44,7 +47,10 @@ pub(super) async fn execute(
         })(),
         "zmscore" => (|| {
             if kt.find(db, key, ZSET)? == Opened::WrongType {
-                return Ok(w.error(WRONG_TYPE));
+                {
+                    w.error(WRONG_TYPE);
+                    return Ok(());
+                }
             }
             w.array(args.len() - 2);
             for i in 2..args.len() {
@@ -56,16 +62,25 @@ pub(super) async fn execute(
             Ok(())
         })(),
         "zcard" => match kt.find(db, key, ZSET) {
-            Ok(Opened::WrongType) => Ok(w.error(WRONG_TYPE)),
+            Ok(Opened::WrongType) => {
+                w.error(WRONG_TYPE);
+                Ok(())
+            }
             Ok(_) => kt.count_members(ZSET, db, key).map(|n| w.integer(n as i64)),
             Err(e) => Err(e),
         },
         "zcount" => (|| {
             let Some(range) = ScoreRange::parse(args.get(2), args.get(3)) else {
-                return Ok(w.error(BAD_RANGE));
+                {
+                    w.error(BAD_RANGE);
+                    return Ok(());
+                }
             };
             if kt.find(db, key, ZSET)? == Opened::WrongType {
-                return Ok(w.error(WRONG_TYPE));
+                {
+                    w.error(WRONG_TYPE);
+                    return Ok(());
+                }
             }
             let mut n = 0;
             scan_scores(kt, db, key, &range, Direction::Forward, |_| {
@@ -77,11 +92,17 @@ pub(super) async fn execute(
         })(),
         "zrank" | "zrevrank" => (|| {
             if kt.find(db, key, ZSET)? == Opened::WrongType {
-                return Ok(w.error(WRONG_TYPE));
+                {
+                    w.error(WRONG_TYPE);
+                    return Ok(());
+                }
             }
             let m = args.get(2);
             let Some(score) = score_of(kt, db, key, m)? else {
-                return Ok(w.null());
+                {
+                    w.null();
+                    return Ok(());
+                }
             };
             // The members before it in the set's order (after it, for ZREVRANK).
             let at = [Value::Float64(score), Value::Bytea(m.to_vec())];
@@ -306,22 +327,37 @@ async fn zadd(
         i += 1;
     }
     let elements = args.len() - i;
-    if elements % 2 != 0 || elements == 0 {
-        return Ok(w.error(SYNTAX_ERROR));
+    if !elements.is_multiple_of(2) || elements == 0 {
+        {
+            w.error(SYNTAX_ERROR);
+            return Ok(());
+        }
     }
     if nx && xx {
-        return Ok(w.error("ERR XX and NX options at the same time are not compatible"));
+        {
+            w.error("ERR XX and NX options at the same time are not compatible");
+            return Ok(());
+        }
     }
-    if (gt && nx) || (lt && nx) || (gt && lt) {
-        return Ok(w.error("ERR GT, LT, and/or NX options at the same time are not compatible"));
+    if (nx && (gt || lt)) || (gt && lt) {
+        {
+            w.error("ERR GT, LT, and/or NX options at the same time are not compatible");
+            return Ok(());
+        }
     }
     if incr && elements > 2 {
-        return Ok(w.error("ERR INCR option supports a single increment-element pair"));
+        {
+            w.error("ERR INCR option supports a single increment-element pair");
+            return Ok(());
+        }
     }
     let mut pairs = Vec::with_capacity(elements / 2);
     for j in (i..args.len()).step_by(2) {
         let Some(score) = parse_score(args.get(j)) else {
-            return Ok(w.error(NOT_A_FLOAT));
+            {
+                w.error(NOT_A_FLOAT);
+                return Ok(());
+            }
         };
         pairs.push((score, args.get(j + 1)));
     }
@@ -331,7 +367,10 @@ async fn zadd(
         false => Intent::Add,
     };
     match kt.open(db, key, ZSET, intent).await? {
-        Opened::WrongType => return Ok(w.error(WRONG_TYPE)),
+        Opened::WrongType => {
+            w.error(WRONG_TYPE);
+            return Ok(());
+        }
         Opened::Ready => {}
         Opened::Missing => {
             match incr {
@@ -342,7 +381,7 @@ async fn zadd(
         }
     }
     enum Added {
-        Added(f64),
+        Inserted(f64),
         Updated(f64),
         Same(f64),
         Nothing,
@@ -355,7 +394,7 @@ async fn zadd(
                 let Some(row) = row else {
                     return match xx {
                         true => RowWrite::Keep(Added::Nothing),
-                        false => RowWrite::Put(zset_row(db, key, m, score), Added::Added(score)),
+                        false => RowWrite::Put(zset_row(db, key, m, score), Added::Inserted(score)),
                     };
                 };
                 if nx {
@@ -379,7 +418,7 @@ async fn zadd(
             })
             .await?;
         match outcome {
-            Added::Added(s) => {
+            Added::Inserted(s) => {
                 added += 1;
                 last = Some(s);
             }
@@ -391,7 +430,10 @@ async fn zadd(
             Added::Nothing => {}
             Added::NotANumber => {
                 kt.close_if_empty(db, key, ZSET).await?;
-                return Ok(w.error(NAN_SCORE));
+                {
+                    w.error(NAN_SCORE);
+                    return Ok(());
+                }
             }
         }
     }
@@ -417,8 +459,14 @@ async fn remove(kt: &mut KeyTxn, db: u16, key: &[u8], m: &[u8]) -> KeyResult<i64
 async fn zrem(kt: &mut KeyTxn, db: u16, args: &Args<'_>, w: &mut ReplyWriter<'_>) -> KeyResult<()> {
     let key = args.get(1);
     match kt.open(db, key, ZSET, Intent::Remove).await? {
-        Opened::WrongType => return Ok(w.error(WRONG_TYPE)),
-        Opened::Missing => return Ok(w.integer(0)),
+        Opened::WrongType => {
+            w.error(WRONG_TYPE);
+            return Ok(());
+        }
+        Opened::Missing => {
+            w.integer(0);
+            return Ok(());
+        }
         Opened::Ready => {}
     }
     let mut removed = 0;
@@ -464,24 +512,34 @@ fn zrange(
                     parse_integer(args.get(i + 2)),
                 ) {
                     (Some(o), Some(l)) => (offset, limit) = (o, l),
-                    _ => return Ok(w.error(NOT_AN_INTEGER)),
+                    _ => {
+                        w.error(NOT_AN_INTEGER);
+                        return Ok(());
+                    }
                 }
                 i += 2;
             }
             "rev" if reverse.is_none() => reverse = Some(true),
             "byscore" if by_score.is_none() => by_score = Some(true),
             "bylex" if by_score.is_none() => {
-                return Ok(w.error("ERR BYLEX ranges are not supported by Shoal"));
+                w.error("ERR BYLEX ranges are not supported by Shoal");
+                return Ok(());
             }
-            _ => return Ok(w.error(SYNTAX_ERROR)),
+            _ => {
+                w.error(SYNTAX_ERROR);
+                return Ok(());
+            }
         }
         i += 1;
     }
     let (by_score, reverse) = (by_score.unwrap_or(false), reverse.unwrap_or(false));
     if limit != -1 && !by_score {
-        return Ok(w.error(
+        {
+            w.error(
             "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX",
-        ));
+        );
+            return Ok(());
+        }
     }
     let (mut low, mut high) = (args.get(2), args.get(3));
     if reverse && by_score {
@@ -490,16 +548,25 @@ fn zrange(
     let range = match by_score {
         false => match (parse_integer(low), parse_integer(high)) {
             (Some(start), Some(stop)) => RangeBy::Rank(start, stop),
-            _ => return Ok(w.error(NOT_AN_INTEGER)),
+            _ => {
+                w.error(NOT_AN_INTEGER);
+                return Ok(());
+            }
         },
         true => match ScoreRange::parse(low, high) {
             Some(r) => RangeBy::Score(r),
-            None => return Ok(w.error(BAD_RANGE)),
+            None => {
+                w.error(BAD_RANGE);
+                return Ok(());
+            }
         },
     };
     let key = args.get(1);
     if kt.find(db, key, ZSET)? == Opened::WrongType {
-        return Ok(w.error(WRONG_TYPE));
+        {
+            w.error(WRONG_TYPE);
+            return Ok(());
+        }
     }
     let direction = match reverse {
         true => Direction::Backward,
@@ -543,16 +610,25 @@ async fn zpop(
     w: &mut ReplyWriter<'_>,
 ) -> KeyResult<()> {
     if args.len() > 3 {
-        return Ok(w.error(SYNTAX_ERROR));
+        {
+            w.error(SYNTAX_ERROR);
+            return Ok(());
+        }
     }
     let count = match super::positive_count(args, 2) {
         Ok(c) => c,
-        Err(e) => return Ok(w.error(e)),
+        Err(e) => {
+            w.error(e);
+            return Ok(());
+        }
     };
     let key = args.get(1);
     let mut popped = Vec::new();
     match kt.open(db, key, ZSET, Intent::Remove).await? {
-        Opened::WrongType => return Ok(w.error(WRONG_TYPE)),
+        Opened::WrongType => {
+            w.error(WRONG_TYPE);
+            return Ok(());
+        }
         Opened::Missing => {}
         Opened::Ready => {
             let direction = match name {
@@ -596,17 +672,29 @@ async fn zremrange(
     let range = match name {
         "zremrangebyscore" => match ScoreRange::parse(args.get(2), args.get(3)) {
             Some(r) => RangeBy::Score(r),
-            None => return Ok(w.error(BAD_RANGE)),
+            None => {
+                w.error(BAD_RANGE);
+                return Ok(());
+            }
         },
         _ => match (parse_integer(args.get(2)), parse_integer(args.get(3))) {
             (Some(start), Some(stop)) => RangeBy::Rank(start, stop),
-            _ => return Ok(w.error(NOT_AN_INTEGER)),
+            _ => {
+                w.error(NOT_AN_INTEGER);
+                return Ok(());
+            }
         },
     };
     let key = args.get(1);
     match kt.open(db, key, ZSET, Intent::Remove).await? {
-        Opened::WrongType => return Ok(w.error(WRONG_TYPE)),
-        Opened::Missing => return Ok(w.integer(0)),
+        Opened::WrongType => {
+            w.error(WRONG_TYPE);
+            return Ok(());
+        }
+        Opened::Missing => {
+            w.integer(0);
+            return Ok(());
+        }
         Opened::Ready => {}
     }
     let mut doomed = Vec::new();
