@@ -24,10 +24,18 @@ pub struct Client {
     pub multi_failed: bool,
     /// WATCHed keys: database, key, and the version each had (None: it did not exist).
     pub watched: Vec<(u16, Vec<u8>, Option<(u64, u64)>)>,
+    /// The role the client is logged in as; None until it logs in (AUTH, HELLO AUTH) when
+    /// pg_hba.conf does not trust it.
+    pub user: Option<String>,
+    /// The peer's IP address, which pg_hba.conf's rules look at.
+    pub peer_ip: Option<std::net::IpAddr>,
+    /// What `user` may do, as of a catalog version.
+    pub access: Option<(u64, crate::host::Access)>,
 }
 
 impl Client {
     pub fn new(id: u64, addr: String) -> Client {
+        let addr_ip = addr.parse::<std::net::SocketAddr>().ok().map(|a| a.ip());
         Client {
             id,
             name: None,
@@ -41,6 +49,9 @@ impl Client {
             multi: None,
             multi_failed: false,
             watched: Vec::new(),
+            user: None,
+            peer_ip: addr_ip,
+            access: None,
         }
     }
 
@@ -52,7 +63,7 @@ impl Client {
                 .unwrap_or_default()
         };
         format!(
-            "id={} addr={} laddr= fd=0 name={} age={} idle=0 flags=N db={} sub=0 psub=0 ssub=0 multi={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+            "id={} addr={} laddr= fd=0 name={} age={} idle=0 flags=N db={} sub=0 psub=0 ssub=0 multi={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user={} redir=-1 resp={} lib-name={} lib-ver={}",
             self.id,
             self.addr,
             text(&self.name),
@@ -60,6 +71,7 @@ impl Client {
             self.db,
             self.multi.as_ref().map_or(-1, |q| q.len() as i64),
             last_command,
+            self.user.as_deref().unwrap_or("default"),
             match self.protocol {
                 Protocol::Resp2 => 2,
                 Protocol::Resp3 => 3,

@@ -1,9 +1,10 @@
 //! What the Redis front end needs from the server it runs in, behind a small trait: the
-//! storage, the tables of the Redis data (created and found through the SQL catalog), and
-//! commits made durable through the redo log. `shoal-sql` implements it; the commands here
+//! storage, the tables of the Redis data (created and found through the SQL catalog), commits
+//! made durable through the redo log, and logins and privileges from Shoal's roles. `shoal-sql` implements it; the commands here
 //! know nothing of SQL.
 
 use std::future::Future;
+use std::net::IpAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 
@@ -44,6 +45,28 @@ impl AppendFsync {
     }
 }
 
+/// What a role may do with the Redis data, from its privileges on the `redis` schema and
+/// tables.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Access {
+    /// Read commands (GET, HGETALL, ...): USAGE on the schema, SELECT on the tables.
+    pub read: bool,
+    /// Write commands (SET, LPUSH, ...): SELECT, INSERT, UPDATE and DELETE as well.
+    pub write: bool,
+}
+
+/// How a login went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Login {
+    /// pg_hba.conf trusts the client: no password was needed.
+    Trusted,
+    /// The password was checked and is the role's.
+    Password,
+    /// Refused: no such role, it may not log in, a wrong or expired password, or pg_hba.conf
+    /// rejects the client.
+    Refused,
+}
+
 pub trait Host: Send + Sync + 'static {
     fn database(&self) -> Arc<Database>;
 
@@ -53,4 +76,15 @@ pub trait Host: Send + Sync + 'static {
 
     /// Commits `txn`; with `wait_for_flush`, returns once its redo record is on disk.
     fn commit(&self, txn: Transaction, wait_for_flush: bool) -> BoxFuture<'_, Result<(), String>>;
+
+    /// Logs `user` in for a client at `peer`, as pg_hba.conf (database `redis`) and the
+    /// role's password say; `password` None asks whether the client is trusted without one.
+    fn login(&self, peer: Option<IpAddr>, user: &str, password: Option<&[u8]>) -> Login;
+
+    /// What `user` may do now.
+    fn access(&self, user: &str) -> Access;
+
+    /// A number that changes whenever roles or privileges may have (the catalog's version):
+    /// a connection keeps its `access` until it changes.
+    fn catalog_version(&self) -> u64;
 }

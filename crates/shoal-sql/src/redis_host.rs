@@ -9,9 +9,14 @@
 use std::sync::Arc;
 
 use parking_lot::RwLock;
-use shoal_resp::host::{BoxFuture, Host};
+use std::net::IpAddr;
+
+use shoal_auth::hba::Method;
+use shoal_auth::Verifier;
+use shoal_resp::host::{Access, BoxFuture, Host, Login};
 use shoal_resp::keyspace::{self, Members, Tables};
 use shoal_storage::catalog::{ConstraintKind, RelationKind};
+use shoal_storage::catalog_privileges::{ObjectClass, Privileges};
 use shoal_storage::{Database, Transaction};
 
 use crate::engine::Engine;
@@ -168,6 +173,86 @@ impl Host for RedisHost {
 
     fn tables(&self) -> Result<Arc<Tables>, String> {
         self.find_tables().map_err(|e| e.message)
+    }
+
+    fn login(&self, peer: Option<IpAddr>, user: &str, password: Option<&[u8]>) -> Login {
+        let hba = self.engine.hba.current();
+        let catalog = self.engine.catalog.read();
+        let is_member =
+            |member: &str, role: &str| match (catalog.role_named(member), catalog.role_named(role))
+            {
+                (Some(m), Some(r)) => catalog.is_member_of(m.oid, r.oid),
+                _ => false,
+            };
+        // A Redis connection is a TCP connection without TLS, to the database `redis`.
+        let client = shoal_auth::hba::Client {
+            local: peer.is_none(),
+            ssl: false,
+            address: peer,
+            database: "redis",
+            user,
+        };
+        let (Some(rule), Some(role)) = (hba.find(&client, &is_member), catalog.role_named(user))
+        else {
+            return Login::Refused;
+        };
+        if !role.login {
+            return Login::Refused;
+        }
+        match rule.method {
+            Method::Trust => Login::Trusted,
+            Method::ScramSha256 | Method::Md5 | Method::Password => {
+                let matches = |password: &[u8]| {
+                    let Ok(password) = std::str::from_utf8(password) else {
+                        return false;
+                    };
+                    role.password_valid_now()
+                        && role
+                            .password
+                            .as_deref()
+                            .and_then(Verifier::parse)
+                            .is_some_and(|v| v.matches(password))
+                };
+                match password.is_some_and(matches) {
+                    true => Login::Password,
+                    false => Login::Refused,
+                }
+            }
+            Method::Reject | Method::Cert => Login::Refused,
+        }
+    }
+
+    fn access(&self, user: &str) -> Access {
+        let catalog = self.engine.catalog.read();
+        let Some(role) = catalog.role_named(user) else {
+            return Access::default();
+        };
+        let Some(schema) = catalog.schemas.get("redis") else {
+            return Access::default();
+        };
+        let usage = catalog
+            .privileges_of(role.oid, (ObjectClass::Schema, schema.oid), None)
+            .contains(Privileges::USAGE);
+        let (mut read, mut write) = (usage, usage);
+        let writes =
+            Privileges::SELECT | Privileges::INSERT | Privileges::UPDATE | Privileges::DELETE;
+        for table in ["keys", "hashes", "lists", "sets", "zsets"] {
+            let Some((RelationKind::Table, oid)) = catalog.lookup("redis", table) else {
+                return Access::default();
+            };
+            let held = catalog.privileges_of(
+                role.oid,
+                (ObjectClass::Relation, oid),
+                Some(RelationKind::Table),
+            );
+            read &= held.contains(Privileges::SELECT);
+            write &= held.contains(writes);
+        }
+        Access { read, write }
+    }
+
+    fn catalog_version(&self) -> u64 {
+        self.engine.catalog.version()
     }
 
     fn commit(&self, txn: Transaction, wait_for_flush: bool) -> BoxFuture<'_, Result<(), String>> {

@@ -32,6 +32,14 @@ pub struct RoleDef {
 }
 
 impl RoleDef {
+    /// Whether the role's password logs in now: it has one, and its VALID UNTIL has not passed.
+    pub fn password_valid_now(&self) -> bool {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_micros() as i64);
+        self.password.is_some() && self.valid_until.is_none_or(|until| now < until)
+    }
+
     /// A role as CREATE ROLE makes it without options: NOLOGIN, INHERIT, no limit.
     pub fn new(oid: Oid, name: &str) -> RoleDef {
         RoleDef {

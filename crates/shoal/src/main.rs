@@ -71,11 +71,16 @@ enum Command {
         #[arg(long, value_name = "ADDR")]
         metrics_listen: Option<SocketAddr>,
         /// Serve the Redis protocol on this address (for example 127.0.0.1:6379), over the
-        /// same data: the keys are rows of the `redis` schema's tables. Off by default. Only a
-        /// loopback address is taken, as Redis's protected mode serves only local clients
-        /// while no password is set.
+        /// same data: the keys are rows of the `redis` schema's tables. Off by default. Redis
+        /// clients log in as Shoal's roles (AUTH, HELLO AUTH) by pg_hba.conf's rules for the
+        /// database `redis`; an address beyond loopback is refused while a rule lets network
+        /// clients in without a password, as Redis's protected mode.
         #[arg(long, value_name = "ADDR")]
         redis_listen: Option<SocketAddr>,
+        /// The role a Redis client is before it logs in, and that `AUTH password` (without a
+        /// user name) logs in as: Redis's `default` user.
+        #[arg(long, default_value = "postgres", value_name = "ROLE")]
+        redis_default_user: String,
         /// When a Redis client's write is acknowledged, as Redis's appendfsync: `always` once
         /// its redo record is flushed, `everysec` or `no` at once (the log writer flushes it
         /// within about a second).
@@ -238,6 +243,7 @@ fn main() {
             listen,
             metrics_listen,
             redis_listen,
+            redis_default_user,
             redis_appendfsync,
             unix_socket_dir,
             data_dir,
@@ -336,19 +342,19 @@ fn main() {
                 };
                 let redis_tcp = match redis_listen {
                     None => None,
-                    Some(addr) if !addr.ip().is_loopback() => {
-                        eprintln!(
-                            "shoal: --redis-listen {addr}: only a loopback address is served (Redis clients have no password yet)"
-                        );
-                        std::process::exit(2);
-                    }
-                    Some(addr) => match tokio::net::TcpListener::bind(addr).await {
-                        Ok(l) => Some(l),
-                        Err(e) => {
-                            eprintln!("shoal: cannot listen for Redis clients on {addr}: {e}");
-                            std::process::exit(1);
+                    Some(addr) => {
+                        if let Err(e) = client_auth::check_network(addr, &hba_path) {
+                            eprintln!("shoal: --redis-listen: {e}");
+                            std::process::exit(2);
                         }
-                    },
+                        match tokio::net::TcpListener::bind(addr).await {
+                            Ok(l) => Some(l),
+                            Err(e) => {
+                                eprintln!("shoal: cannot listen for Redis clients on {addr}: {e}");
+                                std::process::exit(1);
+                            }
+                        }
+                    }
                 };
                 let mut listeners = shoal_server::Listeners {
                     tcp,
@@ -456,6 +462,7 @@ fn main() {
                         host,
                         appendfsync,
                         port,
+                        redis_default_user,
                     ));
                     tokio::spawn(shoal_resp::expiry::run(server.clone()));
                     tracing::info!(

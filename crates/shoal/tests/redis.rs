@@ -462,3 +462,71 @@ async fn sql_sees_and_changes_collections() {
         .get(0);
     assert_eq!(left, 0);
 }
+
+/// Redis clients log in as Shoal's roles, by pg_hba.conf's rules, and a role's privileges on
+/// the `redis` tables decide what it may run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auth_logs_in_as_roles_and_privileges_apply() {
+    let password = std::env::temp_dir().join(format!("shoal-redis-pw-{}", std::process::id()));
+    std::fs::write(&password, "admin pw\n").unwrap();
+    let (server, port) = start(&["--superuser-password-file", password.to_str().unwrap()]);
+    let mut r = Redis::connect(port).await;
+    let noauth = Reply::Error("NOAUTH Authentication required.".into());
+    assert_eq!(r.call(&["PING"]).await, noauth);
+    assert_eq!(r.call(&["GET", "k"]).await, noauth);
+    let wrong =
+        Reply::Error("WRONGPASS invalid username-password pair or user is disabled.".into());
+    assert_eq!(r.call(&["AUTH", "nope"]).await, wrong);
+    assert_eq!(r.call(&["AUTH", "postgres", "nope"]).await, wrong);
+    // `AUTH password` is the default user's (the superuser by default).
+    assert_eq!(
+        r.call(&["AUTH", "admin pw"]).await,
+        Reply::Status("OK".into())
+    );
+    assert_eq!(r.call(&["SET", "k", "v"]).await, Reply::Status("OK".into()));
+
+    let sql = support::connect_with(&server, "user=postgres password='admin pw'").await;
+    sql.batch_execute(
+        "CREATE ROLE reader LOGIN PASSWORD 'r';
+         GRANT USAGE ON SCHEMA redis TO reader;
+         GRANT SELECT ON ALL TABLES IN SCHEMA redis TO reader;
+         CREATE ROLE nobody LOGIN PASSWORD 'n';",
+    )
+    .await
+    .unwrap();
+    let mut reader = Redis::connect(port).await;
+    assert_eq!(
+        reader.call(&["AUTH", "reader", "r"]).await,
+        Reply::Status("OK".into())
+    );
+    assert_eq!(reader.call(&["GET", "k"]).await, bulk("v"));
+    let noperm = |cmd: &str| {
+        Reply::Error(format!(
+            "NOPERM this user has no permissions to run the '{cmd}' command"
+        ))
+    };
+    assert_eq!(reader.call(&["SET", "k", "w"]).await, noperm("set"));
+    assert_eq!(reader.call(&["HSET", "h", "f", "v"]).await, noperm("hset"));
+    // Refused when queued: EXEC then aborts, as Redis does for an ACL error.
+    assert_eq!(reader.call(&["MULTI"]).await, Reply::Status("OK".into()));
+    assert_eq!(reader.call(&["DEL", "k"]).await, noperm("del"));
+    assert!(matches!(reader.call(&["EXEC"]).await, Reply::Error(e) if e.starts_with("EXECABORT")));
+    // A GRANT takes effect on the next command.
+    sql.batch_execute("GRANT INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA redis TO reader")
+        .await
+        .unwrap();
+    assert_eq!(
+        reader.call(&["SET", "k", "w"]).await,
+        Reply::Status("OK".into())
+    );
+    // A role without privileges logs in, and may run nothing on the data.
+    let mut nobody = Redis::connect(port).await;
+    assert!(matches!(
+        nobody.call(&["HELLO", "2", "AUTH", "nobody", "n"]).await,
+        Reply::Array(_)
+    ));
+    assert_eq!(nobody.call(&["GET", "k"]).await, noperm("get"));
+    assert_eq!(nobody.call(&["PING"]).await, Reply::Status("PONG".into()));
+    drop(server);
+    let _ = std::fs::remove_file(password);
+}

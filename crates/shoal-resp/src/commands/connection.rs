@@ -1,9 +1,9 @@
-//! Commands about the connection and the server, which need no keyspace: PING, ECHO, HELLO,
-//! SELECT, QUIT, RESET, CLIENT, COMMAND, TIME, CONFIG and INFO.
+//! Commands about the connection and the server, which need no keyspace: AUTH, PING, ECHO,
+//! HELLO, SELECT, QUIT, RESET, CLIENT, COMMAND, TIME, CONFIG and INFO.
 
 use super::{find, parse_integer, Args, Server, COMMANDS, NOT_AN_INTEGER, SYNTAX_ERROR};
 use crate::client::Client;
-use crate::host::AppendFsync;
+use crate::host::{AppendFsync, Login};
 use crate::protocol::{Protocol, ReplyWriter};
 
 /// The Redis version Shoal answers as (INFO, HELLO): the protocol and command semantics it
@@ -44,10 +44,14 @@ pub(super) fn execute(
             client.db = 0;
             client.protocol = Protocol::Resp2;
             client.name = None;
+            // Back to the default user, logged out unless pg_hba.conf trusts the client.
+            client.user = server.trusted_default_user(client);
+            client.access = None;
             w.protocol = Protocol::Resp2;
             w.simple("RESET");
         }
-        "hello" => hello(client, args, w),
+        "auth" => auth(server, client, args, w),
+        "hello" => hello(server, client, args, w),
         "client" => client_command(client, args, w),
         "command" => command(args, w),
         "time" => {
@@ -67,7 +71,48 @@ pub(super) fn execute(
 
 /// HELLO [protover [AUTH user pass] [SETNAME name]]: switches the protocol and answers with
 /// the server's description (a map).
-fn hello(client: &mut Client, args: &Args<'_>, w: &mut ReplyWriter<'_>) {
+const WRONG_PASSWORD: &str = "WRONGPASS invalid username-password pair or user is disabled.";
+
+/// Logs the client in as `user` with `password`; false (and nothing changed) when refused.
+fn log_in(server: &Server, client: &mut Client, user: &[u8], password: &[u8]) -> bool {
+    let user = String::from_utf8_lossy(user).into_owned();
+    match server.host.login(client.peer_ip, &user, Some(password)) {
+        Login::Refused => false,
+        Login::Trusted | Login::Password => {
+            client.user = Some(user);
+            client.access = None;
+            true
+        }
+    }
+}
+
+/// AUTH [username] password: logs in as a Shoal role (the default user without a name).
+fn auth(server: &Server, client: &mut Client, args: &Args<'_>, w: &mut ReplyWriter<'_>) {
+    if args.len() > 3 {
+        return w.error(SYNTAX_ERROR);
+    }
+    if args.len() == 2 {
+        let default_user = server.default_user.as_bytes();
+        // As Redis: a password for a default user that needs none is a configuration mistake.
+        if server
+            .host
+            .login(client.peer_ip, &server.default_user, None)
+            == Login::Trusted
+        {
+            return w.error("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?");
+        }
+        return match log_in(server, client, default_user, args.get(1)) {
+            true => w.ok(),
+            false => w.error(WRONG_PASSWORD),
+        };
+    }
+    match log_in(server, client, args.get(1), args.get(2)) {
+        true => w.ok(),
+        false => w.error(WRONG_PASSWORD),
+    }
+}
+
+fn hello(server: &Server, client: &mut Client, args: &Args<'_>, w: &mut ReplyWriter<'_>) {
     let mut protocol = client.protocol;
     if args.len() > 1 {
         protocol = match parse_integer(args.get(1)) {
@@ -79,9 +124,13 @@ fn hello(client: &mut Client, args: &Args<'_>, w: &mut ReplyWriter<'_>) {
     }
     let mut i = 2;
     let mut name = None;
+    let mut login = None;
     while i < args.len() {
         match args.word(i).as_str() {
-            "auth" if i + 2 < args.len() => i += 3,
+            "auth" if i + 2 < args.len() => {
+                login = Some((args.get(i + 1), args.get(i + 2)));
+                i += 3;
+            }
             "setname" if i + 1 < args.len() => {
                 name = Some(args.get(i + 1).to_vec());
                 i += 2;
@@ -93,6 +142,14 @@ fn hello(client: &mut Client, args: &Args<'_>, w: &mut ReplyWriter<'_>) {
                 ))
             }
         }
+    }
+    if let Some((user, password)) = login {
+        if !log_in(server, client, user, password) {
+            return w.error(WRONG_PASSWORD);
+        }
+    }
+    if client.user.is_none() {
+        return w.error("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time");
     }
     if name.is_some() {
         client.name = name;

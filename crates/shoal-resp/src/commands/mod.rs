@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 
 use crate::client::Client;
-use crate::host::{AppendFsync, Host};
+use crate::host::{AppendFsync, Host, Login};
 use crate::keyspace::{KeyResult, KeyTxn, KeyspaceError};
 use crate::protocol::{ReplyWriter, Request};
 
@@ -80,6 +80,12 @@ const ALL: (i32, i32, i32) = (1, -1, 1);
 
 /// Every command Shoal serves.
 pub static COMMANDS: &[Spec] = &[
+    spec(
+        "auth",
+        -2,
+        &["noscript", "loading", "stale", "fast", "no_auth"],
+        NONE,
+    ),
     spec("ping", -1, C, NONE),
     spec("echo", 2, C, NONE),
     spec("hello", -1, C, NONE),
@@ -234,6 +240,9 @@ pub struct Server {
     pub started: std::time::Instant,
     /// The port the Redis protocol is served on (INFO's `tcp_port`).
     pub port: u16,
+    /// The role a client is before it logs in, and `AUTH password` logs in as (Redis's
+    /// `default` user).
+    pub default_user: String,
     connected_clients: AtomicU64,
 }
 
@@ -247,13 +256,19 @@ impl Drop for Connected<'_> {
 }
 
 impl Server {
-    pub fn new(host: Arc<dyn Host>, appendfsync: AppendFsync, port: u16) -> Server {
+    pub fn new(
+        host: Arc<dyn Host>,
+        appendfsync: AppendFsync,
+        port: u16,
+        default_user: String,
+    ) -> Server {
         Server {
             host,
             next_client_id: AtomicU64::new(1),
             appendfsync: AtomicU8::new(appendfsync as u8),
             started: std::time::Instant::now(),
             port,
+            default_user,
             connected_clients: AtomicU64::new(0),
         }
     }
@@ -262,7 +277,40 @@ impl Server {
     pub fn new_client(&self, addr: String) -> (Client, Connected<'_>) {
         self.connected_clients.fetch_add(1, Ordering::Relaxed);
         let id = self.next_client_id.fetch_add(1, Ordering::Relaxed);
-        (Client::new(id, addr), Connected(self))
+        let mut client = Client::new(id, addr);
+        client.user = self.trusted_default_user(&client);
+        (client, Connected(self))
+    }
+
+    /// The default user, when pg_hba.conf lets this client in as it without a password.
+    pub fn trusted_default_user(&self, client: &Client) -> Option<String> {
+        let login = self.host.login(client.peer_ip, &self.default_user, None);
+        (login == Login::Trusted).then(|| self.default_user.clone())
+    }
+
+    /// Whether the client's role may run a command with these flags now: a write command
+    /// needs write access to the Redis tables, a read command read access.
+    fn permits(&self, client: &mut Client, flags: &[&str]) -> bool {
+        let write = flags.contains(&"write");
+        if !write && !flags.contains(&"readonly") {
+            return true;
+        }
+        let Some(user) = &client.user else {
+            return false;
+        };
+        let version = self.host.catalog_version();
+        let access = match client.access {
+            Some((v, access)) if v == version => access,
+            _ => {
+                let access = self.host.access(user);
+                client.access = Some((version, access));
+                access
+            }
+        };
+        match write {
+            true => access.write,
+            false => access.read,
+        }
     }
 
     pub fn connected_clients(&self) -> u64 {
@@ -296,9 +344,17 @@ pub async fn execute(server: &Server, client: &mut Client, args: &Args<'_>, out:
         return refuse(client, &mut w, &unknown_command(args));
     };
     let name = spec.name;
+    // A client that has not logged in may only log in (or leave).
+    if client.user.is_none() && !matches!(name, "auth" | "hello" | "quit" | "reset") {
+        return refuse(client, &mut w, "NOAUTH Authentication required.");
+    }
     let n = args.len() as i32;
     if (spec.arity > 0 && n != spec.arity) || (spec.arity < 0 && n < -spec.arity) {
         return refuse(client, &mut w, &arity_error(spec.name));
+    }
+    if !server.permits(client, spec.flags) {
+        let error = format!("NOPERM this user has no permissions to run the '{name}' command");
+        return refuse(client, &mut w, &error);
     }
     match name {
         "multi" => match client.multi {

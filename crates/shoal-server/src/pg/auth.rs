@@ -247,10 +247,7 @@ impl SaslMechanismFactory for ChannelBindingFirst {
 
 /// A role's password logs in while the role has one and its VALID UNTIL has not passed.
 fn password_valid(role: &RoleDef) -> bool {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_micros() as i64);
-    role.password.is_some() && role.valid_until.is_none_or(|until| now < until)
+    role.password_valid_now()
 }
 
 fn log_errors(errors: &[HbaError]) {
