@@ -160,6 +160,7 @@ impl RedisHost {
             sets: find("sets", &keyspace::SETS_COLUMNS, 3)?,
             zsets,
             zsets_by_score,
+            list_ends: Default::default(),
         });
         *self.tables.write() = Some((version, tables.clone()));
         Ok(tables)

@@ -30,6 +30,11 @@ pub use crate::row_chain::{RowChain, RowRef};
 /// scan copies a chunk's handles cheaply before visiting them without the chunk lock.
 pub(crate) const HEAP_CHUNK_ROWS: usize = 4096;
 
+/// An index scan that walks past at least this many entries its snapshot cannot see prunes
+/// the dead ones among them (`prune_dead_entries`), up to the larger number per scan.
+const PRUNE_ON_SCAN_MIN_ENTRIES: usize = 16;
+const PRUNE_ON_SCAN_MAX_ENTRIES: usize = 1024;
+
 /// Result of update/delete/lock_row when no error occurred.
 #[derive(Clone, Debug, PartialEq)]
 pub enum WriteOutcome {
@@ -811,9 +816,13 @@ impl RowTable {
             }
             let (lo, hi) = key_codec::key_range(lower, upper);
             let (lo, hi) = (as_slice_bound(&lo), as_slice_bound(&hi));
+            let mut unseen: Vec<(Box<[u8]>, RowRef)> = Vec::new();
             idx.walk_entries(direction, lo, hi, |entry, chain| {
                 entries_read += 1;
                 let Some(data) = chain.visible_data(snap) else {
+                    if unseen.len() < PRUNE_ON_SCAN_MAX_ENTRIES {
+                        unseen.push((entry.into(), chain.clone()));
+                    }
                     return true;
                 };
                 // Entries of old versions stay until GC: use this entry only if the visible
@@ -824,10 +833,48 @@ impl RowTable {
                 }
                 f(chain, &data)
             });
+            if unseen.len() >= PRUNE_ON_SCAN_MIN_ENTRIES {
+                self.prune_dead_entries(idx, &shape.types, unseen);
+            }
         });
         idx.activity.scan(entries_read, rows_fetched);
         self.activity.idx_scan(rows_fetched);
         Ok(())
+    }
+
+    /// Removes the entries a scan walked past whose rows are dead to every snapshot, so the
+    /// next scan does not walk them again: a queue popped from its head (Redis's LPOP, a job
+    /// table's `ORDER BY id LIMIT 1` delete) would otherwise walk every entry popped since the
+    /// last GC pass, each time. As GC's index sweep does, a version is pruned only below the
+    /// oldest snapshot still open, and an entry removed only when no remaining version has its
+    /// key.
+    fn prune_dead_entries(
+        &self,
+        idx: &Index,
+        types: &[DataType],
+        unseen: Vec<(Box<[u8]>, RowRef)>,
+    ) {
+        // The horizon now (as the GC thread publishes it): the queue's entries were deleted
+        // moments ago, after the last GC step's horizon.
+        let horizon = self.shared.oldest_active_snapshot();
+        self.shared
+            .gc_horizon_ts
+            .fetch_max(horizon, Ordering::Relaxed);
+        for (entry, chain) in unseen {
+            let key = key_part(&entry);
+            let _stripe = idx.lock_key(key);
+            let used = {
+                let mut st = chain.lock_state();
+                st.prune(horizon);
+                let used = st
+                    .versions()
+                    .any(|v| idx.row_has_key(types, chain.bytes(&v.data), key));
+                used
+            };
+            if !used {
+                idx.remove_entry(&entry);
+            }
+        }
     }
 
     /// Whether more than `share` (0 to 1) of an index's entries lie in the key ranges: an index

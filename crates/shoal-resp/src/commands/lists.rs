@@ -89,19 +89,62 @@ fn list_row(db: u16, key: &[u8], position: i64, value: Vec<u8>) -> Vec<Value> {
 
 /// The first and last positions of the list; None when it has no elements.
 fn ends(kt: &KeyTxn, db: u16, key: &[u8]) -> KeyResult<Option<(i64, i64)>> {
-    let end = |direction| {
+    let hint = kt.tables.list_ends.get(db, key);
+    let Some(first) = find_end(kt, db, key, Direction::Forward, hint.map(|h| h.0))? else {
+        kt.tables.list_ends.set(db, key, None);
+        return Ok(None);
+    };
+    let last = find_end(kt, db, key, Direction::Backward, hint.map(|h| h.1))?.unwrap_or(first);
+    kt.tables.list_ends.set(db, key, Some((first, last)));
+    Ok(Some((first, last)))
+}
+
+/// The first position of the list (`Forward`) or its last (`Backward`). With a hint, the
+/// search starts there: the element it finds is the end when the position beyond it holds
+/// none, as positions are consecutive. Otherwise (or without a hint) it walks from the key's
+/// first (last) entry.
+fn find_end(
+    kt: &KeyTxn,
+    db: u16,
+    key: &[u8],
+    direction: Direction,
+    hint: Option<i64>,
+) -> KeyResult<Option<i64>> {
+    let first_found = |lower: Bound<&[Value]>, upper: Bound<&[Value]>| {
         let mut found = None;
-        kt.members(LIST, db, key, direction, |row| {
+        let index = kt.tables.lists.primary;
+        kt.scan_members(LIST, index, db, key, direction, lower, upper, |row| {
             found = Some(position_of(&row));
             false
         })
         .map(|()| found)
     };
-    let Some(first) = end(Direction::Forward)? else {
-        return Ok(None);
-    };
-    let last = end(Direction::Backward)?.unwrap_or(first);
-    Ok(Some((first, last)))
+    if let Some(hint) = hint {
+        let from = [Value::Int64(hint)];
+        let found = match direction {
+            Direction::Forward => first_found(Bound::Included(&from), Bound::Unbounded)?,
+            Direction::Backward => first_found(Bound::Unbounded, Bound::Included(&from))?,
+        };
+        if let Some(at) = found {
+            let beyond = match direction {
+                Direction::Forward => at - 1,
+                Direction::Backward => at + 1,
+            };
+            if kt.member(LIST, db, key, Value::Int64(beyond))?.is_none() {
+                return Ok(Some(at));
+            }
+        }
+    }
+    first_found(Bound::Unbounded, Bound::Unbounded)
+}
+
+/// Deletes the list's key when it has no elements left (looking from the ends' hints: the
+/// popped elements' entries are at its head or tail).
+async fn close_if_empty(kt: &mut KeyTxn, db: u16, key: &[u8]) -> KeyResult<()> {
+    match ends(kt, db, key)? {
+        Some(_) => Ok(()),
+        None => kt.close_if_empty(db, key, LIST).await,
+    }
 }
 
 fn length(ends: Option<(i64, i64)>) -> i64 {
@@ -156,12 +199,13 @@ async fn push(
         Opened::Ready => {}
     }
     let left = name.starts_with('l');
+    let mut known = ends(kt, db, key)?;
     for i in 2..args.len() {
         let value = args.get(i);
         // Another client may take the position first (pushes to one list run side by side
         // under a shared lock): then look again.
         loop {
-            let at = match ends(kt, db, key)? {
+            let at = match known {
                 None => 0,
                 Some((first, _)) if left => first - 1,
                 Some((_, last)) => last + 1,
@@ -173,11 +217,18 @@ async fn push(
                 })
                 .await?;
             if pushed {
+                known = Some(match known {
+                    None => (at, at),
+                    Some((_, last)) if left => (at, last),
+                    Some((first, _)) => (first, at),
+                });
                 break;
             }
+            known = ends(kt, db, key)?;
         }
     }
-    w.integer(length(ends(kt, db, key)?));
+    kt.tables.list_ends.set(db, key, known);
+    w.integer(length(known));
     Ok(())
 }
 
@@ -226,13 +277,18 @@ async fn pop(
         _ => Direction::Backward,
     };
     let mut popped = Vec::new();
+    let mut hint = match kt.tables.list_ends.get(db, key) {
+        Some(h) => Some(h),
+        None => ends(kt, db, key)?,
+    };
     while popped.len() < count.unwrap_or(1) as usize {
-        let mut end = None;
-        kt.members(LIST, db, key, direction, |row| {
-            end = Some(position_of(&row));
-            false
-        })?;
-        let Some(at) = end else { break };
+        let end_hint = hint.map(|(first, last)| match direction {
+            Direction::Forward => first,
+            Direction::Backward => last,
+        });
+        let Some(at) = find_end(kt, db, key, direction, end_hint)? else {
+            break;
+        };
         let value = kt
             .write_member(LIST, db, key, Value::Int64(at), |row| match row {
                 Some(row) => RowWrite::Delete(Some(bytes_of(&row[3]).to_vec())),
@@ -240,8 +296,14 @@ async fn pop(
             })
             .await?;
         popped.extend(value);
+        // The next pop seeks from the next element.
+        hint = hint.map(|(first, last)| match direction {
+            Direction::Forward => (at + 1, last),
+            Direction::Backward => (first, at - 1),
+        });
     }
-    kt.close_if_empty(db, key, LIST).await?;
+    kt.tables.list_ends.set(db, key, hint);
+    close_if_empty(kt, db, key).await?;
     match count {
         None => match popped.first() {
             Some(v) => w.bulk(v),
@@ -378,7 +440,7 @@ async fn ltrim(
             delete_at(kt, db, key, at).await?;
         }
     }
-    kt.close_if_empty(db, key, LIST).await?;
+    close_if_empty(kt, db, key).await?;
     w.ok();
     Ok(())
 }
@@ -451,7 +513,7 @@ async fn lrem(kt: &mut KeyTxn, db: u16, args: &Args<'_>, w: &mut ReplyWriter<'_>
             }
         }
     }
-    kt.close_if_empty(db, key, LIST).await?;
+    close_if_empty(kt, db, key).await?;
     w.integer(matches.len() as i64);
     Ok(())
 }

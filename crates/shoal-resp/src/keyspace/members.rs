@@ -14,7 +14,9 @@
 //! the key, as Redis does with an empty collection. Deleting a key, or replacing it with one
 //! of another type, deletes its members (`KeyTxn::write`).
 
+use std::collections::HashMap;
 use std::ops::Bound;
+use std::sync::Mutex;
 
 use shoal_storage::types::Value;
 use shoal_storage::{Direction, IndexId, RowLockMode};
@@ -218,5 +220,39 @@ impl KeyTxn {
             .await?;
         }
         Ok(())
+    }
+}
+
+/// Where lists' first and last positions were last seen, by (db, key). A list popped from its
+/// head leaves the index entries of the popped elements until they are pruned, so a scan from
+/// the key's first entry walks them; LPOP and RPOP seek from these hints instead. A hint is
+/// checked before it is trusted (`commands::lists`), so a stale one costs a scan, never a wrong
+/// answer. Bounded: it forgets everything when full.
+#[derive(Default)]
+pub struct ListEnds(Mutex<HashMap<(u16, Vec<u8>), (i64, i64)>>);
+
+/// Lists whose ends are remembered at most.
+const LIST_ENDS_MAX: usize = 4096;
+
+impl ListEnds {
+    pub fn get(&self, db: u16, key: &[u8]) -> Option<(i64, i64)> {
+        let ends = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        ends.get(&(db, key.to_vec())).copied()
+    }
+
+    /// Notes the ends of a list; None forgets them.
+    pub fn set(&self, db: u16, key: &[u8], found: Option<(i64, i64)>) {
+        let mut ends = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        match found {
+            Some(e) => {
+                if ends.len() >= LIST_ENDS_MAX {
+                    ends.clear();
+                }
+                ends.insert((db, key.to_vec()), e);
+            }
+            None => {
+                ends.remove(&(db, key.to_vec()));
+            }
+        }
     }
 }

@@ -19,7 +19,7 @@ use shoal_storage::{
 
 mod members;
 
-pub use members::{Intent, Opened};
+pub use members::{Intent, ListEnds, Opened};
 
 /// The columns of `redis.keys`, in order.
 pub const KEYS_COLUMNS: [&str; 5] = ["db", "key", "type", "value", "expires_at"];
@@ -47,6 +47,8 @@ pub struct Tables {
     pub zsets: Members,
     /// The index of `redis.zsets` on `(db, key, score, member)`: a sorted set in its order.
     pub zsets_by_score: IndexId,
+    /// Hints of where lists end (see `ListEnds`).
+    pub list_ends: ListEnds,
 }
 
 impl Tables {
@@ -279,6 +281,10 @@ impl KeyTxn {
         key: &[Value],
         mut decide: impl FnMut(Option<&[Value]>) -> RowWrite<T>,
     ) -> KeyResult<T> {
+        // The place in the queue of the row's waiters, kept across the retries: writers of a
+        // hot key get it in the order they came, one woken at a time (PostgreSQL's tuple
+        // lock), not all of them at every commit.
+        let mut ticket = None;
         loop {
             let Some((handle, row)) = table.index_get(index, &self.snap, key)? else {
                 // No row: insert one, unless another transaction's insert of the key comes
@@ -341,6 +347,9 @@ impl KeyTxn {
                         snap = newest_snapshot;
                     }
                     Err(StorageError::WouldBlock { holder }) => {
+                        let turn =
+                            ticket.get_or_insert_with(|| self.db.queue_for_row(&self.txn, &handle));
+                        self.db.wait_for_turn(turn).await?;
                         self.db.wait_for(&self.txn, holder).await?;
                         break;
                     }
