@@ -76,6 +76,8 @@ CREATE INDEX IF NOT EXISTS zsets_by_score ON redis.zsets (db, key, score, member
 
 pub struct RedisHost {
     engine: Arc<Engine>,
+    /// The secret behind the stand-in verifiers of roles that do not exist (see `login`).
+    mock_secret: [u8; 32],
     /// The tables as found under a catalog version.
     tables: RwLock<Option<(u64, Arc<Tables>)>>,
 }
@@ -89,6 +91,7 @@ impl RedisHost {
         }
         let host = RedisHost {
             engine,
+            mock_secret: Verifier::new_mock_secret(),
             tables: RwLock::new(None),
         };
         host.find_tables()?;
@@ -177,49 +180,57 @@ impl Host for RedisHost {
     }
 
     fn login(&self, peer: Option<IpAddr>, user: &str, password: Option<&[u8]>) -> Login {
-        let hba = self.engine.hba.current();
-        let catalog = self.engine.catalog.read();
-        let is_member =
-            |member: &str, role: &str| match (catalog.role_named(member), catalog.role_named(role))
-            {
+        // What the rule and the role say, read under the catalog lock; the password's hashing
+        // (thousands of rounds) runs after it is released.
+        let (method, verifier) = {
+            let hba = self.engine.hba.current();
+            let catalog = self.engine.catalog.read();
+            let is_member = |member: &str, role: &str| match (
+                catalog.role_named(member),
+                catalog.role_named(role),
+            ) {
                 (Some(m), Some(r)) => catalog.is_member_of(m.oid, r.oid),
                 _ => false,
             };
-        // A Redis connection is a TCP connection without TLS, to the database `redis`.
-        let client = shoal_auth::hba::Client {
-            local: peer.is_none(),
-            ssl: false,
-            address: peer,
-            database: "redis",
-            user,
+            // A Redis connection is a TCP connection without TLS, to the database `redis`.
+            let client = shoal_auth::hba::Client {
+                local: peer.is_none(),
+                ssl: false,
+                address: peer,
+                database: "redis",
+                user,
+            };
+            let Some(rule) = hba.find(&client, &is_member) else {
+                return Login::Refused;
+            };
+            let role = catalog.role_named(user);
+            if role.is_some_and(|r| !r.login) {
+                return Login::Refused;
+            }
+            let verifier = role
+                .filter(|r| r.password_valid_now())
+                .and_then(|r| r.password.as_deref())
+                .and_then(Verifier::parse);
+            (rule.method, role.map(|_| verifier))
         };
-        let (Some(rule), Some(role)) = (hba.find(&client, &is_member), catalog.role_named(user))
-        else {
-            return Login::Refused;
-        };
-        if !role.login {
-            return Login::Refused;
-        }
-        match rule.method {
-            Method::Trust => Login::Trusted,
+        match method {
+            Method::Trust if verifier.is_some() => Login::Trusted,
             Method::ScramSha256 | Method::Md5 | Method::Password => {
-                let matches = |password: &[u8]| {
-                    let Ok(password) = std::str::from_utf8(password) else {
-                        return false;
-                    };
-                    role.password_valid_now()
-                        && role
-                            .password
-                            .as_deref()
-                            .and_then(Verifier::parse)
-                            .is_some_and(|v| v.matches(password))
-                };
-                match password.is_some_and(matches) {
+                // A role that does not exist (or has no usable password) costs the same
+                // hashing as one that does, so the time does not tell which roles exist.
+                let verifier = verifier
+                    .flatten()
+                    .unwrap_or_else(|| Verifier::mock(user, &self.mock_secret));
+                // (A stand-in's secret is random: no password matches it.)
+                let matches = password
+                    .and_then(|p| std::str::from_utf8(p).ok())
+                    .is_some_and(|p| verifier.matches(p));
+                match matches {
                     true => Login::Password,
                     false => Login::Refused,
                 }
             }
-            Method::Reject | Method::Cert => Login::Refused,
+            _ => Login::Refused,
         }
     }
 

@@ -530,3 +530,49 @@ async fn auth_logs_in_as_roles_and_privileges_apply() {
     drop(server);
     let _ = std::fs::remove_file(password);
 }
+
+/// Adds to collections racing with DEL and RENAME of the same keys leave no member behind
+/// without its key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deletes_racing_adds_leave_no_orphan_members() {
+    let (server, port) = start(&[]);
+    let mut tasks = Vec::new();
+    for c in 0..4 {
+        tasks.push(tokio::spawn(async move {
+            let mut r = Redis::connect(port).await;
+            for i in 0..150 {
+                let key = format!("k{}", i % 3);
+                let reply = match c {
+                    0 => r.call(&["DEL", &key, "k0", "k1"]).await,
+                    1 => r.call(&["RENAME", &key, "moved"]).await,
+                    2 => r.call(&["SADD", &key, &i.to_string()]).await,
+                    _ => r.call(&["RPUSH", "moved", &i.to_string()]).await,
+                };
+                assert!(
+                    !matches!(&reply, Reply::Error(e) if !e.contains("no such key") && !e.starts_with("WRONGTYPE")),
+                    "{reply:?}"
+                );
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let sql = support::connect(&server).await;
+    for table in ["sets", "lists"] {
+        let orphans: i64 = sql
+            .query_one(
+                &format!(
+                    "SELECT count(*) FROM redis.{table} m WHERE NOT EXISTS
+                       (SELECT 1 FROM redis.keys k WHERE k.db = m.db AND k.key = m.key
+                           AND k.type = '{}')",
+                    &table[..table.len() - 1]
+                ),
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(orphans, 0, "members of redis.{table} without their key");
+    }
+}

@@ -75,15 +75,28 @@ pub(super) async fn execute(
                 w.error(WRONG_TYPE);
                 Ok(())
             }
-            Ok(_) => kt.count_members(HASH, db, key).map(|n| w.integer(n as i64)),
+            Ok(Opened::Missing) => {
+                w.integer(0);
+                Ok(())
+            }
+            Ok(Opened::Ready) => kt.count_members(HASH, db, key).map(|n| w.integer(n as i64)),
             Err(e) => Err(e),
         },
         "hgetall" | "hkeys" | "hvals" => (|| {
-            if kt.find(db, key, HASH)? == Opened::WrongType {
-                {
+            match kt.find(db, key, HASH)? {
+                Opened::WrongType => {
                     w.error(WRONG_TYPE);
                     return Ok(());
                 }
+                // Missing or expired: an empty collection, whatever rows are left.
+                Opened::Missing => {
+                    match name {
+                        "hgetall" => w.map(0),
+                        _ => w.array(0),
+                    };
+                    return Ok(());
+                }
+                Opened::Ready => {}
             }
             let mut pairs = Vec::new();
             kt.members(HASH, db, key, Direction::Forward, |mut row| {

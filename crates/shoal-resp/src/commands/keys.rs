@@ -7,7 +7,7 @@ use crate::client::Client;
 use shoal_storage::types::Value;
 use shoal_storage::Direction;
 
-use crate::keyspace::{Entry, KeyResult, KeyTxn, KeyType, RowWrite, Write};
+use crate::keyspace::{Entry, Intent, KeyResult, KeyTxn, KeyType, Opened, RowWrite, Write};
 use crate::protocol::ReplyWriter;
 
 pub(super) async fn execute(
@@ -239,6 +239,10 @@ async fn rename(kt: &mut KeyTxn, db: u16, name: &str, args: &Args<'_>) -> KeyRes
     // A collection's members move too. The old value of `to` goes first, with its members.
     let mut members = Vec::new();
     if entry.key_type != KeyType::String {
+        // Locked first, so no add to it commits between the copy and the delete.
+        if kt.open(db, from, entry.key_type, Intent::Remove).await? != Opened::Ready {
+            return Ok(Out::Error("ERR no such key".into()));
+        }
         kt.members(entry.key_type, db, from, Direction::Forward, |row| {
             members.push(row);
             true

@@ -31,7 +31,8 @@ pub(super) async fn execute(
         "llen" => (|| {
             match kt.find(db, key, LIST)? {
                 Opened::WrongType => w.error(WRONG_TYPE),
-                _ => w.integer(length(ends(kt, db, key)?)),
+                Opened::Missing => w.integer(0),
+                Opened::Ready => w.integer(length(ends(kt, db, key)?)),
             }
             Ok(())
         })(),
@@ -206,9 +207,14 @@ async fn push(
         // under a shared lock): then look again.
         loop {
             let at = match known {
-                None => 0,
-                Some((first, _)) if left => first - 1,
-                Some((_, last)) => last + 1,
+                None => Some(0),
+                Some((first, _)) if left => first.checked_sub(1),
+                Some((_, last)) => last.checked_add(1),
+            };
+            // Only positions written from SQL can get here.
+            let Some(at) = at else {
+                w.error("ERR the list's positions are exhausted");
+                return Ok(());
             };
             let pushed = kt
                 .write_member(LIST, db, key, Value::Int64(at), |row| match row {
@@ -327,11 +333,17 @@ fn lrange(kt: &KeyTxn, db: u16, args: &Args<'_>, w: &mut ReplyWriter<'_>) -> Key
             return Ok(());
         }
     };
-    if kt.find(db, key, LIST)? == Opened::WrongType {
-        {
+    match kt.find(db, key, LIST)? {
+        Opened::WrongType => {
             w.error(WRONG_TYPE);
             return Ok(());
         }
+        // Missing or expired: an empty collection, whatever rows are left.
+        Opened::Missing => {
+            w.array(0);
+            return Ok(());
+        }
+        Opened::Ready => {}
     }
     let ends = ends(kt, db, key)?;
     let (Some((first, _)), Some((start, stop))) = (ends, clamp_range(start, stop, length(ends)))
@@ -341,7 +353,7 @@ fn lrange(kt: &KeyTxn, db: u16, args: &Args<'_>, w: &mut ReplyWriter<'_>) -> Key
             return Ok(());
         }
     };
-    let mut values = Vec::with_capacity((stop - start + 1) as usize);
+    let mut values = Vec::with_capacity((stop - start + 1).min(1024) as usize);
     let index = kt.tables.lists.primary;
     let (lower, upper) = ([Value::Int64(first + start)], [Value::Int64(first + stop)]);
     kt.scan_members(

@@ -288,11 +288,12 @@ impl Server {
         (login == Login::Trusted).then(|| self.default_user.clone())
     }
 
-    /// Whether the client's role may run a command with these flags now: a write command
-    /// needs write access to the Redis tables, a read command read access.
-    fn permits(&self, client: &mut Client, flags: &[&str]) -> bool {
-        let write = flags.contains(&"write");
-        if !write && !flags.contains(&"readonly") {
+    /// Whether the client's role may run `spec` now: a write or admin command (CONFIG SET
+    /// appendfsync changes every client's durability) needs write access to the Redis tables,
+    /// a read command or one that names keys (WATCH) read access.
+    fn permits(&self, client: &mut Client, spec: &Spec) -> bool {
+        let write = spec.flags.contains(&"write") || spec.flags.contains(&"admin");
+        if !write && !spec.flags.contains(&"readonly") && spec.first_key == 0 {
             return true;
         }
         let Some(user) = &client.user else {
@@ -352,7 +353,7 @@ pub async fn execute(server: &Server, client: &mut Client, args: &Args<'_>, out:
     if (spec.arity > 0 && n != spec.arity) || (spec.arity < 0 && n < -spec.arity) {
         return refuse(client, &mut w, &arity_error(spec.name));
     }
-    if !server.permits(client, spec.flags) {
+    if !server.permits(client, spec) {
         let error = format!("NOPERM this user has no permissions to run the '{name}' command");
         return refuse(client, &mut w, &error);
     }

@@ -15,6 +15,8 @@ use crate::keyspace::{Entry, Intent, KeyResult, KeyTxn, KeyType, Opened, RowWrit
 use crate::protocol::ReplyWriter;
 
 const SET: KeyType = KeyType::Set;
+/// The most members SRANDMEMBER with a negative count returns.
+const SRANDMEMBER_MAX_REPEATS: i64 = 10_000_000;
 
 pub(super) async fn execute(
     kt: &mut KeyTxn,
@@ -52,7 +54,11 @@ pub(super) async fn execute(
                 w.error(WRONG_TYPE);
                 Ok(())
             }
-            Ok(_) => kt.count_members(SET, db, key).map(|n| w.integer(n as i64)),
+            Ok(Opened::Missing) => {
+                w.integer(0);
+                Ok(())
+            }
+            Ok(Opened::Ready) => kt.count_members(SET, db, key).map(|n| w.integer(n as i64)),
             Err(e) => Err(e),
         },
         "smembers" | "sinter" | "sunion" | "sdiff" => (|| {
@@ -280,6 +286,16 @@ fn srandmember(kt: &KeyTxn, db: u16, args: &Args<'_>, w: &mut ReplyWriter<'_>) -
     }
     let count = match args.len() {
         3 => match parse_integer(args.get(2)) {
+            Some(i64::MIN) => {
+                w.error("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807");
+                return Ok(());
+            }
+            // A reply of more repeats than this would take gigabytes (Redis drops such a
+            // client at its output buffer limit).
+            Some(n) if n < -SRANDMEMBER_MAX_REPEATS => {
+                w.error("ERR count is too large: the reply would exceed the output limit");
+                return Ok(());
+            }
             Some(n) => Some(n),
             None => {
                 w.error(NOT_AN_INTEGER);
@@ -316,20 +332,20 @@ fn srandmember(kt: &KeyTxn, db: u16, args: &Args<'_>, w: &mut ReplyWriter<'_>) -
         .into_iter()
         .collect();
     let mut rng = rand::rng();
-    let picked: Vec<Vec<u8>> = match count >= 0 {
-        true => {
-            all.shuffle(&mut rng);
-            all.truncate(count as usize);
-            all
+    if count >= 0 || all.is_empty() {
+        all.shuffle(&mut rng);
+        all.truncate(count.max(0) as usize);
+        w.array(all.len());
+        for m in &all {
+            w.bulk(m);
         }
-        false if all.is_empty() => Vec::new(),
-        false => (0..count.unsigned_abs())
-            .map(|_| all[rng.random_range(0..all.len())].clone())
-            .collect(),
-    };
-    w.array(picked.len());
-    for m in &picked {
-        w.bulk(m);
+    } else {
+        // Repeats allowed: written as they are picked, not gathered first.
+        let n = count.unsigned_abs() as usize;
+        w.array(n);
+        for _ in 0..n {
+            w.bulk(&all[rng.random_range(0..all.len())]);
+        }
     }
     Ok(())
 }

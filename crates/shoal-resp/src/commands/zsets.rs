@@ -33,11 +33,17 @@ pub(super) async fn execute(
         "zincrby" => zadd(kt, db, args, 2, true, w).await,
         "zrem" => zrem(kt, db, args, w).await,
         "zscore" => (|| {
-            if kt.find(db, key, ZSET)? == Opened::WrongType {
-                {
+            match kt.find(db, key, ZSET)? {
+                Opened::WrongType => {
                     w.error(WRONG_TYPE);
                     return Ok(());
                 }
+                // Missing or expired: an empty collection, whatever rows are left.
+                Opened::Missing => {
+                    w.null();
+                    return Ok(());
+                }
+                Opened::Ready => {}
             }
             match score_of(kt, db, key, args.get(2))? {
                 Some(s) => w.double(s),
@@ -46,11 +52,20 @@ pub(super) async fn execute(
             Ok(())
         })(),
         "zmscore" => (|| {
-            if kt.find(db, key, ZSET)? == Opened::WrongType {
-                {
+            match kt.find(db, key, ZSET)? {
+                Opened::WrongType => {
                     w.error(WRONG_TYPE);
                     return Ok(());
                 }
+                // Missing or expired: an empty collection, whatever rows are left.
+                Opened::Missing => {
+                    w.array(args.len() - 2);
+                    for _ in 2..args.len() {
+                        w.null();
+                    }
+                    return Ok(());
+                }
+                Opened::Ready => {}
             }
             w.array(args.len() - 2);
             for i in 2..args.len() {
@@ -66,7 +81,11 @@ pub(super) async fn execute(
                 w.error(WRONG_TYPE);
                 Ok(())
             }
-            Ok(_) => kt.count_members(ZSET, db, key).map(|n| w.integer(n as i64)),
+            Ok(Opened::Missing) => {
+                w.integer(0);
+                Ok(())
+            }
+            Ok(Opened::Ready) => kt.count_members(ZSET, db, key).map(|n| w.integer(n as i64)),
             Err(e) => Err(e),
         },
         "zcount" => (|| {
@@ -76,11 +95,17 @@ pub(super) async fn execute(
                     return Ok(());
                 }
             };
-            if kt.find(db, key, ZSET)? == Opened::WrongType {
-                {
+            match kt.find(db, key, ZSET)? {
+                Opened::WrongType => {
                     w.error(WRONG_TYPE);
                     return Ok(());
                 }
+                // Missing or expired: an empty collection, whatever rows are left.
+                Opened::Missing => {
+                    w.integer(0);
+                    return Ok(());
+                }
+                Opened::Ready => {}
             }
             let mut n = 0;
             scan_scores(kt, db, key, &range, Direction::Forward, |_| {
@@ -91,11 +116,17 @@ pub(super) async fn execute(
             Ok(())
         })(),
         "zrank" | "zrevrank" => (|| {
-            if kt.find(db, key, ZSET)? == Opened::WrongType {
-                {
+            match kt.find(db, key, ZSET)? {
+                Opened::WrongType => {
                     w.error(WRONG_TYPE);
                     return Ok(());
                 }
+                // Missing or expired: an empty collection, whatever rows are left.
+                Opened::Missing => {
+                    w.null();
+                    return Ok(());
+                }
+                Opened::Ready => {}
             }
             let m = args.get(2);
             let Some(score) = score_of(kt, db, key, m)? else {
@@ -562,11 +593,17 @@ fn zrange(
         },
     };
     let key = args.get(1);
-    if kt.find(db, key, ZSET)? == Opened::WrongType {
-        {
+    match kt.find(db, key, ZSET)? {
+        Opened::WrongType => {
             w.error(WRONG_TYPE);
             return Ok(());
         }
+        // Missing or expired: an empty collection, whatever rows are left.
+        Opened::Missing => {
+            write_scored(w, &[], with_scores);
+            return Ok(());
+        }
+        Opened::Ready => {}
     }
     let direction = match reverse {
         true => Direction::Backward,

@@ -77,7 +77,8 @@ impl KeyTxn {
             })
             .await?;
         if opened == Opened::Ready {
-            self.snap = self.db.statement_snapshot(&mut self.txn);
+            // Under the lock, the members as the last commit that held it left them.
+            self.snap = self.db.newest_committed_snapshot(&self.txn);
         }
         Ok(opened)
     }
@@ -207,6 +208,9 @@ impl KeyTxn {
     /// Deletes every member of `key` in type `t`'s table (its key is being deleted or
     /// replaced).
     pub(super) async fn purge_members(&mut self, db: u16, key: &[u8], t: KeyType) -> KeyResult<()> {
+        // The key's row is this transaction's now: every member a committed add left goes,
+        // even one committed after this command's snapshot.
+        self.snap = self.db.newest_committed_snapshot(&self.txn);
         let mut subs = Vec::new();
         self.members(t, db, key, Direction::Forward, |mut row| {
             subs.push(row.swap_remove(2));
