@@ -576,3 +576,37 @@ async fn deletes_racing_adds_leave_no_orphan_members() {
         assert_eq!(orphans, 0, "members of redis.{table} without their key");
     }
 }
+
+/// `everysec` and `no` acknowledge a write before it is flushed, and promise it is on disk
+/// within about a second: after that, a kill -9 keeps it, collections included.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_survive_a_crash_a_second_later_at_every_appendfsync() {
+    for appendfsync in ["everysec", "no"] {
+        let (server, port) = start(&["--redis-appendfsync", appendfsync]);
+        let mut r = Redis::connect(port).await;
+        for i in 0..100 {
+            let key = format!("k{i}");
+            assert_eq!(
+                r.call(&["SET", &key, appendfsync]).await,
+                Reply::Status("OK".into())
+            );
+        }
+        r.call(&["HSET", "h", "f", "v"]).await;
+        r.call(&["RPUSH", "l", "a", "b"]).await;
+        r.call(&["ZADD", "z", "2.5", "m"]).await;
+        tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+        let dir = server.crash();
+        let listen = format!("127.0.0.1:{port}");
+        let restarted = ShoalServer::start_in(dir, &["--redis-listen", &listen]).unwrap();
+        let mut r = Redis::connect(port).await;
+        assert_eq!(r.call(&["DBSIZE"]).await, Reply::Int(103), "{appendfsync}");
+        assert_eq!(r.call(&["GET", "k99"]).await, bulk(appendfsync));
+        assert_eq!(r.call(&["HGET", "h", "f"]).await, bulk("v"));
+        assert_eq!(
+            r.call(&["LRANGE", "l", "0", "-1"]).await,
+            Reply::Array(vec![bulk("a"), bulk("b")])
+        );
+        assert_eq!(r.call(&["ZSCORE", "z", "m"]).await, bulk("2.5"));
+        drop(restarted);
+    }
+}
