@@ -256,10 +256,8 @@ async fn hincrby(
         },
     };
     if kt.open(db, key, HASH, Intent::Add).await? == Opened::WrongType {
-        {
-            w.error(WRONG_TYPE);
-            return Ok(());
-        }
+        w.error(WRONG_TYPE);
+        return Ok(());
     }
     enum Sum {
         Int(i64),

@@ -38,10 +38,8 @@ pub(super) async fn execute(
         })(),
         "lindex" => (|| {
             let Some(index) = parse_integer(args.get(2)) else {
-                {
-                    w.error(NOT_AN_INTEGER);
-                    return Ok(());
-                }
+                w.error(NOT_AN_INTEGER);
+                return Ok(());
             };
             match kt.find(db, key, LIST)? {
                 Opened::WrongType => {
@@ -247,10 +245,8 @@ async fn pop(
     w: &mut ReplyWriter<'_>,
 ) -> KeyResult<()> {
     if args.len() > 3 {
-        {
-            w.error(&super::arity_error(name));
-            return Ok(());
-        }
+        w.error(&super::arity_error(name));
+        return Ok(());
     }
     let count = match args.len() {
         3 => match parse_integer(args.get(2)) {
@@ -328,10 +324,8 @@ async fn pop(
 fn lrange(kt: &KeyTxn, db: u16, args: &Args<'_>, w: &mut ReplyWriter<'_>) -> KeyResult<()> {
     let key = args.get(1);
     let (Some(start), Some(stop)) = (parse_integer(args.get(2)), parse_integer(args.get(3))) else {
-        {
-            w.error(NOT_AN_INTEGER);
-            return Ok(());
-        }
+        w.error(NOT_AN_INTEGER);
+        return Ok(());
     };
     match kt.find(db, key, LIST)? {
         Opened::WrongType => {
@@ -348,10 +342,8 @@ fn lrange(kt: &KeyTxn, db: u16, args: &Args<'_>, w: &mut ReplyWriter<'_>) -> Key
     let ends = ends(kt, db, key)?;
     let (Some((first, _)), Some((start, stop))) = (ends, clamp_range(start, stop, length(ends)))
     else {
-        {
-            w.array(0);
-            return Ok(());
-        }
+        w.array(0);
+        return Ok(());
     };
     let mut values = Vec::with_capacity((stop - start + 1).min(1024) as usize);
     let index = kt.tables.lists.primary;
@@ -379,10 +371,8 @@ fn lrange(kt: &KeyTxn, db: u16, args: &Args<'_>, w: &mut ReplyWriter<'_>) -> Key
 async fn lset(kt: &mut KeyTxn, db: u16, args: &Args<'_>, w: &mut ReplyWriter<'_>) -> KeyResult<()> {
     let (key, value) = (args.get(1), args.get(3));
     let Some(index) = parse_integer(args.get(2)) else {
-        {
-            w.error(NOT_AN_INTEGER);
-            return Ok(());
-        }
+        w.error(NOT_AN_INTEGER);
+        return Ok(());
     };
     match kt.open(db, key, LIST, Intent::Change).await? {
         Opened::WrongType => {
@@ -396,10 +386,8 @@ async fn lset(kt: &mut KeyTxn, db: u16, args: &Args<'_>, w: &mut ReplyWriter<'_>
         Opened::Ready => {}
     }
     let Some(at) = position_at(ends(kt, db, key)?, index) else {
-        {
-            w.error("ERR index out of range");
-            return Ok(());
-        }
+        w.error("ERR index out of range");
+        return Ok(());
     };
     kt.write_member(LIST, db, key, Value::Int64(at), |_| {
         RowWrite::Put(list_row(db, key, at, value.to_vec()), ())
@@ -427,10 +415,8 @@ async fn ltrim(
 ) -> KeyResult<()> {
     let key = args.get(1);
     let (Some(start), Some(stop)) = (parse_integer(args.get(2)), parse_integer(args.get(3))) else {
-        {
-            w.error(NOT_AN_INTEGER);
-            return Ok(());
-        }
+        w.error(NOT_AN_INTEGER);
+        return Ok(());
     };
     match kt.open(db, key, LIST, Intent::Remove).await? {
         Opened::WrongType => {
@@ -463,10 +449,8 @@ async fn ltrim(
 async fn lrem(kt: &mut KeyTxn, db: u16, args: &Args<'_>, w: &mut ReplyWriter<'_>) -> KeyResult<()> {
     let (key, element) = (args.get(1), args.get(3));
     let Some(count) = parse_integer(args.get(2)) else {
-        {
-            w.error(NOT_AN_INTEGER);
-            return Ok(());
-        }
+        w.error(NOT_AN_INTEGER);
+        return Ok(());
     };
     match kt.open(db, key, LIST, Intent::Remove).await? {
         Opened::WrongType => {

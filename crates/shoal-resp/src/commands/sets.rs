@@ -136,10 +136,8 @@ fn combine(
 async fn sadd(kt: &mut KeyTxn, db: u16, args: &Args<'_>, w: &mut ReplyWriter<'_>) -> KeyResult<()> {
     let key = args.get(1);
     if kt.open(db, key, SET, Intent::Add).await? == Opened::WrongType {
-        {
-            w.error(WRONG_TYPE);
-            return Ok(());
-        }
+        w.error(WRONG_TYPE);
+        return Ok(());
     }
     let mut added = 0;
     for i in 2..args.len() {
@@ -223,10 +221,8 @@ fn random_member(kt: &KeyTxn, db: u16, key: &[u8]) -> KeyResult<Option<Vec<u8>>>
 /// SPOP key [count]: removes and returns random members.
 async fn spop(kt: &mut KeyTxn, db: u16, args: &Args<'_>, w: &mut ReplyWriter<'_>) -> KeyResult<()> {
     if args.len() > 3 {
-        {
-            w.error(SYNTAX_ERROR);
-            return Ok(());
-        }
+        w.error(SYNTAX_ERROR);
+        return Ok(());
     }
     let count = match super::positive_count(args, 2) {
         Ok(c) => c,
@@ -279,10 +275,8 @@ async fn spop(kt: &mut KeyTxn, db: u16, args: &Args<'_>, w: &mut ReplyWriter<'_>
 /// for a negative one.
 fn srandmember(kt: &KeyTxn, db: u16, args: &Args<'_>, w: &mut ReplyWriter<'_>) -> KeyResult<()> {
     if args.len() > 3 {
-        {
-            w.error(SYNTAX_ERROR);
-            return Ok(());
-        }
+        w.error(SYNTAX_ERROR);
+        return Ok(());
     }
     let count = match args.len() {
         3 => match parse_integer(args.get(2)) {
@@ -360,10 +354,8 @@ async fn store(
     w: &mut ReplyWriter<'_>,
 ) -> KeyResult<()> {
     let Some(result) = combine(kt, db, name, args, 2)? else {
-        {
-            w.error(WRONG_TYPE);
-            return Ok(());
-        }
+        w.error(WRONG_TYPE);
+        return Ok(());
     };
     let destination = args.get(1);
     // The old value goes (with its members, whatever its type), then the result goes in.

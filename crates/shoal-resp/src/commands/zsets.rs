@@ -90,10 +90,8 @@ pub(super) async fn execute(
         },
         "zcount" => (|| {
             let Some(range) = ScoreRange::parse(args.get(2), args.get(3)) else {
-                {
-                    w.error(BAD_RANGE);
-                    return Ok(());
-                }
+                w.error(BAD_RANGE);
+                return Ok(());
             };
             match kt.find(db, key, ZSET)? {
                 Opened::WrongType => {
@@ -130,10 +128,8 @@ pub(super) async fn execute(
             }
             let m = args.get(2);
             let Some(score) = score_of(kt, db, key, m)? else {
-                {
-                    w.null();
-                    return Ok(());
-                }
+                w.null();
+                return Ok(());
             };
             // The members before it in the set's order (after it, for ZREVRANK).
             let at = [Value::Float64(score), Value::Bytea(m.to_vec())];
@@ -359,36 +355,26 @@ async fn zadd(
     }
     let elements = args.len() - i;
     if !elements.is_multiple_of(2) || elements == 0 {
-        {
-            w.error(SYNTAX_ERROR);
-            return Ok(());
-        }
+        w.error(SYNTAX_ERROR);
+        return Ok(());
     }
     if nx && xx {
-        {
-            w.error("ERR XX and NX options at the same time are not compatible");
-            return Ok(());
-        }
+        w.error("ERR XX and NX options at the same time are not compatible");
+        return Ok(());
     }
     if (nx && (gt || lt)) || (gt && lt) {
-        {
-            w.error("ERR GT, LT, and/or NX options at the same time are not compatible");
-            return Ok(());
-        }
+        w.error("ERR GT, LT, and/or NX options at the same time are not compatible");
+        return Ok(());
     }
     if incr && elements > 2 {
-        {
-            w.error("ERR INCR option supports a single increment-element pair");
-            return Ok(());
-        }
+        w.error("ERR INCR option supports a single increment-element pair");
+        return Ok(());
     }
     let mut pairs = Vec::with_capacity(elements / 2);
     for j in (i..args.len()).step_by(2) {
         let Some(score) = parse_score(args.get(j)) else {
-            {
-                w.error(NOT_A_FLOAT);
-                return Ok(());
-            }
+            w.error(NOT_A_FLOAT);
+            return Ok(());
         };
         pairs.push((score, args.get(j + 1)));
     }
@@ -647,10 +633,8 @@ async fn zpop(
     w: &mut ReplyWriter<'_>,
 ) -> KeyResult<()> {
     if args.len() > 3 {
-        {
-            w.error(SYNTAX_ERROR);
-            return Ok(());
-        }
+        w.error(SYNTAX_ERROR);
+        return Ok(());
     }
     let count = match super::positive_count(args, 2) {
         Ok(c) => c,
