@@ -12,7 +12,10 @@ splits words. Each file starts on new connections to servers just flushed. A lin
         HGETALL): compared sorted
     ?   the reply varies (TIME, RANDOMKEY): only its type is compared
     !sleep SECONDS   waits (for expiry)
-Lines starting with # are comments. Both servers start empty, on free loopback ports, and
+Lines starting with # are comments. Each file runs twice: once a command at a time, waiting for
+each reply, and once pipelined, every command between two `!sleep` lines sent in one write
+before any reply is read (Shoal then runs them in shared transactions, which must not change a
+reply). Both servers start empty, on free loopback ports, and
 are stopped at the end. Each line runs in RESP2; after a `HELLO 3` line, in RESP3.
 """
 
@@ -108,6 +111,28 @@ class Conn:
         self.sock.sendall(encode(args))
         return self.reply()
 
+    def pipeline(self, commands):
+        self.sock.sendall(b"".join(encode(args) for args in commands))
+        return [self.reply() for _ in commands]
+
+
+def segments(path):
+    """The file's commands, as (line number, marker, words), in runs between `!sleep` lines;
+    yields each run and then the seconds to sleep after it."""
+    run = []
+    with open(path) as f:
+        for number, line in enumerate(f, 1):
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            if line.startswith("!sleep"):
+                yield run, float(line.split()[1])
+                run = []
+                continue
+            marker = line[0] if line[0] in "~?" else ""
+            run.append((number, line, marker, shlex.split(line[len(marker):])))
+    yield run, 0
+
 
 def normalise(reply, marker):
     if marker == "?":
@@ -142,27 +167,27 @@ def main():
              "--redis-listen", "127.0.0.1:%d" % shoal_redis_port],
             stdout=subprocess.DEVNULL, stderr=open(os.path.join(data_dir, "stderr.log"), "w")))
         failures, count = 0, 0
-        for path in args.commands:
-            redis, shoal = Conn(redis_port), Conn(shoal_redis_port)
-            for c in (redis, shoal):
-                c.call(["FLUSHALL"])
-            with open(path) as f:
-                for number, line in enumerate(f, 1):
-                    line = line.strip()
-                    if not line or line.startswith("#"):
-                        continue
-                    if line.startswith("!sleep"):
-                        time.sleep(float(line.split()[1]))
-                        continue
-                    marker = line[0] if line[0] in "~?" else ""
-                    words = shlex.split(line[len(marker):])
-                    expected = normalise(redis.call(words), marker)
-                    actual = normalise(shoal.call(words), marker)
-                    count += 1
-                    if expected != actual:
-                        failures += 1
-                        print("%s:%d: %s\n  redis: %r\n  shoal: %r"
-                              % (os.path.basename(path), number, line, expected, actual))
+        for pipelined in (False, True):
+            for path in args.commands:
+                redis, shoal = Conn(redis_port), Conn(shoal_redis_port)
+                for c in (redis, shoal):
+                    c.call(["FLUSHALL"])
+                for run, sleep_s in segments(path):
+                    commands = [words for _, _, _, words in run]
+                    if pipelined:
+                        expected, actual = redis.pipeline(commands), shoal.pipeline(commands)
+                    else:
+                        expected = [redis.call(words) for words in commands]
+                        actual = [shoal.call(words) for words in commands]
+                    for (number, line, marker, _), e, a in zip(run, expected, actual):
+                        count += 1
+                        if normalise(e, marker) != normalise(a, marker):
+                            failures += 1
+                            print("%s:%d%s: %s\n  redis: %r\n  shoal: %r"
+                                  % (os.path.basename(path), number,
+                                     " (pipelined)" if pipelined else "", line,
+                                     normalise(e, marker), normalise(a, marker)))
+                    time.sleep(sleep_s)
         print("%d commands, %d replies differ from Redis's" % (count, failures))
         return 1 if failures else 0
     finally:

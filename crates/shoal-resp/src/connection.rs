@@ -1,5 +1,6 @@
 //! One client's connection: read what the client sent, run every whole command in it in order
-//! (pipelining), write all their replies at once, and read again. A protocol error gets its
+//! (pipelining; key commands in batches, `commands::Batch`), commit, write all their replies at
+//! once, and read again. No reply is written before the commit of what it reports. A protocol error gets its
 //! reply and ends the connection, as in Redis; so does QUIT, once its OK is written.
 
 use std::sync::Arc;
@@ -23,6 +24,7 @@ where
     let (mut client, _connected) = server.new_client(peer);
     let mut input: Vec<u8> = Vec::with_capacity(READ_CHUNK_BYTES);
     let mut output: Vec<u8> = Vec::with_capacity(READ_CHUNK_BYTES);
+    let mut batch = None;
     loop {
         let mut start = 0;
         let mut broken = false;
@@ -35,18 +37,21 @@ where
                         req: &request,
                     };
                     if !request.is_empty() {
-                        commands::execute(&server, &mut client, &args, &mut output).await;
+                        commands::execute(&server, &mut client, &args, &mut output, &mut batch)
+                            .await;
                     }
                     start += request.consumed;
                     if client.closing {
                         break;
                     }
                     if output.len() >= REPLY_FLUSH_BYTES {
+                        commands::end_batch(&server, &client, &mut batch, &mut output).await;
                         stream.write_all(&output).await?;
                         output.clear();
                     }
                 }
                 Err(e) => {
+                    commands::end_batch(&server, &client, &mut batch, &mut output).await;
                     ReplyWriter::new(&mut output, client.protocol).error(&format!("ERR {}", e.0));
                     broken = true;
                     break;
@@ -54,6 +59,7 @@ where
             }
         }
         input.drain(..start);
+        commands::end_batch(&server, &client, &mut batch, &mut output).await;
         if !output.is_empty() {
             stream.write_all(&output).await?;
             output.clear();

@@ -7,8 +7,9 @@
 //! - `protocol::reply` writes the replies in the connection's protocol version (RESP2, or
 //!   RESP3 after `HELLO 3`);
 //! - `commands` checks each command's arity and runs it: connection commands on the
-//!   connection's state (`client`), key commands in one storage transaction each over the
-//!   keyspace (`keyspace`), committed through the server (`host`).
+//!   connection's state (`client`), key commands over the keyspace (`keyspace`) in storage
+//!   transactions, one per run of a pipeline's key commands, committed through the server
+//!   (`host`) before their replies are written.
 //!
 //! The parser is written here rather than taken from a RESP crate: a server reads only one
 //! shape of frame (an array of bulk strings, or an inline line) and must give Redis's exact

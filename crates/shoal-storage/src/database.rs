@@ -63,20 +63,6 @@ impl Database {
         self.shared.begin(isolation)
     }
 
-    /// A snapshot that sees every version committed and stamped so far, and `txn`'s own: the
-    /// newest committed state, as a READ COMMITTED write acts on. Unlike `statement_snapshot`
-    /// it does not wait for the stable watermark, so it sees a commit whose row lock it just
-    /// waited for even while an earlier commit is still being stamped. Use it only on rows the
-    /// caller holds locked (others may show part of a commit being stamped); it does not hold
-    /// back garbage collection, as it never reads an old version.
-    pub fn newest_committed_snapshot(&self, txn: &Transaction) -> Snapshot {
-        self.check_owner(txn);
-        Snapshot {
-            ts: crate::txn::TXN_STAMP_BIT - 1,
-            txn: txn.id(),
-        }
-    }
-
     /// READ COMMITTED: a fresh snapshot per call (call once per statement). REPEATABLE READ: the
     /// snapshot taken at the first call, for the whole transaction.
     pub fn statement_snapshot(&self, txn: &mut Transaction) -> Snapshot {

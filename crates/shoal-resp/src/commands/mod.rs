@@ -1,8 +1,8 @@
 //! The commands: their table (name, arity, flags, key positions, as COMMAND reports them) and
 //! the dispatch of one request to its implementation. Connection commands (`connection`) run
 //! without the keyspace; key commands (`keys`, `strings`, `hashes`, `lists`, `sets`, `zsets`)
-//! run in one storage transaction each, committed as the server's `appendfsync` says when they
-//! wrote.
+//! run in storage transactions shared by a pipeline's consecutive key commands (`Batch`),
+//! committed as the server's `appendfsync` says when they wrote.
 
 mod connection;
 mod float;
@@ -331,8 +331,20 @@ impl Server {
     }
 }
 
-/// Runs one request, appending its reply to `out`.
-pub async fn execute(server: &Server, client: &mut Client, args: &Args<'_>, out: &mut Vec<u8>) {
+/// Runs one request, appending its reply to `out`. A key command joins `batch` (see
+/// `Batch`); anything else first ends it, so the batch's replies are the last ones in `out`.
+pub async fn execute(
+    server: &Server,
+    client: &mut Client,
+    args: &Args<'_>,
+    out: &mut Vec<u8>,
+    batch: &mut Option<Batch>,
+) {
+    let spec = find_bytes(args.get(0));
+    if let Some(spec) = spec.filter(|spec| runs_in_batch(server, client, spec, args)) {
+        return run_in_batch(server, client, spec, args, out, batch).await;
+    }
+    end_batch(server, client, batch, out).await;
     let mut w = ReplyWriter::new(&mut *out, client.protocol);
     // Refused before it runs: a command queued after MULTI makes EXEC abort, as in Redis.
     let refuse = |client: &mut Client, w: &mut ReplyWriter<'_>, error: &str| {
@@ -341,7 +353,7 @@ pub async fn execute(server: &Server, client: &mut Client, args: &Args<'_>, out:
         }
         w.error(error);
     };
-    let Some(spec) = find_bytes(args.get(0)) else {
+    let Some(spec) = spec else {
         return refuse(client, &mut w, &unknown_command(args));
     };
     let name = spec.name;
@@ -349,8 +361,7 @@ pub async fn execute(server: &Server, client: &mut Client, args: &Args<'_>, out:
     if client.user.is_none() && !matches!(name, "auth" | "hello" | "quit" | "reset") {
         return refuse(client, &mut w, "NOAUTH Authentication required.");
     }
-    let n = args.len() as i32;
-    if (spec.arity > 0 && n != spec.arity) || (spec.arity < 0 && n < -spec.arity) {
+    if !arity_fits(spec, args) {
         return refuse(client, &mut w, &arity_error(spec.name));
     }
     if !server.permits(client, spec) {
@@ -408,24 +419,178 @@ pub async fn execute(server: &Server, client: &mut Client, args: &Args<'_>, out:
             w.simple("QUEUED");
         }
         _ => {
-            if connection::execute(server, client, name, args, &mut w) {
+            let handled = connection::execute(server, client, name, args, &mut w);
+            debug_assert!(handled, "key commands run in batches");
+        }
+    }
+}
+
+fn arity_fits(spec: &Spec, args: &Args<'_>) -> bool {
+    let n = args.len() as i32;
+    (spec.arity > 0 && n == spec.arity) || (spec.arity < 0 && n >= -spec.arity)
+}
+
+/// A key command, outside MULTI, that the client may run now.
+fn runs_in_batch(server: &Server, client: &mut Client, spec: &Spec, args: &Args<'_>) -> bool {
+    let touches_keys = spec.flags.contains(&"write") || spec.flags.contains(&"readonly");
+    touches_keys
+        && client.multi.is_none()
+        && client.user.is_some()
+        && arity_fits(spec, args)
+        && server.permits(client, spec)
+}
+
+/// The key commands of one read of a pipeline, run in one storage transaction and committed
+/// together before their replies are written: one commit for the run, not one per command.
+/// Each command still behaves as if it ran alone:
+/// - it reads at a snapshot taken when it starts, which has every commit before it, and sees
+///   the batch's earlier commands;
+/// - it runs under a savepoint, so an error undoes its own writes only;
+/// - only the batch's first command may wait for another transaction's lock. A later one
+///   would wait while holding the earlier commands' locks, and two batches could wait for
+///   each other; instead the batch is committed up to it, and it runs again first in a new
+///   batch;
+/// - once the batch has written, other clients see none of it until the commit, so a later
+///   read of a row another client is changing could be ordered both before that change (it
+///   missed it) and after it (that client may have read ours, had it been committed). A
+///   read-only command therefore starts a new batch after writes, and a write command joins
+///   only if it reads nothing it does not lock (`reads_under_locks`); its reads of rows it
+///   leaves unchanged then take share locks (`KeyTxn::next_command`).
+pub struct Batch {
+    kt: KeyTxn,
+    /// Commands in the batch, each with one reply in `out` from `replies_at` on.
+    commands: usize,
+    replies_at: usize,
+}
+
+/// Commands a batch holds at most, so that locks are held for a bounded time.
+const BATCH_COMMANDS_MAX: usize = 1000;
+
+/// Write commands whose every read is of a row they write or lock (a key's row, or members
+/// under their key's lock): they may join a batch that has written. See `Batch`. (The pushes
+/// count a list's members under a share lock, as they do outside batches.)
+fn reads_under_locks(name: &str) -> bool {
+    matches!(
+        name,
+        "set"
+            | "setnx"
+            | "setex"
+            | "psetex"
+            | "getset"
+            | "getdel"
+            | "getex"
+            | "mset"
+            | "incr"
+            | "decr"
+            | "incrby"
+            | "decrby"
+            | "incrbyfloat"
+            | "append"
+            | "setrange"
+            | "del"
+            | "unlink"
+            | "expire"
+            | "pexpire"
+            | "expireat"
+            | "pexpireat"
+            | "persist"
+            | "hset"
+            | "hmset"
+            | "hsetnx"
+            | "hdel"
+            | "hincrby"
+            | "hincrbyfloat"
+            | "lpush"
+            | "rpush"
+            | "lpop"
+            | "rpop"
+            | "sadd"
+            | "srem"
+            | "spop"
+            | "zadd"
+            | "zincrby"
+            | "zrem"
+            | "zpopmin"
+            | "zpopmax"
+    )
+}
+
+/// Runs the key command `spec` in `batch`, starting one if there is none (see `Batch`).
+async fn run_in_batch(
+    server: &Server,
+    client: &mut Client,
+    spec: &Spec,
+    args: &Args<'_>,
+    out: &mut Vec<u8>,
+    batch: &mut Option<Batch>,
+) {
+    if let Some(b) = batch {
+        let joins = !b.kt.wrote || reads_under_locks(spec.name);
+        if !joins || b.commands >= BATCH_COMMANDS_MAX {
+            end_batch(server, client, batch, out).await;
+        }
+    }
+    loop {
+        let b = match batch {
+            Some(b) => b,
+            None => match begin(server) {
+                Ok(kt) => batch.insert(Batch {
+                    kt,
+                    commands: 0,
+                    replies_at: out.len(),
+                }),
+                Err(e) => {
+                    return ReplyWriter::new(out, client.protocol).error(&format!("ERR {}", e.0))
+                }
+            },
+        };
+        let reply_at = out.len();
+        b.kt.next_command(b.commands == 0);
+        b.kt.db.savepoint(&mut b.kt.txn, "");
+        let mut w = ReplyWriter::new(&mut *out, client.protocol);
+        let ran = run_key_command(&mut b.kt, client, spec.name, args, &mut w).await;
+        let undo = ran.is_err();
+        if undo {
+            out.truncate(reply_at);
+            let undone = b.kt.db.rollback_to_savepoint(&mut b.kt.txn, "");
+            debug_assert!(undone.is_ok(), "the command's savepoint is there");
+        }
+        let released = b.kt.db.release_savepoint(&mut b.kt.txn, "");
+        debug_assert!(released.is_ok(), "the command's savepoint is there");
+        match ran {
+            Err(_) if b.kt.must_wait => {
+                debug_assert!(b.commands > 0, "a batch's first command may wait");
+                end_batch(server, client, batch, out).await;
+            }
+            Err(e) => {
+                ReplyWriter::new(&mut *out, client.protocol).error(&format!("ERR {}", e.0));
+                b.commands += 1;
                 return;
             }
-            drop(w);
-            // A key command: its reply is taken back if the commit fails.
-            let reply_start = out.len();
-            let outcome = match begin(server) {
-                Err(e) => Err(e),
-                Ok(mut kt) => {
-                    let mut w = ReplyWriter::new(&mut *out, client.protocol);
-                    let ran = run_key_command(&mut kt, client, name, args, &mut w).await;
-                    finish(server, kt, ran.map(|()| true)).await
-                }
-            };
-            if let Err(e) = outcome {
-                out.truncate(reply_start);
-                ReplyWriter::new(out, client.protocol).error(&format!("ERR {}", e.0));
+            Ok(()) => {
+                b.commands += 1;
+                return;
             }
+        }
+    }
+}
+
+/// Commits `batch` (when it wrote, waiting for the flush as the server's appendfsync says).
+/// If the commit fails, each of its commands' replies becomes the error.
+pub async fn end_batch(
+    server: &Server,
+    client: &Client,
+    batch: &mut Option<Batch>,
+    out: &mut Vec<u8>,
+) {
+    let Some(b) = batch.take() else {
+        return;
+    };
+    if let Err(e) = finish(server, b.kt, Ok(true)).await {
+        out.truncate(b.replies_at);
+        let mut w = ReplyWriter::new(out, client.protocol);
+        for _ in 0..b.commands {
+            w.error(&format!("ERR {}", e.0));
         }
     }
 }

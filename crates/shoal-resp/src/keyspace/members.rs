@@ -78,7 +78,7 @@ impl KeyTxn {
             .await?;
         if opened == Opened::Ready {
             // Under the lock, the members as the last commit that held it left them.
-            self.snap = self.db.newest_committed_snapshot(&self.txn);
+            self.snapshot_ended_commits().await;
         }
         Ok(opened)
     }
@@ -210,7 +210,7 @@ impl KeyTxn {
     pub(super) async fn purge_members(&mut self, db: u16, key: &[u8], t: KeyType) -> KeyResult<()> {
         // The key's row is this transaction's now: every member a committed add left goes,
         // even one committed after this command's snapshot.
-        self.snap = self.db.newest_committed_snapshot(&self.txn);
+        self.snapshot_ended_commits().await;
         let mut subs = Vec::new();
         self.members(t, db, key, Direction::Forward, |mut row| {
             subs.push(row.swap_remove(2));

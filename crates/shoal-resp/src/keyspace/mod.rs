@@ -4,10 +4,11 @@
 //! and writes the same rows (`host::Host` creates the table), so a key set by SET is a row a
 //! `SELECT` sees, and an `UPDATE redis.keys` is what the next GET returns.
 //!
-//! A command runs in one storage transaction (`KeyTxn`), as a one-statement SQL transaction
-//! does: it reads at the transaction's snapshot, and a write that meets a row another
-//! transaction is writing waits for it, then works on the newest committed version (READ
-//! COMMITTED), so concurrent INCRs of one key never lose an increment.
+//! A command runs in a storage transaction (`KeyTxn`), alone or with the commands after it in
+//! a pipeline (`commands::Batch`), as a statement of a READ COMMITTED SQL transaction does: it
+//! reads at a snapshot of its own, and a write that meets a row another transaction is writing
+//! waits for it, then works on the newest committed version, so concurrent INCRs of one key
+//! never lose an increment.
 
 use std::sync::Arc;
 
@@ -170,6 +171,15 @@ pub struct KeyTxn {
     /// The command's time: keys that expire at or before it are gone.
     pub now_us: i64,
     pub wrote: bool,
+    /// Whether the command may wait for another transaction's lock. A pipeline's batch
+    /// (`commands::Batch`) allows it only to its first command: a later one would wait while
+    /// holding the locks of the commands before it.
+    may_wait: bool,
+    /// The command stopped because it would have waited (`may_wait` was false): nothing it did
+    /// may be kept, and it must run again where it may wait.
+    pub must_wait: bool,
+    /// Reads of rows a write leaves unchanged take a share lock (see `commands::Batch`).
+    lock_reads: bool,
 }
 
 impl KeyTxn {
@@ -183,7 +193,51 @@ impl KeyTxn {
             snap,
             now_us: now_us(),
             wrote: false,
+            may_wait: true,
+            must_wait: false,
+            lock_reads: false,
         }
+    }
+
+    /// Starts the next command of a batch: a new snapshot (READ COMMITTED: it sees the
+    /// commits before it) and a new time. Only the batch's first command may wait for locks;
+    /// once the batch has written, reads that decide to leave a row as it is lock it.
+    pub fn next_command(&mut self, first: bool) {
+        self.snap = self.db.statement_snapshot(&mut self.txn);
+        self.now_us = now_us();
+        self.may_wait = first;
+        self.must_wait = false;
+        self.lock_reads = self.wrote;
+    }
+
+    /// Takes a new snapshot that has every commit that has ended by now: after taking a lock,
+    /// the commits that held it. A new snapshot may lag behind a commit that has ended while an
+    /// earlier one is still being stamped (`Database::stable_ts`); that takes moments, and this
+    /// waits them out. (A snapshot past that watermark could see a commit only in part, and a
+    /// write at it could miss a version stamped after it read the row.)
+    pub(crate) async fn snapshot_ended_commits(&mut self) {
+        let ended = self.db.newest_commit_ts();
+        for attempt in 0u32.. {
+            self.snap = self.db.statement_snapshot(&mut self.txn);
+            if self.snap.ts >= ended {
+                return;
+            }
+            match attempt < 64 {
+                true => tokio::task::yield_now().await,
+                false => tokio::time::sleep(std::time::Duration::from_millis(1)).await,
+            }
+        }
+    }
+
+    /// Ok when the command may wait for a lock; otherwise marks it as stopped (`must_wait`).
+    fn may_wait_for_lock(&mut self) -> KeyResult<()> {
+        if self.may_wait {
+            return Ok(());
+        }
+        self.must_wait = true;
+        Err(KeyspaceError(
+            "the command would wait for a lock inside a batch".to_string(),
+        ))
     }
 
     fn key_values(db: u16, key: &[u8]) -> [Value; 2] {
@@ -307,6 +361,7 @@ impl KeyTxn {
                         continue;
                     }
                     Err(StorageError::WouldBlock { holder }) => {
+                        self.may_wait_for_lock()?;
                         self.db.wait_for(&self.txn, holder).await?;
                         self.snap = self.db.statement_snapshot(&mut self.txn);
                         continue;
@@ -318,6 +373,11 @@ impl KeyTxn {
             let mut snap = self.snap;
             loop {
                 let (outcome, answer, writes) = match decide(Some(&current)) {
+                    RowWrite::Keep(a) if self.lock_reads => (
+                        table.lock_row(&mut self.txn, &handle, &snap, RowLockMode::Share),
+                        a,
+                        false,
+                    ),
                     RowWrite::Keep(a) => return Ok(a),
                     RowWrite::Put(r, a) => {
                         (table.update(&mut self.txn, &handle, &snap, &r), a, true)
@@ -347,6 +407,7 @@ impl KeyTxn {
                         snap = newest_snapshot;
                     }
                     Err(StorageError::WouldBlock { holder }) => {
+                        self.may_wait_for_lock()?;
                         let turn =
                             ticket.get_or_insert_with(|| self.db.queue_for_row(&self.txn, &handle));
                         self.db.wait_for_turn(turn).await?;
@@ -401,6 +462,7 @@ impl KeyTxn {
                 Ok(WriteOutcome::Done) => return Ok(true),
                 Ok(WriteOutcome::Changed { .. }) => return Ok(false),
                 Err(StorageError::WouldBlock { holder }) => {
+                    self.may_wait_for_lock()?;
                     self.db.wait_for(&self.txn, holder).await?
                 }
                 Err(e) => return Err(e.into()),
