@@ -461,6 +461,8 @@ pub struct Batch {
     /// Commands in the batch, each with one reply in `out` from `replies_at` on.
     commands: usize,
     replies_at: usize,
+    /// Every command so far was read-only.
+    read_only: bool,
 }
 
 /// Commands a batch holds at most, so that locks are held for a bounded time.
@@ -538,6 +540,7 @@ async fn run_in_batch(
                     kt,
                     commands: 0,
                     replies_at: out.len(),
+                    read_only: true,
                 }),
                 Err(e) => {
                     return ReplyWriter::new(out, client.protocol).error(&format!("ERR {}", e.0))
@@ -545,18 +548,29 @@ async fn run_in_batch(
             },
         };
         let reply_at = out.len();
-        b.kt.next_command(b.commands == 0);
-        b.kt.db.savepoint(&mut b.kt.txn, "");
+        // The first command reads at the snapshot the batch began with, and a read that
+        // follows only reads at the same one: the batch's replies wait for its end in any
+        // case. A read-only command needs no savepoint: it neither writes nor locks.
+        let reads = spec.flags.contains(&"readonly");
+        let fresh = b.commands > 0 && !(reads && b.read_only);
+        b.read_only &= reads;
+        b.kt.next_command(b.commands == 0, fresh);
+        if !reads {
+            b.kt.db.savepoint(&mut b.kt.txn, "");
+        }
         let mut w = ReplyWriter::new(&mut *out, client.protocol);
         let ran = run_key_command(&mut b.kt, client, spec.name, args, &mut w).await;
-        let undo = ran.is_err();
-        if undo {
+        if ran.is_err() {
             out.truncate(reply_at);
-            let undone = b.kt.db.rollback_to_savepoint(&mut b.kt.txn, "");
-            debug_assert!(undone.is_ok(), "the command's savepoint is there");
         }
-        let released = b.kt.db.release_savepoint(&mut b.kt.txn, "");
-        debug_assert!(released.is_ok(), "the command's savepoint is there");
+        if !reads {
+            if ran.is_err() {
+                let undone = b.kt.db.rollback_to_savepoint(&mut b.kt.txn, "");
+                debug_assert!(undone.is_ok(), "the command's savepoint is there");
+            }
+            let released = b.kt.db.release_savepoint(&mut b.kt.txn, "");
+            debug_assert!(released.is_ok(), "the command's savepoint is there");
+        }
         match ran {
             Err(_) if b.kt.must_wait => {
                 debug_assert!(b.commands > 0, "a batch's first command may wait");

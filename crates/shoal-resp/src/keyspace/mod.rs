@@ -199,12 +199,16 @@ impl KeyTxn {
         }
     }
 
-    /// Starts the next command of a batch: a new snapshot (READ COMMITTED: it sees the
-    /// commits before it) and a new time. Only the batch's first command may wait for locks;
-    /// once the batch has written, reads that decide to leave a row as it is lock it.
-    pub fn next_command(&mut self, first: bool) {
-        self.snap = self.db.statement_snapshot(&mut self.txn);
-        self.now_us = now_us();
+    /// Starts the next command of a batch. With `fresh`, it reads at a new snapshot (READ
+    /// COMMITTED: it sees the commits before it) and a new time; without, at the last
+    /// command's (reads that follow reads may all read at one moment). Only the batch's first
+    /// command may wait for locks; once the batch has written, reads that decide to leave a
+    /// row as it is lock it.
+    pub fn next_command(&mut self, first: bool, fresh: bool) {
+        if fresh {
+            self.snap = self.db.statement_snapshot(&mut self.txn);
+            self.now_us = now_us();
+        }
         self.may_wait = first;
         self.must_wait = false;
         self.lock_reads = self.wrote;
