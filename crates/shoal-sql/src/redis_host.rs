@@ -164,6 +164,11 @@ impl RedisHost {
             zsets,
             zsets_by_score,
             list_ends: Default::default(),
+            // A key is a key whatever else changed: iterations go on.
+            scan_cursors: match &*self.tables.read() {
+                Some((_, old)) => old.scan_cursors.clone(),
+                None => Default::default(),
+            },
         });
         *self.tables.write() = Some((version, tables.clone()));
         Ok(tables)

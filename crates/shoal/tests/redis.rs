@@ -224,6 +224,87 @@ async fn pipelines_writing_keys_in_opposite_orders_neither_deadlock_nor_lose_wri
     drop(server);
 }
 
+/// SCAN's guarantee: a full iteration returns every key that exists from its start to its
+/// end, even while other keys are deleted and added before and after the cursor.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scan_returns_every_key_that_stays_while_others_come_and_go() {
+    const KEPT: usize = 600;
+    const DOOMED: usize = 400;
+    let (server, port) = start(&[]);
+    let mut r = Redis::connect(port).await;
+    let mut setup = Vec::new();
+    // Doomed keys come first, in key order and in the order they are stored, and among the
+    // kept ones: deleting them moves every kept key's position.
+    for i in 0..DOOMED {
+        setup.push(vec![
+            "SET".to_string(),
+            format!("doomed:{i:04}"),
+            "v".into(),
+        ]);
+        setup.push(vec![
+            "SET".to_string(),
+            format!("kept:{i:04}:doomed"),
+            "v".into(),
+        ]);
+    }
+    for i in 0..KEPT {
+        setup.push(vec!["SET".to_string(), format!("kept:{i:04}"), "v".into()]);
+    }
+    for reply in r.pipeline(&setup).await {
+        assert_eq!(reply, Reply::Status("OK".into()));
+    }
+    let mut seen = std::collections::HashSet::new();
+    let (mut cursor, mut calls, mut doomed) = ("0".to_string(), 0, 0usize);
+    loop {
+        let Reply::Array(page) = r.call(&["SCAN", &cursor, "COUNT", "25"]).await else {
+            panic!("SCAN's reply is an array");
+        };
+        let [Reply::Bulk(next), Reply::Array(keys)] = &page[..] else {
+            panic!("SCAN's reply: {page:?}");
+        };
+        for k in keys {
+            let Reply::Bulk(k) = k else { panic!("{k:?}") };
+            seen.insert(String::from_utf8(k.clone()).unwrap());
+        }
+        cursor = String::from_utf8(next.clone()).unwrap();
+        calls += 1;
+        if cursor == "0" {
+            break;
+        }
+        assert!(calls < 1000, "SCAN does not end");
+        // Between calls: delete ten doomed keys of each kind, add ten new ones.
+        let mut churn = Vec::new();
+        for _ in 0..10 {
+            if doomed < DOOMED {
+                churn.push(vec!["DEL".to_string(), format!("doomed:{doomed:04}")]);
+                churn.push(vec!["DEL".to_string(), format!("kept:{doomed:04}:doomed")]);
+                doomed += 1;
+            }
+            churn.push(vec![
+                "SET".to_string(),
+                format!("new:{calls}:{doomed}"),
+                "v".into(),
+            ]);
+        }
+        r.pipeline(&churn).await;
+    }
+    for i in 0..KEPT {
+        assert!(
+            seen.contains(&format!("kept:{i:04}")),
+            "kept:{i:04} was not returned"
+        );
+    }
+    // A cursor the server does not know (from before a restart) starts over.
+    let Reply::Array(page) = r.call(&["SCAN", "12345", "COUNT", "5"]).await else {
+        panic!("SCAN's reply is an array");
+    };
+    assert!(
+        matches!(&page[1], Reply::Array(keys) if keys.len() == 5),
+        "{page:?}"
+    );
+    drop(server);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watch_aborts_exec_when_another_client_writes_the_key() {
     let (_server, port) = start(&[]);

@@ -265,8 +265,8 @@ async fn rename(kt: &mut KeyTxn, db: u16, name: &str, args: &Args<'_>) -> KeyRes
     })
 }
 
-/// SCAN cursor [MATCH pattern] [COUNT n] [TYPE type]: the cursor is the position of the next
-/// key in key order.
+/// SCAN cursor [MATCH pattern] [COUNT n] [TYPE type]: COUNT keys in key order from where the
+/// cursor left off (`ScanCursors`), those that match in the reply.
 fn scan(kt: &KeyTxn, db: u16, args: &Args<'_>, w: &mut ReplyWriter<'_>) -> KeyResult<()> {
     let Some(cursor) = std::str::from_utf8(args.get(1))
         .ok()
@@ -303,23 +303,32 @@ fn scan(kt: &KeyTxn, db: u16, args: &Args<'_>, w: &mut ReplyWriter<'_>) -> KeyRe
         }
         i += 2;
     }
-    let (mut position, mut found, mut next) = (0u64, Vec::new(), 0u64);
-    kt.scan(Some(db), |_, key, e| {
-        if position >= cursor + count as u64 {
-            next = position;
+    let cursors = &kt.tables.scan_cursors;
+    let resume = match cursor {
+        0 => None,
+        _ => cursors.resume(db, cursor),
+    };
+    let (mut visited, mut found, mut last) = (0usize, Vec::new(), None);
+    kt.scan_db_from(db, resume.as_deref(), |key, e| {
+        if visited == count {
             return false;
         }
-        if position >= cursor
-            && pattern
-                .as_deref()
-                .is_none_or(|p| crate::glob::matches(p, key))
+        visited += 1;
+        last = Some(key.to_vec());
+        if pattern
+            .as_deref()
+            .is_none_or(|p| crate::glob::matches(p, key))
             && type_name.as_deref().is_none_or(|t| t == e.key_type.name())
         {
             found.push(key.to_vec());
         }
-        position += 1;
         true
-    });
+    })?;
+    // The iteration is over once a call finds fewer keys than it may visit.
+    let next = match last {
+        Some(key) if visited == count => cursors.after(db, key),
+        _ => 0,
+    };
     w.array(2);
     w.bulk(next.to_string().as_bytes());
     w.array(found.len());

@@ -18,8 +18,10 @@ use shoal_storage::{
     StorageError, Transaction, WriteOutcome,
 };
 
+mod cursors;
 mod members;
 
+pub use cursors::ScanCursors;
 pub use members::{Intent, ListEnds, Opened};
 
 /// The columns of `redis.keys`, in order.
@@ -50,6 +52,8 @@ pub struct Tables {
     pub zsets_by_score: IndexId,
     /// Hints of where lists end (see `ListEnds`).
     pub list_ends: ListEnds,
+    /// SCAN's cursors (see `ScanCursors`), kept when the catalog changes.
+    pub scan_cursors: Arc<ScanCursors>,
 }
 
 impl Tables {
@@ -495,6 +499,37 @@ impl KeyTxn {
 }
 
 impl KeyTxn {
+    /// Visits the live keys of database `db` in key order after `after` (from its first key
+    /// when None), with their entries, until `f` returns false.
+    pub fn scan_db_from(
+        &self,
+        db: u16,
+        after: Option<&[u8]>,
+        mut f: impl FnMut(&[u8], &Entry) -> bool,
+    ) -> KeyResult<()> {
+        let tables = &self.tables;
+        let database = [Value::Int16(db as i16)];
+        let start = after.map(|key| Self::key_values(db, key));
+        let lower = match &start {
+            Some(k) => std::ops::Bound::Excluded(&k[..]),
+            None => std::ops::Bound::Included(&database[..]),
+        };
+        tables.keys.index_scan(
+            tables.keys_primary,
+            &self.snap,
+            lower,
+            std::ops::Bound::Included(&database[..]),
+            |_, bytes| {
+                let row = tables.keys.decode_row(bytes);
+                match (&row[1], entry_of(&row)) {
+                    (Value::Bytea(key), Some(e)) if self.live(&e) => f(key, &e),
+                    _ => true,
+                }
+            },
+        )?;
+        Ok(())
+    }
+
     /// Up to `limit` keys in key order after `after` (from the start when None), each with
     /// whether it has expired; for the expiry cycle's sweep.
     pub fn sweep(
