@@ -193,6 +193,36 @@ fn sweep_index(
     resume
 }
 
+impl RowTable {
+    /// Removes the entries an index scan walked past whose rows are dead to every snapshot, so
+    /// the next scan does not walk them again: a queue popped from its head (Redis's LPOP, a
+    /// job table's `ORDER BY id LIMIT 1` delete) would otherwise walk every entry popped since
+    /// the last GC pass, each time. As `sweep_index` does, a version is pruned only below the
+    /// oldest snapshot still open, and an entry removed only when no remaining version has its
+    /// key.
+    pub(crate) fn prune_dead_entries(
+        &self,
+        idx: &Index,
+        types: &[DataType],
+        unseen: Vec<(Box<[u8]>, RowRef)>,
+    ) {
+        // The horizon now (as the GC thread publishes it): the queue's entries were deleted
+        // moments ago, after the last GC step's horizon.
+        let horizon = self.shared.oldest_active_snapshot();
+        self.shared
+            .gc_horizon_ts
+            .fetch_max(horizon, Ordering::Relaxed);
+        for (entry, chain) in unseen {
+            let key = key_part(&entry);
+            let _stripe = idx.lock_key(key);
+            chain.lock_state().prune(horizon);
+            if !entry_is_used(idx, types, &chain, key) {
+                idx.remove_entry(&entry);
+            }
+        }
+    }
+}
+
 fn entry_is_used(idx: &Index, types: &[DataType], chain: &RowRef, key: &[u8]) -> bool {
     let st = chain.lock_state();
     let used = st

@@ -842,41 +842,6 @@ impl RowTable {
         Ok(())
     }
 
-    /// Removes the entries a scan walked past whose rows are dead to every snapshot, so the
-    /// next scan does not walk them again: a queue popped from its head (Redis's LPOP, a job
-    /// table's `ORDER BY id LIMIT 1` delete) would otherwise walk every entry popped since the
-    /// last GC pass, each time. As GC's index sweep does, a version is pruned only below the
-    /// oldest snapshot still open, and an entry removed only when no remaining version has its
-    /// key.
-    fn prune_dead_entries(
-        &self,
-        idx: &Index,
-        types: &[DataType],
-        unseen: Vec<(Box<[u8]>, RowRef)>,
-    ) {
-        // The horizon now (as the GC thread publishes it): the queue's entries were deleted
-        // moments ago, after the last GC step's horizon.
-        let horizon = self.shared.oldest_active_snapshot();
-        self.shared
-            .gc_horizon_ts
-            .fetch_max(horizon, Ordering::Relaxed);
-        for (entry, chain) in unseen {
-            let key = key_part(&entry);
-            let _stripe = idx.lock_key(key);
-            let used = {
-                let mut st = chain.lock_state();
-                st.prune(horizon);
-                let used = st
-                    .versions()
-                    .any(|v| idx.row_has_key(types, chain.bytes(&v.data), key));
-                used
-            };
-            if !used {
-                idx.remove_entry(&entry);
-            }
-        }
-    }
-
     /// Whether more than `share` (0 to 1) of an index's entries lie in the key ranges: an index
     /// read would visit more than that part of what a scan visits. Counts the index's sorted
     /// run by binary searches and walks its recent entries only up to that share. False for an
