@@ -2,10 +2,11 @@
 //! PERSIST, RENAME, RENAMENX, KEYS, SCAN, RANDOMKEY, DBSIZE, FLUSHDB and FLUSHALL.
 
 use super::strings::{expiry_at, Out};
-use super::{parse_integer, Args, NOT_AN_INTEGER, SYNTAX_ERROR};
+use super::{bytes_of, parse_integer, Args, NOT_AN_INTEGER, SYNTAX_ERROR, WRONG_TYPE};
 use crate::client::Client;
 use shoal_storage::types::Value;
 use shoal_storage::Direction;
+use std::ops::Bound;
 
 use crate::keyspace::{Entry, Intent, KeyResult, KeyTxn, KeyType, Opened, RowWrite, Write};
 use crate::protocol::ReplyWriter;
@@ -82,6 +83,7 @@ pub(super) async fn execute(
             Ok(())
         }
         "scan" => scan(kt, db, args, w),
+        "hscan" | "sscan" | "zscan" => scan_members(kt, db, name, args, w),
         "randomkey" => {
             let mut keys = Vec::new();
             kt.scan(Some(db), |_, key, _| {
@@ -265,44 +267,84 @@ async fn rename(kt: &mut KeyTxn, db: u16, name: &str, args: &Args<'_>) -> KeyRes
     })
 }
 
+/// The options of SCAN and its collection forms: MATCH pattern, COUNT n (how many keys or
+/// members a call looks at) and, for SCAN only, TYPE type.
+struct ScanOptions {
+    pattern: Option<Vec<u8>>,
+    count: usize,
+    type_name: Option<String>,
+}
+
+impl ScanOptions {
+    /// The cursor (argument `at`) and the options after it, or Redis's error reply.
+    fn parse(
+        args: &Args<'_>,
+        at: usize,
+        scans_keys: bool,
+    ) -> Result<(u64, ScanOptions), &'static str> {
+        let cursor = parse_cursor(args.get(at)).ok_or("ERR invalid cursor")?;
+        let mut options = ScanOptions {
+            pattern: None,
+            count: 10,
+            type_name: None,
+        };
+        let mut i = at + 1;
+        while i < args.len() {
+            if i + 1 >= args.len() {
+                return Err(SYNTAX_ERROR);
+            }
+            match args.word(i).as_str() {
+                "match" => options.pattern = Some(args.get(i + 1).to_vec()),
+                "count" => match parse_integer(args.get(i + 1)) {
+                    Some(n) if n >= 1 => options.count = n as usize,
+                    Some(_) => return Err(SYNTAX_ERROR),
+                    None => return Err(NOT_AN_INTEGER),
+                },
+                "type" if scans_keys => options.type_name = Some(args.word(i + 1)),
+                _ => return Err(SYNTAX_ERROR),
+            }
+            i += 2;
+        }
+        Ok((cursor, options))
+    }
+
+    fn matches(&self, name: &[u8]) -> bool {
+        self.pattern
+            .as_deref()
+            .is_none_or(|p| crate::glob::matches(p, name))
+    }
+}
+
+/// A cursor as Redis reads one (C's `strtoul`): digits after an optional sign, a negative
+/// number wrapping around, nothing else; None if it is not one or overflows.
+fn parse_cursor(text: &[u8]) -> Option<u64> {
+    let (negative, digits) = match text.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        Some((b'+', rest)) => (false, rest),
+        _ => (false, text),
+    };
+    if digits.is_empty() {
+        // `strtoul` converts nothing: an empty cursor is 0, a bare sign is not a number.
+        return text.is_empty().then_some(0);
+    }
+    if !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let n = std::str::from_utf8(digits).ok()?.parse::<u64>().ok()?;
+    Some(if negative { n.wrapping_neg() } else { n })
+}
+
 /// SCAN cursor [MATCH pattern] [COUNT n] [TYPE type]: COUNT keys in key order from where the
 /// cursor left off (`ScanCursors`), those that match in the reply.
 fn scan(kt: &KeyTxn, db: u16, args: &Args<'_>, w: &mut ReplyWriter<'_>) -> KeyResult<()> {
-    let Some(cursor) = std::str::from_utf8(args.get(1))
-        .ok()
-        .and_then(|s| s.parse::<u64>().ok())
-    else {
-        w.error("ERR invalid cursor");
-        return Ok(());
-    };
-    let (mut pattern, mut count, mut type_name) = (None, 10usize, None);
-    let mut i = 2;
-    while i < args.len() {
-        if i + 1 >= args.len() {
-            w.error(SYNTAX_ERROR);
+    let (cursor, options) = match ScanOptions::parse(args, 1, true) {
+        Ok(parsed) => parsed,
+        Err(e) => {
+            w.error(e);
             return Ok(());
         }
-        match args.word(i).as_str() {
-            "match" => pattern = Some(args.get(i + 1).to_vec()),
-            "count" => match parse_integer(args.get(i + 1)) {
-                Some(n) if n >= 1 => count = n as usize,
-                Some(_) => {
-                    w.error(SYNTAX_ERROR);
-                    return Ok(());
-                }
-                None => {
-                    w.error(NOT_AN_INTEGER);
-                    return Ok(());
-                }
-            },
-            "type" => type_name = Some(args.word(i + 1)),
-            _ => {
-                w.error(SYNTAX_ERROR);
-                return Ok(());
-            }
-        }
-        i += 2;
-    }
+    };
+    let (count, type_name) = (options.count, options.type_name.as_deref());
     let cursors = &kt.tables.scan_cursors;
     let resume = match cursor {
         0 => None,
@@ -315,11 +357,7 @@ fn scan(kt: &KeyTxn, db: u16, args: &Args<'_>, w: &mut ReplyWriter<'_>) -> KeyRe
         }
         visited += 1;
         last = Some(key.to_vec());
-        if pattern
-            .as_deref()
-            .is_none_or(|p| crate::glob::matches(p, key))
-            && type_name.as_deref().is_none_or(|t| t == e.key_type.name())
-        {
+        if options.matches(key) && type_name.is_none_or(|t| t == e.key_type.name()) {
             found.push(key.to_vec());
         }
         true
@@ -336,4 +374,124 @@ fn scan(kt: &KeyTxn, db: u16, args: &Args<'_>, w: &mut ReplyWriter<'_>) -> KeyRe
         w.bulk(&k);
     }
     Ok(())
+}
+
+/// HSCAN, SSCAN and ZSCAN key cursor [MATCH pattern] [COUNT n]: COUNT members of the collection
+/// in member order from where the cursor left off; a hash's fields with their values, a sorted
+/// set's members with their scores (bulk strings, as Redis writes them here).
+fn scan_members(
+    kt: &KeyTxn,
+    db: u16,
+    name: &str,
+    args: &Args<'_>,
+    w: &mut ReplyWriter<'_>,
+) -> KeyResult<()> {
+    let t = match name {
+        "hscan" => KeyType::Hash,
+        "sscan" => KeyType::Set,
+        _ => KeyType::ZSet,
+    };
+    let key = args.get(1);
+    // Redis reads the cursor, then the key, and the options only for a key that exists.
+    if parse_cursor(args.get(2)).is_none() {
+        w.error("ERR invalid cursor");
+        return Ok(());
+    }
+    match kt.find(db, key, t)? {
+        Opened::WrongType => {
+            w.error(WRONG_TYPE);
+            return Ok(());
+        }
+        Opened::Missing => {
+            w.array(2);
+            w.bulk(b"0");
+            w.array(0);
+            return Ok(());
+        }
+        Opened::Ready => {}
+    }
+    let (cursor, options) = match ScanOptions::parse(args, 2, false) {
+        Ok(parsed) => parsed,
+        Err(e) => {
+            w.error(e);
+            return Ok(());
+        }
+    };
+    let cursors = &kt.tables.scan_cursors;
+    let resume = match cursor {
+        0 => None,
+        _ => cursors
+            .resume(db, cursor)
+            .and_then(|place| member_after(&place, key)),
+    };
+    let after = resume.map(|m| [Value::Bytea(m)]);
+    let lower = match &after {
+        Some(sub) => Bound::Excluded(&sub[..]),
+        None => Bound::Unbounded,
+    };
+    let primary = kt.tables.members(t).primary;
+    let (mut visited, mut found, mut last) = (0usize, Vec::new(), None);
+    kt.scan_members(
+        t,
+        primary,
+        db,
+        key,
+        Direction::Forward,
+        lower,
+        Bound::Unbounded,
+        |row| {
+            if visited == options.count {
+                return false;
+            }
+            visited += 1;
+            let member = bytes_of(&row[2]).to_vec();
+            if options.matches(&member) {
+                let with = match (t, &row.get(3)) {
+                    (KeyType::Hash, _) => Some(bytes_of(&row[3]).to_vec()),
+                    (KeyType::ZSet, Some(Value::Float64(score))) => {
+                        Some(crate::protocol::reply::format_double(*score).into_bytes())
+                    }
+                    _ => None,
+                };
+                found.push((member.clone(), with));
+            }
+            last = Some(member);
+            true
+        },
+    )?;
+    let next = match last {
+        Some(member) if visited == options.count => cursors.after(db, member_place(key, &member)),
+        _ => 0,
+    };
+    w.array(2);
+    w.bulk(next.to_string().as_bytes());
+    w.array(
+        found
+            .iter()
+            .map(|(_, with)| 1 + usize::from(with.is_some()))
+            .sum(),
+    );
+    for (member, with) in found {
+        w.bulk(&member);
+        if let Some(with) = with {
+            w.bulk(&with);
+        }
+    }
+    Ok(())
+}
+
+/// A member scan's place for `ScanCursors`: the collection's key (its length first) and the
+/// last member returned.
+fn member_place(key: &[u8], member: &[u8]) -> Vec<u8> {
+    let mut place = (key.len() as u32).to_be_bytes().to_vec();
+    place.extend_from_slice(key);
+    place.extend_from_slice(member);
+    place
+}
+
+/// The member a place goes on after, if the place is one of `key`'s.
+fn member_after(place: &[u8], key: &[u8]) -> Option<Vec<u8>> {
+    let (len, rest) = place.split_first_chunk::<4>()?;
+    let (of, member) = rest.split_at_checked(u32::from_be_bytes(*len) as usize)?;
+    (of == key).then(|| member.to_vec())
 }

@@ -9,9 +9,9 @@ use std::ops::Bound;
 use shoal_storage::types::Value;
 use shoal_storage::Direction;
 
-use super::{bytes_of, parse_integer, Args, NOT_AN_INTEGER, WRONG_TYPE};
+use super::{bytes_of, parse_integer, Args, NOT_AN_INTEGER, SYNTAX_ERROR, WRONG_TYPE};
 use crate::client::Client;
-use crate::keyspace::{Intent, KeyResult, KeyTxn, KeyType, Opened, RowWrite};
+use crate::keyspace::{Intent, KeyResult, KeyTxn, KeyType, KeyspaceError, Opened, RowWrite};
 use crate::protocol::ReplyWriter;
 
 const LIST: KeyType = KeyType::List;
@@ -28,6 +28,7 @@ pub(super) async fn execute(
     let result = match name {
         "lpush" | "rpush" | "lpushx" | "rpushx" => push(kt, db, name, args, w).await,
         "lpop" | "rpop" => pop(kt, db, name, args, w).await,
+        "lmove" | "rpoplpush" => lmove(kt, db, name, args, w).await,
         "llen" => (|| {
             match kt.find(db, key, LIST)? {
                 Opened::WrongType => w.error(WRONG_TYPE),
@@ -197,10 +198,25 @@ async fn push(
         }
         Opened::Ready => {}
     }
-    let left = name.starts_with('l');
+    let values: Vec<&[u8]> = (2..args.len()).map(|i| args.get(i)).collect();
+    match add_elements(kt, db, key, name.starts_with('l'), &values).await? {
+        Ok(length) => w.integer(length),
+        Err(e) => w.error(e),
+    }
+    Ok(())
+}
+
+/// Pushes `values` one after another at the left or right end of list `key`, which is open
+/// (`KeyTxn::open`): its new length, or Redis's error text.
+async fn add_elements(
+    kt: &mut KeyTxn,
+    db: u16,
+    key: &[u8],
+    left: bool,
+    values: &[&[u8]],
+) -> KeyResult<Result<i64, &'static str>> {
     let mut known = ends(kt, db, key)?;
-    for i in 2..args.len() {
-        let value = args.get(i);
+    for value in values {
         // Another client may take the position first (pushes to one list run side by side
         // under a shared lock): then look again.
         loop {
@@ -211,8 +227,7 @@ async fn push(
             };
             // Only positions written from SQL can get here.
             let Some(at) = at else {
-                w.error("ERR the list's positions are exhausted");
-                return Ok(());
+                return Ok(Err("ERR the list's positions are exhausted"));
             };
             let pushed = kt
                 .write_member(LIST, db, key, Value::Int64(at), |row| match row {
@@ -232,8 +247,7 @@ async fn push(
         }
     }
     kt.tables.list_ends.set(db, key, known);
-    w.integer(length(known));
-    Ok(())
+    Ok(Ok(length(known)))
 }
 
 /// LPOP/RPOP key [count]: one element, or an array of up to `count`.
@@ -278,12 +292,38 @@ async fn pop(
         "lpop" => Direction::Forward,
         _ => Direction::Backward,
     };
+    let popped = take_elements(kt, db, key, direction, count.unwrap_or(1) as usize).await?;
+    close_if_empty(kt, db, key).await?;
+    match count {
+        None => match popped.first() {
+            Some(v) => w.bulk(v),
+            None => w.null(),
+        },
+        Some(_) => {
+            w.array(popped.len());
+            for v in &popped {
+                w.bulk(v);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Takes up to `n` elements from the `direction` end of list `key`, which is open for
+/// removal. The caller deletes the key if that left it empty (`close_if_empty`).
+async fn take_elements(
+    kt: &mut KeyTxn,
+    db: u16,
+    key: &[u8],
+    direction: Direction,
+    n: usize,
+) -> KeyResult<Vec<Vec<u8>>> {
     let mut popped = Vec::new();
     let mut hint = match kt.tables.list_ends.get(db, key) {
         Some(h) => Some(h),
         None => ends(kt, db, key)?,
     };
-    while popped.len() < count.unwrap_or(1) as usize {
+    while popped.len() < n {
         let end_hint = hint.map(|(first, last)| match direction {
             Direction::Forward => first,
             Direction::Backward => last,
@@ -305,19 +345,71 @@ async fn pop(
         });
     }
     kt.tables.list_ends.set(db, key, hint);
-    close_if_empty(kt, db, key).await?;
-    match count {
-        None => match popped.first() {
-            Some(v) => w.bulk(v),
-            None => w.null(),
-        },
-        Some(_) => {
-            w.array(popped.len());
-            for v in &popped {
-                w.bulk(v);
+    Ok(popped)
+}
+
+/// LMOVE source destination LEFT|RIGHT LEFT|RIGHT, and RPOPLPUSH source destination (RIGHT
+/// LEFT): pops an element from one list and pushes it onto another (or the same one, a
+/// rotation), with Redis's checks in Redis's order.
+async fn lmove(
+    kt: &mut KeyTxn,
+    db: u16,
+    name: &str,
+    args: &Args<'_>,
+    w: &mut ReplyWriter<'_>,
+) -> KeyResult<()> {
+    let (source, destination) = (args.get(1), args.get(2));
+    let side = |i: usize| match args.word(i).as_str() {
+        "left" => Some(true),
+        "right" => Some(false),
+        _ => None,
+    };
+    let (from_left, to_left) = match name {
+        "rpoplpush" => (false, true),
+        _ => match (side(3), side(4)) {
+            (Some(from), Some(to)) => (from, to),
+            _ => {
+                w.error(SYNTAX_ERROR);
+                return Ok(());
             }
+        },
+    };
+    match kt.open(db, source, LIST, Intent::Remove).await? {
+        Opened::WrongType => {
+            w.error(WRONG_TYPE);
+            return Ok(());
         }
+        Opened::Missing => {
+            w.null();
+            return Ok(());
+        }
+        Opened::Ready => {}
     }
+    if kt.find(db, destination, LIST)? == Opened::WrongType {
+        w.error(WRONG_TYPE);
+        return Ok(());
+    }
+    let direction = match from_left {
+        true => Direction::Forward,
+        false => Direction::Backward,
+    };
+    let Some(value) = take_elements(kt, db, source, direction, 1).await?.pop() else {
+        w.null();
+        return Ok(());
+    };
+    // Another client made the destination another type since `find`: undo the pop (the
+    // command's savepoint) rather than lose the element.
+    if kt.open(db, destination, LIST, Intent::Add).await? != Opened::Ready {
+        return Err(KeyspaceError(WRONG_TYPE.to_string()));
+    }
+    // Pushed before the source is checked for emptiness: a one-element rotation keeps its key
+    // (and its expiry), as in Redis.
+    if let Err(e) = add_elements(kt, db, destination, to_left, &[&value]).await? {
+        w.error(e);
+        return Ok(());
+    }
+    close_if_empty(kt, db, source).await?;
+    w.bulk(&value);
     Ok(())
 }
 

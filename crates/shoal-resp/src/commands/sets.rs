@@ -11,7 +11,9 @@ use shoal_storage::Direction;
 
 use super::{parse_integer, Args, NOT_AN_INTEGER, SYNTAX_ERROR, WRONG_TYPE};
 use crate::client::Client;
-use crate::keyspace::{Entry, Intent, KeyResult, KeyTxn, KeyType, Opened, RowWrite, Write};
+use crate::keyspace::{
+    Entry, Intent, KeyResult, KeyTxn, KeyType, KeyspaceError, Opened, RowWrite, Write,
+};
 use crate::protocol::ReplyWriter;
 
 const SET: KeyType = KeyType::Set;
@@ -30,6 +32,7 @@ pub(super) async fn execute(
     let result = match name {
         "sadd" => sadd(kt, db, args, w).await,
         "srem" => srem(kt, db, args, w).await,
+        "smove" => smove(kt, db, args, w).await,
         "spop" => spop(kt, db, args, w).await,
         "srandmember" => srandmember(kt, db, args, w),
         "sismember" | "smismember" => (|| {
@@ -184,6 +187,49 @@ async fn srem(kt: &mut KeyTxn, db: u16, args: &Args<'_>, w: &mut ReplyWriter<'_>
     }
     kt.close_if_empty(db, key, SET).await?;
     w.integer(removed);
+    Ok(())
+}
+
+/// SMOVE source destination member: 1 if the member moved (or is already in a source that is
+/// also the destination), 0 if the source does not hold it; Redis's checks in Redis's order.
+async fn smove(
+    kt: &mut KeyTxn,
+    db: u16,
+    args: &Args<'_>,
+    w: &mut ReplyWriter<'_>,
+) -> KeyResult<()> {
+    let (source, destination, m) = (args.get(1), args.get(2), args.get(3));
+    match kt.open(db, source, SET, Intent::Remove).await? {
+        Opened::WrongType => {
+            w.error(WRONG_TYPE);
+            return Ok(());
+        }
+        Opened::Missing => {
+            w.integer(0);
+            return Ok(());
+        }
+        Opened::Ready => {}
+    }
+    if kt.find(db, destination, SET)? == Opened::WrongType {
+        w.error(WRONG_TYPE);
+        return Ok(());
+    }
+    if source == destination {
+        w.integer(i64::from(kt.member(SET, db, source, member(m))?.is_some()));
+        return Ok(());
+    }
+    if remove(kt, db, source, m).await? == 0 {
+        w.integer(0);
+        return Ok(());
+    }
+    kt.close_if_empty(db, source, SET).await?;
+    // Another client made the destination another type since `find`: undo the removal (the
+    // command's savepoint) rather than lose the member.
+    if kt.open(db, destination, SET, Intent::Add).await? != Opened::Ready {
+        return Err(KeyspaceError(WRONG_TYPE.to_string()));
+    }
+    add(kt, db, destination, m).await?;
+    w.integer(1);
     Ok(())
 }
 

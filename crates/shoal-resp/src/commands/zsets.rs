@@ -11,7 +11,7 @@ use shoal_storage::Direction;
 
 use super::{bytes_of, parse_integer, Args, NOT_AN_INTEGER, SYNTAX_ERROR, WRONG_TYPE};
 use crate::client::Client;
-use crate::keyspace::{Intent, KeyResult, KeyTxn, KeyType, Opened, RowWrite};
+use crate::keyspace::{Entry, Intent, KeyResult, KeyTxn, KeyType, Opened, RowWrite, Write};
 use crate::protocol::{Protocol, ReplyWriter};
 
 const ZSET: KeyType = KeyType::ZSet;
@@ -158,6 +158,7 @@ pub(super) async fn execute(
         "zrange" | "zrangebyscore" | "zrevrangebyscore" | "zrevrange" => {
             zrange(kt, db, name, args, w)
         }
+        "zrangestore" => zrangestore(kt, db, args, w).await,
         "zpopmin" | "zpopmax" => zpop(kt, db, name, args, w).await,
         "zremrangebyscore" | "zremrangebyrank" => zremrange(kt, db, name, args, w).await,
         _ => return None,
@@ -511,6 +512,60 @@ fn zrange(
     args: &Args<'_>,
     w: &mut ReplyWriter<'_>,
 ) -> KeyResult<()> {
+    match range_members(kt, db, name, args, 1)? {
+        Ok((found, with_scores)) => write_scored(w, &found, with_scores),
+        Err(e) => w.error(e),
+    }
+    Ok(())
+}
+
+/// ZRANGESTORE destination source min max [BYSCORE] [REV] [LIMIT offset count]: ZRANGE's
+/// members, with their scores, as the sorted set `destination` (whatever it held before).
+async fn zrangestore(
+    kt: &mut KeyTxn,
+    db: u16,
+    args: &Args<'_>,
+    w: &mut ReplyWriter<'_>,
+) -> KeyResult<()> {
+    let found = match range_members(kt, db, "zrangestore", args, 2)? {
+        Ok((found, _)) => found,
+        Err(e) => {
+            w.error(e);
+            return Ok(());
+        }
+    };
+    let destination = args.get(1);
+    kt.write(db, destination, |_| Write::Delete(())).await?;
+    if !found.is_empty() {
+        let empty = Entry {
+            key_type: ZSET,
+            value: Vec::new(),
+            expires_at_us: None,
+        };
+        kt.write(db, destination, |_| Write::Put(empty.clone(), ()))
+            .await?;
+        for (m, score) in &found {
+            let row = zset_row(db, destination, m, *score);
+            kt.write_member(ZSET, db, destination, Value::Bytea(m.clone()), |_| {
+                RowWrite::Put(row.clone(), ())
+            })
+            .await?;
+        }
+    }
+    w.integer(found.len() as i64);
+    Ok(())
+}
+
+/// The members (with scores) a ZRANGE-family command asks for, and whether it asked for the
+/// scores; or Redis's error reply. The source key is argument `at`, its range and options
+/// follow.
+fn range_members(
+    kt: &KeyTxn,
+    db: u16,
+    name: &str,
+    args: &Args<'_>,
+    at: usize,
+) -> KeyResult<Result<(Vec<(Vec<u8>, f64)>, bool), &'static str>> {
     let (mut by_score, mut reverse) = match name {
         "zrangebyscore" => (Some(true), Some(false)),
         "zrevrangebyscore" => (Some(true), Some(true)),
@@ -518,77 +573,55 @@ fn zrange(
         _ => (None, None),
     };
     let (mut with_scores, mut offset, mut limit) = (false, 0i64, -1i64);
-    let mut i = 4;
+    let mut i = at + 3;
     while i < args.len() {
         let left = args.len() - i - 1;
         match args.word(i).as_str() {
-            "withscores" => with_scores = true,
+            "withscores" if name != "zrangestore" => with_scores = true,
             "limit" if left >= 2 => {
                 match (
                     parse_integer(args.get(i + 1)),
                     parse_integer(args.get(i + 2)),
                 ) {
                     (Some(o), Some(l)) => (offset, limit) = (o, l),
-                    _ => {
-                        w.error(NOT_AN_INTEGER);
-                        return Ok(());
-                    }
+                    _ => return Ok(Err(NOT_AN_INTEGER)),
                 }
                 i += 2;
             }
             "rev" if reverse.is_none() => reverse = Some(true),
             "byscore" if by_score.is_none() => by_score = Some(true),
             "bylex" if by_score.is_none() => {
-                w.error("ERR BYLEX ranges are not supported by Shoal");
-                return Ok(());
+                return Ok(Err("ERR BYLEX ranges are not supported by Shoal"))
             }
-            _ => {
-                w.error(SYNTAX_ERROR);
-                return Ok(());
-            }
+            _ => return Ok(Err(SYNTAX_ERROR)),
         }
         i += 1;
     }
     let (by_score, reverse) = (by_score.unwrap_or(false), reverse.unwrap_or(false));
     if limit != -1 && !by_score {
-        {
-            w.error(
+        return Ok(Err(
             "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX",
-        );
-            return Ok(());
-        }
+        ));
     }
-    let (mut low, mut high) = (args.get(2), args.get(3));
+    let (mut low, mut high) = (args.get(at + 1), args.get(at + 2));
     if reverse && by_score {
         std::mem::swap(&mut low, &mut high);
     }
     let range = match by_score {
         false => match (parse_integer(low), parse_integer(high)) {
             (Some(start), Some(stop)) => RangeBy::Rank(start, stop),
-            _ => {
-                w.error(NOT_AN_INTEGER);
-                return Ok(());
-            }
+            _ => return Ok(Err(NOT_AN_INTEGER)),
         },
         true => match ScoreRange::parse(low, high) {
             Some(r) => RangeBy::Score(r),
-            None => {
-                w.error(BAD_RANGE);
-                return Ok(());
-            }
+            None => return Ok(Err(BAD_RANGE)),
         },
     };
-    let key = args.get(1);
+    let key = args.get(at);
     match kt.find(db, key, ZSET)? {
-        Opened::WrongType => {
-            w.error(WRONG_TYPE);
-            return Ok(());
-        }
+        Opened::WrongType => return Ok(Err(WRONG_TYPE)),
         // Missing or expired: an empty collection, whatever rows are left.
-        Opened::Missing => {
-            write_scored(w, &[], with_scores);
-            return Ok(());
-        }
+        Opened::Missing => return Ok(Ok((Vec::new(), with_scores))),
         Opened::Ready => {}
     }
     let direction = match reverse {
@@ -619,8 +652,7 @@ fn zrange(
         }
         RangeBy::Score(_) => {}
     }
-    write_scored(w, &found, with_scores);
-    Ok(())
+    Ok(Ok((found, with_scores)))
 }
 
 /// ZPOPMIN/ZPOPMAX key [count]: removes and returns the lowest (highest) members with their
