@@ -4,7 +4,7 @@
 use shoal_storage::types::Value;
 use shoal_storage::Direction;
 
-use super::{arity_error, bytes_of, parse_integer, Args, NOT_AN_INTEGER, WRONG_TYPE};
+use super::{answered, arity_error, bytes_of, parse_integer, Args, NOT_AN_INTEGER, WRONG_TYPE};
 use crate::client::Client;
 use crate::keyspace::{Intent, KeyResult, KeyTxn, KeyType, Opened, RowWrite};
 use crate::protocol::ReplyWriter;
@@ -197,16 +197,10 @@ async fn hsetnx(
 
 async fn hdel(kt: &mut KeyTxn, db: u16, args: &Args<'_>, w: &mut ReplyWriter<'_>) -> KeyResult<()> {
     let key = args.get(1);
-    match kt.open(db, key, HASH, Intent::Remove).await? {
-        Opened::WrongType => {
-            w.error(WRONG_TYPE);
-            return Ok(());
-        }
-        Opened::Missing => {
-            w.integer(0);
-            return Ok(());
-        }
-        Opened::Ready => {}
+    if answered(kt.open(db, key, HASH, Intent::Remove).await?, w, |w| {
+        w.integer(0)
+    }) {
+        return Ok(());
     }
     let mut removed = 0;
     for i in 2..args.len() {

@@ -9,7 +9,7 @@ use std::ops::Bound;
 use shoal_storage::types::Value;
 use shoal_storage::Direction;
 
-use super::{bytes_of, parse_integer, Args, NOT_AN_INTEGER, SYNTAX_ERROR, WRONG_TYPE};
+use super::{answered, bytes_of, parse_integer, Args, NOT_AN_INTEGER, SYNTAX_ERROR, WRONG_TYPE};
 use crate::client::Client;
 use crate::keyspace::{Intent, KeyResult, KeyTxn, KeyType, KeyspaceError, Opened, RowWrite};
 use crate::protocol::ReplyWriter;
@@ -42,16 +42,8 @@ pub(super) async fn execute(
                 w.error(NOT_AN_INTEGER);
                 return Ok(());
             };
-            match kt.find(db, key, LIST)? {
-                Opened::WrongType => {
-                    w.error(WRONG_TYPE);
-                    return Ok(());
-                }
-                Opened::Missing => {
-                    w.null();
-                    return Ok(());
-                }
-                Opened::Ready => {}
+            if answered(kt.find(db, key, LIST)?, w, |w| w.null()) {
+                return Ok(());
             }
             match position_at(ends(kt, db, key)?, index) {
                 None => w.null(),
@@ -187,16 +179,8 @@ async fn push(
         true => Intent::Change,
         false => Intent::Add,
     };
-    match kt.open(db, key, LIST, intent).await? {
-        Opened::WrongType => {
-            w.error(WRONG_TYPE);
-            return Ok(());
-        }
-        Opened::Missing => {
-            w.integer(0);
-            return Ok(());
-        }
-        Opened::Ready => {}
+    if answered(kt.open(db, key, LIST, intent).await?, w, |w| w.integer(0)) {
+        return Ok(());
     }
     let values: Vec<&[u8]> = (2..args.len()).map(|i| args.get(i)).collect();
     match add_elements(kt, db, key, name.starts_with('l'), &values).await? {
@@ -374,16 +358,10 @@ async fn lmove(
             }
         },
     };
-    match kt.open(db, source, LIST, Intent::Remove).await? {
-        Opened::WrongType => {
-            w.error(WRONG_TYPE);
-            return Ok(());
-        }
-        Opened::Missing => {
-            w.null();
-            return Ok(());
-        }
-        Opened::Ready => {}
+    if answered(kt.open(db, source, LIST, Intent::Remove).await?, w, |w| {
+        w.null()
+    }) {
+        return Ok(());
     }
     if kt.find(db, destination, LIST)? == Opened::WrongType {
         w.error(WRONG_TYPE);
@@ -466,16 +444,10 @@ async fn lset(kt: &mut KeyTxn, db: u16, args: &Args<'_>, w: &mut ReplyWriter<'_>
         w.error(NOT_AN_INTEGER);
         return Ok(());
     };
-    match kt.open(db, key, LIST, Intent::Change).await? {
-        Opened::WrongType => {
-            w.error(WRONG_TYPE);
-            return Ok(());
-        }
-        Opened::Missing => {
-            w.error("ERR no such key");
-            return Ok(());
-        }
-        Opened::Ready => {}
+    if answered(kt.open(db, key, LIST, Intent::Change).await?, w, |w| {
+        w.error("ERR no such key")
+    }) {
+        return Ok(());
     }
     let Some(at) = position_at(ends(kt, db, key)?, index) else {
         w.error("ERR index out of range");
@@ -510,16 +482,8 @@ async fn ltrim(
         w.error(NOT_AN_INTEGER);
         return Ok(());
     };
-    match kt.open(db, key, LIST, Intent::Remove).await? {
-        Opened::WrongType => {
-            w.error(WRONG_TYPE);
-            return Ok(());
-        }
-        Opened::Missing => {
-            w.ok();
-            return Ok(());
-        }
-        Opened::Ready => {}
+    if answered(kt.open(db, key, LIST, Intent::Remove).await?, w, |w| w.ok()) {
+        return Ok(());
     }
     if let Some((first, last)) = ends(kt, db, key)? {
         let (keep_from, keep_to) = match clamp_range(start, stop, last - first + 1) {
@@ -544,16 +508,10 @@ async fn lrem(kt: &mut KeyTxn, db: u16, args: &Args<'_>, w: &mut ReplyWriter<'_>
         w.error(NOT_AN_INTEGER);
         return Ok(());
     };
-    match kt.open(db, key, LIST, Intent::Remove).await? {
-        Opened::WrongType => {
-            w.error(WRONG_TYPE);
-            return Ok(());
-        }
-        Opened::Missing => {
-            w.integer(0);
-            return Ok(());
-        }
-        Opened::Ready => {}
+    if answered(kt.open(db, key, LIST, Intent::Remove).await?, w, |w| {
+        w.integer(0)
+    }) {
+        return Ok(());
     }
     let direction = match count < 0 {
         true => Direction::Backward,

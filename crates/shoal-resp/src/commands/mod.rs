@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use crate::client::Client;
 use crate::host::{AppendFsync, Host, Login};
-use crate::keyspace::{KeyResult, KeyTxn, KeyspaceError};
+use crate::keyspace::{KeyResult, KeyTxn, KeyspaceError, Opened};
 use crate::protocol::{ReplyWriter, Request};
 
 /// A command's arguments: the request's spans over the input buffer.
@@ -773,6 +773,26 @@ pub fn bytes_of(value: &shoal_storage::types::Value) -> &[u8] {
     match value {
         shoal_storage::types::Value::Bytea(b) => b,
         _ => &[],
+    }
+}
+
+/// For a collection command that cannot go on: answers WRONGTYPE for a key of another type, or
+/// `missing`'s reply for a missing key, and returns true. False when the key is ready.
+pub fn answered(
+    opened: Opened,
+    w: &mut ReplyWriter<'_>,
+    missing: impl FnOnce(&mut ReplyWriter<'_>),
+) -> bool {
+    match opened {
+        Opened::WrongType => {
+            w.error(WRONG_TYPE);
+            true
+        }
+        Opened::Missing => {
+            missing(w);
+            true
+        }
+        Opened::Ready => false,
     }
 }
 

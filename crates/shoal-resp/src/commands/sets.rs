@@ -9,7 +9,7 @@ use rand::Rng;
 use shoal_storage::types::Value;
 use shoal_storage::Direction;
 
-use super::{parse_integer, Args, NOT_AN_INTEGER, SYNTAX_ERROR, WRONG_TYPE};
+use super::{answered, parse_integer, Args, NOT_AN_INTEGER, SYNTAX_ERROR, WRONG_TYPE};
 use crate::client::Client;
 use crate::keyspace::{
     Entry, Intent, KeyResult, KeyTxn, KeyType, KeyspaceError, Opened, RowWrite, Write,
@@ -170,16 +170,10 @@ async fn remove(kt: &mut KeyTxn, db: u16, key: &[u8], m: &[u8]) -> KeyResult<i64
 
 async fn srem(kt: &mut KeyTxn, db: u16, args: &Args<'_>, w: &mut ReplyWriter<'_>) -> KeyResult<()> {
     let key = args.get(1);
-    match kt.open(db, key, SET, Intent::Remove).await? {
-        Opened::WrongType => {
-            w.error(WRONG_TYPE);
-            return Ok(());
-        }
-        Opened::Missing => {
-            w.integer(0);
-            return Ok(());
-        }
-        Opened::Ready => {}
+    if answered(kt.open(db, key, SET, Intent::Remove).await?, w, |w| {
+        w.integer(0)
+    }) {
+        return Ok(());
     }
     let mut removed = 0;
     for i in 2..args.len() {
@@ -199,16 +193,10 @@ async fn smove(
     w: &mut ReplyWriter<'_>,
 ) -> KeyResult<()> {
     let (source, destination, m) = (args.get(1), args.get(2), args.get(3));
-    match kt.open(db, source, SET, Intent::Remove).await? {
-        Opened::WrongType => {
-            w.error(WRONG_TYPE);
-            return Ok(());
-        }
-        Opened::Missing => {
-            w.integer(0);
-            return Ok(());
-        }
-        Opened::Ready => {}
+    if answered(kt.open(db, source, SET, Intent::Remove).await?, w, |w| {
+        w.integer(0)
+    }) {
+        return Ok(());
     }
     if kt.find(db, destination, SET)? == Opened::WrongType {
         w.error(WRONG_TYPE);

@@ -9,7 +9,7 @@ use std::ops::Bound;
 use shoal_storage::types::Value;
 use shoal_storage::Direction;
 
-use super::{bytes_of, parse_integer, Args, NOT_AN_INTEGER, SYNTAX_ERROR, WRONG_TYPE};
+use super::{answered, bytes_of, parse_integer, Args, NOT_AN_INTEGER, SYNTAX_ERROR, WRONG_TYPE};
 use crate::client::Client;
 use crate::keyspace::{Entry, Intent, KeyResult, KeyTxn, KeyType, Opened, RowWrite, Write};
 use crate::protocol::{Protocol, ReplyWriter};
@@ -476,16 +476,10 @@ async fn remove(kt: &mut KeyTxn, db: u16, key: &[u8], m: &[u8]) -> KeyResult<i64
 
 async fn zrem(kt: &mut KeyTxn, db: u16, args: &Args<'_>, w: &mut ReplyWriter<'_>) -> KeyResult<()> {
     let key = args.get(1);
-    match kt.open(db, key, ZSET, Intent::Remove).await? {
-        Opened::WrongType => {
-            w.error(WRONG_TYPE);
-            return Ok(());
-        }
-        Opened::Missing => {
-            w.integer(0);
-            return Ok(());
-        }
-        Opened::Ready => {}
+    if answered(kt.open(db, key, ZSET, Intent::Remove).await?, w, |w| {
+        w.integer(0)
+    }) {
+        return Ok(());
     }
     let mut removed = 0;
     for i in 2..args.len() {
@@ -739,16 +733,10 @@ async fn zremrange(
         },
     };
     let key = args.get(1);
-    match kt.open(db, key, ZSET, Intent::Remove).await? {
-        Opened::WrongType => {
-            w.error(WRONG_TYPE);
-            return Ok(());
-        }
-        Opened::Missing => {
-            w.integer(0);
-            return Ok(());
-        }
-        Opened::Ready => {}
+    if answered(kt.open(db, key, ZSET, Intent::Remove).await?, w, |w| {
+        w.integer(0)
+    }) {
+        return Ok(());
     }
     let mut doomed = Vec::new();
     match range {
