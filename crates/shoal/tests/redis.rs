@@ -224,6 +224,38 @@ async fn pipelines_writing_keys_in_opposite_orders_neither_deadlock_nor_lose_wri
     drop(server);
 }
 
+/// LPUSH and RPUSH on one list from many clients at once: each reply is the list's length
+/// right after that push, so the replies are 1, 2, ... with none twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pushes_at_both_ends_report_every_length_once() {
+    const CLIENTS: usize = 6;
+    const PUSHES: usize = 150;
+    let (server, port) = start(&[]);
+    let mut tasks = Vec::new();
+    for client in 0..CLIENTS {
+        tasks.push(tokio::spawn(async move {
+            let mut r = Redis::connect(port).await;
+            let push = if client % 2 == 0 { "LPUSH" } else { "RPUSH" };
+            let mut lengths = Vec::new();
+            for i in 0..PUSHES {
+                match r.call(&[push, "both-ends", &format!("{client}:{i}")]).await {
+                    Reply::Int(n) => lengths.push(n),
+                    other => panic!("{push}: {other:?}"),
+                }
+            }
+            lengths
+        }));
+    }
+    let mut lengths = Vec::new();
+    for t in tasks {
+        lengths.extend(t.await.unwrap());
+    }
+    lengths.sort();
+    let expected: Vec<i64> = (1..=(CLIENTS * PUSHES) as i64).collect();
+    assert_eq!(lengths, expected);
+    drop(server);
+}
+
 /// SCAN's guarantee: a full iteration returns every key that exists from its start to its
 /// end, even while other keys are deleted and added before and after the cursor.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -476,8 +476,7 @@ pub struct Batch {
 const BATCH_COMMANDS_MAX: usize = 1000;
 
 /// Write commands whose every read is of a row they write or lock (a key's row, or members
-/// under their key's lock): they may join a batch that has written. See `Batch`. (The pushes
-/// count a list's members under a share lock, as they do outside batches.)
+/// under their key's lock): they may join a batch that has written. See `Batch`.
 fn reads_under_locks(name: &str) -> bool {
     matches!(
         name,

@@ -11,7 +11,10 @@
 //! Members are written under a lock on their key's row: a command that adds members holds it
 //! shared (adds to one key run side by side), one that removes members holds it exclusively,
 //! so it sees every committed add before it decides that the collection is empty and deletes
-//! the key, as Redis does with an empty collection. Deleting a key, or replacing it with one
+//! the key, as Redis does with an empty collection. Every write of a list holds it
+//! exclusively: a list's positions and length depend on both its ends, so an LPUSH and an
+//! RPUSH side by side would each count the list without the other's element, and an LSET's
+//! index would shift under a concurrent push. Deleting a key, or replacing it with one
 //! of another type, deletes its members (`KeyTxn::write`).
 
 use std::collections::HashMap;
@@ -57,9 +60,9 @@ impl KeyTxn {
         intent: Intent,
     ) -> KeyResult<Opened> {
         debug_assert_ne!(t, KeyType::String);
-        let mode = match intent {
-            Intent::Remove => RowLockMode::Exclusive,
-            Intent::Add | Intent::Change => RowLockMode::Share,
+        let mode = match (intent, t) {
+            (Intent::Remove, _) | (_, KeyType::List) => RowLockMode::Exclusive,
+            (Intent::Add | Intent::Change, _) => RowLockMode::Share,
         };
         let opened = self
             .write(db, key, |e| match e {
