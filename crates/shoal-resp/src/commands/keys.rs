@@ -2,7 +2,7 @@
 //! PERSIST, RENAME, RENAMENX, KEYS, SCAN, RANDOMKEY, DBSIZE, FLUSHDB and FLUSHALL.
 
 use super::strings::{expiry_at, Out};
-use super::{bytes_of, parse_integer, Args, NOT_AN_INTEGER, SYNTAX_ERROR, WRONG_TYPE};
+use super::{answered, bytes_of, parse_integer, Args, NOT_AN_INTEGER, SYNTAX_ERROR};
 use crate::client::Client;
 use shoal_storage::types::Value;
 use shoal_storage::Direction;
@@ -397,18 +397,12 @@ fn scan_members(
         w.error("ERR invalid cursor");
         return Ok(());
     }
-    match kt.find(db, key, t)? {
-        Opened::WrongType => {
-            w.error(WRONG_TYPE);
-            return Ok(());
-        }
-        Opened::Missing => {
-            w.array(2);
-            w.bulk(b"0");
-            w.array(0);
-            return Ok(());
-        }
-        Opened::Ready => {}
+    if answered(kt.find(db, key, t)?, w, |w| {
+        w.array(2);
+        w.bulk(b"0");
+        w.array(0);
+    }) {
+        return Ok(());
     }
     let (cursor, options) = match ScanOptions::parse(args, 2, false) {
         Ok(parsed) => parsed,

@@ -397,17 +397,9 @@ fn lrange(kt: &KeyTxn, db: u16, args: &Args<'_>, w: &mut ReplyWriter<'_>) -> Key
         w.error(NOT_AN_INTEGER);
         return Ok(());
     };
-    match kt.find(db, key, LIST)? {
-        Opened::WrongType => {
-            w.error(WRONG_TYPE);
-            return Ok(());
-        }
-        // Missing or expired: an empty collection, whatever rows are left.
-        Opened::Missing => {
-            w.array(0);
-            return Ok(());
-        }
-        Opened::Ready => {}
+    // Missing or expired: an empty collection, whatever rows are left.
+    if answered(kt.find(db, key, LIST)?, w, |w| w.array(0)) {
+        return Ok(());
     }
     let ends = ends(kt, db, key)?;
     let (Some((first, _)), Some((start, stop))) = (ends, clamp_range(start, stop, length(ends)))

@@ -33,17 +33,9 @@ pub(super) async fn execute(
         "zincrby" => zadd(kt, db, args, 2, true, w).await,
         "zrem" => zrem(kt, db, args, w).await,
         "zscore" => (|| {
-            match kt.find(db, key, ZSET)? {
-                Opened::WrongType => {
-                    w.error(WRONG_TYPE);
-                    return Ok(());
-                }
-                // Missing or expired: an empty collection, whatever rows are left.
-                Opened::Missing => {
-                    w.null();
-                    return Ok(());
-                }
-                Opened::Ready => {}
+            // Missing or expired: an empty collection, whatever rows are left.
+            if answered(kt.find(db, key, ZSET)?, w, |w| w.null()) {
+                return Ok(());
             }
             match score_of(kt, db, key, args.get(2))? {
                 Some(s) => w.double(s),
@@ -93,17 +85,9 @@ pub(super) async fn execute(
                 w.error(BAD_RANGE);
                 return Ok(());
             };
-            match kt.find(db, key, ZSET)? {
-                Opened::WrongType => {
-                    w.error(WRONG_TYPE);
-                    return Ok(());
-                }
-                // Missing or expired: an empty collection, whatever rows are left.
-                Opened::Missing => {
-                    w.integer(0);
-                    return Ok(());
-                }
-                Opened::Ready => {}
+            // Missing or expired: an empty collection, whatever rows are left.
+            if answered(kt.find(db, key, ZSET)?, w, |w| w.integer(0)) {
+                return Ok(());
             }
             let mut n = 0;
             scan_scores(kt, db, key, &range, Direction::Forward, |_| {
@@ -114,17 +98,9 @@ pub(super) async fn execute(
             Ok(())
         })(),
         "zrank" | "zrevrank" => (|| {
-            match kt.find(db, key, ZSET)? {
-                Opened::WrongType => {
-                    w.error(WRONG_TYPE);
-                    return Ok(());
-                }
-                // Missing or expired: an empty collection, whatever rows are left.
-                Opened::Missing => {
-                    w.null();
-                    return Ok(());
-                }
-                Opened::Ready => {}
+            // Missing or expired: an empty collection, whatever rows are left.
+            if answered(kt.find(db, key, ZSET)?, w, |w| w.null()) {
+                return Ok(());
             }
             let m = args.get(2);
             let Some(score) = score_of(kt, db, key, m)? else {
