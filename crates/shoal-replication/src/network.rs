@@ -1,0 +1,224 @@
+//! Raft's messages between nodes, over TCP. A request is `[kind u8][length u32][bincode]`, its
+//! answer `[length u32][bincode of Result<reply, RaftError>]`. Each peer client keeps one
+//! connection and sends one request at a time on it (openraft runs one replication stream per
+//! follower); a failed connection is dropped and made again at the next request.
+
+use std::io;
+use std::time::Duration;
+
+use openraft::error::{
+    InstallSnapshotError, NetworkError, RPCError, RaftError, RemoteError, Timeout, Unreachable,
+};
+use openraft::network::{RPCOption, RaftNetwork, RaftNetworkFactory};
+use openraft::raft::{
+    AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
+    VoteRequest, VoteResponse,
+};
+use openraft::{BasicNode, Raft};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use tokio::io::{AsyncReadExt, AsyncWriteExt, BufStream};
+use tokio::net::{TcpListener, TcpStream};
+
+use crate::{NodeId, TypeConfig};
+
+const KIND_APPEND: u8 = 1;
+const KIND_VOTE: u8 = 2;
+const KIND_SNAPSHOT: u8 = 3;
+/// A message bigger than this is refused: openraft sends at most `max_payload_entries` entries
+/// per request, each a batch bounded by the log buffer.
+const MESSAGE_BYTES_MAX: usize = 1 << 30;
+
+async fn read_message(stream: &mut BufStream<TcpStream>) -> io::Result<Vec<u8>> {
+    let len = stream.read_u32_le().await? as usize;
+    if len > MESSAGE_BYTES_MAX {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("replication message of {len} bytes"),
+        ));
+    }
+    let mut body = vec![0u8; len];
+    stream.read_exact(&mut body).await?;
+    Ok(body)
+}
+
+async fn write_message(stream: &mut BufStream<TcpStream>, body: &[u8]) -> io::Result<()> {
+    stream.write_u32_le(body.len() as u32).await?;
+    stream.write_all(body).await?;
+    stream.flush().await
+}
+
+fn decode<T: DeserializeOwned>(body: &[u8]) -> io::Result<T> {
+    bincode::deserialize(body).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+}
+
+fn encode<T: Serialize>(value: &T) -> Vec<u8> {
+    bincode::serialize(value).expect("Raft messages always encode")
+}
+
+/// Makes a client per peer for openraft.
+pub(crate) struct PeerNetwork {
+    pub(crate) from: NodeId,
+}
+
+impl RaftNetworkFactory<TypeConfig> for PeerNetwork {
+    type Network = PeerClient;
+
+    async fn new_client(&mut self, target: NodeId, node: &BasicNode) -> PeerClient {
+        PeerClient {
+            from: self.from,
+            target,
+            addr: node.addr.clone(),
+            conn: None,
+        }
+    }
+}
+
+/// One peer, as openraft sends to it.
+pub(crate) struct PeerClient {
+    from: NodeId,
+    target: NodeId,
+    addr: String,
+    conn: Option<BufStream<TcpStream>>,
+}
+
+/// What went wrong with a call, before it becomes openraft's error type.
+enum CallError {
+    Connect(io::Error),
+    Io(io::Error),
+    TimedOut(Duration),
+}
+
+impl PeerClient {
+    async fn exchange(&mut self, kind: u8, body: &[u8]) -> Result<Vec<u8>, CallError> {
+        if self.conn.is_none() {
+            let stream = TcpStream::connect(&self.addr)
+                .await
+                .map_err(CallError::Connect)?;
+            stream.set_nodelay(true).map_err(CallError::Connect)?;
+            self.conn = Some(BufStream::new(stream));
+        }
+        let conn = self.conn.as_mut().expect("connected above");
+        let sent = async {
+            conn.write_u8(kind).await?;
+            write_message(conn, body).await?;
+            read_message(conn).await
+        };
+        sent.await.map_err(CallError::Io)
+    }
+
+    async fn call<Req: Serialize, Reply: DeserializeOwned, E>(
+        &mut self,
+        kind: u8,
+        request: &Req,
+        option: &RPCOption,
+    ) -> Result<Reply, RPCError<NodeId, BasicNode, RaftError<NodeId, E>>>
+    where
+        E: std::error::Error + DeserializeOwned,
+    {
+        let body = encode(request);
+        let ttl = option.hard_ttl();
+        let outcome = match tokio::time::timeout(ttl, self.exchange(kind, &body)).await {
+            Ok(r) => r,
+            Err(_) => Err(CallError::TimedOut(ttl)),
+        };
+        let answer = match outcome {
+            Ok(answer) => answer,
+            Err(e) => {
+                // The stream may hold half a message: start over on a new connection.
+                self.conn = None;
+                return Err(match e {
+                    CallError::Connect(e) => RPCError::Unreachable(Unreachable::new(&e)),
+                    CallError::Io(e) => RPCError::Network(NetworkError::new(&e)),
+                    CallError::TimedOut(timeout) => RPCError::Timeout(Timeout {
+                        action: match kind {
+                            KIND_APPEND => openraft::network::RPCTypes::AppendEntries,
+                            KIND_VOTE => openraft::network::RPCTypes::Vote,
+                            _ => openraft::network::RPCTypes::InstallSnapshot,
+                        },
+                        id: self.from,
+                        target: self.target,
+                        timeout,
+                    }),
+                });
+            }
+        };
+        let reply: Result<Reply, RaftError<NodeId, E>> = decode(&answer).map_err(|e| {
+            self.conn = None;
+            RPCError::Network(NetworkError::new(&e))
+        })?;
+        reply.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e)))
+    }
+}
+
+impl RaftNetwork<TypeConfig> for PeerClient {
+    async fn append_entries(
+        &mut self,
+        rpc: AppendEntriesRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> Result<AppendEntriesResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId>>> {
+        self.call(KIND_APPEND, &rpc, &option).await
+    }
+
+    async fn install_snapshot(
+        &mut self,
+        rpc: InstallSnapshotRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> Result<
+        InstallSnapshotResponse<NodeId>,
+        RPCError<NodeId, BasicNode, RaftError<NodeId, InstallSnapshotError>>,
+    > {
+        self.call(KIND_SNAPSHOT, &rpc, &option).await
+    }
+
+    async fn vote(
+        &mut self,
+        rpc: VoteRequest<NodeId>,
+        option: RPCOption,
+    ) -> Result<VoteResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId>>> {
+        self.call(KIND_VOTE, &rpc, &option).await
+    }
+}
+
+/// Accepts peers' connections and hands their requests to `raft` until the listener fails.
+pub(crate) async fn serve(listener: TcpListener, raft: Raft<TypeConfig>) {
+    loop {
+        let (stream, peer) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            Err(e) => {
+                tracing::warn!("replication listener: {e}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let raft = raft.clone();
+        tokio::spawn(async move {
+            if let Err(e) = serve_peer(stream, raft).await {
+                if e.kind() != io::ErrorKind::UnexpectedEof {
+                    tracing::debug!(%peer, "replication connection closed: {e}");
+                }
+            }
+        });
+    }
+}
+
+async fn serve_peer(stream: TcpStream, raft: Raft<TypeConfig>) -> io::Result<()> {
+    stream.set_nodelay(true)?;
+    let mut conn = BufStream::new(stream);
+    loop {
+        let kind = conn.read_u8().await?;
+        let body = read_message(&mut conn).await?;
+        let answer = match kind {
+            KIND_APPEND => encode(&raft.append_entries(decode(&body)?).await),
+            KIND_VOTE => encode(&raft.vote(decode(&body)?).await),
+            KIND_SNAPSHOT => encode(&raft.install_snapshot(decode(&body)?).await),
+            other => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("unknown replication message kind {other}"),
+                ))
+            }
+        };
+        write_message(&mut conn, &answer).await?;
+    }
+}

@@ -1,0 +1,241 @@
+//! This node's membership of its replication group, as the rest of Shoal sees it.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use openraft::error::{ClientWriteError, RaftError};
+use openraft::{BasicNode, Raft, RaftMetrics, ServerState, SnapshotPolicy};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::log_store::LogStore;
+pub use crate::state_machine::Applied;
+use crate::state_machine::StateMachine;
+use crate::{network, Applier, LogBatch, NodeId, TypeConfig};
+
+/// How a node takes part in its group.
+#[derive(Clone, Debug)]
+pub struct ReplicaConfig {
+    pub node_id: NodeId,
+    /// Where this node listens for its peers.
+    pub listen: SocketAddr,
+    /// Every member of the group, this node included: id and replication address. A group
+    /// starting for the first time is made of these.
+    pub members: BTreeMap<NodeId, String>,
+    /// The directory of this node's log files.
+    pub log_dir: PathBuf,
+    /// How often the leader tells followers it is alive.
+    pub heartbeat_ms: u64,
+    /// A follower that heard nothing from a leader for a random time in this range stands for
+    /// election. It bounds how fast a failed leader is replaced.
+    pub election_timeout_ms: (u64, u64),
+}
+
+impl ReplicaConfig {
+    /// A group with the default timing: heartbeats every 50 ms, elections after 300-600 ms of
+    /// silence.
+    pub fn new(
+        node_id: NodeId,
+        listen: SocketAddr,
+        members: BTreeMap<NodeId, String>,
+        log_dir: PathBuf,
+    ) -> ReplicaConfig {
+        ReplicaConfig {
+            node_id,
+            listen,
+            members,
+            log_dir,
+            heartbeat_ms: 50,
+            election_timeout_ms: (300, 600),
+        }
+    }
+}
+
+/// This node's part in the group at the moment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// Accepts writes and replicates them.
+    Leader,
+    /// Receives the log from a leader (or waits for one to be elected).
+    Follower,
+    /// Standing for election.
+    Candidate,
+    /// Stopped.
+    Shutdown,
+}
+
+impl Role {
+    fn of(state: ServerState) -> Role {
+        match state {
+            ServerState::Leader => Role::Leader,
+            ServerState::Candidate => Role::Candidate,
+            ServerState::Shutdown => Role::Shutdown,
+            ServerState::Follower | ServerState::Learner => Role::Follower,
+        }
+    }
+}
+
+/// Why a batch was not written.
+#[derive(Debug)]
+pub enum WriteError {
+    /// This node does not lead the group (any more): the batch may or may not be in the log,
+    /// and nothing about it was acknowledged.
+    NotLeader { leader: Option<NodeId> },
+    /// Replication stopped on this node (a storage failure, or shutdown).
+    Stopped(String),
+}
+
+impl std::fmt::Display for WriteError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WriteError::NotLeader { leader: Some(id) } => {
+                write!(f, "this node is no longer the primary (node {id} is)")
+            }
+            WriteError::NotLeader { leader: None } => {
+                write!(f, "this node is no longer the primary")
+            }
+            WriteError::Stopped(message) => write!(f, "replication stopped: {message}"),
+        }
+    }
+}
+
+/// This node in its group.
+pub struct Replica {
+    node_id: NodeId,
+    raft: Raft<TypeConfig>,
+    applied: watch::Receiver<Applied>,
+    listener_task: JoinHandle<()>,
+}
+
+impl Replica {
+    /// Opens the log, listens for peers and joins the group; a group none of whose members has
+    /// a log yet is formed of `config.members`. `applier` receives every committed batch.
+    pub async fn start(config: ReplicaConfig, applier: Arc<dyn Applier>) -> io::Result<Replica> {
+        assert!(
+            config.members.contains_key(&config.node_id),
+            "a node is a member of its own group"
+        );
+        let log = LogStore::open(&config.log_dir)?;
+        let (applied_tx, applied) = watch::channel(Applied::default());
+        let state_machine = StateMachine::new(applier, applied_tx);
+        let raft_config = openraft::Config {
+            cluster_name: "shoal".into(),
+            heartbeat_interval: config.heartbeat_ms,
+            election_timeout_min: config.election_timeout_ms.0,
+            election_timeout_max: config.election_timeout_ms.1,
+            // The whole log is kept (see state_machine): no snapshot is ever built or sent.
+            snapshot_policy: SnapshotPolicy::Never,
+            max_payload_entries: 64,
+            ..Default::default()
+        }
+        .validate()
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
+        // Bind first: a port in use is the caller's error, before any Raft state exists.
+        let listener = TcpListener::bind(config.listen).await?;
+        let network = network::PeerNetwork {
+            from: config.node_id,
+        };
+        let raft = Raft::new(
+            config.node_id,
+            Arc::new(raft_config),
+            network,
+            log,
+            state_machine,
+        )
+        .await
+        .map_err(|e| io::Error::other(e.to_string()))?;
+        let listener_task = tokio::spawn(network::serve(listener, raft.clone()));
+        let initialized = raft
+            .is_initialized()
+            .await
+            .map_err(|e| io::Error::other(e.to_string()))?;
+        if !initialized {
+            let members: BTreeMap<NodeId, BasicNode> = config
+                .members
+                .iter()
+                .map(|(&id, addr)| (id, BasicNode::new(addr)))
+                .collect();
+            // Every first-time member proposes the same membership; whichever wins the first
+            // election holds it, and the others' proposals are the same entry.
+            if let Err(e) = raft.initialize(members).await {
+                tracing::info!("group already formed: {e}");
+            }
+        }
+        Ok(Replica {
+            node_id: config.node_id,
+            raft,
+            applied,
+            listener_task,
+        })
+    }
+
+    pub fn node_id(&self) -> NodeId {
+        self.node_id
+    }
+
+    /// Appends `batch` to the group's log and returns its index once a majority has it on disk
+    /// and this node applied it.
+    pub async fn write(&self, batch: LogBatch) -> Result<u64, WriteError> {
+        match self.raft.client_write(batch).await {
+            Ok(reply) => Ok(reply.log_id.index),
+            Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f))) => {
+                Err(WriteError::NotLeader {
+                    leader: f.leader_id,
+                })
+            }
+            Err(RaftError::APIError(e)) => Err(WriteError::Stopped(e.to_string())),
+            Err(RaftError::Fatal(e)) => Err(WriteError::Stopped(e.to_string())),
+        }
+    }
+
+    /// Raft's view of this node: role, term, leader, log positions, each follower's progress.
+    pub fn metrics(&self) -> watch::Receiver<RaftMetrics<NodeId, BasicNode>> {
+        self.raft.metrics()
+    }
+
+    pub fn role(&self) -> Role {
+        Role::of(self.raft.metrics().borrow().state)
+    }
+
+    pub fn leader(&self) -> Option<NodeId> {
+        self.raft.metrics().borrow().current_leader
+    }
+
+    /// What the database holds of the log.
+    pub fn applied(&self) -> watch::Receiver<Applied> {
+        self.applied.clone()
+    }
+
+    /// Waits until this node leads the group and has applied every entry in its log (those of
+    /// earlier leaders included), so its database is the group's newest committed state.
+    /// `None` if that did not happen within `timeout`.
+    pub async fn wait_leading(&self, timeout: Duration) -> Option<Applied> {
+        let mut metrics = self.raft.metrics();
+        let ready = async {
+            metrics
+                .wait_for(|m| {
+                    m.state == ServerState::Leader
+                        && m.last_applied.map(|l| l.index) == m.last_log_index
+                })
+                .await
+                .map(|_| ())
+        };
+        match tokio::time::timeout(timeout, ready).await {
+            Ok(Ok(())) => Some(*self.applied.borrow()),
+            _ => None,
+        }
+    }
+
+    /// Leaves the group: stops Raft and the peer listener.
+    pub async fn shutdown(&self) {
+        self.listener_task.abort();
+        if let Err(e) = self.raft.shutdown().await {
+            tracing::warn!("replication shutdown: {e}");
+        }
+    }
+}

@@ -1,0 +1,185 @@
+//! A group of three nodes on loopback: a leader is elected, batches written through it reach
+//! every node's applier in order, a new leader takes over when the old one stops, and the old
+//! one rejoins and catches up from its own log and the new leader's.
+
+use std::collections::BTreeMap;
+use std::net::{SocketAddr, TcpListener};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use shoal_replication::{Applier, LogBatch, Replica, ReplicaConfig, Role, WriteError};
+
+/// Keeps what it was given, as a database would apply it.
+#[derive(Default)]
+struct Recorder {
+    batches: Mutex<Vec<LogBatch>>,
+}
+
+impl Applier for Recorder {
+    fn apply(&self, batch: &LogBatch) -> Result<(), String> {
+        self.batches.lock().push(batch.clone());
+        Ok(())
+    }
+}
+
+fn free_addr() -> SocketAddr {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+}
+
+struct Node {
+    config: ReplicaConfig,
+    recorder: Arc<Recorder>,
+    replica: Option<Replica>,
+}
+
+impl Node {
+    async fn start(&mut self) {
+        self.recorder = Arc::new(Recorder::default());
+        let replica = Replica::start(self.config.clone(), self.recorder.clone())
+            .await
+            .expect("node starts");
+        self.replica = Some(replica);
+    }
+
+    fn replica(&self) -> &Replica {
+        self.replica.as_ref().expect("running")
+    }
+
+    fn applied(&self) -> Vec<LogBatch> {
+        self.recorder.batches.lock().clone()
+    }
+}
+
+async fn group(name: &str) -> (Vec<Node>, PathBuf) {
+    let root = std::env::temp_dir().join(format!("shoal-raft-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let addrs: Vec<SocketAddr> = (0..3).map(|_| free_addr()).collect();
+    let members: BTreeMap<u64, String> = addrs
+        .iter()
+        .enumerate()
+        .map(|(i, a)| (i as u64 + 1, a.to_string()))
+        .collect();
+    let mut nodes = Vec::new();
+    for (i, addr) in addrs.iter().enumerate() {
+        let id = i as u64 + 1;
+        let config = ReplicaConfig::new(id, *addr, members.clone(), root.join(format!("node{id}")));
+        let mut node = Node {
+            config,
+            recorder: Arc::default(),
+            replica: None,
+        };
+        node.start().await;
+        nodes.push(node);
+    }
+    (nodes, root)
+}
+
+/// The running node that leads with everything applied, within `timeout`.
+async fn leader(nodes: &[Node], timeout: Duration) -> usize {
+    let deadline = Instant::now() + timeout;
+    loop {
+        for (i, n) in nodes.iter().enumerate() {
+            if let Some(r) = &n.replica {
+                if r.role() == Role::Leader
+                    && r.wait_leading(Duration::from_millis(10)).await.is_some()
+                {
+                    return i;
+                }
+            }
+        }
+        assert!(Instant::now() < deadline, "no leader within {timeout:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+async fn write_batches(replica: &Replica, from_lsn: u64, count: u64) -> u64 {
+    let mut lsn = from_lsn;
+    for n in 0..count {
+        let records = format!("batch at {lsn} ({n})").into_bytes();
+        let end = lsn + records.len() as u64;
+        let batch = LogBatch {
+            first_lsn: lsn,
+            end_lsn: end,
+            records,
+        };
+        replica.write(batch).await.expect("the leader writes");
+        lsn = end;
+    }
+    lsn
+}
+
+async fn wait_applied(node: &Node, expected: &[LogBatch]) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while node.applied() != expected {
+        assert!(
+            Instant::now() < deadline,
+            "node {} applied {:?}, expected {:?}",
+            node.config.node_id,
+            node.applied(),
+            expected
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_nodes_replicate_fail_over_and_rejoin() {
+    let (mut nodes, root) = group("failover").await;
+    let first = leader(&nodes, Duration::from_secs(10)).await;
+    let lsn = write_batches(nodes[first].replica(), 0, 20).await;
+    let written = nodes[first].applied();
+    assert_eq!(written.len(), 20);
+    for node in &nodes {
+        wait_applied(node, &written).await;
+    }
+
+    // A follower refuses writes and names the leader.
+    let follower = (first + 1) % 3;
+    let refused = nodes[follower]
+        .replica()
+        .write(LogBatch {
+            first_lsn: lsn,
+            end_lsn: lsn + 1,
+            records: vec![0],
+        })
+        .await;
+    match refused {
+        Err(WriteError::NotLeader { leader }) => {
+            assert_eq!(leader, Some(nodes[first].config.node_id))
+        }
+        other => panic!("a follower wrote: {other:?}"),
+    }
+
+    // The leader stops; the other two elect one of themselves and go on from the same log.
+    let stopped_at = Instant::now();
+    nodes[first].replica().shutdown().await;
+    nodes[first].replica = None;
+    let second = leader(&nodes, Duration::from_secs(10)).await;
+    let elected_in = stopped_at.elapsed();
+    assert_ne!(second, first);
+    assert!(
+        elected_in < Duration::from_secs(5),
+        "a new leader took {elected_in:?}"
+    );
+    write_batches(nodes[second].replica(), lsn, 5).await;
+    let all = nodes[second].applied();
+    assert_eq!(all.len(), 25);
+    assert_eq!(&all[..20], &written[..]);
+
+    // The old leader restarts from its log and catches up.
+    nodes[first].start().await;
+    for node in &nodes {
+        wait_applied(node, &all).await;
+    }
+    assert_eq!(nodes[first].replica().role(), Role::Follower);
+
+    for node in &nodes {
+        node.replica().shutdown().await;
+    }
+    let _ = std::fs::remove_dir_all(root);
+}
