@@ -231,6 +231,16 @@ impl Replica {
         }
     }
 
+    /// Waits until this node no longer leads the group (a newer term began elsewhere, or it
+    /// lost touch with a majority).
+    pub async fn wait_not_leading(&self) {
+        let mut metrics = self.raft.metrics();
+        let _ = metrics
+            .wait_for(|m| m.state != ServerState::Leader)
+            .await
+            .map(|_| ());
+    }
+
     /// Leaves the group: stops Raft and the peer listener.
     pub async fn shutdown(&self) {
         self.listener_task.abort();

@@ -1,5 +1,7 @@
 //! The HTTP endpoint of `--metrics-listen`: `GET /metrics` answers the server's metrics in
-//! Prometheus's text format (`shoal_sql::metrics`); any other path is 404. HTTP/1.1 with
+//! Prometheus's text format (`shoal_sql::metrics`). `/primary` and `/replica` answer 200 when
+//! this server is the primary (takes writes), resp. a standby, and 503 otherwise, as
+//! Patroni's health checks do for load balancers. Any other path is 404. HTTP/1.1 with
 //! keep-alive, as Prometheus scrapes.
 
 use std::convert::Infallible;
@@ -49,11 +51,26 @@ async fn answer(
         *response.status_mut() = status;
         response
     };
-    if request.uri().path() != "/metrics" {
-        return Ok(reply(
-            StatusCode::NOT_FOUND,
-            "not found: try /metrics\n".into(),
-        ));
+    let role_check = match request.uri().path() {
+        "/metrics" => None,
+        "/primary" => Some(false),
+        "/replica" => Some(true),
+        _ => {
+            return Ok(reply(
+                StatusCode::NOT_FOUND,
+                "not found: try /metrics, /primary or /replica\n".into(),
+            ))
+        }
+    };
+    if let Some(wants_standby) = role_check {
+        let standby = engine.in_recovery();
+        let role = if standby { "replica" } else { "primary" };
+        let status = if standby == wants_standby {
+            StatusCode::OK
+        } else {
+            StatusCode::SERVICE_UNAVAILABLE
+        };
+        return Ok(reply(status, format!("{role}\n")));
     }
     if request.method() != Method::GET && request.method() != Method::HEAD {
         return Ok(reply(

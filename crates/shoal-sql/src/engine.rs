@@ -62,6 +62,11 @@ pub struct Engine {
     config_generation: std::sync::atomic::AtomicU64,
     /// pg_stat_statements' counters (kept once the extension is created).
     pub statement_stats: crate::statement_stats::StatementStats,
+    /// A standby of a replication group: the database follows the primary's log, and
+    /// sessions only read (pg_is_in_recovery()).
+    in_recovery: std::sync::atomic::AtomicBool,
+    /// A member of a replication group (`durability::Replication`).
+    replicated: bool,
 }
 
 /// Connection slots kept for superusers (PostgreSQL's superuser_reserved_connections).
@@ -173,7 +178,59 @@ impl Engine {
             started_at: chrono::Utc::now(),
             config_generation: Default::default(),
             statement_stats: Default::default(),
+            in_recovery: Default::default(),
+            replicated: false,
         })
+    }
+
+    /// A replication group member's engine, a standby until promoted: `db` and `catalog` are
+    /// filled by the group's log.
+    pub(crate) fn assemble_standby(
+        db: Arc<Database>,
+        catalog: shoal_storage::catalog::Catalog,
+        durability: Arc<Durability>,
+    ) -> Arc<Engine> {
+        let mut engine = Arc::into_inner(Engine::assemble(
+            db.clone(),
+            CatalogLock::new(catalog),
+            Some(durability),
+        ))
+        .expect("just made");
+        engine.in_recovery = std::sync::atomic::AtomicBool::new(true);
+        engine.replicated = true;
+        let engine = Arc::new(engine);
+        db.start_background_gc(GC_INTERVAL_MS);
+        start_segment_merger(Arc::downgrade(&engine));
+        crate::memory_limit::start_sampler(Arc::downgrade(&engine.db));
+        engine
+    }
+
+    /// Opens `data_dir` as a member of a replication group (see `durability::Replication`):
+    /// a standby that follows the group's log until this node is elected its primary.
+    pub async fn open_replicated(
+        data_dir: &Path,
+        options: DurabilityOptions,
+        config: shoal_replication::ReplicaConfig,
+    ) -> Result<(Arc<Engine>, durability::Replication), String> {
+        let (engine, replication) = durability::open_replicated(data_dir, options, config).await?;
+        engine.apply_server_settings();
+        Ok((engine, replication))
+    }
+
+    /// Whether this server is a standby: it applies a primary's log and sessions only read.
+    pub fn in_recovery(&self) -> bool {
+        self.in_recovery.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Promotion: sessions may write from now on.
+    pub(crate) fn end_recovery(&self) {
+        self.in_recovery
+            .store(false, std::sync::atomic::Ordering::Release);
+    }
+
+    /// Whether this server is a member of a replication group.
+    pub fn replicated(&self) -> bool {
+        self.replicated
     }
 
     /// An engine that keeps nothing: for tests of the SQL layer.
@@ -231,6 +288,12 @@ impl Engine {
 
     /// Writes a checkpoint now (the CHECKPOINT command). Blocks.
     pub fn checkpoint(&self) -> SqlResult<Option<CheckpointReport>> {
+        if self.replicated {
+            return Err(crate::error::SqlError::new(
+                crate::error::code::FEATURE_NOT_SUPPORTED,
+                "CHECKPOINT is not supported on a member of a replication group yet: the group keeps its whole log",
+            ));
+        }
         match &self.durability {
             Some(d) => d.checkpoint(&self.db, &self.catalog).map(Some),
             None => Ok(None),
@@ -280,6 +343,10 @@ fn start_segment_merger(engine: Weak<Engine>) {
             let Some(engine) = engine.upgrade() else {
                 return;
             };
+            // A standby's segments are the primary's, merged by the primary's log.
+            if engine.in_recovery() {
+                continue;
+            }
             let merged = crate::dml::compact::merge_small_segments(
                 &engine.db,
                 crate::dml::compact::BACKGROUND_MERGE_SEGMENTS,

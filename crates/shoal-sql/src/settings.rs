@@ -15,7 +15,7 @@ pub(crate) const KNOWN_SETTINGS: &[(&str, &str, bool)] = &[
     ("client_min_messages", "notice", false),
     ("datestyle", "ISO, MDY", true),
     ("default_transaction_isolation", "read committed", false),
-    ("default_transaction_read_only", "off", false),
+    ("default_transaction_read_only", "off", true),
     ("extra_float_digits", "1", false),
     ("integer_datetimes", "on", true),
     ("intervalstyle", "postgres", true),

@@ -25,6 +25,9 @@ pub enum WalError {
         offset: u64,
         reason: String,
     },
+    /// An append to a standby's log: only the primary of a replication group writes.
+    #[error("cannot execute this in a read-only transaction: the server is a standby")]
+    Standby,
     /// One record larger than `RECORD_PAYLOAD_MAX_BYTES`.
     #[error("write-ahead log record of {0} bytes is too large")]
     TooLarge(usize),
@@ -38,6 +41,7 @@ impl WalError {
             WalError::Broken(_) | WalError::Io(_) => "58030",
             WalError::Corrupt { .. } => "XX001",
             WalError::TooLarge(_) => "54000",
+            WalError::Standby => "25006",
         }
     }
 

@@ -85,7 +85,7 @@ fn remove_if_no_batch(path: &Path) -> io::Result<()> {
 }
 
 /// What became of one batch.
-enum BatchOutcome {
+pub(crate) enum BatchOutcome {
     Written,
     DiskFull(String),
     Broken(String),
@@ -355,10 +355,10 @@ impl SegmentWriter {
 const BATCH_KEEP_BYTES_MAX: usize = 8 << 20;
 
 /// A batch taken from the append buffer.
-struct Taken {
-    first_lsn: Lsn,
-    end_lsn: Lsn,
-    records: u64,
+pub(crate) struct Taken {
+    pub first_lsn: Lsn,
+    pub end_lsn: Lsn,
+    pub records: u64,
     /// End of the records in it granted early release (`first_lsn` if none is).
     granted_end_lsn: Lsn,
 }
@@ -443,12 +443,12 @@ fn write_and_publish(
         )),
         outcome => outcome,
     };
-    publish(shared, taken, outcome, batch.len(), segment)
+    publish(shared, taken, outcome, batch.len(), Some(segment))
 }
 
 /// Waits until the buffer should be written, then swaps it with `spare` (which holds only the
 /// frame header space). `None` once shut down with nothing left to write.
-fn take_batch(shared: &Shared, spare: &mut Vec<u8>) -> Option<Taken> {
+pub(crate) fn take_batch(shared: &Shared, spare: &mut Vec<u8>) -> Option<Taken> {
     debug_assert_eq!(spare.len(), BATCH_HEADER_BYTES);
     let delay = Duration::from_millis(shared.opts.flush_delay_ms_async);
     let mut p = shared.pending.lock();
@@ -487,13 +487,14 @@ fn take_batch(shared: &Shared, spare: &mut Vec<u8>) -> Option<Taken> {
     }
 }
 
-/// Tells waiters what became of the batch. Returns false once the log is broken.
-fn publish(
+/// Tells waiters what became of the batch (`segment` is where it went, if a segment file).
+/// Returns false once the log is broken.
+pub(crate) fn publish(
     shared: &Shared,
     taken: &Taken,
     outcome: BatchOutcome,
     batch_bytes: usize,
-    segment: &SegmentWriter,
+    segment: Option<&SegmentWriter>,
 ) -> bool {
     let stats = &shared.stats;
     stats.batches.fetch_add(1, Ordering::Relaxed);
@@ -505,9 +506,11 @@ fn publish(
                 .bytes
                 .fetch_add((batch_bytes - BATCH_HEADER_BYTES) as u64, Ordering::Relaxed);
             stats.flushes.fetch_add(1, Ordering::Relaxed);
-            stats
-                .sync_time_us
-                .fetch_add(segment.last_sync_us, Ordering::Relaxed);
+            if let Some(segment) = segment {
+                stats
+                    .sync_time_us
+                    .fetch_add(segment.last_sync_us, Ordering::Relaxed);
+            }
             progress.processed_lsn = taken.end_lsn;
             shared.durable_lsn.store(taken.end_lsn, Ordering::Release);
             true
@@ -531,15 +534,17 @@ fn publish(
             false
         }
     };
-    shared
-        .current_segment_base_lsn
-        .store(segment.base_lsn, Ordering::Release);
-    shared
-        .room_end_lsn
-        .store(segment.room_end_lsn(), Ordering::Release);
-    stats
-        .preallocated_segments
-        .store(segment.preallocated_segments, Ordering::Relaxed);
+    if let Some(segment) = segment {
+        shared
+            .current_segment_base_lsn
+            .store(segment.base_lsn, Ordering::Release);
+        shared
+            .room_end_lsn
+            .store(segment.room_end_lsn(), Ordering::Release);
+        stats
+            .preallocated_segments
+            .store(segment.preallocated_segments, Ordering::Relaxed);
+    }
     let decided = progress.take_decided_waiters();
     drop(progress);
     shared.progress_changed.notify_all();

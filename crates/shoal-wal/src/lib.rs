@@ -15,6 +15,7 @@ mod part_file;
 mod prealloc;
 mod reader;
 mod record;
+mod replicated;
 mod segment;
 mod writer;
 
@@ -28,6 +29,7 @@ pub use error::{ReadError, WalError};
 pub use part_file::BlockRows;
 pub use reader::{read_log, LogReadSummary};
 pub use record::{CommitChanges, ImageRows, Record, RECORD_HEADER_BYTES, RECORD_PAYLOAD_MAX_BYTES};
+pub use replicated::{decode_batch, BatchSink};
 pub use writer::{Wal, WalOptions, WalStats};
 
 /// Log sequence number: a logical byte counter that grows by the encoded size of every appended

@@ -121,6 +121,49 @@ pub(crate) struct Shared {
     /// `switch_segment` asks the writer to start a new segment with its next batch.
     pub switch_requested: AtomicBool,
     pub stats: StatCounters,
+    /// False on a standby's log (`open_replicated`) until `start_appends_at`: the primary
+    /// writes the group's log, a standby only applies it.
+    pub accepting: AtomicBool,
+}
+
+impl Shared {
+    fn new(start_lsn: Lsn, opts: WalOptions, accepting: bool) -> Shared {
+        let mut buf = Vec::with_capacity(BATCH_HEADER_BYTES + (1 << 16));
+        buf.resize(BATCH_HEADER_BYTES, 0);
+        Shared {
+            pending: Mutex::new(Pending {
+                buf,
+                start_lsn,
+                next_lsn: start_lsn,
+                records: 0,
+                wanted_lsn: start_lsn,
+                oldest_at: None,
+                granted_end_lsn: start_lsn,
+                shutdown: false,
+                last_clock_ms: 0,
+            }),
+            writer_wake: Condvar::new(),
+            space_freed: Condvar::new(),
+            progress: Mutex::new(Progress {
+                processed_lsn: start_lsn,
+                failed: VecDeque::new(),
+                broken: None,
+                async_waiters: Vec::new(),
+            }),
+            progress_changed: Condvar::new(),
+            next_waiter_id: AtomicU64::new(0),
+            broken: AtomicBool::new(false),
+            durable_lsn: AtomicU64::new(start_lsn),
+            // No room until the writer has zero-filled some: the first batch publishes it.
+            room_end_lsn: AtomicU64::new(start_lsn),
+            next_lsn: AtomicU64::new(start_lsn),
+            current_segment_base_lsn: AtomicU64::new(start_lsn),
+            switch_requested: AtomicBool::new(false),
+            stats: StatCounters::default(),
+            accepting: AtomicBool::new(accepting),
+            opts,
+        }
+    }
 }
 
 #[derive(Default)]
@@ -321,40 +364,7 @@ impl Wal {
         seg.sync_hold = std::time::Duration::from_millis(opts.hold_batch_sync_ms);
         // A file a crash left half made would hold space the check for room counts as used.
         let _ = fs::remove_file(crate::prealloc::next_segment_path(&wal_dir));
-        let mut buf = Vec::with_capacity(BATCH_HEADER_BYTES + (1 << 16));
-        buf.resize(BATCH_HEADER_BYTES, 0);
-        let shared = Arc::new(Shared {
-            pending: Mutex::new(Pending {
-                buf,
-                start_lsn,
-                next_lsn: start_lsn,
-                records: 0,
-                wanted_lsn: start_lsn,
-                oldest_at: None,
-                granted_end_lsn: start_lsn,
-                shutdown: false,
-                last_clock_ms: 0,
-            }),
-            writer_wake: Condvar::new(),
-            space_freed: Condvar::new(),
-            progress: Mutex::new(Progress {
-                processed_lsn: start_lsn,
-                failed: VecDeque::new(),
-                broken: None,
-                async_waiters: Vec::new(),
-            }),
-            progress_changed: Condvar::new(),
-            next_waiter_id: AtomicU64::new(0),
-            broken: AtomicBool::new(false),
-            durable_lsn: AtomicU64::new(start_lsn),
-            // No room until the writer has zero-filled some: the first batch publishes it.
-            room_end_lsn: AtomicU64::new(start_lsn),
-            next_lsn: AtomicU64::new(start_lsn),
-            current_segment_base_lsn: AtomicU64::new(start_lsn),
-            switch_requested: AtomicBool::new(false),
-            stats: StatCounters::default(),
-            opts,
-        });
+        let shared = Arc::new(Shared::new(start_lsn, opts, true));
         let writer_shared = Arc::clone(&shared);
         let writer = std::thread::Builder::new()
             .name("shoal-wal-writer".into())
@@ -365,6 +375,51 @@ impl Wal {
             writer: Mutex::new(Some(writer)),
             wal_dir,
         })
+    }
+
+    /// A log whose batches go to `sink` (a replication group) instead of segment files in
+    /// `dir/wal`. It takes no appends until `start_appends_at` (the node is a standby until
+    /// then). Early lock release is never granted: a commit becomes visible only once the
+    /// group has it.
+    pub fn open_replicated(
+        dir: &Path,
+        opts: WalOptions,
+        sink: Box<dyn crate::BatchSink>,
+    ) -> Result<Wal, WalError> {
+        let shared = Arc::new(Shared::new(0, opts, false));
+        let writer_shared = Arc::clone(&shared);
+        let writer = std::thread::Builder::new()
+            .name("shoal-wal-replicated".into())
+            .spawn(move || crate::replicated::run(writer_shared, sink))
+            .map_err(|e| WalError::Io(format!("could not start the log writer thread: {e}")))?;
+        Ok(Wal {
+            shared,
+            writer: Mutex::new(Some(writer)),
+            wal_dir: dir.join(WAL_DIR_NAME),
+        })
+    }
+
+    /// Opens a replicated log for appends from `lsn`, where the group's log ends (this node
+    /// became the primary). Nothing may have been appended before.
+    pub fn start_appends_at(&self, lsn: Lsn) {
+        let mut p = self.shared.pending.lock();
+        assert_eq!(p.buffered_bytes(), 0, "a standby's log holds no appends");
+        assert!(
+            !self.shared.accepting.load(Ordering::Acquire),
+            "appends started twice"
+        );
+        p.start_lsn = lsn;
+        p.next_lsn = lsn;
+        p.wanted_lsn = lsn;
+        p.granted_end_lsn = lsn;
+        self.shared.progress.lock().processed_lsn = lsn;
+        self.shared.durable_lsn.store(lsn, Ordering::Release);
+        self.shared.room_end_lsn.store(lsn, Ordering::Release);
+        self.shared.next_lsn.store(lsn, Ordering::Release);
+        self.shared
+            .current_segment_base_lsn
+            .store(lsn, Ordering::Release);
+        self.shared.accepting.store(true, Ordering::Release);
     }
 
     /// Appends the commit record of one transaction. `take_ts` is called with the record's start
@@ -582,6 +637,9 @@ impl Wal {
             self.check_healthy()?;
             if p.shutdown {
                 return Err(WalError::Broken("the write-ahead log is shut down".into()));
+            }
+            if !self.shared.accepting.load(Ordering::Acquire) {
+                return Err(WalError::Standby);
             }
             if p.buffered_bytes() < self.shared.opts.buffer_bytes_max {
                 return Ok(p);

@@ -2,6 +2,7 @@
 
 mod backup;
 mod client_auth;
+mod group;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -117,6 +118,15 @@ enum Command {
         /// committers, to check what happens while commits are logged but not yet acknowledged.
         #[arg(long, hide = true, default_value_t = 0)]
         hold_log_sync_ms: u64,
+        /// This server's id in its replication group (1, 2, 3, ...); with --peers.
+        #[arg(long, requires = "peers")]
+        node_id: Option<u64>,
+        /// Every member of the replication group, this node included, as ID=HOST:PORT of its
+        /// replication listener, comma-separated (1=127.0.0.1:7001,2=127.0.0.1:7002,...).
+        /// The members keep one redo log by Raft: a commit is acknowledged once a majority has
+        /// it on disk; one member is the primary and the others serve reads as hot standbys.
+        #[arg(long, value_delimiter = ',', value_parser = group::peer, requires = "node_id")]
+        peers: Vec<(u64, SocketAddr)>,
     },
     /// Back up a running server (on its machine) into a new directory, without stopping it
     Backup {
@@ -253,6 +263,8 @@ fn main() {
             checkpoint_interval_s,
             fail_log_sync_after,
             hold_log_sync_ms,
+            node_id,
+            peers,
             hba_file,
             superuser_password_file,
             tls_cert,
@@ -282,6 +294,20 @@ fn main() {
                     .map(String::as_str)
                     == Some("jsonlog"),
             );
+            let group = node_id
+                .map(|id| group::config(id, &peers, &data_dir))
+                .transpose()
+                .unwrap_or_else(|e| {
+                    eprintln!("shoal: {e}");
+                    std::process::exit(2);
+                });
+            if group.is_some() && (redis_listen.is_some() || redo_log == "off") {
+                eprintln!(
+                    "shoal: a member of a replication group does not serve the Redis protocol \
+                     yet, and always keeps its redo log"
+                );
+                std::process::exit(2);
+            }
             let password = client_auth::superuser_password(superuser_password_file.as_deref())
                 .unwrap_or_else(|e| {
                     eprintln!("shoal: {e}");
@@ -379,7 +405,19 @@ fn main() {
                     std::process::exit(1);
                 });
                 let dir = data_dir.clone();
-                let opened = if redo_log == "off" {
+                let mut replication = None;
+                let opened = if let Some(group) = group {
+                    if options.archive_mode || options.restore.is_some() {
+                        eprintln!("shoal: a member of a replication group does not archive its log yet");
+                        std::process::exit(2);
+                    }
+                    shoal_sql::Engine::open_replicated(&dir, options, group)
+                        .await
+                        .map(|(engine, r)| {
+                            replication = Some(r);
+                            (engine, "joined the replication group as a standby".to_string())
+                        })
+                } else if redo_log == "off" {
                     tracing::warn!(
                         "--redo-log off: nothing is logged or checkpointed; every change is lost when the server stops"
                     );
@@ -407,7 +445,26 @@ fn main() {
                         std::process::exit(1);
                     }
                 };
-                if let Some(password) = &password {
+                if let Some(replication) = replication {
+                    let watched = engine.clone();
+                    let password = password.clone();
+                    tokio::spawn(async move {
+                        // The group's roles are set on its primary, and reach the standbys
+                        // by the log.
+                        while watched.in_recovery() {
+                            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                        }
+                        if let Some(password) = &password {
+                            client_auth::apply_superuser_password(&watched, password);
+                        }
+                        replication.wait_demoted(&watched).await;
+                        tracing::warn!(
+                            "this node is no longer the primary: restarting, to drop any commit the group did not acknowledge"
+                        );
+                        group::restart_process();
+                    });
+                }
+                if let (Some(password), false) = (&password, engine.replicated()) {
                     client_auth::apply_superuser_password(&engine, password);
                 }
                 engine.set_config(config);

@@ -57,6 +57,16 @@ impl CatalogLock {
         }
     }
 
+    /// Puts in the catalog a replicated log carries (a standby applying its primary's DDL),
+    /// without logging it again.
+    pub(crate) fn install_replayed(&self, catalog: Catalog) {
+        let mut guard = self.catalog.write();
+        self.tracks_statements
+            .store(tracks_statements(&catalog), Ordering::Relaxed);
+        self.version.store(catalog.version, Ordering::Release);
+        *guard = catalog;
+    }
+
     /// From now on every catalog change is logged.
     pub(crate) fn start_logging(&self, wal: Arc<Wal>) {
         assert!(self.wal.set(wal).is_ok(), "catalog logging started twice");

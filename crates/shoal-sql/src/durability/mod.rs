@@ -7,6 +7,7 @@ pub mod archive;
 mod catalog_lock;
 mod checkpoint;
 mod recovery;
+mod replicated;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -24,6 +25,8 @@ pub use catalog_lock::{CatalogLock, CatalogWriteGuard};
 pub use checkpoint::{BackupPin, CheckpointReport};
 pub(crate) use recovery::recover;
 pub use recovery::RecoveryReport;
+pub(crate) use replicated::open as open_replicated;
+pub use replicated::Replication;
 
 /// How the server keeps data: set by `shoal serve` flags.
 #[derive(Clone, Debug)]

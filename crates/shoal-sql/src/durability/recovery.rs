@@ -154,14 +154,7 @@ pub(crate) fn recover(
     db.restart_clock_at(RECOVERED_TS);
 
     let replay_started = Instant::now();
-    let mut replay = Replay {
-        db: db.clone(),
-        catalog,
-        rows_by_id: HashMap::new(),
-        images: HashMap::new(),
-        early_segments: HashMap::new(),
-        early_rows: HashMap::new(),
-    };
+    let mut replay = Replay::new(db.clone(), catalog);
     let covered_lsn = manifest.as_ref().map_or(0, |m| m.covered_lsn);
     let mut target_micros = None;
     if let Some(restore) = &options.restore {
@@ -285,7 +278,7 @@ struct PendingImage {
     complete: bool,
 }
 
-struct Replay {
+pub(super) struct Replay {
     db: Arc<Database>,
     catalog: Catalog,
     /// Row handles by hidden id for the tables the log touched so far.
@@ -319,7 +312,23 @@ impl OwnedChange {
 }
 
 impl Replay {
-    fn apply(&mut self, record: Record<'_>) -> Result<(), String> {
+    pub(super) fn new(db: Arc<Database>, catalog: Catalog) -> Replay {
+        Replay {
+            db,
+            catalog,
+            rows_by_id: HashMap::new(),
+            images: HashMap::new(),
+            early_segments: HashMap::new(),
+            early_rows: HashMap::new(),
+        }
+    }
+
+    /// The catalog as the log has it so far.
+    pub(super) fn catalog(&self) -> &Catalog {
+        &self.catalog
+    }
+
+    pub(super) fn apply(&mut self, record: Record<'_>) -> Result<(), String> {
         match record {
             Record::Commit { changes, early, .. } => {
                 let mut txn = self.db.begin(IsolationLevel::ReadCommitted);

@@ -105,13 +105,14 @@ pub fn register(state: &mut datafusion::execution::SessionState, scope: &Arc<Pla
         0,
         |_| Ok(()),
     ));
-    // A server that serves writes is not in recovery (replicas arrive with replication).
+    // A standby of a replication group is in recovery until it is promoted.
+    let sc = scope.clone();
     add(udf(
         "pg_is_in_recovery",
         &[0],
         ArrowType::Boolean,
         Volatility::Volatile,
-        |_| Ok(ScalarValue::Boolean(Some(false))),
+        move |_| Ok(ScalarValue::Boolean(Some(sc.engine.in_recovery()))),
     ));
     let sc = scope.clone();
     add(udf(

@@ -355,6 +355,12 @@ impl Session {
                 .set("synchronous_commit", "off", false)
                 .expect("synchronous_commit accepts off");
         }
+        if engine.in_recovery() {
+            // What libpq's target_session_attrs reads to tell a standby from a primary.
+            for name in ["in_hot_standby", "transaction_read_only"] {
+                settings.set(name, "on", false).expect("a boolean setting");
+            }
+        }
         *scope.settings.lock() = settings.all().clone();
         *scope.search_path.lock() = settings.search_path();
         let scope_settings_generation = Some(settings.generation());

@@ -417,7 +417,11 @@ impl Session {
             "transaction_deferrable" => "default_transaction_deferrable",
             _ => unreachable!("no default_ setting for {name}"),
         };
-        let wanted = self.settings.get(default_name).unwrap_or(fallback);
+        let mut wanted = self.settings.get(default_name).unwrap_or(fallback);
+        // A standby's transactions are read-only whatever the default says.
+        if name == "transaction_read_only" && self.engine.in_recovery() {
+            wanted = "on";
+        }
         if self.settings.get(name) != Some(wanted) {
             let wanted = wanted.to_string();
             self.settings.set(name, &wanted, false).ok();

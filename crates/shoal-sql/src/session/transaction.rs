@@ -173,6 +173,11 @@ impl Session {
     }
 
     pub(crate) fn read_only(&self) -> bool {
+        // A standby's transactions only read, whatever the settings say (as PostgreSQL's
+        // hot standby).
+        if self.engine.in_recovery() {
+            return true;
+        }
         let setting = match self.txn {
             TxnState::Idle => "default_transaction_read_only",
             _ => "transaction_read_only",
@@ -292,7 +297,13 @@ impl Session {
                     shown_level = Some(level_name(level, isolation));
                 }
                 ast::TransactionMode::AccessMode(mode) => {
-                    read_only = matches!(mode, ast::TransactionAccessMode::ReadOnly)
+                    read_only = matches!(mode, ast::TransactionAccessMode::ReadOnly);
+                    if !read_only && self.engine.in_recovery() {
+                        return Err(SqlError::new(
+                            code::FEATURE_NOT_SUPPORTED,
+                            "cannot set transaction read-write mode during recovery",
+                        ));
+                    }
                 }
             }
         }
@@ -320,6 +331,7 @@ impl Session {
     pub(super) fn start_block(&mut self, isolation: IsolationLevel, read_only: bool) {
         debug_assert!(matches!(self.txn, TxnState::Idle));
         self.implicit_block = false;
+        let read_only = read_only || self.engine.in_recovery();
         let access = if read_only { "on" } else { "off" };
         self.settings
             .set("transaction_read_only", access, false)
