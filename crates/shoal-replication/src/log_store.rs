@@ -37,6 +37,9 @@ const ENTRY_BYTES_MAX: usize = 1 << 30;
 #[derive(Clone, Copy, Debug)]
 struct Location {
     log_id: LogId<NodeId>,
+    /// Where the redo log ends after this entry (the batch's end LSN; an entry without a batch
+    /// ends where the one before it does), for `pg_stat_replication`.
+    end_lsn: u64,
     /// The segment's first index (its key in `LogFiles::segments`).
     segment: u64,
     /// Offset of the frame header in the segment.
@@ -126,6 +129,14 @@ fn read_small_file<T: serde::de::DeserializeOwned>(path: &Path) -> io::Result<Op
     }
 }
 
+/// The redo log's end after `entry`, given its end before.
+fn end_lsn_after(entry: &Entry, before: u64) -> u64 {
+    match &entry.payload {
+        openraft::EntryPayload::Normal(batch) => batch.end_lsn,
+        _ => before,
+    }
+}
+
 fn encode_frame(entry: &Entry, out: &mut Vec<u8>) -> u32 {
     let body = bincode::serialize(entry).expect("a log entry always encodes");
     assert!(
@@ -199,8 +210,10 @@ impl LogFiles {
                     if files.locations.is_empty() {
                         files.first_index = entry.log_id.index;
                     }
+                    let before = files.locations.back().map_or(0, |l| l.end_lsn);
                     files.locations.push_back(Location {
                         log_id: entry.log_id,
+                        end_lsn: end_lsn_after(&entry, before),
                         segment: first,
                         offset: offset as u64,
                         len: (size - FRAME_HEADER_BYTES) as u32,
@@ -288,11 +301,14 @@ impl LogFiles {
         let (&segment_first, segment) = self.segments.last_key_value().expect("made above");
         let mut buf = Vec::new();
         let mut placed = Vec::with_capacity(entries.len());
+        let mut end_lsn = self.locations.back().map_or(0, |l| l.end_lsn);
         for entry in entries {
             let offset = segment.len_bytes + buf.len() as u64;
             let len = encode_frame(entry, &mut buf);
+            end_lsn = end_lsn_after(entry, end_lsn);
             placed.push(Location {
                 log_id: entry.log_id,
+                end_lsn,
                 segment: segment_first,
                 offset,
                 len,
@@ -365,6 +381,12 @@ impl LogFiles {
         Ok(())
     }
 
+    /// The redo log's end after entry `index`, if the log holds it.
+    fn end_lsn_at(&self, index: u64) -> Option<u64> {
+        let at = index.checked_sub(self.first_index)?;
+        self.locations.get(at as usize).map(|l| l.end_lsn)
+    }
+
     fn read(&self, start: u64, end: u64) -> io::Result<Vec<Entry>> {
         let start = start.max(self.first_index);
         let end = end.min(self.next_index());
@@ -417,7 +439,26 @@ fn run_syncer(dir: PathBuf, requests: mpsc::Receiver<SyncRequest>) {
     }
 }
 
+/// Log positions by Raft index, for progress reports.
+#[derive(Clone)]
+pub(crate) struct Positions {
+    files: Arc<Mutex<LogFiles>>,
+}
+
+impl Positions {
+    /// Where the redo log ends after entry `index`, if this node's log holds it.
+    pub(crate) fn end_lsn_at(&self, index: u64) -> Option<u64> {
+        self.files.lock().end_lsn_at(index)
+    }
+}
+
 impl LogStore {
+    pub(crate) fn positions(&self) -> Positions {
+        Positions {
+            files: self.files.clone(),
+        }
+    }
+
     /// Opens (or creates) the log in `dir`.
     pub(crate) fn open(dir: &Path) -> io::Result<LogStore> {
         let files = LogFiles::open(dir)?;

@@ -13,7 +13,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::log_store::LogStore;
+use crate::log_store::{LogStore, Positions};
 pub use crate::state_machine::Applied;
 use crate::state_machine::StateMachine;
 use crate::{network, Applier, LogBatch, NodeId, TypeConfig};
@@ -104,10 +104,21 @@ impl std::fmt::Display for WriteError {
     }
 }
 
+/// How far a follower has the log, as the leader sees it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FollowerProgress {
+    pub node_id: NodeId,
+    /// Its replication address.
+    pub addr: String,
+    /// Where the redo log it has on disk ends; `None` before it acknowledged anything.
+    pub flushed_lsn: Option<u64>,
+}
+
 /// This node in its group.
 pub struct Replica {
     node_id: NodeId,
     raft: Raft<TypeConfig>,
+    positions: Positions,
     applied: watch::Receiver<Applied>,
     listener_task: JoinHandle<()>,
 }
@@ -121,6 +132,7 @@ impl Replica {
             "a node is a member of its own group"
         );
         let log = LogStore::open(&config.log_dir)?;
+        let positions = log.positions();
         let (applied_tx, applied) = watch::channel(Applied::default());
         let state_machine = StateMachine::new(applier, applied_tx);
         let raft_config = openraft::Config {
@@ -169,6 +181,7 @@ impl Replica {
         Ok(Replica {
             node_id: config.node_id,
             raft,
+            positions,
             applied,
             listener_task,
         })
@@ -198,12 +211,40 @@ impl Replica {
         self.raft.metrics()
     }
 
+    /// The other members and how far each has the log: known on the leader only (empty
+    /// elsewhere).
+    pub fn followers(&self) -> Vec<FollowerProgress> {
+        let metrics = self.raft.metrics().borrow().clone();
+        let Some(matched) = metrics.replication else {
+            return Vec::new();
+        };
+        let membership = metrics.membership_config.clone();
+        matched
+            .into_iter()
+            .filter(|(id, _)| *id != self.node_id)
+            .map(|(node_id, log_id)| FollowerProgress {
+                node_id,
+                addr: membership
+                    .nodes()
+                    .find(|(id, _)| **id == node_id)
+                    .map_or_else(String::new, |(_, n)| n.addr.clone()),
+                flushed_lsn: log_id.and_then(|l| self.positions.end_lsn_at(l.index)),
+            })
+            .collect()
+    }
+
     pub fn role(&self) -> Role {
         Role::of(self.raft.metrics().borrow().state)
     }
 
     pub fn leader(&self) -> Option<NodeId> {
         self.raft.metrics().borrow().current_leader
+    }
+
+    /// Where the redo log this node has on disk ends, as far as it is known.
+    pub fn received_lsn(&self) -> Option<u64> {
+        let last = self.raft.metrics().borrow().last_log_index?;
+        self.positions.end_lsn_at(last)
     }
 
     /// What the database holds of the log.

@@ -67,6 +67,8 @@ pub struct Engine {
     in_recovery: std::sync::atomic::AtomicBool,
     /// A member of a replication group (`durability::Replication`).
     replicated: bool,
+    /// This node in its replication group, once it joined (pg_stat_replication).
+    pub replica: std::sync::OnceLock<Arc<shoal_replication::Replica>>,
 }
 
 /// Connection slots kept for superusers (PostgreSQL's superuser_reserved_connections).
@@ -180,6 +182,7 @@ impl Engine {
             statement_stats: Default::default(),
             in_recovery: Default::default(),
             replicated: false,
+            replica: Default::default(),
         })
     }
 

@@ -27,6 +27,10 @@ struct Group {
     args: Vec<Vec<String>>,
     dirs: Vec<PathBuf>,
     nodes: Vec<Option<ShoalServer>>,
+    /// Each node's `--metrics-listen` port (its /primary and /replica health checks).
+    metrics_ports: Vec<u16>,
+    /// Nodes stopped with SIGSTOP: connecting to them would hang.
+    frozen: Vec<bool>,
 }
 
 impl Group {
@@ -44,14 +48,20 @@ impl Group {
             args: Vec::new(),
             dirs: Vec::new(),
             nodes: Vec::new(),
+            metrics_ports: Vec::new(),
+            frozen: vec![false; 3],
         };
         for id in 1..=3 {
+            let metrics_port = free_port();
             group.args.push(vec![
                 "--node-id".into(),
                 id.to_string(),
                 "--peers".into(),
                 peers.clone(),
+                "--metrics-listen".into(),
+                format!("127.0.0.1:{metrics_port}"),
             ]);
+            group.metrics_ports.push(metrics_port);
             group.dirs.push(root.join(format!("node{id}")));
             group.nodes.push(None);
         }
@@ -59,6 +69,19 @@ impl Group {
             group.restart(n);
         }
         group
+    }
+
+    /// The primary, once the group has settled on one: the same node twice, half a second
+    /// apart (a group starting for the first time may elect twice).
+    async fn settled_primary(&self) -> (usize, Client) {
+        loop {
+            let (first, _) = self.primary().await;
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            let (again, client) = self.primary().await;
+            if again == first {
+                return (again, client);
+            }
+        }
     }
 
     fn restart(&mut self, n: usize) {
@@ -73,12 +96,31 @@ impl Group {
         server.crash();
     }
 
+    /// SIGSTOP (`freeze`) or SIGCONT: a node that hangs, then goes on.
+    fn signal(&mut self, n: usize, freeze: bool) {
+        let pid = self.nodes[n].as_ref().expect("running").pid();
+        let signal = if freeze { "-STOP" } else { "-CONT" };
+        let status = std::process::Command::new("kill")
+            .args([signal, &pid.to_string()])
+            .status()
+            .expect("run kill");
+        assert!(status.success());
+        self.frozen[n] = freeze;
+    }
+
+    fn port(&self, n: usize) -> u16 {
+        self.nodes[n].as_ref().expect("running").port()
+    }
+
     /// The node that is the primary: the one running node not in recovery.
     async fn primary(&self) -> (usize, Client) {
         let deadline = Instant::now() + ELECTION_TIMEOUT;
         loop {
             for (n, node) in self.nodes.iter().enumerate() {
                 let Some(server) = node else { continue };
+                if self.frozen[n] {
+                    continue;
+                }
                 let Ok(c) = try_connect(server).await else {
                     continue;
                 };
@@ -100,6 +142,11 @@ impl Group {
 
 impl Drop for Group {
     fn drop(&mut self) {
+        for n in 0..self.nodes.len() {
+            if self.frozen[n] {
+                self.signal(n, false);
+            }
+        }
         self.nodes.clear();
         if let Some(root) = self.dirs.first().and_then(|d| d.parent()) {
             let _ = std::fs::remove_dir_all(root);
@@ -127,11 +174,11 @@ async fn connect(server: &ShoalServer) -> Client {
 async fn wait_for_value(client: &Client, query: &str, expected: i64) {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        let got: Option<i64> = match client.query_one(query, &[]).await {
-            Ok(row) => row.get(0),
-            Err(_) => None,
+        let got: Result<Option<i64>, String> = match client.query_one(query, &[]).await {
+            Ok(row) => Ok(row.get(0)),
+            Err(e) => Err(format!("{e:?}")),
         };
-        if got == Some(expected) {
+        if got == Ok(Some(expected)) {
             return;
         }
         assert!(
@@ -146,10 +193,48 @@ fn sqlstate(e: &tokio_postgres::Error) -> &str {
     e.code().map_or("", |c| c.code())
 }
 
+/// The status code of `GET path` on a node's metrics address.
+fn http_status(port: u16, path: &str) -> u16 {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("metrics address");
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    answer
+        .split(' ')
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .unwrap_or_else(|| panic!("HTTP answer: {answer}"))
+}
+
+/// Whether node `n` answers as a standby, polling through a restart; panics after 30 s.
+async fn wait_standby(group: &Group, n: usize) -> Client {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Ok(c) = try_connect(group.nodes[n].as_ref().unwrap()).await {
+            if let Ok(row) = c.query_one("SELECT pg_is_in_recovery()", &[]).await {
+                if row.get::<_, bool>(0) {
+                    return c;
+                }
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "node {} did not come back as a standby",
+            n + 1
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn standbys_follow_the_primary_and_refuse_writes() {
     let group = Group::start();
-    let (p, primary) = group.primary().await;
+    let (p, primary) = group.settled_primary().await;
     primary
         .batch_execute(
             "CREATE TABLE items (id int PRIMARY KEY, name text NOT NULL);
@@ -168,6 +253,20 @@ async fn standbys_follow_the_primary_and_refuse_writes() {
         .unwrap()
         .get(0);
     assert_eq!(shown, "off");
+    // Both standbys have the primary's whole log on disk, and the primary says so.
+    wait_for_value(
+        &primary,
+        "SELECT count(*) FROM pg_stat_replication
+         WHERE state = 'streaming' AND sync_state = 'quorum'
+           AND flush_lsn = pg_current_wal_lsn()",
+        2,
+    )
+    .await;
+    let primary_lsn: String = primary
+        .query_one("SELECT pg_current_wal_lsn()", &[])
+        .await
+        .unwrap()
+        .get(0);
     for (n, node) in group.nodes.iter().enumerate() {
         if n == p {
             continue;
@@ -193,6 +292,17 @@ async fn standbys_follow_the_primary_and_refuse_writes() {
             .unwrap()
             .get(0);
         assert_eq!(sum, 250_250.0);
+        let replayed: Option<String> = standby
+            .query_one("SELECT pg_last_wal_replay_lsn()", &[])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(replayed.as_deref(), Some(primary_lsn.as_str()));
+        let err = standby
+            .query_one("SELECT pg_current_wal_lsn()", &[])
+            .await
+            .expect_err("a standby has no insert position");
+        assert_eq!(sqlstate(&err), "55000", "{err}");
         let shown: String = standby
             .query_one("SHOW transaction_read_only", &[])
             .await
@@ -213,7 +323,89 @@ async fn standbys_follow_the_primary_and_refuse_writes() {
             .await
             .expect_err("read-write transaction on a standby");
         assert_eq!(sqlstate(&err), "0A000", "{err}");
+        assert_eq!(http_status(group.metrics_ports[n], "/replica"), 200);
+        assert_eq!(http_status(group.metrics_ports[n], "/primary"), 503);
     }
+    assert_eq!(http_status(group.metrics_ports[p], "/primary"), 200);
+    assert_eq!(http_status(group.metrics_ports[p], "/replica"), 503);
+
+    // libpq finds the primary, or a standby, in a multi-host connection string.
+    let ports: Vec<String> = (0..3).map(|n| group.port(n).to_string()).collect();
+    for (attrs, expected) in [
+        ("read-write", "f"),
+        ("primary", "f"),
+        ("standby", "t"),
+        ("prefer-standby", "t"),
+        ("read-only", "t"),
+    ] {
+        let conninfo = format!(
+            "host=127.0.0.1,127.0.0.1,127.0.0.1 port={} user=postgres dbname=postgres \
+             target_session_attrs={attrs}",
+            ports.join(",")
+        );
+        let Ok(out) = std::process::Command::new("psql")
+            .args([&conninfo, "-Atc", "SELECT pg_is_in_recovery()"])
+            .output()
+        else {
+            assert!(
+                std::env::var_os("SHOAL_REQUIRE_POSTGRES").is_none(),
+                "psql is not installed"
+            );
+            return;
+        };
+        let answer = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "psql {conninfo}: {out:?}");
+        assert_eq!(answer.trim(), expected, "target_session_attrs={attrs}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hung_primary_is_replaced_and_rejoins_as_a_standby() {
+    let mut group = Group::start();
+    let (old, primary) = group.settled_primary().await;
+    primary
+        .batch_execute(
+            "CREATE TABLE events (id int PRIMARY KEY, at text);
+             INSERT INTO events VALUES (1, 'before')",
+        )
+        .await
+        .unwrap();
+    drop(primary);
+
+    // A hung standby does not stop the primary: a majority is still there.
+    let standby = (old + 1) % 3;
+    group.signal(standby, true);
+    let primary = connect(group.nodes[old].as_ref().unwrap()).await;
+    primary
+        .batch_execute("INSERT INTO events VALUES (2, 'standby hung')")
+        .await
+        .expect("a commit with one standby hung");
+    group.signal(standby, false);
+    drop(primary);
+
+    // The primary hangs: the others elect one of themselves, which takes writes.
+    group.signal(old, true);
+    let (new, primary) = group.primary().await;
+    assert_ne!(new, old);
+    primary
+        .batch_execute("INSERT INTO events VALUES (3, 'after')")
+        .await
+        .expect("the new primary writes");
+
+    // Woken, the old primary finds a newer term, restarts and follows the new primary.
+    group.signal(old, false);
+    let rejoined = wait_standby(&group, old).await;
+    wait_for_value(&rejoined, "SELECT count(*) FROM events", 3).await;
+    let rows: Vec<String> = rejoined
+        .query("SELECT at FROM events ORDER BY id", &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(rows, ["before", "standby hung", "after"]);
+    let caught_up = connect(group.nodes[standby].as_ref().unwrap()).await;
+    wait_for_value(&caught_up, "SELECT count(*) FROM events", 3).await;
 }
 
 /// One transfer as a transaction block; Ok once COMMIT was acknowledged.
@@ -269,7 +461,7 @@ fn start_clients(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killing_the_primary_loses_no_acknowledged_commit() {
     let mut group = Group::start();
-    let (_, primary) = group.primary().await;
+    let (_, primary) = group.settled_primary().await;
     primary
         .batch_execute(&format!(
             "CREATE TABLE accounts (id int PRIMARY KEY, balance bigint NOT NULL);

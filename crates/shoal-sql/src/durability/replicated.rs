@@ -128,6 +128,7 @@ pub(crate) async fn open(
         .map_err(|e| format!("cannot join the replication group: {e}"))?;
     let replica = Arc::new(replica);
     let _ = replica_slot.set(replica.clone());
+    let _ = engine.replica.set(replica.clone());
     tokio::spawn(promote_when_leading(
         Arc::downgrade(&engine),
         replica.clone(),

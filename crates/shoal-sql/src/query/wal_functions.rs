@@ -90,6 +90,13 @@ pub fn register(state: &mut datafusion::execution::SessionState, scope: &Arc<Pla
             ArrowType::Utf8,
             Volatility::Volatile,
             move |_| {
+                // As PostgreSQL: a standby has no insert position of its own.
+                if sc.engine.in_recovery() {
+                    return Err(sql_error(SqlError::new(
+                        code::OBJECT_NOT_IN_PREREQUISITE_STATE,
+                        "recovery is in progress",
+                    )));
+                }
                 let lsn = sc.engine.durability.as_ref().map_or(0, |d| match flushed {
                     true => d.wal.flushed_lsn(),
                     false => d.wal.next_lsn(),
@@ -147,13 +154,26 @@ pub fn register(state: &mut datafusion::execution::SessionState, scope: &Arc<Pla
     add(position("pg_current_wal_lsn", scope, false));
     add(position("pg_current_wal_insert_lsn", scope, false));
     add(position("pg_current_wal_flush_lsn", scope, true));
-    for name in ["pg_last_wal_receive_lsn", "pg_last_wal_replay_lsn"] {
+    // On a standby: where the log it has on disk ends, and where the database has applied it
+    // to. NULL elsewhere.
+    for (name, applied) in [
+        ("pg_last_wal_receive_lsn", false),
+        ("pg_last_wal_replay_lsn", true),
+    ] {
+        let sc = scope.clone();
         add(udf(
             name,
             &[0],
             ArrowType::Utf8,
             Volatility::Volatile,
-            |_| Ok(ScalarValue::Utf8(None)),
+            move |_| {
+                let replica = sc.engine.replica.get().filter(|_| sc.engine.in_recovery());
+                let lsn = replica.and_then(|r| match applied {
+                    true => Some(r.applied().borrow().end_lsn),
+                    false => r.received_lsn(),
+                });
+                Ok(lsn.map_or(ScalarValue::Utf8(None), |l| s(&format_lsn(l))))
+            },
         ));
     }
     add(udf(

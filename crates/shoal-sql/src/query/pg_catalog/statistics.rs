@@ -504,11 +504,13 @@ fn pg_stat_archiver(scope: Option<&PlanScope>) -> Arc<dyn TableProvider> {
     t.build()
 }
 
-/// The replicas being sent the log: none yet. PostgreSQL 15's columns, with positions as text
-/// (Shoal has no pg_lsn type) and lags as intervals.
-fn pg_stat_replication(_scope: Option<&PlanScope>) -> Arc<dyn TableProvider> {
+/// On the primary of a replication group, a row per standby: how far it has the log on disk
+/// (sent, write and flush positions alike: a standby answers once a batch is synced). Its
+/// replay position is not reported to the primary: NULL. PostgreSQL 15's columns, with
+/// positions as text (Shoal has no pg_lsn type) and lags as intervals.
+fn pg_stat_replication(scope: Option<&PlanScope>) -> Arc<dyn TableProvider> {
     let interval = ArrowType::Interval(datafusion::arrow::datatypes::IntervalUnit::MonthDayNano);
-    TableBuilder::new(&[
+    let mut t = TableBuilder::new(&[
         ("pid", I32),
         ("usesysid", OID),
         ("usename", T),
@@ -529,8 +531,45 @@ fn pg_stat_replication(_scope: Option<&PlanScope>) -> Arc<dyn TableProvider> {
         ("sync_priority", I32),
         ("sync_state", T),
         ("reply_time", timestamptz()),
-    ])
-    .build()
+    ]);
+    let followers = scope
+        .and_then(|scope| scope.engine.replica.get())
+        .map(|replica| replica.followers())
+        .unwrap_or_default();
+    let no_interval = || ScalarValue::IntervalMonthDayNano(None);
+    for f in followers {
+        let lsn = f.flushed_lsn.map_or_else(null_text, |l| {
+            s(&crate::query::wal_functions::format_lsn(l))
+        });
+        let host = f.addr.rsplit_once(':').map_or(f.addr.as_str(), |(h, _)| h);
+        t.row(vec![
+            ScalarValue::Int32(None),
+            ScalarValue::UInt32(None),
+            null_text(),
+            s(&format!("node {}", f.node_id)),
+            s(host),
+            null_text(),
+            ScalarValue::Int32(None),
+            no_time(),
+            null_text(),
+            s(if f.flushed_lsn.is_some() {
+                "streaming"
+            } else {
+                "startup"
+            }),
+            lsn.clone(),
+            lsn.clone(),
+            lsn,
+            null_text(),
+            no_interval(),
+            no_interval(),
+            no_interval(),
+            ScalarValue::Int32(Some(1)),
+            s("quorum"),
+            no_time(),
+        ]);
+    }
+    t.build()
 }
 
 /// Replication slots: none.
