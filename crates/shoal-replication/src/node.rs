@@ -37,8 +37,10 @@ pub struct ReplicaConfig {
 }
 
 impl ReplicaConfig {
-    /// A group with the default timing: heartbeats every 50 ms, elections after 300-600 ms of
-    /// silence.
+    /// A group with the default timing: heartbeats every 100 ms, elections after 500-1000 ms
+    /// of silence. openraft gives each AppendEntries one heartbeat interval to be answered
+    /// (the follower answers once its log is synced), which a loaded machine's fsync can
+    /// exceed at 50 ms.
     pub fn new(
         node_id: NodeId,
         listen: SocketAddr,
@@ -50,8 +52,8 @@ impl ReplicaConfig {
             listen,
             members,
             log_dir,
-            heartbeat_ms: 50,
-            election_timeout_ms: (300, 600),
+            heartbeat_ms: 100,
+            election_timeout_ms: (500, 1000),
         }
     }
 }
@@ -142,7 +144,9 @@ impl Replica {
             election_timeout_max: config.election_timeout_ms.1,
             // The whole log is kept (see state_machine): no snapshot is ever built or sent.
             snapshot_policy: SnapshotPolicy::Never,
-            max_payload_entries: 64,
+            // Batches can be megabytes (a bulk load): a few at a time keeps each request
+            // within its time.
+            max_payload_entries: 16,
             ..Default::default()
         }
         .validate()

@@ -88,10 +88,14 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         I: IntoIterator<Item = Entry> + Send,
         I::IntoIter: Send,
     {
-        let mut replies = Vec::new();
         let mut end_lsn = self.applied.borrow().end_lsn;
+        let mut batches = Vec::new();
+        let mut count = 0;
+        let mut last = self.last_applied;
         for entry in entries {
-            match &entry.payload {
+            count += 1;
+            last = Some(entry.log_id);
+            match entry.payload {
                 EntryPayload::Blank => {}
                 EntryPayload::Normal(batch) => {
                     // LSNs run on from batch to batch: a gap or an overlap is a lost or
@@ -100,28 +104,41 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
                         batch.first_lsn == end_lsn || end_lsn == 0,
                         "batch {batch:?} applied where the log ends at LSN {end_lsn}"
                     );
-                    if let Err(message) = self.applier.apply(batch) {
-                        tracing::error!(log_id = %entry.log_id, "could not apply: {message}");
-                        let e = std::io::Error::other(message);
-                        return Err(StorageIOError::new(
-                            ErrorSubject::Apply(entry.log_id),
-                            ErrorVerb::Write,
-                            openraft::AnyError::new(&e),
-                        )
-                        .into());
-                    }
                     end_lsn = batch.end_lsn;
+                    batches.push((entry.log_id, batch));
                 }
                 EntryPayload::Membership(m) => {
-                    self.membership = StoredMembership::new(Some(entry.log_id), m.clone());
+                    self.membership = StoredMembership::new(Some(entry.log_id), m);
                 }
             }
-            self.last_applied = Some(entry.log_id);
-            replies.push(());
         }
+        // Applying a batch is the database's work (a bulk load's batch takes a while): on a
+        // thread of its own, so Raft's tasks (heartbeats among them) keep running.
+        let applier = self.applier.clone();
+        let applied = tokio::task::spawn_blocking(move || {
+            for (log_id, batch) in &batches {
+                if let Err(message) = applier.apply(batch) {
+                    tracing::error!(%log_id, "could not apply: {message}");
+                    return Err((*log_id, message));
+                }
+            }
+            Ok(())
+        })
+        .await
+        .unwrap_or_else(|e| panic!("applying a batch panicked: {e}"));
+        if let Err((log_id, message)) = applied {
+            let e = std::io::Error::other(message);
+            return Err(StorageIOError::new(
+                ErrorSubject::Apply(log_id),
+                ErrorVerb::Write,
+                openraft::AnyError::new(&e),
+            )
+            .into());
+        }
+        self.last_applied = last;
         let index = self.last_applied.map(|l| l.index);
         self.applied.send_replace(Applied { index, end_lsn });
-        Ok(replies)
+        Ok(vec![(); count])
     }
 
     async fn get_snapshot_builder(&mut self) -> NoSnapshots {

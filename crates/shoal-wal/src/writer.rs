@@ -379,8 +379,9 @@ impl Wal {
 
     /// A log whose batches go to `sink` (a replication group) instead of segment files in
     /// `dir/wal`. It takes no appends until `start_appends_at` (the node is a standby until
-    /// then). Early lock release is never granted: a commit becomes visible only once the
-    /// group has it.
+    /// then). Early lock release is granted for any record in the buffer: a batch is never
+    /// dropped here (the sink writes it or the log breaks, and a broken primary restarts), so
+    /// a commit others saw is in the group's log before any later commit is acknowledged.
     pub fn open_replicated(
         dir: &Path,
         opts: WalOptions,
@@ -414,7 +415,7 @@ impl Wal {
         p.granted_end_lsn = lsn;
         self.shared.progress.lock().processed_lsn = lsn;
         self.shared.durable_lsn.store(lsn, Ordering::Release);
-        self.shared.room_end_lsn.store(lsn, Ordering::Release);
+        self.shared.room_end_lsn.store(Lsn::MAX, Ordering::Release);
         self.shared.next_lsn.store(lsn, Ordering::Release);
         self.shared
             .current_segment_base_lsn

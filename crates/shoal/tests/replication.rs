@@ -239,6 +239,7 @@ async fn standbys_follow_the_primary_and_refuse_writes() {
         .batch_execute(
             "CREATE TABLE items (id int PRIMARY KEY, name text NOT NULL);
              CREATE INDEX items_name ON items (name);
+             CREATE SEQUENCE items_seq;
              INSERT INTO items SELECT g, 'item ' || g FROM generate_series(1, 100) g;
              UPDATE items SET name = 'changed' WHERE id <= 10;
              DELETE FROM items WHERE id > 90;
@@ -309,6 +310,20 @@ async fn standbys_follow_the_primary_and_refuse_writes() {
             .unwrap()
             .get(0);
         assert_eq!(shown, "on");
+        // The extended protocol's writes too, a prepared statement run twice.
+        let insert = standby
+            .prepare("INSERT INTO items VALUES ($1, 'x')")
+            .await
+            .expect("prepare on a standby");
+        for id in [1000i32, 1001] {
+            let err = standby.execute(&insert, &[&id]).await.expect_err("insert");
+            assert_eq!(sqlstate(&err), "25006", "{err}");
+        }
+        let err = standby
+            .query_one("SELECT nextval('items_seq')", &[])
+            .await
+            .expect_err("nextval on a standby");
+        assert_eq!(sqlstate(&err), "25006", "{err}");
         for write in [
             "INSERT INTO items VALUES (1000, 'x')",
             "UPDATE items SET name = 'y'",

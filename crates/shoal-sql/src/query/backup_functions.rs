@@ -64,6 +64,12 @@ fn require_superuser(scope: &PlanScope, function: &str) -> Result<(), SqlError> 
 
 fn backup_start(scope: &PlanScope, label: String) -> Result<u64, SqlError> {
     require_superuser(scope, "pg_backup_start")?;
+    if scope.engine.replicated() {
+        return Err(SqlError::new(
+            code::FEATURE_NOT_SUPPORTED,
+            "online backup of a member of a replication group is not supported yet",
+        ));
+    }
     let Some(durability) = &scope.engine.durability else {
         return Err(SqlError::new(
             code::OBJECT_NOT_IN_PREREQUISITE_STATE,

@@ -48,8 +48,27 @@ pub fn sequence_by_name(scope: &PlanScope, name: &str) -> Result<Arc<SequenceDef
         .ok_or_else(|| SqlError::undefined_table(name))
 }
 
+/// As PostgreSQL: a sequence does not advance in a read-only transaction (a standby's
+/// transactions are all read-only; its sequences follow the primary's log).
+fn refuse_if_read_only(scope: &PlanScope, function: &str) -> Result<(), SqlError> {
+    let read_only = scope.engine.in_recovery()
+        || scope
+            .settings
+            .lock()
+            .get("transaction_read_only")
+            .is_some_and(|v| v == "on");
+    if read_only {
+        return Err(SqlError::new(
+            code::READ_ONLY_SQL_TRANSACTION,
+            format!("cannot execute {function}() in a read-only transaction"),
+        ));
+    }
+    Ok(())
+}
+
 /// nextval of a resolved sequence: advances it, logs it and remembers it for currval.
 pub fn next_sequence_value(scope: &PlanScope, seq: &SequenceDef) -> Result<i64, SqlError> {
+    refuse_if_read_only(scope, "nextval")?;
     let oid = seq.oid;
     crate::privileges::check_sequence(
         scope,
@@ -200,6 +219,7 @@ pub(super) fn register(add: &mut impl FnMut(ScalarUDF), s: &Arc<PlanScope>) {
                     ),
                 )));
             }
+            refuse_if_read_only(&sc, "setval").map_err(sql_error)?;
             seq.set_value(value, is_called);
             sc.engine.log_sequence(&seq);
             if is_called {
