@@ -490,16 +490,24 @@ fn bounds(range: &impl RangeBounds<u64>) -> (u64, u64) {
     (start, end)
 }
 
+/// The entries of `range`, for both readers of the log.
+fn read_entries(
+    files: &Mutex<LogFiles>,
+    range: &impl RangeBounds<u64>,
+) -> Result<Vec<Entry>, StorageError<NodeId>> {
+    let (start, end) = bounds(range);
+    files
+        .lock()
+        .read(start, end)
+        .map_err(|e| logs_error(ErrorVerb::Read, e))
+}
+
 impl RaftLogReader<TypeConfig> for LogReader {
     async fn try_get_log_entries<RB: RangeBounds<u64> + Clone + Debug + Send>(
         &mut self,
         range: RB,
     ) -> Result<Vec<Entry>, StorageError<NodeId>> {
-        let (start, end) = bounds(&range);
-        self.files
-            .lock()
-            .read(start, end)
-            .map_err(|e| logs_error(ErrorVerb::Read, e))
+        read_entries(&self.files, &range)
     }
 }
 
@@ -508,11 +516,7 @@ impl RaftLogReader<TypeConfig> for LogStore {
         &mut self,
         range: RB,
     ) -> Result<Vec<Entry>, StorageError<NodeId>> {
-        let (start, end) = bounds(&range);
-        self.files
-            .lock()
-            .read(start, end)
-            .map_err(|e| logs_error(ErrorVerb::Read, e))
+        read_entries(&self.files, &range)
     }
 }
 

@@ -65,9 +65,7 @@ pub struct Engine {
     /// A standby of a replication group: the database follows the primary's log, and
     /// sessions only read (pg_is_in_recovery()).
     in_recovery: std::sync::atomic::AtomicBool,
-    /// A member of a replication group (`durability::Replication`).
-    replicated: bool,
-    /// This node in its replication group, once it joined (pg_stat_replication).
+    /// This node in its replication group (`durability::Replication`), set as it joins.
     pub replica: std::sync::OnceLock<Arc<shoal_replication::Replica>>,
 }
 
@@ -181,7 +179,6 @@ impl Engine {
             config_generation: Default::default(),
             statement_stats: Default::default(),
             in_recovery: Default::default(),
-            replicated: false,
             replica: Default::default(),
         })
     }
@@ -193,15 +190,10 @@ impl Engine {
         catalog: shoal_storage::catalog::Catalog,
         durability: Arc<Durability>,
     ) -> Arc<Engine> {
-        let mut engine = Arc::into_inner(Engine::assemble(
-            db.clone(),
-            CatalogLock::new(catalog),
-            Some(durability),
-        ))
-        .expect("just made");
-        engine.in_recovery = std::sync::atomic::AtomicBool::new(true);
-        engine.replicated = true;
-        let engine = Arc::new(engine);
+        let engine = Engine::assemble(db.clone(), CatalogLock::new(catalog), Some(durability));
+        engine
+            .in_recovery
+            .store(true, std::sync::atomic::Ordering::Release);
         db.start_background_gc(GC_INTERVAL_MS);
         start_segment_merger(Arc::downgrade(&engine));
         crate::memory_limit::start_sampler(Arc::downgrade(&engine.db));
@@ -233,7 +225,7 @@ impl Engine {
 
     /// Whether this server is a member of a replication group.
     pub fn replicated(&self) -> bool {
-        self.replicated
+        self.replica.get().is_some()
     }
 
     /// An engine that keeps nothing: for tests of the SQL layer.
@@ -291,7 +283,7 @@ impl Engine {
 
     /// Writes a checkpoint now (the CHECKPOINT command). Blocks.
     pub fn checkpoint(&self) -> SqlResult<Option<CheckpointReport>> {
-        if self.replicated {
+        if self.replicated() {
             return Err(crate::error::SqlError::new(
                 crate::error::code::FEATURE_NOT_SUPPORTED,
                 "CHECKPOINT is not supported on a member of a replication group yet: the group keeps its whole log",

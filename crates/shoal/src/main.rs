@@ -451,13 +451,11 @@ fn main() {
                     tokio::spawn(async move {
                         // The group's roles are set on its primary, and reach the standbys
                         // by the log.
-                        while watched.in_recovery() {
-                            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                        }
+                        replication.wait_promoted(&watched).await;
                         if let Some(password) = &password {
                             client_auth::apply_superuser_password(&watched, password);
                         }
-                        replication.wait_demoted(&watched).await;
+                        replication.wait_demoted().await;
                         tracing::warn!(
                             "this node is no longer the primary: restarting, to drop any commit the group did not acknowledge"
                         );

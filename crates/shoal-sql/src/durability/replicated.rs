@@ -15,7 +15,7 @@ use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use shoal_replication::{Applier, LogBatch, Replica, ReplicaConfig, Role};
+use shoal_replication::{Applier, LogBatch, Replica, ReplicaConfig};
 use shoal_storage::catalog::Catalog;
 use shoal_storage::Database;
 use shoal_wal::{BatchSink, DataDirLock, Lsn, Record, Wal};
@@ -82,18 +82,16 @@ pub struct Replication {
 }
 
 impl Replication {
-    /// Waits until this node, having been the primary, is not any more.
-    pub async fn wait_demoted(&self, engine: &Engine) {
-        loop {
-            if !engine.in_recovery() && self.replica.role() != Role::Leader {
-                return;
-            }
-            self.replica.wait_not_leading().await;
-            if !engine.in_recovery() {
-                return;
-            }
+    /// Waits until this node is promoted (`engine.in_recovery()` turns false).
+    pub async fn wait_promoted(&self, engine: &Engine) {
+        while engine.in_recovery() {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+    }
+
+    /// Waits until this node, promoted, no longer leads the group.
+    pub async fn wait_demoted(&self) {
+        self.replica.wait_not_leading().await;
     }
 }
 
