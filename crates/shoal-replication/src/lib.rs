@@ -18,13 +18,16 @@
 mod log_store;
 mod network;
 mod node;
+mod snapshot;
 mod state_machine;
 
-use std::io::Cursor;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-pub use node::{Replica, ReplicaConfig, Role, WriteError};
+pub use node::{
+    CheckpointTaken, Replica, ReplicaConfig, Role, WriteError, ENTRIES_KEPT_AFTER_CHECKPOINT,
+};
 
 /// A node's id in its group: 1, 2, 3, ... as the `--node-id` flag gives it.
 pub type NodeId = u64;
@@ -38,7 +41,8 @@ openraft::declare_raft_types!(
         NodeId = NodeId,
         Node = openraft::BasicNode,
         Entry = openraft::Entry<TypeConfig>,
-        SnapshotData = Cursor<Vec<u8>>,
+        // A snapshot travels as one file: a pack of a checkpoint's files (`snapshot`).
+        SnapshotData = tokio::fs::File,
 );
 
 /// One group-commit batch of redo records: the encoded records with LSNs `first_lsn..end_lsn`
@@ -58,11 +62,27 @@ impl std::fmt::Debug for LogBatch {
     }
 }
 
-/// Where committed batches go: Shoal's database. Called on one task, in log order, each batch
-/// once per process lifetime (a restarted node is given the committed log again from its start,
-/// or from its newest checkpoint).
+/// Where committed batches go: Shoal's database. `apply` is called on one task, in log order,
+/// each batch once per process lifetime (a restarted node is given the committed log again from
+/// its newest checkpoint on; batches the checkpoint holds in part come again whole, and the
+/// database skips what it holds by LSN).
 pub trait Applier: Send + Sync + 'static {
     /// Applies one committed batch. An error stops the node's replication: its database would
     /// no longer match the log.
     fn apply(&self, batch: &LogBatch) -> Result<(), String>;
+
+    /// Writes a checkpoint of the database as it is now and makes it current; returns the LSN
+    /// replay must start from to rebuild the database from it (every batch ending at or before
+    /// it is held whole). Blocks.
+    fn checkpoint(&self) -> Result<u64, String>;
+
+    /// The current checkpoint's directory: every file in it is the checkpoint. `None` before
+    /// the first.
+    fn current_checkpoint_dir(&self) -> Result<Option<PathBuf>, String>;
+
+    /// Makes the checkpoint received from the leader (its files in `dir`, on this node's disk)
+    /// this node's current one. The database in memory is stale from then on: the node must
+    /// restart to load it (`Replica::wait_checkpoint_installed`), and `apply` may ignore the
+    /// batches it is given until then.
+    fn install_checkpoint(&self, dir: &Path) -> Result<(), String>;
 }

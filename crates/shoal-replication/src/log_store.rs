@@ -52,6 +52,8 @@ struct Segment {
     path: PathBuf,
     file: Arc<File>,
     len_bytes: u64,
+    /// The index after its last entry: the next entry written to it must have this one.
+    end_index: u64,
 }
 
 /// The open log, shared by the store and its readers.
@@ -246,6 +248,7 @@ impl LogFiles {
                     path,
                     file: Arc::new(file),
                     len_bytes: offset as u64,
+                    end_index: expected,
                 },
             );
         }
@@ -273,10 +276,12 @@ impl LogFiles {
         );
         let mut to_sync = Vec::new();
         let mut new_segment = false;
+        // A segment holds consecutive entries: after a purge past its end (a snapshot
+        // installed) the log goes on in a new one.
         let full = self
             .segments
             .last_key_value()
-            .is_none_or(|(_, s)| s.len_bytes >= SEGMENT_BYTES);
+            .is_none_or(|(_, s)| s.len_bytes >= SEGMENT_BYTES || s.end_index != first.log_id.index);
         if full {
             if let Some((_, s)) = self.segments.last_key_value() {
                 // The closed segment's last writes must be durable along with these.
@@ -294,6 +299,7 @@ impl LogFiles {
                 path,
                 file: Arc::new(file),
                 len_bytes: 0,
+                end_index: index,
             };
             self.segments.insert(index, segment);
             new_segment = true;
@@ -316,10 +322,9 @@ impl LogFiles {
         }
         segment.file.write_all_at(&buf, segment.len_bytes)?;
         let file = segment.file.clone();
-        self.segments
-            .get_mut(&segment_first)
-            .expect("found above")
-            .len_bytes += buf.len() as u64;
+        let segment = self.segments.get_mut(&segment_first).expect("found above");
+        segment.len_bytes += buf.len() as u64;
+        segment.end_index += entries.len() as u64;
         self.locations.extend(placed);
         to_sync.push(file);
         Ok((to_sync, new_segment))
@@ -348,6 +353,7 @@ impl LogFiles {
         segment.file.set_len(cut.offset)?;
         segment.file.sync_all()?;
         segment.len_bytes = cut.offset;
+        segment.end_index = index;
         sync_dir(&self.dir)?;
         self.locations.truncate(keep);
         Ok(())
@@ -449,6 +455,25 @@ impl Positions {
     /// Where the redo log ends after entry `index`, if this node's log holds it.
     pub(crate) fn end_lsn_at(&self, index: u64) -> Option<u64> {
         self.files.lock().end_lsn_at(index)
+    }
+}
+
+impl Positions {
+    /// The newest entry up to `index_max` whose batch ends at or before `lsn`, with the LSN
+    /// it ends at: the newest entry a checkpoint from `lsn` on holds whole.
+    pub(crate) fn last_entry_ending_by(
+        &self,
+        lsn: u64,
+        index_max: u64,
+    ) -> Option<(LogId<NodeId>, u64)> {
+        let files = self.files.lock();
+        files
+            .locations
+            .iter()
+            .rev()
+            .filter(|l| l.log_id.index <= index_max)
+            .find(|l| l.end_lsn <= lsn)
+            .map(|l| (l.log_id, l.end_lsn))
     }
 }
 
@@ -661,6 +686,24 @@ mod tests {
             vec![written[2].clone(), written[3].clone(), replaced[0].clone()];
         assert_eq!(read, expected);
         assert_eq!(files.last_purged, Some(written[1].log_id));
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_purge_past_the_end_goes_on_in_a_new_segment() {
+        // A follower sent a snapshot drops all its log, and the log resumes after the
+        // snapshot's entry, with a gap from what the old segment holds.
+        let dir = temp_dir("purge-past");
+        let mut files = LogFiles::open(&dir).unwrap();
+        let old: Vec<Entry> = (0..3).map(|i| entry(1, i)).collect();
+        files.append(&old).unwrap();
+        files.purge(entry(2, 9).log_id).unwrap();
+        let new: Vec<Entry> = (10..12).map(|i| entry(2, i)).collect();
+        files.append(&new).unwrap();
+        drop(files);
+        let files = LogFiles::open(&dir).unwrap();
+        assert_eq!(files.first_index, 10);
+        assert_eq!(files.read(0, 20).unwrap(), new);
         fs::remove_dir_all(&dir).unwrap();
     }
 }

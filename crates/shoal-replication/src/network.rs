@@ -25,6 +25,8 @@ use crate::{NodeId, TypeConfig};
 const KIND_APPEND: u8 = 1;
 const KIND_VOTE: u8 = 2;
 const KIND_SNAPSHOT: u8 = 3;
+/// A node asks to be added to the group (`join`); answered by the leader only.
+const KIND_JOIN: u8 = 4;
 /// A message bigger than this is refused: openraft sends at most `max_payload_entries` entries
 /// per request, each a batch bounded by the log buffer.
 const MESSAGE_BYTES_MAX: usize = 1 << 30;
@@ -212,6 +214,7 @@ async fn serve_peer(stream: TcpStream, raft: Raft<TypeConfig>) -> io::Result<()>
             KIND_APPEND => encode(&raft.append_entries(decode(&body)?).await),
             KIND_VOTE => encode(&raft.vote(decode(&body)?).await),
             KIND_SNAPSHOT => encode(&raft.install_snapshot(decode(&body)?).await),
+            KIND_JOIN => encode(&add_member(&raft, decode(&body)?).await),
             other => {
                 return Err(io::Error::new(
                     io::ErrorKind::InvalidData,
@@ -220,5 +223,86 @@ async fn serve_peer(stream: TcpStream, raft: Raft<TypeConfig>) -> io::Result<()>
             }
         };
         write_message(&mut conn, &answer).await?;
+    }
+}
+
+/// A node's request to be added to the group.
+#[derive(Debug, Serialize, serde::Deserialize)]
+struct JoinRequest {
+    node_id: NodeId,
+    addr: String,
+}
+
+/// On the leader: adds the node as a learner, waits until it has caught up (from the log, or
+/// from the newest checkpoint if the log it lacks is gone), then makes it a voter.
+async fn add_member(raft: &Raft<TypeConfig>, request: JoinRequest) -> Result<(), String> {
+    let metrics = raft.metrics().borrow().clone();
+    if metrics.state != openraft::ServerState::Leader {
+        return Err(match metrics.current_leader {
+            Some(id) => format!(
+                "node {} does not lead the group; node {id} does",
+                metrics.id
+            ),
+            None => format!("node {} does not lead the group", metrics.id),
+        });
+    }
+    tracing::info!(node = request.node_id, addr = %request.addr, "a node asks to join the group");
+    raft.add_learner(request.node_id, BasicNode::new(&request.addr), true)
+        .await
+        .map_err(|e| format!("could not add node {}: {e}", request.node_id))?;
+    let mut voters: std::collections::BTreeSet<NodeId> = raft
+        .metrics()
+        .borrow()
+        .membership_config
+        .membership()
+        .voter_ids()
+        .collect();
+    if voters.insert(request.node_id) {
+        raft.change_membership(voters, false)
+            .await
+            .map_err(|e| format!("could not make node {} a voter: {e}", request.node_id))?;
+    }
+    tracing::info!(node = request.node_id, "node joined the group as a voter");
+    Ok(())
+}
+
+async fn request_join(addr: &str, request: &JoinRequest) -> io::Result<Result<(), String>> {
+    let stream = TcpStream::connect(addr).await?;
+    let mut conn = BufStream::new(stream);
+    conn.write_u8(KIND_JOIN).await?;
+    write_message(&mut conn, &encode(request)).await?;
+    decode(&read_message(&mut conn).await?)
+}
+
+/// On a joining node: asks each member in turn to add this node, until the group's membership
+/// has it as a voter. The leader answers once this node has caught up.
+pub(crate) async fn join(
+    raft: Raft<TypeConfig>,
+    node_id: NodeId,
+    members: std::collections::BTreeMap<NodeId, String>,
+) {
+    let request = JoinRequest {
+        node_id,
+        addr: members[&node_id].clone(),
+    };
+    loop {
+        let is_voter = raft
+            .metrics()
+            .borrow()
+            .membership_config
+            .membership()
+            .voter_ids()
+            .any(|id| id == node_id);
+        if is_voter {
+            return;
+        }
+        for (id, addr) in members.iter().filter(|(&id, _)| id != node_id) {
+            match request_join(addr, &request).await {
+                Ok(Ok(())) => break,
+                Ok(Err(refused)) => tracing::debug!(node = id, "join: {refused}"),
+                Err(e) => tracing::debug!(node = id, "join: {e}"),
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
     }
 }

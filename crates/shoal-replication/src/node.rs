@@ -14,8 +14,9 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::log_store::{LogStore, Positions};
+use crate::snapshot::{self, SnapshotRecord};
 pub use crate::state_machine::Applied;
-use crate::state_machine::StateMachine;
+use crate::state_machine::{Shared, StateMachine};
 use crate::{network, Applier, LogBatch, NodeId, TypeConfig};
 
 /// How a node takes part in its group.
@@ -34,6 +35,12 @@ pub struct ReplicaConfig {
     /// A follower that heard nothing from a leader for a random time in this range stands for
     /// election. It bounds how fast a failed leader is replaced.
     pub election_timeout_ms: (u64, u64),
+    /// This node joins a group that already runs (its members are the other `members`)
+    /// instead of forming one: it asks the leader to add it.
+    pub join: bool,
+    /// Entries kept after a checkpoint for followers that lag; one further behind is sent the
+    /// checkpoint instead.
+    pub entries_kept_after_checkpoint: u64,
 }
 
 impl ReplicaConfig {
@@ -54,9 +61,15 @@ impl ReplicaConfig {
             log_dir,
             heartbeat_ms: 100,
             election_timeout_ms: (500, 1000),
+            join: false,
+            entries_kept_after_checkpoint: ENTRIES_KEPT_AFTER_CHECKPOINT,
         }
     }
 }
+
+/// Entries kept after a checkpoint by default: a follower that was away for up to this many
+/// group commits catches up from the log.
+pub const ENTRIES_KEPT_AFTER_CHECKPOINT: u64 = 10_000;
 
 /// This node's part in the group at the moment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -116,13 +129,25 @@ pub struct FollowerProgress {
     pub flushed_lsn: Option<u64>,
 }
 
+/// A checkpoint `Replica::checkpoint` took.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CheckpointTaken {
+    /// Replay from the checkpoint starts at this LSN.
+    pub start_lsn: u64,
+    /// The newest entry the checkpoint holds whole (the Raft snapshot's), if any: the log up
+    /// to it may go once every member has it.
+    pub entry: Option<u64>,
+}
+
 /// This node in its group.
 pub struct Replica {
     node_id: NodeId,
     raft: Raft<TypeConfig>,
     positions: Positions,
     applied: watch::Receiver<Applied>,
-    listener_task: JoinHandle<()>,
+    shared: Shared,
+    installed: watch::Receiver<bool>,
+    tasks: Vec<JoinHandle<()>>,
 }
 
 impl Replica {
@@ -136,14 +161,25 @@ impl Replica {
         let log = LogStore::open(&config.log_dir)?;
         let positions = log.positions();
         let (applied_tx, applied) = watch::channel(Applied::default());
-        let state_machine = StateMachine::new(applier, applied_tx);
+        let (installed_tx, installed) = watch::channel(false);
+        let shared = Shared {
+            applier,
+            log_dir: config.log_dir.clone(),
+            memberships: Default::default(),
+            checkpoint_files: Default::default(),
+            installed: installed_tx,
+        };
+        // The database loaded the newest checkpoint: the log is applied from its entry on.
+        let record = snapshot::read_record(&config.log_dir)?;
+        let state_machine = StateMachine::new(shared.clone(), record, applied_tx);
         let raft_config = openraft::Config {
             cluster_name: "shoal".into(),
             heartbeat_interval: config.heartbeat_ms,
             election_timeout_min: config.election_timeout_ms.0,
             election_timeout_max: config.election_timeout_ms.1,
-            // The whole log is kept (see state_machine): no snapshot is ever built or sent.
+            // Shoal decides when to checkpoint (`Replica::checkpoint`), by its own settings.
             snapshot_policy: SnapshotPolicy::Never,
+            max_in_snapshot_log_to_keep: config.entries_kept_after_checkpoint,
             // Batches can be megabytes (a bulk load): a few at a time keeps each request
             // within its time.
             max_payload_entries: 16,
@@ -165,12 +201,18 @@ impl Replica {
         )
         .await
         .map_err(|e| io::Error::other(e.to_string()))?;
-        let listener_task = tokio::spawn(network::serve(listener, raft.clone()));
+        let mut tasks = vec![tokio::spawn(network::serve(listener, raft.clone()))];
         let initialized = raft
             .is_initialized()
             .await
             .map_err(|e| io::Error::other(e.to_string()))?;
-        if !initialized {
+        if config.join {
+            tasks.push(tokio::spawn(network::join(
+                raft.clone(),
+                config.node_id,
+                config.members.clone(),
+            )));
+        } else if !initialized {
             let members: BTreeMap<NodeId, BasicNode> = config
                 .members
                 .iter()
@@ -187,7 +229,9 @@ impl Replica {
             raft,
             positions,
             applied,
-            listener_task,
+            shared,
+            installed,
+            tasks,
         })
     }
 
@@ -286,9 +330,93 @@ impl Replica {
             .map(|_| ());
     }
 
+    /// Has the database write a checkpoint and makes it this node's Raft snapshot: the log it
+    /// covers goes once every member has it (`entries_kept_after_checkpoint` entries stay), and
+    /// a member that lacks dropped log is sent the checkpoint.
+    pub async fn checkpoint(&self) -> Result<CheckpointTaken, String> {
+        let _files = self.shared.checkpoint_files.lock().await;
+        let applier = self.shared.applier.clone();
+        let start_lsn = tokio::task::spawn_blocking(move || applier.checkpoint())
+            .await
+            .map_err(|e| format!("checkpoint: {e}"))??;
+        // Only applied entries: the state machine's record must not run ahead of it.
+        let applied_index = self.applied.borrow().index;
+        let Some((log_id, end_lsn)) =
+            applied_index.and_then(|i| self.positions.last_entry_ending_by(start_lsn, i))
+        else {
+            return Ok(CheckpointTaken {
+                start_lsn,
+                entry: None,
+            });
+        };
+        let log_dir = self.shared.log_dir.clone();
+        let previous = snapshot::read_record(&log_dir).map_err(|e| e.to_string())?;
+        if let Some(previous) = previous.filter(|p| p.last_log_id >= log_id) {
+            return Ok(CheckpointTaken {
+                start_lsn,
+                entry: Some(previous.last_log_id.index),
+            });
+        }
+        let record = SnapshotRecord {
+            last_log_id: log_id,
+            membership: self.shared.membership_at(log_id),
+            end_lsn,
+        };
+        let written = record.clone();
+        tokio::task::spawn_blocking(move || snapshot::write_record(&log_dir, &written))
+            .await
+            .map_err(|e| format!("checkpoint: {e}"))?
+            .map_err(|e| format!("could not record the checkpoint: {e}"))?;
+        self.shared.forget_memberships_before(&record);
+        snapshot::remove_other_packs(&self.shared.log_dir, None);
+        self.raft
+            .trigger()
+            .snapshot()
+            .await
+            .map_err(|e| e.to_string())?;
+        let mut metrics = self.raft.metrics();
+        let taken = metrics.wait_for(|m| m.snapshot.is_some_and(|s| s >= log_id));
+        if tokio::time::timeout(Duration::from_secs(30), taken)
+            .await
+            .is_err()
+        {
+            tracing::warn!(entry = %log_id, "Raft did not take the checkpoint as its snapshot in 30 s");
+        }
+        Ok(CheckpointTaken {
+            start_lsn,
+            entry: Some(log_id.index),
+        })
+    }
+
+    /// Waits until a checkpoint from the leader replaced this node's database on disk: the
+    /// node must restart to load it.
+    pub async fn wait_checkpoint_installed(&self) {
+        let mut installed = self.installed.clone();
+        let _ = installed.wait_for(|&installed| installed).await;
+    }
+
+    /// Waits until Raft stopped on this node: shut down, or a storage failure it cannot go on
+    /// from (the log or a checkpoint could not be written). Returns why.
+    pub async fn wait_stopped(&self) -> String {
+        let mut metrics = self.raft.metrics();
+        let shut_down = metrics
+            .wait_for(|m| m.state == ServerState::Shutdown)
+            .await
+            .is_ok();
+        if shut_down {
+            return "replication was shut down".into();
+        }
+        match self.raft.is_initialized().await {
+            Err(e) => e.to_string(),
+            Ok(_) => "replication stopped".into(),
+        }
+    }
+
     /// Leaves the group: stops Raft and the peer listener.
     pub async fn shutdown(&self) {
-        self.listener_task.abort();
+        for task in &self.tasks {
+            task.abort();
+        }
         if let Err(e) = self.raft.shutdown().await {
             tracing::warn!("replication shutdown: {e}");
         }

@@ -27,7 +27,7 @@ pub const GC_INTERVAL_MS: u64 = 200;
 /// How often the checkpointer checks whether a checkpoint is due.
 /// How often the background looks for column tables with many small segments.
 const SEGMENT_MERGE_POLL_MS: u64 = 1000;
-const CHECKPOINT_POLL_MS: u64 = 1000;
+pub(crate) const CHECKPOINT_POLL_MS: u64 = 1000;
 
 pub struct Engine {
     pub db: Arc<Database>,
@@ -283,11 +283,17 @@ impl Engine {
 
     /// Writes a checkpoint now (the CHECKPOINT command). Blocks.
     pub fn checkpoint(&self) -> SqlResult<Option<CheckpointReport>> {
-        if self.replicated() {
-            return Err(crate::error::SqlError::new(
-                crate::error::code::FEATURE_NOT_SUPPORTED,
-                "CHECKPOINT is not supported on a member of a replication group yet: the group keeps its whole log",
-            ));
+        if let Some(replica) = self.replica.get() {
+            // Through the group: the checkpoint becomes the Raft snapshot the log is dropped to.
+            let runtime = tokio::runtime::Handle::try_current().map_err(|e| {
+                crate::error::SqlError::internal(format!(
+                    "checkpoint off the server's runtime: {e}"
+                ))
+            })?;
+            runtime.block_on(replica.checkpoint()).map_err(|e| {
+                crate::error::SqlError::new("58030", format!("could not write a checkpoint: {e}"))
+            })?;
+            return Ok(None);
         }
         match &self.durability {
             Some(d) => d.checkpoint(&self.db, &self.catalog).map(Some),

@@ -295,6 +295,64 @@ fn publish_current(root: &Path, id: u64) -> io::Result<()> {
     sync_dir(root)
 }
 
+/// Makes the checkpoint whose files are in `received` (another node's, sent whole; on the
+/// same file system as `dir`) the current one of `dir`: it is renamed into
+/// `dir/checkpoints/` under a new id (its manifest rewritten to match), checked by reading its
+/// manifest, then published; older ones are deleted. Returns the new id.
+pub fn adopt_checkpoint(dir: &Path, received: &Path) -> Result<u64, WalError> {
+    let root = dir.join(CHECKPOINTS_DIR_NAME);
+    let io_err = |what: &str, path: &Path, e: io::Error| {
+        WalError::from_io(&format!("{what} \"{}\"", path.display()), &e)
+    };
+    fs::create_dir_all(&root).map_err(|e| io_err("could not create directory", &root, e))?;
+    let id = next_checkpoint_id(&root).map_err(|e| io_err("could not list directory", &root, e))?;
+    let manifest_path = received.join(MANIFEST_FILE_NAME);
+    let text = fs::read_to_string(&manifest_path)
+        .map_err(|e| io_err("could not read file", &manifest_path, e))?;
+    let bad = |reason: &str| WalError::corrupt(&manifest_path, 0, reason);
+    let received_id: u64 = text
+        .lines()
+        .nth(1)
+        .and_then(|l| l.strip_prefix("id "))
+        .and_then(|id| id.parse().ok())
+        .ok_or_else(|| bad("no id line"))?;
+    // Whole as sent (its checksum holds), before it is given this directory's id.
+    parse_manifest(received, received_id)?;
+    let body_end = text.rfind("crc ").ok_or_else(|| bad("no checksum line"))?;
+    let mut rewritten: String = text[..body_end]
+        .lines()
+        .enumerate()
+        .map(|(n, line)| match n {
+            1 => format!("id {id}\n"),
+            _ => format!("{line}\n"),
+        })
+        .collect();
+    rewritten += &format!("crc {:08x}\n", crc32c::crc32c(rewritten.as_bytes()));
+    let tmp = received.join(format!("{MANIFEST_FILE_NAME}.tmp"));
+    let _ = fs::remove_file(&tmp);
+    write_synced(&tmp, rewritten.as_bytes())?;
+    fs::rename(&tmp, &manifest_path).map_err(|e| io_err("could not rename", &tmp, e))?;
+    let ckpt_dir = root.join(format!("{id:016x}"));
+    fs::rename(received, &ckpt_dir).map_err(|e| io_err("could not move", received, e))?;
+    sync_dir(&ckpt_dir).map_err(|e| io_err("could not fsync directory", &ckpt_dir, e))?;
+    sync_dir(&root).map_err(|e| io_err("could not fsync directory", &root, e))?;
+    // A damaged checkpoint is refused before it replaces a good one.
+    parse_manifest(&ckpt_dir, id)?;
+    read_catalog(&ckpt_dir.join(CATALOG_FILE_NAME))?;
+    publish_current(&root, id)
+        .map_err(|e| io_err("could not switch", &root.join(CURRENT_FILE_NAME), e))?;
+    remove_other_checkpoints(&root, &ckpt_dir);
+    Ok(id)
+}
+
+/// The directory of the current checkpoint of `dir`, if there is one.
+pub fn current_checkpoint_dir(dir: &Path) -> Result<Option<PathBuf>, WalError> {
+    Ok(read_current_checkpoint(dir)?.map(|m| {
+        dir.join(CHECKPOINTS_DIR_NAME)
+            .join(format!("{:016x}", m.id))
+    }))
+}
+
 /// Deletes every checkpoint directory but `keep`. Failures only cost disk space, so they are
 /// logged rather than failing a checkpoint that is already current.
 fn remove_other_checkpoints(root: &Path, keep: &Path) {

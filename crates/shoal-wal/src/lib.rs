@@ -21,8 +21,9 @@ mod writer;
 
 pub use backup::{copy_for_backup, BackupCopy};
 pub use checkpoint::{
-    load_checkpoint_parts, read_current_checkpoint, write_checkpoint, write_checkpoint_keeping,
-    CheckpointInfo, CheckpointManifest, LoadSummary, PartFile, RowSink, TablePart,
+    adopt_checkpoint, current_checkpoint_dir, load_checkpoint_parts, read_current_checkpoint,
+    write_checkpoint, write_checkpoint_keeping, CheckpointInfo, CheckpointManifest, LoadSummary,
+    PartFile, RowSink, TablePart,
 };
 pub use dir_lock::{DataDirLock, DATA_DIR_LOCK_FILE};
 pub use error::{ReadError, WalError};

@@ -31,6 +31,8 @@ pub fn peer(arg: &str) -> Result<(u64, SocketAddr), String> {
 pub fn config(
     node_id: u64,
     peers: &[(u64, SocketAddr)],
+    join: bool,
+    log_keep: u64,
     data_dir: &Path,
 ) -> Result<ReplicaConfig, String> {
     let mut members = BTreeMap::new();
@@ -51,19 +53,20 @@ pub fn config(
         .find(|(id, _)| *id == node_id)
         .map(|(_, addr)| *addr)
         .ok_or_else(|| format!("--peers does not name this node ({node_id})"))?;
-    if members.len() < 3 {
+    if join && members.len() < 2 {
+        return Err("--join: --peers names no member of the group to join".into());
+    }
+    if !join && members.len() < 3 {
         return Err(format!(
             "a replication group needs at least 3 members to survive the loss of one; --peers \
              names {}",
             members.len()
         ));
     }
-    Ok(ReplicaConfig::new(
-        node_id,
-        listen,
-        members,
-        data_dir.join("raft"),
-    ))
+    let mut config = ReplicaConfig::new(node_id, listen, members, data_dir.join("raft"));
+    config.join = join;
+    config.entries_kept_after_checkpoint = log_keep;
+    Ok(config)
 }
 
 /// Replaces this process with a new run of the same command: a deposed primary's memory may

@@ -127,6 +127,14 @@ enum Command {
         /// it on disk; one member is the primary and the others serve reads as hot standbys.
         #[arg(long, value_delimiter = ',', value_parser = group::peer, requires = "node_id")]
         peers: Vec<(u64, SocketAddr)>,
+        /// This node joins a group that is already running (listed in --peers with this node):
+        /// the primary adds it, and it catches up from the primary's newest checkpoint and log.
+        #[arg(long, requires = "node_id")]
+        join: bool,
+        /// Group commits of log kept after a checkpoint for a member that is behind; one
+        /// further behind is sent the checkpoint instead.
+        #[arg(long, default_value_t = shoal_replication::ENTRIES_KEPT_AFTER_CHECKPOINT)]
+        replication_log_keep: u64,
     },
     /// Back up a running server (on its machine) into a new directory, without stopping it
     Backup {
@@ -265,6 +273,8 @@ fn main() {
             hold_log_sync_ms,
             node_id,
             peers,
+            join,
+            replication_log_keep,
             hba_file,
             superuser_password_file,
             tls_cert,
@@ -295,7 +305,7 @@ fn main() {
                     == Some("jsonlog"),
             );
             let group = node_id
-                .map(|id| group::config(id, &peers, &data_dir))
+                .map(|id| group::config(id, &peers, join, replication_log_keep, &data_dir))
                 .transpose()
                 .unwrap_or_else(|e| {
                     eprintln!("shoal: {e}");
@@ -451,14 +461,29 @@ fn main() {
                     tokio::spawn(async move {
                         // The group's roles are set on its primary, and reach the standbys
                         // by the log.
-                        replication.wait_promoted(&watched).await;
-                        if let Some(password) = &password {
-                            client_auth::apply_superuser_password(&watched, password);
-                        }
-                        replication.wait_demoted().await;
-                        tracing::warn!(
+                        let primary_while_leading = async {
+                            replication.wait_promoted(&watched).await;
+                            if let Some(password) = &password {
+                                client_auth::apply_superuser_password(&watched, password);
+                            }
+                            replication.wait_demoted().await;
                             "this node is no longer the primary: restarting, to drop any commit the group did not acknowledge"
-                        );
+                        };
+                        let checkpoint_installed = async {
+                            replication.wait_checkpoint_installed().await;
+                            "this node was behind the log the group keeps and received the primary's checkpoint: restarting to load it"
+                        };
+                        let why = tokio::select! {
+                            why = primary_while_leading => why,
+                            why = checkpoint_installed => why,
+                            why = replication.wait_stopped() => {
+                                // As PostgreSQL's postmaster when its startup process fails: a
+                                // node whose log or checkpoint cannot be written stops.
+                                tracing::error!("replication failed: {why}; the server stops");
+                                std::process::exit(1);
+                            }
+                        };
+                        tracing::warn!("{why}");
                         group::restart_process();
                     });
                 }

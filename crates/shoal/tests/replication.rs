@@ -2,7 +2,9 @@
 //! The primary writes, the standbys follow and serve reads, and refuse writes as PostgreSQL's
 //! hot standby does; clients move money between accounts while the primary is killed with
 //! SIGKILL again and again, and every acknowledged transfer is on the new primary, nothing is
-//! half applied, and a restarted node catches up with exactly the primary's data.
+//! half applied, and a restarted node catches up with exactly the primary's data. Checkpoints
+//! drop the log's start; a node that joins later, or comes back after long, gets the newest
+//! checkpoint instead.
 
 mod support;
 
@@ -39,6 +41,11 @@ struct Group {
 
 impl Group {
     fn start() -> Group {
+        Group::start_with(&[])
+    }
+
+    /// Three nodes, each with `extra` flags.
+    fn start_with(extra: &[&str]) -> Group {
         let peers: Vec<String> = (1..=3)
             .map(|id| format!("{id}=127.0.0.1:{}", free_port()))
             .collect();
@@ -65,6 +72,7 @@ impl Group {
                 "--metrics-listen".into(),
                 format!("127.0.0.1:{metrics_port}"),
             ]);
+            group.args[id - 1].extend(extra.iter().map(|a| a.to_string()));
             group.metrics_ports.push(metrics_port);
             group.dirs.push(root.join(format!("node{id}")));
             group.nodes.push(None);
@@ -153,7 +161,12 @@ impl Drop for Group {
         }
         self.nodes.clear();
         if let Some(root) = self.dirs.first().and_then(|d| d.parent()) {
-            let _ = std::fs::remove_dir_all(root);
+            // A failed test leaves the nodes' directories and logs to look at.
+            if std::thread::panicking() {
+                eprintln!("the group's directories are kept in {}", root.display());
+            } else {
+                let _ = std::fs::remove_dir_all(root);
+            }
         }
     }
 }
@@ -482,7 +495,14 @@ fn start_clients(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killing_the_primary_loses_no_acknowledged_commit() {
     let _one_group = ONE_GROUP_AT_A_TIME.lock().await;
-    let mut group = Group::start();
+    // Checkpoints every second drop the log's start while nodes die and come back: a node
+    // that missed more than the kept log is sent a checkpoint.
+    let mut group = Group::start_with(&[
+        "--checkpoint-interval-s",
+        "1",
+        "--replication-log-keep",
+        "20",
+    ]);
     let (_, primary) = group.settled_primary().await;
     primary
         .batch_execute(&format!(
@@ -595,4 +615,201 @@ async fn snapshot(c: &Client) -> (Vec<(i32, i64)>, i64) {
         .map(|r| r.get(0))
         .unwrap_or(-1);
     (accounts, transfers)
+}
+
+/// `count(*)` and `sum(v)` of table `t` as text, to compare two nodes.
+async fn table_digest(client: &Client, table: &str) -> String {
+    let row = client
+        .query_one(
+            &format!("SELECT count(*)::text || '/' || coalesce(sum(v), 0)::text FROM {table}"),
+            &[],
+        )
+        .await
+        .unwrap_or_else(|e| panic!("digest of {table}: {e}"));
+    row.get(0)
+}
+
+/// Polls until node `n` (a standby) has `expected` for each of `tables`.
+async fn wait_digests(group: &Group, n: usize, tables: &[(&str, String)]) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Ok(c) = try_connect(group.nodes[n].as_ref().unwrap()).await {
+            let mut all = true;
+            for (table, expected) in tables {
+                let got = c
+                    .query_one(
+                        &format!(
+                            "SELECT count(*)::text || '/' || coalesce(sum(v), 0)::text FROM {table}"
+                        ),
+                        &[],
+                    )
+                    .await
+                    .map(|r| r.get::<_, String>(0));
+                all &= got.as_ref().ok() == Some(expected);
+            }
+            if all {
+                return;
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "node {} did not catch up with {tables:?}",
+            n + 1
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+fn server_log(group: &Group, n: usize) -> String {
+    std::fs::read_to_string(group.dirs[n].with_extension("stderr")).unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn checkpoints_drop_the_log_and_nodes_behind_it_load_the_primarys() {
+    let _one_group = ONE_GROUP_AT_A_TIME.lock().await;
+    // Few entries kept after a checkpoint, so that a node behind is sent the checkpoint.
+    let mut group = Group::start_with(&["--replication-log-keep", "5"]);
+    let (p, primary) = group.settled_primary().await;
+    primary
+        .batch_execute(
+            "CREATE TABLE rows_t (id int PRIMARY KEY, v bigint NOT NULL);
+             CREATE INDEX rows_v ON rows_t (v);
+             CREATE TABLE cols_t (id int, v bigint) USING columnar;",
+        )
+        .await
+        .unwrap();
+    for i in 0..40 {
+        primary
+            .batch_execute(&format!(
+                "INSERT INTO rows_t SELECT g, g * 2 FROM generate_series({0} * 25 + 1, {0} * 25 + 25) g;
+                 INSERT INTO cols_t SELECT g, g FROM generate_series({0} * 100 + 1, {0} * 100 + 100) g;",
+                i
+            ))
+            .await
+            .unwrap();
+    }
+    for statement in [
+        "UPDATE rows_t SET v = v + 1 WHERE id % 7 = 0",
+        "DELETE FROM rows_t WHERE id % 11 = 0",
+        "ALTER TABLE rows_t ADD COLUMN note text DEFAULT 'x'",
+    ] {
+        primary.batch_execute(statement).await.unwrap();
+    }
+    let tables = |rows: String, cols: String| vec![("rows_t", rows), ("cols_t", cols)];
+    let expected = tables(
+        table_digest(&primary, "rows_t").await,
+        table_digest(&primary, "cols_t").await,
+    );
+    for n in 0..3 {
+        wait_digests(&group, n, &expected).await;
+    }
+    // Every node checkpoints (a standby of the log it applied) and drops the log before it.
+    for n in 0..3 {
+        let c = connect(group.nodes[n].as_ref().unwrap()).await;
+        c.batch_execute("CHECKPOINT")
+            .await
+            .unwrap_or_else(|e| panic!("CHECKPOINT on node {}: {e}", n + 1));
+        assert!(
+            group.dirs[n].join("checkpoints/CURRENT").exists(),
+            "node {} has a checkpoint",
+            n + 1
+        );
+    }
+
+    // A standby restarts from its checkpoint and the log after it.
+    let standby = (p + 1) % 3;
+    group.kill(standby);
+    group.restart(standby);
+    wait_standby(&group, standby).await;
+    wait_digests(&group, standby, &expected).await;
+    assert!(
+        server_log(&group, standby).contains("loaded checkpoint"),
+        "node {} restarted from its checkpoint",
+        standby + 1
+    );
+
+    // The other standby is away while the group commits and checkpoints on: it comes back
+    // behind the log the group kept and is sent the primary's checkpoint.
+    let away = (p + 2) % 3;
+    group.kill(away);
+    for i in 40..60 {
+        primary
+            .batch_execute(&format!(
+                "INSERT INTO rows_t (id, v) SELECT g, g * 2 FROM generate_series({0} * 25 + 1, {0} * 25 + 25) g;
+                 INSERT INTO cols_t SELECT g, g FROM generate_series({0} * 100 + 1, {0} * 100 + 100) g;",
+                i
+            ))
+            .await
+            .unwrap();
+    }
+    primary.batch_execute("CHECKPOINT").await.unwrap();
+    group.restart(away);
+    let expected = tables(
+        table_digest(&primary, "rows_t").await,
+        table_digest(&primary, "cols_t").await,
+    );
+    wait_digests(&group, away, &expected).await;
+    assert!(
+        server_log(&group, away).contains("received the primary's checkpoint"),
+        "node {} was sent the checkpoint:\n{}",
+        away + 1,
+        server_log(&group, away)
+    );
+
+    // A fourth node joins from nothing while the primary takes writes.
+    let port = free_port();
+    let mut peers = group.args[0][3].clone();
+    peers.push_str(&format!(",4=127.0.0.1:{port}"));
+    let joining_args = vec![
+        "--node-id".to_string(),
+        "4".into(),
+        "--peers".into(),
+        peers,
+        "--join".into(),
+    ];
+    group.args.push(joining_args);
+    group.dirs.push(group.dirs[0].with_file_name("node4"));
+    group.nodes.push(None);
+    group.frozen.push(false);
+    let writer_port = group.port(p);
+    let writer = tokio::spawn(async move {
+        let conn = format!("host=127.0.0.1 port={writer_port} user=postgres dbname=postgres");
+        let (client, connection) = tokio_postgres::connect(&conn, NoTls).await.unwrap();
+        tokio::spawn(connection);
+        for i in 60..80 {
+            client
+                .batch_execute(&format!(
+                    "INSERT INTO rows_t (id, v) SELECT g, g FROM generate_series({0} * 25 + 1, {0} * 25 + 25) g",
+                    i
+                ))
+                .await
+                .unwrap();
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    });
+    group.restart(3);
+    writer.await.unwrap();
+    let expected = tables(
+        table_digest(&primary, "rows_t").await,
+        table_digest(&primary, "cols_t").await,
+    );
+    wait_standby(&group, 3).await;
+    wait_digests(&group, 3, &expected).await;
+    assert!(
+        server_log(&group, 3).contains("received the primary's checkpoint"),
+        "the new node loaded the primary's checkpoint"
+    );
+    // The primary counts it among its standbys.
+    wait_for_value(
+        &primary,
+        "SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming'",
+        3,
+    )
+    .await;
+    let node4 = connect(group.nodes[3].as_ref().unwrap()).await;
+    let err = node4
+        .batch_execute("INSERT INTO rows_t VALUES (-1, 0)")
+        .await
+        .expect_err("the new node is a standby");
+    assert_eq!(sqlstate(&err), "25006", "{err}");
 }

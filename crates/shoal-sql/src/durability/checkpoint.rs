@@ -129,7 +129,7 @@ impl Durability {
         catalog: &CatalogLock,
     ) -> Result<CheckpointReport, SqlError> {
         let started = Instant::now();
-        let (bounds, mut txn, log_end) = self.wal.with_append_lock(|next_lsn| {
+        let (bounds, txn, log_end) = self.wal.with_append_lock(|next_lsn| {
             let bounds = db.replay_bounds(next_lsn);
             let mut txn = db.begin(IsolationLevel::RepeatableRead);
             db.statement_snapshot(&mut txn);
@@ -143,7 +143,38 @@ impl Durability {
             db.rollback(txn);
             return Err(wal_error(e));
         }
-        let start_lsn = bounds.start;
+        self.write_at_cut(db, catalog, (bounds.start, bounds.covered), txn, started)
+    }
+
+    /// A standby's checkpoint (a member of a replication group applying its primary's log):
+    /// `take_cut`, called with no checkpoint running, stops applying and returns where replay
+    /// must start, what the database covers (both LSNs of the applied log), and a
+    /// transaction whose snapshot sees exactly that.
+    pub(crate) fn checkpoint_standby(
+        &self,
+        db: &Arc<Database>,
+        catalog: &CatalogLock,
+        take_cut: impl FnOnce() -> (Lsn, Lsn, shoal_storage::Transaction),
+    ) -> Result<CheckpointReport, SqlError> {
+        let _one_at_a_time = self.checkpoint_running.lock();
+        let started = Instant::now();
+        let (start_lsn, covered_lsn, txn) = take_cut();
+        let report = self.write_at_cut(db, catalog, (start_lsn, covered_lsn), txn, started);
+        self.checkpoints.count(&self.checkpoints.requested, &report);
+        crate::allocator::release_free_memory();
+        report
+    }
+
+    /// Writes the checkpoint of `txn`'s snapshot, which holds the log up to `covered_lsn` and
+    /// needs it replayed from `start_lsn` (see the module's comment).
+    fn write_at_cut(
+        &self,
+        db: &Arc<Database>,
+        catalog: &CatalogLock,
+        (start_lsn, covered_lsn): (Lsn, Lsn),
+        mut txn: shoal_storage::Transaction,
+        started: Instant,
+    ) -> Result<CheckpointReport, SqlError> {
         let snapshot = db.statement_snapshot(&mut txn);
         let (image, tables, column_tables) = {
             let c = catalog.read();
@@ -193,7 +224,7 @@ impl Durability {
         let info = shoal_wal::write_checkpoint_keeping(
             &self.data_dir,
             start_lsn,
-            bounds.covered,
+            covered_lsn,
             &image,
             parts,
             threads,

@@ -15,7 +15,7 @@ use shoal_storage::recovery::RECOVERED_TS;
 use shoal_storage::{
     ChangeKind, ColumnTable, Database, IsolationLevel, RedoChange, RowRef, RowTable, TableId,
 };
-use shoal_wal::{read_log, DataDirLock, ReadError, Record, Wal};
+use shoal_wal::{read_log, CheckpointManifest, DataDirLock, Lsn, ReadError, Record, Wal};
 
 use super::{Durability, DurabilityOptions, WalSink};
 
@@ -100,10 +100,86 @@ pub(crate) fn recover(
     let started = Instant::now();
     // Before anything is read: recovery itself writes (it cuts a torn log tail).
     let dir_lock = DataDirLock::acquire(data_dir).map_err(|e| e.to_string())?;
+    let (catalog, manifest) = load_checkpoint(data_dir, db, &options, &mut report)?;
+    let start_lsn = manifest.as_ref().map_or(0, |m| m.start_lsn);
+    report.checkpoint_load = started.elapsed();
+
+    let replay_started = Instant::now();
+    let mut replay = Replay::new(db.clone(), catalog);
+    let covered_lsn = manifest.as_ref().map_or(0, |m| m.covered_lsn);
+    let mut target_micros = None;
+    if let Some(restore) = &options.restore {
+        if let Some(command) = &restore.restore_command {
+            report.restored_segments =
+                super::archive::fetch_archived_segments(data_dir, command, start_lsn)?;
+        }
+        target_micros = restore.target_time;
+    }
+    let mut stopped_at = None;
+    let summary = read_log(data_dir, start_lsn, |lsn, record| {
+        // Archive recovery to a point in time: everything logged after the first clock past
+        // the target is left out (the log is still read to its end, where appends resume).
+        if let (Record::Clock { unix_micros }, Some(target)) = (record, target_micros) {
+            if unix_micros > target && stopped_at.is_none() {
+                stopped_at = chrono::DateTime::from_timestamp_micros(unix_micros);
+            }
+        }
+        if stopped_at.is_some() {
+            return Ok(());
+        }
+        // Before the checkpoint's cut only records logged ahead of a commit are new to it.
+        let ahead_of_commit = matches!(
+            record,
+            Record::RowChanges { .. } | Record::ColumnSegment { .. }
+        );
+        if lsn < covered_lsn && !ahead_of_commit {
+            return Ok(());
+        }
+        replay.apply(lsn, record)
+    })
+    .map_err(|e| match e {
+        ReadError::Wal(e) => e.to_string(),
+        ReadError::Visitor(e) => format!("replaying the redo log: {e}"),
+    })?;
+    report.log_records = summary.records;
+    report.log_bytes = summary.bytes;
+    report.torn_tail_cut_bytes = summary.torn_tail_cut_bytes;
+    report.stopped_at = stopped_at;
+    if target_micros.is_some() && stopped_at.is_none() {
+        // As PostgreSQL: a restore short of its target (a segment missing from the archive)
+        // is not silently taken for the state at the target.
+        return Err(
+            "recovery ended before the configured recovery target was reached: the log has \
+             nothing after recovery_target_time (remove it to recover to the end of the \
+             archive, or check restore_command)"
+                .to_string(),
+        );
+    }
+    report.log_replay = replay_started.elapsed();
+    let catalog = replay.catalog;
+
+    let mut wal_options = options.wal.clone();
+    wal_options.keep_unarchived = options.archive_mode;
+    let wal =
+        Arc::new(Wal::open(data_dir, summary.end_lsn, wal_options).map_err(|e| e.to_string())?);
+    db.set_redo_sink(Arc::new(WalSink(wal.clone())));
+    db.set_early_redo_bytes(options.early_redo_bytes);
+    let durability = Durability::new(data_dir, dir_lock, wal, options, start_lsn);
+    Ok((catalog, durability, report))
+}
+
+/// Loads the current checkpoint of `data_dir`, if there is one, into the empty `db` (catalog,
+/// storage tables, rows, indexes); returns the catalog and the checkpoint's manifest.
+pub(super) fn load_checkpoint(
+    data_dir: &Path,
+    db: &Arc<Database>,
+    options: &DurabilityOptions,
+    report: &mut RecoveryReport,
+) -> Result<(Catalog, Option<CheckpointManifest>), String> {
     let manifest = shoal_wal::read_current_checkpoint(data_dir).map_err(|e| e.to_string())?;
-    let (catalog, start_lsn) = match &manifest {
-        Some(m) => (Catalog::from_image(&m.catalog_image)?, m.start_lsn),
-        None => (Catalog::default(), 0),
+    let catalog = match &manifest {
+        Some(m) => Catalog::from_image(&m.catalog_image)?,
+        None => Catalog::default(),
     };
     for def in catalog.tables.values() {
         create_storage_table(db, &catalog, def.oid);
@@ -150,71 +226,8 @@ pub(crate) fn recover(
         report.checkpoint_rows = summary.rows;
         report.checkpoint_bytes = summary.bytes;
     }
-    report.checkpoint_load = started.elapsed();
     db.restart_clock_at(RECOVERED_TS);
-
-    let replay_started = Instant::now();
-    let mut replay = Replay::new(db.clone(), catalog);
-    let covered_lsn = manifest.as_ref().map_or(0, |m| m.covered_lsn);
-    let mut target_micros = None;
-    if let Some(restore) = &options.restore {
-        if let Some(command) = &restore.restore_command {
-            report.restored_segments =
-                super::archive::fetch_archived_segments(data_dir, command, start_lsn)?;
-        }
-        target_micros = restore.target_time;
-    }
-    let mut stopped_at = None;
-    let summary = read_log(data_dir, start_lsn, |lsn, record| {
-        // Archive recovery to a point in time: everything logged after the first clock past
-        // the target is left out (the log is still read to its end, where appends resume).
-        if let (Record::Clock { unix_micros }, Some(target)) = (record, target_micros) {
-            if unix_micros > target && stopped_at.is_none() {
-                stopped_at = chrono::DateTime::from_timestamp_micros(unix_micros);
-            }
-        }
-        if stopped_at.is_some() {
-            return Ok(());
-        }
-        // Before the checkpoint's cut only records logged ahead of a commit are new to it.
-        let ahead_of_commit = matches!(
-            record,
-            Record::RowChanges { .. } | Record::ColumnSegment { .. }
-        );
-        if lsn < covered_lsn && !ahead_of_commit {
-            return Ok(());
-        }
-        replay.apply(record)
-    })
-    .map_err(|e| match e {
-        ReadError::Wal(e) => e.to_string(),
-        ReadError::Visitor(e) => format!("replaying the redo log: {e}"),
-    })?;
-    report.log_records = summary.records;
-    report.log_bytes = summary.bytes;
-    report.torn_tail_cut_bytes = summary.torn_tail_cut_bytes;
-    report.stopped_at = stopped_at;
-    if target_micros.is_some() && stopped_at.is_none() {
-        // As PostgreSQL: a restore short of its target (a segment missing from the archive)
-        // is not silently taken for the state at the target.
-        return Err(
-            "recovery ended before the configured recovery target was reached: the log has \
-             nothing after recovery_target_time (remove it to recover to the end of the \
-             archive, or check restore_command)"
-                .to_string(),
-        );
-    }
-    report.log_replay = replay_started.elapsed();
-    let catalog = replay.catalog;
-
-    let mut wal_options = options.wal.clone();
-    wal_options.keep_unarchived = options.archive_mode;
-    let wal =
-        Arc::new(Wal::open(data_dir, summary.end_lsn, wal_options).map_err(|e| e.to_string())?);
-    db.set_redo_sink(Arc::new(WalSink(wal.clone())));
-    db.set_early_redo_bytes(options.early_redo_bytes);
-    let durability = Durability::new(data_dir, dir_lock, wal, options, start_lsn);
-    Ok((catalog, durability, report))
+    Ok((catalog, manifest))
 }
 
 /// The storage index for a catalog index, if storage keeps one. A partial index's clause
@@ -274,6 +287,8 @@ fn load_column_entry(table: &ColumnTable, row_id: u64, data: &[u8]) -> Result<()
 /// A table's rows logged by a rewrite, waiting for the catalog record that installs them.
 #[derive(Default)]
 struct PendingImage {
+    /// Where its `TableImageBegin` record is.
+    first_lsn: Lsn,
     rows: Vec<(u64, Vec<u8>)>,
     complete: bool,
 }
@@ -285,8 +300,9 @@ pub(super) struct Replay {
     rows_by_id: HashMap<TableId, HashMap<u64, RowRef>>,
     images: HashMap<TableId, PendingImage>,
     /// Column segments logged ahead of their commit, by table and row id, until the commit
-    /// record that names them (or the end of the log, for a transaction that never committed).
-    early_segments: HashMap<(TableId, u64), Vec<u8>>,
+    /// record that names them (or the end of the log, for a transaction that never committed),
+    /// with the LSN of each.
+    early_segments: HashMap<(TableId, u64), (Lsn, Vec<u8>)>,
     /// Row changes logged ahead of their commit, by chain (see `shoal_storage::early_redo`),
     /// until the commit record that names the chain. A chain no commit names is dropped.
     early_rows: HashMap<u64, Vec<OwnedChange>>,
@@ -328,7 +344,18 @@ impl Replay {
         &self.catalog
     }
 
-    pub(super) fn apply(&mut self, record: Record<'_>) -> Result<(), String> {
+    /// Where the oldest record still waiting for a later one (a commit, or a table image's
+    /// catalog record) is: a checkpoint of the database as replayed so far must replay from
+    /// there. `None` when nothing waits.
+    pub(super) fn pending_from(&self) -> Option<Lsn> {
+        let rows = self.early_rows.keys().copied();
+        let segments = self.early_segments.values().map(|(lsn, _)| *lsn);
+        let images = self.images.values().map(|p| p.first_lsn);
+        rows.chain(segments).chain(images).min()
+    }
+
+    /// Applies `record`, which the log holds at `lsn`.
+    pub(super) fn apply(&mut self, lsn: Lsn, record: Record<'_>) -> Result<(), String> {
         match record {
             Record::Commit { changes, early, .. } => {
                 let mut txn = self.db.begin(IsolationLevel::ReadCommitted);
@@ -358,7 +385,13 @@ impl Replay {
                 self.reconcile(catalog)?;
             }
             Record::TableImageBegin { table } => {
-                self.images.insert(table, PendingImage::default());
+                self.images.insert(
+                    table,
+                    PendingImage {
+                        first_lsn: lsn,
+                        ..PendingImage::default()
+                    },
+                );
             }
             Record::TableImageRows { table, rows } => {
                 if let Some(p) = self.images.get_mut(&table) {
@@ -375,7 +408,8 @@ impl Replay {
                 row_id,
                 image,
             } => {
-                self.early_segments.insert((table, row_id), image.to_vec());
+                self.early_segments
+                    .insert((table, row_id), (lsn, image.to_vec()));
             }
             Record::RowChanges {
                 chain,
@@ -426,7 +460,7 @@ impl Replay {
                 ChangeKind::Insert if table.segment(split_row_id(c.row_id).0).is_some() => Ok(()),
                 ChangeKind::Insert => match early {
                     None => load_column_entry(&table, c.row_id, c.row),
-                    Some(Some(image)) => load_column_entry(&table, c.row_id, &image),
+                    Some(Some((_, image))) => load_column_entry(&table, c.row_id, &image),
                     Some(None) => Err(format!(
                         "a commit names segment {} of table {}, which is not in the log",
                         split_row_id(c.row_id).0,

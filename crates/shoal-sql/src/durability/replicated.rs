@@ -4,23 +4,24 @@
 //! node leads the group and has applied the log of every earlier leader, it is promoted: its
 //! log takes appends from where the group's log ends, commits are acknowledged once a majority
 //! has them on disk, and sessions write. A primary that loses its place must restart
-//! (`Replication::wait_demoted`): its memory may hold commits the group never acknowledged.
+//! (`Replication::wait_restart`): its memory may hold commits the group never acknowledged.
 //!
-//! Not yet: checkpoints on a replicated node (a restarted node replays the group's whole log,
-//! which the group keeps), the Redis protocol and archiving on a replicated node.
+//! Checkpoints are the group's Raft snapshots: every node writes its own (a standby of the log
+//! it applied) when its settings say one is due, and the log before it goes once every member
+//! has it. A node that lacks log the group dropped (a new one, or one away for long) is sent
+//! the leader's checkpoint, makes it current, and restarts to load it.
 
-use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use shoal_replication::{Applier, LogBatch, Replica, ReplicaConfig};
-use shoal_storage::catalog::Catalog;
-use shoal_storage::Database;
+use shoal_storage::{Database, IsolationLevel};
 use shoal_wal::{BatchSink, DataDirLock, Lsn, Record, Wal};
 
-use super::recovery::Replay;
+use super::recovery::{self, RecoveryReport, Replay};
 use super::{Durability, DurabilityOptions, WalSink};
 use crate::engine::Engine;
 
@@ -28,26 +29,105 @@ use crate::engine::Engine;
 pub(crate) struct StandbyApplier {
     replay: Mutex<Replay>,
     engine: OnceLock<Weak<Engine>>,
+    data_dir: PathBuf,
     /// Batches from here on were written by this node as the primary: already in memory.
     own_from_lsn: AtomicU64,
+    /// The loaded checkpoint's cut: records before `replay_from_lsn` are in it, and so are
+    /// those before `covered_lsn` other than the ones logged ahead of a commit (as recovery
+    /// skips them).
+    replay_from_lsn: Lsn,
+    covered_lsn: Lsn,
+    /// Where the newest applied batch ends; until one is, where the checkpoint's replay starts
+    /// (the group's log resumes at or before it).
+    applied_end_lsn: AtomicU64,
+    /// A checkpoint from the leader replaced the database on disk: the memory is stale until
+    /// the node restarts, and batches are no longer applied to it.
+    stale: AtomicBool,
+}
+
+impl StandbyApplier {
+    fn engine(&self) -> Result<Arc<Engine>, String> {
+        self.engine
+            .get()
+            .and_then(Weak::upgrade)
+            .ok_or_else(|| "the server is stopping".to_string())
+    }
 }
 
 impl Applier for StandbyApplier {
     fn apply(&self, batch: &LogBatch) -> Result<(), String> {
+        if self.stale.load(Ordering::Acquire) {
+            return Ok(());
+        }
         if batch.first_lsn >= self.own_from_lsn.load(Ordering::Acquire) {
+            self.applied_end_lsn.store(batch.end_lsn, Ordering::Release);
             return Ok(());
         }
         let mut replay = self.replay.lock();
         let mut catalog_changed = false;
-        shoal_wal::decode_batch(batch.first_lsn, &batch.records, |_, record| {
+        shoal_wal::decode_batch(batch.first_lsn, &batch.records, |lsn, record| {
+            let ahead_of_commit = matches!(
+                record,
+                Record::RowChanges { .. } | Record::ColumnSegment { .. }
+            );
+            if lsn < self.replay_from_lsn || (lsn < self.covered_lsn && !ahead_of_commit) {
+                return Ok(());
+            }
             catalog_changed |= matches!(record, Record::Catalog { .. });
-            replay.apply(record)
+            replay.apply(lsn, record)
         })?;
         if catalog_changed {
             if let Some(engine) = self.engine.get().and_then(Weak::upgrade) {
                 engine.catalog.install_replayed(replay.catalog().clone());
             }
         }
+        self.applied_end_lsn.store(batch.end_lsn, Ordering::Release);
+        Ok(())
+    }
+
+    fn checkpoint(&self) -> Result<u64, String> {
+        if self.stale.load(Ordering::Acquire) {
+            return Err("this node restarts to load the primary's checkpoint".into());
+        }
+        let engine = self.engine()?;
+        let durability = engine.durability.as_ref().expect("a replicated node logs");
+        // No batch is applied, and the node is not promoted, while the cut is taken.
+        let replay = self.replay.lock();
+        if !engine.in_recovery() {
+            drop(replay);
+            return durability
+                .checkpoint(&engine.db, &engine.catalog)
+                .map(|r| r.start_lsn)
+                .map_err(|e| e.message);
+        }
+        let db = &engine.db;
+        let report = durability.checkpoint_standby(db, &engine.catalog, move || {
+            // The database holds every commit before the applied end, and before the loaded
+            // checkpoint's cover. Replay must start at the oldest record still waiting for its
+            // commit, and no later than the applied end: the records after it were not read
+            // yet (those logged ahead of a commit among them).
+            let applied_end = self.applied_end_lsn.load(Ordering::Acquire);
+            let covered = applied_end.max(self.covered_lsn);
+            let start = replay
+                .pending_from()
+                .map_or(applied_end, |p| p.min(applied_end));
+            let mut txn = db.begin(IsolationLevel::RepeatableRead);
+            db.statement_snapshot(&mut txn);
+            drop(replay);
+            (start, covered, txn)
+        });
+        report.map(|r| r.start_lsn).map_err(|e| e.message)
+    }
+
+    fn current_checkpoint_dir(&self) -> Result<Option<PathBuf>, String> {
+        shoal_wal::current_checkpoint_dir(&self.data_dir).map_err(|e| e.to_string())
+    }
+
+    fn install_checkpoint(&self, dir: &Path) -> Result<(), String> {
+        // From here on the database in memory is not what the disk says.
+        self.stale.store(true, Ordering::Release);
+        let id = shoal_wal::adopt_checkpoint(&self.data_dir, dir).map_err(|e| e.to_string())?;
+        tracing::info!(checkpoint = id, "received the primary's checkpoint");
         Ok(())
     }
 }
@@ -93,10 +173,21 @@ impl Replication {
     pub async fn wait_demoted(&self) {
         self.replica.wait_not_leading().await;
     }
+
+    /// Waits until replication stopped on this node (a storage failure); returns why.
+    pub async fn wait_stopped(&self) -> String {
+        self.replica.wait_stopped().await
+    }
+
+    /// Waits until a checkpoint from the primary replaced this node's database on disk.
+    pub async fn wait_checkpoint_installed(&self) {
+        self.replica.wait_checkpoint_installed().await;
+    }
 }
 
-/// Opens `data_dir` as a member of the group `config` describes: an empty database that the
-/// group's log fills. Returns once the node has joined (it may not know a leader yet).
+/// Opens `data_dir` as a member of the group `config` describes: the newest checkpoint, then
+/// the group's log from there. Returns once the node has joined (it may not know a leader
+/// yet).
 pub(crate) async fn open(
     data_dir: &Path,
     options: DurabilityOptions,
@@ -104,6 +195,22 @@ pub(crate) async fn open(
 ) -> Result<(Arc<Engine>, Replication), String> {
     let dir_lock = DataDirLock::acquire(data_dir).map_err(|e| e.to_string())?;
     let db = Database::new();
+    let (catalog, manifest) = {
+        let (dir, db, options) = (data_dir.to_path_buf(), db.clone(), options.clone());
+        tokio::task::spawn_blocking(move || {
+            let mut report = RecoveryReport::default();
+            let started = Instant::now();
+            let loaded = recovery::load_checkpoint(&dir, &db, &options, &mut report);
+            report.checkpoint_load = started.elapsed();
+            tracing::info!("recovery: {report}");
+            loaded
+        })
+        .await
+        .map_err(|e| format!("loading the checkpoint: {e}"))??
+    };
+    let (replay_from_lsn, covered_lsn) = manifest
+        .as_ref()
+        .map_or((0, 0), |m| (m.start_lsn, m.covered_lsn));
     let replica_slot: Arc<OnceLock<Arc<Replica>>> = Arc::default();
     let sink = GroupSink {
         replica: replica_slot.clone(),
@@ -113,12 +220,20 @@ pub(crate) async fn open(
         Wal::open_replicated(data_dir, options.wal.clone(), Box::new(sink))
             .map_err(|e| e.to_string())?,
     );
-    let durability = Durability::new(data_dir, dir_lock, wal, options, 0);
-    let engine = Engine::assemble_standby(db.clone(), Catalog::default(), Arc::new(durability));
+    let durability = Durability::new(data_dir, dir_lock, wal, options, replay_from_lsn);
+    // Nothing was released early on this log: its appends start at promotion, where the
+    // group's log ends.
+    durability.released_lsn.store(0, Ordering::Release);
+    let engine = Engine::assemble_standby(db.clone(), catalog.clone(), Arc::new(durability));
     let applier = Arc::new(StandbyApplier {
-        replay: Mutex::new(Replay::new(db, Catalog::default())),
+        replay: Mutex::new(Replay::new(db, catalog)),
         engine: OnceLock::new(),
+        data_dir: data_dir.to_path_buf(),
         own_from_lsn: AtomicU64::new(Lsn::MAX),
+        replay_from_lsn,
+        covered_lsn,
+        applied_end_lsn: AtomicU64::new(replay_from_lsn),
+        stale: AtomicBool::new(false),
     });
     let _ = applier.engine.set(Arc::downgrade(&engine));
     let replica = Replica::start(config, applier.clone())
@@ -132,7 +247,40 @@ pub(crate) async fn open(
         replica.clone(),
         applier,
     ));
+    tokio::spawn(run_checkpointer(Arc::downgrade(&engine), replica.clone()));
     Ok((engine, Replication { replica }))
+}
+
+/// Checkpoints as a single server's checkpointer does (after `checkpoint_log_bytes` of log or
+/// `checkpoint_interval_s`), through the group (`Replica::checkpoint`) so that each one is a
+/// snapshot the log can be dropped up to.
+async fn run_checkpointer(engine: Weak<Engine>, replica: Arc<Replica>) {
+    let mut last = Instant::now();
+    loop {
+        tokio::time::sleep(Duration::from_millis(crate::engine::CHECKPOINT_POLL_MS)).await;
+        let Some(engine) = engine.upgrade() else {
+            return;
+        };
+        let durability = engine.durability.clone().expect("a replicated node logs");
+        let end_lsn = replica.applied().borrow().end_lsn;
+        let bytes = end_lsn.saturating_sub(durability.last_checkpoint_lsn.load(Ordering::Acquire));
+        let due = bytes >= durability.options.checkpoint_log_bytes
+            || (bytes > 0 && last.elapsed().as_secs() >= durability.options.checkpoint_interval_s);
+        // A bulk load pins the log from its start: a checkpoint now could drop none of it.
+        if !due || engine.db.replay_start_pinned() {
+            continue;
+        }
+        drop(engine);
+        match replica.checkpoint().await {
+            Ok(taken) => tracing::info!(
+                lsn = format!("{:X}", taken.start_lsn),
+                entry = taken.entry,
+                "checkpoint written"
+            ),
+            Err(e) => tracing::error!("checkpoint failed: {e}"),
+        }
+        last = Instant::now();
+    }
 }
 
 /// Waits until this node leads the group with every earlier leader's log applied, then opens
@@ -154,6 +302,9 @@ async fn promote_when_leading(
         return;
     };
     let end_lsn = applied.end_lsn;
+    // A checkpoint cut is taken either before the switch (of the applied log) or after it
+    // (of the primary's commits), never across it.
+    let _no_cut = applier.replay.lock();
     // From here on the group's batches are this node's own, already in memory.
     applier.own_from_lsn.store(end_lsn, Ordering::Release);
     let durability = engine.durability.as_ref().expect("a replicated node logs");

@@ -274,8 +274,16 @@ impl Drop for ShoalServer {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.data_dir);
-        let _ = std::fs::remove_file(self.data_dir.with_extension("stderr"));
+        // A failed test leaves the server's directory and log to look at.
+        if std::thread::panicking() {
+            eprintln!(
+                "shoal's data and log are kept in {}",
+                self.data_dir.display()
+            );
+        } else {
+            let _ = std::fs::remove_dir_all(&self.data_dir);
+            let _ = std::fs::remove_file(self.data_dir.with_extension("stderr"));
+        }
         let _ = std::fs::remove_dir_all(&self.unix_socket_dir);
     }
 }
