@@ -26,7 +26,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 pub use node::{
-    CheckpointTaken, Replica, ReplicaConfig, Role, WriteError, ENTRIES_KEPT_AFTER_CHECKPOINT,
+    CheckpointTaken, Replica, ReplicaConfig, Role, StandbyProgress, WriteError,
+    ENTRIES_KEPT_AFTER_CHECKPOINT,
 };
 
 /// A node's id in its group: 1, 2, 3, ... as the `--node-id` flag gives it.

@@ -20,6 +20,7 @@ use serde::Serialize;
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufStream};
 use tokio::net::{TcpListener, TcpStream};
 
+use crate::state_machine::Applied;
 use crate::{NodeId, TypeConfig};
 
 const KIND_APPEND: u8 = 1;
@@ -27,6 +28,8 @@ const KIND_VOTE: u8 = 2;
 const KIND_SNAPSHOT: u8 = 3;
 /// A node asks to be added to the group (`join`); answered by the leader only.
 const KIND_JOIN: u8 = 4;
+/// A follower tells the leader how far its database has applied the log (`report_applied`).
+const KIND_APPLIED: u8 = 5;
 /// A message bigger than this is refused: openraft sends at most `max_payload_entries` entries
 /// per request, each a batch bounded by the log buffer.
 const MESSAGE_BYTES_MAX: usize = 1 << 30;
@@ -182,8 +185,9 @@ impl RaftNetwork<TypeConfig> for PeerClient {
     }
 }
 
-/// Accepts peers' connections and hands their requests to `raft` until the listener fails.
-pub(crate) async fn serve(listener: TcpListener, raft: Raft<TypeConfig>) {
+/// Accepts peers' connections and hands their requests to `raft` (and followers' reports of
+/// what they applied to `applied_by`) until the listener fails.
+pub(crate) async fn serve(listener: TcpListener, raft: Raft<TypeConfig>, applied_by: AppliedBy) {
     loop {
         let (stream, peer) = match listener.accept().await {
             Ok(accepted) => accepted,
@@ -194,8 +198,9 @@ pub(crate) async fn serve(listener: TcpListener, raft: Raft<TypeConfig>) {
             }
         };
         let raft = raft.clone();
+        let applied_by = applied_by.clone();
         tokio::spawn(async move {
-            if let Err(e) = serve_peer(stream, raft).await {
+            if let Err(e) = serve_peer(stream, raft, applied_by).await {
                 if e.kind() != io::ErrorKind::UnexpectedEof {
                     tracing::debug!(%peer, "replication connection closed: {e}");
                 }
@@ -204,7 +209,11 @@ pub(crate) async fn serve(listener: TcpListener, raft: Raft<TypeConfig>) {
     }
 }
 
-async fn serve_peer(stream: TcpStream, raft: Raft<TypeConfig>) -> io::Result<()> {
+async fn serve_peer(
+    stream: TcpStream,
+    raft: Raft<TypeConfig>,
+    applied_by: AppliedBy,
+) -> io::Result<()> {
     stream.set_nodelay(true)?;
     let mut conn = BufStream::new(stream);
     loop {
@@ -215,6 +224,11 @@ async fn serve_peer(stream: TcpStream, raft: Raft<TypeConfig>) -> io::Result<()>
             KIND_VOTE => encode(&raft.vote(decode(&body)?).await),
             KIND_SNAPSHOT => encode(&raft.install_snapshot(decode(&body)?).await),
             KIND_JOIN => encode(&add_member(&raft, decode(&body)?).await),
+            KIND_APPLIED => {
+                let (node_id, lsn): (NodeId, u64) = decode(&body)?;
+                applied_by.record(node_id, lsn);
+                encode(&())
+            }
             other => {
                 return Err(io::Error::new(
                     io::ErrorKind::InvalidData,
@@ -304,5 +318,92 @@ pub(crate) async fn join(
             }
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// What each follower reported it applied (an LSN), on the leader.
+#[derive(Clone)]
+pub(crate) struct AppliedBy {
+    lsns: std::sync::Arc<tokio::sync::watch::Sender<std::collections::BTreeMap<NodeId, u64>>>,
+}
+
+impl AppliedBy {
+    pub(crate) fn new() -> AppliedBy {
+        AppliedBy {
+            lsns: std::sync::Arc::new(tokio::sync::watch::channel(Default::default()).0),
+        }
+    }
+
+    fn record(&self, node_id: NodeId, lsn: u64) {
+        self.lsns.send_modify(|lsns| {
+            lsns.insert(node_id, lsn);
+        });
+    }
+
+    pub(crate) fn get(&self, node_id: NodeId) -> Option<u64> {
+        self.lsns.borrow().get(&node_id).copied()
+    }
+
+    pub(crate) fn subscribe(
+        &self,
+    ) -> tokio::sync::watch::Receiver<std::collections::BTreeMap<NodeId, u64>> {
+        self.lsns.subscribe()
+    }
+}
+
+/// On every node: tells the leader (when it is another node) each new applied position, so
+/// that `remote_apply` commits know when a standby shows them. Reports coalesce: while one is
+/// on its way, only the newest position is sent next.
+pub(crate) async fn report_applied(
+    raft: Raft<TypeConfig>,
+    node_id: NodeId,
+    mut applied: tokio::sync::watch::Receiver<Applied>,
+) {
+    let mut conn: Option<(NodeId, BufStream<TcpStream>)> = None;
+    loop {
+        if applied.changed().await.is_err() {
+            return;
+        }
+        let lsn = applied.borrow_and_update().end_lsn;
+        let (leader, addr) = {
+            let metrics = raft.metrics();
+            let m = metrics.borrow();
+            let Some(leader) = m.current_leader.filter(|&l| l != node_id) else {
+                continue;
+            };
+            let addr = m
+                .membership_config
+                .nodes()
+                .find(|(id, _)| **id == leader)
+                .map(|(_, n)| n.addr.clone());
+            match addr {
+                Some(addr) => (leader, addr),
+                None => continue,
+            }
+        };
+        if conn.as_ref().is_some_and(|(to, _)| *to != leader) {
+            conn = None;
+        }
+        let sent = async {
+            if conn.is_none() {
+                let stream = TcpStream::connect(&addr).await?;
+                stream.set_nodelay(true)?;
+                conn = Some((leader, BufStream::new(stream)));
+            }
+            let (_, stream) = conn.as_mut().expect("connected above");
+            stream.write_u8(KIND_APPLIED).await?;
+            write_message(stream, &encode(&(node_id, lsn))).await?;
+            read_message(stream).await.map(|_| ())
+        };
+        if let Err(e) = tokio::time::timeout(Duration::from_secs(1), sent)
+            .await
+            .unwrap_or_else(|_| Err(io::Error::other("timed out")))
+        {
+            tracing::debug!(leader, "reporting the applied position: {e}");
+            conn = None;
+            // The position is sent again with the next one, or after this pause.
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            applied.mark_changed();
+        }
     }
 }

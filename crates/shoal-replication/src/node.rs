@@ -127,6 +127,17 @@ pub struct FollowerProgress {
     pub addr: String,
     /// Where the redo log it has on disk ends; `None` before it acknowledged anything.
     pub flushed_lsn: Option<u64>,
+    /// How far its database has applied the log, as it last reported; `None` before it did.
+    pub applied_lsn: Option<u64>,
+}
+
+/// What a commit waits for on standbys (`Replica::wait_standbys`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StandbyProgress {
+    /// The commit is on the standby's disk.
+    Flushed,
+    /// The standby's database shows the commit.
+    Applied,
 }
 
 /// A checkpoint `Replica::checkpoint` took.
@@ -147,6 +158,7 @@ pub struct Replica {
     applied: watch::Receiver<Applied>,
     shared: Shared,
     installed: watch::Receiver<bool>,
+    applied_by: network::AppliedBy,
     tasks: Vec<JoinHandle<()>>,
 }
 
@@ -201,7 +213,15 @@ impl Replica {
         )
         .await
         .map_err(|e| io::Error::other(e.to_string()))?;
-        let mut tasks = vec![tokio::spawn(network::serve(listener, raft.clone()))];
+        let applied_by = network::AppliedBy::new();
+        let mut tasks = vec![
+            tokio::spawn(network::serve(listener, raft.clone(), applied_by.clone())),
+            tokio::spawn(network::report_applied(
+                raft.clone(),
+                config.node_id,
+                applied.clone(),
+            )),
+        ];
         let initialized = raft
             .is_initialized()
             .await
@@ -231,6 +251,7 @@ impl Replica {
             applied,
             shared,
             installed,
+            applied_by,
             tasks,
         })
     }
@@ -277,8 +298,73 @@ impl Replica {
                     .find(|(id, _)| **id == node_id)
                     .map_or_else(String::new, |(_, n)| n.addr.clone()),
                 flushed_lsn: log_id.and_then(|l| self.positions.end_lsn_at(l.index)),
+                applied_lsn: self.applied_by.get(node_id),
             })
             .collect()
+    }
+
+    /// How many other voters must have an entry for it to be committed: a majority of the
+    /// group, this node being one of it.
+    pub fn quorum_standbys(&self) -> usize {
+        let voters = self
+            .raft
+            .metrics()
+            .borrow()
+            .membership_config
+            .membership()
+            .voter_ids()
+            .count();
+        voters / 2
+    }
+
+    /// On the leader: waits until `count` of the other voters have the log up to `lsn`
+    /// flushed, or applied (`progress`); only those whose application name (`nodeN`)
+    /// `counts` accepts are counted. Fails once this node no longer leads.
+    pub async fn wait_standbys(
+        &self,
+        lsn: u64,
+        count: usize,
+        progress: StandbyProgress,
+        counts: impl Fn(&str) -> bool,
+    ) -> Result<(), WriteError> {
+        let mut metrics = self.raft.metrics();
+        let mut applied = self.applied_by.subscribe();
+        loop {
+            let reached = {
+                let m = metrics.borrow_and_update();
+                if m.state != ServerState::Leader {
+                    return Err(WriteError::NotLeader {
+                        leader: m.current_leader,
+                    });
+                }
+                let voters: Vec<NodeId> = m.membership_config.membership().voter_ids().collect();
+                let applied_lsns = applied.borrow_and_update();
+                voters
+                    .iter()
+                    .filter(|&&id| id != self.node_id && counts(&format!("node{id}")))
+                    .filter(|&&id| match progress {
+                        StandbyProgress::Applied => {
+                            applied_lsns.get(&id).is_some_and(|&l| l >= lsn)
+                        }
+                        StandbyProgress::Flushed => m
+                            .replication
+                            .as_ref()
+                            .and_then(|r| r.get(&id).copied().flatten())
+                            .and_then(|l| self.positions.end_lsn_at(l.index))
+                            .is_some_and(|l| l >= lsn),
+                    })
+                    .count()
+            };
+            if reached >= count {
+                return Ok(());
+            }
+            tokio::select! {
+                changed = metrics.changed() => if changed.is_err() {
+                    return Err(WriteError::Stopped("replication stopped".into()));
+                },
+                _ = applied.changed() => {}
+            }
+        }
     }
 
     pub fn role(&self) -> Role {

@@ -39,6 +39,7 @@ pub(crate) const KNOWN_SETTINGS: &[(&str, &str, bool)] = &[
     ("standard_conforming_strings", "on", true),
     ("statement_timeout", "0", false),
     ("synchronous_commit", "on", false),
+    ("synchronous_standby_names", "", false),
     ("timezone", "UTC", true),
     ("transaction_isolation", "read committed", false),
     ("transaction_read_only", "off", false),
@@ -618,6 +619,14 @@ fn normalize(name: &str, value: &str) -> SqlResult<String> {
             | "no" | "1" | "0" => value.to_lowercase(),
             _ => return Err(bad()),
         },
+        "synchronous_standby_names" => {
+            crate::durability::sync_standbys::parse(value).map_err(|detail| {
+                let mut e = bad();
+                e.detail = Some(detail);
+                e
+            })?;
+            value.trim().to_string()
+        }
         crate::memory_limit::SETTING => crate::memory_limit::normalize(value).ok_or_else(bad)?,
         "log_min_duration_statement" => match value.trim() {
             "-1" => "-1".to_string(),

@@ -251,7 +251,7 @@ async fn wait_standby(group: &Group, n: usize) -> Client {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn standbys_follow_the_primary_and_refuse_writes() {
     let _one_group = ONE_GROUP_AT_A_TIME.lock().await;
-    let group = Group::start();
+    let mut group = Group::start();
     let (p, primary) = group.settled_primary().await;
     primary
         .batch_execute(
@@ -361,6 +361,83 @@ async fn standbys_follow_the_primary_and_refuse_writes() {
     }
     assert_eq!(http_status(group.metrics_ports[p], "/primary"), 200);
     assert_eq!(http_status(group.metrics_ports[p], "/replica"), 503);
+
+    // remote_apply with both standbys named: once the commit is acknowledged, both show it.
+    let err = primary
+        .batch_execute("ALTER SYSTEM SET synchronous_standby_names = 'ANY 0 (node1)'")
+        .await
+        .expect_err("zero standbys");
+    assert_eq!(sqlstate(&err), "22023", "{err}");
+    primary
+        .batch_execute("ALTER SYSTEM SET synchronous_standby_names = 'ANY 2 (node1, node2, node3)'")
+        .await
+        .unwrap();
+    primary
+        .batch_execute("SELECT pg_reload_conf()")
+        .await
+        .unwrap();
+    let standbys: Vec<Client> = {
+        let mut v = Vec::new();
+        for n in (0..3).filter(|&n| n != p) {
+            v.push(connect(group.nodes[n].as_ref().unwrap()).await);
+        }
+        v
+    };
+    let applying = connect(group.nodes[p].as_ref().unwrap()).await;
+    applying
+        .batch_execute("SET synchronous_commit = remote_apply")
+        .await
+        .unwrap();
+    for id in 500..520 {
+        applying
+            .execute("INSERT INTO items VALUES ($1, 'applied')", &[&id])
+            .await
+            .unwrap();
+        for standby in &standbys {
+            let seen: i64 = standby
+                .query_one("SELECT count(*) FROM items WHERE id = $1", &[&id])
+                .await
+                .unwrap()
+                .get(0);
+            assert_eq!(seen, 1, "row {id} acknowledged with remote_apply");
+        }
+    }
+    // A commit that must be shown by both standbys waits while one of them hangs.
+    let hung = (p + 1) % 3;
+    group.signal(hung, true);
+    let waiting = tokio::spawn(async move {
+        applying
+            .execute("INSERT INTO items VALUES (600, 'waits')", &[])
+            .await
+            .map(|_| applying)
+    });
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(
+        !waiting.is_finished(),
+        "acknowledged while a named standby hung"
+    );
+    group.signal(hung, false);
+    waiting
+        .await
+        .unwrap()
+        .expect("acknowledged once the standby is back");
+    let shown: i64 = connect(group.nodes[hung].as_ref().unwrap())
+        .await
+        .query_one("SELECT count(*) FROM items WHERE id = 600", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(shown, 1);
+    let named: i64 = primary
+        .query_one(
+            "SELECT count(*) FROM pg_stat_replication
+             WHERE application_name ~ '^node[123]$' AND replay_lsn IS NOT NULL",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(named, 2);
 
     // libpq finds the primary, or a standby, in a multi-host connection string.
     let ports: Vec<String> = (0..3).map(|n| group.port(n).to_string()).collect();

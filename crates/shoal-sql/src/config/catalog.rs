@@ -711,6 +711,20 @@ const SETTINGS: &[(&str, SettingInfo)] = &[
         },
     ),
     (
+        "synchronous_standby_names",
+        SettingInfo {
+            name: "synchronous_standby_names",
+            unit: None,
+            category: "Replication / Primary Server",
+            short_desc: "Number of synchronous standbys and list of names of potential synchronous ones.",
+            context: "sighup",
+            vartype: "string",
+            min_val: None,
+            max_val: None,
+            enumvals: None,
+        },
+    ),
+    (
         "timezone",
         SettingInfo {
             name: "TimeZone",

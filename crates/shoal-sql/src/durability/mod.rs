@@ -8,6 +8,7 @@ mod catalog_lock;
 mod checkpoint;
 mod recovery;
 mod replicated;
+pub mod sync_standbys;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -25,8 +26,8 @@ pub use catalog_lock::{CatalogLock, CatalogWriteGuard};
 pub use checkpoint::{BackupPin, CheckpointReport};
 pub(crate) use recovery::recover;
 pub use recovery::RecoveryReport;
-pub(crate) use replicated::open as open_replicated;
 pub use replicated::Replication;
+pub(crate) use replicated::{open as open_replicated, wait_for_standbys};
 
 /// How the server keeps data: set by `shoal serve` flags.
 #[derive(Clone, Debug)]

@@ -17,7 +17,7 @@ use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
-use shoal_replication::{Applier, LogBatch, Replica, ReplicaConfig};
+use shoal_replication::{Applier, LogBatch, Replica, ReplicaConfig, StandbyProgress};
 use shoal_storage::{Database, IsolationLevel};
 use shoal_wal::{BatchSink, DataDirLock, Lsn, Record, Wal};
 
@@ -183,6 +183,52 @@ impl Replication {
     pub async fn wait_checkpoint_installed(&self) {
         self.replica.wait_checkpoint_installed().await;
     }
+}
+
+/// After a commit on a replicated primary, waits for what `synchronous_commit` and
+/// `synchronous_standby_names` ask beyond the majority the log already waited for: with
+/// `remote_apply`, a majority of the group showing the commit; with standbys named, that many
+/// of them having it on disk (or showing it, with `remote_apply`). Waits for the log up to
+/// `lsn`, the end of the commit's record or later.
+pub(crate) async fn wait_for_standbys(
+    engine: &Engine,
+    lsn: Lsn,
+    synchronous_commit: &str,
+    standby_names: &str,
+) -> Result<(), crate::error::SqlError> {
+    let Some(replica) = engine.replica.get() else {
+        return Ok(());
+    };
+    let apply = synchronous_commit == "remote_apply";
+    let named = super::sync_standbys::parse(standby_names).ok().flatten();
+    if engine.in_recovery() || (!apply && named.is_none()) {
+        return Ok(());
+    }
+    let lost = |e: shoal_replication::WriteError| {
+        crate::error::SqlError::new(
+            "40003",
+            format!(
+                "the commit is in this node's log, but whether the group has it is unknown: {e}"
+            ),
+        )
+    };
+    let progress = match apply {
+        true => StandbyProgress::Applied,
+        false => StandbyProgress::Flushed,
+    };
+    if let Some(named) = &named {
+        replica
+            .wait_standbys(lsn, named.count, progress, |name| named.names_standby(name))
+            .await
+            .map_err(lost)?;
+    }
+    if apply {
+        replica
+            .wait_standbys(lsn, replica.quorum_standbys(), progress, |_| true)
+            .await
+            .map_err(lost)?;
+    }
+    Ok(())
 }
 
 /// Opens `data_dir` as a member of the group `config` describes: the newest checkpoint, then

@@ -426,6 +426,7 @@ impl Session {
         txn.note_reads(self.scope.take_reads());
         let durability = self.synchronous_durability().is_some();
         let may_release_early = self.ddl_undo.is_empty();
+        let wrote = txn.write_count() > 0 || !may_release_early;
         if let Err((e, txn)) =
             commit_durably(&self.engine, txn, durability, may_release_early).await
         {
@@ -433,6 +434,21 @@ impl Session {
                 self.rollback_txn(txn).await;
             }
             return Err(e);
+        }
+        if let (true, Some(d)) = (
+            wrote && self.engine.replicated(),
+            self.synchronous_durability(),
+        ) {
+            // The commit's record is flushed: the log's flushed end is at or past it.
+            crate::durability::wait_for_standbys(
+                &self.engine,
+                d.wal.flushed_lsn(),
+                self.settings.get("synchronous_commit").unwrap_or("on"),
+                self.settings
+                    .get("synchronous_standby_names")
+                    .unwrap_or_default(),
+            )
+            .await?;
         }
         Ok(())
     }

@@ -504,10 +504,11 @@ fn pg_stat_archiver(scope: Option<&PlanScope>) -> Arc<dyn TableProvider> {
     t.build()
 }
 
-/// On the primary of a replication group, a row per standby: how far it has the log on disk
-/// (sent, write and flush positions alike: a standby answers once a batch is synced). Its
-/// replay position is not reported to the primary: NULL. PostgreSQL 15's columns, with
-/// positions as text (Shoal has no pg_lsn type) and lags as intervals.
+/// On the primary of a replication group, a row per standby (application name `nodeN`, as
+/// `synchronous_standby_names` names it): how far it has the log on disk (sent, write and
+/// flush positions alike: a standby answers once a batch is synced) and how far its database
+/// applied it, as it last reported. PostgreSQL 15's columns, with positions as text (Shoal has
+/// no pg_lsn type) and lags as intervals.
 fn pg_stat_replication(scope: Option<&PlanScope>) -> Arc<dyn TableProvider> {
     let interval = ArrowType::Interval(datafusion::arrow::datatypes::IntervalUnit::MonthDayNano);
     let mut t = TableBuilder::new(&[
@@ -541,12 +542,15 @@ fn pg_stat_replication(scope: Option<&PlanScope>) -> Arc<dyn TableProvider> {
         let lsn = f.flushed_lsn.map_or_else(null_text, |l| {
             s(&crate::query::wal_functions::format_lsn(l))
         });
+        let replayed = f.applied_lsn.map_or_else(null_text, |l| {
+            s(&crate::query::wal_functions::format_lsn(l))
+        });
         let host = f.addr.rsplit_once(':').map_or(f.addr.as_str(), |(h, _)| h);
         t.row(vec![
             ScalarValue::Int32(None),
             ScalarValue::UInt32(None),
             null_text(),
-            s(&format!("node {}", f.node_id)),
+            s(&format!("node{}", f.node_id)),
             s(host),
             null_text(),
             ScalarValue::Int32(None),
@@ -560,7 +564,7 @@ fn pg_stat_replication(scope: Option<&PlanScope>) -> Arc<dyn TableProvider> {
             lsn.clone(),
             lsn.clone(),
             lsn,
-            null_text(),
+            replayed,
             no_interval(),
             no_interval(),
             no_interval(),
