@@ -375,6 +375,25 @@ impl Replica {
         self.raft.metrics().borrow().current_leader
     }
 
+    /// The leader this node follows, with its replication address; `None` on the leader and
+    /// while none is known.
+    pub fn leader_addr(&self) -> Option<(NodeId, String)> {
+        let metrics = self.raft.metrics();
+        let m = metrics.borrow();
+        let leader = m.current_leader.filter(|&l| l != self.node_id)?;
+        let addr = m
+            .membership_config
+            .nodes()
+            .find(|(id, _)| **id == leader)
+            .map(|(_, n)| n.addr.clone())?;
+        Some((leader, addr))
+    }
+
+    /// The Raft term: it grows with every election (PostgreSQL's timeline, in effect).
+    pub fn term(&self) -> u64 {
+        self.raft.metrics().borrow().current_term
+    }
+
     /// Where the redo log this node has on disk ends, as far as it is known.
     pub fn received_lsn(&self) -> Option<u64> {
         let last = self.raft.metrics().borrow().last_log_index?;

@@ -217,10 +217,13 @@ impl Engine {
         self.in_recovery.load(std::sync::atomic::Ordering::Acquire)
     }
 
-    /// Promotion: sessions may write from now on.
+    /// Promotion: sessions may write from now on. Each session reports `in_hot_standby` off
+    /// at its next statement, as it takes new server settings (`take_reloaded_config`).
     pub(crate) fn end_recovery(&self) {
         self.in_recovery
             .store(false, std::sync::atomic::Ordering::Release);
+        self.config_generation
+            .fetch_add(1, std::sync::atomic::Ordering::Release);
     }
 
     /// Whether this server is a member of a replication group.

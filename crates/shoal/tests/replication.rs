@@ -317,6 +317,16 @@ async fn standbys_follow_the_primary_and_refuse_writes() {
             .unwrap()
             .get(0);
         assert_eq!(replayed.as_deref(), Some(primary_lsn.as_str()));
+        let receiver = standby
+            .query_one(
+                "SELECT status, flushed_lsn, sender_port FROM pg_stat_wal_receiver",
+                &[],
+            )
+            .await
+            .unwrap();
+        assert_eq!(receiver.get::<_, String>(0), "streaming");
+        assert_eq!(receiver.get::<_, String>(1), primary_lsn);
+        assert!(receiver.get::<_, Option<i32>>(2).is_some());
         let err = standby
             .query_one("SELECT pg_current_wal_lsn()", &[])
             .await
@@ -361,6 +371,12 @@ async fn standbys_follow_the_primary_and_refuse_writes() {
     }
     assert_eq!(http_status(group.metrics_ports[p], "/primary"), 200);
     assert_eq!(http_status(group.metrics_ports[p], "/replica"), 503);
+    let receivers: i64 = primary
+        .query_one("SELECT count(*) FROM pg_stat_wal_receiver", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(receivers, 0, "a primary receives no log");
 
     // remote_apply with both standbys named: once the commit is acknowledged, both show it.
     let err = primary
@@ -494,6 +510,12 @@ async fn a_hung_primary_is_replaced_and_rejoins_as_a_standby() {
     group.signal(standby, false);
     drop(primary);
 
+    // Sessions opened on the standbys before the failover.
+    let mut standby_sessions = Vec::new();
+    for n in (0..3).filter(|&n| n != old) {
+        standby_sessions.push((n, connect(group.nodes[n].as_ref().unwrap()).await));
+    }
+
     // The primary hangs: the others elect one of themselves, which takes writes.
     group.signal(old, true);
     let (new, primary) = group.primary().await;
@@ -502,6 +524,28 @@ async fn a_hung_primary_is_replaced_and_rejoins_as_a_standby() {
         .batch_execute("INSERT INTO events VALUES (3, 'after')")
         .await
         .expect("the new primary writes");
+    // A session the new primary had as a standby is told it is not in hot standby any more,
+    // and writes.
+    let (_, promoted) = standby_sessions
+        .iter()
+        .find(|(n, _)| *n == new)
+        .expect("a session on the new primary");
+    for (show, expected) in [("in_hot_standby", "off"), ("transaction_read_only", "off")] {
+        let value: String = promoted
+            .query_one(&format!("SHOW {show}"), &[])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(value, expected, "{show} after promotion");
+    }
+    promoted
+        .batch_execute("INSERT INTO events VALUES (4, 'promoted session')")
+        .await
+        .expect("a session from before the promotion writes");
+    promoted
+        .batch_execute("DELETE FROM events WHERE id = 4")
+        .await
+        .unwrap();
 
     // Woken, the old primary finds a newer term, restarts and follows the new primary.
     group.signal(old, false);

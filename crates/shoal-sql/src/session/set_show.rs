@@ -557,6 +557,17 @@ impl Session {
         for name in self.settings.apply_server_values(&values) {
             self.setting_changed(&name);
         }
+        // Promoted from a standby: no longer in hot standby, and transactions write again
+        // (PostgreSQL sends the change as ParameterStatus too, for target_session_attrs).
+        if self.settings.get("in_hot_standby") == Some("on") && !self.engine.in_recovery() {
+            self.settings
+                .set("in_hot_standby", "off", false)
+                .expect("a boolean setting");
+            self.setting_changed("in_hot_standby");
+            if matches!(self.txn, TxnState::Idle) {
+                self.reset_to_default("transaction_read_only", "off");
+            }
+        }
         self.sync_scope_settings();
     }
 

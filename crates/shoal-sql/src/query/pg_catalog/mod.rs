@@ -373,6 +373,7 @@ fn catalog_table(scope: &Arc<PlanScope>, name: &str) -> Option<Arc<dyn TableProv
         | "pg_stat_wal"
         | "pg_stat_archiver"
         | "pg_stat_replication"
+        | "pg_stat_wal_receiver"
         | "pg_replication_slots" => statistics::view(scope, name),
         "pg_stat_activity" => {
             let scope = scope.clone();

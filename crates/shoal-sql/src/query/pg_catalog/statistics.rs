@@ -8,7 +8,9 @@
 //!
 //! Also the server-wide views monitoring tools read: pg_stat_bgwriter (the checkpoints),
 //! pg_stat_wal (the redo log's counters), pg_stat_archiver and pg_stat_database_conflicts
-//! (nothing to count yet), pg_stat_replication and pg_replication_slots (no replicas yet).
+//! (nothing to count yet), pg_stat_replication (on a replication group's primary),
+//! pg_stat_wal_receiver (on its standbys) and pg_replication_slots (none: Raft keeps the log a
+//! standby needs).
 
 use std::sync::Arc;
 
@@ -87,6 +89,7 @@ pub(super) fn view(scope: &Arc<PlanScope>, name: &str) -> Arc<dyn TableProvider>
         "pg_stat_wal" => pg_stat_wal,
         "pg_stat_archiver" => pg_stat_archiver,
         "pg_stat_replication" => pg_stat_replication,
+        "pg_stat_wal_receiver" => pg_stat_wal_receiver,
         "pg_replication_slots" => pg_replication_slots,
         "pg_stat_all_tables" | "pg_stat_user_tables" => pg_stat_tables,
         "pg_stat_all_indexes" | "pg_stat_user_indexes" => |s| pg_stat_indexes(s, false),
@@ -571,6 +574,72 @@ fn pg_stat_replication(scope: Option<&PlanScope>) -> Arc<dyn TableProvider> {
             ScalarValue::Int32(Some(1)),
             s("quorum"),
             no_time(),
+        ]);
+    }
+    t.build()
+}
+
+/// On a standby of a replication group, one row: the primary it receives the log from and how
+/// far it has it on disk. PostgreSQL 15's columns; the timeline columns hold the Raft term.
+fn pg_stat_wal_receiver(scope: Option<&PlanScope>) -> Arc<dyn TableProvider> {
+    let mut t = TableBuilder::new(&[
+        ("pid", I32),
+        ("status", T),
+        ("receive_start_lsn", T),
+        ("receive_start_tli", I32),
+        ("written_lsn", T),
+        ("flushed_lsn", T),
+        ("received_tli", I32),
+        ("last_msg_send_time", timestamptz()),
+        ("last_msg_receipt_time", timestamptz()),
+        ("latest_end_lsn", T),
+        ("latest_end_time", timestamptz()),
+        ("slot_name", T),
+        ("sender_host", T),
+        ("sender_port", I32),
+        ("conninfo", T),
+    ]);
+    let replica = scope
+        .filter(|scope| scope.engine.in_recovery())
+        .and_then(|scope| scope.engine.replica.get());
+    if let Some(replica) = replica {
+        let received = replica.received_lsn().map_or_else(null_text, |l| {
+            s(&crate::query::wal_functions::format_lsn(l))
+        });
+        let term = ScalarValue::Int32(Some(replica.term().min(i32::MAX as u64) as i32));
+        let (status, host, port, conninfo) = match replica.leader_addr() {
+            Some((leader, addr)) => {
+                let (host, port) = addr.rsplit_once(':').unwrap_or((addr.as_str(), ""));
+                (
+                    "streaming",
+                    s(host),
+                    ScalarValue::Int32(port.parse().ok()),
+                    s(&format!("node{leader} at {addr}")),
+                )
+            }
+            None => (
+                "waiting",
+                null_text(),
+                ScalarValue::Int32(None),
+                null_text(),
+            ),
+        };
+        t.row(vec![
+            ScalarValue::Int32(None),
+            s(status),
+            received.clone(),
+            term.clone(),
+            received.clone(),
+            received.clone(),
+            term,
+            no_time(),
+            no_time(),
+            received,
+            no_time(),
+            null_text(),
+            host,
+            port,
+            conninfo,
         ]);
     }
     t.build()
