@@ -30,6 +30,12 @@ const KIND_SNAPSHOT: u8 = 3;
 const KIND_JOIN: u8 = 4;
 /// A follower tells the leader how far its database has applied the log (`report_applied`).
 const KIND_APPLIED: u8 = 5;
+/// A follower asks the leader to hand the group over to it (`hand_over`).
+const KIND_SWITCHOVER: u8 = 6;
+/// The leader asks a follower not to stand for election for a while (`hold_elections`).
+const KIND_HOLD_ELECTIONS: u8 = 7;
+/// How long the other followers keep out of elections during a switchover.
+const SWITCHOVER_HOLD_MS: u64 = 5_000;
 /// A message bigger than this is refused: openraft sends at most `max_payload_entries` entries
 /// per request, each a batch bounded by the log buffer.
 const MESSAGE_BYTES_MAX: usize = 1 << 30;
@@ -224,6 +230,12 @@ async fn serve_peer(
             KIND_VOTE => encode(&raft.vote(decode(&body)?).await),
             KIND_SNAPSHOT => encode(&raft.install_snapshot(decode(&body)?).await),
             KIND_JOIN => encode(&add_member(&raft, decode(&body)?).await),
+            KIND_SWITCHOVER => encode(&hand_over(&raft, decode(&body)?).await),
+            KIND_HOLD_ELECTIONS => {
+                let hold_ms: u64 = decode(&body)?;
+                hold_elections(&raft, hold_ms);
+                encode(&())
+            }
             KIND_APPLIED => {
                 let (node_id, lsn): (NodeId, u64) = decode(&body)?;
                 applied_by.record(node_id, lsn);
@@ -280,12 +292,129 @@ async fn add_member(raft: &Raft<TypeConfig>, request: JoinRequest) -> Result<(),
     Ok(())
 }
 
-async fn request_join(addr: &str, request: &JoinRequest) -> io::Result<Result<(), String>> {
+/// One request on a connection of its own, for the rare messages (join, switchover).
+async fn call_once<Req: Serialize, Reply: DeserializeOwned>(
+    addr: &str,
+    kind: u8,
+    request: &Req,
+) -> io::Result<Reply> {
     let stream = TcpStream::connect(addr).await?;
     let mut conn = BufStream::new(stream);
-    conn.write_u8(KIND_JOIN).await?;
+    conn.write_u8(kind).await?;
     write_message(&mut conn, &encode(request)).await?;
     decode(&read_message(&mut conn).await?)
+}
+
+async fn request_join(addr: &str, request: &JoinRequest) -> io::Result<Result<(), String>> {
+    call_once(addr, KIND_JOIN, request).await
+}
+
+/// The address of member `id` as the membership has it.
+fn member_addr(raft: &Raft<TypeConfig>, id: NodeId) -> Option<String> {
+    raft.metrics()
+        .borrow()
+        .membership_config
+        .nodes()
+        .find(|(n, _)| **n == id)
+        .map(|(_, node)| node.addr.clone())
+}
+
+/// On a follower: no election from this node for `hold_ms` (a switchover to another one runs).
+fn hold_elections(raft: &Raft<TypeConfig>, hold_ms: u64) {
+    raft.runtime_config().elect(false);
+    let raft = raft.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(hold_ms)).await;
+        raft.runtime_config().elect(true);
+    });
+}
+
+/// On the leader: prepares handing the group to `target`, a voter. The other followers keep
+/// out of elections for a while, `target` gets the whole log, and this node stops its
+/// heartbeats and elections: once the others' leases from it end, `target` is elected
+/// (`ask_hand_over`), and this node, finding a newer term, steps down.
+async fn hand_over(raft: &Raft<TypeConfig>, target: NodeId) -> Result<(), String> {
+    let metrics = raft.metrics().borrow().clone();
+    if metrics.state != openraft::ServerState::Leader {
+        return Err(format!("node {} is not the primary", metrics.id));
+    }
+    let voters: Vec<NodeId> = metrics.membership_config.membership().voter_ids().collect();
+    if !voters.contains(&target) {
+        return Err(format!("node {target} is not a voting member of the group"));
+    }
+    tracing::info!(
+        node = target,
+        "switchover: handing the primary role to node {target}"
+    );
+    for id in voters
+        .iter()
+        .filter(|&&id| id != metrics.id && id != target)
+    {
+        let held: io::Result<()> = match member_addr(raft, *id) {
+            Some(addr) => call_once(&addr, KIND_HOLD_ELECTIONS, &SWITCHOVER_HOLD_MS).await,
+            None => Ok(()),
+        };
+        if let Err(e) = held {
+            // A member that is down stands for nothing either.
+            tracing::info!(node = id, "switchover: could not reach node {id}: {e}");
+        }
+    }
+    let last = metrics.last_log_index;
+    let mut watch = raft.metrics();
+    let caught_up = watch.wait_for(|m| {
+        m.replication
+            .as_ref()
+            .and_then(|r| r.get(&target).copied().flatten())
+            .map(|l| l.index)
+            >= last
+    });
+    if tokio::time::timeout(Duration::from_secs(5), caught_up)
+        .await
+        .is_err()
+    {
+        return Err(format!(
+            "node {target} did not catch up with the log within 5 s"
+        ));
+    }
+    raft.runtime_config().elect(false);
+    raft.runtime_config().heartbeat(false);
+    Ok(())
+}
+
+/// On a follower: has the leader hand the group over to this node, then stands for election
+/// until elected (the others' leases from the old leader end within the election timeout).
+pub(crate) async fn ask_hand_over(
+    raft: &Raft<TypeConfig>,
+    node_id: NodeId,
+    timeout: Duration,
+) -> Result<(), String> {
+    let leader = raft
+        .metrics()
+        .borrow()
+        .current_leader
+        .ok_or("no primary is known to hand over")?;
+    if leader == node_id {
+        return Ok(());
+    }
+    let addr = member_addr(raft, leader).ok_or("the primary's address is unknown")?;
+    let answer: Result<(), String> = call_once(&addr, KIND_SWITCHOVER, &node_id)
+        .await
+        .map_err(|e| format!("could not reach the primary (node {leader}): {e}"))?;
+    answer?;
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        let m = raft.metrics().borrow().clone();
+        if m.state == openraft::ServerState::Leader {
+            return Ok(());
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err(format!("not elected within {timeout:?}"));
+        }
+        if m.state != openraft::ServerState::Candidate {
+            raft.trigger().elect().await.map_err(|e| e.to_string())?;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 /// On a joining node: asks each member in turn to add this node, until the group's membership

@@ -159,6 +159,7 @@ pub struct Replica {
     shared: Shared,
     installed: watch::Receiver<bool>,
     applied_by: network::AppliedBy,
+    runtime: tokio::runtime::Handle,
     tasks: Vec<JoinHandle<()>>,
 }
 
@@ -252,6 +253,7 @@ impl Replica {
             shared,
             installed,
             applied_by,
+            runtime: tokio::runtime::Handle::current(),
             tasks,
         })
     }
@@ -387,6 +389,20 @@ impl Replica {
             .find(|(id, _)| **id == leader)
             .map(|(_, n)| n.addr.clone())?;
         Some((leader, addr))
+    }
+
+    /// Switchover: makes this node (a voting follower) the leader on purpose. The leader hands
+    /// over once this node has the whole log, so no acknowledged commit is lost; writes pause
+    /// for about the election timeout. Fails on a learner, without a leader, or when the
+    /// election does not happen within `timeout`.
+    pub async fn become_leader(&self, timeout: Duration) -> Result<(), String> {
+        let raft = self.raft.clone();
+        let node_id = self.node_id;
+        // On the runtime Raft runs on, whichever runtime the caller (a session) is on.
+        self.runtime
+            .spawn(async move { network::ask_hand_over(&raft, node_id, timeout).await })
+            .await
+            .map_err(|e| format!("switchover: {e}"))?
     }
 
     /// The Raft term: it grows with every election (PostgreSQL's timeline, in effect).

@@ -455,6 +455,43 @@ async fn standbys_follow_the_primary_and_refuse_writes() {
         .get(0);
     assert_eq!(named, 2);
 
+    // Switchover: pg_promote() on a standby makes it the primary, with every commit.
+    let err = primary
+        .query_one("SELECT pg_promote()", &[])
+        .await
+        .expect_err("pg_promote on the primary");
+    assert_eq!(sqlstate(&err), "55000", "{err}");
+    let before = table_digest(&primary, "facts").await;
+    let items_before: i64 = primary
+        .query_one("SELECT count(*) FROM items", &[])
+        .await
+        .unwrap()
+        .get(0);
+    let target = (p + 2) % 3;
+    let promoting = connect(group.nodes[target].as_ref().unwrap()).await;
+    let promoted: bool = promoting
+        .query_one("SELECT pg_promote(true, 30)", &[])
+        .await
+        .expect("pg_promote on a standby")
+        .get(0);
+    assert!(promoted);
+    let in_recovery: bool = promoting
+        .query_one("SELECT pg_is_in_recovery()", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert!(!in_recovery, "the promoted node is the primary");
+    assert_eq!(table_digest(&promoting, "facts").await, before);
+    promoting
+        .batch_execute("INSERT INTO items VALUES (700, 'after the switchover')")
+        .await
+        .expect("the new primary writes");
+    // The old primary restarts as a standby and follows.
+    let old = wait_standby(&group, p).await;
+    wait_for_value(&old, "SELECT count(*) FROM items", items_before + 1).await;
+    let (now, _) = group.primary().await;
+    assert_eq!(now, target);
+
     // libpq finds the primary, or a standby, in a multi-host connection string.
     let ports: Vec<String> = (0..3).map(|n| group.port(n).to_string()).collect();
     for (attrs, expected) in [

@@ -51,6 +51,7 @@ pub mod pg_errors;
 mod pg_keywords;
 pub mod pg_literals;
 pub mod privilege_functions;
+mod promote;
 pub mod provider;
 pub mod psql_describe;
 pub mod query_memory;
@@ -159,6 +160,7 @@ pub fn new_session_state(scope: Arc<PlanScope>) -> SessionState {
     backend_functions::register(&mut state, &scope);
     wal_functions::register(&mut state, &scope);
     backup_functions::register(&mut state, &scope);
+    promote::register(&mut state, &scope);
     bit_casts::register(&mut state);
     crate::routines::register(&mut state);
     state
