@@ -18,6 +18,7 @@
 mod log_store;
 mod network;
 mod node;
+mod peer_auth;
 mod snapshot;
 mod state_machine;
 

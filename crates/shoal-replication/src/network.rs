@@ -20,6 +20,7 @@ use serde::Serialize;
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufStream};
 use tokio::net::{TcpListener, TcpStream};
 
+use crate::peer_auth::{self, PeerKey};
 use crate::state_machine::Applied;
 use crate::{NodeId, TypeConfig};
 
@@ -70,6 +71,7 @@ fn encode<T: Serialize>(value: &T) -> Vec<u8> {
 /// Makes a client per peer for openraft.
 pub(crate) struct PeerNetwork {
     pub(crate) from: NodeId,
+    pub(crate) key: PeerKey,
 }
 
 impl RaftNetworkFactory<TypeConfig> for PeerNetwork {
@@ -80,6 +82,7 @@ impl RaftNetworkFactory<TypeConfig> for PeerNetwork {
             from: self.from,
             target,
             addr: node.addr.clone(),
+            key: self.key.clone(),
             conn: None,
         }
     }
@@ -90,6 +93,7 @@ pub(crate) struct PeerClient {
     from: NodeId,
     target: NodeId,
     addr: String,
+    key: PeerKey,
     conn: Option<BufStream<TcpStream>>,
 }
 
@@ -103,11 +107,10 @@ enum CallError {
 impl PeerClient {
     async fn exchange(&mut self, kind: u8, body: &[u8]) -> Result<Vec<u8>, CallError> {
         if self.conn.is_none() {
-            let stream = TcpStream::connect(&self.addr)
+            let conn = peer_auth::connect(&self.addr, &self.key)
                 .await
                 .map_err(CallError::Connect)?;
-            stream.set_nodelay(true).map_err(CallError::Connect)?;
-            self.conn = Some(BufStream::new(stream));
+            self.conn = Some(conn);
         }
         let conn = self.conn.as_mut().expect("connected above");
         let sent = async {
@@ -193,7 +196,12 @@ impl RaftNetwork<TypeConfig> for PeerClient {
 
 /// Accepts peers' connections and hands their requests to `raft` (and followers' reports of
 /// what they applied to `applied_by`) until the listener fails.
-pub(crate) async fn serve(listener: TcpListener, raft: Raft<TypeConfig>, applied_by: AppliedBy) {
+pub(crate) async fn serve(
+    listener: TcpListener,
+    raft: Raft<TypeConfig>,
+    applied_by: AppliedBy,
+    key: PeerKey,
+) {
     loop {
         let (stream, peer) = match listener.accept().await {
             Ok(accepted) => accepted,
@@ -205,9 +213,12 @@ pub(crate) async fn serve(listener: TcpListener, raft: Raft<TypeConfig>, applied
         };
         let raft = raft.clone();
         let applied_by = applied_by.clone();
+        let key = key.clone();
         tokio::spawn(async move {
-            if let Err(e) = serve_peer(stream, raft, applied_by).await {
-                if e.kind() != io::ErrorKind::UnexpectedEof {
+            if let Err(e) = serve_peer(stream, raft, applied_by, key).await {
+                if e.kind() == io::ErrorKind::PermissionDenied {
+                    tracing::warn!(%peer, "refused a replication connection: {e}");
+                } else if e.kind() != io::ErrorKind::UnexpectedEof {
                     tracing::debug!(%peer, "replication connection closed: {e}");
                 }
             }
@@ -219,9 +230,9 @@ async fn serve_peer(
     stream: TcpStream,
     raft: Raft<TypeConfig>,
     applied_by: AppliedBy,
+    key: PeerKey,
 ) -> io::Result<()> {
-    stream.set_nodelay(true)?;
-    let mut conn = BufStream::new(stream);
+    let mut conn = peer_auth::accept(stream, &key).await?;
     loop {
         let kind = conn.read_u8().await?;
         let body = read_message(&mut conn).await?;
@@ -230,7 +241,7 @@ async fn serve_peer(
             KIND_VOTE => encode(&raft.vote(decode(&body)?).await),
             KIND_SNAPSHOT => encode(&raft.install_snapshot(decode(&body)?).await),
             KIND_JOIN => encode(&add_member(&raft, decode(&body)?).await),
-            KIND_SWITCHOVER => encode(&hand_over(&raft, decode(&body)?).await),
+            KIND_SWITCHOVER => encode(&hand_over(&raft, decode(&body)?, &key).await),
             KIND_HOLD_ELECTIONS => {
                 let hold_ms: u64 = decode(&body)?;
                 hold_elections(&raft, hold_ms);
@@ -295,18 +306,22 @@ async fn add_member(raft: &Raft<TypeConfig>, request: JoinRequest) -> Result<(),
 /// One request on a connection of its own, for the rare messages (join, switchover).
 async fn call_once<Req: Serialize, Reply: DeserializeOwned>(
     addr: &str,
+    key: &PeerKey,
     kind: u8,
     request: &Req,
 ) -> io::Result<Reply> {
-    let stream = TcpStream::connect(addr).await?;
-    let mut conn = BufStream::new(stream);
+    let mut conn = peer_auth::connect(addr, key).await?;
     conn.write_u8(kind).await?;
     write_message(&mut conn, &encode(request)).await?;
     decode(&read_message(&mut conn).await?)
 }
 
-async fn request_join(addr: &str, request: &JoinRequest) -> io::Result<Result<(), String>> {
-    call_once(addr, KIND_JOIN, request).await
+async fn request_join(
+    addr: &str,
+    key: &PeerKey,
+    request: &JoinRequest,
+) -> io::Result<Result<(), String>> {
+    call_once(addr, key, KIND_JOIN, request).await
 }
 
 /// The address of member `id` as the membership has it.
@@ -333,7 +348,7 @@ fn hold_elections(raft: &Raft<TypeConfig>, hold_ms: u64) {
 /// out of elections for a while, `target` gets the whole log, and this node stops its
 /// heartbeats and elections: once the others' leases from it end, `target` is elected
 /// (`ask_hand_over`), and this node, finding a newer term, steps down.
-async fn hand_over(raft: &Raft<TypeConfig>, target: NodeId) -> Result<(), String> {
+async fn hand_over(raft: &Raft<TypeConfig>, target: NodeId, key: &PeerKey) -> Result<(), String> {
     let metrics = raft.metrics().borrow().clone();
     if metrics.state != openraft::ServerState::Leader {
         return Err(format!("node {} is not the primary", metrics.id));
@@ -351,7 +366,7 @@ async fn hand_over(raft: &Raft<TypeConfig>, target: NodeId) -> Result<(), String
         .filter(|&&id| id != metrics.id && id != target)
     {
         let held: io::Result<()> = match member_addr(raft, *id) {
-            Some(addr) => call_once(&addr, KIND_HOLD_ELECTIONS, &SWITCHOVER_HOLD_MS).await,
+            Some(addr) => call_once(&addr, key, KIND_HOLD_ELECTIONS, &SWITCHOVER_HOLD_MS).await,
             None => Ok(()),
         };
         if let Err(e) = held {
@@ -387,6 +402,7 @@ pub(crate) async fn ask_hand_over(
     raft: &Raft<TypeConfig>,
     node_id: NodeId,
     timeout: Duration,
+    key: &PeerKey,
 ) -> Result<(), String> {
     let leader = raft
         .metrics()
@@ -397,7 +413,7 @@ pub(crate) async fn ask_hand_over(
         return Ok(());
     }
     let addr = member_addr(raft, leader).ok_or("the primary's address is unknown")?;
-    let answer: Result<(), String> = call_once(&addr, KIND_SWITCHOVER, &node_id)
+    let answer: Result<(), String> = call_once(&addr, key, KIND_SWITCHOVER, &node_id)
         .await
         .map_err(|e| format!("could not reach the primary (node {leader}): {e}"))?;
     answer?;
@@ -423,6 +439,7 @@ pub(crate) async fn join(
     raft: Raft<TypeConfig>,
     node_id: NodeId,
     members: std::collections::BTreeMap<NodeId, String>,
+    key: PeerKey,
 ) {
     let request = JoinRequest {
         node_id,
@@ -440,7 +457,7 @@ pub(crate) async fn join(
             return;
         }
         for (id, addr) in members.iter().filter(|(&id, _)| id != node_id) {
-            match request_join(addr, &request).await {
+            match request_join(addr, &key, &request).await {
                 Ok(Ok(())) => break,
                 Ok(Err(refused)) => tracing::debug!(node = id, "join: {refused}"),
                 Err(e) => tracing::debug!(node = id, "join: {e}"),
@@ -487,6 +504,7 @@ pub(crate) async fn report_applied(
     raft: Raft<TypeConfig>,
     node_id: NodeId,
     mut applied: tokio::sync::watch::Receiver<Applied>,
+    key: PeerKey,
 ) {
     let mut conn: Option<(NodeId, BufStream<TcpStream>)> = None;
     loop {
@@ -515,9 +533,7 @@ pub(crate) async fn report_applied(
         }
         let sent = async {
             if conn.is_none() {
-                let stream = TcpStream::connect(&addr).await?;
-                stream.set_nodelay(true)?;
-                conn = Some((leader, BufStream::new(stream)));
+                conn = Some((leader, peer_auth::connect(&addr, &key).await?));
             }
             let (_, stream) = conn.as_mut().expect("connected above");
             stream.write_u8(KIND_APPLIED).await?;

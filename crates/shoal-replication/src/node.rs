@@ -14,6 +14,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::log_store::{LogStore, Positions};
+use crate::peer_auth::PeerKey;
 use crate::snapshot::{self, SnapshotRecord};
 pub use crate::state_machine::Applied;
 use crate::state_machine::{Shared, StateMachine};
@@ -41,6 +42,9 @@ pub struct ReplicaConfig {
     /// Entries kept after a checkpoint for followers that lag; one further behind is sent the
     /// checkpoint instead.
     pub entries_kept_after_checkpoint: u64,
+    /// The group's shared secret: members prove they hold it before they exchange anything
+    /// (`peer_auth`). Empty: no key, for a group on one machine's loopback.
+    pub key: Vec<u8>,
 }
 
 impl ReplicaConfig {
@@ -63,6 +67,7 @@ impl ReplicaConfig {
             election_timeout_ms: (500, 1000),
             join: false,
             entries_kept_after_checkpoint: ENTRIES_KEPT_AFTER_CHECKPOINT,
+            key: Vec::new(),
         }
     }
 }
@@ -159,6 +164,7 @@ pub struct Replica {
     shared: Shared,
     installed: watch::Receiver<bool>,
     applied_by: network::AppliedBy,
+    key: PeerKey,
     runtime: tokio::runtime::Handle,
     tasks: Vec<JoinHandle<()>>,
 }
@@ -202,8 +208,10 @@ impl Replica {
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
         // Bind first: a port in use is the caller's error, before any Raft state exists.
         let listener = TcpListener::bind(config.listen).await?;
+        let key = PeerKey::new(&config.key);
         let network = network::PeerNetwork {
             from: config.node_id,
+            key: key.clone(),
         };
         let raft = Raft::new(
             config.node_id,
@@ -216,11 +224,17 @@ impl Replica {
         .map_err(|e| io::Error::other(e.to_string()))?;
         let applied_by = network::AppliedBy::new();
         let mut tasks = vec![
-            tokio::spawn(network::serve(listener, raft.clone(), applied_by.clone())),
+            tokio::spawn(network::serve(
+                listener,
+                raft.clone(),
+                applied_by.clone(),
+                key.clone(),
+            )),
             tokio::spawn(network::report_applied(
                 raft.clone(),
                 config.node_id,
                 applied.clone(),
+                key.clone(),
             )),
         ];
         let initialized = raft
@@ -232,6 +246,7 @@ impl Replica {
                 raft.clone(),
                 config.node_id,
                 config.members.clone(),
+                key.clone(),
             )));
         } else if !initialized {
             let members: BTreeMap<NodeId, BasicNode> = config
@@ -253,6 +268,7 @@ impl Replica {
             shared,
             installed,
             applied_by,
+            key,
             runtime: tokio::runtime::Handle::current(),
             tasks,
         })
@@ -396,11 +412,10 @@ impl Replica {
     /// for about the election timeout. Fails on a learner, without a leader, or when the
     /// election does not happen within `timeout`.
     pub async fn become_leader(&self, timeout: Duration) -> Result<(), String> {
-        let raft = self.raft.clone();
-        let node_id = self.node_id;
+        let (raft, node_id, key) = (self.raft.clone(), self.node_id, self.key.clone());
         // On the runtime Raft runs on, whichever runtime the caller (a session) is on.
         self.runtime
-            .spawn(async move { network::ask_hand_over(&raft, node_id, timeout).await })
+            .spawn(async move { network::ask_hand_over(&raft, node_id, timeout, &key).await })
             .await
             .map_err(|e| format!("switchover: {e}"))?
     }

@@ -28,20 +28,43 @@ pub fn peer(arg: &str) -> Result<(u64, SocketAddr), String> {
 }
 
 /// The group this node belongs to, from its flags.
+/// The shortest group key accepted: 128 bits.
+const KEY_BYTES_MIN: usize = 16;
+
+/// The group's shared secret from `--replication-key-file`: the file's bytes, a final line
+/// break dropped.
+pub fn read_key(path: &Path) -> Result<Vec<u8>, String> {
+    let mut key = std::fs::read(path)
+        .map_err(|e| format!("cannot read --replication-key-file {}: {e}", path.display()))?;
+    while key.last().is_some_and(|b| *b == b'\n' || *b == b'\r') {
+        key.pop();
+    }
+    if key.len() < KEY_BYTES_MIN {
+        return Err(format!(
+            "--replication-key-file {}: the key has {} bytes, fewer than {KEY_BYTES_MIN} \
+             (make one with: head -c 32 /dev/urandom | base64 > FILE)",
+            path.display(),
+            key.len()
+        ));
+    }
+    Ok(key)
+}
+
 pub fn config(
     node_id: u64,
     peers: &[(u64, SocketAddr)],
     join: bool,
     log_keep: u64,
+    key: Option<Vec<u8>>,
     data_dir: &Path,
 ) -> Result<ReplicaConfig, String> {
     let mut members = BTreeMap::new();
     for &(id, addr) in peers {
-        // Nodes do not authenticate each other yet: the group stays on one machine.
-        if !addr.ip().is_loopback() {
+        // Without a key anything that reaches the port could join the group: one machine only.
+        if !addr.ip().is_loopback() && key.is_none() {
             return Err(format!(
-                "--peers: node {id} at {addr}: replication between machines needs node \
-                 authentication, which Shoal does not have yet; give loopback addresses"
+                "--peers: node {id} at {addr}: members on other machines must authenticate \
+                 each other; give every member the same --replication-key-file"
             ));
         }
         if members.insert(id, addr.to_string()).is_some() {
@@ -66,6 +89,7 @@ pub fn config(
     let mut config = ReplicaConfig::new(node_id, listen, members, data_dir.join("raft"));
     config.join = join;
     config.entries_kept_after_checkpoint = log_keep;
+    config.key = key.unwrap_or_default();
     Ok(config)
 }
 

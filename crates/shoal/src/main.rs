@@ -135,6 +135,11 @@ enum Command {
         /// further behind is sent the checkpoint instead.
         #[arg(long, default_value_t = shoal_replication::ENTRIES_KEPT_AFTER_CHECKPOINT)]
         replication_log_keep: u64,
+        /// A file holding the group's shared secret (at least 16 bytes), the same on every
+        /// member: members prove they hold it before they exchange anything. Required when a
+        /// member is on another machine (a --peers address that is not loopback).
+        #[arg(long, requires = "node_id")]
+        replication_key_file: Option<PathBuf>,
     },
     /// Back up a running server (on its machine) into a new directory, without stopping it
     Backup {
@@ -275,6 +280,7 @@ fn main() {
             peers,
             join,
             replication_log_keep,
+            replication_key_file,
             hba_file,
             superuser_password_file,
             tls_cert,
@@ -305,7 +311,13 @@ fn main() {
                     == Some("jsonlog"),
             );
             let group = node_id
-                .map(|id| group::config(id, &peers, join, replication_log_keep, &data_dir))
+                .map(|id| {
+                    let key = replication_key_file
+                        .as_deref()
+                        .map(group::read_key)
+                        .transpose()?;
+                    group::config(id, &peers, join, replication_log_keep, key, &data_dir)
+                })
                 .transpose()
                 .unwrap_or_else(|e| {
                     eprintln!("shoal: {e}");

@@ -825,8 +825,17 @@ fn server_log(group: &Group, n: usize) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn checkpoints_drop_the_log_and_nodes_behind_it_load_the_primarys() {
     let _one_group = ONE_GROUP_AT_A_TIME.lock().await;
-    // Few entries kept after a checkpoint, so that a node behind is sent the checkpoint.
-    let mut group = Group::start_with(&["--replication-log-keep", "5"]);
+    // Few entries kept after a checkpoint, so that a node behind is sent the checkpoint. The
+    // members authenticate each other with a group key.
+    let key_file = std::env::temp_dir().join(format!("shoal-group-key-{}", std::process::id()));
+    std::fs::write(&key_file, "a group key of 32 bytes, at least\n").unwrap();
+    let key_arg = key_file.to_str().unwrap().to_string();
+    let mut group = Group::start_with(&[
+        "--replication-log-keep",
+        "5",
+        "--replication-key-file",
+        &key_arg,
+    ]);
     let (p, primary) = group.settled_primary().await;
     primary
         .batch_execute(
@@ -918,12 +927,40 @@ async fn checkpoints_drop_the_log_and_nodes_behind_it_load_the_primarys() {
     let port = free_port();
     let mut peers = group.args[0][3].clone();
     peers.push_str(&format!(",4=127.0.0.1:{port}"));
+    // A node with another key is refused.
+    let wrong_key = key_file.with_extension("wrong");
+    std::fs::write(&wrong_key, "not the group's key, but as long").unwrap();
+    let impostor_dir = group.dirs[0].with_file_name("impostor");
+    let impostor = support::ShoalServer::start_in(
+        impostor_dir,
+        &[
+            "--node-id",
+            "4",
+            "--peers",
+            &peers,
+            "--join",
+            "--replication-key-file",
+            wrong_key.to_str().unwrap(),
+        ],
+    )
+    .expect("the impostor starts");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !server_log(&group, p).contains("refused a replication connection") {
+        assert!(
+            Instant::now() < deadline,
+            "the primary did not refuse a wrong key"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    drop(impostor);
     let joining_args = vec![
         "--node-id".to_string(),
         "4".into(),
         "--peers".into(),
         peers,
         "--join".into(),
+        "--replication-key-file".into(),
+        key_arg.clone(),
     ];
     group.args.push(joining_args);
     group.dirs.push(group.dirs[0].with_file_name("node4"));
@@ -970,4 +1007,6 @@ async fn checkpoints_drop_the_log_and_nodes_behind_it_load_the_primarys() {
         .await
         .expect_err("the new node is a standby");
     assert_eq!(sqlstate(&err), "25006", "{err}");
+    let _ = std::fs::remove_file(key_file);
+    let _ = std::fs::remove_file(wrong_key);
 }
