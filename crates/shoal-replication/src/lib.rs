@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 pub use node::{
-    CheckpointTaken, PendingWrite, Replica, ReplicaConfig, Role, StandbyProgress, WriteError,
+    CheckpointTaken, Replica, ReplicaConfig, Role, StandbyProgress, WriteError,
     ENTRIES_KEPT_AFTER_CHECKPOINT,
 };
 

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use openraft::error::ClientWriteError;
+use openraft::error::{ClientWriteError, RaftError};
 use openraft::{BasicNode, Raft, RaftMetrics, ServerState, SnapshotPolicy};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -120,28 +120,6 @@ impl std::fmt::Display for WriteError {
                 write!(f, "this node is no longer the primary")
             }
             WriteError::Stopped(message) => write!(f, "replication stopped: {message}"),
-        }
-    }
-}
-
-/// A batch handed to the group (`Replica::submit`).
-pub struct PendingWrite(
-    tokio::sync::oneshot::Receiver<openraft::raft::ClientWriteResult<TypeConfig>>,
-);
-
-impl PendingWrite {
-    /// Waits until a majority has the batch on disk; returns its index.
-    pub async fn wait(self) -> Result<u64, WriteError> {
-        let answer = self
-            .0
-            .await
-            .map_err(|_| WriteError::Stopped("replication stopped".into()))?;
-        match answer {
-            Ok(reply) => Ok(reply.log_id.index),
-            Err(ClientWriteError::ForwardToLeader(f)) => Err(WriteError::NotLeader {
-                leader: f.leader_id,
-            }),
-            Err(e) => Err(WriteError::Stopped(e.to_string())),
         }
     }
 }
@@ -303,17 +281,16 @@ impl Replica {
     /// Appends `batch` to the group's log and returns its index once a majority has it on disk
     /// and this node applied it.
     pub async fn write(&self, batch: LogBatch) -> Result<u64, WriteError> {
-        self.submit(batch).await?.wait().await
-    }
-
-    /// Hands `batch` to the group and returns without waiting for it: batches go into the log
-    /// in the order they are handed, and several can be on their way at once.
-    pub async fn submit(&self, batch: LogBatch) -> Result<PendingWrite, WriteError> {
-        self.raft
-            .client_write_ff(batch)
-            .await
-            .map(PendingWrite)
-            .map_err(|e| WriteError::Stopped(e.to_string()))
+        match self.raft.client_write(batch).await {
+            Ok(reply) => Ok(reply.log_id.index),
+            Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f))) => {
+                Err(WriteError::NotLeader {
+                    leader: f.leader_id,
+                })
+            }
+            Err(RaftError::APIError(e)) => Err(WriteError::Stopped(e.to_string())),
+            Err(RaftError::Fatal(e)) => Err(WriteError::Stopped(e.to_string())),
+        }
     }
 
     /// Raft's view of this node: role, term, leader, log positions, each follower's progress.

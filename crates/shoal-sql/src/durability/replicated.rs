@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 use shoal_replication::{Applier, LogBatch, Replica, ReplicaConfig, StandbyProgress};
 use shoal_storage::{Database, IsolationLevel};
-use shoal_wal::{BatchSink, BatchWait, DataDirLock, Lsn, Record, Wal};
+use shoal_wal::{BatchSink, DataDirLock, Lsn, Record, Wal};
 
 use super::recovery::{self, RecoveryReport, Replay};
 use super::{Durability, DurabilityOptions, WalSink};
@@ -139,31 +139,20 @@ struct GroupSink {
 }
 
 impl BatchSink for GroupSink {
-    fn submit(&mut self, first_lsn: Lsn, end_lsn: Lsn, records: &[u8]) -> BatchWait {
-        let Some(replica) = self.replica.get() else {
-            return Box::new(|| Err("replication has not started".to_string()));
-        };
+    fn write(&mut self, first_lsn: Lsn, end_lsn: Lsn, records: &[u8]) -> Result<(), String> {
+        let replica = self
+            .replica
+            .get()
+            .ok_or_else(|| "replication has not started".to_string())?;
         let batch = LogBatch {
             first_lsn,
             end_lsn,
             records: records.to_vec(),
         };
-        // Returns once the batch is queued in Raft, so batches keep their order.
-        match self.runtime.block_on(replica.submit(batch)) {
-            Ok(pending) => {
-                let runtime = self.runtime.clone();
-                Box::new(move || {
-                    runtime
-                        .block_on(pending.wait())
-                        .map(|_index| ())
-                        .map_err(|e| e.to_string())
-                })
-            }
-            Err(e) => {
-                let message = e.to_string();
-                Box::new(move || Err(message))
-            }
-        }
+        self.runtime
+            .block_on(replica.write(batch))
+            .map(|_index| ())
+            .map_err(|e| e.to_string())
     }
 }
 
