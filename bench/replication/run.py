@@ -934,6 +934,7 @@ def main():
     if os.geteuid() == 0:
         shutil.chown(workdir, "postgres")
     shared_buffers = f"{max(1024, args.scale * 24)}MB"
+    failed = False
     try:
         configurations = [PostgresAlone(workdir, shared_buffers),
                           PostgresWithSyncStandby(workdir, shared_buffers),
@@ -942,10 +943,13 @@ def main():
         results = [measure_configuration(c, args) for c in configurations]
         failover = measure_failover(args.shoal_binary, workdir, args.rto_cycles)
     except BaseException:
+        failed = True
         print_logs(workdir)
+        print(f"the servers' directories and whole logs are kept in {workdir}", file=sys.stderr)
         raise
     finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+        if not failed:
+            shutil.rmtree(workdir, ignore_errors=True)
     args.out_dir.mkdir(parents=True, exist_ok=True)
     plot_tps(args.out_dir, args, results)
     plot_failover(args.out_dir, failover)
