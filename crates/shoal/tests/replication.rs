@@ -519,6 +519,27 @@ async fn standbys_follow_the_primary_and_refuse_writes() {
         let answer = String::from_utf8_lossy(&out.stdout);
         assert!(out.status.success(), "psql {conninfo}: {out:?}");
         assert_eq!(answer.trim(), expected, "target_session_attrs={attrs}");
+        // psycopg, as an application connects (it tries the hosts itself, through libpq).
+        let script = "import sys, psycopg\n\
+                      with psycopg.connect(sys.argv[1]) as c:\n\
+                      \x20   print(c.execute('SELECT pg_is_in_recovery()').fetchone()[0])";
+        let out = std::process::Command::new("python3")
+            .args(["-c", script, &conninfo])
+            .output()
+            .expect("run python3");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if stderr.contains("No module named 'psycopg'") {
+            eprintln!("psycopg is not installed: its target_session_attrs check is skipped");
+            continue;
+        }
+        assert!(out.status.success(), "psycopg {conninfo}: {stderr}");
+        let answer = String::from_utf8_lossy(&out.stdout);
+        let expected = if expected == "t" { "True" } else { "False" };
+        assert_eq!(
+            answer.trim(),
+            expected,
+            "psycopg target_session_attrs={attrs}"
+        );
     }
 }
 
