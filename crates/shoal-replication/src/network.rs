@@ -106,19 +106,25 @@ enum CallError {
 
 impl PeerClient {
     async fn exchange(&mut self, kind: u8, body: &[u8]) -> Result<Vec<u8>, CallError> {
-        if self.conn.is_none() {
-            let conn = peer_auth::connect(&self.addr, &self.key)
+        // The connection is taken out while a request is on it and put back only once its
+        // answer is read: openraft may drop this future halfway (a replication stream that
+        // moves on), and a connection holding half a request would make the peer read the next
+        // request's bytes as the rest of it.
+        let mut conn = match self.conn.take() {
+            Some(conn) => conn,
+            None => peer_auth::connect(&self.addr, &self.key)
                 .await
-                .map_err(CallError::Connect)?;
-            self.conn = Some(conn);
-        }
-        let conn = self.conn.as_mut().expect("connected above");
-        let sent = async {
-            conn.write_u8(kind).await?;
-            write_message(conn, body).await?;
-            read_message(conn).await
+                .map_err(CallError::Connect)?,
         };
-        sent.await.map_err(CallError::Io)
+        let answer = async {
+            conn.write_u8(kind).await?;
+            write_message(&mut conn, body).await?;
+            read_message(&mut conn).await
+        }
+        .await
+        .map_err(CallError::Io)?;
+        self.conn = Some(conn);
+        Ok(answer)
     }
 
     async fn call<Req: Serialize, Reply: DeserializeOwned, E>(
