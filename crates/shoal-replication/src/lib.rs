@@ -15,7 +15,9 @@
 //! messages between nodes over TCP), `log_store` (the log files), `state_machine` (committed
 //! batches to the `Applier`).
 
+mod failover;
 mod log_store;
+mod membership;
 mod network;
 mod node;
 mod peer_auth;

@@ -456,6 +456,11 @@ impl Positions {
     pub(crate) fn end_lsn_at(&self, index: u64) -> Option<u64> {
         self.files.lock().end_lsn_at(index)
     }
+
+    /// The id of the last entry in the log (what a vote request carries).
+    pub(crate) fn last_log_id(&self) -> Option<LogId<NodeId>> {
+        self.files.lock().last_log_id()
+    }
 }
 
 impl Positions {

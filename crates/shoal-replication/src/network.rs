@@ -4,6 +4,7 @@
 //! follower); a failed connection is dropped and made again at the next request.
 
 use std::io;
+use std::sync::Arc;
 use std::time::Duration;
 
 use openraft::error::{
@@ -20,9 +21,10 @@ use serde::Serialize;
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufStream};
 use tokio::net::{TcpListener, TcpStream};
 
+use crate::log_store::Positions;
 use crate::peer_auth::{self, PeerKey};
 use crate::state_machine::Applied;
-use crate::{NodeId, TypeConfig};
+use crate::{failover, membership, NodeId, TypeConfig};
 
 const KIND_APPEND: u8 = 1;
 const KIND_VOTE: u8 = 2;
@@ -35,6 +37,9 @@ const KIND_APPLIED: u8 = 5;
 const KIND_SWITCHOVER: u8 = 6;
 /// The leader asks a follower not to stand for election for a while (`hold_elections`).
 const KIND_HOLD_ELECTIONS: u8 = 7;
+/// A follower asks another member how much log it holds and when it last heard from a
+/// leader (`failover`).
+pub(crate) const KIND_PROBE: u8 = 8;
 /// How long the other followers keep out of elections during a switchover.
 const SWITCHOVER_HOLD_MS: u64 = 5_000;
 /// A message bigger than this is refused: openraft sends at most `max_payload_entries` entries
@@ -200,14 +205,20 @@ impl RaftNetwork<TypeConfig> for PeerClient {
     }
 }
 
-/// Accepts peers' connections and hands their requests to `raft` (and followers' reports of
-/// what they applied to `applied_by`) until the listener fails.
-pub(crate) async fn serve(
-    listener: TcpListener,
-    raft: Raft<TypeConfig>,
-    applied_by: AppliedBy,
-    key: PeerKey,
-) {
+/// What a node's replication listener answers peers with.
+#[derive(Clone)]
+pub(crate) struct PeerService {
+    pub(crate) raft: Raft<TypeConfig>,
+    /// Followers' reports of what they applied (on the leader).
+    pub(crate) applied_by: AppliedBy,
+    pub(crate) key: PeerKey,
+    /// When a leader was last heard from (`failover`).
+    pub(crate) contact: Arc<failover::Contact>,
+    pub(crate) positions: Positions,
+}
+
+/// Accepts peers' connections and answers their requests until the listener fails.
+pub(crate) async fn serve(listener: TcpListener, service: PeerService) {
     loop {
         let (stream, peer) = match listener.accept().await {
             Ok(accepted) => accepted,
@@ -217,11 +228,9 @@ pub(crate) async fn serve(
                 continue;
             }
         };
-        let raft = raft.clone();
-        let applied_by = applied_by.clone();
-        let key = key.clone();
+        let service = service.clone();
         tokio::spawn(async move {
-            if let Err(e) = serve_peer(stream, raft, applied_by, key).await {
+            if let Err(e) = serve_peer(stream, service).await {
                 if e.kind() == io::ErrorKind::PermissionDenied {
                     tracing::warn!(%peer, "refused a replication connection: {e}");
                 } else if e.kind() != io::ErrorKind::UnexpectedEof {
@@ -232,25 +241,33 @@ pub(crate) async fn serve(
     }
 }
 
-async fn serve_peer(
-    stream: TcpStream,
-    raft: Raft<TypeConfig>,
-    applied_by: AppliedBy,
-    key: PeerKey,
-) -> io::Result<()> {
+async fn serve_peer(stream: TcpStream, service: PeerService) -> io::Result<()> {
+    let PeerService {
+        raft,
+        applied_by,
+        key,
+        contact,
+        positions,
+    } = service;
     let mut conn = peer_auth::accept(stream, &key).await?;
     loop {
         let kind = conn.read_u8().await?;
         let body = read_message(&mut conn).await?;
         let answer = match kind {
-            KIND_APPEND => encode(&raft.append_entries(decode(&body)?).await),
+            KIND_APPEND => {
+                contact.heard_from_leader();
+                encode(&raft.append_entries(decode(&body)?).await)
+            }
             KIND_VOTE => encode(&raft.vote(decode(&body)?).await),
-            KIND_SNAPSHOT => encode(&raft.install_snapshot(decode(&body)?).await),
+            KIND_SNAPSHOT => {
+                contact.heard_from_leader();
+                encode(&raft.install_snapshot(decode(&body)?).await)
+            }
             KIND_JOIN => encode(&add_member(&raft, decode(&body)?).await),
             KIND_SWITCHOVER => encode(&hand_over(&raft, decode(&body)?, &key).await),
             KIND_HOLD_ELECTIONS => {
                 let hold_ms: u64 = decode(&body)?;
-                hold_elections(&raft, hold_ms);
+                hold_elections(&raft, &contact, hold_ms);
                 encode(&())
             }
             KIND_APPLIED => {
@@ -258,6 +275,7 @@ async fn serve_peer(
                 applied_by.record(node_id, lsn);
                 encode(&())
             }
+            KIND_PROBE => encode(&failover::answer(&raft, &positions, &contact)),
             other => {
                 return Err(io::Error::new(
                     io::ErrorKind::InvalidData,
@@ -293,13 +311,8 @@ async fn add_member(raft: &Raft<TypeConfig>, request: JoinRequest) -> Result<(),
     raft.add_learner(request.node_id, BasicNode::new(&request.addr), true)
         .await
         .map_err(|e| format!("could not add node {}: {e}", request.node_id))?;
-    let mut voters: std::collections::BTreeSet<NodeId> = raft
-        .metrics()
-        .borrow()
-        .membership_config
-        .membership()
-        .voter_ids()
-        .collect();
+    let mut voters: std::collections::BTreeSet<NodeId> =
+        membership::voters(&raft.metrics().borrow()).collect();
     if voters.insert(request.node_id) {
         raft.change_membership(voters, false)
             .await
@@ -309,8 +322,8 @@ async fn add_member(raft: &Raft<TypeConfig>, request: JoinRequest) -> Result<(),
     Ok(())
 }
 
-/// One request on a connection of its own, for the rare messages (join, switchover).
-async fn call_once<Req: Serialize, Reply: DeserializeOwned>(
+/// One request on a connection of its own, for the rare messages (join, switchover, probes).
+pub(crate) async fn call_once<Req: Serialize, Reply: DeserializeOwned>(
     addr: &str,
     key: &PeerKey,
     kind: u8,
@@ -330,18 +343,9 @@ async fn request_join(
     call_once(addr, key, KIND_JOIN, request).await
 }
 
-/// The address of member `id` as the membership has it.
-fn member_addr(raft: &Raft<TypeConfig>, id: NodeId) -> Option<String> {
-    raft.metrics()
-        .borrow()
-        .membership_config
-        .nodes()
-        .find(|(n, _)| **n == id)
-        .map(|(_, node)| node.addr.clone())
-}
-
 /// On a follower: no election from this node for `hold_ms` (a switchover to another one runs).
-fn hold_elections(raft: &Raft<TypeConfig>, hold_ms: u64) {
+fn hold_elections(raft: &Raft<TypeConfig>, contact: &failover::Contact, hold_ms: u64) {
+    contact.hold(hold_ms);
     raft.runtime_config().elect(false);
     let raft = raft.clone();
     tokio::spawn(async move {
@@ -359,7 +363,7 @@ async fn hand_over(raft: &Raft<TypeConfig>, target: NodeId, key: &PeerKey) -> Re
     if metrics.state != openraft::ServerState::Leader {
         return Err(format!("node {} is not the primary", metrics.id));
     }
-    let voters: Vec<NodeId> = metrics.membership_config.membership().voter_ids().collect();
+    let voters: Vec<NodeId> = membership::voters(&metrics).collect();
     if !voters.contains(&target) {
         return Err(format!("node {target} is not a voting member of the group"));
     }
@@ -371,7 +375,8 @@ async fn hand_over(raft: &Raft<TypeConfig>, target: NodeId, key: &PeerKey) -> Re
         .iter()
         .filter(|&&id| id != metrics.id && id != target)
     {
-        let held: io::Result<()> = match member_addr(raft, *id) {
+        let addr = membership::addr(&raft.metrics().borrow(), *id);
+        let held: io::Result<()> = match addr {
             Some(addr) => call_once(&addr, key, KIND_HOLD_ELECTIONS, &SWITCHOVER_HOLD_MS).await,
             None => Ok(()),
         };
@@ -418,7 +423,8 @@ pub(crate) async fn ask_hand_over(
     if leader == node_id {
         return Ok(());
     }
-    let addr = member_addr(raft, leader).ok_or("the primary's address is unknown")?;
+    let addr = membership::addr(&raft.metrics().borrow(), leader)
+        .ok_or("the primary's address is unknown")?;
     let answer: Result<(), String> = call_once(&addr, key, KIND_SWITCHOVER, &node_id)
         .await
         .map_err(|e| format!("could not reach the primary (node {leader}): {e}"))?;
@@ -452,13 +458,7 @@ pub(crate) async fn join(
         addr: members[&node_id].clone(),
     };
     loop {
-        let is_voter = raft
-            .metrics()
-            .borrow()
-            .membership_config
-            .membership()
-            .voter_ids()
-            .any(|id| id == node_id);
+        let is_voter = membership::voters(&raft.metrics().borrow()).any(|id| id == node_id);
         if is_voter {
             return;
         }
@@ -524,12 +524,7 @@ pub(crate) async fn report_applied(
             let Some(leader) = m.current_leader.filter(|&l| l != node_id) else {
                 continue;
             };
-            let addr = m
-                .membership_config
-                .nodes()
-                .find(|(id, _)| **id == leader)
-                .map(|(_, n)| n.addr.clone());
-            match addr {
+            match membership::addr(&m, leader) {
                 Some(addr) => (leader, addr),
                 None => continue,
             }

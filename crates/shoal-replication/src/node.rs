@@ -18,7 +18,7 @@ use crate::peer_auth::PeerKey;
 use crate::snapshot::{self, SnapshotRecord};
 pub use crate::state_machine::Applied;
 use crate::state_machine::{Shared, StateMachine};
-use crate::{network, Applier, LogBatch, NodeId, TypeConfig};
+use crate::{failover, membership, network, Applier, LogBatch, NodeId, TypeConfig};
 
 /// How a node takes part in its group.
 #[derive(Clone, Debug)]
@@ -223,12 +223,24 @@ impl Replica {
         .await
         .map_err(|e| io::Error::other(e.to_string()))?;
         let applied_by = network::AppliedBy::new();
+        let contact = failover::Contact::new();
+        let service = network::PeerService {
+            raft: raft.clone(),
+            applied_by: applied_by.clone(),
+            key: key.clone(),
+            contact: contact.clone(),
+            positions: positions.clone(),
+        };
         let mut tasks = vec![
-            tokio::spawn(network::serve(
-                listener,
+            tokio::spawn(network::serve(listener, service)),
+            tokio::spawn(failover::watch(
                 raft.clone(),
-                applied_by.clone(),
+                config.node_id,
+                positions.clone(),
+                contact,
                 key.clone(),
+                config.election_timeout_ms.1,
+                config.heartbeat_ms,
             )),
             tokio::spawn(network::report_applied(
                 raft.clone(),
@@ -302,19 +314,15 @@ impl Replica {
     /// elsewhere).
     pub fn followers(&self) -> Vec<FollowerProgress> {
         let metrics = self.raft.metrics().borrow().clone();
-        let Some(matched) = metrics.replication else {
+        let Some(matched) = &metrics.replication else {
             return Vec::new();
         };
-        let membership = metrics.membership_config.clone();
         matched
-            .into_iter()
-            .filter(|(id, _)| *id != self.node_id)
-            .map(|(node_id, log_id)| FollowerProgress {
+            .iter()
+            .filter(|(id, _)| **id != self.node_id)
+            .map(|(&node_id, &log_id)| FollowerProgress {
                 node_id,
-                addr: membership
-                    .nodes()
-                    .find(|(id, _)| **id == node_id)
-                    .map_or_else(String::new, |(_, n)| n.addr.clone()),
+                addr: membership::addr(&metrics, node_id).unwrap_or_default(),
                 flushed_lsn: log_id.and_then(|l| self.positions.end_lsn_at(l.index)),
                 applied_lsn: self.applied_by.get(node_id),
             })
@@ -324,15 +332,7 @@ impl Replica {
     /// How many other voters must have an entry for it to be committed: a majority of the
     /// group, this node being one of it.
     pub fn quorum_standbys(&self) -> usize {
-        let voters = self
-            .raft
-            .metrics()
-            .borrow()
-            .membership_config
-            .membership()
-            .voter_ids()
-            .count();
-        voters / 2
+        membership::voters(&self.raft.metrics().borrow()).count() / 2
     }
 
     /// On the leader: waits until `count` of the other voters have the log up to `lsn`
@@ -355,12 +355,10 @@ impl Replica {
                         leader: m.current_leader,
                     });
                 }
-                let voters: Vec<NodeId> = m.membership_config.membership().voter_ids().collect();
                 let applied_lsns = applied.borrow_and_update();
-                voters
-                    .iter()
-                    .filter(|&&id| id != self.node_id && counts(&format!("node{id}")))
-                    .filter(|&&id| match progress {
+                membership::voters(&m)
+                    .filter(|&id| id != self.node_id && counts(&format!("node{id}")))
+                    .filter(|&id| match progress {
                         StandbyProgress::Applied => {
                             applied_lsns.get(&id).is_some_and(|&l| l >= lsn)
                         }
@@ -399,12 +397,7 @@ impl Replica {
         let metrics = self.raft.metrics();
         let m = metrics.borrow();
         let leader = m.current_leader.filter(|&l| l != self.node_id)?;
-        let addr = m
-            .membership_config
-            .nodes()
-            .find(|(id, _)| **id == leader)
-            .map(|(_, n)| n.addr.clone())?;
-        Some((leader, addr))
+        Some((leader, membership::addr(&m, leader)?))
     }
 
     /// Switchover: makes this node (a voting follower) the leader on purpose. The leader hands

@@ -22,6 +22,12 @@ pub async fn run(server: Arc<Server>) {
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         ticks.tick().await;
+        // A standby deletes nothing: the primary's deletions of expired keys reach it by the
+        // log, and its reads skip expired keys meanwhile (as a Redis replica's).
+        if server.host.read_only() {
+            cursor = None;
+            continue;
+        }
         match tick(&server, cursor.as_ref()).await {
             Ok(next) => cursor = next,
             // The tables may be being dropped and made again: try again next tick.

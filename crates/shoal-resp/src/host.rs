@@ -67,6 +67,35 @@ pub enum Login {
     Refused,
 }
 
+/// This server's place in a replication group, as INFO's replication section and ROLE tell
+/// it. A server alone is a primary with no standbys.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Replication {
+    /// It takes writes. `log_end` is where its redo log ends; `standbys` what each standby
+    /// has on disk (`None` before it acknowledged anything).
+    Primary {
+        log_end: u64,
+        standbys: Vec<Standby>,
+    },
+    /// A hot standby: it serves reads of the log it applied up to `applied`, and refuses
+    /// writes with READONLY. `primary_host` is the primary's host while it hears from one.
+    Standby {
+        applied: u64,
+        primary_host: Option<String>,
+    },
+}
+
+/// A standby, as its primary sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Standby {
+    /// Its name in the group (`nodeN`).
+    pub name: String,
+    /// The host of its replication address.
+    pub host: String,
+    /// Where the log it has on disk ends.
+    pub flushed: Option<u64>,
+}
+
 pub trait Host: Send + Sync + 'static {
     fn database(&self) -> Arc<Database>;
 
@@ -87,4 +116,11 @@ pub trait Host: Send + Sync + 'static {
     /// A number that changes whenever roles or privileges may have (the catalog's version):
     /// a connection keeps its `access` until it changes.
     fn catalog_version(&self) -> u64;
+
+    /// Whether this server is a standby now: write commands get READONLY, and keys are not
+    /// expired here (the primary's deletions arrive by the log). Asked by every write.
+    fn read_only(&self) -> bool;
+
+    /// Where this server stands in its replication group.
+    fn replication(&self) -> Replication;
 }

@@ -13,7 +13,7 @@ use std::net::IpAddr;
 
 use shoal_auth::hba::Method;
 use shoal_auth::Verifier;
-use shoal_resp::host::{Access, BoxFuture, Host, Login};
+use shoal_resp::host::{Access, BoxFuture, Host, Login, Replication, Standby};
 use shoal_resp::keyspace::{self, Members, Tables};
 use shoal_storage::catalog::{ConstraintKind, RelationKind};
 use shoal_storage::catalog_privileges::{ObjectClass, Privileges};
@@ -83,18 +83,31 @@ pub struct RedisHost {
 }
 
 impl RedisHost {
-    /// Makes the `redis` schema and its tables if they are not there yet.
+    /// Makes the `redis` schema and its tables if they are not there yet. A standby cannot:
+    /// it finds them once they arrive by the log, and makes them itself if it is promoted
+    /// before any primary did (a group's first primary, elected after its members started).
     pub async fn start(engine: Arc<Engine>) -> SqlResult<Arc<RedisHost>> {
-        let mut session = Session::new(engine.clone());
-        for result in session.execute_sql(SCHEMA_SQL).await {
-            result?;
+        if engine.in_recovery() {
+            let promoted = engine.clone();
+            tokio::spawn(async move {
+                while promoted.in_recovery() {
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                }
+                if let Err(e) = make_schema(&promoted).await {
+                    tracing::error!("cannot set up the redis schema: {}", e.message);
+                }
+            });
+        } else {
+            make_schema(&engine).await?;
         }
         let host = RedisHost {
             engine,
             mock_secret: Verifier::new_mock_secret(),
             tables: RwLock::new(None),
         };
-        host.find_tables()?;
+        if !host.engine.in_recovery() {
+            host.find_tables()?;
+        }
         Ok(Arc::new(host))
     }
 
@@ -173,6 +186,22 @@ impl RedisHost {
         *self.tables.write() = Some((version, tables.clone()));
         Ok(tables)
     }
+}
+
+async fn make_schema(engine: &Arc<Engine>) -> SqlResult<()> {
+    let mut session = Session::new(engine.clone());
+    for result in session.execute_sql(SCHEMA_SQL).await {
+        result?;
+    }
+    Ok(())
+}
+
+/// The host of a replication address (`host:port`, `[v6]:port`).
+fn host_of(addr: &str) -> String {
+    let host = addr.rsplit_once(':').map_or(addr, |(host, _port)| host);
+    host.trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_string()
 }
 
 impl Host for RedisHost {
@@ -270,6 +299,36 @@ impl Host for RedisHost {
 
     fn catalog_version(&self) -> u64 {
         self.engine.catalog.version()
+    }
+
+    fn read_only(&self) -> bool {
+        self.engine.in_recovery()
+    }
+
+    fn replication(&self) -> Replication {
+        let replica = self.engine.replica.get();
+        if let Some(replica) = replica.filter(|_| self.engine.in_recovery()) {
+            return Replication::Standby {
+                applied: replica.applied().borrow().end_lsn,
+                primary_host: replica.leader_addr().map(|(_, addr)| host_of(&addr)),
+            };
+        }
+        let log_end = self
+            .engine
+            .durability
+            .as_ref()
+            .map_or(0, |d| d.wal.next_lsn());
+        let standbys = replica.map_or_else(Vec::new, |r| {
+            r.followers()
+                .into_iter()
+                .map(|f| Standby {
+                    name: format!("node{}", f.node_id),
+                    host: host_of(&f.addr),
+                    flushed: f.flushed_lsn,
+                })
+                .collect()
+        });
+        Replication::Primary { log_end, standbys }
     }
 
     fn commit(&self, txn: Transaction, wait_for_flush: bool) -> BoxFuture<'_, Result<(), String>> {

@@ -323,11 +323,8 @@ fn main() {
                     eprintln!("shoal: {e}");
                     std::process::exit(2);
                 });
-            if group.is_some() && (redis_listen.is_some() || redo_log == "off") {
-                eprintln!(
-                    "shoal: a member of a replication group does not serve the Redis protocol \
-                     yet, and always keeps its redo log"
-                );
+            if group.is_some() && redo_log == "off" {
+                eprintln!("shoal: a member of a replication group always keeps its redo log");
                 std::process::exit(2);
             }
             let password = client_auth::superuser_password(superuser_password_file.as_deref())

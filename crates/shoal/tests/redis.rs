@@ -4,120 +4,11 @@
 
 mod support;
 
+use std::time::{Duration, Instant};
+
+use support::group::{Group, ONE_GROUP_AT_A_TIME};
+use support::resp::{bulk, Redis, Reply};
 use support::{free_port, ShoalServer};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
-
-/// A reply, as far as these tests look at it.
-#[derive(Debug, Clone, PartialEq)]
-enum Reply {
-    Status(String),
-    Error(String),
-    Int(i64),
-    Bulk(Vec<u8>),
-    Nil,
-    Array(Vec<Reply>),
-}
-
-/// A minimal RESP2 client.
-struct Redis {
-    stream: TcpStream,
-    buf: Vec<u8>,
-}
-
-impl Redis {
-    async fn connect(port: u16) -> Redis {
-        for _ in 0..200 {
-            if let Ok(stream) = TcpStream::connect(("127.0.0.1", port)).await {
-                return Redis {
-                    stream,
-                    buf: Vec::new(),
-                };
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        }
-        panic!("no Redis listener on port {port}");
-    }
-
-    async fn call(&mut self, args: &[&str]) -> Reply {
-        let mut out = format!("*{}\r\n", args.len()).into_bytes();
-        for a in args {
-            out.extend(format!("${}\r\n{a}\r\n", a.len()).bytes());
-        }
-        self.stream.write_all(&out).await.unwrap();
-        self.reply().await
-    }
-
-    /// Sends every command in one write, then reads their replies.
-    async fn pipeline(&mut self, commands: &[Vec<String>]) -> Vec<Reply> {
-        let mut out = Vec::new();
-        for args in commands {
-            out.extend(format!("*{}\r\n", args.len()).bytes());
-            for a in args {
-                out.extend(format!("${}\r\n{a}\r\n", a.len()).bytes());
-            }
-        }
-        self.stream.write_all(&out).await.unwrap();
-        let mut replies = Vec::new();
-        for _ in commands {
-            replies.push(self.reply().await);
-        }
-        replies
-    }
-
-    async fn line(&mut self) -> String {
-        loop {
-            if let Some(at) = self.buf.windows(2).position(|w| w == b"\r\n") {
-                let line = String::from_utf8(self.buf[..at].to_vec()).unwrap();
-                self.buf.drain(..at + 2);
-                return line;
-            }
-            self.fill().await;
-        }
-    }
-
-    async fn fill(&mut self) {
-        let mut chunk = [0u8; 4096];
-        let n = self.stream.read(&mut chunk).await.unwrap();
-        assert!(n > 0, "server closed the connection");
-        self.buf.extend_from_slice(&chunk[..n]);
-    }
-
-    fn reply(&mut self) -> std::pin::Pin<Box<dyn std::future::Future<Output = Reply> + Send + '_>> {
-        Box::pin(async move {
-            let line = self.line().await;
-            let (kind, rest) = line.split_at(1);
-            match kind {
-                "+" => Reply::Status(rest.into()),
-                "-" => Reply::Error(rest.into()),
-                ":" => Reply::Int(rest.parse().unwrap()),
-                "$" if rest == "-1" => Reply::Nil,
-                "$" => {
-                    let n: usize = rest.parse().unwrap();
-                    while self.buf.len() < n + 2 {
-                        self.fill().await;
-                    }
-                    let data = self.buf[..n].to_vec();
-                    self.buf.drain(..n + 2);
-                    Reply::Bulk(data)
-                }
-                "*" if rest == "-1" => Reply::Nil,
-                "*" => {
-                    let mut items = Vec::new();
-                    for _ in 0..rest.parse::<usize>().unwrap() {
-                        items.push(self.reply().await);
-                    }
-                    Reply::Array(items)
-                }
-                _ => panic!("unexpected reply line {line:?}"),
-            }
-        })
-    }
-}
-
-fn bulk(s: &str) -> Reply {
-    Reply::Bulk(s.as_bytes().to_vec())
-}
 
 fn start(args: &[&str]) -> (ShoalServer, u16) {
     let port = free_port();
@@ -801,4 +692,125 @@ async fn writes_survive_a_crash_a_second_later_at_every_appendfsync() {
         assert_eq!(r.call(&["ZSCORE", "z", "m"]).await, bulk("2.5"));
         drop(restarted);
     }
+}
+
+/// Sends `args` until the reply is not an error (a node may still be making the Redis tables,
+/// or be promoted a moment later than SQL says); panics after 20 s.
+async fn call_until_ok(redis: &mut Redis, args: &[&str]) -> Reply {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let reply = redis.call(args).await;
+        if !matches!(reply, Reply::Error(_)) {
+            return reply;
+        }
+        assert!(Instant::now() < deadline, "{args:?} answered {reply:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The text of INFO's replication section.
+async fn replication_info(redis: &mut Redis) -> String {
+    match redis.call(&["INFO", "replication"]).await {
+        Reply::Bulk(text) => String::from_utf8(text).unwrap(),
+        other => panic!("INFO replication answered {other:?}"),
+    }
+}
+
+/// A replication group serves the Redis protocol over the same log: a write on the primary
+/// reaches every standby, which answers reads and refuses writes with READONLY (a write
+/// queued in MULTI aborts the EXEC), as a Redis replica does; INFO and ROLE tell each node's
+/// role; after a failover the new primary takes Redis writes and has every acknowledged one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replication_groups_standbys_serve_reads_and_refuse_writes() {
+    let _one_group = ONE_GROUP_AT_A_TIME.lock().await;
+    let redis_ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
+    let mut group = Group::start_each(|n| {
+        vec![
+            "--redis-listen".into(),
+            format!("127.0.0.1:{}", redis_ports[n]),
+            "--redis-appendfsync".into(),
+            "always".into(),
+        ]
+    });
+    let (p, _) = group.settled_primary().await;
+    let mut primary = Redis::connect(redis_ports[p]).await;
+    // No node was the primary when the group started: the first one made the tables when it
+    // was elected.
+    assert_eq!(
+        call_until_ok(&mut primary, &["SET", "greeting", "hello"]).await,
+        Reply::Status("OK".into())
+    );
+    assert_eq!(
+        primary.call(&["RPUSH", "queue", "a", "b"]).await,
+        Reply::Int(2)
+    );
+    let info = replication_info(&mut primary).await;
+    assert!(info.contains("role:master\r\n"), "{info}");
+    assert!(info.contains("connected_slaves:2\r\n"), "{info}");
+    match primary.call(&["ROLE"]).await {
+        Reply::Array(items) => assert_eq!(items[0], bulk("master")),
+        other => panic!("ROLE answered {other:?}"),
+    }
+
+    for s in (0..3).filter(|&n| n != p) {
+        let mut standby = Redis::connect(redis_ports[s]).await;
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while standby.call(&["LRANGE", "queue", "0", "-1"]).await
+            != Reply::Array(vec![bulk("a"), bulk("b")])
+        {
+            assert!(
+                Instant::now() < deadline,
+                "node {} did not get the list",
+                s + 1
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert_eq!(standby.call(&["GET", "greeting"]).await, bulk("hello"));
+        for write in [
+            &["SET", "greeting", "bye"][..],
+            &["DEL", "greeting"],
+            &["LPOP", "queue"],
+            &["FLUSHALL"],
+        ] {
+            match standby.call(write).await {
+                Reply::Error(e) => assert_eq!(
+                    e, "READONLY You can't write against a read only replica.",
+                    "{write:?}"
+                ),
+                other => panic!("{write:?} on a standby answered {other:?}"),
+            }
+        }
+        assert_eq!(standby.call(&["MULTI"]).await, Reply::Status("OK".into()));
+        assert!(
+            matches!(standby.call(&["INCR", "n"]).await, Reply::Error(e) if e.starts_with("READONLY"))
+        );
+        assert!(
+            matches!(standby.call(&["EXEC"]).await, Reply::Error(e) if e.starts_with("EXECABORT"))
+        );
+        assert_eq!(standby.call(&["GET", "greeting"]).await, bulk("hello"));
+        let info = replication_info(&mut standby).await;
+        assert!(info.contains("role:slave\r\n"), "{info}");
+        assert!(info.contains("master_link_status:up\r\n"), "{info}");
+        match standby.call(&["ROLE"]).await {
+            Reply::Array(items) => assert_eq!(items[0], bulk("slave")),
+            other => panic!("ROLE answered {other:?}"),
+        }
+    }
+
+    // Acknowledged (appendfsync always: on a majority's disks), then the primary dies.
+    assert_eq!(
+        primary.call(&["INCRBY", "counter", "41"]).await,
+        Reply::Int(41)
+    );
+    drop(primary);
+    group.kill(p);
+    let (q, _) = group.primary().await;
+    let mut promoted = Redis::connect(redis_ports[q]).await;
+    assert_eq!(
+        call_until_ok(&mut promoted, &["INCR", "counter"]).await,
+        Reply::Int(42)
+    );
+    assert_eq!(promoted.call(&["GET", "greeting"]).await, bulk("hello"));
+    let info = replication_info(&mut promoted).await;
+    assert!(info.contains("role:master\r\n"), "{info}");
 }

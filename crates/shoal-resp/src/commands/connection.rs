@@ -3,7 +3,7 @@
 
 use super::{find, parse_integer, Args, Server, COMMANDS, NOT_AN_INTEGER, SYNTAX_ERROR};
 use crate::client::Client;
-use crate::host::{AppendFsync, Login};
+use crate::host::{AppendFsync, Login, Replication};
 use crate::protocol::{Protocol, ReplyWriter};
 
 /// The Redis version Shoal answers as (INFO, HELLO): the protocol and command semantics it
@@ -64,6 +64,7 @@ pub(super) fn execute(
         }
         "config" => config(server, args, w),
         "info" => info(server, args, w),
+        "role" => role(server, w),
         _ => return false,
     }
     true
@@ -168,7 +169,10 @@ fn hello(server: &Server, client: &mut Client, args: &Args<'_>, w: &mut ReplyWri
     w.bulk(b"mode");
     w.bulk(b"standalone");
     w.bulk(b"role");
-    w.bulk(b"master");
+    w.bulk(match server.host.read_only() {
+        true => &b"replica"[..],
+        false => &b"master"[..],
+    });
     w.bulk(b"modules");
     w.array(0);
 }
@@ -306,6 +310,81 @@ fn config(server: &Server, args: &Args<'_>, w: &mut ReplyWriter<'_>) {
     }
 }
 
+/// INFO's replication section, with Redis's names: a standby is a `slave` whose offset is
+/// the log it applied; a primary lists each standby and the log it has on disk. Offsets are
+/// positions in Shoal's redo log (as `pg_current_wal_lsn()`), and ports 0: the members do not
+/// know each other's Redis ports.
+fn replication_section(replication: &Replication) -> String {
+    let mut text = "# Replication\r\n".to_string();
+    match replication {
+        Replication::Primary { log_end, standbys } => {
+            text.push_str(&format!(
+                "role:master\r\nconnected_slaves:{}\r\n",
+                standbys.len()
+            ));
+            for (i, s) in standbys.iter().enumerate() {
+                text.push_str(&format!(
+                    "slave{i}:ip={},port=0,state={},offset={},name={}\r\n",
+                    s.host,
+                    if s.flushed.is_some() {
+                        "online"
+                    } else {
+                        "wait_bgsave"
+                    },
+                    s.flushed.unwrap_or(0),
+                    s.name,
+                ));
+            }
+            text.push_str(&format!("master_repl_offset:{log_end}\r\n"));
+        }
+        Replication::Standby {
+            applied,
+            primary_host,
+        } => {
+            text.push_str(&format!(
+                "role:slave\r\nmaster_host:{}\r\nmaster_port:0\r\nmaster_link_status:{}\r\nslave_read_only:1\r\nslave_repl_offset:{applied}\r\nmaster_repl_offset:{applied}\r\n",
+                primary_host.as_deref().unwrap_or(""),
+                if primary_host.is_some() { "up" } else { "down" }
+            ));
+        }
+    }
+    text
+}
+
+/// ROLE, in Redis's shapes: `master`, the log's end and a `[host, port, offset]` per standby
+/// on a primary; `slave`, the primary's host and port, the link's state and the log applied
+/// on a standby. Ports are 0 and offsets redo log positions, as in INFO.
+fn role(server: &Server, w: &mut ReplyWriter<'_>) {
+    match server.host.replication() {
+        Replication::Primary { log_end, standbys } => {
+            w.array(3);
+            w.bulk(b"master");
+            w.integer(log_end as i64);
+            w.array(standbys.len());
+            for s in &standbys {
+                w.array(3);
+                w.bulk(s.host.as_bytes());
+                w.bulk(b"0");
+                w.bulk(s.flushed.unwrap_or(0).to_string().as_bytes());
+            }
+        }
+        Replication::Standby {
+            applied,
+            primary_host,
+        } => {
+            w.array(5);
+            w.bulk(b"slave");
+            w.bulk(primary_host.as_deref().unwrap_or("").as_bytes());
+            w.integer(0);
+            w.bulk(match primary_host {
+                Some(_) => &b"connected"[..],
+                None => &b"connect"[..],
+            });
+            w.integer(applied as i64);
+        }
+    }
+}
+
 /// INFO: the server, memory, persistence, replication and keyspace sections, as far as they
 /// apply. Memory is what the Redis data's table holds (rows, versions and index entries);
 /// the keyspace counts each database's live keys and those with an expiry.
@@ -359,7 +438,7 @@ fn info(server: &Server, args: &Args<'_>, w: &mut ReplyWriter<'_>) {
         ));
     }
     if wanted("replication") {
-        sections.push("# Replication\r\nrole:master\r\nconnected_slaves:0\r\n".into());
+        sections.push(replication_section(&server.host.replication()));
     }
     if wanted("keyspace") {
         let mut text = "# Keyspace\r\n".to_string();

@@ -102,6 +102,7 @@ pub static COMMANDS: &[Spec] = &[
         NONE,
     ),
     spec("info", -1, &["loading", "stale"], NONE),
+    spec("role", 1, &["noscript", "loading", "stale", "fast"], NONE),
     spec("dbsize", 1, R, NONE),
     spec("flushdb", -1, &["write"], NONE),
     spec("flushall", -1, &["write"], NONE),
@@ -375,6 +376,9 @@ pub async fn execute(
         let error = format!("NOPERM this user has no permissions to run the '{name}' command");
         return refuse(client, &mut w, &error);
     }
+    if refused_on_standby(server, spec) {
+        return refuse(client, &mut w, READONLY_ERROR);
+    }
     match name {
         "multi" => match client.multi {
             Some(_) => w.error("ERR MULTI calls can not be nested"),
@@ -445,6 +449,16 @@ fn runs_in_batch(server: &Server, client: &mut Client, spec: &Spec, args: &Args<
         && client.user.is_some()
         && arity_fits(spec, args)
         && server.permits(client, spec)
+        && !refused_on_standby(server, spec)
+}
+
+/// Redis's answer to a write on a read-only replica.
+const READONLY_ERROR: &str = "READONLY You can't write against a read only replica.";
+
+/// A write command on a standby: refused (before MULTI queues it, so EXEC then aborts), as a
+/// Redis replica with `replica-read-only yes` does.
+fn refused_on_standby(server: &Server, spec: &Spec) -> bool {
+    spec.flags.contains(&"write") && server.host.read_only()
 }
 
 /// The key commands of one read of a pipeline, run in one storage transaction and committed

@@ -3,7 +3,9 @@
 
 #![allow(dead_code)] // Each test binary uses a different part of this module.
 
+pub mod group;
 pub mod postgres;
+pub mod resp;
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
