@@ -1,6 +1,6 @@
 //! This node's membership of its replication group, as the rest of Shoal sees it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use openraft::error::{ClientWriteError, RaftError};
-use openraft::{BasicNode, Raft, RaftMetrics, ServerState, SnapshotPolicy};
+use openraft::{BasicNode, ChangeMembers, Raft, RaftMetrics, ServerState, SnapshotPolicy};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -398,6 +398,52 @@ impl Replica {
         let m = metrics.borrow();
         let leader = m.current_leader.filter(|&l| l != self.node_id)?;
         Some((leader, membership::addr(&m, leader)?))
+    }
+
+    /// On the leader: removes member `id` from the group, a voter or a learner (a node that
+    /// is joining). Returns once the group committed the change, which takes a majority of the
+    /// group both with and without it (Raft's joint consensus); fails after `timeout` (the
+    /// change may still be committed later). The leader cannot remove itself: a switchover
+    /// to another member comes first.
+    pub async fn remove_member(&self, id: NodeId, timeout: Duration) -> Result<(), String> {
+        let (raft, node_id) = (self.raft.clone(), self.node_id);
+        let change = async move {
+            let metrics = raft.metrics().borrow().clone();
+            if metrics.state != ServerState::Leader {
+                return Err("this node is not the primary".to_string());
+            }
+            if id == node_id {
+                return Err(format!(
+                    "node {id} is the primary: switch over to another member first (pg_promote() there)"
+                ));
+            }
+            if membership::addr(&metrics, id).is_none() {
+                return Err(format!("node {id} is not a member of the group"));
+            }
+            let voters: BTreeSet<NodeId> = membership::voters(&metrics).collect();
+            let changed = match voters.contains(&id) {
+                // Removed from the voters and, not retained as a learner, from the group.
+                true => {
+                    let rest: BTreeSet<NodeId> = voters.into_iter().filter(|&v| v != id).collect();
+                    raft.change_membership(rest, false).await
+                }
+                false => {
+                    let change = ChangeMembers::RemoveNodes(BTreeSet::from([id]));
+                    raft.change_membership(change, false).await
+                }
+            };
+            changed.map_err(|e| format!("could not remove node {id}: {e}"))?;
+            tracing::info!(node = id, "node {id} is no longer a member of the group");
+            Ok(())
+        };
+        // On the runtime Raft runs on, whichever runtime the caller (a session) is on.
+        let change = self.runtime.spawn(tokio::time::timeout(timeout, change));
+        match change.await.map_err(|e| format!("removing node {id}: {e}"))? {
+            Ok(removed) => removed,
+            Err(_) => Err(format!(
+                "the group did not commit the removal of node {id} within {timeout:?}: a majority of it, with and without node {id}, must be up"
+            )),
+        }
     }
 
     /// Switchover: makes this node (a voting follower) the leader on purpose. The leader hands

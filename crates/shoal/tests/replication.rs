@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use support::connect;
 use support::group::*;
 use tokio_postgres::{Client, NoTls};
 

@@ -1,13 +1,14 @@
 //! Replication groups that drop the log's start: checkpoints are the group's snapshots, and a
 //! node further behind than the log kept, or one joining from nothing, is sent the primary's
-//! newest checkpoint and follows the log from there. The members authenticate each other.
+//! newest checkpoint and follows the log from there. A member gone for good is removed. The
+//! members authenticate each other.
 
 mod support;
 
 use std::time::{Duration, Instant};
 
-use support::free_port;
 use support::group::*;
+use support::{connect, free_port};
 use tokio_postgres::NoTls;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -195,6 +196,41 @@ async fn checkpoints_drop_the_log_and_nodes_behind_it_load_the_primarys() {
         .await
         .expect_err("the new node is a standby");
     assert_eq!(sqlstate(&err), "25006", "{err}");
+
+    // A member gone for good is removed on the primary; the group's majority is then counted
+    // without it, so the group takes writes with another member down too (two of four down
+    // would have stopped it).
+    let standbys: Vec<usize> = (0..4).filter(|&n| n != p).collect();
+    let (gone, down, up) = (standbys[0], standbys[1], standbys[2]);
+    for (on, id, why) in [
+        (&node4, p + 1, "a member is removed on the primary"),
+        (&primary, p + 1, "switch over to another member first"),
+        (&primary, 9, "node 9 is not a member of the group"),
+    ] {
+        let err = on
+            .query_one(&format!("SELECT shoal_remove_member({id})"), &[])
+            .await
+            .expect_err("refused");
+        assert_eq!(sqlstate(&err), "55000", "{err}");
+        let message = err.as_db_error().map_or("", |e| e.message());
+        assert!(message.contains(why), "{message}");
+    }
+    group.kill(gone);
+    let removed: bool = primary
+        .query_one(&format!("SELECT shoal_remove_member({})", gone + 1), &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert!(removed);
+    wait_for_value(&primary, "SELECT count(*) FROM pg_stat_replication", 2).await;
+    group.kill(down);
+    let insert = primary.batch_execute("INSERT INTO rows_t VALUES (-2, 2)");
+    tokio::time::timeout(Duration::from_secs(20), insert)
+        .await
+        .expect("a majority of the three members left takes the write")
+        .unwrap();
+    let survivor = connect(group.nodes[up].as_ref().unwrap()).await;
+    wait_for_value(&survivor, "SELECT count(*) FROM rows_t WHERE id = -2", 1).await;
     let _ = std::fs::remove_file(key_file);
     let _ = std::fs::remove_file(wrong_key);
 }

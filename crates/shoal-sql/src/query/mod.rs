@@ -32,6 +32,7 @@ pub mod float_math;
 pub mod format;
 pub mod functions;
 pub mod group_by_key;
+mod group_control;
 pub mod in_list;
 pub mod in_subquery;
 pub mod index_join;
@@ -51,7 +52,6 @@ pub mod pg_errors;
 mod pg_keywords;
 pub mod pg_literals;
 pub mod privilege_functions;
-mod promote;
 pub mod provider;
 pub mod psql_describe;
 pub mod query_memory;
@@ -160,7 +160,7 @@ pub fn new_session_state(scope: Arc<PlanScope>) -> SessionState {
     backend_functions::register(&mut state, &scope);
     wal_functions::register(&mut state, &scope);
     backup_functions::register(&mut state, &scope);
-    promote::register(&mut state, &scope);
+    group_control::register(&mut state, &scope);
     bit_casts::register(&mut state);
     crate::routines::register(&mut state);
     state

@@ -176,10 +176,6 @@ pub async fn try_connect(server: &ShoalServer) -> Result<Client, tokio_postgres:
     Ok(client)
 }
 
-pub async fn connect(server: &ShoalServer) -> Client {
-    try_connect(server).await.expect("connect")
-}
-
 /// Polls `query` (one bigint) on `client` until it gives `expected`.
 pub async fn wait_for_value(client: &Client, query: &str, expected: i64) {
     let deadline = Instant::now() + Duration::from_secs(20);
