@@ -75,6 +75,13 @@ pub trait Applier: Send + Sync + 'static {
     /// no longer match the log.
     fn apply(&self, batch: &LogBatch) -> Result<(), String>;
 
+    /// Whether `batch` is in the database already (the leader wrote it): `apply` then only
+    /// notes it, and runs inline rather than on a thread of its own, off the commit's path.
+    fn holds(&self, batch: &LogBatch) -> bool {
+        let _ = batch;
+        false
+    }
+
     /// Writes a checkpoint of the database as it is now and makes it current; returns the LSN
     /// replay must start from to rebuild the database from it (every batch ending at or before
     /// it is held whole). Blocks.

@@ -1,5 +1,6 @@
 //! Raft's messages between nodes, over TCP. A request is `[kind u8][length u32][bincode]`, its
-//! answer `[length u32][bincode of Result<reply, RaftError>]`. Each peer client keeps one
+//! answer `[length u32][bincode of Result<reply, RaftError>]` (a follower's report of what it
+//! applied has none). Each peer client keeps one
 //! connection and sends one request at a time on it (openraft runs one replication stream per
 //! follower); a failed connection is dropped and made again at the next request.
 
@@ -270,10 +271,11 @@ async fn serve_peer(stream: TcpStream, service: PeerService) -> io::Result<()> {
                 hold_elections(&raft, &contact, hold_ms);
                 encode(&())
             }
+            // One way: a follower does not wait for an answer to its report.
             KIND_APPLIED => {
                 let (node_id, lsn): (NodeId, u64) = decode(&body)?;
                 applied_by.record(node_id, lsn);
-                encode(&())
+                continue;
             }
             KIND_PROBE => encode(&failover::answer(&raft, &positions, &contact)),
             other => {
@@ -504,8 +506,8 @@ impl AppliedBy {
 }
 
 /// On every node: tells the leader (when it is another node) each new applied position, so
-/// that `remote_apply` commits know when a standby shows them. Reports coalesce: while one is
-/// on its way, only the newest position is sent next.
+/// that `remote_apply` commits know when a standby shows them. A report is one way (no
+/// answer); reports coalesce: while one is being sent, only the newest position is sent next.
 pub(crate) async fn report_applied(
     raft: Raft<TypeConfig>,
     node_id: NodeId,
@@ -538,8 +540,7 @@ pub(crate) async fn report_applied(
             }
             let (_, stream) = conn.as_mut().expect("connected above");
             stream.write_u8(KIND_APPLIED).await?;
-            write_message(stream, &encode(&(node_id, lsn))).await?;
-            read_message(stream).await.map(|_| ())
+            write_message(stream, &encode(&(node_id, lsn))).await
         };
         if let Err(e) = tokio::time::timeout(Duration::from_secs(1), sent)
             .await

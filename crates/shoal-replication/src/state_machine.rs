@@ -221,10 +221,9 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
                 }
             }
         }
-        // Applying a batch is the database's work (a bulk load's batch takes a while): on a
-        // thread of its own, so Raft's tasks (heartbeats among them) keep running.
         let applier = self.shared.applier.clone();
-        let applied = tokio::task::spawn_blocking(move || {
+        let held = batches.iter().all(|(_, b)| applier.holds(b));
+        let apply_all = move || {
             for (log_id, batch) in &batches {
                 if let Err(message) = applier.apply(batch) {
                     tracing::error!(%log_id, "could not apply: {message}");
@@ -232,9 +231,16 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
                 }
             }
             Ok(())
-        })
-        .await
-        .unwrap_or_else(|e| panic!("applying a batch panicked: {e}"));
+        };
+        // Applying a batch is the database's work (a bulk load's batch takes a while): on a
+        // thread of its own, so Raft's tasks (heartbeats among them) keep running. The
+        // leader's own batches are in its database already: noted here, at once.
+        let applied = match held {
+            true => apply_all(),
+            false => tokio::task::spawn_blocking(apply_all)
+                .await
+                .unwrap_or_else(|e| panic!("applying a batch panicked: {e}")),
+        };
         if let Err((log_id, message)) = applied {
             let e = std::io::Error::other(message);
             return Err(StorageIOError::new(

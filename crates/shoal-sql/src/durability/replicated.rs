@@ -59,7 +59,7 @@ impl Applier for StandbyApplier {
         if self.stale.load(Ordering::Acquire) {
             return Ok(());
         }
-        if batch.first_lsn >= self.own_from_lsn.load(Ordering::Acquire) {
+        if self.holds(batch) {
             self.applied_end_lsn.store(batch.end_lsn, Ordering::Release);
             return Ok(());
         }
@@ -83,6 +83,10 @@ impl Applier for StandbyApplier {
         }
         self.applied_end_lsn.store(batch.end_lsn, Ordering::Release);
         Ok(())
+    }
+
+    fn holds(&self, batch: &LogBatch) -> bool {
+        batch.first_lsn >= self.own_from_lsn.load(Ordering::Acquire)
     }
 
     fn checkpoint(&self) -> Result<u64, String> {
