@@ -393,12 +393,19 @@ impl LogFiles {
         self.locations.get(at as usize).map(|l| l.end_lsn)
     }
 
-    fn read(&self, start: u64, end: u64) -> io::Result<Vec<Entry>> {
+    /// Entries `start..end` that the log holds, stopping early (but after at least one) once
+    /// they reach `bytes_max`.
+    fn read(&self, start: u64, end: u64, bytes_max: usize) -> io::Result<Vec<Entry>> {
         let start = start.max(self.first_index);
         let end = end.min(self.next_index());
         let mut entries = Vec::with_capacity(end.saturating_sub(start) as usize);
+        let mut bytes = 0usize;
         for index in start..end {
             let at = self.locations[(index - self.first_index) as usize];
+            if !entries.is_empty() && bytes + at.len as usize > bytes_max {
+                break;
+            }
+            bytes += at.len as usize;
             let segment = &self.segments[&at.segment];
             let mut frame = vec![0u8; FRAME_HEADER_BYTES + at.len as usize];
             segment.file.read_exact_at(&mut frame, at.offset)?;
@@ -524,20 +531,36 @@ fn bounds(range: &impl RangeBounds<u64>) -> (u64, u64) {
 fn read_entries(
     files: &Mutex<LogFiles>,
     range: &impl RangeBounds<u64>,
+    bytes_max: usize,
 ) -> Result<Vec<Entry>, StorageError<NodeId>> {
     let (start, end) = bounds(range);
     files
         .lock()
-        .read(start, end)
+        .read(start, end, bytes_max)
         .map_err(|e| logs_error(ErrorVerb::Read, e))
 }
+
+/// The most log one AppendEntries carries (unless one entry is bigger). openraft gives a
+/// follower one heartbeat interval to answer an append, which it does once the entries are on
+/// its disk: a request of tens of megabytes (a bulk load) would time out again and again, and
+/// the followers, hearing nothing whole from the leader, would elect another.
+pub(crate) const APPEND_BYTES_MAX: usize = 1 << 20;
 
 impl RaftLogReader<TypeConfig> for LogReader {
     async fn try_get_log_entries<RB: RangeBounds<u64> + Clone + Debug + Send>(
         &mut self,
         range: RB,
     ) -> Result<Vec<Entry>, StorageError<NodeId>> {
-        read_entries(&self.files, &range)
+        read_entries(&self.files, &range, usize::MAX)
+    }
+
+    /// What replication sends a follower at a time: at most `APPEND_BYTES_MAX` of entries.
+    async fn limited_get_log_entries(
+        &mut self,
+        start: u64,
+        end: u64,
+    ) -> Result<Vec<Entry>, StorageError<NodeId>> {
+        read_entries(&self.files, &(start..end), APPEND_BYTES_MAX)
     }
 }
 
@@ -546,7 +569,7 @@ impl RaftLogReader<TypeConfig> for LogStore {
         &mut self,
         range: RB,
     ) -> Result<Vec<Entry>, StorageError<NodeId>> {
-        read_entries(&self.files, &range)
+        read_entries(&self.files, &range, usize::MAX)
     }
 }
 
@@ -655,7 +678,7 @@ mod tests {
         let written: Vec<Entry> = (0..5).map(|i| entry(1, i)).collect();
         files.append(&written[..3]).unwrap();
         files.append(&written[3..]).unwrap();
-        assert_eq!(files.read(0, 5).unwrap(), written);
+        assert_eq!(files.read(0, 5, usize::MAX).unwrap(), written);
         let segment = files.segments.values().next().unwrap().path.clone();
         drop(files);
         // Half a frame after the last entry: a write the crash interrupted.
@@ -666,9 +689,23 @@ mod tests {
         data.extend_from_slice(&tail[..tail.len() / 2]);
         fs::write(&segment, &data).unwrap();
         let files = LogFiles::open(&dir).unwrap();
-        assert_eq!(files.read(0, 10).unwrap(), written);
+        assert_eq!(files.read(0, 10, usize::MAX).unwrap(), written);
         assert_eq!(files.last_log_id(), Some(written[4].log_id));
         assert_eq!(fs::metadata(&segment).unwrap().len(), whole as u64);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_read_stops_at_its_byte_bound_after_one_entry() {
+        let dir = temp_dir("bounded");
+        let mut files = LogFiles::open(&dir).unwrap();
+        let written: Vec<Entry> = (0..6).map(|i| entry(1, i)).collect();
+        files.append(&written).unwrap();
+        let frame = files.locations[0].len as usize;
+        // Two entries' worth reads two; less than one still reads one.
+        assert_eq!(files.read(1, 6, 2 * frame).unwrap(), written[1..3]);
+        assert_eq!(files.read(1, 6, 2 * frame - 1).unwrap(), written[1..2]);
+        assert_eq!(files.read(4, 6, 1).unwrap(), written[4..5]);
         fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -686,7 +723,7 @@ mod tests {
         drop(files);
         let files = LogFiles::open(&dir).unwrap();
         assert_eq!(files.first_index, 2);
-        let read = files.read(0, 10).unwrap();
+        let read = files.read(0, 10, usize::MAX).unwrap();
         let expected: Vec<Entry> =
             vec![written[2].clone(), written[3].clone(), replaced[0].clone()];
         assert_eq!(read, expected);
@@ -708,7 +745,7 @@ mod tests {
         drop(files);
         let files = LogFiles::open(&dir).unwrap();
         assert_eq!(files.first_index, 10);
-        assert_eq!(files.read(0, 20).unwrap(), new);
+        assert_eq!(files.read(0, 20, usize::MAX).unwrap(), new);
         fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use openraft::error::{ClientWriteError, RaftError};
+use openraft::error::ClientWriteError;
 use openraft::{BasicNode, ChangeMembers, Raft, RaftMetrics, ServerState, SnapshotPolicy};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -293,16 +293,32 @@ impl Replica {
     /// Appends `batch` to the group's log and returns its index once a majority has it on disk
     /// and this node applied it.
     pub async fn write(&self, batch: LogBatch) -> Result<u64, WriteError> {
-        match self.raft.client_write(batch).await {
-            Ok(reply) => Ok(reply.log_id.index),
-            Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f))) => {
-                Err(WriteError::NotLeader {
-                    leader: f.leader_id,
-                })
-            }
-            Err(RaftError::APIError(e)) => Err(WriteError::Stopped(e.to_string())),
-            Err(RaftError::Fatal(e)) => Err(WriteError::Stopped(e.to_string())),
+        self.write_all(vec![batch]).await
+    }
+
+    /// Appends `batches` to the group's log, one entry each, in this order, and returns the
+    /// last one's index once a majority has them all on disk and this node applied them. They
+    /// are all handed to Raft before any is waited for.
+    pub async fn write_all(&self, batches: Vec<LogBatch>) -> Result<u64, WriteError> {
+        let stopped = |e: &dyn std::fmt::Display| WriteError::Stopped(e.to_string());
+        let mut answers = Vec::with_capacity(batches.len());
+        for batch in batches {
+            let answer = self.raft.client_write_ff(batch).await;
+            answers.push(answer.map_err(|e| stopped(&e))?);
         }
+        let mut index = 0;
+        for answer in answers {
+            match answer.await.map_err(|e| stopped(&e))? {
+                Ok(reply) => index = reply.log_id.index,
+                Err(ClientWriteError::ForwardToLeader(f)) => {
+                    return Err(WriteError::NotLeader {
+                        leader: f.leader_id,
+                    })
+                }
+                Err(e) => return Err(stopped(&e)),
+            }
+        }
+        Ok(index)
     }
 
     /// Raft's view of this node: role, term, leader, log positions, each follower's progress.

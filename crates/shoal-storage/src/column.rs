@@ -36,6 +36,12 @@ use crate::TableId;
 /// next to the scan, small enough that a scan splits into many parallel pieces.
 pub const SEGMENT_MAX_ROWS: usize = 65_536;
 
+/// A segment appended with at least this many rows goes into the redo log at once
+/// (`Database::log_segment_early`) rather than inside its transaction's commit record: the
+/// commit record of an `INSERT ... SELECT` of millions of rows stays small (a record holds at
+/// most 1 GiB), and a replication group ships the segments as they come.
+const LOG_EARLY_SEGMENT_ROWS: usize = 4096;
+
 /// Insert stamp of a segment whose inserting transaction rolled back: never visible.
 const ABORTED_STAMP: u64 = u64::MAX;
 
@@ -458,9 +464,12 @@ impl ColumnTable {
         stats: Vec<ColumnStats>,
     ) -> Result<u32, StorageError> {
         self.shared.memory.check()?;
-        let rows = batch.num_rows() as u64;
+        let rows = batch.num_rows();
         let no = self.append_rewritten(txn, batch, stats)?;
-        self.activity.inserted(rows);
+        self.activity.inserted(rows as u64);
+        if rows >= LOG_EARLY_SEGMENT_ROWS {
+            self.shared.log_segment_early(txn, self.id, no)?;
+        }
         Ok(no)
     }
 

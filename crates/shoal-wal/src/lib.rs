@@ -30,7 +30,7 @@ pub use error::{ReadError, WalError};
 pub use part_file::BlockRows;
 pub use reader::{read_log, LogReadSummary};
 pub use record::{CommitChanges, ImageRows, Record, RECORD_HEADER_BYTES, RECORD_PAYLOAD_MAX_BYTES};
-pub use replicated::{decode_batch, BatchSink};
+pub use replicated::{decode_batch, split_batch, BatchSink};
 pub use writer::{Wal, WalOptions, WalStats};
 
 /// Log sequence number: a logical byte counter that grows by the encoded size of every appended

@@ -234,3 +234,44 @@ async fn checkpoints_drop_the_log_and_nodes_behind_it_load_the_primarys() {
     let _ = std::fs::remove_file(key_file);
     let _ = std::fs::remove_file(wrong_key);
 }
+
+/// A bulk load in one transaction, row and column tables, replicates as it goes: no append to
+/// a follower is so big that it misses its time, so the primary stays the primary and the
+/// statements succeed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bulk_load_in_one_transaction_keeps_the_primary() {
+    let _one_group = ONE_GROUP_AT_A_TIME.lock().await;
+    let group = Group::start();
+    let (p, primary) = group.settled_primary().await;
+    // About 90 MB of row redo in one statement, more than a record of the log holds before it
+    // is logged ahead of the commit on a single server.
+    primary
+        .batch_execute(
+            "CREATE TABLE big AS SELECT g::bigint AS v, repeat(md5(g::text), 6) AS pad \
+             FROM generate_series(1, 400000) g",
+        )
+        .await
+        .unwrap();
+    primary
+        .batch_execute(
+            "CREATE TABLE big_cols (v bigint, pad text) USING columnar;
+             INSERT INTO big_cols SELECT g, repeat(md5(g::text), 6) FROM generate_series(1, 200000) g;",
+        )
+        .await
+        .unwrap();
+    let row = primary
+        .query_one("SELECT pg_is_in_recovery()", &[])
+        .await
+        .unwrap();
+    assert!(!row.get::<_, bool>(0), "node {} stayed the primary", p + 1);
+    let expected = vec![
+        ("big", table_digest(&primary, "big").await),
+        ("big_cols", table_digest(&primary, "big_cols").await),
+    ];
+    assert_eq!(expected[0].1, "400000/80000200000");
+    for n in (0..3).filter(|&n| n != p) {
+        wait_digests(&group, n, &expected).await;
+    }
+    let (now, _) = group.primary().await;
+    assert_eq!(now, p, "the group elected another primary during the load");
+}

@@ -108,11 +108,13 @@ impl PrefixKey {
     }
 }
 
+/// The most array bytes a segment that INSERT or UPDATE makes holds; rows narrower than 64 bytes
+/// fill `SEGMENT_MAX_ROWS` first. A segment's image is one redo record, which a replication
+/// group sends a follower in one append, to be on its disk within the heartbeat interval.
+const SEGMENT_BYTES_MAX: usize = 4 << 20;
+
 /// Builds one segment from rows of the table's types (at most `SEGMENT_MAX_ROWS`).
-fn segment_from_rows(
-    def: &TableDef,
-    rows: &[Vec<Value>],
-) -> SqlResult<(RecordBatch, Vec<ColumnStats>)> {
+fn segment_batch(def: &TableDef, rows: &[Vec<Value>]) -> SqlResult<RecordBatch> {
     debug_assert!(rows.len() <= SEGMENT_MAX_ROWS);
     let arrays: Vec<ArrayRef> = def
         .columns
@@ -120,21 +122,31 @@ fn segment_from_rows(
         .enumerate()
         .map(|(c, col)| array_from_values(&col.data_type, rows.iter().map(|r| &r[c])))
         .collect();
-    let batch = RecordBatch::try_new(table_schema(def), arrays)?;
-    let stats = segment_stats(&batch)?;
-    Ok((batch, stats))
+    Ok(RecordBatch::try_new(table_schema(def), arrays)?)
 }
 
-/// Appends rows (already checked against the table's constraints) as new segments.
+/// Appends rows (already checked against the table's constraints) as new segments of at most
+/// `SEGMENT_MAX_ROWS` rows and about `SEGMENT_BYTES_MAX` bytes.
 fn append_rows(
     txn: &mut Transaction,
     def: &TableDef,
     table: &Arc<ColumnTable>,
     rows: &[Vec<Value>],
 ) -> SqlResult<()> {
-    for chunk in rows.chunks(SEGMENT_MAX_ROWS) {
-        let (segment, stats) = segment_from_rows(def, chunk)?;
+    let mut rows_per_segment = SEGMENT_MAX_ROWS;
+    let mut rest = rows;
+    while !rest.is_empty() {
+        let take = rest.len().min(rows_per_segment);
+        let segment = segment_batch(def, &rest[..take])?;
+        let bytes = segment.get_array_memory_size();
+        if bytes > SEGMENT_BYTES_MAX && take > 1 {
+            // Wide rows: fewer per segment from here on (strictly fewer, so this ends).
+            rows_per_segment = (take * SEGMENT_BYTES_MAX / bytes).clamp(1, take - 1);
+            continue;
+        }
+        let stats = segment_stats(&segment)?;
         table.append(txn, segment, stats)?;
+        rest = &rest[take..];
     }
     Ok(())
 }

@@ -142,19 +142,40 @@ struct GroupSink {
     runtime: tokio::runtime::Handle,
 }
 
+/// The most redo one Raft entry carries (unless one record is bigger). openraft gives a follower
+/// one heartbeat interval (100 ms) to take an append onto its disk before it sends it again, and
+/// replication sends at most a megabyte of entries at a time but never less than one entry: a
+/// bulk load's batch of tens of megabytes as one entry would never make it, and the followers,
+/// hearing nothing whole from the primary, would elect another.
+const ENTRY_BYTES_MAX: usize = 256 << 10;
+
+/// The most unlogged row redo a transaction gathers on a group's primary before it logs it
+/// ahead of its commit: its records stay within what one append sends a follower.
+const GROUP_EARLY_REDO_BYTES: usize = 1 << 20;
+
 impl BatchSink for GroupSink {
     fn write(&mut self, first_lsn: Lsn, end_lsn: Lsn, records: &[u8]) -> Result<(), String> {
         let replica = self
             .replica
             .get()
             .ok_or_else(|| "replication has not started".to_string())?;
-        let batch = LogBatch {
-            first_lsn,
+        debug_assert_eq!(
+            first_lsn + records.len() as u64,
             end_lsn,
-            records: records.to_vec(),
-        };
+            "an LSN is a byte"
+        );
+        // Whole records per entry: each entry is a batch of its own, as if the log writer
+        // had taken less at a time.
+        let entries = shoal_wal::split_batch(records, ENTRY_BYTES_MAX)?
+            .into_iter()
+            .map(|run| LogBatch {
+                first_lsn: first_lsn + run.start as u64,
+                end_lsn: first_lsn + run.end as u64,
+                records: records[run].to_vec(),
+            })
+            .collect();
         self.runtime
-            .block_on(replica.write(batch))
+            .block_on(replica.write_all(entries))
             .map(|_index| ())
             .map_err(|e| e.to_string())
     }
@@ -362,9 +383,14 @@ async fn promote_when_leading(
     engine
         .db
         .set_redo_sink(Arc::new(WalSink(durability.wal.clone())));
-    engine
-        .db
-        .set_early_redo_bytes(durability.options.early_redo_bytes);
+    // Row redo is logged ahead of the commit in records small enough to replicate as they come
+    // (see ENTRY_BYTES_MAX), rather than in few of tens of megabytes.
+    engine.db.set_early_redo_bytes(
+        durability
+            .options
+            .early_redo_bytes
+            .min(GROUP_EARLY_REDO_BYTES),
+    );
     engine.catalog.start_logging(durability.wal.clone());
     engine.end_recovery();
     tracing::info!(
