@@ -54,6 +54,11 @@ impl EarlyRowRedo {
         (early, self.logged)
     }
 
+    /// The log position of the chain's first record, once one was logged.
+    pub(crate) fn chain(&self) -> Option<u64> {
+        self.chain
+    }
+
     /// A ROLLBACK TO SAVEPOINT left `writes`: writes logged past its end no longer count.
     pub(crate) fn rolled_back(&mut self, writes: &[WriteEntry]) {
         self.logged = self.logged.min(writes.len());

@@ -299,6 +299,12 @@ pub trait RedoSink: Send + Sync {
         Ok(None)
     }
 
+    /// Logs that a rolled-back transaction will never commit its row-change chain (`chain`)
+    /// or the column segments (table, first row id) it logged ahead of its commit. Advisory:
+    /// recovery drops such writes at the end of the log anyway, but a standby applying the log
+    /// as it comes never reaches an end.
+    fn log_abandoned(&self, _chain: Option<u64>, _segments: &[(TableId, u64)]) {}
+
     /// Waits until the log from `from` to `end` is durable, and fails if any of it was lost
     /// (a write dropped for a full disk): checked for a transaction's records logged ahead of
     /// its commit before the commit record names them.
@@ -483,7 +489,7 @@ impl TxnShared {
             });
             if changed_since_read {
                 drop(table_writes);
-                self.undo_writes(txn, 0);
+                self.undo_all_writes(txn);
                 self.end(txn);
                 return Err(StorageError::SerializationFailure);
             }
@@ -582,7 +588,7 @@ impl TxnShared {
             (Ok(pos), Some(ts)) => Ok((ts, Some(pos))),
             (Ok(_), None) => unreachable!("redo sink did not take a commit timestamp"),
             (Err(msg), ts) => {
-                self.undo_writes(txn, 0);
+                self.undo_all_writes(txn);
                 if let Some(ts) = ts {
                     self.clock.finish_commit(ts);
                 }
@@ -614,7 +620,7 @@ impl TxnShared {
     /// undone, as if it had rolled back.
     pub(crate) fn abort_prepared(&self, txn: &mut Transaction, ts: CommitTs) {
         debug_assert!(txn.finished);
-        self.undo_writes(txn, 0);
+        self.undo_all_writes(txn);
         self.clock.finish_commit(ts);
         self.end(txn);
     }
@@ -687,6 +693,28 @@ impl TxnShared {
         }
     }
 
+    /// Tells the log that `chain` and the column segments after `keep_column` that `txn`
+    /// logged ahead of its commit will never be committed (see `RedoSink::log_abandoned`).
+    fn log_abandoned(&self, txn: &Transaction, chain: Option<u64>, keep_column: usize) {
+        let segments: Vec<(TableId, u64)> = txn.column_writes[keep_column..]
+            .iter()
+            .filter_map(|w| match w {
+                ColumnWrite::Insert {
+                    table,
+                    segment,
+                    logged_early: true,
+                } => Some((table.id(), column::row_id(segment.no, 0))),
+                _ => None,
+            })
+            .collect();
+        if chain.is_none() && segments.is_empty() {
+            return;
+        }
+        if let Some(sink) = self.redo_sink.read().clone() {
+            sink.log_abandoned(chain, &segments);
+        }
+    }
+
     pub(crate) fn restart_clock_at(&self, ts: CommitTs) {
         self.clock.restart_at(ts)
     }
@@ -694,13 +722,16 @@ impl TxnShared {
     pub(crate) fn rollback(&self, txn: &mut Transaction) {
         assert!(!txn.finished, "transaction already ended");
         txn.finished = true;
-        self.undo_writes(txn, 0);
+        self.undo_all_writes(txn);
         self.end(txn);
     }
 
-    /// Undoes writes newer than `keep` (newest first: a row's own versions form a stack).
-    fn undo_writes(&self, txn: &mut Transaction, keep: usize) {
-        self.undo_writes_to(txn, keep, 0);
+    /// Undoes all writes of a transaction that ends without committing (newest first: a row's
+    /// own versions form a stack), and tells the log what it logged ahead of its commit.
+    fn undo_all_writes(&self, txn: &mut Transaction) {
+        let chain = txn.early.chain();
+        self.log_abandoned(txn, chain, 0);
+        self.undo_writes_to(txn, 0, 0);
     }
 
     /// Undoes row writes after `keep` and column writes after `keep_column`.
@@ -756,6 +787,8 @@ impl TxnShared {
         let (writes_len, column_writes_len, locks_len) =
             (mark.writes_len, mark.column_writes_len, mark.locks_len);
         txn.savepoints.truncate(at + 1);
+        // The row chain goes on (its next record replaces what followed the savepoint).
+        self.log_abandoned(txn, None, column_writes_len);
         self.undo_writes_to(txn, writes_len, column_writes_len);
         txn.early.rolled_back(&txn.writes);
         self.release_locks(txn, locks_len);

@@ -25,6 +25,9 @@ enum Rec {
         early: Option<EarlyRedo>,
         changes: Vec<Logged>,
     },
+    Abandoned {
+        chain: Option<u64>,
+    },
 }
 
 /// Records every record and pin; chains are named 1000, 1001 ... by their first record.
@@ -81,6 +84,11 @@ impl RedoSink for ChainSink {
         Ok(Some((chain, pos + 1)))
     }
 
+    fn log_abandoned(&self, chain: Option<u64>, segments: &[(TableId, u64)]) {
+        assert!(segments.is_empty(), "row tables only here");
+        self.records.lock().unwrap().push(Rec::Abandoned { chain });
+    }
+
     fn wait_durable(&self, from: u64, end: u64) -> Result<(), String> {
         self.waits.lock().unwrap().push((from, end));
         match *self.lose_records.lock().unwrap() {
@@ -117,6 +125,11 @@ impl ChainSink {
                     }
                     all.extend(changes.iter().cloned());
                     commits.push(all);
+                }
+                Rec::Abandoned { chain } => {
+                    if let Some(chain) = chain {
+                        chains.remove(chain);
+                    }
                 }
             }
         }
@@ -233,7 +246,7 @@ fn small_transactions_log_only_commit_records() {
 }
 
 #[test]
-fn a_rolled_back_transaction_leaves_a_chain_nobody_names() {
+fn a_rolled_back_transaction_logs_its_chain_abandoned() {
     let (db, t, sink) = setup(50);
     let mut x = db.begin(IsolationLevel::ReadCommitted);
     for id in 1..=6 {
@@ -243,6 +256,21 @@ fn a_rolled_back_transaction_leaves_a_chain_nobody_names() {
     db.rollback(x);
     assert!(!db.replay_start_pinned(), "the rollback released the pin");
     assert!(sink.replay().is_empty(), "no commit");
+    let records = sink.records.lock().unwrap();
+    let Some(Rec::Rows { chain, .. }) = records.first() else {
+        panic!("the chain's first record comes first: {records:?}");
+    };
+    assert!(
+        matches!(records.last(), Some(Rec::Abandoned { chain: Some(c) }) if c == chain),
+        "the rollback names the chain it abandons: {records:?}"
+    );
+    drop(records);
+    // A transaction that logged nothing ahead says nothing when it rolls back.
+    let before = sink.records.lock().unwrap().len();
+    let mut y = db.begin(IsolationLevel::ReadCommitted);
+    t.insert(&mut y, &row(100, 0, "small")).unwrap();
+    db.rollback(y);
+    assert_eq!(sink.records.lock().unwrap().len(), before);
 }
 
 #[test]

@@ -29,7 +29,9 @@ pub use dir_lock::{DataDirLock, DATA_DIR_LOCK_FILE};
 pub use error::{ReadError, WalError};
 pub use part_file::BlockRows;
 pub use reader::{read_log, LogReadSummary};
-pub use record::{CommitChanges, ImageRows, Record, RECORD_HEADER_BYTES, RECORD_PAYLOAD_MAX_BYTES};
+pub use record::{
+    CommitChanges, ImageRows, Record, SegmentIds, RECORD_HEADER_BYTES, RECORD_PAYLOAD_MAX_BYTES,
+};
 pub use replicated::{decode_batch, split_batch, BatchSink};
 pub use writer::{Wal, WalOptions, WalStats};
 

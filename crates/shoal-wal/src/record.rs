@@ -30,6 +30,7 @@ pub(crate) const KIND_ROW_CHANGES: u8 = 8;
 /// LSN and its number of valid early writes.
 pub(crate) const KIND_COMMIT_AFTER_EARLY: u8 = 9;
 pub(crate) const KIND_CLOCK: u8 = 10;
+pub(crate) const KIND_ABANDONED: u8 = 11;
 
 /// Encoded size of one commit change before its row bytes: table u64, kind u8, row id u64, len u32.
 const CHANGE_FIXED_BYTES: usize = 8 + 1 + 8 + 4;
@@ -89,6 +90,41 @@ pub enum Record<'a> {
     /// appended, to the millisecond: the log writes one ahead of the first record of each
     /// millisecond, so recovery can stop at a point in time (`recovery_target_time`).
     Clock { unix_micros: i64 },
+    /// A transaction that logged writes ahead of its commit rolled back: no commit will name
+    /// its row-change chain (if `chain`) or its column segments. Recovery drops such writes at
+    /// the end of the log anyway; a standby, which never reaches an end, forgets them here.
+    Abandoned {
+        chain: Option<u64>,
+        segments: SegmentIds<'a>,
+    },
+}
+
+/// The (table, first row id) of column segments logged ahead of a commit, still encoded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SegmentIds<'a> {
+    bytes: &'a [u8],
+}
+
+impl<'a> SegmentIds<'a> {
+    /// Encodes `ids` into `buf` and returns them as a record's part, borrowing `buf`.
+    pub fn encode(ids: &[(TableId, u64)], buf: &'a mut Vec<u8>) -> SegmentIds<'a> {
+        buf.clear();
+        for (table, row_id) in ids {
+            buf.extend_from_slice(&table.to_le_bytes());
+            buf.extend_from_slice(&row_id.to_le_bytes());
+        }
+        SegmentIds { bytes: buf }
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (TableId, u64)> + 'a {
+        self.bytes.chunks_exact(16).map(|pair| {
+            let (table, row_id) = pair.split_at(8);
+            (
+                u64::from_le_bytes(table.try_into().expect("8 bytes")),
+                u64::from_le_bytes(row_id.try_into().expect("8 bytes")),
+            )
+        })
+    }
 }
 
 /// The changes of a `Record::Commit`, still encoded; `iter` decodes them without allocating.
@@ -248,6 +284,26 @@ impl<'a> Record<'a> {
                     unix_micros: take_u64(&mut rest) as i64,
                 }
             }
+            KIND_ABANDONED => {
+                need(rest, 9)?;
+                let has_chain = take_u8(&mut rest);
+                let chain = take_u64(&mut rest);
+                let chain = match has_chain {
+                    0 => None,
+                    1 => Some(chain),
+                    b => return Err(format!("abandoned record has chain byte {b}")),
+                };
+                if rest.len() % 16 != 0 {
+                    return Err(format!(
+                        "abandoned record has {} bytes of segment ids",
+                        rest.len()
+                    ));
+                }
+                Record::Abandoned {
+                    chain,
+                    segments: SegmentIds { bytes: rest },
+                }
+            }
             other => return Err(format!("unknown record kind {other}")),
         };
         Ok(record)
@@ -266,6 +322,7 @@ impl<'a> Record<'a> {
             Record::Sequence { .. } => KIND_SEQUENCE,
             Record::ColumnSegment { .. } => KIND_COLUMN_SEGMENT,
             Record::Clock { .. } => KIND_CLOCK,
+            Record::Abandoned { .. } => KIND_ABANDONED,
         }
     }
 
@@ -323,6 +380,11 @@ impl<'a> Record<'a> {
                 buf.push(is_called as u8);
             }
             Record::Clock { unix_micros } => buf.extend_from_slice(&unix_micros.to_le_bytes()),
+            Record::Abandoned { chain, segments } => {
+                buf.push(chain.is_some() as u8);
+                buf.extend_from_slice(&chain.unwrap_or(0).to_le_bytes());
+                buf.extend_from_slice(segments.bytes);
+            }
         }
     }
 
@@ -339,6 +401,7 @@ impl<'a> Record<'a> {
             Record::Sequence { .. } => 13,
             Record::ColumnSegment { image, .. } => 16 + image.len(),
             Record::Clock { .. } => 8,
+            Record::Abandoned { segments, .. } => 9 + segments.bytes.len(),
         }
     }
 }

@@ -13,7 +13,8 @@ use std::sync::Arc;
 use common::{segment_files, TestDir};
 use shoal_storage::{ChangeKind, EarlyRedo, RedoChange};
 use shoal_wal::{
-    read_log, CommitChanges, LogReadSummary, Lsn, ReadError, Record, Wal, WalError, WalOptions,
+    read_log, CommitChanges, LogReadSummary, Lsn, ReadError, Record, SegmentIds, Wal, WalError,
+    WalOptions,
 };
 
 /// A record copied out of the log, for comparisons.
@@ -30,6 +31,8 @@ enum Owned {
     CommitAfterEarly(u64, Vec<LoggedChange>, u64, u64),
     /// chain, first write, changes.
     RowChanges(u64, u64, Vec<LoggedChange>),
+    /// chain, segments (table, row id).
+    Abandoned(Option<u64>, Vec<(u64, u64)>),
 }
 
 type LoggedChange = (u64, ChangeKind, u64, Vec<u8>);
@@ -77,6 +80,7 @@ fn to_owned(record: Record<'_>) -> Option<Owned> {
             row_id,
             image,
         } => Owned::ColumnSegment(table, row_id, image.to_vec()),
+        Record::Abandoned { chain, segments } => Owned::Abandoned(chain, segments.iter().collect()),
     })
 }
 
@@ -229,6 +233,37 @@ fn every_record_kind_round_trips() {
     assert_eq!(later.len(), 8);
     assert_eq!(later[0].0, records[1].0);
     assert!(records[1].0 >= commit_end);
+}
+
+/// A rolled-back transaction's abandoned chain and segments, with and without a chain.
+#[test]
+fn abandoned_records_round_trip() {
+    let dir = TestDir::new("abandoned");
+    let wal = Wal::open(dir.path(), 0, WalOptions::default()).unwrap();
+    let mut buf = Vec::new();
+    let segments = [(7, 1 << 32), (8, 3 << 32)];
+    wal.append(&Record::Abandoned {
+        chain: Some(4096),
+        segments: SegmentIds::encode(&segments, &mut buf),
+    })
+    .unwrap();
+    let end = wal
+        .append(&Record::Abandoned {
+            chain: None,
+            segments: SegmentIds::encode(&[], &mut buf),
+        })
+        .unwrap();
+    wal.wait_flushed_blocking(end).unwrap();
+    wal.shutdown();
+    let (records, _) = read_all(dir.path(), 0);
+    let kinds: Vec<Owned> = records.into_iter().map(|(_, r)| r).collect();
+    assert_eq!(
+        kinds,
+        vec![
+            Owned::Abandoned(Some(4096), segments.to_vec()),
+            Owned::Abandoned(None, vec![]),
+        ]
+    );
 }
 
 /// A transaction's row changes logged ahead of its commit form a chain named by the LSN of its

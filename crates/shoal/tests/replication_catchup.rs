@@ -237,7 +237,7 @@ async fn checkpoints_drop_the_log_and_nodes_behind_it_load_the_primarys() {
 
 /// A bulk load in one transaction, row and column tables, replicates as it goes: no append to
 /// a follower is so big that it misses its time, so the primary stays the primary and the
-/// statements succeed.
+/// statements succeed. One rolled back after logging ahead of its commit leaves nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bulk_load_in_one_transaction_keeps_the_primary() {
     let _one_group = ONE_GROUP_AT_A_TIME.lock().await;
@@ -256,6 +256,17 @@ async fn a_bulk_load_in_one_transaction_keeps_the_primary() {
         .batch_execute(
             "CREATE TABLE big_cols (v bigint, pad text) USING columnar;
              INSERT INTO big_cols SELECT g, repeat(md5(g::text), 6) FROM generate_series(1, 200000) g;",
+        )
+        .await
+        .unwrap();
+    // Rolled back after logging rows and a segment ahead of the commit: the standbys are told
+    // to forget them, and drop them.
+    primary
+        .batch_execute(
+            "BEGIN;
+             INSERT INTO big SELECT g, 'gone' FROM generate_series(1, 100000) g;
+             INSERT INTO big_cols SELECT g, 'gone' FROM generate_series(1, 10000) g;
+             ROLLBACK;",
         )
         .await
         .unwrap();

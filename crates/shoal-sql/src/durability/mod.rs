@@ -245,6 +245,16 @@ impl RedoSink for WalSink {
             .map_err(|e| e.to_string())
     }
 
+    fn log_abandoned(&self, chain: Option<u64>, segments: &[(TableId, u64)]) {
+        let mut buf = Vec::new();
+        let record = Record::Abandoned {
+            chain,
+            segments: shoal_wal::SegmentIds::encode(segments, &mut buf),
+        };
+        // Advisory: a log that fails here has failed for every commit too.
+        let _ = self.0.append(&record);
+    }
+
     fn wait_durable(&self, from: u64, end: u64) -> Result<(), String> {
         self.0
             .wait_range_flushed_blocking(from, end)

@@ -127,10 +127,11 @@ pub(crate) fn recover(
         if stopped_at.is_some() {
             return Ok(());
         }
-        // Before the checkpoint's cut only records logged ahead of a commit are new to it.
+        // Before the checkpoint's cut only records logged ahead of a commit (and those that
+        // abandon them) are new to it.
         let ahead_of_commit = matches!(
             record,
-            Record::RowChanges { .. } | Record::ColumnSegment { .. }
+            Record::RowChanges { .. } | Record::ColumnSegment { .. } | Record::Abandoned { .. }
         );
         if lsn < covered_lsn && !ahead_of_commit {
             return Ok(());
@@ -300,11 +301,12 @@ pub(super) struct Replay {
     rows_by_id: HashMap<TableId, HashMap<u64, RowRef>>,
     images: HashMap<TableId, PendingImage>,
     /// Column segments logged ahead of their commit, by table and row id, until the commit
-    /// record that names them (or the end of the log, for a transaction that never committed),
-    /// with the LSN of each.
+    /// record that names them, or the `Abandoned` record of a transaction that rolled back (or
+    /// the end of the log, for one that never finished), with the LSN of each.
     early_segments: HashMap<(TableId, u64), (Lsn, Vec<u8>)>,
     /// Row changes logged ahead of their commit, by chain (see `shoal_storage::early_redo`),
-    /// until the commit record that names the chain. A chain no commit names is dropped.
+    /// until the commit record that names the chain. A chain abandoned, or no commit names, is
+    /// dropped.
     early_rows: HashMap<u64, Vec<OwnedChange>>,
 }
 
@@ -410,6 +412,14 @@ impl Replay {
             } => {
                 self.early_segments
                     .insert((table, row_id), (lsn, image.to_vec()));
+            }
+            Record::Abandoned { chain, segments } => {
+                if let Some(chain) = chain {
+                    self.early_rows.remove(&chain);
+                }
+                for id in segments.iter() {
+                    self.early_segments.remove(&id);
+                }
             }
             Record::RowChanges {
                 chain,
@@ -561,5 +571,39 @@ impl Replay {
         self.images.retain(|_, p| !p.complete);
         self.catalog = catalog;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A standby replays the log without reaching an end: what a rolled-back transaction
+    /// logged ahead of its commit must stop holding back its checkpoints' replay start once the
+    /// log says it is abandoned.
+    #[test]
+    fn abandoned_segments_stop_holding_back_the_replay_start() {
+        let mut replay = Replay::new(Database::new(), Catalog::default());
+        let segment = |row_id| Record::ColumnSegment {
+            table: 7,
+            row_id,
+            image: b"image",
+        };
+        replay.apply(100, segment(1 << 32)).unwrap();
+        replay.apply(200, segment(2 << 32)).unwrap();
+        assert_eq!(replay.pending_from(), Some(100));
+        let mut buf = Vec::new();
+        let abandoned = Record::Abandoned {
+            chain: Some(50),
+            segments: shoal_wal::SegmentIds::encode(&[(7, 1 << 32)], &mut buf),
+        };
+        replay.apply(300, abandoned).unwrap();
+        assert_eq!(replay.pending_from(), Some(200));
+        let abandoned = Record::Abandoned {
+            chain: None,
+            segments: shoal_wal::SegmentIds::encode(&[(7, 2 << 32)], &mut buf),
+        };
+        replay.apply(400, abandoned).unwrap();
+        assert_eq!(replay.pending_from(), None);
     }
 }

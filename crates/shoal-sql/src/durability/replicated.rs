@@ -68,7 +68,7 @@ impl Applier for StandbyApplier {
         shoal_wal::decode_batch(batch.first_lsn, &batch.records, |lsn, record| {
             let ahead_of_commit = matches!(
                 record,
-                Record::RowChanges { .. } | Record::ColumnSegment { .. }
+                Record::RowChanges { .. } | Record::ColumnSegment { .. } | Record::Abandoned { .. }
             );
             if lsn < self.replay_from_lsn || (lsn < self.covered_lsn && !ahead_of_commit) {
                 return Ok(());
