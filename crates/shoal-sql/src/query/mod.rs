@@ -51,6 +51,7 @@ pub mod pg_dump_queries;
 pub mod pg_errors;
 mod pg_keywords;
 pub mod pg_literals;
+mod plain_results;
 pub mod privilege_functions;
 pub mod provider;
 pub mod psql_describe;
@@ -154,6 +155,8 @@ pub fn new_session_state(scope: Arc<PlanScope>) -> SessionState {
         planners.insert(0, Arc::new(array_compare::ArrayOperators));
     }
     let mut state = builder.build();
+    // First: it wraps DataFusion's own string functions, which Shoal's wrappers then wrap.
+    plain_results::register(&mut state);
     let zone = scope.time_zone.clone();
     let engine = scope.engine.clone();
     crate::advisory::register(&mut state, &scope);
