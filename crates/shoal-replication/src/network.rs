@@ -2,7 +2,9 @@
 //! answer `[length u32][bincode of Result<reply, RaftError>]` (a follower's report of what it
 //! applied has none). Each peer client keeps one
 //! connection and sends one request at a time on it (openraft runs one replication stream per
-//! follower); a failed connection is dropped and made again at the next request.
+//! follower); a failed connection is dropped and made again at the next request. An append
+//! too big to be answered within openraft's timeout goes on a connection and task of its own
+//! (`BigAppend`), which openraft's retries of the same request wait for.
 
 use std::io;
 use std::sync::Arc;
@@ -90,6 +92,7 @@ impl RaftNetworkFactory<TypeConfig> for PeerNetwork {
             addr: node.addr.clone(),
             key: self.key.clone(),
             conn: None,
+            big_append: None,
         }
     }
 }
@@ -101,6 +104,34 @@ pub(crate) struct PeerClient {
     addr: String,
     key: PeerKey,
     conn: Option<BufStream<TcpStream>>,
+    big_append: Option<BigAppend>,
+}
+
+/// An append bigger than this goes as a `BigAppend`.
+const BIG_APPEND_BYTES: usize = 2 << 20;
+
+/// An append that may not reach the follower's disk within openraft's timeout (one heartbeat
+/// interval): an entry holding one value of tens of megabytes, which no cutting makes smaller.
+/// Sent again at each timeout, it would never arrive whole, and the followers, hearing nothing,
+/// would elect another leader. So it is sent once, by a task of its own that a timeout does not
+/// cancel, and openraft's retries of the same request wait for its answer.
+struct BigAppend {
+    request: AppendKey,
+    answer: tokio::task::JoinHandle<Result<Vec<u8>, CallError>>,
+}
+
+/// What makes a retry the same request: the leader's vote, and the entries after `prev_log_id`
+/// up to the last one.
+type AppendKey = (
+    openraft::Vote<NodeId>,
+    Option<openraft::LogId<NodeId>>,
+    Option<openraft::LogId<NodeId>>,
+);
+
+impl Drop for BigAppend {
+    fn drop(&mut self) {
+        self.answer.abort();
+    }
 }
 
 /// What went wrong with a call, before it becomes openraft's error type.
@@ -148,11 +179,64 @@ impl PeerClient {
             Ok(r) => r,
             Err(_) => Err(CallError::TimedOut(ttl)),
         };
+        if outcome.is_err() {
+            // The stream may hold half a message: start over on a new connection.
+            self.conn = None;
+        }
+        self.reply(kind, outcome)
+    }
+
+    /// Sends an append bigger than `BIG_APPEND_BYTES` as a `BigAppend`, or waits on for the
+    /// one already sent if this is openraft's retry of it.
+    async fn big_append<E>(
+        &mut self,
+        request: AppendKey,
+        body: Vec<u8>,
+        option: &RPCOption,
+    ) -> Result<AppendEntriesResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId, E>>>
+    where
+        E: std::error::Error + DeserializeOwned,
+    {
+        if self.big_append.as_ref().map(|b| &b.request) != Some(&request) {
+            // A different request replaces the one before (openraft moved on from it).
+            let (addr, key) = (self.addr.clone(), self.key.clone());
+            let answer = tokio::spawn(async move {
+                let mut conn = peer_auth::connect(&addr, &key)
+                    .await
+                    .map_err(CallError::Connect)?;
+                async {
+                    conn.write_u8(KIND_APPEND).await?;
+                    write_message(&mut conn, &body).await?;
+                    read_message(&mut conn).await
+                }
+                .await
+                .map_err(CallError::Io)
+            });
+            self.big_append = Some(BigAppend { request, answer });
+        }
+        let pending = self.big_append.as_mut().expect("just made");
+        let ttl = option.hard_ttl();
+        let outcome = match tokio::time::timeout(ttl, &mut pending.answer).await {
+            Err(_) => return self.reply(KIND_APPEND, Err(CallError::TimedOut(ttl))),
+            Ok(joined) => joined.unwrap_or_else(|e| Err(CallError::Io(io::Error::other(e)))),
+        };
+        self.big_append = None;
+        self.reply(KIND_APPEND, outcome)
+    }
+
+    /// A call's answer (or failure) as openraft takes it.
+    #[allow(clippy::result_large_err)] // openraft's error type, as its network trait returns it
+    fn reply<Reply: DeserializeOwned, E>(
+        &mut self,
+        kind: u8,
+        outcome: Result<Vec<u8>, CallError>,
+    ) -> Result<Reply, RPCError<NodeId, BasicNode, RaftError<NodeId, E>>>
+    where
+        E: std::error::Error + DeserializeOwned,
+    {
         let answer = match outcome {
             Ok(answer) => answer,
             Err(e) => {
-                // The stream may hold half a message: start over on a new connection.
-                self.conn = None;
                 return Err(match e {
                     CallError::Connect(e) => RPCError::Unreachable(Unreachable::new(&e)),
                     CallError::Io(e) => RPCError::Network(NetworkError::new(&e)),
@@ -183,6 +267,22 @@ impl RaftNetwork<TypeConfig> for PeerClient {
         rpc: AppendEntriesRequest<TypeConfig>,
         option: RPCOption,
     ) -> Result<AppendEntriesResponse<NodeId>, RPCError<NodeId, BasicNode, RaftError<NodeId>>> {
+        let bytes: usize = rpc
+            .entries
+            .iter()
+            .map(|e| match &e.payload {
+                openraft::EntryPayload::Normal(batch) => batch.records.len(),
+                _ => 0,
+            })
+            .sum();
+        if bytes > BIG_APPEND_BYTES {
+            let request = (
+                rpc.vote,
+                rpc.prev_log_id,
+                rpc.entries.last().map(|e| e.log_id),
+            );
+            return self.big_append(request, encode(&rpc), &option).await;
+        }
         self.call(KIND_APPEND, &rpc, &option).await
     }
 

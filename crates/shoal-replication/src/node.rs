@@ -166,7 +166,8 @@ pub struct Replica {
     applied_by: network::AppliedBy,
     key: PeerKey,
     runtime: tokio::runtime::Handle,
-    tasks: Vec<JoinHandle<()>>,
+    /// Taken out and awaited by `shutdown`.
+    tasks: parking_lot::Mutex<Vec<JoinHandle<()>>>,
 }
 
 impl Replica {
@@ -282,7 +283,7 @@ impl Replica {
             applied_by,
             key,
             runtime: tokio::runtime::Handle::current(),
-            tasks,
+            tasks: parking_lot::Mutex::new(tasks),
         })
     }
 
@@ -605,8 +606,14 @@ impl Replica {
 
     /// Leaves the group: stops Raft and the peer listener.
     pub async fn shutdown(&self) {
-        for task in &self.tasks {
+        let tasks = std::mem::take(&mut *self.tasks.lock());
+        for task in &tasks {
             task.abort();
+        }
+        // Until an aborted task is dropped it holds what it owns: the listener among them, and
+        // a node started again at once on the same address must find it free.
+        for task in tasks {
+            let _ = task.await;
         }
         if let Err(e) = self.raft.shutdown().await {
             tracing::warn!("replication shutdown: {e}");

@@ -237,7 +237,8 @@ async fn checkpoints_drop_the_log_and_nodes_behind_it_load_the_primarys() {
 
 /// A bulk load in one transaction, row and column tables, replicates as it goes: no append to
 /// a follower is so big that it misses its time, so the primary stays the primary and the
-/// statements succeed. One rolled back after logging ahead of its commit leaves nothing.
+/// statements succeed. So does one value of 64 MB. A transaction rolled back after logging
+/// ahead of its commit leaves nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bulk_load_in_one_transaction_keeps_the_primary() {
     let _one_group = ONE_GROUP_AT_A_TIME.lock().await;
@@ -259,6 +260,30 @@ async fn a_bulk_load_in_one_transaction_keeps_the_primary() {
         )
         .await
         .unwrap();
+    // One value of 64 MB: one record of the log, which no cutting makes smaller.
+    primary
+        .batch_execute("CREATE TABLE blob (b bytea)")
+        .await
+        .unwrap();
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let value: Vec<u8> = (0..8 << 20)
+        .flat_map(|_| {
+            // xorshift64: bytes that do not compress.
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state.to_le_bytes()
+        })
+        .collect();
+    primary
+        .execute("INSERT INTO blob VALUES ($1)", &[&value])
+        .await
+        .unwrap();
+    let blob_md5: String = primary
+        .query_one("SELECT md5(b) FROM blob", &[])
+        .await
+        .unwrap()
+        .get(0);
     // Rolled back after logging rows and a segment ahead of the commit: the standbys are told
     // to forget them, and drop them.
     primary
@@ -282,6 +307,14 @@ async fn a_bulk_load_in_one_transaction_keeps_the_primary() {
     assert_eq!(expected[0].1, "400000/80000200000");
     for n in (0..3).filter(|&n| n != p) {
         wait_digests(&group, n, &expected).await;
+        let standby = try_connect(group.nodes[n].as_ref().unwrap()).await.unwrap();
+        wait_for_value(&standby, "SELECT count(*) FROM blob", 1).await;
+        let md5: String = standby
+            .query_one("SELECT md5(b) FROM blob", &[])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(md5, blob_md5, "node {} has the 64 MB value", n + 1);
     }
     let (now, _) = group.primary().await;
     assert_eq!(now, p, "the group elected another primary during the load");
