@@ -41,6 +41,8 @@ pub const SEGMENT_MAX_ROWS: usize = 65_536;
 /// commit record of an `INSERT ... SELECT` of millions of rows stays small (a record holds at
 /// most 1 GiB), and a replication group ships the segments as they come.
 const LOG_EARLY_SEGMENT_ROWS: usize = 4096;
+/// So does a segment of fewer, wide rows of at least this many bytes.
+const LOG_EARLY_SEGMENT_BYTES: usize = 1 << 20;
 
 /// Insert stamp of a segment whose inserting transaction rolled back: never visible.
 const ABORTED_STAMP: u64 = u64::MAX;
@@ -465,9 +467,10 @@ impl ColumnTable {
     ) -> Result<u32, StorageError> {
         self.shared.memory.check()?;
         let rows = batch.num_rows();
+        let bytes = batch.get_array_memory_size();
         let no = self.append_rewritten(txn, batch, stats)?;
         self.activity.inserted(rows as u64);
-        if rows >= LOG_EARLY_SEGMENT_ROWS {
+        if rows >= LOG_EARLY_SEGMENT_ROWS || bytes >= LOG_EARLY_SEGMENT_BYTES {
             self.shared.log_segment_early(txn, self.id, no)?;
         }
         Ok(no)

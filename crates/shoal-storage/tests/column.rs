@@ -262,6 +262,50 @@ fn segments_logged_ahead_of_commit_pin_the_replay_start() {
     assert_eq!(db.replay_bounds(500).start, 500);
 }
 
+/// A segment of many rows, or of few wide ones, goes into the log as it is appended: the
+/// commit record only names it.
+#[test]
+fn big_segments_are_logged_as_they_are_appended() {
+    let db = Database::new();
+    let recorder = Arc::new(Recorder::default());
+    db.set_redo_sink(recorder.clone());
+    let t = db.create_column_table(TRIPS, schema());
+    let mut txn = db.begin(IsolationLevel::ReadCommitted);
+    let (small, small_stats) = batch(0..10);
+    t.append(&mut txn, small, small_stats).unwrap();
+    let (many, many_stats) = batch(0..4096);
+    let many_no = t.append(&mut txn, many, many_stats).unwrap();
+    // 64 rows of 32 KB: 2 MB in few rows.
+    let wide_text = "w".repeat(32 << 10);
+    let id: ArrayRef = Arc::new(Int64Array::from_iter_values(0..64));
+    let cab: ArrayRef = Arc::new(StringArray::from_iter_values((0..64).map(|_| &wide_text)));
+    let wide = RecordBatch::try_new(schema(), vec![id, cab]).unwrap();
+    let wide_stats = vec![
+        ColumnStats {
+            min: Arc::new(Int64Array::from(vec![0])),
+            max: Arc::new(Int64Array::from(vec![63])),
+            null_count: 0,
+        },
+        ColumnStats {
+            min: Arc::new(StringArray::from(vec![wide_text.as_str()])),
+            max: Arc::new(StringArray::from(vec![wide_text.as_str()])),
+            null_count: 0,
+        },
+    ];
+    let wide_no = t.append(&mut txn, wide, wide_stats).unwrap();
+    let early: Vec<u64> = recorder.early.lock().unwrap().iter().map(|e| e.1).collect();
+    assert_eq!(early, vec![row_id(many_no, 0), row_id(wide_no, 0)]);
+    db.commit(txn).unwrap();
+    let log = recorder.changes.lock().unwrap();
+    let image_bytes: Vec<usize> = log.iter().map(|c| c.3.len()).collect();
+    assert_eq!(log.len(), 3);
+    assert!(
+        image_bytes[0] > 0,
+        "the small segment's image is in the commit"
+    );
+    assert_eq!(&image_bytes[1..], &[0, 0], "the big ones are only named");
+}
+
 #[test]
 fn commit_logs_segments_as_ipc_and_deletes_by_row_id() {
     let db = Database::new();

@@ -134,6 +134,7 @@ pub(crate) fn recover(
             Record::RowChanges { .. } | Record::ColumnSegment { .. } | Record::Abandoned { .. }
         );
         if lsn < covered_lsn && !ahead_of_commit {
+            replay.forget_committed(&record);
             return Ok(());
         }
         replay.apply(lsn, record)
@@ -354,6 +355,28 @@ impl Replay {
         let segments = self.early_segments.values().map(|(lsn, _)| *lsn);
         let images = self.images.values().map(|p| p.first_lsn);
         rows.chain(segments).chain(images).min()
+    }
+
+    /// `record` is before the loaded checkpoint's cut, which holds what it did: if it is a
+    /// commit, the records it names that were logged ahead of it, and replayed from the
+    /// checkpoint's start, are done with (else a standby, which never reaches the log's end,
+    /// would keep them, and its checkpoints would replay from them forever).
+    pub(super) fn forget_committed(&mut self, record: &Record<'_>) {
+        let Record::Commit { changes, early, .. } = record else {
+            return;
+        };
+        if let Some(early) = early {
+            self.early_rows.remove(&early.chain);
+        }
+        if self.early_segments.is_empty() {
+            return;
+        }
+        // A segment logged ahead is named by an insert with an empty image.
+        for c in changes.iter() {
+            if c.kind == ChangeKind::Insert && c.row.is_empty() {
+                self.early_segments.remove(&(c.table, c.row_id));
+            }
+        }
     }
 
     /// Applies `record`, which the log holds at `lsn`.
@@ -605,5 +628,50 @@ mod tests {
         };
         replay.apply(400, abandoned).unwrap();
         assert_eq!(replay.pending_from(), None);
+    }
+
+    /// A standby replaying from a checkpoint's start skips the commits the checkpoint holds,
+    /// but must forget the records they name that were logged ahead of them.
+    #[test]
+    fn a_commit_before_the_cut_releases_what_it_names() {
+        let dir = std::env::temp_dir().join(format!("shoal-forget-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let wal = Wal::open(&dir, 0, shoal_wal::WalOptions::default()).unwrap();
+        let segment = RedoChange {
+            table: 7,
+            kind: ChangeKind::Insert,
+            row_id: 1 << 32,
+            row: b"",
+        };
+        let early = shoal_storage::EarlyRedo {
+            chain: 50,
+            writes: 0,
+        };
+        let end = wal.append_commit(|_| 1, &[segment], Some(early)).unwrap();
+        wal.wait_flushed_blocking(end).unwrap();
+        wal.shutdown();
+        let mut replay = Replay::new(Database::new(), Catalog::default());
+        replay
+            .apply(
+                100,
+                Record::ColumnSegment {
+                    table: 7,
+                    row_id: 1 << 32,
+                    image: b"image",
+                },
+            )
+            .unwrap();
+        replay.early_rows.insert(50, Vec::new());
+        assert_eq!(replay.pending_from(), Some(50));
+        let mut commits = 0;
+        read_log(&dir, 0, |_, record| {
+            commits += matches!(record, Record::Commit { .. }) as usize;
+            replay.forget_committed(&record);
+            Ok::<(), std::convert::Infallible>(())
+        })
+        .unwrap();
+        assert_eq!(commits, 1);
+        assert_eq!(replay.pending_from(), None);
+        std::fs::remove_dir_all(&dir).ok();
     }
 }

@@ -70,7 +70,11 @@ impl Applier for StandbyApplier {
                 record,
                 Record::RowChanges { .. } | Record::ColumnSegment { .. } | Record::Abandoned { .. }
             );
-            if lsn < self.replay_from_lsn || (lsn < self.covered_lsn && !ahead_of_commit) {
+            if lsn < self.replay_from_lsn {
+                return Ok(());
+            }
+            if lsn < self.covered_lsn && !ahead_of_commit {
+                replay.forget_committed(&record);
                 return Ok(());
             }
             catalog_changed |= matches!(record, Record::Catalog { .. });
